@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# Installs what the test suite needs on a fresh machine: Debian's Chromium and ChromeDriver
+# (Control UI tests), tmux, and a private Python venv with the official MCP SDK (interop tests).
+# Idempotent: a second run only checks.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+need_apt=()
+command -v chromium >/dev/null 2>&1 || need_apt+=(chromium)
+command -v chromedriver >/dev/null 2>&1 || need_apt+=(chromium-driver)
+command -v tmux >/dev/null 2>&1 || need_apt+=(tmux)
+command -v python3 >/dev/null 2>&1 || need_apt+=(python3 python3-venv)
+if [ ${#need_apt[@]} -gt 0 ]; then
+  echo "setup: installing ${need_apt[*]}"
+  SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO="sudo"
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${need_apt[@]}" >/dev/null
+fi
+
+venv=.venv-test
+pkgs=("mcp>=2.3,<3" "jsonschema>=4.20" "selenium>=4.30")
+if ! "$venv/bin/python" -c 'import mcp, jsonschema, selenium' >/dev/null 2>&1; then
+  echo "setup: creating the Python venv $venv"
+  python3 -m venv "$venv"
+  "$venv/bin/pip" install -q --disable-pip-version-check "${pkgs[@]}"
+fi
+"$venv/bin/python" -c 'import mcp, jsonschema, selenium; print("setup: python test deps ok")'

@@ -1,0 +1,12 @@
+#!/usr/bin/env bash
+# The whole test suite, from a fresh machine: installs the test dependencies, checks format and
+# lints, then runs every test (unit, integration, end to end, interop, browser, terminal).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+bash scripts/setup-test-env.sh
+export AX_TEST_PYTHON="$PWD/.venv-test/bin/python"
+
+cargo fmt --all -- --check
+cargo clippy --workspace --all-targets --locked -- -D warnings
+cargo test --workspace --locked
