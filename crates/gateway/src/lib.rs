@@ -1,12 +1,69 @@
-//! The ax-code gateway: one WebSocket per client, a typed request/response/event protocol,
-//! scopes, and the fan-out of `ui.command` to every connected Control UI.
+//! The ax-code gateway: one WebSocket per client, a typed request/response/event protocol with
+//! operator scopes, and the fan-out of `ui.command` to every connected Control UI.
 //!
-//! The backend owns the HTTP side (route, Host/Origin checks, the upgrade) and hands each
-//! upgraded socket to [`Gateway::serve_socket`].
+//! The backend owns the HTTP side (the `/gateway` route, Host and Origin checks, the upgrade
+//! with small buffers) and hands each upgraded socket to [`Gateway::serve_socket`]:
+//!
+//! ```no_run
+//! use std::sync::Arc;
+//! use axum::{Router, extract::{State, ws::WebSocketUpgrade}, routing::get};
+//! use ax_gateway::{Gateway, GatewayConfig, SessionDirectory};
+//!
+//! struct NoSessions;
+//! impl SessionDirectory for NoSessions {
+//!     fn contains(&self, _: &str) -> bool { false }
+//! }
+//!
+//! let gateway = Gateway::new(GatewayConfig {
+//!     token: "secret".into(),
+//!     server_version: "0.1.0".into(),
+//!     project_dir: ".".into(),
+//!     sessions: Arc::new(NoSessions),
+//! });
+//! let app: Router = Router::new()
+//!     .route("/gateway", get(|State(g): State<Gateway>, ws: WebSocketUpgrade| async move {
+//!         ws.read_buffer_size(4096)
+//!             .write_buffer_size(4096)
+//!             .on_upgrade(move |socket| async move { g.serve_socket(socket).await })
+//!     }))
+//!     .with_state(gateway);
+//! ```
+//!
+//! Module map: [`frame`] (wire frames, error codes), [`handshake`] (`connect`, `hello-ok`),
+//! [`scope`], [`ui_command`] (command types and acknowledgements), `hub` (registry and
+//! fan-out), `outbound` (bounded per-connection queues), `connection` (reader and writer
+//! tasks), `terminal` (the operator terminal, the only code here that runs a process).
 
-use std::{path::PathBuf, sync::Arc};
+use std::{
+    path::PathBuf,
+    sync::{Arc, atomic::AtomicU64},
+    time::Duration,
+};
 
 use axum::extract::ws::WebSocket;
+
+mod connection;
+pub mod frame;
+pub mod handshake;
+mod hub;
+mod outbound;
+pub mod scope;
+mod terminal;
+pub mod ui_command;
+
+pub use connection::MAX_PREHANDSHAKE_FRAME;
+pub use frame::{
+    ErrorCode, ErrorShape, EventFrame, PROTOCOL, RequestFrame, ResponseFrame, ServerFrame,
+};
+pub use handshake::{
+    CAP_UI_COMMANDS, ClientInfo, ClientMode, ConnectAuth, ConnectParams, HelloOk, Role,
+};
+pub use scope::{Scope, Scopes};
+pub use terminal::{MAX_COMMAND as TERMINAL_MAX_COMMAND, MAX_OUTPUT as TERMINAL_MAX_OUTPUT};
+pub use ui_command::{
+    AckOutcome, Dock, Outcome, PanelKind, SplitDirection, UiCommand, UiCommandEvent,
+    UiCommandParams, UiCommandResponse, UiCommandResultParams, UiOutcome,
+};
 
 /// Tells the gateway whether a session exists in the served project.
 pub trait SessionDirectory: Send + Sync + 'static {
@@ -25,21 +82,99 @@ pub struct GatewayConfig {
     pub sessions: Arc<dyn SessionDirectory>,
 }
 
+/// Limits and timers. The defaults suit a local backend; tests shorten the timers.
+#[derive(Debug, Clone)]
+pub struct Tuning {
+    /// A `tick` event (and a WebSocket ping) goes out this often.
+    pub tick_interval: Duration,
+    /// A peer silent for this long (not even a pong) is dropped.
+    pub dead_after: Duration,
+    /// Time allowed from the upgrade to a sent `hello-ok`.
+    pub handshake_timeout: Duration,
+    /// Frames a connection may have queued before it counts as a slow consumer.
+    pub queue_frames: usize,
+    /// Bytes a connection may have queued before it counts as a slow consumer.
+    pub queue_bytes: usize,
+    /// How long `ui.command` with `wait: true` collects answers.
+    pub wait_timeout: Duration,
+    /// Largest frame accepted after the handshake.
+    pub max_payload: usize,
+}
+
+impl Default for Tuning {
+    fn default() -> Self {
+        Tuning {
+            tick_interval: Duration::from_secs(15),
+            dead_after: Duration::from_secs(40),
+            handshake_timeout: Duration::from_secs(10),
+            queue_frames: 1024,
+            queue_bytes: 1 << 20,
+            wait_timeout: Duration::from_secs(2),
+            max_payload: 256 * 1024,
+        }
+    }
+}
+
+pub(crate) struct Shared {
+    pub(crate) config: GatewayConfig,
+    pub(crate) tuning: Tuning,
+    pub(crate) hub: hub::Hub,
+    pub(crate) next_conn: AtomicU64,
+}
+
 /// A cheap, cloneable handle to the gateway's shared state.
 #[derive(Clone)]
 pub struct Gateway {
-    _config: Arc<GatewayConfig>,
+    shared: Arc<Shared>,
 }
 
 impl Gateway {
     pub fn new(config: GatewayConfig) -> Self {
+        Gateway::with_tuning(config, Tuning::default())
+    }
+
+    pub fn with_tuning(config: GatewayConfig, tuning: Tuning) -> Self {
         Gateway {
-            _config: Arc::new(config),
+            shared: Arc::new(Shared {
+                config,
+                tuning,
+                hub: hub::Hub::default(),
+                next_conn: AtomicU64::new(1),
+            }),
         }
     }
 
     /// Serve one upgraded WebSocket until it closes.
     pub async fn serve_socket(&self, socket: WebSocket) {
-        drop(socket);
+        connection::serve(self.shared.clone(), socket).await;
     }
+
+    /// Connections past the handshake.
+    pub fn connection_count(&self) -> usize {
+        self.shared.hub.len()
+    }
+
+    /// Connections that receive `ui.command` events.
+    pub fn ui_client_count(&self) -> usize {
+        self.shared.hub.ui_targets()
+    }
+}
+
+pub(crate) fn random_hex(bytes: usize) -> String {
+    let mut buf = vec![0u8; bytes];
+    if getrandom::fill(&mut buf).is_err() {
+        // Only ids and nonces come from here; a clock-derived fallback keeps them unique.
+        let t = now_ms() as u64 ^ (std::process::id() as u64) << 32;
+        for (i, b) in buf.iter_mut().enumerate() {
+            *b = (t >> ((i % 8) * 8)) as u8 ^ i as u8;
+        }
+    }
+    buf.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+pub(crate) fn now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_millis() as i64)
+        .unwrap_or(0)
 }

@@ -1,0 +1,639 @@
+//! One client connection: the handshake, then a reader (this task) and a writer task.
+//!
+//! The writer owns the socket's sink and the connection's `seq` counter, so `seq` numbers
+//! follow the order frames really leave. Everything else only pushes into the bounded
+//! [`Outbound`] queue.
+
+use std::{
+    sync::{
+        Arc,
+        atomic::{AtomicU64, AtomicUsize, Ordering},
+    },
+    time::{Duration, Instant},
+};
+
+use axum::extract::ws::{CloseFrame, Message, Utf8Bytes, WebSocket};
+use futures_util::{
+    SinkExt, StreamExt,
+    stream::{SplitSink, SplitStream},
+};
+use serde::de::DeserializeOwned;
+use serde_json::{Value, json};
+use subtle::ConstantTimeEq;
+use tokio::sync::mpsc;
+
+use crate::{
+    Shared,
+    frame::{
+        ErrorCode, ErrorShape, EventPrefix, MAX_ID_LEN, MAX_METHOD_LEN, PROTOCOL, RequestFrame,
+        ResponseFrame,
+    },
+    handshake::{
+        CAP_UI_COMMANDS, ClientMode, ConnectParams, EVENTS, Features, HelloAuth, HelloOk, METHODS,
+        Policy, Role, ServerInfo,
+    },
+    hub::ConnEntry,
+    outbound::{Out, Outbound},
+    scope::{Scope, Scopes},
+    terminal::{self, KillParams, RunParams, TerminalSlot},
+    ui_command::{UiCommandEvent, UiCommandParams, UiCommandResponse, UiCommandResultParams},
+};
+
+/// Largest frame before the handshake completes.
+pub const MAX_PREHANDSHAKE_FRAME: usize = 64 * 1024;
+/// Waited `ui.command` requests one connection may have open.
+const MAX_WAITS_PER_CONN: usize = 8;
+
+/// Close codes (RFC 6455).
+const CLOSE_NORMAL: u16 = 1000;
+const CLOSE_POLICY: u16 = 1008;
+const CLOSE_TOO_BIG: u16 = 1009;
+
+struct Rejection {
+    id: String,
+    error: ErrorShape,
+    close_code: u16,
+}
+
+struct Accepted {
+    params: ConnectParams,
+    scopes: Scopes,
+    request_id: String,
+}
+
+pub(crate) async fn serve(shared: Arc<Shared>, mut socket: WebSocket) {
+    let started = Instant::now();
+    let tuning = shared.tuning.clone();
+    let handshake = tokio::time::timeout(tuning.handshake_timeout, async {
+        let challenge = json!({"nonce": crate::random_hex(16), "ts": crate::now_ms()});
+        let frame = EventPrefix::new("connect.challenge", &challenge).finish(1);
+        socket
+            .send(Message::Text(frame.into()))
+            .await
+            .map_err(|_| None)?;
+        handshake(&shared, &mut socket).await.map_err(Some)
+    })
+    .await;
+    let accepted = match handshake {
+        Ok(Ok(a)) => a,
+        Ok(Err(Some(rejection))) => {
+            let reason = rejection.error.message.clone();
+            let res = ResponseFrame::failure(rejection.id, rejection.error).to_json();
+            let _ = tokio::time::timeout(Duration::from_secs(1), async {
+                let _ = socket.send(Message::Text(res.into())).await;
+                let _ = socket
+                    .send(close_message(rejection.close_code, &reason))
+                    .await;
+            })
+            .await;
+            return;
+        }
+        Ok(Err(None)) => return,
+        Err(_) => {
+            let _ = tokio::time::timeout(
+                Duration::from_secs(1),
+                socket.send(close_message(CLOSE_POLICY, "handshake timeout")),
+            )
+            .await;
+            return;
+        }
+    };
+
+    let key = shared.next_conn.fetch_add(1, Ordering::Relaxed);
+    let conn_id = format!("conn_{}", crate::random_hex(8));
+    let hello = HelloOk {
+        protocol: PROTOCOL,
+        server: ServerInfo {
+            version: shared.config.server_version.clone(),
+            conn_id: conn_id.clone(),
+        },
+        features: Features {
+            methods: METHODS.iter().map(|m| m.to_string()).collect(),
+            events: EVENTS.iter().map(|e| e.to_string()).collect(),
+        },
+        auth: HelloAuth {
+            role: Role::Operator,
+            scopes: accepted.scopes.to_vec(),
+        },
+        policy: Policy {
+            max_payload: tuning.max_payload,
+            tick_interval_ms: tuning.tick_interval.as_millis() as u64,
+        },
+    };
+    let hello = ResponseFrame::success(
+        accepted.request_id,
+        serde_json::to_value(&hello).unwrap_or(Value::Null),
+    )
+    .to_json();
+    let sent = tokio::time::timeout(
+        tuning.handshake_timeout,
+        socket.send(Message::Text(hello.into())),
+    )
+    .await;
+    if !matches!(sent, Ok(Ok(()))) {
+        return;
+    }
+
+    let ui_target = accepted.params.client.mode == ClientMode::Ui
+        && accepted.params.caps.iter().any(|c| c == CAP_UI_COMMANDS);
+    let (out, rx) = Outbound::new(tuning.queue_frames, tuning.queue_bytes);
+    let out = Arc::new(out);
+    let entry = Arc::new(ConnEntry {
+        key,
+        conn_id,
+        ui_target,
+        out: out.clone(),
+    });
+    shared.hub.register(entry.clone());
+
+    let last_seen = Arc::new(AtomicU64::new(0));
+    let (sink, stream) = socket.split();
+    let writer = tokio::spawn(write_loop(
+        sink,
+        rx,
+        out.clone(),
+        WriterClock {
+            started,
+            last_seen: last_seen.clone(),
+            tick: tuning.tick_interval,
+            dead_after: tuning.dead_after,
+        },
+    ));
+
+    let conn = Conn {
+        shared: shared.clone(),
+        entry,
+        scopes: accepted.scopes,
+        terminal: Arc::new(TerminalSlot::default()),
+        waits: Arc::new(AtomicUsize::new(0)),
+    };
+    let graceful = conn.read_loop(stream, started, &last_seen).await;
+
+    shared.hub.unregister(key);
+    conn.terminal.kill();
+    if graceful {
+        // Let the writer send what was queued up to the close frame.
+        let mut writer = writer;
+        if tokio::time::timeout(Duration::from_secs(2), &mut writer)
+            .await
+            .is_err()
+        {
+            out.kill(CLOSE_NORMAL, "closing");
+            writer.abort();
+        }
+    } else {
+        out.kill(CLOSE_NORMAL, "closing");
+        let _ = tokio::time::timeout(Duration::from_secs(2), writer).await;
+    }
+}
+
+async fn handshake(shared: &Shared, socket: &mut WebSocket) -> Result<Accepted, Rejection> {
+    let text = loop {
+        match socket.recv().await {
+            Some(Ok(Message::Text(t))) => break t,
+            Some(Ok(Message::Ping(_) | Message::Pong(_))) => continue,
+            Some(Ok(Message::Binary(_))) => {
+                return Err(reject("", "first frame must be a connect request (text)"));
+            }
+            Some(Ok(Message::Close(_))) | Some(Err(_)) | None => {
+                return Err(Rejection {
+                    id: String::new(),
+                    error: ErrorShape::invalid("connection closed before connect"),
+                    close_code: CLOSE_NORMAL,
+                });
+            }
+        }
+    };
+    if text.len() > MAX_PREHANDSHAKE_FRAME {
+        return Err(Rejection {
+            id: String::new(),
+            error: ErrorShape::invalid(format!(
+                "frame too large: {} bytes before the handshake (limit {MAX_PREHANDSHAKE_FRAME})",
+                text.len()
+            )),
+            close_code: CLOSE_TOO_BIG,
+        });
+    }
+    let req = parse_request(&text).map_err(|(id, e)| Rejection {
+        id,
+        error: e,
+        close_code: CLOSE_POLICY,
+    })?;
+    if req.method != "connect" {
+        return Err(reject(&req.id, "first request must be connect"));
+    }
+    let params: ConnectParams = parse_params(req.params, "connect")
+        .and_then(|p: ConnectParams| {
+            p.check_bounds()
+                .map_err(|m| ErrorShape::invalid(format!("invalid connect params: {m}")))?;
+            Ok(p)
+        })
+        .map_err(|error| Rejection {
+            id: req.id.clone(),
+            error,
+            close_code: CLOSE_POLICY,
+        })?;
+    if params.min_protocol > PROTOCOL || params.max_protocol < PROTOCOL {
+        return Err(Rejection {
+            id: req.id,
+            error: ErrorShape::invalid(format!(
+                "unsupported protocol range {}..={}: this gateway speaks protocol {PROTOCOL}",
+                params.min_protocol, params.max_protocol
+            ))
+            .with_details(json!({"code": "PROTOCOL_MISMATCH", "protocol": PROTOCOL})),
+            close_code: CLOSE_POLICY,
+        });
+    }
+    let expected = shared.config.token.as_bytes();
+    let given = params.auth.token.as_bytes();
+    if expected.is_empty() || !bool::from(expected.ct_eq(given)) {
+        return Err(Rejection {
+            id: req.id,
+            error: ErrorShape::new(ErrorCode::Forbidden, "authentication failed")
+                .with_details(json!({"code": "AUTH_FAILED"})),
+            close_code: CLOSE_POLICY,
+        });
+    }
+    // The backend token grants every scope; a client gets what it asked for, no more.
+    let asked: Scopes = params.scopes.iter().copied().collect();
+    let scopes = asked.intersect(Scopes::all());
+    Ok(Accepted {
+        params,
+        scopes,
+        request_id: req.id,
+    })
+}
+
+fn reject(id: &str, message: &str) -> Rejection {
+    Rejection {
+        id: id.to_string(),
+        error: ErrorShape::invalid(message),
+        close_code: CLOSE_POLICY,
+    }
+}
+
+/// Parse a request frame; on failure return the best-known id with the error.
+fn parse_request(text: &str) -> Result<RequestFrame, (String, ErrorShape)> {
+    match serde_json::from_str::<RequestFrame>(text) {
+        Ok(req) => {
+            if req.id.is_empty() || req.id.len() > MAX_ID_LEN {
+                return Err((
+                    String::new(),
+                    ErrorShape::invalid(format!(
+                        "invalid frame: id must be 1..={MAX_ID_LEN} bytes"
+                    )),
+                ));
+            }
+            if req.method.is_empty() || req.method.len() > MAX_METHOD_LEN {
+                return Err((
+                    req.id,
+                    ErrorShape::invalid("invalid frame: method name too long or empty"),
+                ));
+            }
+            Ok(req)
+        }
+        Err(e) => {
+            let id = serde_json::from_str::<Value>(text)
+                .ok()
+                .and_then(|v| v.get("id").and_then(Value::as_str).map(str::to_string))
+                .filter(|id| id.len() <= MAX_ID_LEN)
+                .unwrap_or_default();
+            Err((id, ErrorShape::invalid(format!("invalid frame: {e}"))))
+        }
+    }
+}
+
+fn parse_params<T: DeserializeOwned>(params: Option<Value>, method: &str) -> Result<T, ErrorShape> {
+    serde_json::from_value(params.unwrap_or_else(|| json!({})))
+        .map_err(|e| ErrorShape::invalid(format!("invalid {method} params: {e}")))
+}
+
+fn close_message(code: u16, reason: &str) -> Message {
+    // A close reason is at most 123 bytes.
+    let mut end = reason.len().min(123);
+    while !reason.is_char_boundary(end) {
+        end -= 1;
+    }
+    Message::Close(Some(CloseFrame {
+        code,
+        reason: Utf8Bytes::from(&reason[..end]),
+    }))
+}
+
+fn missing_scope(need: Scope) -> ErrorShape {
+    ErrorShape::new(
+        ErrorCode::Forbidden,
+        format!("missing scope: {}", need.as_str()),
+    )
+    .with_details(json!({
+        "code": "MISSING_SCOPE",
+        "missingScope": need.as_str(),
+        "requiredScopes": [need.as_str()],
+    }))
+}
+
+struct Conn {
+    shared: Arc<Shared>,
+    entry: Arc<ConnEntry>,
+    scopes: Scopes,
+    terminal: Arc<TerminalSlot>,
+    waits: Arc<AtomicUsize>,
+}
+
+impl Conn {
+    /// Returns `true` when the server queued a close (the writer should finish the queue).
+    async fn read_loop(
+        &self,
+        mut stream: SplitStream<WebSocket>,
+        started: Instant,
+        last_seen: &AtomicU64,
+    ) -> bool {
+        let cancel = self.entry.out.cancel_token().clone();
+        loop {
+            let msg = tokio::select! {
+                _ = cancel.cancelled() => return false,
+                m = stream.next() => m,
+            };
+            last_seen.store(started.elapsed().as_millis() as u64, Ordering::Relaxed);
+            match msg {
+                Some(Ok(Message::Text(text))) => {
+                    if !self.handle_text(&text) {
+                        return true;
+                    }
+                }
+                Some(Ok(Message::Binary(_))) => {
+                    self.respond_err("", ErrorShape::invalid("binary frames are not supported"));
+                }
+                Some(Ok(Message::Ping(_) | Message::Pong(_))) => {}
+                Some(Ok(Message::Close(_))) | Some(Err(_)) | None => return false,
+            }
+        }
+    }
+
+    fn respond(&self, id: &str, payload: Value) {
+        let res = ResponseFrame::success(id, payload).to_json();
+        self.entry.out.push(Out::Text(res));
+    }
+
+    fn respond_err(&self, id: &str, error: ErrorShape) {
+        let res = ResponseFrame::failure(id, error).to_json();
+        self.entry.out.push(Out::Text(res));
+    }
+
+    /// Handle one text frame; `false` means stop reading (a close is queued).
+    fn handle_text(&self, text: &str) -> bool {
+        let max = self.shared.tuning.max_payload;
+        if text.len() > max {
+            self.respond_err(
+                "",
+                ErrorShape::invalid(format!(
+                    "frame too large: {} bytes (limit {max})",
+                    text.len()
+                )),
+            );
+            self.entry
+                .out
+                .push(Out::Close(CLOSE_TOO_BIG, "frame too large".into()));
+            return false;
+        }
+        let req = match parse_request(text) {
+            Ok(r) => r,
+            Err((id, e)) => {
+                self.respond_err(&id, e);
+                return true;
+            }
+        };
+        if let Err(e) = self.dispatch(&req) {
+            self.respond_err(&req.id, e);
+        }
+        true
+    }
+
+    fn need(&self, scope: Scope) -> Result<(), ErrorShape> {
+        if self.scopes.satisfies(scope) {
+            Ok(())
+        } else {
+            Err(missing_scope(scope))
+        }
+    }
+
+    fn dispatch(&self, req: &RequestFrame) -> Result<(), ErrorShape> {
+        let params = req.params.clone();
+        match req.method.as_str() {
+            "connect" => Err(ErrorShape::invalid("already connected")),
+            "ping" => {
+                self.need(Scope::Read)?;
+                self.respond(&req.id, json!({"ts": crate::now_ms()}));
+                Ok(())
+            }
+            "ui.command" => self.ui_command(req, params),
+            "ui.command.result" => {
+                if !self.entry.ui_target {
+                    return Err(ErrorShape::new(
+                        ErrorCode::Forbidden,
+                        "ui.command.result is only for ui clients with the ui-commands cap",
+                    ));
+                }
+                let p: UiCommandResultParams = parse_params(params, "ui.command.result")?;
+                if p.command_id.len() > MAX_ID_LEN
+                    || p.reason
+                        .as_ref()
+                        .is_some_and(|r| r.len() > crate::ui_command::MAX_REASON)
+                {
+                    return Err(ErrorShape::invalid(
+                        "invalid ui.command.result params: commandId or reason too long",
+                    ));
+                }
+                let accepted = self.shared.hub.record_outcome(
+                    &p.command_id,
+                    self.entry.key,
+                    p.outcome,
+                    p.reason,
+                );
+                self.respond(&req.id, json!({"accepted": accepted}));
+                Ok(())
+            }
+            "terminal.run" => {
+                self.need(Scope::Admin)?;
+                let p: RunParams = parse_params(params, "terminal.run")?;
+                let run_id = format!("run_{}", crate::random_hex(6));
+                terminal::run(
+                    self.terminal.clone(),
+                    self.entry.out.clone(),
+                    &self.shared.config.project_dir,
+                    &p.command,
+                    run_id.clone(),
+                )?;
+                self.respond(&req.id, json!({"ok": true, "runId": run_id}));
+                Ok(())
+            }
+            "terminal.kill" => {
+                self.need(Scope::Admin)?;
+                let _: KillParams = parse_params(params, "terminal.kill")?;
+                let killed = self.terminal.kill();
+                self.respond(&req.id, json!({"ok": true, "killed": killed}));
+                Ok(())
+            }
+            other => Err(ErrorShape::new(
+                ErrorCode::NotFound,
+                format!("unknown method: {other}"),
+            )),
+        }
+    }
+
+    fn ui_command(&self, req: &RequestFrame, params: Option<Value>) -> Result<(), ErrorShape> {
+        self.need(Scope::Write)?;
+        let p: UiCommandParams = parse_params(params, "ui.command")?;
+        p.validate(self.shared.config.sessions.as_ref())
+            .map_err(|m| ErrorShape::invalid(format!("invalid ui.command params: {m}")))?;
+        let wait = p.wait == Some(true);
+        if wait && self.waits.load(Ordering::Acquire) >= MAX_WAITS_PER_CONN {
+            return Err(ErrorShape::new(
+                ErrorCode::Unavailable,
+                "too many ui.command requests waiting on this connection",
+            ));
+        }
+        let event = UiCommandEvent {
+            command: p.command,
+            session_key: p.session_key,
+            command_id: format!("cmd_{}", crate::random_hex(8)),
+        };
+        let delivery = self.shared.hub.fan_out_ui_command(&event, wait)?;
+        let Some(done) = delivery.wait else {
+            let payload = UiCommandResponse {
+                ok: true,
+                delivered: delivery.delivered,
+                outcomes: None,
+            };
+            self.respond(
+                &req.id,
+                serde_json::to_value(payload).unwrap_or(Value::Null),
+            );
+            return Ok(());
+        };
+        // Collect answers off the reader task: the reader must keep reading meanwhile.
+        self.waits.fetch_add(1, Ordering::AcqRel);
+        let shared = self.shared.clone();
+        let out = self.entry.out.clone();
+        let waits = self.waits.clone();
+        let id = req.id.clone();
+        tokio::spawn(async move {
+            let outcomes = shared
+                .hub
+                .collect(&event.command_id, done, shared.tuning.wait_timeout)
+                .await;
+            let payload = UiCommandResponse {
+                ok: true,
+                delivered: delivery.delivered,
+                outcomes: Some(outcomes),
+            };
+            let res =
+                ResponseFrame::success(id, serde_json::to_value(payload).unwrap_or(Value::Null))
+                    .to_json();
+            out.push(Out::Text(res));
+            waits.fetch_sub(1, Ordering::AcqRel);
+        });
+        Ok(())
+    }
+}
+
+struct WriterClock {
+    started: Instant,
+    last_seen: Arc<AtomicU64>,
+    tick: Duration,
+    dead_after: Duration,
+}
+
+async fn write_loop(
+    mut sink: SplitSink<WebSocket, Message>,
+    mut rx: mpsc::Receiver<Out>,
+    out: Arc<Outbound>,
+    clock: WriterClock,
+) {
+    // The challenge was seq 1.
+    let mut seq: u64 = 1;
+    let cancel = out.cancel_token().clone();
+    let mut tick = tokio::time::interval_at(tokio::time::Instant::now() + clock.tick, clock.tick);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let mut closed_by_queue = false;
+    loop {
+        let first = tokio::select! {
+            biased;
+            _ = cancel.cancelled() => break,
+            _ = tick.tick() => {
+                let idle = clock.started.elapsed().as_millis() as u64
+                    - clock.last_seen.load(Ordering::Relaxed).min(clock.started.elapsed().as_millis() as u64);
+                if idle > clock.dead_after.as_millis() as u64 {
+                    out.kill(CLOSE_POLICY, "keepalive timeout");
+                    break;
+                }
+                None
+            }
+            m = rx.recv() => match m {
+                Some(m) => Some(m),
+                None => break,
+            },
+        };
+        let write = async {
+            match first {
+                None => {
+                    seq += 1;
+                    let t = EventPrefix::new("tick", &json!({"ts": crate::now_ms()})).finish(seq);
+                    sink.feed(Message::Text(t.into())).await?;
+                    sink.feed(Message::Ping(Default::default())).await?;
+                }
+                Some(first) => {
+                    let mut next = Some(first);
+                    // Batch what is already queued into one flush.
+                    let mut budget = 64;
+                    while let Some(item) = next.take() {
+                        out.taken(&item);
+                        match item {
+                            Out::Text(s) => sink.feed(Message::Text(s.into())).await?,
+                            Out::Event(p) => {
+                                seq += 1;
+                                sink.feed(Message::Text(p.finish(seq).into())).await?;
+                            }
+                            Out::Close(code, reason) => {
+                                sink.feed(close_message(code, &reason)).await?;
+                                sink.flush().await?;
+                                return Ok::<bool, axum::Error>(true);
+                            }
+                        }
+                        budget -= 1;
+                        if budget > 0 {
+                            next = rx.try_recv().ok();
+                        }
+                    }
+                }
+            }
+            sink.flush().await?;
+            Ok(false)
+        };
+        let result = tokio::select! {
+            biased;
+            _ = cancel.cancelled() => break,
+            r = write => r,
+        };
+        match result {
+            Ok(false) => {}
+            Ok(true) => {
+                closed_by_queue = true;
+                break;
+            }
+            Err(_) => {
+                out.kill(CLOSE_NORMAL, "write failed");
+                break;
+            }
+        }
+    }
+    if !closed_by_queue && let Some(kill) = out.kill_reason() {
+        // Best effort: a stalled peer may not take even this.
+        let _ = tokio::time::timeout(
+            Duration::from_millis(500),
+            sink.send(close_message(kill.code, &kill.reason)),
+        )
+        .await;
+    }
+    out.cancel_token().cancel();
+}

@@ -1,0 +1,197 @@
+//! The `connect` request and the `hello-ok` answer.
+
+use serde::{Deserialize, Serialize};
+
+use crate::scope::Scope;
+
+/// Capability a Control UI advertises to receive `ui.command` events.
+pub const CAP_UI_COMMANDS: &str = "ui-commands";
+
+const MAX_CAPS: usize = 16;
+const MAX_SHORT: usize = 128;
+
+/// Params of the first request, `connect`.
+#[derive(Clone, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ConnectParams {
+    pub min_protocol: u32,
+    pub max_protocol: u32,
+    pub client: ClientInfo,
+    #[serde(default)]
+    pub caps: Vec<String>,
+    pub role: Role,
+    pub scopes: Vec<Scope>,
+    pub auth: ConnectAuth,
+}
+
+impl ConnectParams {
+    /// Size bounds the schema cannot express.
+    pub fn check_bounds(&self) -> Result<(), String> {
+        let c = &self.client;
+        for (name, value) in [
+            ("client.id", &c.id),
+            ("client.version", &c.version),
+            ("client.platform", &c.platform),
+        ] {
+            if value.len() > MAX_SHORT {
+                return Err(format!("{name} is longer than {MAX_SHORT} bytes"));
+            }
+        }
+        if self.caps.len() > MAX_CAPS || self.caps.iter().any(|c| c.len() > MAX_SHORT) {
+            return Err(format!(
+                "caps: at most {MAX_CAPS} entries of at most {MAX_SHORT} bytes"
+            ));
+        }
+        if self.auth.token.len() > 1024 {
+            return Err("auth.token is too long".into());
+        }
+        Ok(())
+    }
+}
+
+impl std::fmt::Debug for ConnectParams {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ConnectParams")
+            .field("min_protocol", &self.min_protocol)
+            .field("max_protocol", &self.max_protocol)
+            .field("client", &self.client)
+            .field("caps", &self.caps)
+            .field("scopes", &self.scopes)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Who is connecting.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ClientInfo {
+    pub id: String,
+    pub version: String,
+    pub platform: String,
+    pub mode: ClientMode,
+}
+
+/// The kind of client; only `ui` clients receive `ui.command` events.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ClientMode {
+    Ui,
+    Cli,
+    Agent,
+    Test,
+}
+
+/// The literal `"operator"`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Role {
+    Operator,
+}
+
+/// `auth {token}`. Its `Debug` never shows the token.
+#[derive(Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ConnectAuth {
+    pub token: String,
+}
+
+impl std::fmt::Debug for ConnectAuth {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("ConnectAuth { token: <redacted> }")
+    }
+}
+
+/// Payload of the successful `connect` response.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct HelloOk {
+    pub protocol: u32,
+    pub server: ServerInfo,
+    pub features: Features,
+    pub auth: HelloAuth,
+    pub policy: Policy,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ServerInfo {
+    pub version: String,
+    pub conn_id: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Features {
+    pub methods: Vec<String>,
+    pub events: Vec<String>,
+}
+
+/// The role and the scopes actually granted (asked ∩ allowed).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct HelloAuth {
+    pub role: Role,
+    pub scopes: Vec<Scope>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Policy {
+    /// Largest frame accepted after the handshake, in bytes.
+    pub max_payload: usize,
+    pub tick_interval_ms: u64,
+}
+
+/// Methods a client may call after `connect`.
+pub const METHODS: &[&str] = &[
+    "ping",
+    "ui.command",
+    "ui.command.result",
+    "terminal.run",
+    "terminal.kill",
+];
+
+/// Events the gateway sends.
+pub const EVENTS: &[&str] = &[
+    "connect.challenge",
+    "tick",
+    "ui.command",
+    "terminal.output",
+    "terminal.exit",
+];
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn sample() -> serde_json::Value {
+        json!({
+            "minProtocol": 1, "maxProtocol": 1,
+            "client": {"id": "t", "version": "1", "platform": "linux", "mode": "ui"},
+            "caps": ["ui-commands"], "role": "operator",
+            "scopes": ["operator.read"], "auth": {"token": "secret-value"}
+        })
+    }
+
+    #[test]
+    fn connect_params_are_closed() {
+        assert!(serde_json::from_value::<ConnectParams>(sample()).is_ok());
+        let mut extra = sample();
+        extra["client"]["extra"] = json!(1);
+        assert!(serde_json::from_value::<ConnectParams>(extra).is_err());
+        let mut bad_mode = sample();
+        bad_mode["client"]["mode"] = json!("robot");
+        assert!(serde_json::from_value::<ConnectParams>(bad_mode).is_err());
+        let mut bad_scope = sample();
+        bad_scope["scopes"] = json!(["operator.root"]);
+        assert!(serde_json::from_value::<ConnectParams>(bad_scope).is_err());
+    }
+
+    #[test]
+    fn debug_hides_the_token() {
+        let p: ConnectParams = serde_json::from_value(sample()).unwrap();
+        assert!(!format!("{p:?}").contains("secret-value"));
+        assert!(!format!("{:?}", p.auth).contains("secret-value"));
+    }
+}

@@ -1,0 +1,196 @@
+//! The registry of live connections, `ui.command` fan-out and acknowledgement collection.
+
+use std::{
+    collections::HashMap,
+    sync::{Arc, Mutex, MutexGuard},
+    time::Duration,
+};
+
+use tokio::sync::oneshot;
+
+use crate::{
+    frame::{ErrorCode, ErrorShape, EventPrefix},
+    outbound::{Out, Outbound},
+    ui_command::{AckOutcome, Outcome, UiCommandEvent, UiOutcome},
+};
+
+/// Waited commands held at once across the gateway (each lives at most the wait timeout).
+const MAX_PENDING: usize = 1024;
+
+/// A registered connection, as the hub sees it.
+pub(crate) struct ConnEntry {
+    pub key: u64,
+    pub conn_id: String,
+    /// `mode == ui` and `caps` contain `ui-commands`.
+    pub ui_target: bool,
+    pub out: Arc<Outbound>,
+}
+
+struct Pending {
+    targets: Vec<(u64, String)>,
+    answers: HashMap<u64, (AckOutcome, Option<String>)>,
+    done: Option<oneshot::Sender<()>>,
+}
+
+impl Pending {
+    fn complete_if_all(&mut self) {
+        if self.answers.len() >= self.targets.len()
+            && let Some(done) = self.done.take()
+        {
+            let _ = done.send(());
+        }
+    }
+}
+
+#[derive(Default)]
+pub(crate) struct Hub {
+    conns: Mutex<HashMap<u64, Arc<ConnEntry>>>,
+    pending: Mutex<HashMap<String, Pending>>,
+}
+
+/// What a fan-out achieved; `wait` is set when the caller asked to collect outcomes.
+pub(crate) struct Delivery {
+    pub delivered: usize,
+    pub wait: Option<oneshot::Receiver<()>>,
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+impl Hub {
+    pub(crate) fn register(&self, entry: Arc<ConnEntry>) {
+        lock(&self.conns).insert(entry.key, entry);
+    }
+
+    pub(crate) fn unregister(&self, key: u64) {
+        lock(&self.conns).remove(&key);
+    }
+
+    pub(crate) fn len(&self) -> usize {
+        lock(&self.conns).len()
+    }
+
+    pub(crate) fn ui_targets(&self) -> usize {
+        lock(&self.conns).values().filter(|c| c.ui_target).count()
+    }
+
+    /// Send `event` to every UI target. The event is serialised once for all of them.
+    pub(crate) fn fan_out_ui_command(
+        &self,
+        event: &UiCommandEvent,
+        wait: bool,
+    ) -> Result<Delivery, ErrorShape> {
+        let targets: Vec<Arc<ConnEntry>> = lock(&self.conns)
+            .values()
+            .filter(|c| c.ui_target && !c.out.is_closed())
+            .cloned()
+            .collect();
+        if targets.is_empty() {
+            return Err(no_ui_client());
+        }
+        let payload = serde_json::to_value(event)
+            .map_err(|e| ErrorShape::new(ErrorCode::Internal, format!("encode: {e}")))?;
+        let prefix = EventPrefix::new("ui.command", &payload);
+
+        // Register before sending: a fast UI may answer before the loop below ends.
+        let rx = if wait {
+            let (tx, rx) = oneshot::channel();
+            let mut pending = lock(&self.pending);
+            if pending.len() >= MAX_PENDING {
+                return Err(ErrorShape::new(
+                    ErrorCode::Unavailable,
+                    "too many commands waiting for answers",
+                ));
+            }
+            pending.insert(
+                event.command_id.clone(),
+                Pending {
+                    targets: targets.iter().map(|t| (t.key, t.conn_id.clone())).collect(),
+                    answers: HashMap::new(),
+                    done: Some(tx),
+                },
+            );
+            Some(rx)
+        } else {
+            None
+        };
+
+        let mut delivered = Vec::with_capacity(targets.len());
+        for t in &targets {
+            if t.out.push(Out::Event(prefix.clone())) {
+                delivered.push(t.key);
+            }
+        }
+
+        if wait {
+            let mut pending = lock(&self.pending);
+            if delivered.is_empty() {
+                pending.remove(&event.command_id);
+            } else if let Some(p) = pending.get_mut(&event.command_id) {
+                p.targets.retain(|(k, _)| delivered.contains(k));
+                p.answers.retain(|k, _| delivered.contains(k));
+                p.complete_if_all();
+            }
+        }
+        if delivered.is_empty() {
+            return Err(no_ui_client());
+        }
+        Ok(Delivery {
+            delivered: delivered.len(),
+            wait: rx,
+        })
+    }
+
+    /// Record a UI's answer. `false` if nothing waits for it from this connection.
+    pub(crate) fn record_outcome(
+        &self,
+        command_id: &str,
+        conn_key: u64,
+        outcome: AckOutcome,
+        reason: Option<String>,
+    ) -> bool {
+        let mut pending = lock(&self.pending);
+        let Some(p) = pending.get_mut(command_id) else {
+            return false;
+        };
+        if !p.targets.iter().any(|(k, _)| *k == conn_key) || p.answers.contains_key(&conn_key) {
+            return false;
+        }
+        p.answers.insert(conn_key, (outcome, reason));
+        p.complete_if_all();
+        true
+    }
+
+    /// Wait until every target answered or `timeout` passed; silent UIs are `no_answer`.
+    pub(crate) async fn collect(
+        &self,
+        command_id: &str,
+        done: oneshot::Receiver<()>,
+        timeout: Duration,
+    ) -> Vec<UiOutcome> {
+        let _ = tokio::time::timeout(timeout, done).await;
+        let Some(mut p) = lock(&self.pending).remove(command_id) else {
+            return Vec::new();
+        };
+        p.targets
+            .iter()
+            .map(|(key, conn_id)| match p.answers.remove(key) {
+                Some((outcome, reason)) => UiOutcome {
+                    conn_id: conn_id.clone(),
+                    outcome: outcome.into(),
+                    reason,
+                },
+                None => UiOutcome {
+                    conn_id: conn_id.clone(),
+                    outcome: Outcome::NoAnswer,
+                    reason: None,
+                },
+            })
+            .collect()
+    }
+}
+
+fn no_ui_client() -> ErrorShape {
+    ErrorShape::new(ErrorCode::Unavailable, "no ui client")
+}
