@@ -1,0 +1,99 @@
+//! Frames on the socket: UTF-8 JSON ending in one `\n` that is the last byte, at most
+//! [`MAX_FRAME`] bytes. One frame per direction per connection.
+
+use tokio::io::{AsyncRead, AsyncReadExt};
+
+use crate::protocol::MAX_FRAME;
+
+/// Why no frame could be read.
+#[derive(Debug, PartialEq, Eq, thiserror::Error)]
+pub enum FrameError {
+    #[error("frame longer than {MAX_FRAME} bytes")]
+    TooLarge,
+    #[error("data after the frame")]
+    Trailing,
+    #[error("connection closed before the end of the frame")]
+    Eof,
+    #[error("read failed: {0}")]
+    Io(String),
+}
+
+/// Checks a complete buffer: one frame, nothing after it. Returns the JSON bytes (without
+/// the `\n`).
+pub fn split_frame(bytes: &[u8]) -> Result<&[u8], FrameError> {
+    match bytes.iter().position(|&b| b == b'\n') {
+        Some(end) if end + 1 > MAX_FRAME => Err(FrameError::TooLarge),
+        Some(end) if end + 1 < bytes.len() => Err(FrameError::Trailing),
+        Some(end) => Ok(&bytes[..end]),
+        None if bytes.len() >= MAX_FRAME => Err(FrameError::TooLarge),
+        None => Err(FrameError::Eof),
+    }
+}
+
+/// Reads one frame. Bytes that arrive in the same read after the `\n` are `Trailing`; the
+/// caller watches the connection afterwards for anything later.
+pub async fn read_frame<R: AsyncRead + Unpin>(reader: &mut R) -> Result<Vec<u8>, FrameError> {
+    let mut buf = Vec::with_capacity(1024);
+    let mut chunk = [0u8; 4096];
+    loop {
+        let n = reader
+            .read(&mut chunk)
+            .await
+            .map_err(|e| FrameError::Io(e.kind().to_string()))?;
+        if n == 0 {
+            return Err(FrameError::Eof);
+        }
+        let start = buf.len();
+        buf.extend_from_slice(&chunk[..n]);
+        if let Some(pos) = buf[start..].iter().position(|&b| b == b'\n') {
+            let end = start + pos;
+            if end + 1 > MAX_FRAME {
+                return Err(FrameError::TooLarge);
+            }
+            if end + 1 < buf.len() {
+                return Err(FrameError::Trailing);
+            }
+            buf.truncate(end);
+            return Ok(buf);
+        }
+        if buf.len() >= MAX_FRAME {
+            return Err(FrameError::TooLarge);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn split() {
+        assert_eq!(split_frame(b"{}\n"), Ok(&b"{}"[..]));
+        assert_eq!(split_frame(b"{}\n\n"), Err(FrameError::Trailing));
+        assert_eq!(split_frame(b"{}\nx"), Err(FrameError::Trailing));
+        assert_eq!(split_frame(b"{}"), Err(FrameError::Eof));
+        let mut big = vec![b' '; MAX_FRAME - 1];
+        big.push(b'\n');
+        assert!(split_frame(&big).is_ok());
+        big.insert(0, b' ');
+        assert_eq!(split_frame(&big), Err(FrameError::TooLarge));
+    }
+
+    #[tokio::test]
+    async fn read_limits() {
+        let mut exact = vec![b' '; MAX_FRAME - 1];
+        exact.push(b'\n');
+        assert_eq!(
+            read_frame(&mut &exact[..]).await.unwrap().len(),
+            MAX_FRAME - 1
+        );
+        let mut over = vec![b' '; MAX_FRAME];
+        over.push(b'\n');
+        assert_eq!(read_frame(&mut &over[..]).await, Err(FrameError::TooLarge));
+        assert_eq!(
+            read_frame(&mut &b"{}\n{}\n"[..]).await,
+            Err(FrameError::Trailing)
+        );
+        assert_eq!(read_frame(&mut &b"{}"[..]).await, Err(FrameError::Eof));
+    }
+}

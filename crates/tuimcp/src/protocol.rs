@@ -1,0 +1,506 @@
+//! Wire types of the private endpoint (SPEC-tuimcp §4, §5): strict, closed shapes.
+//!
+//! Parsing goes through `serde_json::Value` first so the `operation` / `status` tags can be
+//! checked by hand: serde's internally tagged enums do not combine reliably with
+//! `deny_unknown_fields`, and every shape here must reject unknown keys.
+
+use std::fmt;
+
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+use serde_json::{Map, Value};
+
+/// Largest frame on the socket, the trailing `\n` included.
+pub const MAX_FRAME: usize = 16384;
+
+/// A UUID in RFC 9562 text form (`8-4-4-4-12` hex digits). Accepted in either case, compared
+/// and keyed by value, always written in lowercase.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct WireUuid(uuid::Uuid);
+
+impl WireUuid {
+    /// A fresh random (version 4) UUID.
+    pub fn random() -> Self {
+        Self(uuid::Uuid::new_v4())
+    }
+
+    /// Parses the hyphenated 36-character form only (no braces, no `urn:`, no bare hex).
+    pub fn parse(text: &str) -> Option<Self> {
+        if text.len() != 36 {
+            return None;
+        }
+        uuid::Uuid::try_parse(text).ok().map(Self)
+    }
+}
+
+impl fmt::Display for WireUuid {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Display::fmt(&self.0.hyphenated(), f)
+    }
+}
+
+impl fmt::Debug for WireUuid {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Display::fmt(self, f)
+    }
+}
+
+impl Serialize for WireUuid {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_str(self)
+    }
+}
+
+impl<'de> Deserialize<'de> for WireUuid {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let text = String::deserialize(deserializer)?;
+        Self::parse(&text).ok_or_else(|| {
+            serde::de::Error::custom("expected a UUID like 123e4567-e89b-42d3-a456-426614174000")
+        })
+    }
+}
+
+/// A backend session ID: `ses_` followed by 26 characters of `[0-9A-Za-z]`.
+#[derive(Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct SessionId(String);
+
+impl SessionId {
+    /// Checks the shape; nothing else (existence is the backend's business).
+    pub fn parse(text: &str) -> Option<Self> {
+        let rest = text.strip_prefix("ses_")?;
+        (rest.len() == 26 && rest.bytes().all(|b| b.is_ascii_alphanumeric()))
+            .then(|| Self(text.to_owned()))
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Display for SessionId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl fmt::Debug for SessionId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Display::fmt(self, f)
+    }
+}
+
+impl Serialize for SessionId {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(&self.0)
+    }
+}
+
+impl<'de> Deserialize<'de> for SessionId {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let text = String::deserialize(deserializer)?;
+        Self::parse(&text).ok_or_else(|| {
+            serde::de::Error::custom("expected a session ID: ses_ and 26 of [0-9A-Za-z]")
+        })
+    }
+}
+
+/// Which screen the TUI shows, as far as the agent may know.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Route {
+    Home,
+    Session,
+}
+
+/// The bounded view an agent may read. Never transcripts, drafts, titles, paths or secrets.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct View {
+    pub instance_id: WireUuid,
+    pub generation: WireUuid,
+    pub revision: u64,
+    pub route: Route,
+    /// Present only on the session route: omitted, never null.
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "present_session_id"
+    )]
+    pub session_id: Option<SessionId>,
+    pub ready: bool,
+    pub blocked: bool,
+}
+
+fn present_session_id<'de, D: Deserializer<'de>>(d: D) -> Result<Option<SessionId>, D::Error> {
+    // A present key must hold a session ID; `null` is not an allowed spelling of "absent".
+    SessionId::deserialize(d).map(Some)
+}
+
+impl View {
+    /// `sessionId` is present exactly on the session route.
+    pub fn is_consistent(&self) -> bool {
+        (self.route == Route::Session) == self.session_id.is_some()
+    }
+}
+
+/// Every rejection code of SPEC-tuimcp §5.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Code {
+    InvalidRequest,
+    Unauthorized,
+    StaleTarget,
+    StaleRevision,
+    NotReady,
+    UserActive,
+    Busy,
+    RequestConflict,
+    RequestLimit,
+    TargetUnavailable,
+    Cancelled,
+    Revoked,
+    DeadlineExceeded,
+    InternalError,
+    TimeoutUnknown,
+    OutcomeUnknown,
+}
+
+impl Code {
+    pub const ALL: [Code; 16] = [
+        Code::InvalidRequest,
+        Code::Unauthorized,
+        Code::StaleTarget,
+        Code::StaleRevision,
+        Code::NotReady,
+        Code::UserActive,
+        Code::Busy,
+        Code::RequestConflict,
+        Code::RequestLimit,
+        Code::TargetUnavailable,
+        Code::Cancelled,
+        Code::Revoked,
+        Code::DeadlineExceeded,
+        Code::InternalError,
+        Code::TimeoutUnknown,
+        Code::OutcomeUnknown,
+    ];
+
+    /// True when the code proves that nothing was navigated.
+    pub fn is_definitive(self) -> bool {
+        !matches!(self, Code::TimeoutUnknown | Code::OutcomeUnknown)
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Code::InvalidRequest => "invalid_request",
+            Code::Unauthorized => "unauthorized",
+            Code::StaleTarget => "stale_target",
+            Code::StaleRevision => "stale_revision",
+            Code::NotReady => "not_ready",
+            Code::UserActive => "user_active",
+            Code::Busy => "busy",
+            Code::RequestConflict => "request_conflict",
+            Code::RequestLimit => "request_limit",
+            Code::TargetUnavailable => "target_unavailable",
+            Code::Cancelled => "cancelled",
+            Code::Revoked => "revoked",
+            Code::DeadlineExceeded => "deadline_exceeded",
+            Code::InternalError => "internal_error",
+            Code::TimeoutUnknown => "timeout_unknown",
+            Code::OutcomeUnknown => "outcome_unknown",
+        }
+    }
+}
+
+impl fmt::Display for Code {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// The arguments of `select_session`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct SelectSession {
+    pub request_id: WireUuid,
+    pub instance_id: WireUuid,
+    pub generation: WireUuid,
+    pub expected_revision: u64,
+    pub session_id: SessionId,
+}
+
+impl SelectSession {
+    /// Canonical signature of the arguments: equal exactly when the parsed requests are equal
+    /// (UUIDs are lowercased by construction, so case does not matter).
+    pub fn signature(&self) -> String {
+        format!(
+            "{}|{}|{}|{}|{}",
+            self.request_id,
+            self.instance_id,
+            self.generation,
+            self.expected_revision,
+            self.session_id
+        )
+    }
+}
+
+/// A request on the socket.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Request {
+    GetViewContext,
+    SelectSession(SelectSession),
+}
+
+/// Why a shape was refused; the message shows the expected form.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct ShapeError(String);
+
+impl ShapeError {
+    fn new(msg: impl Into<String>) -> Self {
+        Self(msg.into())
+    }
+}
+
+fn take_tag(value: Value, tag: &str) -> Result<(String, Map<String, Value>), ShapeError> {
+    let Value::Object(mut object) = value else {
+        return Err(ShapeError::new("expected a JSON object"));
+    };
+    match object.remove(tag) {
+        Some(Value::String(name)) => Ok((name, object)),
+        _ => Err(ShapeError::new(format!(
+            "expected a string field \"{tag}\""
+        ))),
+    }
+}
+
+impl Request {
+    pub fn from_value(value: Value) -> Result<Self, ShapeError> {
+        let (operation, rest) = take_tag(value, "operation")?;
+        match operation.as_str() {
+            "get_view_context" if rest.is_empty() => Ok(Request::GetViewContext),
+            "get_view_context" => Err(ShapeError::new("get_view_context takes no other field")),
+            "select_session" => serde_json::from_value(Value::Object(rest))
+                .map(Request::SelectSession)
+                .map_err(|e| ShapeError::new(format!("select_session: {e}"))),
+            _ => Err(ShapeError::new(
+                "operation must be get_view_context or select_session",
+            )),
+        }
+    }
+
+    pub fn to_value(&self) -> Value {
+        match self {
+            Request::GetViewContext => serde_json::json!({"operation": "get_view_context"}),
+            Request::SelectSession(args) => {
+                let mut value = serde_json::to_value(args).unwrap_or(Value::Null);
+                if let Value::Object(object) = &mut value {
+                    object.insert("operation".into(), "select_session".into());
+                }
+                value
+            }
+        }
+    }
+}
+
+/// A response on the socket.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Response {
+    Context(View),
+    Applied(View),
+    Rejected(Code),
+}
+
+impl Response {
+    pub fn from_value(value: Value) -> Result<Self, ShapeError> {
+        let (status, mut rest) = take_tag(value, "status")?;
+        let one = |rest: &mut Map<String, Value>, key: &str| {
+            let field = rest.remove(key);
+            match field {
+                Some(field) if rest.is_empty() => Ok(field),
+                _ => Err(ShapeError::new(format!(
+                    "status {status} takes exactly the field \"{key}\""
+                ))),
+            }
+        };
+        let view = |field: Value| {
+            let view: View =
+                serde_json::from_value(field).map_err(|e| ShapeError::new(format!("view: {e}")))?;
+            if view.is_consistent() {
+                Ok(view)
+            } else {
+                Err(ShapeError::new(
+                    "view: sessionId belongs to the session route",
+                ))
+            }
+        };
+        match status.as_str() {
+            "context" => Ok(Response::Context(view(one(&mut rest, "context")?)?)),
+            "applied" => Ok(Response::Applied(view(one(&mut rest, "context")?)?)),
+            "rejected" => serde_json::from_value(one(&mut rest, "code")?)
+                .map(Response::Rejected)
+                .map_err(|e| ShapeError::new(format!("code: {e}"))),
+            _ => Err(ShapeError::new(
+                "status must be context, applied or rejected",
+            )),
+        }
+    }
+
+    pub fn to_value(&self) -> Value {
+        match self {
+            Response::Context(view) => serde_json::json!({"status": "context", "context": view}),
+            Response::Applied(view) => serde_json::json!({"status": "applied", "context": view}),
+            Response::Rejected(code) => serde_json::json!({"status": "rejected", "code": code}),
+        }
+    }
+
+    /// The rejection code, if this is a rejection.
+    pub fn code(&self) -> Option<Code> {
+        match self {
+            Response::Rejected(code) => Some(*code),
+            _ => None,
+        }
+    }
+
+    /// The frame bytes: compact JSON and one `\n`.
+    pub fn to_frame(&self) -> Vec<u8> {
+        let mut bytes = self.to_value().to_string().into_bytes();
+        bytes.push(b'\n');
+        bytes
+    }
+}
+
+/// The request frame a client sends: `{"token": ..., "request": ...}` and one `\n`.
+pub fn request_frame(token: &str, request: &Request) -> Vec<u8> {
+    let envelope = serde_json::json!({"token": token, "request": request.to_value()});
+    let mut bytes = envelope.to_string().into_bytes();
+    bytes.push(b'\n');
+    bytes
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    const SID: &str = "ses_0123456789abcdefghijABCDEF";
+
+    #[test]
+    fn uuid_is_case_insensitive_and_written_lowercase() {
+        let upper = WireUuid::parse("123E4567-E89B-42D3-A456-426614174000").unwrap();
+        let lower = WireUuid::parse("123e4567-e89b-42d3-a456-426614174000").unwrap();
+        assert_eq!(upper, lower);
+        assert_eq!(upper.to_string(), "123e4567-e89b-42d3-a456-426614174000");
+        assert!(WireUuid::parse("123e4567e89b42d3a456426614174000").is_none());
+        assert!(WireUuid::parse("{123e4567-e89b-42d3-a456-426614174000}").is_none());
+        assert!(WireUuid::parse("123e4567-e89b-42d3-a456-42661417400g").is_none());
+    }
+
+    #[test]
+    fn session_id_shape() {
+        assert!(SessionId::parse(SID).is_some());
+        assert!(SessionId::parse("ses_0123456789abcdefghijABCDE").is_none());
+        assert!(SessionId::parse("ses_0123456789abcdefghijABCDEFG").is_none());
+        assert!(SessionId::parse("ses_0123456789abcdefghijABCDE-").is_none());
+        assert!(SessionId::parse("SES_0123456789abcdefghijABCDEF").is_none());
+        assert!(SessionId::parse("ses_0123456789abcdefghijABCDEé").is_none());
+    }
+
+    fn select_json() -> Value {
+        json!({
+            "operation": "select_session",
+            "requestId": "00000000-0000-4000-8000-000000000001",
+            "instanceId": "00000000-0000-4000-8000-000000000002",
+            "generation": "00000000-0000-4000-8000-000000000003",
+            "expectedRevision": 7,
+            "sessionId": SID,
+        })
+    }
+
+    #[test]
+    fn requests_are_closed() {
+        assert_eq!(
+            Request::from_value(json!({"operation": "get_view_context"})).unwrap(),
+            Request::GetViewContext
+        );
+        assert!(Request::from_value(json!({"operation": "get_view_context", "x": 1})).is_err());
+        let parsed = Request::from_value(select_json()).unwrap();
+        assert_eq!(Request::from_value(parsed.to_value()).unwrap(), parsed);
+        let mut extra = select_json();
+        extra["extra"] = json!(true);
+        assert!(Request::from_value(extra).is_err());
+        for key in [
+            "requestId",
+            "instanceId",
+            "generation",
+            "expectedRevision",
+            "sessionId",
+        ] {
+            let mut missing = select_json();
+            missing.as_object_mut().unwrap().remove(key);
+            assert!(Request::from_value(missing).is_err(), "{key} is required");
+        }
+        for bad in [json!(-1), json!(1.5), json!("1"), json!(null)] {
+            let mut value = select_json();
+            value["expectedRevision"] = bad;
+            assert!(Request::from_value(value).is_err());
+        }
+        assert!(Request::from_value(json!({"operation": "type_text"})).is_err());
+        assert!(Request::from_value(json!([1])).is_err());
+    }
+
+    #[test]
+    fn signature_ignores_uuid_case() {
+        let mut upper = select_json();
+        upper["requestId"] = json!("00000000-0000-4000-8000-00000000000A");
+        let mut lower = select_json();
+        lower["requestId"] = json!("00000000-0000-4000-8000-00000000000a");
+        let (Request::SelectSession(a), Request::SelectSession(b)) = (
+            Request::from_value(upper).unwrap(),
+            Request::from_value(lower).unwrap(),
+        ) else {
+            panic!("select_session expected");
+        };
+        assert_eq!(a.signature(), b.signature());
+    }
+
+    #[test]
+    fn responses_are_closed() {
+        let view = View {
+            instance_id: WireUuid::random(),
+            generation: WireUuid::random(),
+            revision: 3,
+            route: Route::Home,
+            session_id: None,
+            ready: true,
+            blocked: false,
+        };
+        for response in [
+            Response::Context(view.clone()),
+            Response::Applied(view.clone()),
+            Response::Rejected(Code::Busy),
+        ] {
+            let value = response.to_value();
+            assert_eq!(Response::from_value(value).unwrap(), response);
+        }
+        let mut value = Response::Context(view).to_value();
+        assert!(
+            value["context"].get("sessionId").is_none(),
+            "omitted, not null"
+        );
+        value["context"]["sessionId"] = Value::Null;
+        assert!(Response::from_value(value.clone()).is_err());
+        value["context"]["sessionId"] = json!(SID);
+        assert!(
+            Response::from_value(value).is_err(),
+            "home route with a session"
+        );
+        assert!(Response::from_value(json!({"status": "rejected", "code": "nope"})).is_err());
+        assert!(
+            Response::from_value(json!({"status": "rejected", "code": "busy", "x": 1})).is_err()
+        );
+        for code in Code::ALL {
+            let json = serde_json::to_value(code).unwrap();
+            assert_eq!(json, json!(code.as_str()));
+        }
+    }
+}

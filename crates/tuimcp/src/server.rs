@@ -1,0 +1,345 @@
+//! The endpoint inside the TUI: a private Unix socket plus `endpoint.json` (SPEC-tuimcp §2, §4).
+//!
+//! Each connection is authenticated (peer uid, then the token in constant time) before its
+//! request is even looked at, then forwarded to the state owner as an [`Inbound`] message
+//! carrying a oneshot reply. The endpoint never touches the controller itself.
+
+use std::{
+    path::{Path, PathBuf},
+    sync::Arc,
+    time::Duration,
+};
+
+use serde_json::Value;
+use subtle::ConstantTimeEq;
+use tokio::{
+    io::{AsyncReadExt, AsyncWriteExt},
+    net::{UnixListener, UnixStream},
+    sync::{Semaphore, mpsc, oneshot, watch},
+    task::JoinSet,
+    time::Instant,
+};
+
+use crate::{
+    controller::{Identity, Reply},
+    endpoint_file::{self, EndpointFile, SOCKET_NAME},
+    frame::{FrameError, read_frame},
+    protocol::{Code, Request, Response},
+};
+
+/// At most this many connections are served at once; the next one is answered `busy`.
+pub const MAX_CONNECTIONS: usize = 16;
+/// A connection lives at most this long (controller 4.0 s < adapter 4.5 s < socket 5.0 s).
+pub const SOCKET_DEADLINE: Duration = Duration::from_secs(5);
+/// Socket paths must be shorter than this (the smallest `sun_path` is 104 bytes, on macOS).
+pub const MAX_SOCKET_PATH: usize = 100;
+
+/// A message from the endpoint to the state owner.
+#[derive(Debug)]
+pub enum Inbound {
+    /// An authenticated, well-formed request: hand it to [`Controller::handle`].
+    ///
+    /// [`Controller::handle`]: crate::Controller::handle
+    Request { request: Request, reply: Reply },
+    /// A caller hung up while waiting: call [`Controller::caller_gone`].
+    ///
+    /// [`Controller::caller_gone`]: crate::Controller::caller_gone
+    CallerGone,
+    /// The endpoint closed on its own (fatal listener error): call [`Controller::revoke`].
+    ///
+    /// [`Controller::revoke`]: crate::Controller::revoke
+    Closed,
+}
+
+/// Where to put the private directory.
+#[derive(Clone, Debug, Default)]
+pub struct EndpointOptions {
+    /// Temp root; default `$TMPDIR` (or `/tmp`). Canonicalized before use.
+    pub temp_root: Option<PathBuf>,
+}
+
+/// Why sharing could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum EndpointError {
+    #[error(
+        "the TUIMCP socket path {path} is {len} bytes; it must be shorter than {MAX_SOCKET_PATH}. \
+         Start with a shorter private temp root, e.g. `mkdir -m 700 /tmp/ax && TMPDIR=/tmp/ax ax-code --tui-mcp`"
+    )]
+    PathTooLong { path: PathBuf, len: usize },
+    #[error("cannot create the TUIMCP endpoint under {root}: {source}")]
+    Io {
+        root: PathBuf,
+        source: std::io::Error,
+    },
+}
+
+struct Inner {
+    dir: PathBuf,
+    file: PathBuf,
+    shutdown: watch::Sender<bool>,
+    done: watch::Receiver<bool>,
+}
+
+/// Handle to a live endpoint. Cloneable; [`Endpoint::close`] is idempotent and every caller
+/// awaits the same completion.
+#[derive(Clone)]
+pub struct Endpoint {
+    inner: Arc<Inner>,
+}
+
+impl std::fmt::Debug for Endpoint {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Endpoint")
+            .field("file", &self.inner.file)
+            .finish()
+    }
+}
+
+impl Endpoint {
+    /// Creates the private directory, listens on its socket, then writes `endpoint.json`.
+    pub async fn start(
+        identity: Identity,
+        options: EndpointOptions,
+    ) -> Result<(Endpoint, mpsc::Receiver<Inbound>), EndpointError> {
+        let root = options.temp_root.unwrap_or_else(std::env::temp_dir);
+        let io = |source| EndpointError::Io {
+            root: root.clone(),
+            source,
+        };
+        let root_real = std::fs::canonicalize(&root).map_err(io)?;
+        let dir = endpoint_file::make_private_dir(&root_real).map_err(io)?;
+        match listen(&dir, identity) {
+            Ok((listener, file, token)) => {
+                let (tx, rx) = mpsc::channel(2 * MAX_CONNECTIONS);
+                let (shutdown, shutdown_rx) = watch::channel(false);
+                let (done_tx, done) = watch::channel(false);
+                tokio::spawn(accept_loop(
+                    listener,
+                    Arc::new(token),
+                    tx,
+                    shutdown_rx,
+                    done_tx,
+                    dir.clone(),
+                ));
+                let inner = Arc::new(Inner {
+                    dir,
+                    file,
+                    shutdown,
+                    done,
+                });
+                Ok((Endpoint { inner }, rx))
+            }
+            Err(err) => {
+                let _ = std::fs::remove_dir_all(&dir);
+                Err(match err {
+                    ListenError::TooLong(path, len) => EndpointError::PathTooLong { path, len },
+                    ListenError::Io(source) => io(source),
+                })
+            }
+        }
+    }
+
+    /// Absolute path of `endpoint.json`: what the TUIMCP bar shows.
+    pub fn path(&self) -> &Path {
+        &self.inner.file
+    }
+
+    /// The private directory.
+    pub fn dir(&self) -> &Path {
+        &self.inner.dir
+    }
+
+    /// Stops listening, drops every connection and removes the directory. Idempotent: every
+    /// caller waits for the same completion.
+    pub async fn close(&self) {
+        let _ = self.inner.shutdown.send(true);
+        let mut done = self.inner.done.clone();
+        let _ = done.wait_for(|done| *done).await;
+    }
+
+    /// True once the endpoint closed.
+    pub fn is_closed(&self) -> bool {
+        *self.inner.done.borrow()
+    }
+}
+
+enum ListenError {
+    TooLong(PathBuf, usize),
+    Io(std::io::Error),
+}
+
+fn listen(dir: &Path, identity: Identity) -> Result<(UnixListener, PathBuf, String), ListenError> {
+    let socket = dir.join(SOCKET_NAME);
+    let len = socket.as_os_str().len();
+    if len >= MAX_SOCKET_PATH {
+        return Err(ListenError::TooLong(socket, len));
+    }
+    let listener = UnixListener::bind(&socket).map_err(ListenError::Io)?;
+    rustix::fs::chmod(&socket, rustix::fs::Mode::from_bits_truncate(0o600))
+        .map_err(|e| ListenError::Io(e.into()))?;
+    let token = endpoint_file::new_token().map_err(ListenError::Io)?;
+    // Written only now that the socket listens.
+    let file = endpoint_file::write_endpoint_file(dir, &EndpointFile::new(identity, token.clone()))
+        .map_err(ListenError::Io)?;
+    Ok((listener, file, token))
+}
+
+async fn accept_loop(
+    listener: UnixListener,
+    token: Arc<String>,
+    tx: mpsc::Sender<Inbound>,
+    mut shutdown: watch::Receiver<bool>,
+    done: watch::Sender<bool>,
+    dir: PathBuf,
+) {
+    let uid = rustix::process::getuid().as_raw();
+    let slots = Arc::new(Semaphore::new(MAX_CONNECTIONS));
+    let mut connections = JoinSet::new();
+    let mut failures = 0u32;
+    loop {
+        tokio::select! {
+            changed = shutdown.changed() => {
+                if changed.is_err() || *shutdown.borrow() {
+                    break;
+                }
+            }
+            Some(_) = connections.join_next(), if !connections.is_empty() => {}
+            accepted = listener.accept() => match accepted {
+                Ok((stream, _)) => {
+                    failures = 0;
+                    match slots.clone().try_acquire_owned() {
+                        Ok(permit) => {
+                            let (token, tx) = (token.clone(), tx.clone());
+                            connections.spawn(async move {
+                                serve_connection(stream, uid, &token, &tx).await;
+                                drop(permit);
+                            });
+                        }
+                        Err(_) => {
+                            connections.spawn(refuse_busy(stream, uid));
+                        }
+                    }
+                }
+                Err(err) => {
+                    failures += 1;
+                    if failures > 100 {
+                        tracing::error!(error = %err, "tuimcp: the listener failed; closing");
+                        let _ = tx.try_send(Inbound::Closed);
+                        break;
+                    }
+                    tracing::warn!(error = %err, "tuimcp: accept failed");
+                    tokio::time::sleep(Duration::from_millis(20)).await;
+                }
+            }
+        }
+    }
+    drop(listener);
+    connections.shutdown().await;
+    if let Err(err) = std::fs::remove_dir_all(&dir) {
+        tracing::warn!(error = %err, "tuimcp: could not remove the endpoint directory");
+    }
+    let _ = done.send(true);
+}
+
+fn peer_is_us(stream: &UnixStream, uid: u32) -> bool {
+    stream.peer_cred().is_ok_and(|cred| cred.uid() == uid)
+}
+
+async fn write_response(stream: &mut UnixStream, response: &Response) {
+    let frame = response.to_frame();
+    let _ = tokio::time::timeout(Duration::from_secs(1), async {
+        stream.write_all(&frame).await?;
+        stream.shutdown().await
+    })
+    .await;
+}
+
+async fn refuse_busy(mut stream: UnixStream, uid: u32) {
+    let code = if peer_is_us(&stream, uid) {
+        Code::Busy
+    } else {
+        Code::Unauthorized
+    };
+    write_response(&mut stream, &Response::Rejected(code)).await;
+}
+
+/// Authenticates a frame's JSON and parses its request. Anything that fails before the
+/// token matched is `unauthorized`, so an unauthenticated caller learns nothing else.
+pub fn authenticate(frame: &[u8], token: &str) -> Result<Request, Code> {
+    let Ok(Value::Object(mut envelope)) = serde_json::from_slice::<Value>(frame) else {
+        return Err(Code::Unauthorized);
+    };
+    let Some(Value::String(given)) = envelope.remove("token") else {
+        return Err(Code::Unauthorized);
+    };
+    if !bool::from(given.as_bytes().ct_eq(token.as_bytes())) {
+        return Err(Code::Unauthorized);
+    }
+    let request = envelope.remove("request").ok_or(Code::InvalidRequest)?;
+    if !envelope.is_empty() {
+        return Err(Code::InvalidRequest);
+    }
+    Request::from_value(request).map_err(|_| Code::InvalidRequest)
+}
+
+enum Waited {
+    Reply(Option<Response>),
+    CallerGone,
+    Deadline,
+}
+
+async fn serve_connection(
+    mut stream: UnixStream,
+    uid: u32,
+    token: &str,
+    tx: &mpsc::Sender<Inbound>,
+) {
+    let deadline = Instant::now() + SOCKET_DEADLINE;
+    if !peer_is_us(&stream, uid) {
+        write_response(&mut stream, &Response::Rejected(Code::Unauthorized)).await;
+        return;
+    }
+    let frame = match tokio::time::timeout_at(deadline, read_frame(&mut stream)).await {
+        Ok(Ok(frame)) => frame,
+        // Oversized: the token cannot be checked, so the caller is not authenticated.
+        Ok(Err(FrameError::TooLarge)) => {
+            write_response(&mut stream, &Response::Rejected(Code::Unauthorized)).await;
+            return;
+        }
+        // Trailing data, EOF, read errors, too slow: close without an answer.
+        Ok(Err(_)) | Err(_) => return,
+    };
+    let request = match authenticate(&frame, token) {
+        Ok(request) => request,
+        Err(code) => {
+            write_response(&mut stream, &Response::Rejected(code)).await;
+            return;
+        }
+    };
+    let (reply, mut answer) = oneshot::channel();
+    if tx.send(Inbound::Request { request, reply }).await.is_err() {
+        // The owner is gone: the TUI is closing.
+        write_response(&mut stream, &Response::Rejected(Code::Revoked)).await;
+        return;
+    }
+    let mut probe = [0u8; 1];
+    let waited = tokio::select! {
+        response = &mut answer => Waited::Reply(response.ok()),
+        // EOF, an error or more data: the caller is gone or broke the one-frame rule.
+        _ = stream.read(&mut probe) => Waited::CallerGone,
+        _ = tokio::time::sleep_until(deadline) => Waited::Deadline,
+    };
+    match waited {
+        Waited::Reply(Some(response)) => {
+            // Data that arrived after the frame closes the connection without an answer.
+            if !matches!(stream.try_read(&mut probe), Ok(n) if n > 0) {
+                write_response(&mut stream, &response).await;
+            }
+        }
+        Waited::Reply(None) | Waited::Deadline => {}
+        Waited::CallerGone => {
+            drop(answer);
+            let _ = tx.send(Inbound::CallerGone).await;
+        }
+    }
+}
