@@ -9,6 +9,7 @@ use std::fmt;
 
 use serde::{Deserialize, Serialize};
 
+pub mod local;
 mod session_id;
 
 pub use session_id::{SessionId, SessionIdError};
@@ -217,6 +218,36 @@ pub enum Event {
     /// The stream could not replay the gap since `Last-Event-ID`: resync everything.
     #[serde(rename = "reset")]
     Reset,
+}
+
+/// `GET /health` (no credential needed).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Health {
+    pub ok: bool,
+    /// The backend's version.
+    pub version: String,
+}
+
+/// `POST /session/{id}/prompt` answer (202): what was stored and what happens next.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct PromptAccepted {
+    /// The person's message as stored.
+    pub message: Message,
+    /// The agent's reply message; its parts arrive as `message.part` events.
+    pub reply_id: String,
+    /// The approval the agent waits for; `None` when the session already allows its commands.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub permission: Option<Permission>,
+}
+
+/// `POST /session/{id}/abort` answer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct AbortResult {
+    /// Whether there was work to stop.
+    pub aborted: bool,
 }
 
 /// `{"error":{"code","message"}}`, the body of every API error.

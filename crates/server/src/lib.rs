@@ -1,1 +1,364 @@
-//! placeholder
+//! The ax-code backend: the session store (SQLite), the agent runner, the HTTP API with its
+//! event stream, credential and exposure checks, the gateway mount and the Control UI.
+//!
+//! A backend serves one project directory. Embed it with [`start`]; it listens until
+//! [`RunningServer::shutdown`] (or until the handle is dropped, which stops it less politely).
+//!
+//! ```no_run
+//! # async fn demo() -> Result<(), ax_server::StartError> {
+//! let mut config = ax_server::ServerConfig::new("/path/to/project", "/tmp/ax-data");
+//! config.bind = "127.0.0.1:0".parse().unwrap(); // any free loopback port
+//! let server = ax_server::start(config).await?;
+//! println!("{} (token from server.token())", server.url());
+//! server.shutdown().await;
+//! # Ok(()) }
+//! ```
+//!
+//! Tour: [`store`] (schema, migrations, queries) · `runner` (prompt → permission → run) ·
+//! [`agent`] (the [`Agent`] trait and the `shell` agent) · `api` (routes) · `sse` (`/event`) ·
+//! `events` (ID'd ring + fan-out) · `auth` (Host/Origin, bearer) · [`registry`] (`servers/`).
+
+use std::{
+    fmt,
+    net::{IpAddr, SocketAddr},
+    path::{Path, PathBuf},
+    sync::{Arc, Mutex},
+    time::Duration,
+};
+
+use axum::{Router, middleware, routing::get};
+use tokio::task::JoinHandle;
+use tokio_util::{sync::CancellationToken, task::TaskTracker};
+
+pub mod agent;
+mod api;
+mod auth;
+mod control_ui;
+mod error;
+mod events;
+mod gateway_mount;
+mod ids;
+pub mod registry;
+mod runner;
+mod secure;
+mod sse;
+mod state;
+pub mod store;
+
+pub use agent::{Agent, AgentRequest, Chunk, RunEnd, ShellAgent};
+pub use ax_protocol::local::data_dir as default_data_dir;
+pub use state::Limits;
+
+/// How to run a backend.
+#[derive(Clone)]
+pub struct ServerConfig {
+    /// The project directory served (canonicalized at start; must exist).
+    pub project_dir: PathBuf,
+    /// The data directory (database, `servers/` registry); created 0700.
+    pub data_dir: PathBuf,
+    /// Where to listen; port 0 picks a free one. Loopback unless `allow_remote`.
+    pub bind: SocketAddr,
+    /// The bearer credential; `None` generates a fresh random one.
+    pub token: Option<String>,
+    /// Write a `servers/` record (project, URL, token, pid) while running.
+    pub register: bool,
+    /// Allow binding a non-loopback address (Host is then not restricted; the credential is).
+    pub allow_remote: bool,
+    /// How many recent events `/event` keeps for `Last-Event-ID` resumption.
+    pub event_ring: usize,
+    /// Interval of SSE heartbeat comments.
+    pub heartbeat: Duration,
+    /// Request bounds.
+    pub limits: Limits,
+    /// The agent every session uses.
+    pub agent: Arc<dyn Agent>,
+}
+
+impl ServerConfig {
+    /// Defaults: `127.0.0.1:0`, generated token, registered, 4096 events kept, 10 s heartbeats,
+    /// the `shell` agent.
+    pub fn new(project_dir: impl Into<PathBuf>, data_dir: impl Into<PathBuf>) -> ServerConfig {
+        ServerConfig {
+            project_dir: project_dir.into(),
+            data_dir: data_dir.into(),
+            bind: SocketAddr::from(([127, 0, 0, 1], 0)),
+            token: None,
+            register: true,
+            allow_remote: false,
+            event_ring: 4096,
+            heartbeat: Duration::from_secs(10),
+            limits: Limits::default(),
+            agent: Arc::new(ShellAgent),
+        }
+    }
+}
+
+impl fmt::Debug for ServerConfig {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ServerConfig")
+            .field("project_dir", &self.project_dir)
+            .field("data_dir", &self.data_dir)
+            .field("bind", &self.bind)
+            .field("token", &self.token.as_ref().map(|_| "<redacted>"))
+            .field("register", &self.register)
+            .field("allow_remote", &self.allow_remote)
+            .field("agent", &self.agent.name())
+            .finish_non_exhaustive()
+    }
+}
+
+/// Why a backend could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum StartError {
+    #[error("project directory {path}: {source}")]
+    Project {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error(
+        "refusing to listen on {0}: not a loopback address; pass the explicit remote flag \
+         (and keep the credential secret) to expose the backend"
+    )]
+    NotLoopback(SocketAddr),
+    #[error("the credential must be 16 to 512 printable ASCII characters without spaces")]
+    BadToken,
+    #[error(transparent)]
+    Store(#[from] store::StoreError),
+    #[error("cannot listen on {addr}: {source}")]
+    Bind {
+        addr: SocketAddr,
+        source: std::io::Error,
+    },
+    #[error("cannot register the backend in the data directory: {0}")]
+    Register(std::io::Error),
+}
+
+/// A fresh random credential (43 characters of `[0-9A-Za-z]`, about 256 bits).
+pub fn generate_token() -> String {
+    ids::random_alnum(43)
+}
+
+fn token_ok(token: &str) -> bool {
+    (16..=512).contains(&token.len()) && token.bytes().all(|b| b.is_ascii_graphic())
+}
+
+/// The base URL clients on this machine use for `addr`.
+fn local_url(addr: SocketAddr) -> String {
+    match addr.ip() {
+        IpAddr::V4(ip) if ip.is_unspecified() => format!("http://127.0.0.1:{}", addr.port()),
+        IpAddr::V6(ip) if ip.is_unspecified() => format!("http://[::1]:{}", addr.port()),
+        IpAddr::V4(ip) => format!("http://{ip}:{}", addr.port()),
+        IpAddr::V6(ip) => format!("http://[{ip}]:{}", addr.port()),
+    }
+}
+
+/// A running backend.
+pub struct RunningServer {
+    url: String,
+    token: String,
+    addr: SocketAddr,
+    project_dir: PathBuf,
+    stop: CancellationToken,
+    tasks: TaskTracker,
+    server: Option<JoinHandle<std::io::Result<()>>>,
+    registration: Option<registry::Registration>,
+}
+
+impl fmt::Debug for RunningServer {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("RunningServer")
+            .field("url", &self.url)
+            .field("project_dir", &self.project_dir)
+            .finish_non_exhaustive()
+    }
+}
+
+impl RunningServer {
+    /// Base URL, e.g. `http://127.0.0.1:4096` (no trailing slash).
+    pub fn url(&self) -> &str {
+        &self.url
+    }
+
+    /// The bearer credential.
+    pub fn token(&self) -> &str {
+        &self.token
+    }
+
+    pub fn local_addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// The canonical project directory served.
+    pub fn project_dir(&self) -> &Path {
+        &self.project_dir
+    }
+
+    /// The `servers/` record, when registered.
+    pub fn registration_path(&self) -> Option<&Path> {
+        self.registration.as_ref().map(|r| r.path())
+    }
+
+    /// Stops accepting, ends event streams, interrupts running commands (their messages get
+    /// an `interrupted` part), waits for all of it, and removes the registry record.
+    pub async fn shutdown(mut self) {
+        self.stop.cancel();
+        self.tasks.close();
+        let _ = tokio::time::timeout(Duration::from_secs(15), self.tasks.wait()).await;
+        if let Some(server) = self.server.take() {
+            let _ = tokio::time::timeout(Duration::from_secs(5), server).await;
+        }
+        self.registration.take();
+    }
+}
+
+impl Drop for RunningServer {
+    fn drop(&mut self) {
+        self.stop.cancel();
+    }
+}
+
+/// Opens the store, recovers interrupted runs, binds, and serves in the background.
+pub async fn start(config: ServerConfig) -> Result<RunningServer, StartError> {
+    let project_dir =
+        std::fs::canonicalize(&config.project_dir).map_err(|source| StartError::Project {
+            path: config.project_dir.clone(),
+            source,
+        })?;
+    if !project_dir.is_dir() {
+        return Err(StartError::Project {
+            path: project_dir,
+            source: std::io::Error::other("not a directory"),
+        });
+    }
+    if !config.bind.ip().is_loopback() && !config.allow_remote {
+        return Err(StartError::NotLoopback(config.bind));
+    }
+    let token = match config.token {
+        Some(t) if token_ok(&t) => t,
+        Some(_) => return Err(StartError::BadToken),
+        None => generate_token(),
+    };
+
+    let data_dir = config.data_dir.clone();
+    let directory = project_dir.to_string_lossy().into_owned();
+    let (store, project_id) = tokio::task::spawn_blocking(move || {
+        let store = store::Store::open(&data_dir)?;
+        let project_id = store.write_blocking(|c| {
+            let id = store::project_id(c, &directory)?;
+            let recovered = store::recover_interrupted(c, id, ids::now_ms())?;
+            if recovered > 0 {
+                tracing::warn!(
+                    recovered,
+                    "marked runs cut short by a restart as interrupted"
+                );
+            }
+            Ok(id)
+        })?;
+        Ok::<_, store::StoreError>((store, project_id))
+    })
+    .await
+    .map_err(|e| store::StoreError::Task(e.to_string()))??;
+
+    let listener = tokio::net::TcpListener::bind(config.bind)
+        .await
+        .map_err(|source| StartError::Bind {
+            addr: config.bind,
+            source,
+        })?;
+    let addr = listener.local_addr().map_err(|source| StartError::Bind {
+        addr: config.bind,
+        source,
+    })?;
+    let url = local_url(addr);
+    let allowed_hosts = addr.ip().is_loopback().then(|| {
+        let port = addr.port();
+        vec![
+            format!("localhost:{port}"),
+            format!("127.0.0.1:{port}"),
+            format!("[::1]:{port}"),
+        ]
+    });
+
+    let stop = CancellationToken::new();
+    let tasks = TaskTracker::new();
+    let app = Arc::new(state::App {
+        store,
+        project_id,
+        project_dir: project_dir.clone(),
+        bus: events::EventBus::new(config.event_ring),
+        agent: config.agent,
+        token: token.clone(),
+        allowed_hosts,
+        limits: config.limits,
+        heartbeat: config.heartbeat,
+        runs: Mutex::new(Default::default()),
+        tasks: tasks.clone(),
+        shutdown: stop.clone(),
+        version: env!("CARGO_PKG_VERSION").to_owned(),
+    });
+
+    let router = Router::new()
+        .route("/health", get(api::health))
+        .merge(api::protected(app.clone()))
+        .merge(gateway_mount::router(app.clone()))
+        .merge(control_ui::router())
+        .fallback(api::not_found)
+        .method_not_allowed_fallback(api::method_not_allowed)
+        .layer(middleware::from_fn_with_state(
+            app.clone(),
+            auth::host_origin,
+        ))
+        .with_state(app);
+    let shutdown = stop.clone();
+    let server = tokio::spawn(async move {
+        axum::serve(listener, router)
+            .with_graceful_shutdown(shutdown.cancelled_owned())
+            .await
+    });
+
+    let registration = if config.register {
+        let record = ax_protocol::local::ServerRecord {
+            project: project_dir.to_string_lossy().into_owned(),
+            url: url.clone(),
+            token: token.clone(),
+            pid: std::process::id(),
+        };
+        match registry::Registration::create(&config.data_dir, &record, addr.port()) {
+            Ok(r) => Some(r),
+            Err(e) => {
+                stop.cancel();
+                return Err(StartError::Register(e));
+            }
+        }
+    } else {
+        None
+    };
+
+    Ok(RunningServer {
+        url,
+        token,
+        addr,
+        project_dir,
+        stop,
+        tasks,
+        server: Some(server),
+        registration,
+    })
+}
+
+/// Sessions of `project_dir` read straight from the store, read-only, newest first (for
+/// `ax-code session list` when no backend runs). An empty list when nothing was stored.
+pub fn list_sessions_offline(
+    data_dir: &Path,
+    project_dir: &Path,
+) -> Result<Vec<ax_protocol::Session>, store::StoreError> {
+    let Some(store) = store::Store::open_read_only(data_dir)? else {
+        return Ok(Vec::new());
+    };
+    let canonical = std::fs::canonicalize(project_dir).unwrap_or_else(|_| project_dir.to_owned());
+    let directory = canonical.to_string_lossy().into_owned();
+    store.read_blocking(|c| match store::find_project(c, &directory)? {
+        Some(project) => store::list_sessions(c, project, None),
+        None => Ok(Vec::new()),
+    })
+}

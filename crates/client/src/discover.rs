@@ -1,0 +1,137 @@
+//! Finding a backend and its credential without a secret on the command line: the data
+//! directory's `servers/` registry (one record per running backend) and the credential files
+//! `ax-code serve` writes.
+
+use std::{
+    fs,
+    path::{Path, PathBuf},
+    time::{Duration, SystemTime},
+};
+
+use ax_protocol::local::{
+    CREDENTIALS_DIR, CredentialRecord, PASSWORD_ENV, SERVERS_DIR, ServerRecord, data_dir,
+};
+
+use crate::Client;
+
+fn records(dir: &Path) -> Vec<(PathBuf, SystemTime)> {
+    let Ok(entries) = fs::read_dir(dir) else {
+        return Vec::new();
+    };
+    let mut files: Vec<(PathBuf, SystemTime)> = entries
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|e| e == "json"))
+        .map(|p| {
+            let modified = fs::metadata(&p)
+                .and_then(|m| m.modified())
+                .unwrap_or(SystemTime::UNIX_EPOCH);
+            (p, modified)
+        })
+        .collect();
+    // Newest first: the most recently started backend wins.
+    files.sort_by_key(|f| std::cmp::Reverse(f.1));
+    files
+}
+
+fn read_json<T: serde::de::DeserializeOwned>(path: &Path) -> Option<T> {
+    // Records hold secrets: only read small regular files.
+    let meta = fs::symlink_metadata(path).ok()?;
+    if !meta.is_file() || meta.len() > 64 * 1024 {
+        return None;
+    }
+    serde_json::from_slice(&fs::read(path).ok()?).ok()
+}
+
+/// The registered backend serving `project_dir`, as `(url, token)`, if one answers.
+///
+/// Records whose backend does not answer at all are stale and removed; records that answer
+/// for another project or refuse the credential are skipped.
+pub async fn discover(project_dir: &Path, data_dir: &Path) -> Option<(String, String)> {
+    let project = fs::canonicalize(project_dir).ok()?;
+    let project = project.to_string_lossy();
+    for (path, _) in records(&data_dir.join(SERVERS_DIR)) {
+        let Some(record) = read_json::<ServerRecord>(&path) else {
+            continue;
+        };
+        if record.project != project {
+            continue;
+        }
+        let Ok(client) = Client::new(&record.url, &record.token) else {
+            continue;
+        };
+        match tokio::time::timeout(Duration::from_secs(2), client.project()).await {
+            Ok(Ok(served)) if served.directory == project => {
+                return Some((record.url, record.token));
+            }
+            Ok(Err(crate::ClientError::Transport(_))) => {
+                let _ = fs::remove_file(&path);
+            }
+            _ => {}
+        }
+    }
+    None
+}
+
+/// Scheme, host and port equal; the loopback names `localhost`, `127.0.0.1` and `[::1]` count
+/// as the same host.
+pub fn same_origin(a: &str, b: &str) -> bool {
+    let (Ok(a), Ok(b)) = (reqwest::Url::parse(a), reqwest::Url::parse(b)) else {
+        return false;
+    };
+    let loopback = |h: Option<&str>| matches!(h, Some("localhost" | "127.0.0.1" | "[::1]"));
+    a.scheme() == b.scheme()
+        && a.port_or_known_default() == b.port_or_known_default()
+        && (a.host_str() == b.host_str() || (loopback(a.host_str()) && loopback(b.host_str())))
+}
+
+/// The credential for the backend at `url`: `$AX_CODE_SERVER_PASSWORD`, else a `servers/`
+/// record for that URL, else the credential file `ax-code serve` wrote, in the default data
+/// directory.
+pub fn credential_for_url(url: &str) -> Option<String> {
+    if let Some(password) = std::env::var(PASSWORD_ENV).ok().filter(|p| !p.is_empty()) {
+        return Some(password);
+    }
+    credential_for_url_in(url, &data_dir()?)
+}
+
+/// [`credential_for_url`] without the environment variable, in a given data directory.
+pub fn credential_for_url_in(url: &str, data_dir: &Path) -> Option<String> {
+    for (path, _) in records(&data_dir.join(SERVERS_DIR)) {
+        if let Some(record) = read_json::<ServerRecord>(&path)
+            && same_origin(&record.url, url)
+        {
+            return Some(record.token);
+        }
+    }
+    for (path, _) in records(&data_dir.join(CREDENTIALS_DIR)) {
+        if let Some(record) = read_json::<CredentialRecord>(&path)
+            && same_origin(&record.url, url)
+        {
+            return Some(record.token);
+        }
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn loopback_names_are_one_origin() {
+        assert!(same_origin(
+            "http://localhost:4096",
+            "http://127.0.0.1:4096/"
+        ));
+        assert!(same_origin("http://[::1]:4096", "http://127.0.0.1:4096"));
+        assert!(!same_origin(
+            "http://127.0.0.1:4096",
+            "http://127.0.0.1:4097"
+        ));
+        assert!(!same_origin(
+            "http://example.com:4096",
+            "http://127.0.0.1:4096"
+        ));
+    }
+}

@@ -1,0 +1,51 @@
+//! Client errors: transport, API (status + `{"error":{code,message}}`), decoding.
+
+use ax_protocol::ApiError;
+
+#[derive(Debug, thiserror::Error)]
+pub enum ClientError {
+    /// The backend answered with an API error.
+    #[error("the backend answered {status}: {error}")]
+    Api { status: u16, error: ApiError },
+    /// The backend answered with an error status and no API error body.
+    #[error("the backend answered HTTP {status}")]
+    Status { status: u16 },
+    /// The backend could not be reached or the connection broke.
+    #[error("cannot reach the backend: {0}")]
+    Transport(String),
+    /// A response did not have the expected shape.
+    #[error("unexpected response from the backend: {0}")]
+    Decode(String),
+    #[error("bad backend URL {0}")]
+    BadUrl(String),
+}
+
+impl ClientError {
+    pub(crate) fn transport(err: reqwest::Error) -> Self {
+        // reqwest's message names the URL, never a header, so the credential cannot leak here.
+        let mut message = err.to_string();
+        let mut source = std::error::Error::source(&err);
+        while let Some(s) = source {
+            message.push_str(": ");
+            message.push_str(&s.to_string());
+            source = s.source();
+        }
+        ClientError::Transport(message)
+    }
+
+    /// The HTTP status, for API and status errors.
+    pub fn status(&self) -> Option<u16> {
+        match self {
+            ClientError::Api { status, .. } | ClientError::Status { status } => Some(*status),
+            _ => None,
+        }
+    }
+
+    /// The API error body, when the backend sent one.
+    pub fn api(&self) -> Option<&ApiError> {
+        match self {
+            ClientError::Api { error, .. } => Some(error),
+            _ => None,
+        }
+    }
+}

@@ -1,0 +1,229 @@
+//! The HTTP API routes (see SPEC-backend.md §3) and their strict input handling.
+
+use ax_protocol::{
+    AbortResult, CreateSession, Event, Health, Message, Permission, PermissionAnswer, Project,
+    Prompt, PromptAccepted, Session, SessionId, SessionStatus,
+};
+use axum::{
+    Json, Router,
+    extract::{
+        DefaultBodyLimit, Path, Query, State,
+        rejection::{JsonRejection, QueryRejection},
+    },
+    http::StatusCode,
+    middleware,
+    response::{IntoResponse, Response},
+    routing::{get, post},
+};
+use serde::Deserialize;
+
+use crate::{auth, error::Failure, ids, runner, sse, state::Shared, store};
+
+type ApiResult<T> = Result<T, Failure>;
+
+/// `Json<T>` with rejections mapped to the API's error shape: 413 for oversize bodies, 400
+/// for everything else (bad JSON, unknown fields, wrong content type).
+fn body<T>(input: Result<Json<T>, JsonRejection>) -> ApiResult<T> {
+    match input {
+        Ok(Json(value)) => Ok(value),
+        Err(rejection) if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE => Err(
+            Failure::too_large("the request body is larger than this API accepts"),
+        ),
+        Err(rejection) => Err(Failure::bad_request(rejection.body_text())),
+    }
+}
+
+fn session_id(raw: &str) -> ApiResult<SessionId> {
+    raw.parse()
+        .map_err(|e: ax_protocol::SessionIdError| Failure::bad_request(e.to_string()))
+}
+
+/// Routes that need the bearer credential.
+pub fn protected(app: Shared) -> Router<Shared> {
+    let limit = app.limits.body_bytes;
+    Router::new()
+        .route("/project", get(project))
+        .route("/session", get(list_sessions).post(create_session))
+        .route("/session/{id}", get(get_session).delete(delete_session))
+        .route("/session/{id}/message", get(messages))
+        .route("/session/{id}/prompt", post(prompt))
+        .route("/session/{id}/abort", post(abort))
+        .route("/permission", get(permissions))
+        .route("/session/{id}/permission/{pid}", post(reply_permission))
+        .route("/event", get(sse::events))
+        .layer(DefaultBodyLimit::max(limit))
+        .route_layer(middleware::from_fn_with_state(app, auth::bearer))
+}
+
+pub async fn health(State(app): State<Shared>) -> Json<Health> {
+    Json(Health {
+        ok: true,
+        version: app.version.clone(),
+    })
+}
+
+async fn project(State(app): State<Shared>) -> Json<Project> {
+    Json(Project {
+        directory: app.project_dir.to_string_lossy().into_owned(),
+    })
+}
+
+/// `GET /session?limit=N` (optional, newest first).
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ListQuery {
+    limit: Option<u32>,
+}
+
+async fn list_sessions(
+    State(app): State<Shared>,
+    query: Result<Query<ListQuery>, QueryRejection>,
+) -> ApiResult<Json<Vec<Session>>> {
+    let Query(query) = query.map_err(|r| Failure::bad_request(r.body_text()))?;
+    let project = app.project_id;
+    let list = app
+        .store
+        .read(move |c| store::list_sessions(c, project, query.limit))
+        .await?;
+    Ok(Json(list))
+}
+
+async fn create_session(
+    State(app): State<Shared>,
+    input: Result<Json<CreateSession>, JsonRejection>,
+) -> ApiResult<Response> {
+    let input = body(input)?;
+    let title = input.title.unwrap_or_default();
+    if title.chars().count() > app.limits.title_chars {
+        return Err(Failure::bad_request(format!(
+            "a title has at most {} characters",
+            app.limits.title_chars
+        )));
+    }
+    if title.chars().any(char::is_control) {
+        return Err(Failure::bad_request(
+            "a title may not contain control characters",
+        ));
+    }
+    let now = ids::now_ms();
+    let session = Session {
+        id: ids::session_id(),
+        title: title.trim().to_owned(),
+        created: now,
+        updated: now,
+        status: SessionStatus::Idle,
+    };
+    let project = app.project_id;
+    let stored = session.clone();
+    app.store
+        .write(move |c| store::insert_session(c, project, &stored))
+        .await?;
+    app.bus.publish(Event::SessionCreated {
+        session: session.clone(),
+    });
+    Ok((StatusCode::CREATED, Json(session)).into_response())
+}
+
+async fn find_session(app: &Shared, id: &SessionId) -> ApiResult<Session> {
+    let project = app.project_id;
+    let sid = id.to_string();
+    app.store
+        .read(move |c| store::get_session(c, project, &sid))
+        .await?
+        .ok_or_else(|| Failure::session_not_found(id.as_str()))
+}
+
+async fn get_session(
+    State(app): State<Shared>,
+    Path(id): Path<String>,
+) -> ApiResult<Json<Session>> {
+    let id = session_id(&id)?;
+    Ok(Json(find_session(&app, &id).await?))
+}
+
+async fn delete_session(
+    State(app): State<Shared>,
+    Path(id): Path<String>,
+) -> ApiResult<Json<Session>> {
+    let id = session_id(&id)?;
+    let session = find_session(&app, &id).await?;
+    // A running command is killed first; its run then ends before the rows go.
+    runner::abort(&app, &id).await;
+    let project = app.project_id;
+    let sid = id.to_string();
+    let deleted = app
+        .store
+        .write(move |c| store::delete_session(c, project, &sid))
+        .await?;
+    if !deleted {
+        return Err(Failure::session_not_found(id.as_str()));
+    }
+    app.bus.publish(Event::SessionDeleted { session_id: id });
+    Ok(Json(session))
+}
+
+async fn messages(
+    State(app): State<Shared>,
+    Path(id): Path<String>,
+) -> ApiResult<Json<Vec<Message>>> {
+    let id = session_id(&id)?;
+    find_session(&app, &id).await?;
+    let sid = id.clone();
+    Ok(Json(
+        app.store.read(move |c| store::messages(c, &sid)).await?,
+    ))
+}
+
+async fn prompt(
+    State(app): State<Shared>,
+    Path(id): Path<String>,
+    input: Result<Json<Prompt>, JsonRejection>,
+) -> ApiResult<Response> {
+    let id = session_id(&id)?;
+    let input = body(input)?;
+    let accepted: PromptAccepted = runner::start(&app, id, input).await?;
+    Ok((StatusCode::ACCEPTED, Json(accepted)).into_response())
+}
+
+async fn abort(State(app): State<Shared>, Path(id): Path<String>) -> ApiResult<Json<AbortResult>> {
+    let id = session_id(&id)?;
+    find_session(&app, &id).await?;
+    let aborted = runner::abort(&app, &id).await;
+    Ok(Json(AbortResult { aborted }))
+}
+
+async fn permissions(State(app): State<Shared>) -> ApiResult<Json<Vec<Permission>>> {
+    let project = app.project_id;
+    Ok(Json(
+        app.store
+            .read(move |c| store::pending_permissions(c, project))
+            .await?,
+    ))
+}
+
+async fn reply_permission(
+    State(app): State<Shared>,
+    Path((id, pid)): Path<(String, String)>,
+    input: Result<Json<PermissionAnswer>, JsonRejection>,
+) -> ApiResult<Json<Permission>> {
+    let id = session_id(&id)?;
+    if !ids::is_valid("per_", &pid) {
+        return Err(Failure::bad_request(
+            "invalid permission ID: expected `per_` followed by 26 characters of [0-9A-Za-z]",
+        ));
+    }
+    let answer = body(input)?;
+    Ok(Json(runner::reply(&app, &id, &pid, answer.reply).await?))
+}
+
+pub async fn not_found() -> Failure {
+    Failure::not_found("no such route; see the API table in the documentation")
+}
+
+pub async fn method_not_allowed() -> Failure {
+    Failure::new(
+        StatusCode::METHOD_NOT_ALLOWED,
+        "method_not_allowed",
+        "this route does not take that method",
+    )
+}

@@ -1,0 +1,646 @@
+//! One run per session: prompt → permission → agent work → exit, with every step stored and
+//! published. Each run is a task that owns its session's run state; handlers talk to it
+//! through [`Control`] messages, so a reply and an abort can never race each other.
+
+use std::{
+    path::{Component, Path, PathBuf},
+    time::Duration,
+};
+
+use ax_protocol::{
+    Event, Message, Part, Permission, PermissionReply, PermissionState, Prompt, PromptAccepted,
+    PromptPart, Role, SessionId, SessionStatus, Stream,
+};
+use tokio::sync::{mpsc, oneshot};
+use tokio_util::sync::CancellationToken;
+
+use crate::{
+    agent::{AgentRequest, Chunk, RunEnd},
+    error::Failure,
+    ids,
+    state::{Control, Phase, RunHandle, Shared},
+    store,
+};
+
+/// Longest attachment path accepted.
+const MAX_PATH_BYTES: usize = 4096;
+
+/// Resolves an attachment path: relative to the project (or absolute), no `..`, and after
+/// following symlinks still inside the project and a regular file.
+pub fn resolve_attachment(project: &Path, raw: &str) -> Result<(PathBuf, String), Failure> {
+    let bad =
+        |msg: String| Failure::new(axum::http::StatusCode::BAD_REQUEST, "bad_attachment", msg);
+    if raw.is_empty() || raw.len() > MAX_PATH_BYTES || raw.contains(['\0', '\n', '\r']) {
+        return Err(bad(format!(
+            "attachment paths must be 1 to {MAX_PATH_BYTES} bytes without NUL or line breaks"
+        )));
+    }
+    let path = Path::new(raw);
+    if path.components().any(|c| c == Component::ParentDir) {
+        return Err(bad(format!("attachment {raw:?}: `..` is not allowed")));
+    }
+    let joined = if path.is_absolute() {
+        path.to_owned()
+    } else {
+        project.join(path)
+    };
+    let canonical = std::fs::canonicalize(&joined)
+        .map_err(|_| bad(format!("attachment {raw:?}: no such file in the project")))?;
+    let Ok(relative) = canonical.strip_prefix(project) else {
+        return Err(bad(format!(
+            "attachment {raw:?} resolves outside the project (symlinks are followed)"
+        )));
+    };
+    if !canonical.is_file() {
+        return Err(bad(format!("attachment {raw:?} is not a regular file")));
+    }
+    let relative = relative.to_string_lossy().into_owned();
+    Ok((canonical, relative))
+}
+
+/// A checked prompt: the text to run and the resolved attachments.
+pub struct CheckedPrompt {
+    pub text: String,
+    pub parts: Vec<Part>,
+    pub attachments: Vec<PathBuf>,
+}
+
+pub fn check_prompt(app: &Shared, prompt: Prompt) -> Result<CheckedPrompt, Failure> {
+    let limits = app.limits;
+    if prompt.parts.is_empty() || prompt.parts.len() > limits.prompt_parts {
+        return Err(Failure::bad_request(format!(
+            "a prompt has 1 to {} parts",
+            limits.prompt_parts
+        )));
+    }
+    let mut texts = Vec::new();
+    let mut parts = Vec::new();
+    let mut attachments = Vec::new();
+    let mut text_bytes = 0usize;
+    for part in prompt.parts {
+        match part {
+            PromptPart::Text { text } => {
+                text_bytes += text.len();
+                if text_bytes > limits.prompt_text_bytes {
+                    return Err(Failure::too_large(format!(
+                        "prompt text is limited to {} bytes",
+                        limits.prompt_text_bytes
+                    )));
+                }
+                if text.contains('\0') {
+                    return Err(Failure::bad_request("prompt text may not contain NUL"));
+                }
+                texts.push(text.clone());
+                parts.push(Part::Text { text });
+            }
+            PromptPart::File { path } => {
+                let (absolute, relative) = resolve_attachment(&app.project_dir, &path)?;
+                attachments.push(absolute);
+                parts.push(Part::File { path: relative });
+            }
+        }
+    }
+    let text = texts.join("\n");
+    if text.trim().is_empty() {
+        return Err(Failure::bad_request(
+            "a prompt needs a non-empty text part: the command line to run",
+        ));
+    }
+    Ok(CheckedPrompt {
+        text,
+        parts,
+        attachments,
+    })
+}
+
+fn busy_message(id: &SessionId, phase: &Phase) -> String {
+    match phase {
+        Phase::Pending { .. } => format!(
+            "session {id} is waiting for approval of its previous prompt; reply to it or abort first"
+        ),
+        Phase::Busy => {
+            format!("session {id} is busy running its previous prompt; wait or abort first")
+        }
+    }
+}
+
+/// Stores the prompt, asks permission (unless the session allows always) and starts the run.
+pub async fn start(app: &Shared, id: SessionId, prompt: Prompt) -> Result<PromptAccepted, Failure> {
+    let checked = check_prompt(app, prompt)?;
+    let project = app.project_id;
+    let sid = id.to_string();
+    let always = app
+        .store
+        .read(move |c| {
+            if store::get_session(c, project, &sid)?.is_none() {
+                return Ok(None);
+            }
+            Ok(Some(store::always_allowed(c, &sid)?))
+        })
+        .await?;
+    let Some(always) = always else {
+        return Err(Failure::session_not_found(id.as_str()));
+    };
+
+    let now = ids::now_ms();
+    let request = AgentRequest {
+        text: checked.text,
+        project_dir: app.project_dir.clone(),
+        attachments: checked.attachments,
+    };
+    let permission = (!always).then(|| Permission {
+        id: ids::permission_id(),
+        session_id: id.clone(),
+        command: app.agent.describe(&request),
+        state: PermissionState::Pending,
+        created: now,
+    });
+    let phase = match &permission {
+        Some(p) => Phase::Pending {
+            permission_id: p.id.clone(),
+        },
+        None => Phase::Busy,
+    };
+    let (control, inbox) = mpsc::unbounded_channel();
+    {
+        let mut runs = app.runs();
+        if let Some(run) = runs.get(&id) {
+            return Err(Failure::conflict(busy_message(&id, &run.phase)));
+        }
+        runs.insert(id.clone(), RunHandle { phase, control });
+    }
+
+    let user = Message {
+        id: ids::message_id(),
+        session_id: id.clone(),
+        role: Role::User,
+        created: now,
+        parts: checked.parts,
+    };
+    let reply = Message {
+        id: ids::message_id(),
+        session_id: id.clone(),
+        role: Role::Assistant,
+        created: now,
+        parts: Vec::new(),
+    };
+    let status = if always {
+        SessionStatus::Busy
+    } else {
+        SessionStatus::Pending
+    };
+    let stored = {
+        let (user, reply, permission) = (user.clone(), reply.clone(), permission.clone());
+        let sid = id.to_string();
+        app.store
+            .write(move |c| {
+                let tx = c.transaction()?;
+                store::insert_message(&tx, &user)?;
+                store::insert_message(&tx, &reply)?;
+                if let Some(p) = &permission {
+                    store::insert_permission(&tx, p)?;
+                }
+                store::begin_run(&tx, &sid, &reply.id, now)?;
+                let session = store::set_status(&tx, project, &sid, status, now)?;
+                tx.commit()?;
+                Ok(session)
+            })
+            .await
+    };
+    let session = match stored {
+        Ok(Some(session)) => session,
+        Ok(None) => {
+            app.runs().remove(&id);
+            return Err(Failure::session_not_found(id.as_str()));
+        }
+        Err(e) => {
+            app.runs().remove(&id);
+            return Err(e.into());
+        }
+    };
+    app.bus.publish(Event::MessageCreated {
+        message: user.clone(),
+    });
+    app.bus.publish(Event::MessageCreated {
+        message: reply.clone(),
+    });
+    app.bus.publish(Event::SessionUpdated {
+        session: session.clone(),
+    });
+    app.bus.publish(Event::SessionStatus {
+        session_id: id.clone(),
+        status,
+    });
+    if let Some(p) = &permission {
+        app.bus.publish(Event::PermissionAsked {
+            permission: p.clone(),
+        });
+    }
+    let task = Run {
+        app: app.clone(),
+        session: id,
+        reply_id: reply.id.clone(),
+        next_index: 0,
+    };
+    app.tasks
+        .spawn(task.drive(request, permission.clone(), inbox));
+    Ok(PromptAccepted {
+        message: user,
+        reply_id: reply.id,
+        permission,
+    })
+}
+
+/// Why a run stopped early.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Stop {
+    Aborted,
+    Interrupted,
+}
+
+struct Run {
+    app: Shared,
+    session: SessionId,
+    reply_id: String,
+    next_index: u32,
+}
+
+impl Run {
+    async fn append(&mut self, part: Part) {
+        let index = self.next_index;
+        self.next_index += 1;
+        let mid = self.reply_id.clone();
+        let stored = part.clone();
+        if let Err(e) = self
+            .app
+            .store
+            .write(move |c| store::append_part(c, &mid, index, &stored))
+            .await
+        {
+            tracing::error!(error = %e, "storing an output part failed");
+        }
+        self.app.bus.publish(Event::MessagePart {
+            session_id: self.session.clone(),
+            message_id: self.reply_id.clone(),
+            index,
+            part,
+        });
+    }
+
+    async fn set_permission(&self, permission: &mut Permission, state: PermissionState) {
+        permission.state = state;
+        let pid = permission.id.clone();
+        let sid = self.session.to_string();
+        if let Err(e) = self
+            .app
+            .store
+            .write(move |c| store::set_permission_state(c, &pid, state))
+            .await
+        {
+            tracing::error!(error = %e, session = %sid, "storing a permission reply failed");
+        }
+        self.app.bus.publish(Event::PermissionReplied {
+            session_id: self.session.clone(),
+            permission_id: permission.id.clone(),
+            state,
+        });
+    }
+
+    async fn set_status(&self, status: SessionStatus) {
+        let project = self.app.project_id;
+        let sid = self.session.to_string();
+        let now = ids::now_ms();
+        match self
+            .app
+            .store
+            .write(move |c| store::set_status(c, project, &sid, status, now))
+            .await
+        {
+            Ok(Some(session)) => {
+                self.app.bus.publish(Event::SessionUpdated { session });
+            }
+            Ok(None) => {}
+            Err(e) => tracing::error!(error = %e, "storing a session status failed"),
+        }
+        self.app.bus.publish(Event::SessionStatus {
+            session_id: self.session.clone(),
+            status,
+        });
+    }
+
+    /// Ends the run: no run row, status idle, the session free for the next prompt.
+    async fn finish(self, acks: Vec<oneshot::Sender<()>>) {
+        let sid = self.session.to_string();
+        let project = self.app.project_id;
+        let now = ids::now_ms();
+        let stored = self
+            .app
+            .store
+            .write(move |c| {
+                store::end_run(c, &sid)?;
+                store::set_status(c, project, &sid, SessionStatus::Idle, now)
+            })
+            .await;
+        self.app.runs().remove(&self.session);
+        match stored {
+            Ok(Some(session)) => {
+                self.app.bus.publish(Event::SessionUpdated { session });
+            }
+            Ok(None) => {}
+            Err(e) => tracing::error!(error = %e, "ending a run failed"),
+        }
+        self.app.bus.publish(Event::SessionStatus {
+            session_id: self.session.clone(),
+            status: SessionStatus::Idle,
+        });
+        for ack in acks {
+            let _ = ack.send(());
+        }
+    }
+
+    async fn drive(
+        mut self,
+        request: AgentRequest,
+        permission: Option<Permission>,
+        mut inbox: mpsc::UnboundedReceiver<Control>,
+    ) {
+        if let Some(mut permission) = permission {
+            let shutdown = self.app.shutdown.clone();
+            let (reply, ack) = tokio::select! {
+                control = inbox.recv() => match control {
+                    Some(Control::Reply { reply, ack }) => (reply, ack),
+                    Some(Control::Abort { ack }) => {
+                        self.set_permission(&mut permission, PermissionState::Cancelled).await;
+                        self.append(Part::Aborted).await;
+                        return self.finish(vec![ack]).await;
+                    }
+                    None => return self.finish(Vec::new()).await,
+                },
+                () = shutdown.cancelled() => {
+                    self.set_permission(&mut permission, PermissionState::Cancelled).await;
+                    self.append(Part::Interrupted).await;
+                    return self.finish(Vec::new()).await;
+                }
+            };
+            if reply == PermissionReply::Reject {
+                self.set_permission(&mut permission, PermissionState::Rejected)
+                    .await;
+                let _ = ack.send(Ok(permission));
+                self.append(Part::Rejected).await;
+                return self.finish(Vec::new()).await;
+            }
+            if reply == PermissionReply::Always {
+                let sid = self.session.to_string();
+                if let Err(e) = self
+                    .app
+                    .store
+                    .write(move |c| store::set_always_allowed(c, &sid))
+                    .await
+                {
+                    tracing::error!(error = %e, "storing an always-allow failed");
+                }
+            }
+            if let Some(run) = self.app.runs().get_mut(&self.session) {
+                run.phase = Phase::Busy;
+            }
+            self.set_permission(&mut permission, PermissionState::Approved)
+                .await;
+            self.set_status(SessionStatus::Busy).await;
+            let _ = ack.send(Ok(permission));
+        }
+        self.work(request, inbox).await;
+    }
+
+    async fn work(mut self, request: AgentRequest, mut inbox: mpsc::UnboundedReceiver<Control>) {
+        let cancel = CancellationToken::new();
+        let (output, mut chunks) = mpsc::channel::<Chunk>(64);
+        let agent = self.app.agent.clone();
+        let job = tokio::spawn(agent.run(request, output, cancel.clone()));
+        let shutdown = self.app.shutdown.clone();
+        let mut out = OutputBudget::new(self.app.limits.output_bytes_per_message);
+        let mut stop: Option<Stop> = None;
+        let mut acks = Vec::new();
+        let mut inbox_open = true;
+        loop {
+            tokio::select! {
+                chunk = chunks.recv() => match chunk {
+                    Some(chunk) => {
+                        for part in out.accept(chunk) {
+                            self.append(part).await;
+                        }
+                    }
+                    None => break,
+                },
+                control = inbox.recv(), if inbox_open => match control {
+                    Some(Control::Abort { ack }) => {
+                        cancel.cancel();
+                        stop.get_or_insert(Stop::Aborted);
+                        acks.push(ack);
+                    }
+                    Some(Control::Reply { ack, .. }) => {
+                        let _ = ack.send(Err(Failure::conflict("the command already runs")));
+                    }
+                    None => inbox_open = false,
+                },
+                () = shutdown.cancelled(), if stop.is_none() => {
+                    cancel.cancel();
+                    stop = Some(Stop::Interrupted);
+                }
+            }
+        }
+        let end = match tokio::time::timeout(Duration::from_secs(10), job).await {
+            Ok(Ok(end)) => end,
+            Ok(Err(e)) => RunEnd::Failed(format!("the agent task failed: {e}")),
+            Err(_) => {
+                cancel.cancel();
+                RunEnd::Failed("the agent did not stop in time".into())
+            }
+        };
+        for part in out.finish() {
+            self.append(part).await;
+        }
+        let last = match (stop, end) {
+            (Some(Stop::Aborted), _) => Part::Aborted,
+            (Some(Stop::Interrupted), _) => Part::Interrupted,
+            (None, RunEnd::Exited { code, signal }) => Part::Exit { code, signal },
+            (None, RunEnd::Cancelled) => Part::Aborted,
+            (None, RunEnd::Failed(message)) => {
+                self.append(Part::Output {
+                    stream: Stream::Stderr,
+                    text: format!("ax-code: {message}\n"),
+                })
+                .await;
+                Part::Exit {
+                    code: None,
+                    signal: None,
+                }
+            }
+        };
+        self.append(last).await;
+        // Aborts that arrived after the loop ended still get their answer.
+        while let Ok(control) = inbox.try_recv() {
+            match control {
+                Control::Abort { ack } => acks.push(ack),
+                Control::Reply { ack, .. } => {
+                    let _ = ack.send(Err(Failure::conflict("the run already ended")));
+                }
+            }
+        }
+        self.finish(acks).await;
+    }
+}
+
+/// Turns raw chunks into output parts: UTF-8 per stream (a split character waits for its
+/// rest), at most `limit` bytes per message, then a count of what was dropped.
+pub struct OutputBudget {
+    limit: usize,
+    kept: usize,
+    dropped: u64,
+    carry: [Vec<u8>; 2],
+}
+
+impl OutputBudget {
+    pub fn new(limit: usize) -> Self {
+        OutputBudget {
+            limit,
+            kept: 0,
+            dropped: 0,
+            carry: [Vec::new(), Vec::new()],
+        }
+    }
+
+    fn slot(stream: Stream) -> usize {
+        match stream {
+            Stream::Stdout => 0,
+            Stream::Stderr => 1,
+        }
+    }
+
+    fn text(&mut self, stream: Stream, text: String) -> Option<Part> {
+        if text.is_empty() {
+            return None;
+        }
+        let room = self.limit - self.kept;
+        if text.len() <= room {
+            self.kept += text.len();
+            return Some(Part::Output { stream, text });
+        }
+        let mut cut = room;
+        while !text.is_char_boundary(cut) {
+            cut -= 1;
+        }
+        self.kept = self.limit;
+        self.dropped += (text.len() - cut) as u64;
+        (cut > 0).then(|| Part::Output {
+            stream,
+            text: text[..cut].to_owned(),
+        })
+    }
+
+    pub fn accept(&mut self, chunk: Chunk) -> Vec<Part> {
+        if self.kept >= self.limit {
+            self.dropped += chunk.bytes.len() as u64;
+            return Vec::new();
+        }
+        let slot = Self::slot(chunk.stream);
+        let mut bytes = std::mem::take(&mut self.carry[slot]);
+        bytes.extend_from_slice(&chunk.bytes);
+        // Keep an incomplete trailing character (at most 3 bytes) for the next chunk.
+        let valid_up_to = match std::str::from_utf8(&bytes) {
+            Ok(_) => bytes.len(),
+            Err(e) if e.error_len().is_none() => e.valid_up_to(),
+            Err(_) => bytes.len(),
+        };
+        self.carry[slot] = bytes.split_off(valid_up_to);
+        let text = String::from_utf8_lossy(&bytes).into_owned();
+        self.text(chunk.stream, text).into_iter().collect()
+    }
+
+    pub fn finish(&mut self) -> Vec<Part> {
+        let mut parts = Vec::new();
+        for stream in [Stream::Stdout, Stream::Stderr] {
+            let rest = std::mem::take(&mut self.carry[Self::slot(stream)]);
+            if !rest.is_empty() {
+                let text = String::from_utf8_lossy(&rest).into_owned();
+                if self.kept < self.limit {
+                    parts.extend(self.text(stream, text));
+                } else {
+                    self.dropped += rest.len() as u64;
+                }
+            }
+        }
+        if self.dropped > 0 {
+            parts.push(Part::Truncated {
+                dropped_bytes: self.dropped,
+            });
+        }
+        parts
+    }
+}
+
+/// Replies to the session's pending permission `pid`.
+pub async fn reply(
+    app: &Shared,
+    id: &SessionId,
+    pid: &str,
+    reply: PermissionReply,
+) -> Result<Permission, Failure> {
+    let control = {
+        let runs = app.runs();
+        match runs.get(id) {
+            Some(RunHandle {
+                phase: Phase::Pending { permission_id },
+                control,
+            }) if permission_id == pid => Some(control.clone()),
+            _ => None,
+        }
+    };
+    let Some(control) = control else {
+        let (sid, pid2) = (id.to_string(), pid.to_owned());
+        let found = app
+            .store
+            .read(move |c| store::get_permission(c, &sid, &pid2))
+            .await?;
+        let project = app.project_id;
+        let sid = id.to_string();
+        let session = app
+            .store
+            .read(move |c| store::get_session(c, project, &sid))
+            .await?;
+        return Err(match (session, found) {
+            (None, _) => Failure::session_not_found(id.as_str()),
+            (Some(_), None) => Failure::not_found(format!("no permission {pid} in session {id}")),
+            (Some(_), Some(p)) => Failure::conflict(format!(
+                "permission {pid} is no longer pending (it is {})",
+                serde_json::to_value(p.state)
+                    .ok()
+                    .and_then(|v| v.as_str().map(str::to_owned))
+                    .unwrap_or_default()
+            )),
+        });
+    };
+    let (ack, answer) = oneshot::channel();
+    if control.send(Control::Reply { reply, ack }).is_err() {
+        return Err(Failure::conflict("the run already ended"));
+    }
+    match tokio::time::timeout(Duration::from_secs(10), answer).await {
+        Ok(Ok(result)) => result,
+        _ => Err(Failure::conflict(
+            "the run ended before the reply was taken",
+        )),
+    }
+}
+
+/// Stops the session's run, if any, and waits until it has ended. Returns whether one ran.
+pub async fn abort(app: &Shared, id: &SessionId) -> bool {
+    let control = app.runs().get(id).map(|r| r.control.clone());
+    let Some(control) = control else {
+        return false;
+    };
+    let (ack, done) = oneshot::channel();
+    if control.send(Control::Abort { ack }).is_err() {
+        return false;
+    }
+    let _ = tokio::time::timeout(Duration::from_secs(15), done).await;
+    true
+}

@@ -1,0 +1,88 @@
+//! What every handler shares: the store, the event bus, the agent, the active runs, and the
+//! exposure rules (credential, accepted Host names).
+
+use std::{
+    collections::HashMap,
+    path::PathBuf,
+    sync::{Arc, Mutex},
+    time::Duration,
+};
+
+use ax_protocol::{Permission, PermissionReply, SessionId};
+use tokio::sync::{mpsc, oneshot};
+use tokio_util::{sync::CancellationToken, task::TaskTracker};
+
+use crate::{agent::Agent, error::Failure, events::EventBus, store::Store};
+
+pub type Shared = Arc<App>;
+
+/// Bounds on what a request may carry.
+#[derive(Debug, Clone, Copy)]
+pub struct Limits {
+    pub body_bytes: usize,
+    pub prompt_text_bytes: usize,
+    pub prompt_parts: usize,
+    pub title_chars: usize,
+    pub output_bytes_per_message: usize,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            body_bytes: 512 * 1024,
+            prompt_text_bytes: 64 * 1024,
+            prompt_parts: 64,
+            title_chars: 200,
+            output_bytes_per_message: 1024 * 1024,
+        }
+    }
+}
+
+/// What a run's task is waiting for or doing.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Phase {
+    Pending { permission_id: String },
+    Busy,
+}
+
+/// A message to a run's task.
+pub enum Control {
+    Reply {
+        reply: PermissionReply,
+        ack: oneshot::Sender<Result<Permission, Failure>>,
+    },
+    Abort {
+        ack: oneshot::Sender<()>,
+    },
+}
+
+pub struct RunHandle {
+    pub phase: Phase,
+    pub control: mpsc::UnboundedSender<Control>,
+}
+
+pub struct App {
+    pub store: Store,
+    pub project_id: i64,
+    /// Canonical project directory.
+    pub project_dir: PathBuf,
+    pub bus: EventBus,
+    pub agent: Arc<dyn Agent>,
+    pub token: String,
+    /// `host:port` values accepted in the Host header; `None` accepts any (non-loopback bind
+    /// explicitly allowed, where the credential is the protection).
+    pub allowed_hosts: Option<Vec<String>>,
+    pub limits: Limits,
+    pub heartbeat: Duration,
+    /// Active runs by session; a std mutex, held for map operations only.
+    pub runs: Mutex<HashMap<SessionId, RunHandle>>,
+    pub tasks: TaskTracker,
+    pub shutdown: CancellationToken,
+    pub version: String,
+}
+
+impl App {
+    pub fn runs(&self) -> std::sync::MutexGuard<'_, HashMap<SessionId, RunHandle>> {
+        self.runs.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}

@@ -1,0 +1,614 @@
+//! The SQLite store: one database (WAL) in the data directory, versioned migrations, and the
+//! queries the API and the runner need.
+//!
+//! SQLite is synchronous, so every call runs on the blocking pool. One connection writes and
+//! one reads; each sits behind a std `Mutex` (held only for one short statement batch, never
+//! across an await). WAL lets the reader go on while the writer commits.
+
+use std::{
+    path::{Path, PathBuf},
+    sync::{Arc, Mutex},
+};
+
+use ax_protocol::{
+    Message, Millis, Part, Permission, PermissionState, Role, Session, SessionId, SessionStatus,
+};
+use rusqlite::{Connection, OpenFlags, OptionalExtension, params};
+
+/// File name of the database inside the data directory.
+pub const DB_FILE: &str = "ax-code.db";
+
+/// Each entry moves the schema one version up; never edit a released entry, append one.
+const MIGRATIONS: &[&str] = &[r#"
+CREATE TABLE project (
+    id INTEGER PRIMARY KEY,
+    directory TEXT NOT NULL UNIQUE
+);
+CREATE TABLE session (
+    id TEXT PRIMARY KEY,
+    project_id INTEGER NOT NULL REFERENCES project(id),
+    title TEXT NOT NULL,
+    created INTEGER NOT NULL,
+    updated INTEGER NOT NULL,
+    status TEXT NOT NULL DEFAULT 'idle',
+    always_allow INTEGER NOT NULL DEFAULT 0
+);
+CREATE INDEX session_by_project ON session(project_id, created DESC, id DESC);
+CREATE TABLE message (
+    id TEXT PRIMARY KEY,
+    session_id TEXT NOT NULL REFERENCES session(id) ON DELETE CASCADE,
+    seq INTEGER NOT NULL,
+    role TEXT NOT NULL,
+    created INTEGER NOT NULL
+);
+CREATE UNIQUE INDEX message_by_session ON message(session_id, seq);
+CREATE TABLE part (
+    message_id TEXT NOT NULL REFERENCES message(id) ON DELETE CASCADE,
+    idx INTEGER NOT NULL,
+    body TEXT NOT NULL,
+    PRIMARY KEY (message_id, idx)
+) WITHOUT ROWID;
+CREATE TABLE permission (
+    id TEXT PRIMARY KEY,
+    session_id TEXT NOT NULL REFERENCES session(id) ON DELETE CASCADE,
+    command TEXT NOT NULL,
+    state TEXT NOT NULL,
+    created INTEGER NOT NULL
+);
+CREATE INDEX permission_by_session ON permission(session_id, state);
+CREATE TABLE run (
+    session_id TEXT PRIMARY KEY REFERENCES session(id) ON DELETE CASCADE,
+    message_id TEXT NOT NULL,
+    started INTEGER NOT NULL
+);
+"#];
+
+/// The schema version this build writes.
+pub const SCHEMA_VERSION: i64 = MIGRATIONS.len() as i64;
+
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    #[error("SQLite: {0}")]
+    Sqlite(#[from] rusqlite::Error),
+    #[error(
+        "the database {path} has schema version {found}, newer than this ax-code supports \
+         ({supported}); it was left untouched: run a newer ax-code"
+    )]
+    NewerSchema {
+        path: PathBuf,
+        found: i64,
+        supported: i64,
+    },
+    #[error("cannot prepare the data directory {path}: {source}")]
+    DataDir {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("stored data is malformed: {0}")]
+    Malformed(String),
+    #[error("a store task failed: {0}")]
+    Task(String),
+}
+
+pub type Result<T, E = StoreError> = std::result::Result<T, E>;
+
+/// Cloneable handle to the database.
+#[derive(Clone)]
+pub struct Store {
+    write: Arc<Mutex<Connection>>,
+    read: Arc<Mutex<Connection>>,
+}
+
+fn configure(conn: &Connection) -> Result<()> {
+    conn.busy_timeout(std::time::Duration::from_secs(5))?;
+    conn.pragma_update(None, "foreign_keys", "ON")?;
+    conn.pragma_update(None, "synchronous", "NORMAL")?;
+    Ok(())
+}
+
+fn check_version(conn: &Connection, path: &Path) -> Result<i64> {
+    let found: i64 = conn.pragma_query_value(None, "user_version", |r| r.get(0))?;
+    if found > SCHEMA_VERSION {
+        return Err(StoreError::NewerSchema {
+            path: path.to_owned(),
+            found,
+            supported: SCHEMA_VERSION,
+        });
+    }
+    Ok(found)
+}
+
+fn migrate(conn: &mut Connection, path: &Path) -> Result<()> {
+    // The version check comes before anything that could alter the file (even WAL mode).
+    let found = check_version(conn, path)?;
+    conn.pragma_update(None, "journal_mode", "WAL")?;
+    configure(conn)?;
+    for (i, sql) in MIGRATIONS.iter().enumerate().skip(found as usize) {
+        let tx = conn.transaction()?;
+        tx.execute_batch(sql)?;
+        tx.pragma_update(None, "user_version", (i + 1) as i64)?;
+        tx.commit()?;
+    }
+    Ok(())
+}
+
+impl Store {
+    /// Opens (creating and migrating as needed) the database in `data_dir`, made 0700.
+    pub fn open(data_dir: &Path) -> Result<Store> {
+        crate::secure::private_dir(data_dir).map_err(|source| StoreError::DataDir {
+            path: data_dir.to_owned(),
+            source,
+        })?;
+        let path = data_dir.join(DB_FILE);
+        let mut write = Connection::open(&path)?;
+        migrate(&mut write, &path)?;
+        let read = Connection::open_with_flags(
+            &path,
+            OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+        )?;
+        configure(&read)?;
+        Ok(Store {
+            write: Arc::new(Mutex::new(write)),
+            read: Arc::new(Mutex::new(read)),
+        })
+    }
+
+    /// Opens an existing database read-only, without migrating (`session list` with no backend
+    /// running). `Ok(None)` when there is no database yet.
+    pub fn open_read_only(data_dir: &Path) -> Result<Option<Store>> {
+        let path = data_dir.join(DB_FILE);
+        if !path.exists() {
+            return Ok(None);
+        }
+        let conn = Connection::open_with_flags(&path, OpenFlags::SQLITE_OPEN_READ_ONLY)?;
+        check_version(&conn, &path)?;
+        configure(&conn)?;
+        let conn = Arc::new(Mutex::new(conn));
+        Ok(Some(Store {
+            write: conn.clone(),
+            read: conn,
+        }))
+    }
+
+    /// Runs `f` with the writing connection on the blocking pool.
+    pub async fn write<R, F>(&self, f: F) -> Result<R>
+    where
+        F: FnOnce(&mut Connection) -> Result<R> + Send + 'static,
+        R: Send + 'static,
+    {
+        let conn = self.write.clone();
+        tokio::task::spawn_blocking(move || {
+            let mut guard = conn.lock().unwrap_or_else(|e| e.into_inner());
+            f(&mut guard)
+        })
+        .await
+        .map_err(|e| StoreError::Task(e.to_string()))?
+    }
+
+    /// Runs `f` with the reading connection on the blocking pool.
+    pub async fn read<R, F>(&self, f: F) -> Result<R>
+    where
+        F: FnOnce(&Connection) -> Result<R> + Send + 'static,
+        R: Send + 'static,
+    {
+        let conn = self.read.clone();
+        tokio::task::spawn_blocking(move || {
+            let guard = conn.lock().unwrap_or_else(|e| e.into_inner());
+            f(&guard)
+        })
+        .await
+        .map_err(|e| StoreError::Task(e.to_string()))?
+    }
+
+    /// The same as [`Store::write`], for callers on a blocking thread.
+    pub fn write_blocking<R>(&self, f: impl FnOnce(&mut Connection) -> Result<R>) -> Result<R> {
+        let mut guard = self.write.lock().unwrap_or_else(|e| e.into_inner());
+        f(&mut guard)
+    }
+
+    /// The same as [`Store::read`], for callers outside a runtime (the CLI's offline list).
+    pub fn read_blocking<R>(&self, f: impl FnOnce(&Connection) -> Result<R>) -> Result<R> {
+        let guard = self.read.lock().unwrap_or_else(|e| e.into_inner());
+        f(&guard)
+    }
+}
+
+fn status_str(s: SessionStatus) -> &'static str {
+    match s {
+        SessionStatus::Idle => "idle",
+        SessionStatus::Pending => "pending",
+        SessionStatus::Busy => "busy",
+    }
+}
+
+fn parse_status(s: &str) -> SessionStatus {
+    match s {
+        "pending" => SessionStatus::Pending,
+        "busy" => SessionStatus::Busy,
+        _ => SessionStatus::Idle,
+    }
+}
+
+fn perm_state_str(s: PermissionState) -> &'static str {
+    match s {
+        PermissionState::Pending => "pending",
+        PermissionState::Approved => "approved",
+        PermissionState::Rejected => "rejected",
+        PermissionState::Cancelled => "cancelled",
+    }
+}
+
+fn parse_perm_state(s: &str) -> PermissionState {
+    match s {
+        "approved" => PermissionState::Approved,
+        "rejected" => PermissionState::Rejected,
+        "cancelled" => PermissionState::Cancelled,
+        _ => PermissionState::Pending,
+    }
+}
+
+fn parse_id(s: String) -> Result<SessionId> {
+    s.parse()
+        .map_err(|_| StoreError::Malformed(format!("session ID {s:?}")))
+}
+
+fn session_from_row(
+    row: &rusqlite::Row<'_>,
+) -> rusqlite::Result<(String, String, i64, i64, String)> {
+    Ok((
+        row.get(0)?,
+        row.get(1)?,
+        row.get(2)?,
+        row.get(3)?,
+        row.get(4)?,
+    ))
+}
+
+fn build_session(
+    (id, title, created, updated, status): (String, String, i64, i64, String),
+) -> Result<Session> {
+    Ok(Session {
+        id: parse_id(id)?,
+        title,
+        created,
+        updated,
+        status: parse_status(&status),
+    })
+}
+
+/// The project's row ID, inserting it on first use.
+pub fn project_id(conn: &Connection, directory: &str) -> Result<i64> {
+    conn.execute(
+        "INSERT INTO project(directory) VALUES (?1) ON CONFLICT(directory) DO NOTHING",
+        [directory],
+    )?;
+    Ok(conn.query_row(
+        "SELECT id FROM project WHERE directory = ?1",
+        [directory],
+        |r| r.get(0),
+    )?)
+}
+
+/// The project's row ID if it was ever stored (read-only callers).
+pub fn find_project(conn: &Connection, directory: &str) -> Result<Option<i64>> {
+    Ok(conn
+        .query_row(
+            "SELECT id FROM project WHERE directory = ?1",
+            [directory],
+            |r| r.get(0),
+        )
+        .optional()?)
+}
+
+pub fn insert_session(conn: &Connection, project: i64, session: &Session) -> Result<()> {
+    conn.execute(
+        "INSERT INTO session(id, project_id, title, created, updated, status) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+        params![
+            session.id.as_str(),
+            project,
+            session.title,
+            session.created,
+            session.updated,
+            status_str(session.status)
+        ],
+    )?;
+    Ok(())
+}
+
+/// Newest first.
+pub fn list_sessions(conn: &Connection, project: i64, limit: Option<u32>) -> Result<Vec<Session>> {
+    let mut stmt = conn.prepare_cached(
+        "SELECT id, title, created, updated, status FROM session WHERE project_id = ?1 \
+         ORDER BY created DESC, id DESC LIMIT ?2",
+    )?;
+    let limit = limit.map_or(-1, i64::from);
+    let rows = stmt.query_map(params![project, limit], session_from_row)?;
+    rows.map(|r| build_session(r?)).collect()
+}
+
+pub fn get_session(conn: &Connection, project: i64, id: &str) -> Result<Option<Session>> {
+    let row = conn
+        .prepare_cached(
+            "SELECT id, title, created, updated, status FROM session WHERE project_id = ?1 AND id = ?2",
+        )?
+        .query_row(params![project, id], session_from_row)
+        .optional()?;
+    row.map(build_session).transpose()
+}
+
+/// Whether the session allows its agent's commands without asking again.
+pub fn always_allowed(conn: &Connection, id: &str) -> Result<bool> {
+    Ok(conn
+        .query_row(
+            "SELECT always_allow FROM session WHERE id = ?1",
+            [id],
+            |r| r.get::<_, i64>(0),
+        )
+        .optional()?
+        .unwrap_or(0)
+        != 0)
+}
+
+pub fn set_always_allowed(conn: &Connection, id: &str) -> Result<()> {
+    conn.execute("UPDATE session SET always_allow = 1 WHERE id = ?1", [id])?;
+    Ok(())
+}
+
+/// Sets the status and bumps `updated`; returns the session as it is now.
+pub fn set_status(
+    conn: &Connection,
+    project: i64,
+    id: &str,
+    status: SessionStatus,
+    now: Millis,
+) -> Result<Option<Session>> {
+    conn.execute(
+        "UPDATE session SET status = ?1, updated = max(updated, ?2) WHERE id = ?3",
+        params![status_str(status), now, id],
+    )?;
+    get_session(conn, project, id)
+}
+
+pub fn delete_session(conn: &mut Connection, project: i64, id: &str) -> Result<bool> {
+    let n = conn.execute(
+        "DELETE FROM session WHERE project_id = ?1 AND id = ?2",
+        params![project, id],
+    )?;
+    Ok(n > 0)
+}
+
+fn role_str(role: Role) -> &'static str {
+    match role {
+        Role::User => "user",
+        Role::Assistant => "assistant",
+    }
+}
+
+fn encode_part(part: &Part) -> Result<String> {
+    serde_json::to_string(part).map_err(|e| StoreError::Malformed(e.to_string()))
+}
+
+/// Inserts a message with its parts at the end of the session's transcript.
+/// Call it inside a transaction: the message and its parts belong together.
+pub fn insert_message(tx: &Connection, message: &Message) -> Result<()> {
+    tx.execute(
+        "INSERT INTO message(id, session_id, seq, role, created) VALUES (?1, ?2, \
+         (SELECT COALESCE(MAX(seq), 0) + 1 FROM message WHERE session_id = ?2), ?3, ?4)",
+        params![
+            message.id,
+            message.session_id.as_str(),
+            role_str(message.role),
+            message.created
+        ],
+    )?;
+    for (i, part) in message.parts.iter().enumerate() {
+        tx.execute(
+            "INSERT INTO part(message_id, idx, body) VALUES (?1, ?2, ?3)",
+            params![message.id, i as i64, encode_part(part)?],
+        )?;
+    }
+    Ok(())
+}
+
+pub fn append_part(conn: &Connection, message_id: &str, index: u32, part: &Part) -> Result<()> {
+    conn.prepare_cached("INSERT INTO part(message_id, idx, body) VALUES (?1, ?2, ?3)")?
+        .execute(params![message_id, index, encode_part(part)?])?;
+    Ok(())
+}
+
+/// The session's transcript in order.
+pub fn messages(conn: &Connection, session: &SessionId) -> Result<Vec<Message>> {
+    let mut out: Vec<Message> = Vec::new();
+    let mut stmt = conn.prepare_cached(
+        "SELECT id, role, created FROM message WHERE session_id = ?1 ORDER BY seq",
+    )?;
+    let rows = stmt.query_map([session.as_str()], |r| {
+        Ok((
+            r.get::<_, String>(0)?,
+            r.get::<_, String>(1)?,
+            r.get::<_, i64>(2)?,
+        ))
+    })?;
+    let mut index = std::collections::HashMap::new();
+    for row in rows {
+        let (id, role, created) = row?;
+        index.insert(id.clone(), out.len());
+        out.push(Message {
+            id,
+            session_id: session.clone(),
+            role: if role == "user" {
+                Role::User
+            } else {
+                Role::Assistant
+            },
+            created,
+            parts: Vec::new(),
+        });
+    }
+    let mut stmt = conn.prepare_cached(
+        "SELECT p.message_id, p.body FROM part p JOIN message m ON m.id = p.message_id \
+         WHERE m.session_id = ?1 ORDER BY m.seq, p.idx",
+    )?;
+    let rows = stmt.query_map([session.as_str()], |r| {
+        Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?))
+    })?;
+    for row in rows {
+        let (mid, body) = row?;
+        let part: Part =
+            serde_json::from_str(&body).map_err(|e| StoreError::Malformed(e.to_string()))?;
+        if let Some(&i) = index.get(&mid) {
+            out[i].parts.push(part);
+        }
+    }
+    Ok(out)
+}
+
+pub fn insert_permission(conn: &Connection, p: &Permission) -> Result<()> {
+    conn.execute(
+        "INSERT INTO permission(id, session_id, command, state, created) VALUES (?1, ?2, ?3, ?4, ?5)",
+        params![
+            p.id,
+            p.session_id.as_str(),
+            p.command,
+            perm_state_str(p.state),
+            p.created
+        ],
+    )?;
+    Ok(())
+}
+
+pub fn set_permission_state(conn: &Connection, id: &str, state: PermissionState) -> Result<()> {
+    conn.execute(
+        "UPDATE permission SET state = ?1 WHERE id = ?2",
+        params![perm_state_str(state), id],
+    )?;
+    Ok(())
+}
+
+fn permission_from_row(
+    r: &rusqlite::Row<'_>,
+) -> rusqlite::Result<(String, String, String, String, i64)> {
+    Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?))
+}
+
+fn build_permission(
+    (id, sid, command, state, created): (String, String, String, String, i64),
+) -> Result<Permission> {
+    Ok(Permission {
+        id,
+        session_id: parse_id(sid)?,
+        command,
+        state: parse_perm_state(&state),
+        created,
+    })
+}
+
+pub fn get_permission(conn: &Connection, session: &str, id: &str) -> Result<Option<Permission>> {
+    let row = conn
+        .query_row(
+            "SELECT id, session_id, command, state, created FROM permission WHERE session_id = ?1 AND id = ?2",
+            params![session, id],
+            permission_from_row,
+        )
+        .optional()?;
+    row.map(build_permission).transpose()
+}
+
+/// Pending approvals of the project's sessions, oldest first.
+pub fn pending_permissions(conn: &Connection, project: i64) -> Result<Vec<Permission>> {
+    let mut stmt = conn.prepare_cached(
+        "SELECT p.id, p.session_id, p.command, p.state, p.created FROM permission p \
+         JOIN session s ON s.id = p.session_id \
+         WHERE s.project_id = ?1 AND p.state = 'pending' ORDER BY p.created, p.id",
+    )?;
+    let rows = stmt.query_map([project], permission_from_row)?;
+    rows.map(|r| build_permission(r?)).collect()
+}
+
+pub fn begin_run(conn: &Connection, session: &str, message_id: &str, now: Millis) -> Result<()> {
+    conn.execute(
+        "INSERT OR REPLACE INTO run(session_id, message_id, started) VALUES (?1, ?2, ?3)",
+        params![session, message_id, now],
+    )?;
+    Ok(())
+}
+
+pub fn end_run(conn: &Connection, session: &str) -> Result<()> {
+    conn.execute("DELETE FROM run WHERE session_id = ?1", [session])?;
+    Ok(())
+}
+
+/// Marks every run of the project that a previous backend left behind as interrupted: an
+/// `Interrupted` part ends its message, pending approvals become cancelled, status idle.
+/// Returns how many runs were recovered.
+pub fn recover_interrupted(conn: &mut Connection, project: i64, now: Millis) -> Result<usize> {
+    let tx = conn.transaction()?;
+    let runs: Vec<(String, String)> = {
+        let mut stmt = tx.prepare(
+            "SELECT r.session_id, r.message_id FROM run r JOIN session s ON s.id = r.session_id \
+             WHERE s.project_id = ?1",
+        )?;
+        stmt.query_map([project], |r| Ok((r.get(0)?, r.get(1)?)))?
+            .collect::<rusqlite::Result<_>>()?
+    };
+    for (session, message) in &runs {
+        tx.execute(
+            "INSERT INTO part(message_id, idx, body) SELECT ?1, COALESCE(MAX(idx), -1) + 1, ?2 \
+             FROM part WHERE message_id = ?1",
+            params![message, encode_part(&Part::Interrupted)?],
+        )?;
+        tx.execute(
+            "UPDATE permission SET state = 'cancelled' WHERE session_id = ?1 AND state = 'pending'",
+            [session],
+        )?;
+        tx.execute("DELETE FROM run WHERE session_id = ?1", [session])?;
+    }
+    // A status left non-idle without a run row (e.g. a crash between two writes) is reset too.
+    tx.execute(
+        "UPDATE session SET status = 'idle', updated = max(updated, ?2) \
+         WHERE project_id = ?1 AND status != 'idle'",
+        params![project, now],
+    )?;
+    tx.execute(
+        "UPDATE permission SET state = 'cancelled' WHERE state = 'pending' AND session_id IN \
+         (SELECT id FROM session WHERE project_id = ?1)",
+        [project],
+    )?;
+    tx.commit()?;
+    Ok(runs.len())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_newer_schema_is_refused_and_left_untouched() {
+        let tmp = tempfile::tempdir().unwrap();
+        let path = tmp.path().join(DB_FILE);
+        {
+            let conn = Connection::open(&path).unwrap();
+            conn.pragma_update(None, "user_version", SCHEMA_VERSION + 1)
+                .unwrap();
+        }
+        let before = std::fs::read(&path).unwrap();
+        let err = Store::open(tmp.path()).err().expect("must refuse");
+        assert!(
+            err.to_string().contains("newer than this ax-code supports"),
+            "{err}"
+        );
+        assert_eq!(std::fs::read(&path).unwrap(), before);
+        assert!(Store::open_read_only(tmp.path()).is_err());
+    }
+
+    #[test]
+    fn migrations_are_idempotent() {
+        let tmp = tempfile::tempdir().unwrap();
+        drop(Store::open(tmp.path()).unwrap());
+        let store = Store::open(tmp.path()).unwrap();
+        let v: i64 = store
+            .read_blocking(|c| Ok(c.pragma_query_value(None, "user_version", |r| r.get(0))?))
+            .unwrap();
+        assert_eq!(v, SCHEMA_VERSION);
+    }
+}
