@@ -120,12 +120,12 @@ pub(crate) fn run(
         let mut so = stdout.map(|s| Reader::new(s, "stdout"));
         let mut se = stderr.map(|s| Reader::new(s, "stderr"));
         let cancel = out.cancel_token().clone();
-        loop {
+        // Until both pipes end (`else` never fires while the cancel branch is armed).
+        while so.is_some() || se.is_some() {
             let chunk = tokio::select! {
                 _ = cancel.cancelled() => break,
                 c = next_chunk(&mut so), if so.is_some() => c,
                 c = next_chunk(&mut se), if se.is_some() => c,
-                else => break,
             };
             let Some((stream, text)) = chunk else {
                 continue;

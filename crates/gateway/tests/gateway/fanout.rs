@@ -1,0 +1,270 @@
+//! `ui.command` targets, fan-out, acknowledgements and slow consumers.
+
+use std::time::Duration;
+
+use ax_gateway::Tuning;
+use serde_json::{Value, json};
+use tokio_tungstenite::MaybeTlsStream;
+
+use crate::util::{
+    ALL, Client, Ended, SESSION_A, SESSION_B, TOKEN, connect_params, eventually, start, start_with,
+};
+
+const WRITE: &[&str] = &["operator.write"];
+
+fn split_cmd() -> Value {
+    json!({"command": {"kind": "split", "direction": "right", "sessionKey": SESSION_B}, "sessionKey": SESSION_A})
+}
+
+#[tokio::test]
+async fn no_ui_is_unavailable() {
+    let gw = start().await;
+    let mut agent = Client::connected(gw.addr, "agent", &[], WRITE).await;
+    let res = agent.request("ui.command", split_cmd()).await;
+    assert_eq!(res["ok"], false);
+    assert_eq!(res["error"]["code"], "UNAVAILABLE");
+    assert_eq!(res["error"]["message"], "no ui client");
+}
+
+#[tokio::test]
+async fn two_uis_both_receive_but_not_lookalikes() {
+    let gw = start().await;
+    let mut ui1 = Client::connected(gw.addr, "ui", &["ui-commands"], ALL).await;
+    let mut ui2 =
+        Client::connected(gw.addr, "ui", &["other", "ui-commands"], &["operator.read"]).await;
+    // A cli client that claims the cap and a ui without it are not targets.
+    let mut cli = Client::connected(gw.addr, "cli", &["ui-commands"], ALL).await;
+    let mut bare_ui = Client::connected(gw.addr, "ui", &[], ALL).await;
+    assert!(eventually(|| gw.gateway.ui_client_count() == 2).await);
+
+    let mut agent = Client::connected(gw.addr, "agent", &[], WRITE).await;
+    let res = agent.request("ui.command", split_cmd()).await;
+    assert_eq!(res["ok"], true, "{res}");
+    assert_eq!(res["payload"], json!({"ok": true, "delivered": 2}));
+
+    let e1 = ui1.event("ui.command").await;
+    let e2 = ui2.event("ui.command").await;
+    for e in [&e1, &e2] {
+        let p = &e["payload"];
+        assert_eq!(p["command"], split_cmd()["command"]);
+        assert_eq!(p["sessionKey"], SESSION_A);
+        assert!(p["commandId"].as_str().unwrap().starts_with("cmd_"));
+        assert!(p.get("wait").is_none());
+    }
+    assert_eq!(e1["payload"]["commandId"], e2["payload"]["commandId"]);
+
+    // The lookalikes got nothing: a ping answered proves everything before it was read.
+    for c in [&mut cli, &mut bare_ui] {
+        let res = c.request("ping", json!({})).await;
+        assert_eq!(res["ok"], true);
+        assert!(
+            c.events.iter().all(|e| e["event"] != "ui.command"),
+            "non-target got ui.command: {:?}",
+            c.events
+        );
+    }
+    // Only targets may acknowledge.
+    let res = cli
+        .request(
+            "ui.command.result",
+            json!({"commandId": e1["payload"]["commandId"], "outcome": "applied"}),
+        )
+        .await;
+    assert_eq!(res["error"]["code"], "FORBIDDEN");
+}
+
+#[tokio::test]
+async fn wait_collects_outcomes_and_marks_silent_uis() {
+    let gw = start().await;
+    let mut eager = Client::connected(gw.addr, "ui", &["ui-commands"], ALL).await;
+    let mut silent = Client::connected(gw.addr, "ui", &["ui-commands"], ALL).await;
+    let mut agent = Client::connected(gw.addr, "agent", &[], WRITE).await;
+
+    let mut params =
+        json!({"command": {"kind": "close-pane", "sessionKey": SESSION_A}, "wait": true});
+    let id = agent.send_request("ui.command", params.take()).await;
+
+    let ev = eager.event("ui.command").await;
+    let command_id = ev["payload"]["commandId"].as_str().unwrap().to_string();
+    let ack = eager
+        .request(
+            "ui.command.result",
+            json!({"commandId": command_id, "outcome": "ignored", "reason": "last pane"}),
+        )
+        .await;
+    assert_eq!(ack["payload"], json!({"accepted": true}));
+    // A second answer from the same UI is not counted twice.
+    let again = eager
+        .request(
+            "ui.command.result",
+            json!({"commandId": command_id, "outcome": "applied"}),
+        )
+        .await;
+    assert_eq!(again["payload"], json!({"accepted": false}));
+    let _ = silent.event("ui.command").await;
+
+    let res = agent.response(&id).await;
+    assert_eq!(res["ok"], true, "{res}");
+    let p = &res["payload"];
+    assert_eq!(p["ok"], true);
+    assert_eq!(p["delivered"], 2);
+    let outcomes = p["outcomes"].as_array().unwrap();
+    assert_eq!(outcomes.len(), 2);
+    let mut seen: Vec<(String, Option<String>)> = outcomes
+        .iter()
+        .map(|o| {
+            assert!(o["connId"].as_str().unwrap().starts_with("conn_"));
+            (
+                o["outcome"].as_str().unwrap().to_string(),
+                o["reason"].as_str().map(str::to_string),
+            )
+        })
+        .collect();
+    seen.sort();
+    assert_eq!(
+        seen,
+        vec![
+            ("ignored".to_string(), Some("last pane".to_string())),
+            ("no_answer".to_string(), None)
+        ]
+    );
+
+    // Answers after the wait are accepted as no-ops.
+    let late = silent
+        .request(
+            "ui.command.result",
+            json!({"commandId": command_id, "outcome": "applied"}),
+        )
+        .await;
+    assert_eq!(late["payload"], json!({"accepted": false}));
+}
+
+#[tokio::test]
+async fn wait_returns_as_soon_as_all_answered() {
+    let gw = start_with(Tuning {
+        // Long enough that a test relying on the timeout would hit the per-frame WAIT.
+        wait_timeout: Duration::from_secs(30),
+        ..Tuning::default()
+    })
+    .await;
+    let mut ui = Client::connected(gw.addr, "ui", &["ui-commands"], ALL).await;
+    let mut agent = Client::connected(gw.addr, "agent", &[], WRITE).await;
+    let id = agent
+        .send_request(
+            "ui.command",
+            json!({"command": {"kind": "sidebar", "visible": true}, "wait": true}),
+        )
+        .await;
+    let ev = ui.event("ui.command").await;
+    ui.request(
+        "ui.command.result",
+        json!({"commandId": ev["payload"]["commandId"], "outcome": "applied"}),
+    )
+    .await;
+    let res = agent.response(&id).await;
+    assert_eq!(res["payload"]["outcomes"][0]["outcome"], "applied");
+    assert!(res["payload"]["outcomes"][0]["connId"].as_str().is_some());
+}
+
+#[tokio::test]
+async fn ack_params_are_closed() {
+    let gw = start().await;
+    let mut ui = Client::connected(gw.addr, "ui", &["ui-commands"], ALL).await;
+    for bad in [
+        json!({"commandId": "cmd_1", "outcome": "maybe"}),
+        json!({"commandId": "cmd_1", "outcome": "applied", "extra": 1}),
+        json!({"commandId": "cmd_1", "outcome": "ignored", "reason": "r".repeat(600)}),
+    ] {
+        let res = ui.request("ui.command.result", bad.clone()).await;
+        assert_eq!(res["error"]["code"], "INVALID_REQUEST", "{bad}");
+    }
+}
+
+/// A UI whose socket has a tiny receive buffer, so that not reading fills the path quickly.
+async fn stalled_ui(addr: std::net::SocketAddr) -> Client {
+    let sock = tokio::net::TcpSocket::new_v4().unwrap();
+    sock.set_recv_buffer_size(4096).unwrap();
+    let stream = sock.connect(addr).await.unwrap();
+    let (ws, _) = tokio_tungstenite::client_async(
+        format!("ws://{addr}/gateway"),
+        MaybeTlsStream::Plain(stream),
+    )
+    .await
+    .unwrap();
+    let mut c = Client::from_ws(ws);
+    c.frame().await;
+    let res = c
+        .request(
+            "connect",
+            connect_params("ui", &["ui-commands"], ALL, TOKEN),
+        )
+        .await;
+    assert_eq!(res["ok"], true);
+    c
+}
+
+#[tokio::test]
+async fn a_stalled_ui_is_cut_and_does_not_hold_up_the_others() {
+    let gw = start_with(Tuning {
+        queue_frames: 64,
+        queue_bytes: 32 * 1024,
+        ..Tuning::default()
+    })
+    .await;
+    let mut healthy = Client::connected(gw.addr, "ui", &["ui-commands"], ALL).await;
+    let mut stalled = stalled_ui(gw.addr).await;
+    let mut agent = Client::connected(gw.addr, "agent", &[], WRITE).await;
+    assert!(eventually(|| gw.gateway.ui_client_count() == 2).await);
+
+    // The healthy UI counts what it receives in its own task.
+    let (count_tx, mut count_rx) = tokio::sync::watch::channel(0usize);
+    let reader = tokio::spawn(async move {
+        let mut n = 0;
+        loop {
+            healthy.event("ui.command").await;
+            n += 1;
+            let _ = count_tx.send(n);
+        }
+    });
+
+    // Flood with commands in pipelined batches until the stalled UI is cut (bounded).
+    let mut sent = 0usize;
+    let mut cut_after = None;
+    for _batch in 0..400 {
+        let mut ids = Vec::new();
+        for _ in 0..50 {
+            ids.push(agent.send_request("ui.command", split_cmd()).await);
+        }
+        for id in ids {
+            let res = agent.response(&id).await;
+            assert_eq!(res["ok"], true, "{res}");
+            sent += 1;
+        }
+        if gw.gateway.ui_client_count() == 1 {
+            cut_after = Some(sent);
+            break;
+        }
+    }
+    let cut_after = cut_after.expect("the stalled UI was never disconnected");
+    eprintln!("stalled UI cut after {cut_after} commands");
+
+    // Everyone else still gets everything, and the count is exact.
+    let res = agent.request("ui.command", split_cmd()).await;
+    assert_eq!(res["payload"]["delivered"], 1);
+    sent += 1;
+    let got = tokio::time::timeout(Duration::from_secs(20), count_rx.wait_for(|n| *n >= sent))
+        .await
+        .expect("the healthy UI fell behind")
+        .map(|n| *n)
+        .unwrap();
+    assert_eq!(got, sent);
+    reader.abort();
+
+    // The stalled UI, when it finally reads, finds its connection ended.
+    let ended = tokio::time::timeout(Duration::from_secs(20), stalled.until_end())
+        .await
+        .expect("stalled connection never ended");
+    if let Ended::Close(Some(frame)) = &ended {
+        assert!(frame.reason.contains("slow consumer"), "{frame:?}");
+    }
+}

@@ -1,0 +1,7 @@
+//! The gateway over real WebSockets: a tiny axum router on 127.0.0.1:0 and
+//! tokio-tungstenite clients.
+
+mod fanout;
+mod protocol;
+mod terminal;
+mod util;

@@ -1,0 +1,239 @@
+//! Helpers: a gateway on a real port and a small protocol client.
+
+use std::{collections::VecDeque, net::SocketAddr, sync::Arc, time::Duration};
+
+use ax_gateway::{Gateway, GatewayConfig, SessionDirectory, Tuning};
+use axum::{
+    Router,
+    extract::{State, ws::WebSocketUpgrade},
+    routing::get,
+};
+use futures_util::{SinkExt, StreamExt};
+use serde_json::{Value, json};
+use tokio::net::TcpStream;
+use tokio_tungstenite::{
+    MaybeTlsStream, WebSocketStream,
+    tungstenite::{Message, protocol::CloseFrame},
+};
+
+pub const TOKEN: &str = "test-token-0123456789";
+pub const SESSION_A: &str = "ses_0000000000aaAAAAAAAAAAAAAA";
+pub const SESSION_B: &str = "ses_0000000000bbBBBBBBBBBBBBBB";
+pub const WAIT: Duration = Duration::from_secs(5);
+
+struct Sessions;
+impl SessionDirectory for Sessions {
+    fn contains(&self, id: &str) -> bool {
+        id == SESSION_A || id == SESSION_B
+    }
+}
+
+pub struct TestGateway {
+    pub addr: SocketAddr,
+    pub gateway: Gateway,
+    pub dir: tempfile::TempDir,
+}
+
+pub async fn start() -> TestGateway {
+    start_with(Tuning::default()).await
+}
+
+pub async fn start_with(tuning: Tuning) -> TestGateway {
+    let dir = tempfile::tempdir().unwrap();
+    let gateway = Gateway::with_tuning(
+        GatewayConfig {
+            token: TOKEN.into(),
+            server_version: "9.9.9-test".into(),
+            project_dir: dir.path().to_path_buf(),
+            sessions: Arc::new(Sessions),
+        },
+        tuning,
+    );
+    let app = Router::new()
+        .route(
+            "/gateway",
+            get(
+                |State(g): State<Gateway>, ws: WebSocketUpgrade| async move {
+                    ws.read_buffer_size(4096)
+                        .write_buffer_size(4096)
+                        .on_upgrade(move |socket| async move { g.serve_socket(socket).await })
+                },
+            ),
+        )
+        .with_state(gateway.clone());
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move {
+        let _ = axum::serve(listener, app).await;
+    });
+    TestGateway { addr, gateway, dir }
+}
+
+/// What ended a connection, as the client saw it.
+#[derive(Debug)]
+pub enum Ended {
+    Close(Option<CloseFrame>),
+    Gone,
+}
+
+pub struct Client {
+    pub ws: WebSocketStream<MaybeTlsStream<TcpStream>>,
+    next_id: u64,
+    /// Events read while waiting for a response.
+    pub events: VecDeque<Value>,
+    pub last_seq: u64,
+}
+
+impl Client {
+    pub fn from_ws(ws: WebSocketStream<MaybeTlsStream<TcpStream>>) -> Client {
+        Client {
+            ws,
+            next_id: 1,
+            events: VecDeque::new(),
+            last_seq: 0,
+        }
+    }
+
+    pub async fn open(addr: SocketAddr) -> Client {
+        let url = format!("ws://{addr}/gateway");
+        let (ws, _) = tokio::time::timeout(WAIT, tokio_tungstenite::connect_async(url))
+            .await
+            .expect("connect timed out")
+            .expect("websocket connect");
+        Client {
+            ws,
+            next_id: 1,
+            events: VecDeque::new(),
+            last_seq: 0,
+        }
+    }
+
+    /// A client past the handshake with the given mode, caps and scopes.
+    pub async fn connected(addr: SocketAddr, mode: &str, caps: &[&str], scopes: &[&str]) -> Client {
+        let mut c = Client::open(addr).await;
+        let challenge = c.frame().await;
+        assert_eq!(challenge["event"], "connect.challenge");
+        let res = c
+            .request("connect", connect_params(mode, caps, scopes, TOKEN))
+            .await;
+        assert_eq!(res["ok"], true, "handshake failed: {res}");
+        c
+    }
+
+    pub async fn send_text(&mut self, text: String) {
+        self.ws.send(Message::text(text)).await.expect("send");
+    }
+
+    /// The next JSON frame (pings and pongs are skipped). Panics when the connection ends.
+    pub async fn frame(&mut self) -> Value {
+        match self.frame_or_end().await {
+            Ok(v) => v,
+            Err(e) => panic!("connection ended while a frame was expected: {e:?}"),
+        }
+    }
+
+    pub async fn frame_or_end(&mut self) -> Result<Value, Ended> {
+        loop {
+            let msg = tokio::time::timeout(WAIT, self.ws.next())
+                .await
+                .expect("timed out waiting for a frame");
+            match msg {
+                Some(Ok(Message::Text(t))) => {
+                    let v: Value = serde_json::from_str(&t).expect("frame is JSON");
+                    if v["type"] == "event" {
+                        let seq = v["seq"].as_u64().expect("event has seq");
+                        assert_eq!(seq, self.last_seq + 1, "seq gap: {v}");
+                        self.last_seq = seq;
+                    }
+                    return Ok(v);
+                }
+                Some(Ok(Message::Ping(_) | Message::Pong(_) | Message::Frame(_))) => continue,
+                Some(Ok(Message::Binary(_))) => panic!("binary frame from gateway"),
+                Some(Ok(Message::Close(f))) => return Err(Ended::Close(f)),
+                Some(Err(_)) | None => return Err(Ended::Gone),
+            }
+        }
+    }
+
+    /// Read until the connection ends; returns how it ended.
+    pub async fn until_end(&mut self) -> Ended {
+        loop {
+            match self.frame_or_end().await {
+                Ok(_) => continue,
+                Err(e) => return e,
+            }
+        }
+    }
+
+    pub fn next_id(&mut self) -> String {
+        self.next_id += 1;
+        format!("r{}", self.next_id)
+    }
+
+    pub async fn send_request(&mut self, method: &str, params: Value) -> String {
+        let id = self.next_id();
+        let frame = json!({"type": "req", "id": id, "method": method, "params": params});
+        self.send_text(frame.to_string()).await;
+        id
+    }
+
+    /// Send a request and wait for its response, keeping events for later.
+    pub async fn request(&mut self, method: &str, params: Value) -> Value {
+        let id = self.send_request(method, params).await;
+        self.response(&id).await
+    }
+
+    pub async fn response(&mut self, id: &str) -> Value {
+        loop {
+            let f = self.frame().await;
+            if f["type"] == "res" && f["id"] == id {
+                return f;
+            }
+            if f["type"] == "event" {
+                self.events.push_back(f);
+            }
+        }
+    }
+
+    /// The next event named `name` (ticks and others are skipped).
+    pub async fn event(&mut self, name: &str) -> Value {
+        if let Some(pos) = self.events.iter().position(|e| e["event"] == name) {
+            return self.events.remove(pos).unwrap();
+        }
+        loop {
+            let f = self.frame().await;
+            if f["type"] == "event" && f["event"] == name {
+                return f;
+            }
+            if f["type"] == "event" {
+                self.events.push_back(f);
+            }
+        }
+    }
+}
+
+pub fn connect_params(mode: &str, caps: &[&str], scopes: &[&str], token: &str) -> Value {
+    json!({
+        "minProtocol": 1,
+        "maxProtocol": 1,
+        "client": {"id": "test", "version": "0.0.1", "platform": "linux", "mode": mode},
+        "caps": caps,
+        "role": "operator",
+        "scopes": scopes,
+        "auth": {"token": token},
+    })
+}
+
+pub const ALL: &[&str] = &["operator.read", "operator.write", "operator.admin"];
+
+/// Poll `f` until it holds or `WAIT` passes.
+pub async fn eventually(mut f: impl FnMut() -> bool) -> bool {
+    let deadline = tokio::time::Instant::now() + WAIT;
+    while tokio::time::Instant::now() < deadline {
+        if f() {
+            return true;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    f()
+}
