@@ -1,0 +1,793 @@
+//! The UI state: a plain struct, no terminal types, driven by tests and by the owner loop.
+//!
+//! Everything that needs I/O leaves as an [`Effect`] (drained with [`App::take_effects`]) and
+//! comes back as a result method (`on_*`), tagged with the generation it was asked under so a
+//! stale answer is dropped. Key and mouse handling lives in `keys.rs`.
+
+use std::collections::HashSet;
+use std::time::{Duration, Instant};
+
+use ax_protocol::{
+    Event, Message, Permission, PermissionReply, PermissionState, PromptPart, Session, SessionId,
+    SessionStatus,
+};
+
+use ax_tuimcp::{Blockers, GuardInputs, Location};
+
+use crate::composer::Composer;
+use crate::layout::Layout;
+use crate::transcript::{PartOutcome, Transcript};
+
+/// How long a notice stays on the status line.
+pub const NOTICE_TTL: Duration = Duration::from_secs(5);
+/// Events buffered while a load is in flight; beyond this the load is simply repeated.
+const MAX_BUFFERED_EVENTS: usize = 10_000;
+
+/// Which screen is showing.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Route {
+    Home,
+    Session(SessionId),
+}
+
+/// A full-screen overlay that hides everything else.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Overlay {
+    /// Connecting and loading the sessions.
+    Startup,
+    /// Shutting down: revoking sharing, closing the stream.
+    Exit,
+}
+
+/// The backend event stream.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Connection {
+    Connecting,
+    Connected,
+    /// The client reconnects by itself with backoff; this is how long it has been down.
+    Reconnecting {
+        down_for: Duration,
+    },
+}
+
+/// A modal the person opened. (The approval dialog is derived from pending permissions.)
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Modal {
+    Palette { query: String, selected: usize },
+    Help,
+}
+
+/// Who a notice is from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum NoticeKind {
+    Info,
+    Error,
+    /// An agent navigated this TUI through TUIMCP.
+    Agent,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Notice {
+    pub kind: NoticeKind,
+    pub text: String,
+    pub at: Instant,
+}
+
+/// The approval dialog's three answers, in display order.
+pub const APPROVAL_CHOICES: [(PermissionReply, &str); 3] = [
+    (PermissionReply::Once, "Allow once"),
+    (PermissionReply::Always, "Always allow"),
+    (PermissionReply::Reject, "Reject"),
+];
+
+/// Work for the owner loop. Results come back through the `on_*` methods.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Effect {
+    /// Load the session list and pending permissions.
+    Resync {
+        generation: u64,
+    },
+    LoadTranscript {
+        session: SessionId,
+        generation: u64,
+    },
+    /// Send a prompt; `session: None` creates a session for it first.
+    Submit {
+        session: Option<SessionId>,
+        parts: Vec<PromptPart>,
+        generation: u64,
+    },
+    /// Create an empty session and open it.
+    CreateSession {
+        generation: u64,
+    },
+    ReplyPermission {
+        session: SessionId,
+        permission_id: String,
+        reply: PermissionReply,
+    },
+    /// Close the TUIMCP endpoint for good.
+    RevokeSharing,
+    /// Shut down (the exit overlay is showing).
+    Quit,
+}
+
+/// The TUIMCP bar's content while sharing.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Sharing {
+    /// Absolute path of `endpoint.json`.
+    pub endpoint_path: String,
+}
+
+/// The whole UI state.
+#[derive(Debug)]
+pub struct App {
+    pub(crate) route: Route,
+    pub(crate) overlay: Option<Overlay>,
+    pub(crate) connection: Connection,
+    pub(crate) synced: bool,
+    pub(crate) sessions: Vec<Session>,
+    pub(crate) selected: Option<SessionId>,
+    pub(crate) list_offset: usize,
+    pub(crate) permissions: Vec<Permission>,
+    pub(crate) replying: HashSet<String>,
+    pub(crate) approval_choice: usize,
+    pub(crate) transcript: Transcript,
+    pub(crate) transcript_loaded: bool,
+    pub(crate) scroll: usize,
+    pub(crate) composer: Composer,
+    pub(crate) modal: Option<Modal>,
+    pub(crate) sharing: Option<Sharing>,
+    pub(crate) notice: Option<Notice>,
+    pub(crate) workspace: String,
+    pub(crate) size: (u16, u16),
+    generation: u64,
+    sync_gen: u64,
+    transcript_gen: u64,
+    submit_gen: u64,
+    sync_buffer: Option<Vec<Event>>,
+    transcript_buffer: Option<Vec<Event>>,
+    effects: Vec<Effect>,
+}
+
+impl App {
+    /// A TUI for `workspace` (the project directory), showing the startup overlay.
+    pub fn new(workspace: impl Into<String>, sharing: Option<Sharing>) -> App {
+        App {
+            route: Route::Home,
+            overlay: Some(Overlay::Startup),
+            connection: Connection::Connecting,
+            synced: false,
+            sessions: Vec::new(),
+            selected: None,
+            list_offset: 0,
+            permissions: Vec::new(),
+            replying: HashSet::new(),
+            approval_choice: 0,
+            transcript: Transcript::new(78),
+            transcript_loaded: false,
+            scroll: 0,
+            composer: Composer::default(),
+            modal: None,
+            sharing,
+            notice: None,
+            workspace: workspace.into(),
+            size: (80, 24),
+            generation: 0,
+            sync_gen: 0,
+            transcript_gen: 0,
+            submit_gen: 0,
+            sync_buffer: None,
+            transcript_buffer: None,
+            effects: Vec::new(),
+        }
+    }
+
+    // ---- reading -------------------------------------------------------------------------
+
+    pub fn route(&self) -> &Route {
+        &self.route
+    }
+    pub fn overlay(&self) -> Option<Overlay> {
+        self.overlay
+    }
+    pub fn connection(&self) -> Connection {
+        self.connection
+    }
+    pub fn sessions(&self) -> &[Session] {
+        &self.sessions
+    }
+    pub fn composer(&self) -> &Composer {
+        &self.composer
+    }
+    pub fn modal(&self) -> Option<&Modal> {
+        self.modal.as_ref()
+    }
+    pub fn sharing(&self) -> Option<&Sharing> {
+        self.sharing.as_ref()
+    }
+    pub fn notice(&self) -> Option<&Notice> {
+        self.notice.as_ref()
+    }
+    pub fn transcript(&self) -> &Transcript {
+        &self.transcript
+    }
+    /// Transcript rows scrolled up from the bottom (0 follows new output).
+    pub fn scroll(&self) -> usize {
+        self.scroll
+    }
+    pub fn workspace(&self) -> &str {
+        &self.workspace
+    }
+    pub fn is_exiting(&self) -> bool {
+        self.overlay == Some(Overlay::Exit)
+    }
+
+    /// The open session, if the session route shows one.
+    pub fn open_session(&self) -> Option<&Session> {
+        match &self.route {
+            Route::Session(id) => self.sessions.iter().find(|s| &s.id == id),
+            Route::Home => None,
+        }
+    }
+
+    pub fn selected_index(&self) -> Option<usize> {
+        let id = self.selected.as_ref()?;
+        self.sessions.iter().position(|s| &s.id == id)
+    }
+
+    /// The permission the approval dialog asks about: the oldest pending one of the open
+    /// session. The dialog is a modal whenever this is `Some`.
+    pub fn pending_approval(&self) -> Option<&Permission> {
+        let Route::Session(id) = &self.route else {
+            return None;
+        };
+        self.permissions
+            .iter()
+            .filter(|p| {
+                &p.session_id == id
+                    && p.state == PermissionState::Pending
+                    && !self.replying.contains(&p.id)
+            })
+            .min_by_key(|p| p.created)
+    }
+
+    pub fn approval_choice(&self) -> usize {
+        self.approval_choice
+    }
+
+    /// Event stream up, initial sync done, and on the session route the session loaded.
+    pub fn ready(&self) -> bool {
+        self.connection == Connection::Connected
+            && self.synced
+            && match self.route {
+                Route::Home => true,
+                Route::Session(_) => self.transcript_loaded,
+            }
+    }
+
+    /// The blocked predicate's inputs (SPEC-tuimcp §7), each as a boolean.
+    pub fn blocked_inputs(&self) -> Blockers {
+        Blockers {
+            startup_overlay: self.overlay == Some(Overlay::Startup),
+            exit_overlay: self.overlay == Some(Overlay::Exit),
+            // The composer is mounted on both routes; only an overlay unmounts it.
+            composer_missing: self.overlay.is_some(),
+            draft: self.composer.has_draft(),
+            attachment: self.composer.has_attachments(),
+            modal: self.modal.is_some() || self.pending_approval().is_some(),
+            session_busy: self
+                .sessions
+                .iter()
+                .any(|s| s.status == SessionStatus::Busy),
+            pending_approval: self
+                .permissions
+                .iter()
+                .any(|p| p.state == PermissionState::Pending)
+                || self
+                    .sessions
+                    .iter()
+                    .any(|s| s.status == SessionStatus::Pending),
+        }
+    }
+
+    /// Everything the TUIMCP guard reads, and nothing else (no content). The owner passes it
+    /// to the controller after every mutation.
+    pub fn guard_inputs(&self) -> GuardInputs {
+        GuardInputs {
+            location: match &self.route {
+                Route::Home => Location::Home,
+                Route::Session(id) => match ax_tuimcp::SessionId::parse(id.as_str()) {
+                    Some(id) => Location::Session(id),
+                    // Both crates accept the same shape; this cannot happen.
+                    None => Location::Home,
+                },
+            },
+            stream_connected: self.connection == Connection::Connected,
+            synced: self.synced,
+            route_loaded: self.transcript_loaded,
+            blockers: self.blocked_inputs(),
+            workspace: self.workspace.clone(),
+        }
+    }
+
+    /// The screen geometry for the current state.
+    pub fn layout(&self) -> Layout {
+        Layout::compute(
+            self.size.0,
+            self.size.1,
+            self.sharing.is_some(),
+            self.composer.has_attachments(),
+            self.composer.line_count(),
+        )
+    }
+
+    /// Work queued by the last calls, for the owner to start.
+    pub fn take_effects(&mut self) -> Vec<Effect> {
+        std::mem::take(&mut self.effects)
+    }
+
+    // ---- changes from the owner ----------------------------------------------------------
+
+    pub fn resize(&mut self, width: u16, height: u16) {
+        self.size = (width, height);
+        self.transcript.set_wrap(width.saturating_sub(2));
+        self.keep_selection_visible();
+    }
+
+    pub fn set_workspace(&mut self, workspace: impl Into<String>) {
+        self.workspace = workspace.into();
+    }
+
+    /// Expires notices.
+    pub fn tick(&mut self, now: Instant) {
+        if self
+            .notice
+            .as_ref()
+            .is_some_and(|n| now.duration_since(n.at) >= NOTICE_TTL)
+        {
+            self.notice = None;
+        }
+    }
+
+    pub fn notify(&mut self, kind: NoticeKind, text: impl Into<String>) {
+        self.notice = Some(Notice {
+            kind,
+            text: text.into(),
+            at: Instant::now(),
+        });
+    }
+
+    /// The event stream is (re)connected: everything is reloaded, since events were missed.
+    pub fn on_stream_connected(&mut self) {
+        self.connection = Connection::Connected;
+        self.resync();
+    }
+
+    /// The event stream is down (for `down_for` so far); the client reconnects with backoff.
+    /// Called again as time passes, to update the display.
+    pub fn on_stream_down(&mut self, down_for: Duration) {
+        self.connection = match self.connection {
+            Connection::Connecting => Connection::Connecting,
+            _ => Connection::Reconnecting { down_for },
+        };
+        self.synced = false;
+        self.transcript_loaded = false;
+        self.sync_buffer = None;
+        self.transcript_buffer = None;
+    }
+
+    fn next_gen(&mut self) -> u64 {
+        self.generation += 1;
+        self.generation
+    }
+
+    /// Reloads the session list and, on the session route, the transcript.
+    fn resync(&mut self) {
+        self.sync_gen = self.next_gen();
+        self.sync_buffer = Some(Vec::new());
+        self.effects.push(Effect::Resync {
+            generation: self.sync_gen,
+        });
+        if let Route::Session(id) = self.route.clone() {
+            self.load_transcript(id);
+        }
+    }
+
+    fn load_transcript(&mut self, session: SessionId) {
+        self.transcript_gen = self.next_gen();
+        self.transcript_loaded = false;
+        self.transcript_buffer = Some(Vec::new());
+        self.effects.push(Effect::LoadTranscript {
+            session,
+            generation: self.transcript_gen,
+        });
+    }
+
+    /// The answer to [`Effect::Resync`].
+    pub fn on_synced(
+        &mut self,
+        generation: u64,
+        result: Result<(Vec<Session>, Vec<Permission>), String>,
+    ) {
+        if generation != self.sync_gen || self.connection != Connection::Connected {
+            return;
+        }
+        match result {
+            Ok((sessions, permissions)) => {
+                self.sessions = sessions;
+                sort_sessions(&mut self.sessions);
+                self.permissions = permissions
+                    .into_iter()
+                    .filter(|p| p.state == PermissionState::Pending)
+                    .collect();
+                self.synced = true;
+                if self.overlay == Some(Overlay::Startup) {
+                    self.overlay = None;
+                }
+                for event in self.sync_buffer.take().unwrap_or_default() {
+                    self.apply_session_event(event);
+                }
+                if self.selected_index().is_none() {
+                    self.selected = self.sessions.first().map(|s| s.id.clone());
+                }
+                if let Route::Session(id) = &self.route
+                    && !self.sessions.iter().any(|s| &s.id == id)
+                {
+                    self.go_home();
+                    self.notify(NoticeKind::Info, "that session no longer exists");
+                }
+                self.keep_selection_visible();
+            }
+            Err(e) => {
+                self.sync_buffer = None;
+                self.notify(NoticeKind::Error, format!("could not load sessions: {e}"));
+            }
+        }
+    }
+
+    /// The answer to [`Effect::LoadTranscript`].
+    pub fn on_transcript(&mut self, generation: u64, result: Result<Vec<Message>, String>) {
+        if generation != self.transcript_gen {
+            return;
+        }
+        match result {
+            Ok(messages) => {
+                self.transcript =
+                    Transcript::from_messages(&messages, self.size.0.saturating_sub(2));
+                self.transcript_loaded = true;
+                let buffered = self.transcript_buffer.take().unwrap_or_default();
+                for event in buffered {
+                    self.apply_message_event(event);
+                }
+            }
+            Err(e) => {
+                self.transcript_buffer = None;
+                self.notify(
+                    NoticeKind::Error,
+                    format!("could not load the session: {e}"),
+                );
+            }
+        }
+    }
+
+    /// The answer to [`Effect::Submit`]: the session the prompt went to, or why it failed.
+    pub fn on_submitted(&mut self, generation: u64, result: Result<SessionId, String>) {
+        if generation != self.submit_gen {
+            return;
+        }
+        self.composer.submitting = false;
+        match result {
+            Ok(id) => {
+                self.composer.clear();
+                if self.route == Route::Home {
+                    self.open(id);
+                }
+            }
+            // The draft and attachments stay, so nothing the person wrote is lost.
+            Err(e) => self.notify(NoticeKind::Error, format!("not sent: {e}")),
+        }
+    }
+
+    /// The answer to [`Effect::CreateSession`].
+    pub fn on_created(&mut self, generation: u64, result: Result<Session, String>) {
+        if generation != self.submit_gen {
+            return;
+        }
+        self.composer.submitting = false;
+        match result {
+            Ok(session) => {
+                let id = session.id.clone();
+                self.upsert(session);
+                self.open(id);
+            }
+            Err(e) => self.notify(
+                NoticeKind::Error,
+                format!("could not create a session: {e}"),
+            ),
+        }
+    }
+
+    /// A permission reply failed; the dialog comes back.
+    pub fn on_reply_failed(&mut self, permission_id: &str, error: String) {
+        self.replying.remove(permission_id);
+        self.notify(NoticeKind::Error, format!("reply failed: {error}"));
+    }
+
+    /// One event from the backend stream.
+    pub fn on_event(&mut self, event: Event) {
+        match event {
+            Event::Reset => self.resync(),
+            Event::MessageCreated { .. } | Event::MessagePart { .. } => {
+                self.apply_message_event(event)
+            }
+            other => {
+                if let Some(buf) = &mut self.sync_buffer {
+                    if buf.len() >= MAX_BUFFERED_EVENTS {
+                        self.resync();
+                    } else {
+                        buf.push(other);
+                    }
+                } else {
+                    self.apply_session_event(other);
+                }
+            }
+        }
+    }
+
+    fn apply_session_event(&mut self, event: Event) {
+        match event {
+            Event::SessionCreated { session } | Event::SessionUpdated { session } => {
+                self.upsert(session);
+            }
+            Event::SessionDeleted { session_id } => {
+                self.sessions.retain(|s| s.id != session_id);
+                self.permissions.retain(|p| p.session_id != session_id);
+                if self.route == Route::Session(session_id.clone()) {
+                    self.go_home();
+                    self.notify(NoticeKind::Info, "the open session was deleted");
+                }
+                if self.selected.as_ref() == Some(&session_id) {
+                    self.selected = self.sessions.first().map(|s| s.id.clone());
+                }
+            }
+            Event::SessionStatus { session_id, status } => {
+                if let Some(s) = self.sessions.iter_mut().find(|s| s.id == session_id) {
+                    s.status = status;
+                }
+            }
+            Event::PermissionAsked { permission } => {
+                if permission.state == PermissionState::Pending
+                    && !self.permissions.iter().any(|p| p.id == permission.id)
+                {
+                    self.permissions.push(permission);
+                }
+            }
+            Event::PermissionReplied { permission_id, .. } => {
+                self.permissions.retain(|p| p.id != permission_id);
+                self.replying.remove(&permission_id);
+            }
+            Event::Reset | Event::MessageCreated { .. } | Event::MessagePart { .. } => {}
+        }
+        self.keep_selection_visible();
+    }
+
+    fn apply_message_event(&mut self, event: Event) {
+        let Route::Session(open) = &self.route else {
+            return;
+        };
+        let session = match &event {
+            Event::MessageCreated { message } => &message.session_id,
+            Event::MessagePart { session_id, .. } => session_id,
+            _ => return,
+        };
+        if session != open {
+            return;
+        }
+        if let Some(buf) = &mut self.transcript_buffer {
+            if buf.len() < MAX_BUFFERED_EVENTS {
+                buf.push(event);
+            } else {
+                let id = open.clone();
+                self.load_transcript(id);
+            }
+            return;
+        }
+        let before = self.transcript.total_rows();
+        let outcome = match &event {
+            Event::MessageCreated { message } => self.transcript.add_message(message),
+            Event::MessagePart {
+                message_id,
+                index,
+                part,
+                ..
+            } => self.transcript.apply_part(message_id, *index, part),
+            _ => PartOutcome::Duplicate,
+        };
+        if outcome == PartOutcome::NeedsReload {
+            let id = open.clone();
+            self.load_transcript(id);
+        } else if self.scroll > 0 {
+            // Keep the person's place while output streams in below it.
+            self.scroll += self.transcript.total_rows().saturating_sub(before);
+        }
+    }
+
+    fn upsert(&mut self, session: Session) {
+        match self.sessions.iter_mut().find(|s| s.id == session.id) {
+            Some(s) => *s = session,
+            None => self.sessions.push(session),
+        }
+        sort_sessions(&mut self.sessions);
+        if self.selected.is_none() {
+            self.selected = self.sessions.first().map(|s| s.id.clone());
+        }
+    }
+
+    // ---- navigation ----------------------------------------------------------------------
+
+    /// Opens a session: the route changes now, the transcript loads in the background.
+    pub(crate) fn open(&mut self, id: SessionId) {
+        self.selected = Some(id.clone());
+        self.route = Route::Session(id.clone());
+        self.transcript = Transcript::new(self.size.0.saturating_sub(2));
+        self.scroll = 0;
+        self.approval_choice = 0;
+        self.load_transcript(id);
+        self.keep_selection_visible();
+    }
+
+    pub(crate) fn go_home(&mut self) {
+        self.route = Route::Home;
+        self.transcript = Transcript::new(self.size.0.saturating_sub(2));
+        self.transcript_loaded = false;
+        self.transcript_buffer = None;
+        self.scroll = 0;
+    }
+
+    /// Navigation applied by an agent through TUIMCP (the controller already checked the
+    /// guard). Shows the notice so the person never mistakes it for their own action.
+    pub fn navigate_by_agent(&mut self, id: SessionId) {
+        self.modal = None;
+        self.open(id);
+        self.notify(NoticeKind::Agent, "Navigated by agent via TUIMCP");
+    }
+
+    /// Sharing ended (revoked here or the endpoint failed): the bar goes away.
+    pub fn sharing_closed(&mut self) {
+        self.sharing = None;
+    }
+
+    pub(crate) fn revoke_sharing(&mut self) {
+        if self.sharing.take().is_some() {
+            self.effects.push(Effect::RevokeSharing);
+            self.notify(NoticeKind::Info, "TUIMCP sharing revoked");
+        }
+    }
+
+    /// Starts shutting down: the exit overlay shows until the owner finishes.
+    pub fn begin_exit(&mut self) {
+        if self.overlay != Some(Overlay::Exit) {
+            self.overlay = Some(Overlay::Exit);
+            self.modal = None;
+            self.effects.push(Effect::Quit);
+        }
+    }
+
+    pub(crate) fn submit(&mut self) {
+        if self.composer.submitting {
+            return;
+        }
+        let draft = self.composer.draft().to_owned();
+        if draft.trim_start().starts_with('/') {
+            match crate::command::parse(&draft, self.sharing.is_some()) {
+                Ok(cmd) => {
+                    self.composer.clear_draft();
+                    self.run_command(cmd);
+                }
+                Err(e) => self.notify(NoticeKind::Error, e),
+            }
+            return;
+        }
+        if draft.trim().is_empty() {
+            if self.composer.has_attachments() {
+                self.notify(
+                    NoticeKind::Error,
+                    "write a prompt to send the attachments with",
+                );
+            }
+            return;
+        }
+        let mut parts = vec![PromptPart::Text { text: draft }];
+        parts.extend(
+            self.composer
+                .attachments()
+                .iter()
+                .map(|p| PromptPart::File { path: p.clone() }),
+        );
+        let session = match &self.route {
+            Route::Session(id) => Some(id.clone()),
+            Route::Home => None,
+        };
+        self.submit_gen = self.next_gen();
+        self.composer.submitting = true;
+        self.effects.push(Effect::Submit {
+            session,
+            parts,
+            generation: self.submit_gen,
+        });
+    }
+
+    pub(crate) fn new_session(&mut self) {
+        if self.composer.submitting {
+            return;
+        }
+        self.submit_gen = self.next_gen();
+        self.composer.submitting = true;
+        self.effects.push(Effect::CreateSession {
+            generation: self.submit_gen,
+        });
+    }
+
+    pub(crate) fn run_command(&mut self, cmd: crate::command::Command) {
+        use crate::command::Command;
+        match cmd {
+            Command::New => self.new_session(),
+            Command::Sessions => self.go_home(),
+            Command::Attach(path) => {
+                if let Err(e) = self.composer.attach(&path) {
+                    self.notify(NoticeKind::Error, e);
+                }
+            }
+            Command::Help => self.modal = Some(Modal::Help),
+            Command::Quit => self.begin_exit(),
+            Command::RevokeSharing => self.revoke_sharing(),
+        }
+    }
+
+    pub(crate) fn reply(&mut self, reply: PermissionReply) {
+        let Some(p) = self.pending_approval() else {
+            return;
+        };
+        if self.replying.contains(&p.id) {
+            return;
+        }
+        let (session, permission_id) = (p.session_id.clone(), p.id.clone());
+        // Hidden from the dialog now; the replied event removes it, a failure brings it back.
+        self.replying.insert(permission_id.clone());
+        self.effects.push(Effect::ReplyPermission {
+            session,
+            permission_id,
+            reply,
+        });
+        self.approval_choice = 0;
+    }
+
+    /// Rows the session list shows.
+    pub(crate) fn list_height(&self) -> usize {
+        self.layout().main.inner().height as usize
+    }
+
+    pub(crate) fn keep_selection_visible(&mut self) {
+        let h = self.list_height().max(1);
+        let Some(i) = self.selected_index() else {
+            self.list_offset = 0;
+            return;
+        };
+        if i < self.list_offset {
+            self.list_offset = i;
+        } else if i >= self.list_offset + h {
+            self.list_offset = i + 1 - h;
+        }
+        self.list_offset = self.list_offset.min(self.sessions.len().saturating_sub(1));
+    }
+
+    pub(crate) fn transcript_height(&self) -> usize {
+        self.layout().main.inner().height as usize
+    }
+}
+
+/// Newest first.
+fn sort_sessions(sessions: &mut [Session]) {
+    sessions.sort_by(|a, b| b.created.cmp(&a.created).then_with(|| b.id.cmp(&a.id)));
+}

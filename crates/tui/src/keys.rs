@@ -1,0 +1,298 @@
+//! What keys, pastes and clicks do. Every input goes through [`App::handle_input`].
+
+use crate::app::{APPROVAL_CHOICES, App, Modal, NoticeKind, Overlay, Route};
+use crate::command::{self, COMMANDS};
+use crate::input::{Input, Key, KeyCode, Mouse, MouseKind};
+
+impl App {
+    /// Applies one parsed input event from the person.
+    pub fn handle_input(&mut self, input: Input) {
+        match input {
+            Input::Key(key) => self.on_key(key),
+            Input::Paste(text) => self.on_paste(&text),
+            Input::Mouse(m) => self.on_mouse(m),
+        }
+    }
+
+    fn on_key(&mut self, key: Key) {
+        match self.overlay {
+            Some(Overlay::Exit) => return,
+            Some(Overlay::Startup) => {
+                if key == Key::ctrl('c') {
+                    self.begin_exit();
+                }
+                return;
+            }
+            None => {}
+        }
+        if key == Key::ctrl('c') {
+            if self.composer.has_draft() || self.modal.is_some() {
+                self.composer.clear_draft();
+                self.modal = None;
+            } else {
+                self.begin_exit();
+            }
+            return;
+        }
+        if let Some(modal) = self.modal.take() {
+            self.modal = self.modal_key(modal, key);
+            return;
+        }
+        if self.pending_approval().is_some() {
+            self.approval_key(key);
+            return;
+        }
+        if key == Key::ctrl('p') {
+            self.modal = Some(Modal::Palette {
+                query: String::new(),
+                selected: 0,
+            });
+            return;
+        }
+        if key == Key::ctrl('n') {
+            self.new_session();
+            return;
+        }
+        if key == Key::ctrl('w') {
+            self.composer.erase_word();
+            return;
+        }
+        if key == Key::ctrl('u') {
+            self.composer.clear_draft();
+            return;
+        }
+        if key == Key::ctrl('j') || (key.code == KeyCode::Enter && (key.mods.alt || key.mods.shift))
+        {
+            self.composer.insert('\n');
+            return;
+        }
+        if let Some(c) = key.printable() {
+            self.composer.insert(c);
+            return;
+        }
+        match (&self.route, key.code) {
+            (_, KeyCode::Enter) => self.enter(),
+            (_, KeyCode::Backspace) => self.composer.backspace(),
+            (Route::Home, KeyCode::Up) => self.move_selection(-1),
+            (Route::Home, KeyCode::Down) => self.move_selection(1),
+            (Route::Home, KeyCode::PageUp) => self.move_selection(-(self.list_height() as isize)),
+            (Route::Home, KeyCode::PageDown) => self.move_selection(self.list_height() as isize),
+            (Route::Home, KeyCode::Home) => self.move_selection(isize::MIN / 2),
+            (Route::Home, KeyCode::End) => self.move_selection(isize::MAX / 2),
+            (Route::Session(_), KeyCode::Esc) => self.go_home(),
+            (Route::Session(_), KeyCode::Up) => self.scroll_by(1),
+            (Route::Session(_), KeyCode::Down) => self.scroll_by(-1),
+            (Route::Session(_), KeyCode::PageUp) => {
+                self.scroll_by(self.transcript_height().max(2) as isize - 1)
+            }
+            (Route::Session(_), KeyCode::PageDown) => {
+                self.scroll_by(-(self.transcript_height().max(2) as isize - 1))
+            }
+            (Route::Session(_), KeyCode::Home) => self.scroll_by(isize::MAX / 2),
+            (Route::Session(_), KeyCode::End) => self.scroll = 0,
+            _ => {}
+        }
+    }
+
+    fn enter(&mut self) {
+        if self.route == Route::Home
+            && !self.composer.has_draft()
+            && !self.composer.has_attachments()
+        {
+            if let Some(id) = self.selected.clone()
+                && self.selected_index().is_some()
+            {
+                self.open(id);
+            }
+            return;
+        }
+        self.submit();
+    }
+
+    /// Handles a key inside a modal; returns the modal if it stays open.
+    fn modal_key(&mut self, modal: Modal, key: Key) -> Option<Modal> {
+        match modal {
+            Modal::Help => match key.code {
+                KeyCode::Esc | KeyCode::Enter | KeyCode::Char('q') => None,
+                _ => Some(Modal::Help),
+            },
+            Modal::Palette {
+                mut query,
+                mut selected,
+            } => {
+                let sharing = self.sharing.is_some();
+                let count = palette_entries(&query, sharing).len();
+                match key.code {
+                    KeyCode::Esc => return None,
+                    KeyCode::Up => selected = selected.saturating_sub(1),
+                    KeyCode::Down => selected = (selected + 1).min(count.saturating_sub(1)),
+                    KeyCode::Backspace => {
+                        query.pop();
+                        selected = 0;
+                    }
+                    KeyCode::Enter => {
+                        let Some(entry) = palette_entries(&query, sharing).get(selected).copied()
+                        else {
+                            return Some(Modal::Palette { query, selected });
+                        };
+                        self.run_palette_entry(entry);
+                        return None;
+                    }
+                    _ => {
+                        if let Some(c) = key.printable() {
+                            query.push(c);
+                            selected = 0;
+                        }
+                    }
+                }
+                Some(Modal::Palette { query, selected })
+            }
+        }
+    }
+
+    fn run_palette_entry(&mut self, name: &'static str) {
+        let info = COMMANDS.iter().find(|c| c.name == name);
+        if info.is_some_and(|c| c.takes_arg) {
+            // Needs an argument: start typing it in the composer.
+            if !self.composer.has_draft() {
+                self.composer.paste(&format!("{name} "));
+            }
+            return;
+        }
+        if let Some(cmd) = command::from_name(name) {
+            self.run_command(cmd);
+        }
+    }
+
+    fn approval_key(&mut self, key: Key) {
+        match key.code {
+            KeyCode::Left | KeyCode::BackTab => {
+                self.approval_choice = self.approval_choice.saturating_sub(1)
+            }
+            KeyCode::Right | KeyCode::Tab => {
+                self.approval_choice = (self.approval_choice + 1).min(APPROVAL_CHOICES.len() - 1)
+            }
+            KeyCode::Enter => self.reply(APPROVAL_CHOICES[self.approval_choice].0),
+            KeyCode::Char('y') | KeyCode::Char('1') => self.reply(APPROVAL_CHOICES[0].0),
+            KeyCode::Char('a') | KeyCode::Char('2') => self.reply(APPROVAL_CHOICES[1].0),
+            KeyCode::Char('n') | KeyCode::Char('3') => self.reply(APPROVAL_CHOICES[2].0),
+            KeyCode::Esc => self.go_home(),
+            _ => {}
+        }
+    }
+
+    fn on_paste(&mut self, text: &str) {
+        if self.overlay.is_some() {
+            return;
+        }
+        let approval = self.pending_approval().is_some();
+        match &mut self.modal {
+            Some(Modal::Palette { query, selected }) => {
+                query.extend(text.chars().filter(|c| !c.is_control()).take(64));
+                *selected = 0;
+            }
+            Some(Modal::Help) => {}
+            None if approval => {}
+            None => self.composer.paste(text),
+        }
+    }
+
+    fn on_mouse(&mut self, m: Mouse) {
+        if self.overlay.is_some() {
+            return;
+        }
+        let layout = self.layout();
+        if m.kind == MouseKind::Down
+            && let Some(r) = layout.revoke
+            && r.contains(m.col, m.row)
+        {
+            self.revoke_sharing();
+            return;
+        }
+        if self.modal.is_some() || self.pending_approval().is_some() {
+            return;
+        }
+        let inner = layout.main.inner();
+        match m.kind {
+            MouseKind::ScrollUp if layout.main.contains(m.col, m.row) => match self.route {
+                Route::Home => self.move_selection(-1),
+                Route::Session(_) => self.scroll_by(3),
+            },
+            MouseKind::ScrollDown if layout.main.contains(m.col, m.row) => match self.route {
+                Route::Home => self.move_selection(1),
+                Route::Session(_) => self.scroll_by(-3),
+            },
+            MouseKind::Down if self.route == Route::Home && inner.contains(m.col, m.row) => {
+                let i = self.list_offset + (m.row - inner.y) as usize;
+                if let Some(s) = self.sessions.get(i) {
+                    let id = s.id.clone();
+                    self.open(id);
+                }
+            }
+            MouseKind::Down if layout.chips.is_some_and(|c| c.contains(m.col, m.row)) => {
+                let col = m.col as usize;
+                if let Some(i) = chip_spans(self.composer.attachments())
+                    .iter()
+                    .position(|(a, b)| (*a..*b).contains(&col))
+                {
+                    self.composer.remove_attachment(i);
+                }
+            }
+            _ => {}
+        }
+    }
+
+    fn move_selection(&mut self, delta: isize) {
+        if self.sessions.is_empty() {
+            return;
+        }
+        let cur = self.selected_index().unwrap_or(0) as isize;
+        let next = (cur + delta).clamp(0, self.sessions.len() as isize - 1) as usize;
+        self.selected = Some(self.sessions[next].id.clone());
+        self.keep_selection_visible();
+    }
+
+    fn scroll_by(&mut self, delta: isize) {
+        let max = self.transcript.max_scroll(self.transcript_height()) as isize;
+        self.scroll = (self.scroll as isize + delta).clamp(0, max) as usize;
+    }
+
+    /// Reports an unavailable action without changing anything else.
+    pub fn refuse(&mut self, why: &str) {
+        self.notify(NoticeKind::Error, why.to_owned());
+    }
+}
+
+/// The palette's entries matching `query`, by name.
+pub fn palette_entries(query: &str, sharing: bool) -> Vec<&'static str> {
+    let q = query.trim().trim_start_matches('/').to_lowercase();
+    command::available(sharing)
+        .filter(|c| c.name.contains(&q) || c.help.to_lowercase().contains(&q))
+        .map(|c| c.name)
+        .collect()
+}
+
+/// Column ranges of the attachment chips, as drawn: ` name ×` separated by one space.
+pub fn chip_spans(attachments: &[String]) -> Vec<(usize, usize)> {
+    let mut x = 0;
+    attachments
+        .iter()
+        .map(|a| {
+            let w = chip_label(a).chars().count();
+            let span = (x, x + w);
+            x += w + 1;
+            span
+        })
+        .collect()
+}
+
+/// The text of one chip.
+pub fn chip_label(path: &str) -> String {
+    let short: String = if path.chars().count() > 40 {
+        let tail: String = path.chars().rev().take(39).collect();
+        format!("…{}", tail.chars().rev().collect::<String>())
+    } else {
+        path.to_owned()
+    };
+    format!(" {short} × ")
+}

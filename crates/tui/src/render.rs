@@ -1,0 +1,474 @@
+//! Drawing: a thin, side-effect-free layer that reads [`App`] and writes a ratatui frame.
+//!
+//! Cost follows what is visible: the transcript hands over only the rows in the window, the
+//! session list only the rows that fit.
+
+use ax_protocol::SessionStatus;
+use ratatui::Frame;
+use ratatui::layout::Rect as TRect;
+use ratatui::style::{Color, Modifier, Style};
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{Block, Clear, Paragraph};
+
+use crate::app::{APPROVAL_CHOICES, App, Connection, Modal, NoticeKind, Overlay, Route};
+use crate::command;
+use crate::keys::{chip_label, palette_entries};
+use crate::layout::{COMPOSER_MAX_ROWS, REVOKE_LABEL, Rect};
+use crate::transcript::LineStyle;
+
+const ACCENT: Color = Color::Cyan;
+const DIM: Style = Style::new().fg(Color::DarkGray);
+
+fn tr(r: Rect) -> TRect {
+    TRect::new(r.x, r.y, r.width, r.height)
+}
+
+/// Draws the whole screen.
+pub fn draw(frame: &mut Frame, app: &App) {
+    let area = frame.area();
+    let layout = app.layout();
+    debug_assert_eq!((area.width, area.height), app.size);
+    header(frame, app, layout.header);
+    if let Some(bar) = layout.bar {
+        sharing_bar(frame, app, bar, layout.revoke);
+    }
+    match app.route() {
+        Route::Home => home(frame, app, layout.main),
+        Route::Session(_) => session(frame, app, layout.main),
+    }
+    if let Some(chips) = layout.chips {
+        chips_row(frame, app, chips);
+    }
+    composer(frame, app, layout.composer);
+    status_line(frame, app, layout.status);
+    let screen = Rect::new(0, 0, area.width, area.height);
+    match app.overlay() {
+        Some(o) => overlay(frame, app, o, screen),
+        None => {
+            if let Some(m) = app.modal() {
+                modal(frame, app, m, screen);
+            } else if app.pending_approval().is_some() {
+                approval(frame, app, screen);
+            }
+        }
+    }
+}
+
+fn header(frame: &mut Frame, app: &App, r: Rect) {
+    let (conn, style) = match app.connection() {
+        Connection::Connected => ("● connected".to_owned(), Style::new().fg(Color::Green)),
+        Connection::Connecting => ("◌ connecting…".to_owned(), Style::new().fg(Color::Yellow)),
+        Connection::Reconnecting { down_for } => (
+            format!("◌ reconnecting… (down {}s)", down_for.as_secs()),
+            Style::new().fg(Color::Yellow).add_modifier(Modifier::BOLD),
+        ),
+    };
+    let left = Line::from(vec![
+        Span::styled(" ax-code ", Style::new().fg(Color::Black).bg(ACCENT).bold()),
+        Span::raw(" "),
+        Span::styled(app.workspace().to_owned(), DIM),
+    ]);
+    frame.render_widget(Paragraph::new(left), tr(r));
+    let w = conn.chars().count() as u16 + 1;
+    if r.width > w {
+        let cr = Rect::new(r.x + r.width - w, r.y, w, 1);
+        frame.render_widget(Paragraph::new(Span::styled(conn, style)), tr(cr));
+    }
+}
+
+fn sharing_bar(frame: &mut Frame, app: &App, r: Rect, revoke: Option<Rect>) {
+    let Some(sharing) = app.sharing() else {
+        return;
+    };
+    let bar = Style::new().fg(Color::Black).bg(Color::Yellow);
+    let line = Line::from(vec![
+        Span::styled(" TUIMCP on: ", bar.bold()),
+        Span::styled(sharing.endpoint_path.clone(), bar),
+    ]);
+    frame.render_widget(Paragraph::new(line).style(bar), tr(r));
+    if let Some(b) = revoke {
+        let button = Style::new().fg(Color::White).bg(Color::Red).bold();
+        frame.render_widget(Paragraph::new(Span::styled(REVOKE_LABEL, button)), tr(b));
+    }
+}
+
+fn home(frame: &mut Frame, app: &App, r: Rect) {
+    let title = format!(" Sessions ({}) ", app.sessions().len());
+    let block = Block::bordered()
+        .title(Span::styled(title, Style::new().bold()))
+        .border_style(Style::new().fg(ACCENT));
+    frame.render_widget(block, tr(r));
+    let inner = r.inner();
+    if app.sessions().is_empty() {
+        let text = if app.ready() {
+            "No sessions yet. Type a prompt and press Enter, or press Ctrl+N."
+        } else {
+            "Loading sessions…"
+        };
+        frame.render_widget(Paragraph::new(Span::styled(text, DIM)), tr(inner));
+        return;
+    }
+    let selected = app.selected_index();
+    // Marker, time and ID have fixed widths; the title gets the rest.
+    let title_w = (inner.width as usize).saturating_sub(61).max(12);
+    let lines: Vec<Line> = app
+        .sessions()
+        .iter()
+        .enumerate()
+        .skip(app.list_offset)
+        .take(inner.height as usize)
+        .map(|(i, s)| {
+            let (marker, mstyle) = match s.status {
+                SessionStatus::Busy => ("● busy   ", Style::new().fg(Color::Yellow)),
+                SessionStatus::Pending => ("? waiting", Style::new().fg(Color::Magenta).bold()),
+                SessionStatus::Idle => ("         ", Style::new()),
+            };
+            let title = if s.title.is_empty() {
+                "(untitled)"
+            } else {
+                &s.title
+            };
+            let row = Line::from(vec![
+                Span::styled(if Some(i) == selected { "▶ " } else { "  " }, ACCENT),
+                Span::styled(marker, mstyle),
+                Span::raw(" "),
+                Span::styled(
+                    format!("{:<title_w$}", clip(title, title_w)),
+                    Style::new().bold(),
+                ),
+                Span::styled(format!(" {}  {}", format_time(s.created), s.id), DIM),
+            ]);
+            if Some(i) == selected {
+                row.style(Style::new().bg(Color::Indexed(236)))
+            } else {
+                row
+            }
+        })
+        .collect();
+    frame.render_widget(Paragraph::new(lines), tr(inner));
+}
+
+fn session(frame: &mut Frame, app: &App, r: Rect) {
+    let s = app.open_session();
+    let (state, sstyle) = match (s.map(|s| s.status), app.pending_approval()) {
+        (_, Some(_)) | (Some(SessionStatus::Pending), _) => {
+            ("waiting for approval", Style::new().fg(Color::Magenta))
+        }
+        (Some(SessionStatus::Busy), _) => ("busy", Style::new().fg(Color::Yellow)),
+        _ => ("idle", Style::new().fg(Color::Green)),
+    };
+    let title = s.map(|s| s.title.as_str()).filter(|t| !t.is_empty());
+    let id = match app.route() {
+        Route::Session(id) => id.as_str(),
+        Route::Home => "",
+    };
+    let block = Block::bordered()
+        .title(Line::from(vec![
+            Span::styled(
+                format!(" {} ", title.unwrap_or("(untitled)")),
+                Style::new().bold(),
+            ),
+            Span::styled(format!("{id} "), DIM),
+        ]))
+        .title(Line::from(Span::styled(format!(" {state} "), sstyle)).right_aligned())
+        .border_style(Style::new().fg(ACCENT));
+    frame.render_widget(block, tr(r));
+    let inner = r.inner();
+    if !app.ready() && app.transcript().line_count() == 0 {
+        frame.render_widget(Paragraph::new(Span::styled("Loading…", DIM)), tr(inner));
+        return;
+    }
+    let rows = app.transcript().visible(inner.height as usize, app.scroll);
+    let lines: Vec<Line> = rows
+        .into_iter()
+        .map(|(style, text)| Line::from(Span::styled(text, line_style(style))))
+        .collect();
+    frame.render_widget(Paragraph::new(lines), tr(inner));
+    if app.scroll > 0 && r.width > 20 {
+        let label = format!(" ↓ {} more ", app.scroll);
+        let w = label.chars().count() as u16;
+        let at = Rect::new(r.x + r.width - w - 2, r.y + r.height - 1, w, 1);
+        frame.render_widget(
+            Paragraph::new(Span::styled(
+                label,
+                Style::new().fg(Color::Black).bg(ACCENT),
+            )),
+            tr(at),
+        );
+    }
+}
+
+fn line_style(style: LineStyle) -> Style {
+    match style {
+        LineStyle::UserHeader => Style::new().fg(ACCENT).bold(),
+        LineStyle::AgentHeader => Style::new().fg(Color::Green).bold(),
+        LineStyle::UserText => Style::new(),
+        LineStyle::File => Style::new().fg(Color::Blue),
+        LineStyle::Stdout => Style::new(),
+        LineStyle::Stderr => Style::new().fg(Color::LightRed),
+        LineStyle::ExitOk => Style::new().fg(Color::Green).add_modifier(Modifier::DIM),
+        LineStyle::ExitFailed => Style::new().fg(Color::Red),
+        LineStyle::Marker => Style::new()
+            .fg(Color::Yellow)
+            .add_modifier(Modifier::ITALIC),
+        LineStyle::Blank => Style::new(),
+    }
+}
+
+fn chips_row(frame: &mut Frame, app: &App, r: Rect) {
+    let chip = Style::new().fg(Color::Black).bg(Color::Blue);
+    let mut spans = Vec::new();
+    for a in app.composer().attachments() {
+        spans.push(Span::styled(chip_label(a), chip));
+        spans.push(Span::raw(" "));
+    }
+    frame.render_widget(Paragraph::new(Line::from(spans)), tr(r));
+}
+
+fn composer(frame: &mut Frame, app: &App, r: Rect) {
+    let c = app.composer();
+    let title = if c.submitting {
+        " Prompt (sending…) "
+    } else {
+        " Prompt "
+    };
+    let block = Block::bordered()
+        .title(title)
+        .border_style(Style::new().fg(Color::Gray));
+    frame.render_widget(block, tr(r));
+    let inner = r.inner();
+    if inner.height == 0 {
+        return;
+    }
+    if c.draft().is_empty() {
+        let hint = match app.route() {
+            Route::Home => "Type a prompt to start a new session, or / for commands",
+            Route::Session(_) => "Type a shell command for the agent, or / for commands",
+        };
+        frame.render_widget(Paragraph::new(Span::styled(hint, DIM)), tr(inner));
+    } else {
+        // Show the tail of the draft: the cursor is always at its end.
+        let all: Vec<&str> = c.draft().split('\n').collect();
+        let from = all
+            .len()
+            .saturating_sub(COMPOSER_MAX_ROWS.min(inner.height as usize));
+        let w = inner.width as usize;
+        let lines: Vec<Line> = all[from..]
+            .iter()
+            .map(|l| {
+                let n = l.chars().count();
+                Line::raw(
+                    l.chars()
+                        .skip(n.saturating_sub(w.saturating_sub(1)))
+                        .collect::<String>(),
+                )
+            })
+            .collect();
+        let last_w = lines.last().map(|l| l.width()).unwrap_or(0) as u16;
+        let rows = lines.len() as u16;
+        frame.render_widget(Paragraph::new(lines), tr(inner));
+        if app.overlay().is_none() && app.modal().is_none() && app.pending_approval().is_none() {
+            frame.set_cursor_position((inner.x + last_w, inner.y + rows - 1));
+        }
+    }
+}
+
+fn status_line(frame: &mut Frame, app: &App, r: Rect) {
+    let line = match app.notice() {
+        Some(n) => {
+            let style = match n.kind {
+                NoticeKind::Info => Style::new().fg(Color::Black).bg(Color::Gray),
+                NoticeKind::Error => Style::new().fg(Color::White).bg(Color::Red).bold(),
+                NoticeKind::Agent => Style::new().fg(Color::Black).bg(Color::Magenta).bold(),
+            };
+            Line::from(Span::styled(format!(" {} ", n.text), style))
+        }
+        None => {
+            let hints: &[(&str, &str)] = match app.route() {
+                Route::Home => &[
+                    ("↑↓", "select"),
+                    ("Enter", "open/send"),
+                    ("^N", "new"),
+                    ("^P", "commands"),
+                    ("^C", "quit"),
+                ],
+                Route::Session(_) => &[
+                    ("Esc", "sessions"),
+                    ("↑↓ PgUp/Dn", "scroll"),
+                    ("Enter", "send"),
+                    ("Alt+Enter", "newline"),
+                    ("^P", "commands"),
+                ],
+            };
+            let mut spans = Vec::new();
+            for (k, what) in hints {
+                spans.push(Span::styled(
+                    format!(" {k}"),
+                    Style::new().fg(ACCENT).bold(),
+                ));
+                spans.push(Span::styled(format!(" {what} "), DIM));
+            }
+            Line::from(spans)
+        }
+    };
+    frame.render_widget(Paragraph::new(line), tr(r));
+}
+
+fn boxed(frame: &mut Frame, r: Rect, title: &str, color: Color) -> Rect {
+    frame.render_widget(Clear, tr(r));
+    let block = Block::bordered()
+        .title(Span::styled(format!(" {title} "), Style::new().bold()))
+        .border_style(Style::new().fg(color));
+    frame.render_widget(block, tr(r));
+    r.inner()
+}
+
+fn modal(frame: &mut Frame, app: &App, m: &Modal, screen: Rect) {
+    match m {
+        Modal::Help => {
+            let mut lines = vec![
+                Line::styled("Keys", Style::new().bold()),
+                Line::raw("  Enter      open the selected session / send the prompt"),
+                Line::raw("  Alt+Enter  new line in the prompt (also Ctrl+J)"),
+                Line::raw("  Esc        back to the sessions"),
+                Line::raw("  Ctrl+N     new session     Ctrl+P  command palette"),
+                Line::raw("  Ctrl+C     clear the prompt, or quit"),
+                Line::raw(""),
+                Line::styled("Commands", Style::new().bold()),
+            ];
+            for c in command::available(app.sharing().is_some()) {
+                lines.push(Line::raw(format!("  {:<16} {}", c.name, c.help)));
+            }
+            let h = lines.len() as u16 + 2;
+            let inner = boxed(frame, screen.centered(66, h), "Help", ACCENT);
+            frame.render_widget(Paragraph::new(lines), tr(inner));
+        }
+        Modal::Palette { query, selected } => {
+            let entries = palette_entries(query, app.sharing().is_some());
+            let h = entries.len().max(1) as u16 + 4;
+            let inner = boxed(frame, screen.centered(52, h), "Commands", ACCENT);
+            let mut lines = vec![
+                Line::from(vec![
+                    Span::styled("> ", Style::new().fg(ACCENT)),
+                    Span::raw(query.clone()),
+                ]),
+                Line::raw(""),
+            ];
+            if entries.is_empty() {
+                lines.push(Line::styled("no match", DIM));
+            }
+            for (i, name) in entries.iter().enumerate() {
+                let help = command::COMMANDS
+                    .iter()
+                    .find(|c| c.name == *name)
+                    .map(|c| c.help)
+                    .unwrap_or("");
+                let style = if i == *selected {
+                    Style::new().fg(Color::Black).bg(ACCENT)
+                } else {
+                    Style::new()
+                };
+                lines.push(Line::styled(format!(" {name:<16} {help}"), style));
+            }
+            frame.render_widget(Paragraph::new(lines), tr(inner));
+        }
+    }
+}
+
+fn approval(frame: &mut Frame, app: &App, screen: Rect) {
+    let Some(p) = app.pending_approval() else {
+        return;
+    };
+    let inner = boxed(
+        frame,
+        screen.centered(64, 8),
+        "Approval needed",
+        Color::Magenta,
+    );
+    let mut buttons = Vec::new();
+    for (i, (_, label)) in APPROVAL_CHOICES.iter().enumerate() {
+        let style = if i == app.approval_choice() {
+            Style::new().fg(Color::Black).bg(Color::Magenta).bold()
+        } else {
+            Style::new().fg(Color::Magenta)
+        };
+        buttons.push(Span::styled(format!(" {label} "), style));
+        buttons.push(Span::raw("  "));
+    }
+    let lines = vec![
+        Line::raw("The agent wants to run:"),
+        Line::styled(format!("  $ {}", clip(&p.command, 56)), Style::new().bold()),
+        Line::raw(""),
+        Line::from(buttons),
+        Line::styled(
+            "←→ choose · Enter confirm · y once · a always · n reject",
+            DIM,
+        ),
+    ];
+    frame.render_widget(Paragraph::new(lines), tr(inner));
+}
+
+fn overlay(frame: &mut Frame, app: &App, o: Overlay, screen: Rect) {
+    frame.render_widget(Clear, tr(screen));
+    let (title, text) = match o {
+        Overlay::Startup => (
+            "ax-code",
+            match app.connection() {
+                Connection::Connected => "Loading sessions…".to_owned(),
+                Connection::Connecting => "Connecting to the backend…".to_owned(),
+                Connection::Reconnecting { down_for } => {
+                    format!("Backend unreachable for {}s; retrying…", down_for.as_secs())
+                }
+            },
+        ),
+        Overlay::Exit => ("ax-code", "Shutting down…".to_owned()),
+    };
+    let inner = boxed(frame, screen.centered(44, 5), title, ACCENT);
+    frame.render_widget(
+        Paragraph::new(vec![Line::raw(""), Line::raw(text).centered()]),
+        tr(inner),
+    );
+}
+
+fn clip(s: &str, max: usize) -> String {
+    if s.chars().count() <= max {
+        s.to_owned()
+    } else {
+        let mut out: String = s.chars().take(max.saturating_sub(1)).collect();
+        out.push('…');
+        out
+    }
+}
+
+/// `YYYY-MM-DD HH:MM` in UTC, from epoch milliseconds.
+pub fn format_time(ms: i64) -> String {
+    let secs = ms.div_euclid(1000);
+    let days = secs.div_euclid(86_400);
+    let rem = secs.rem_euclid(86_400);
+    // Civil date from days since 1970-01-01 (Howard Hinnant's algorithm).
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    format!(
+        "{y:04}-{m:02}-{d:02} {:02}:{:02}",
+        rem / 3600,
+        rem % 3600 / 60
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::format_time;
+
+    #[test]
+    fn formats_utc_times() {
+        assert_eq!(format_time(0), "1970-01-01 00:00");
+        assert_eq!(format_time(1_764_451_200_000), "2025-11-29 21:20");
+    }
+}

@@ -1,0 +1,478 @@
+//! The open session's transcript as display lines, with a row index.
+//!
+//! Parts stream in and are appended as logical lines; each line's wrapped row count is kept in
+//! a cumulative index (`rows_end`), so drawing finds the visible window by binary search and
+//! touches only the lines on screen. A very long line is split at [`MAX_LINE_CHARS`] when it
+//! is appended, so one line can never make a frame expensive.
+
+use ax_protocol::{Message, Part, Role, Stream};
+use unicode_width::UnicodeWidthChar;
+
+/// Logical lines longer than this are continued on a new line.
+pub const MAX_LINE_CHARS: usize = 2048;
+
+/// How a line is drawn.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LineStyle {
+    UserHeader,
+    AgentHeader,
+    UserText,
+    File,
+    Stdout,
+    Stderr,
+    ExitOk,
+    ExitFailed,
+    Marker,
+    Blank,
+}
+
+#[derive(Debug, Clone)]
+struct TextLine {
+    style: LineStyle,
+    text: String,
+    /// Display width in cells.
+    width: u32,
+    /// Every char is exactly one cell wide, so rows are a division.
+    uniform: bool,
+    chars: u32,
+}
+
+#[derive(Debug, Clone)]
+struct MessageCursor {
+    id: String,
+    parts: u32,
+    /// An output line still waiting for its newline.
+    open_line: Option<usize>,
+}
+
+/// What happened to a streamed part.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PartOutcome {
+    Applied,
+    /// Already seen (replayed after a resync): ignored.
+    Duplicate,
+    /// A gap or an unknown message: the transcript must be reloaded.
+    NeedsReload,
+}
+
+/// Display lines of one session.
+#[derive(Debug, Clone)]
+pub struct Transcript {
+    lines: Vec<TextLine>,
+    rows_end: Vec<usize>,
+    wrap: u16,
+    messages: Vec<MessageCursor>,
+}
+
+impl Default for Transcript {
+    fn default() -> Self {
+        Transcript::new(80)
+    }
+}
+
+impl Transcript {
+    pub fn new(wrap: u16) -> Transcript {
+        Transcript {
+            lines: Vec::new(),
+            rows_end: Vec::new(),
+            wrap: wrap.max(1),
+            messages: Vec::new(),
+        }
+    }
+
+    /// Builds the lines of a loaded transcript.
+    pub fn from_messages(messages: &[Message], wrap: u16) -> Transcript {
+        let mut t = Transcript::new(wrap);
+        for m in messages {
+            t.add_message(m);
+        }
+        t
+    }
+
+    pub fn line_count(&self) -> usize {
+        self.lines.len()
+    }
+
+    pub fn total_rows(&self) -> usize {
+        self.rows_end.last().copied().unwrap_or(0)
+    }
+
+    pub fn message_count(&self) -> usize {
+        self.messages.len()
+    }
+
+    /// Re-wraps for a new width. Costs one pass over the lines; only on resize.
+    pub fn set_wrap(&mut self, wrap: u16) {
+        let wrap = wrap.max(1);
+        if wrap == self.wrap {
+            return;
+        }
+        self.wrap = wrap;
+        let mut acc = 0;
+        for (i, line) in self.lines.iter().enumerate() {
+            acc += rows_of(line, wrap);
+            self.rows_end[i] = acc;
+        }
+    }
+
+    /// Adds a new message with the parts it already has. A message seen before is ignored.
+    pub fn add_message(&mut self, m: &Message) -> PartOutcome {
+        if self.messages.iter().rev().any(|c| c.id == m.id) {
+            // Replayed: apply any parts we do not have yet.
+            let mut outcome = PartOutcome::Duplicate;
+            for (i, part) in m.parts.iter().enumerate() {
+                match self.apply_part(&m.id, i as u32, part) {
+                    PartOutcome::NeedsReload => return PartOutcome::NeedsReload,
+                    PartOutcome::Applied => outcome = PartOutcome::Applied,
+                    PartOutcome::Duplicate => {}
+                }
+            }
+            return outcome;
+        }
+        if !self.lines.is_empty() {
+            self.push(LineStyle::Blank, "");
+        }
+        match m.role {
+            Role::User => self.push(LineStyle::UserHeader, "you"),
+            Role::Assistant => self.push(LineStyle::AgentHeader, "agent"),
+        }
+        self.messages.push(MessageCursor {
+            id: m.id.clone(),
+            parts: 0,
+            open_line: None,
+        });
+        for (i, part) in m.parts.iter().enumerate() {
+            self.apply_part(&m.id, i as u32, part);
+        }
+        PartOutcome::Applied
+    }
+
+    /// Appends part `index` of a message. Parts are idempotent by index.
+    pub fn apply_part(&mut self, message_id: &str, index: u32, part: &Part) -> PartOutcome {
+        let Some(pos) = self.messages.iter().rposition(|c| c.id == message_id) else {
+            return PartOutcome::NeedsReload;
+        };
+        let have = self.messages[pos].parts;
+        if index < have {
+            return PartOutcome::Duplicate;
+        }
+        // A gap, or a part for an earlier message (lines are append-only): reload.
+        if index > have || pos + 1 != self.messages.len() {
+            return PartOutcome::NeedsReload;
+        }
+        self.messages[pos].parts += 1;
+        match part {
+            Part::Output { stream, text } => self.append_output(pos, *stream, text),
+            other => {
+                self.messages[pos].open_line = None;
+                match other {
+                    Part::Text { text } => {
+                        for l in text.split('\n') {
+                            self.push(LineStyle::UserText, l);
+                        }
+                    }
+                    Part::File { path } => self.push(LineStyle::File, &format!("attached {path}")),
+                    Part::Truncated { dropped_bytes } => self.push(
+                        LineStyle::Marker,
+                        &format!("[output truncated: {dropped_bytes} bytes dropped]"),
+                    ),
+                    Part::Exit { code, signal } => match (code, signal) {
+                        (Some(0), _) => self.push(LineStyle::ExitOk, "exit 0"),
+                        (Some(c), _) => self.push(LineStyle::ExitFailed, &format!("exit {c}")),
+                        (None, Some(s)) => {
+                            self.push(LineStyle::ExitFailed, &format!("killed by signal {s}"))
+                        }
+                        (None, None) => self.push(LineStyle::ExitFailed, "exited"),
+                    },
+                    Part::Rejected => self.push(LineStyle::Marker, "[rejected: nothing ran]"),
+                    Part::Aborted => self.push(LineStyle::Marker, "[aborted]"),
+                    Part::Interrupted => {
+                        self.push(LineStyle::Marker, "[interrupted by a backend restart]")
+                    }
+                    Part::Output { .. } => unreachable!("handled above"),
+                }
+            }
+        }
+        PartOutcome::Applied
+    }
+
+    fn append_output(&mut self, pos: usize, stream: Stream, text: &str) {
+        let style = match stream {
+            Stream::Stdout => LineStyle::Stdout,
+            Stream::Stderr => LineStyle::Stderr,
+        };
+        let mut pieces = text.split('\n').peekable();
+        let mut first = true;
+        while let Some(piece) = pieces.next() {
+            let last = pieces.peek().is_none();
+            if last && piece.is_empty() {
+                // The text ended with a newline (or was empty): nothing is left open.
+                if !first {
+                    self.messages[pos].open_line = None;
+                }
+                break;
+            }
+            match self.messages[pos].open_line {
+                Some(idx) if idx + 1 == self.lines.len() => self.extend_last(piece),
+                _ => self.push(style, piece),
+            }
+            // Only the final piece lacks a newline; it stays open for the next chunk.
+            self.messages[pos].open_line = last.then(|| self.lines.len() - 1);
+            first = false;
+        }
+    }
+
+    fn push(&mut self, style: LineStyle, raw: &str) {
+        let mut line = TextLine {
+            style,
+            text: String::new(),
+            width: 0,
+            uniform: true,
+            chars: 0,
+        };
+        let rest = fill(&mut line, raw);
+        self.commit_new(line);
+        if let Some(rest) = rest {
+            self.push(style, rest);
+        }
+    }
+
+    fn extend_last(&mut self, raw: &str) {
+        let Some(mut line) = self.lines.pop() else {
+            self.push(LineStyle::Stdout, raw);
+            return;
+        };
+        self.rows_end.pop();
+        let style = line.style;
+        let rest = fill(&mut line, raw);
+        self.commit_new(line);
+        if let Some(rest) = rest {
+            self.push(style, rest);
+        }
+    }
+
+    fn commit_new(&mut self, line: TextLine) {
+        let before = self.total_rows();
+        self.rows_end.push(before + rows_of(&line, self.wrap));
+        self.lines.push(line);
+    }
+
+    /// The rows to draw in a window of `height` rows, `scroll` rows above the bottom.
+    /// Returns at most `height` rows, oldest first.
+    pub fn visible(&self, height: usize, scroll: usize) -> Vec<(LineStyle, &str)> {
+        let total = self.total_rows();
+        if height == 0 || total == 0 {
+            return Vec::new();
+        }
+        let end = total.saturating_sub(scroll.min(self.max_scroll(height)));
+        let start = end.saturating_sub(height);
+        let mut out = Vec::with_capacity(end - start);
+        let mut idx = self.rows_end.partition_point(|&e| e <= start);
+        let mut row = if idx == 0 { 0 } else { self.rows_end[idx - 1] };
+        while row < end && idx < self.lines.len() {
+            let line = &self.lines[idx];
+            for slice in wrap_rows(&line.text, self.wrap) {
+                if row >= start && row < end {
+                    out.push((line.style, slice));
+                }
+                row += 1;
+                if row >= end {
+                    break;
+                }
+            }
+            idx += 1;
+        }
+        out
+    }
+
+    /// The largest useful scroll offset for a window of `height` rows.
+    pub fn max_scroll(&self, height: usize) -> usize {
+        self.total_rows().saturating_sub(height)
+    }
+}
+
+/// Appends sanitized text to `line`; returns what did not fit under the length cap.
+fn fill<'a>(line: &mut TextLine, raw: &'a str) -> Option<&'a str> {
+    let mut chars = raw.char_indices().peekable();
+    while let Some((i, c)) = chars.next() {
+        if line.chars as usize >= MAX_LINE_CHARS {
+            return Some(&raw[i..]);
+        }
+        match c {
+            '\r' => {}
+            '\t' => {
+                for _ in 0..4 {
+                    push_char(line, ' ');
+                }
+            }
+            '\u{1b}' => {
+                // Drop a CSI escape sequence (colors, cursor moves) from command output.
+                if matches!(chars.peek(), Some((_, '['))) {
+                    chars.next();
+                    for (_, c) in chars.by_ref() {
+                        if ('\u{40}'..='\u{7e}').contains(&c) {
+                            break;
+                        }
+                    }
+                }
+            }
+            c if c.is_control() => push_char(line, '\u{fffd}'),
+            c => push_char(line, c),
+        }
+    }
+    None
+}
+
+fn push_char(line: &mut TextLine, c: char) {
+    let w = c.width().unwrap_or(0);
+    if w != 1 {
+        line.uniform = false;
+    }
+    line.width += w as u32;
+    line.chars += 1;
+    line.text.push(c);
+}
+
+fn rows_of(line: &TextLine, wrap: u16) -> usize {
+    let wrap = wrap as usize;
+    if line.uniform {
+        (line.width as usize).div_ceil(wrap).max(1)
+    } else {
+        wrap_rows(&line.text, wrap as u16).count().max(1)
+    }
+}
+
+/// Splits a line into rows of at most `wrap` cells (never splitting a wide char).
+pub fn wrap_rows(text: &str, wrap: u16) -> impl Iterator<Item = &str> {
+    let wrap = wrap.max(1) as usize;
+    let mut rest = Some(text);
+    std::iter::from_fn(move || {
+        let s = rest?;
+        let mut used = 0;
+        for (i, c) in s.char_indices() {
+            let w = c.width().unwrap_or(0);
+            if used + w > wrap && i > 0 {
+                rest = Some(&s[i..]);
+                return Some(&s[..i]);
+            }
+            used += w;
+        }
+        rest = None;
+        Some(s)
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ax_protocol::SessionId;
+
+    fn sid() -> SessionId {
+        "ses_0123456789abABCDEFGHIJKLMN".parse().unwrap()
+    }
+
+    fn msg(id: &str, role: Role, parts: Vec<Part>) -> Message {
+        Message {
+            id: id.into(),
+            session_id: sid(),
+            role,
+            created: 0,
+            parts,
+        }
+    }
+
+    fn out(text: &str) -> Part {
+        Part::Output {
+            stream: Stream::Stdout,
+            text: text.into(),
+        }
+    }
+
+    fn rows(t: &Transcript, h: usize, scroll: usize) -> Vec<String> {
+        t.visible(h, scroll)
+            .into_iter()
+            .map(|(_, s)| s.to_owned())
+            .collect()
+    }
+
+    #[test]
+    fn output_chunks_continue_open_lines() {
+        let mut t = Transcript::new(40);
+        t.add_message(&msg("m1", Role::Assistant, vec![]));
+        assert_eq!(t.apply_part("m1", 0, &out("hel")), PartOutcome::Applied);
+        assert_eq!(t.apply_part("m1", 1, &out("lo\nwor")), PartOutcome::Applied);
+        assert_eq!(t.apply_part("m1", 2, &out("ld\n")), PartOutcome::Applied);
+        t.apply_part(
+            "m1",
+            3,
+            &Part::Exit {
+                code: Some(0),
+                signal: None,
+            },
+        );
+        assert_eq!(rows(&t, 10, 0), vec!["agent", "hello", "world", "exit 0"]);
+    }
+
+    #[test]
+    fn parts_are_idempotent_and_gaps_ask_for_reload() {
+        let mut t = Transcript::new(40);
+        t.add_message(&msg("m1", Role::Assistant, vec![out("a\n")]));
+        assert_eq!(t.apply_part("m1", 0, &out("a\n")), PartOutcome::Duplicate);
+        assert_eq!(t.apply_part("m1", 2, &out("c\n")), PartOutcome::NeedsReload);
+        assert_eq!(t.apply_part("zz", 0, &out("c\n")), PartOutcome::NeedsReload);
+        assert_eq!(rows(&t, 10, 0), vec!["agent", "a"]);
+    }
+
+    #[test]
+    fn wraps_and_windows_by_rows() {
+        let mut t = Transcript::new(4);
+        t.add_message(&msg(
+            "m1",
+            Role::User,
+            vec![Part::Text {
+                text: "abcdefghij".into(),
+            }],
+        ));
+        // "you", "abcd", "efgh", "ij"
+        assert_eq!(t.total_rows(), 4);
+        assert_eq!(rows(&t, 2, 0), vec!["efgh", "ij"]);
+        assert_eq!(rows(&t, 2, 1), vec!["abcd", "efgh"]);
+        assert_eq!(rows(&t, 2, 99), vec!["you", "abcd"]);
+        t.set_wrap(5);
+        assert_eq!(rows(&t, 3, 0), vec!["you", "abcde", "fghij"]);
+    }
+
+    #[test]
+    fn wide_chars_never_split() {
+        let rows: Vec<_> = wrap_rows("日本語", 3).collect();
+        assert_eq!(rows, vec!["日", "本", "語"]);
+        let mut t = Transcript::new(3);
+        t.add_message(&msg(
+            "m",
+            Role::User,
+            vec![Part::Text {
+                text: "日本語".into(),
+            }],
+        ));
+        assert_eq!(t.total_rows(), 4);
+    }
+
+    #[test]
+    fn escapes_and_controls_are_neutralised() {
+        let mut t = Transcript::new(40);
+        t.add_message(&msg(
+            "m",
+            Role::Assistant,
+            vec![out("\u{1b}[31mred\u{1b}[0m\u{7}\n")],
+        ));
+        assert_eq!(rows(&t, 5, 0), vec!["agent", "red\u{fffd}"]);
+    }
+
+    #[test]
+    fn long_lines_are_split_at_the_cap() {
+        let mut t = Transcript::new(100);
+        let long = "x".repeat(MAX_LINE_CHARS * 2 + 5);
+        t.add_message(&msg("m", Role::Assistant, vec![out(&long)]));
+        assert_eq!(t.line_count(), 1 + 3);
+    }
+}

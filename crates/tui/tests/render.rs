@@ -1,0 +1,134 @@
+//! Render snapshots: the state drawn into ratatui's TestBackend.
+
+mod util;
+
+use ax_protocol::{Event, Part, Role, SessionStatus};
+use ax_tui::app::App;
+use ax_tui::input::KeyCode;
+use ax_tui::render::draw;
+use ratatui::Terminal;
+use ratatui::backend::TestBackend;
+use util::*;
+
+fn screen(app: &App) -> String {
+    let (w, h) = (80, 24);
+    let mut term = Terminal::new(TestBackend::new(w, h)).unwrap();
+    term.draw(|f| draw(f, app)).unwrap();
+    term.backend().to_string()
+}
+
+fn sample() -> App {
+    ready_app(
+        vec![
+            session(1, "list the files", SessionStatus::Idle),
+            session(2, "build the project", SessionStatus::Busy),
+            session(3, "clean up", SessionStatus::Pending),
+        ],
+        true,
+    )
+}
+
+#[test]
+fn home_with_sharing_bar() {
+    let app = sample();
+    let s = screen(&app);
+    assert!(s.contains("TUIMCP on: /tmp/ax-tui-Ab12Cd/endpoint.json"));
+    assert!(s.contains("[Revoke]"));
+    insta::assert_snapshot!(s);
+}
+
+#[test]
+fn home_after_revoke_gives_the_row_back() {
+    let mut app = sample();
+    let revoke = app.layout().revoke.unwrap();
+    app.handle_input(click(revoke.x, revoke.y));
+    let s = screen(&app);
+    assert!(!s.contains("TUIMCP on:"));
+    insta::assert_snapshot!(s);
+}
+
+#[test]
+fn session_with_streaming_output_and_notice() {
+    let mut app = sample();
+    app.navigate_by_agent(sid(1));
+    let effects = app.take_effects();
+    app.on_transcript(
+        transcript_gen(&effects),
+        Ok(vec![
+            message(
+                "m1",
+                1,
+                Role::User,
+                vec![Part::Text {
+                    text: "ls -1".into(),
+                }],
+            ),
+            message("m2", 1, Role::Assistant, vec![out("Cargo.toml\nsrc\n")]),
+        ]),
+    );
+    app.on_event(Event::MessagePart {
+        session_id: sid(1),
+        message_id: "m2".into(),
+        index: 1,
+        part: Part::Output {
+            stream: ax_protocol::Stream::Stderr,
+            text: "warning: something\n".into(),
+        },
+    });
+    app.on_event(Event::MessagePart {
+        session_id: sid(1),
+        message_id: "m2".into(),
+        index: 2,
+        part: Part::Exit {
+            code: Some(0),
+            signal: None,
+        },
+    });
+    typed(&mut app, "cat Cargo.toml");
+    let s = screen(&app);
+    assert!(s.contains("Navigated by agent via TUIMCP"));
+    assert!(s.contains("warning: something"));
+    insta::assert_snapshot!(s);
+}
+
+#[test]
+fn approval_dialog() {
+    let mut app = sample();
+    app.on_event(Event::PermissionAsked {
+        permission: permission("per_1", 3, "rm -rf target"),
+    });
+    open_loaded(&mut app, 3, vec![]);
+    let s = screen(&app);
+    assert!(s.contains("Allow once") && s.contains("rm -rf target"));
+    insta::assert_snapshot!(s);
+}
+
+#[test]
+fn palette_and_chips() {
+    let mut app = sample();
+    typed(&mut app, "/attach src/main.rs");
+    app.handle_input(key(KeyCode::Enter));
+    app.handle_input(ctrl('p'));
+    let s = screen(&app);
+    assert!(s.contains("/tui-mcp-revoke"));
+    assert!(s.contains("src/main.rs ×"));
+    insta::assert_snapshot!(s);
+}
+
+#[test]
+fn startup_overlay() {
+    let mut app = App::new("/home/me/project", None);
+    app.resize(80, 24);
+    let s = screen(&app);
+    assert!(s.contains("Connecting to the backend"));
+    insta::assert_snapshot!(s);
+}
+
+#[test]
+fn reconnecting_state() {
+    let mut app = sample();
+    app.on_stream_down(std::time::Duration::from_millis(3500));
+    let s = screen(&app);
+    assert!(s.contains("reconnecting… (down 3s)"));
+    insta::assert_snapshot!(s);
+}

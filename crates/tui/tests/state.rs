@@ -1,0 +1,544 @@
+//! The state model driven without a terminal: inputs in, effects and facts out.
+
+mod util;
+
+use std::time::Duration;
+
+use ax_protocol::{Event, Part, PermissionReply, PermissionState, PromptPart, Role, SessionStatus};
+use ax_tui::app::{App, Connection, Effect, Modal, NoticeKind, Overlay, Route};
+use ax_tui::input::{Input, KeyCode, Modifiers, Mouse, MouseKind};
+use util::*;
+
+#[test]
+fn startup_overlay_until_the_first_sync() {
+    let mut app = App::new("/p", None);
+    assert_eq!(app.overlay(), Some(Overlay::Startup));
+    assert!(app.blocked_inputs().startup_overlay && app.blocked_inputs().composer_missing);
+    assert!(!app.ready());
+    app.on_stream_connected();
+    assert!(!app.ready(), "connected but not synced");
+    let generation = resync_gen(&mut app);
+    app.on_synced(
+        generation,
+        Ok((vec![session(1, "a", SessionStatus::Idle)], vec![])),
+    );
+    assert_eq!(app.overlay(), None);
+    assert!(app.ready());
+    assert!(!app.blocked_inputs().any());
+}
+
+#[test]
+fn every_blocked_input_is_reported() {
+    let mut app = ready_app(vec![session(1, "a", SessionStatus::Idle)], true);
+    assert!(!app.blocked_inputs().any());
+
+    // Draft, whitespace included.
+    typed(&mut app, " ");
+    assert!(app.blocked_inputs().draft);
+    app.handle_input(key(KeyCode::Backspace));
+    assert!(!app.blocked_inputs().any());
+
+    // Attachment chip.
+    typed(&mut app, "/attach notes.txt");
+    app.handle_input(key(KeyCode::Enter));
+    let b = app.blocked_inputs();
+    assert!(b.attachment && !b.draft, "{b:?}");
+    app.handle_input(key(KeyCode::Backspace));
+    assert!(!app.blocked_inputs().any());
+
+    // Palette and help are modals.
+    app.handle_input(ctrl('p'));
+    assert!(app.blocked_inputs().modal);
+    app.handle_input(key(KeyCode::Esc));
+    assert!(!app.blocked_inputs().any());
+    typed(&mut app, "/help");
+    app.handle_input(key(KeyCode::Enter));
+    assert_eq!(app.modal(), Some(&Modal::Help));
+    assert!(app.blocked_inputs().modal);
+    app.handle_input(key(KeyCode::Esc));
+    assert!(!app.blocked_inputs().any());
+
+    // A busy session anywhere.
+    app.on_event(Event::SessionStatus {
+        session_id: sid(1),
+        status: SessionStatus::Busy,
+    });
+    assert!(app.blocked_inputs().session_busy);
+    app.on_event(Event::SessionStatus {
+        session_id: sid(1),
+        status: SessionStatus::Idle,
+    });
+    assert!(!app.blocked_inputs().any());
+
+    // A pending approval anywhere (not the open session: no dialog, still blocked).
+    app.on_event(Event::PermissionAsked {
+        permission: permission("per_1", 1, "rm -rf build"),
+    });
+    let b = app.blocked_inputs();
+    assert!(b.pending_approval && !b.modal, "{b:?}");
+    // Opening that session shows the approval dialog, a modal.
+    open_loaded(&mut app, 1, vec![]);
+    assert!(app.pending_approval().is_some());
+    assert!(app.blocked_inputs().modal);
+    app.on_event(Event::PermissionReplied {
+        session_id: sid(1),
+        permission_id: "per_1".into(),
+        state: PermissionState::Approved,
+    });
+    assert!(!app.blocked_inputs().any());
+
+    // The exit overlay.
+    app.handle_input(ctrl('c'));
+    assert_eq!(app.overlay(), Some(Overlay::Exit));
+    assert!(app.blocked_inputs().exit_overlay && app.blocked_inputs().composer_missing);
+    assert!(app.take_effects().contains(&Effect::Quit));
+}
+
+#[test]
+fn readiness_follows_the_stream_and_the_sync() {
+    let mut app = ready_app(vec![session(1, "a", SessionStatus::Idle)], false);
+    app.handle_input(key(KeyCode::Enter));
+    assert_eq!(app.route(), &Route::Session(sid(1)));
+    assert!(!app.ready(), "session route not loaded yet");
+    let effects = app.take_effects();
+    let tgen = transcript_gen(&effects);
+    app.on_transcript(tgen, Ok(vec![]));
+    assert!(app.ready());
+
+    app.on_stream_down(Duration::from_millis(500));
+    assert!(!app.ready());
+    assert_eq!(
+        app.connection(),
+        Connection::Reconnecting {
+            down_for: Duration::from_millis(500)
+        }
+    );
+    // A stale answer from before the drop changes nothing.
+    app.on_transcript(tgen, Ok(vec![]));
+    assert!(!app.ready());
+
+    app.on_stream_connected();
+    assert!(!app.ready(), "full resync after reconnect");
+    let effects = app.take_effects();
+    let sgen = effects
+        .iter()
+        .find_map(|e| match e {
+            Effect::Resync { generation } => Some(*generation),
+            _ => None,
+        })
+        .unwrap();
+    let tgen = transcript_gen(&effects);
+    app.on_synced(
+        sgen,
+        Ok((vec![session(1, "a", SessionStatus::Idle)], vec![])),
+    );
+    assert!(!app.ready(), "transcript still loading");
+    app.on_transcript(tgen, Ok(vec![]));
+    assert!(app.ready());
+
+    // A reset event forces another full resync.
+    app.on_event(Event::Reset);
+    assert!(!app.ready());
+    let effects = app.take_effects();
+    assert!(effects.iter().any(|e| matches!(e, Effect::Resync { .. })));
+    assert!(
+        effects
+            .iter()
+            .any(|e| matches!(e, Effect::LoadTranscript { .. }))
+    );
+}
+
+#[test]
+fn sessions_are_newest_first_and_follow_events() {
+    let mut app = ready_app(
+        vec![
+            session(1, "old", SessionStatus::Idle),
+            session(3, "new", SessionStatus::Idle),
+        ],
+        false,
+    );
+    let titles = |a: &App| {
+        a.sessions()
+            .iter()
+            .map(|s| s.title.clone())
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(titles(&app), ["new", "old"]);
+    app.on_event(Event::SessionCreated {
+        session: session(5, "newest", SessionStatus::Idle),
+    });
+    app.on_event(Event::SessionDeleted { session_id: sid(1) });
+    assert_eq!(titles(&app), ["newest", "new"]);
+    // The selection stays on the same session when another is added above it.
+    assert_eq!(app.sessions()[app.selected_index().unwrap()].title, "new");
+}
+
+#[test]
+fn events_during_a_sync_are_replayed_after_it() {
+    let mut app = App::new("/p", None);
+    app.on_stream_connected();
+    let generation = resync_gen(&mut app);
+    app.on_event(Event::SessionCreated {
+        session: session(9, "created while loading", SessionStatus::Idle),
+    });
+    app.on_synced(
+        generation,
+        Ok((vec![session(1, "a", SessionStatus::Idle)], vec![])),
+    );
+    assert_eq!(app.sessions().len(), 2);
+}
+
+#[test]
+fn parts_stream_into_the_open_transcript() {
+    let mut app = ready_app(vec![session(1, "a", SessionStatus::Idle)], false);
+    open_loaded(
+        &mut app,
+        1,
+        vec![message(
+            "m1",
+            1,
+            Role::User,
+            vec![Part::Text { text: "ls".into() }],
+        )],
+    );
+    assert_eq!(app.transcript().line_count(), 2);
+    app.on_event(Event::MessageCreated {
+        message: message("m2", 1, Role::Assistant, vec![]),
+    });
+    app.on_event(Event::MessagePart {
+        session_id: sid(1),
+        message_id: "m2".into(),
+        index: 0,
+        part: out("a.txt\nb.txt\n"),
+    });
+    // Another session's parts are not ours.
+    app.on_event(Event::MessagePart {
+        session_id: sid(2),
+        message_id: "m2".into(),
+        index: 1,
+        part: out("nope\n"),
+    });
+    let rows: Vec<_> = app
+        .transcript()
+        .visible(10, 0)
+        .into_iter()
+        .map(|(_, s)| s.to_owned())
+        .collect();
+    assert_eq!(rows, ["you", "ls", "", "agent", "a.txt", "b.txt"]);
+    // A gap asks for a reload.
+    app.take_effects();
+    app.on_event(Event::MessagePart {
+        session_id: sid(1),
+        message_id: "m2".into(),
+        index: 5,
+        part: out("x"),
+    });
+    assert!(matches!(
+        app.take_effects().as_slice(),
+        [Effect::LoadTranscript { .. }]
+    ));
+}
+
+#[test]
+fn submitting_clears_on_success_and_keeps_on_failure() {
+    let mut app = ready_app(vec![session(1, "a", SessionStatus::Idle)], false);
+    typed(&mut app, "/attach a.txt");
+    app.handle_input(key(KeyCode::Enter));
+    typed(&mut app, "echo hi");
+    app.handle_input(Input::Key(ax_tui::input::Key {
+        code: KeyCode::Enter,
+        mods: Modifiers::ALT,
+    }));
+    typed(&mut app, "pwd");
+    app.handle_input(key(KeyCode::Enter));
+    let effects = app.take_effects();
+    let [
+        Effect::Submit {
+            session: None,
+            parts,
+            generation,
+        },
+    ] = effects.as_slice()
+    else {
+        panic!("{effects:?}")
+    };
+    assert_eq!(
+        parts,
+        &[
+            PromptPart::Text {
+                text: "echo hi\npwd".into()
+            },
+            PromptPart::File {
+                path: "a.txt".into()
+            }
+        ]
+    );
+    app.on_submitted(*generation, Err("409 busy".into()));
+    assert_eq!(app.composer().draft(), "echo hi\npwd");
+    assert_eq!(app.composer().attachments(), ["a.txt"]);
+    assert_eq!(app.notice().unwrap().kind, NoticeKind::Error);
+    assert!(app.notice().unwrap().text.contains("409 busy"));
+
+    app.handle_input(key(KeyCode::Enter));
+    let effects = app.take_effects();
+    let [Effect::Submit { generation, .. }] = effects.as_slice() else {
+        panic!("{effects:?}")
+    };
+    app.on_submitted(*generation, Ok(sid(7)));
+    assert_eq!(app.composer().draft(), "");
+    assert!(app.composer().attachments().is_empty());
+    assert_eq!(
+        app.route(),
+        &Route::Session(sid(7)),
+        "the new session opens"
+    );
+}
+
+#[test]
+fn approval_dialog_replies() {
+    let mut app = ready_app(vec![session(1, "a", SessionStatus::Pending)], false);
+    app.on_event(Event::PermissionAsked {
+        permission: permission("per_9", 1, "make"),
+    });
+    open_loaded(&mut app, 1, vec![]);
+    app.handle_input(key(KeyCode::Right));
+    app.handle_input(key(KeyCode::Enter));
+    assert_eq!(
+        app.take_effects(),
+        [Effect::ReplyPermission {
+            session: sid(1),
+            permission_id: "per_9".into(),
+            reply: PermissionReply::Always
+        }]
+    );
+    assert!(app.pending_approval().is_none());
+    app.on_reply_failed("per_9", "network".into());
+    assert!(app.pending_approval().is_some(), "the dialog comes back");
+}
+
+#[test]
+fn mouse_selects_opens_and_revokes() {
+    let mut app = ready_app(
+        vec![
+            session(1, "one", SessionStatus::Idle),
+            session(2, "two", SessionStatus::Idle),
+        ],
+        true,
+    );
+    let layout = app.layout();
+    let inner = layout.main.inner();
+    // Second row of the list is session 1 (newest first).
+    app.handle_input(click(inner.x + 3, inner.y + 1));
+    assert_eq!(app.route(), &Route::Session(sid(1)));
+    app.handle_input(key(KeyCode::Esc));
+    assert_eq!(app.route(), &Route::Home);
+
+    let revoke = layout.revoke.unwrap();
+    let main_before = app.layout().main.height;
+    app.take_effects();
+    app.handle_input(click(revoke.x + 2, revoke.y));
+    assert!(app.take_effects().contains(&Effect::RevokeSharing));
+    assert!(app.sharing().is_none());
+    assert_eq!(app.layout().bar, None);
+    assert_eq!(
+        app.layout().main.height,
+        main_before + 1,
+        "the row is given back"
+    );
+    // Revocation is final: the command is gone too.
+    typed(&mut app, "/tui-mcp-revoke");
+    app.handle_input(key(KeyCode::Enter));
+    assert!(app.take_effects().is_empty());
+    assert_eq!(app.notice().unwrap().kind, NoticeKind::Error);
+}
+
+#[test]
+fn printable_keys_go_to_the_composer_on_home() {
+    let mut app = ready_app(vec![session(1, "a", SessionStatus::Idle)], false);
+    typed(&mut app, "jk q");
+    assert_eq!(app.composer().draft(), "jk q");
+    assert_eq!(app.route(), &Route::Home);
+    app.handle_input(Input::Paste("x\r\ny".into()));
+    assert_eq!(app.composer().draft(), "jk qx\ny");
+    app.handle_input(ctrl('c'));
+    assert_eq!(app.composer().draft(), "", "Ctrl+C clears a draft first");
+    assert_eq!(app.overlay(), None);
+}
+
+#[test]
+fn palette_runs_commands() {
+    let mut app = ready_app(vec![], true);
+    app.handle_input(ctrl('p'));
+    typed(&mut app, "revoke");
+    app.handle_input(key(KeyCode::Enter));
+    assert!(app.modal().is_none());
+    assert!(app.sharing().is_none());
+    assert!(app.take_effects().contains(&Effect::RevokeSharing));
+    app.handle_input(ctrl('p'));
+    typed(&mut app, "new");
+    app.handle_input(key(KeyCode::Enter));
+    let effects = app.take_effects();
+    let [Effect::CreateSession { generation }] = effects.as_slice() else {
+        panic!("{effects:?}")
+    };
+    app.on_created(*generation, Ok(session(4, "", SessionStatus::Idle)));
+    assert_eq!(app.route(), &Route::Session(sid(4)));
+}
+
+#[test]
+fn agent_navigation_shows_the_notice() {
+    let mut app = ready_app(vec![session(1, "a", SessionStatus::Idle)], true);
+    app.navigate_by_agent(sid(1));
+    assert_eq!(app.route(), &Route::Session(sid(1)));
+    assert_eq!(app.notice().unwrap().kind, NoticeKind::Agent);
+    assert_eq!(app.notice().unwrap().text, "Navigated by agent via TUIMCP");
+    assert!(!app.ready(), "loading the session");
+    let at = app.notice().unwrap().at;
+    app.tick(at + Duration::from_secs(10));
+    assert!(app.notice().is_none());
+}
+
+#[test]
+fn wheel_scrolls_the_transcript() {
+    let mut app = ready_app(vec![session(1, "a", SessionStatus::Idle)], false);
+    let text: String = (0..100).map(|i| format!("line {i}\n")).collect();
+    open_loaded(
+        &mut app,
+        1,
+        vec![message("m", 1, Role::Assistant, vec![out(&text)])],
+    );
+    let main = app.layout().main;
+    app.handle_input(Input::Mouse(Mouse {
+        kind: MouseKind::ScrollUp,
+        col: main.x + 2,
+        row: main.y + 2,
+    }));
+    let h = main.inner().height as usize;
+    assert_eq!(app.scroll(), 3);
+    let rows = app.transcript().visible(h, app.scroll());
+    assert_eq!(rows.last().unwrap().1, "line 96");
+}
+
+/// Every blocked input and readiness change reaches a real TUIMCP controller as the owner
+/// loop feeds it (observe after every mutation).
+#[test]
+fn the_controller_sees_every_blocker_and_readiness() {
+    use ax_tuimcp::{Controller, Identity};
+    use std::time::Instant;
+
+    let mut app = App::new("/p", None);
+    let mut ctl = Controller::new(Identity::random(), app.guard_inputs());
+    // Far from any human input: only the blockers count.
+    let now = Instant::now();
+    assert!(ctl.view(now).blocked, "startup overlay");
+    let mut last_rev = ctl.revision();
+    let mut step = |app: &mut App, f: &dyn Fn(&mut App), ready: bool, blocked: bool| {
+        f(app);
+        ctl.observe(app.guard_inputs());
+        let view = ctl.view(now);
+        assert_eq!(
+            (view.ready, view.blocked),
+            (ready, blocked),
+            "{:?}",
+            app.guard_inputs()
+        );
+        assert_ne!(view.revision, last_rev, "revision must change");
+        last_rev = view.revision;
+    };
+    step(&mut app, &|a| a.on_stream_connected(), false, true);
+    step(
+        &mut app,
+        &|a| {
+            let g = resync_gen(a);
+            a.on_synced(g, Ok((vec![session(1, "a", SessionStatus::Idle)], vec![])));
+        },
+        true,
+        false,
+    );
+    step(&mut app, &|a| typed(a, " "), true, true);
+    step(
+        &mut app,
+        &|a| a.handle_input(key(KeyCode::Backspace)),
+        true,
+        false,
+    );
+    step(
+        &mut app,
+        &|a| {
+            typed(a, "/attach x");
+            a.handle_input(key(KeyCode::Enter));
+        },
+        true,
+        true,
+    );
+    step(
+        &mut app,
+        &|a| a.handle_input(key(KeyCode::Backspace)),
+        true,
+        false,
+    );
+    step(&mut app, &|a| a.handle_input(ctrl('p')), true, true);
+    step(
+        &mut app,
+        &|a| a.handle_input(key(KeyCode::Esc)),
+        true,
+        false,
+    );
+    let busy = |status| {
+        move |a: &mut App| {
+            a.on_event(Event::SessionStatus {
+                session_id: sid(1),
+                status,
+            })
+        }
+    };
+    step(&mut app, &busy(SessionStatus::Busy), true, true);
+    step(&mut app, &busy(SessionStatus::Idle), true, false);
+    step(&mut app, &busy(SessionStatus::Pending), true, true);
+    step(&mut app, &busy(SessionStatus::Idle), true, false);
+    step(
+        &mut app,
+        &|a| a.on_stream_down(Duration::from_secs(1)),
+        false,
+        false,
+    );
+    step(&mut app, &|a| a.on_stream_connected(), false, false);
+    step(
+        &mut app,
+        &|a| {
+            let g = resync_gen(a);
+            a.on_synced(g, Ok((vec![session(1, "a", SessionStatus::Idle)], vec![])));
+        },
+        true,
+        false,
+    );
+    // The session route is ready only once the session loaded.
+    step(
+        &mut app,
+        &|a| a.handle_input(key(KeyCode::Enter)),
+        false,
+        false,
+    );
+    step(
+        &mut app,
+        &|a| {
+            let g = transcript_gen(&a.take_effects());
+            a.on_transcript(g, Ok(vec![]));
+        },
+        true,
+        false,
+    );
+    step(&mut app, &|a| a.handle_input(ctrl('c')), true, true);
+}
+
+/// The router the controller calls: opens the session and returns the re-read inputs.
+#[test]
+fn navigator_opens_the_session_and_rereads() {
+    use ax_tuimcp::{Location, Navigator};
+    let mut app = ready_app(vec![session(1, "a", SessionStatus::Idle)], true);
+    let target = ax_tuimcp::SessionId::parse(sid(1).as_str()).unwrap();
+    let inputs = app.navigate(&target).unwrap();
+    assert_eq!(inputs.location, Location::Session(target));
+    assert!(!inputs.route_loaded);
+    assert_eq!(app.notice().unwrap().kind, NoticeKind::Agent);
+}
