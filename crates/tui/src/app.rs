@@ -219,6 +219,10 @@ impl App {
     pub fn workspace(&self) -> &str {
         &self.workspace
     }
+    /// The terminal size the state lays out for.
+    pub fn size(&self) -> (u16, u16) {
+        self.size
+    }
     pub fn is_exiting(&self) -> bool {
         self.overlay == Some(Overlay::Exit)
     }

@@ -21,6 +21,8 @@ pub enum KeyCode {
     End,
     PageUp,
     PageDown,
+    /// Any other key (function keys, media keys): activity, nothing else.
+    Other,
 }
 
 /// Modifier keys held with a key.

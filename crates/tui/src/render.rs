@@ -27,7 +27,6 @@ fn tr(r: Rect) -> TRect {
 pub fn draw(frame: &mut Frame, app: &App) {
     let area = frame.area();
     let layout = app.layout();
-    debug_assert_eq!((area.width, area.height), app.size);
     header(frame, app, layout.header);
     if let Some(bar) = layout.bar {
         sharing_bar(frame, app, bar, layout.revoke);

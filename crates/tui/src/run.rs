@@ -1,0 +1,386 @@
+//! The owner loop: one task owns the [`App`], the terminal and the TUIMCP controller.
+//!
+//! Terminal input, backend events, finished background jobs, TUIMCP endpoint requests and
+//! validation results all arrive in one `select!`; each is applied to the state without an
+//! await, so TUIMCP's guard-then-navigate is a single message. Afterwards the owner starts the
+//! effects the state asked for, feeds the controller the fresh guard inputs (the epoch), and
+//! draws at most once per frame interval.
+
+use std::time::{Duration, Instant};
+
+use anyhow::Context as _;
+use ax_client::{Client, ClientError, EventStream};
+use ax_protocol::{Message, Permission, Prompt, PromptPart, Session, SessionId};
+use ax_tuimcp::{EndpointOptions, Sharing as TuiMcp, Step};
+use futures_util::StreamExt;
+use ratatui::crossterm::event::EventStream as TermEvents;
+use tokio::sync::mpsc;
+use tokio::task::JoinHandle;
+
+use crate::app::{App, Effect, Sharing};
+use crate::render::draw;
+use crate::share::BackendValidator;
+use crate::term::{TermEvent, TerminalGuard, convert};
+
+/// Shortest time between two frames.
+const FRAME: Duration = Duration::from_millis(16);
+/// How often connection state and notices are checked.
+const TICK: Duration = Duration::from_millis(200);
+/// After the event stream gave up (e.g. a refused credential), start a new one after this.
+const STREAM_RESTART: Duration = Duration::from_secs(2);
+/// How long the exit overlay waits for sharing to close.
+const CLOSE_LIMIT: Duration = Duration::from_secs(3);
+
+/// How to run the TUI.
+pub struct Options {
+    /// The TUI's authenticated backend client.
+    pub client: Client,
+    /// Share this TUI over TUIMCP (`--tui-mcp`).
+    pub share: bool,
+    /// Where the TUIMCP endpoint goes.
+    pub endpoint: EndpointOptions,
+}
+
+/// A finished background job.
+enum Done {
+    Synced {
+        generation: u64,
+        result: Result<(String, Vec<Session>, Vec<Permission>), String>,
+    },
+    Transcript {
+        generation: u64,
+        result: Result<Vec<Message>, String>,
+    },
+    Submitted {
+        generation: u64,
+        result: Result<SessionId, String>,
+    },
+    Created {
+        generation: u64,
+        result: Result<Session, String>,
+    },
+    ReplyFailed {
+        permission_id: String,
+        error: String,
+    },
+}
+
+type Mcp = TuiMcp<BackendValidator>;
+
+/// Runs the TUI until the person quits. The terminal is restored on every way out.
+pub async fn run(options: Options) -> anyhow::Result<()> {
+    let client = options.client;
+    // Sharing starts before the terminal is taken, so a failure prints plainly.
+    let mut mcp: Option<Mcp> = if options.share {
+        let initial = App::new(String::new(), None).guard_inputs();
+        let s = TuiMcp::start(
+            initial,
+            BackendValidator::new(client.clone()),
+            options.endpoint,
+        )
+        .await
+        .context("cannot start TUIMCP sharing")?;
+        Some(s)
+    } else {
+        None
+    };
+    let sharing = mcp.as_ref().map(|s| Sharing {
+        endpoint_path: s.endpoint_path().display().to_string(),
+    });
+    let mut app = App::new(String::new(), sharing);
+    let result = owner_loop(&client, &mut app, &mut mcp).await;
+    // Exit closes the endpoint whatever happened.
+    if let Some(mut s) = mcp.take() {
+        let _ = tokio::time::timeout(CLOSE_LIMIT, s.revoke()).await;
+    }
+    result
+}
+
+async fn owner_loop(client: &Client, app: &mut App, mcp: &mut Option<Mcp>) -> anyhow::Result<()> {
+    let mut guard = TerminalGuard::enter().context("cannot set up the terminal")?;
+    let size = guard.terminal.size()?;
+    app.resize(size.width, size.height);
+    let mut term_events = TermEvents::new();
+    let (done_tx, mut done_rx) = mpsc::unbounded_channel::<Done>();
+    let mut events: Option<EventStream> = Some(client.events(None));
+    let mut restart_stream_at: Option<Instant> = None;
+    let mut connected = false;
+    let mut down_since = Instant::now();
+    let mut closing: Vec<JoinHandle<()>> = Vec::new();
+    let mut tick = tokio::time::interval(TICK);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let mut dirty = true;
+    let mut last_draw = Instant::now() - FRAME;
+
+    loop {
+        if let Some(s) = mcp.as_mut() {
+            s.observe(app.guard_inputs());
+        }
+        if dirty && last_draw.elapsed() >= FRAME {
+            let size = guard.terminal.size()?;
+            if (size.width, size.height) != app.size() {
+                app.resize(size.width, size.height);
+            }
+            guard.terminal.draw(|f| draw(f, app))?;
+            dirty = false;
+            last_draw = Instant::now();
+        }
+        let frame_due = dirty.then(|| tokio::time::Instant::from_std(last_draw + FRAME));
+        tokio::select! {
+            ev = term_events.next() => match ev {
+                Some(Ok(ev)) => match convert(ev) {
+                    TermEvent::Input(input) => {
+                        if let Some(s) = mcp.as_mut() {
+                            s.human_input();
+                        }
+                        app.handle_input(input);
+                        dirty = true;
+                    }
+                    TermEvent::Resize(w, h) => {
+                        app.resize(w, h);
+                        dirty = true;
+                    }
+                    TermEvent::Ignored => {}
+                },
+                Some(Err(e)) => return Err(e).context("reading the terminal"),
+                None => return Err(anyhow::anyhow!("the terminal closed")),
+            },
+            item = next_event(&mut events) => {
+                match item {
+                    Some(Ok(envelope)) => {
+                        if !connected {
+                            connected = true;
+                            app.on_stream_connected();
+                        }
+                        app.on_event(envelope.event);
+                    }
+                    Some(Err(e)) => {
+                        stream_gone(app, &mut events, &mut connected, &mut down_since);
+                        app.notify(crate::app::NoticeKind::Error, format!("event stream: {e}"));
+                        restart_stream_at = Some(Instant::now() + STREAM_RESTART);
+                    }
+                    None => {
+                        stream_gone(app, &mut events, &mut connected, &mut down_since);
+                        restart_stream_at = Some(Instant::now() + STREAM_RESTART);
+                    }
+                }
+                dirty = true;
+            }
+            Some(done) = done_rx.recv() => {
+                apply_done(app, done);
+                dirty = true;
+            }
+            step = next_step(mcp) => {
+                if let Some(s) = mcp.as_mut() {
+                    // Guard, navigate and re-read happen inside `apply`, without an await.
+                    s.apply(step, app);
+                    if s.controller().is_revoked() && app.sharing().is_some() {
+                        // The endpoint failed by itself: sharing is over.
+                        app.sharing_closed();
+                        let mut s = mcp.take().expect("checked above");
+                        closing.push(tokio::spawn(s.revoke()));
+                    }
+                }
+                dirty = true;
+            }
+            _ = tick.tick() => {
+                let now = Instant::now();
+                let before = (app.connection(), app.notice().is_some());
+                app.tick(now);
+                match events.as_ref().map(EventStream::is_connected) {
+                    Some(true) if !connected => {
+                        connected = true;
+                        app.on_stream_connected();
+                    }
+                    Some(false) | None if connected => {
+                        // The client reconnects by itself; until then we are not ready.
+                        connected = false;
+                        down_since = now;
+                        app.on_stream_down(Duration::ZERO);
+                    }
+                    Some(false) | None => app.on_stream_down(now - down_since),
+                    Some(true) => {}
+                }
+                if restart_stream_at.is_some_and(|at| now >= at) {
+                    restart_stream_at = None;
+                    events = Some(client.events(None));
+                }
+                if (app.connection(), app.notice().is_some()) != before {
+                    dirty = true;
+                }
+            }
+            _ = sleep_until(frame_due) => {}
+        }
+        let mut quit = false;
+        for effect in app.take_effects() {
+            match effect {
+                Effect::Quit => {
+                    // Show the exit overlay now, then leave the loop.
+                    guard.terminal.draw(|f| draw(f, app))?;
+                    quit = true;
+                }
+                Effect::RevokeSharing => {
+                    if let Some(mut s) = mcp.take() {
+                        closing.push(tokio::spawn(s.revoke()));
+                    }
+                }
+                other => spawn_job(client, other, &done_tx),
+            }
+        }
+        if quit {
+            break;
+        }
+    }
+    // Exit: revoke sharing (fences pending navigations, removes the directory), close the
+    // stream, and wait for earlier revocations to finish.
+    if let Some(mut s) = mcp.take() {
+        let _ = tokio::time::timeout(CLOSE_LIMIT, s.revoke()).await;
+    }
+    drop(events);
+    for c in closing {
+        let _ = tokio::time::timeout(CLOSE_LIMIT, c).await;
+    }
+    drop(guard);
+    Ok(())
+}
+
+fn stream_gone(
+    app: &mut App,
+    events: &mut Option<EventStream>,
+    connected: &mut bool,
+    down_since: &mut Instant,
+) {
+    *events = None;
+    if *connected {
+        *connected = false;
+        *down_since = Instant::now();
+    }
+    app.on_stream_down(down_since.elapsed());
+}
+
+async fn next_event(
+    events: &mut Option<EventStream>,
+) -> Option<Result<ax_protocol::EventEnvelope, ClientError>> {
+    match events {
+        Some(e) => e.next().await,
+        None => std::future::pending().await,
+    }
+}
+
+async fn next_step(mcp: &mut Option<Mcp>) -> Step {
+    match mcp {
+        Some(s) => s.next().await,
+        None => std::future::pending().await,
+    }
+}
+
+async fn sleep_until(at: Option<tokio::time::Instant>) {
+    match at {
+        Some(at) => tokio::time::sleep_until(at).await,
+        None => std::future::pending().await,
+    }
+}
+
+fn apply_done(app: &mut App, done: Done) {
+    match done {
+        Done::Synced { generation, result } => {
+            let result = result.map(|(workspace, sessions, permissions)| {
+                app.set_workspace(workspace);
+                (sessions, permissions)
+            });
+            app.on_synced(generation, result);
+        }
+        Done::Transcript { generation, result } => app.on_transcript(generation, result),
+        Done::Submitted { generation, result } => app.on_submitted(generation, result),
+        Done::Created { generation, result } => app.on_created(generation, result),
+        Done::ReplyFailed {
+            permission_id,
+            error,
+        } => app.on_reply_failed(&permission_id, error),
+    }
+}
+
+/// A title for a session started by a prompt: its first line, shortened.
+fn title_for(parts: &[PromptPart]) -> Option<String> {
+    parts.iter().find_map(|p| match p {
+        PromptPart::Text { text } => {
+            let line = text.lines().find(|l| !l.trim().is_empty())?.trim();
+            let mut t: String = line.chars().take(60).collect();
+            if line.chars().count() > 60 {
+                t.push('…');
+            }
+            Some(t)
+        }
+        PromptPart::File { .. } => None,
+    })
+}
+
+fn spawn_job(client: &Client, effect: Effect, done: &mpsc::UnboundedSender<Done>) {
+    let client = client.clone();
+    let done = done.clone();
+    let msg = |e: ClientError| e.to_string();
+    tokio::spawn(async move {
+        let result = match effect {
+            Effect::Resync { generation } => {
+                let result = async {
+                    let project = client.project().await.map_err(msg)?;
+                    let sessions = client.list_sessions().await.map_err(msg)?;
+                    let permissions = client.permissions().await.map_err(msg)?;
+                    Ok((project.directory, sessions, permissions))
+                }
+                .await;
+                Done::Synced { generation, result }
+            }
+            Effect::LoadTranscript {
+                session,
+                generation,
+            } => Done::Transcript {
+                generation,
+                result: client.messages(&session).await.map_err(msg),
+            },
+            Effect::Submit {
+                session,
+                parts,
+                generation,
+            } => {
+                let result = async {
+                    let id = match session {
+                        Some(id) => id,
+                        None => {
+                            let title = title_for(&parts);
+                            client
+                                .create_session(title.as_deref())
+                                .await
+                                .map_err(msg)?
+                                .id
+                        }
+                    };
+                    client.prompt(&id, &Prompt { parts }).await.map_err(msg)?;
+                    Ok(id)
+                }
+                .await;
+                Done::Submitted { generation, result }
+            }
+            Effect::CreateSession { generation } => Done::Created {
+                generation,
+                result: client.create_session(None).await.map_err(msg),
+            },
+            Effect::ReplyPermission {
+                session,
+                permission_id,
+                reply,
+            } => match client
+                .reply_permission(&session, &permission_id, reply)
+                .await
+            {
+                Ok(_) => return,
+                Err(e) => Done::ReplyFailed {
+                    permission_id,
+                    error: e.to_string(),
+                },
+            },
+            Effect::RevokeSharing | Effect::Quit => return,
+        };
+        let _ = done.send(result);
+    });
+}
