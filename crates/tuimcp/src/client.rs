@@ -52,12 +52,14 @@ pub async fn call_with_deadline(
     let deadline = Instant::now() + deadline;
     let sent = AtomicBool::new(false);
     let outcome = tokio::select! {
-        outcome = exchange(endpoint, request, deadline, &sent) => outcome,
+        // Cancellation is checked first on every poll, so a cancelled caller sends nothing.
+        biased;
         () = cancel => Err(if sent.load(Ordering::SeqCst) {
             Failure::NoAnswer
         } else {
             Failure::BeforeSend(Code::Cancelled)
         }),
+        outcome = exchange(endpoint, request, deadline, &sent) => outcome,
     };
     let is_view = matches!(request, Request::GetViewContext);
     let response = match outcome {

@@ -6,6 +6,7 @@
 //! | [`controller`] | the only authority over navigation: identity, revision, guard, receipts, single flight |
 //! | [`server`] | the private endpoint inside the TUI: directory, socket, `endpoint.json`, authentication |
 //! | [`sharing`] | a ready-made driver for the task that owns the UI state |
+//! | [`fake`] | a fake TUI (owner loop + fake sessions) for tests and benchmarks |
 //! | [`client`] | the adapter's side of the socket, with honest failure mapping |
 //! | [`adapter`] | the stdio MCP server of `ax-code mcp tui` |
 //!
@@ -88,6 +89,7 @@ pub mod adapter;
 pub mod client;
 pub mod controller;
 pub mod endpoint_file;
+pub mod fake;
 pub mod frame;
 pub mod protocol;
 pub mod server;

@@ -31,6 +31,8 @@ use crate::{
 pub const MAX_CONNECTIONS: usize = 16;
 /// A connection lives at most this long (controller 4.0 s < adapter 4.5 s < socket 5.0 s).
 pub const SOCKET_DEADLINE: Duration = Duration::from_secs(5);
+/// On close, how long decided answers may take to reach their callers.
+const CLOSE_GRACE: Duration = Duration::from_millis(200);
 /// Socket paths must be shorter than this (the smallest `sun_path` is 104 bytes, on macOS).
 pub const MAX_SOCKET_PATH: usize = 100;
 
@@ -233,7 +235,16 @@ async fn accept_loop(
             }
         }
     }
+    // New callers fail at once from here on.
     drop(listener);
+    let _ = std::fs::remove_file(dir.join(endpoint_file::FILE_NAME));
+    let _ = std::fs::remove_file(dir.join(SOCKET_NAME));
+    // Answers that are already decided (e.g. `revoked` after a revoke fenced them) get a
+    // moment to reach their callers; everything else is dropped.
+    let _ = tokio::time::timeout(CLOSE_GRACE, async {
+        while connections.join_next().await.is_some() {}
+    })
+    .await;
     connections.shutdown().await;
     if let Err(err) = std::fs::remove_dir_all(&dir) {
         tracing::warn!(error = %err, "tuimcp: could not remove the endpoint directory");
