@@ -177,6 +177,11 @@ fn session(frame: &mut Frame, app: &App, r: Rect) {
         frame.render_widget(Paragraph::new(Span::styled("Loading…", DIM)), tr(inner));
         return;
     }
+    if app.transcript().line_count() == 0 {
+        let text = "No messages yet. Type a shell command below and press Enter.";
+        frame.render_widget(Paragraph::new(Span::styled(text, DIM)), tr(inner));
+        return;
+    }
     let rows = app.transcript().visible(inner.height as usize, app.scroll);
     let lines: Vec<Line> = rows
         .into_iter()
