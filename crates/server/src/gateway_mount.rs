@@ -2,19 +2,67 @@
 //! route gets; the bearer header is not required here because the gateway checks the token in
 //! its connect frame.
 
-use axum::{Router, routing::get};
+use std::sync::Mutex;
 
-use crate::{error::Failure, state::Shared};
+use ax_gateway::{Gateway, GatewayConfig, SessionDirectory};
+use axum::{
+    Router,
+    extract::{State, ws::WebSocketUpgrade},
+    response::Response,
+    routing::get,
+};
+use rusqlite::Connection;
 
-pub fn router(_app: Shared) -> Router<Shared> {
-    Router::new().route(
-        "/gateway",
-        get(|| async {
-            Failure::new(
-                axum::http::StatusCode::SERVICE_UNAVAILABLE,
-                "unavailable",
-                "the gateway is not built into this backend yet",
-            )
-        }),
-    )
+use crate::{state::Shared, store};
+
+/// Session lookups for `ui.command` targets, on a connection of their own (the trait is
+/// synchronous and a primary-key lookup takes microseconds).
+struct Directory {
+    conn: Mutex<Connection>,
+    project: i64,
+}
+
+impl SessionDirectory for Directory {
+    fn contains(&self, session_id: &str) -> bool {
+        if !ax_protocol::SessionId::is_valid(session_id) {
+            return false;
+        }
+        let conn = self.conn.lock().unwrap_or_else(|e| e.into_inner());
+        store::session_exists(&conn, self.project, session_id).unwrap_or(false)
+    }
+}
+
+/// Builds the gateway for this backend.
+pub fn gateway(app: &Shared) -> Result<Gateway, store::StoreError> {
+    let directory = Directory {
+        conn: Mutex::new(app.store.extra_reader()?),
+        project: app.project_id,
+    };
+    Ok(Gateway::new(GatewayConfig {
+        token: app.token.clone(),
+        server_version: app.version.clone(),
+        project_dir: app.project_dir.clone(),
+        sessions: std::sync::Arc::new(directory),
+    }))
+}
+
+async fn upgrade(
+    State((app, gateway)): State<(Shared, Gateway)>,
+    ws: WebSocketUpgrade,
+) -> Response {
+    let shutdown = app.shutdown.clone();
+    ws.read_buffer_size(4096)
+        .write_buffer_size(4096)
+        .on_upgrade(move |socket| async move {
+            tokio::select! {
+                () = gateway.serve_socket(socket) => {}
+                () = shutdown.cancelled() => {}
+            }
+        })
+}
+
+pub fn router(app: Shared, gateway: Gateway) -> Router<Shared> {
+    Router::new()
+        .route("/gateway", get(upgrade))
+        .with_state((app, gateway))
 }

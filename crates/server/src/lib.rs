@@ -297,10 +297,11 @@ pub async fn start(config: ServerConfig) -> Result<RunningServer, StartError> {
         version: env!("CARGO_PKG_VERSION").to_owned(),
     });
 
+    let gateway = gateway_mount::gateway(&app)?;
     let router = Router::new()
         .route("/health", get(api::health))
         .merge(api::protected(app.clone()))
-        .merge(gateway_mount::router(app.clone()))
+        .merge(gateway_mount::router(app.clone(), gateway))
         .merge(control_ui::router())
         .fallback(api::not_found)
         .method_not_allowed_fallback(api::method_not_allowed)

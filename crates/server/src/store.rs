@@ -97,6 +97,7 @@ pub type Result<T, E = StoreError> = std::result::Result<T, E>;
 pub struct Store {
     write: Arc<Mutex<Connection>>,
     read: Arc<Mutex<Connection>>,
+    path: PathBuf,
 }
 
 fn configure(conn: &Connection) -> Result<()> {
@@ -132,6 +133,19 @@ fn migrate(conn: &mut Connection, path: &Path) -> Result<()> {
     Ok(())
 }
 
+fn create_private_db(path: &Path) -> std::io::Result<()> {
+    use rustix::fs::{Mode, OFlags};
+    match rustix::fs::open(
+        path,
+        OFlags::CREATE | OFlags::EXCL | OFlags::WRONLY | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+        Mode::from_raw_mode(0o600),
+    ) {
+        Ok(_) => Ok(()),
+        Err(rustix::io::Errno::EXIST) => Ok(()),
+        Err(e) => Err(e.into()),
+    }
+}
+
 impl Store {
     /// Opens (creating and migrating as needed) the database in `data_dir`, made 0700.
     pub fn open(data_dir: &Path) -> Result<Store> {
@@ -140,6 +154,13 @@ impl Store {
             source,
         })?;
         let path = data_dir.join(DB_FILE);
+        // Created 0600 before SQLite sees it; its -wal and -shm files inherit the mode.
+        if let Err(source) = create_private_db(&path) {
+            return Err(StoreError::DataDir {
+                path: path.clone(),
+                source,
+            });
+        }
         let mut write = Connection::open(&path)?;
         migrate(&mut write, &path)?;
         let read = Connection::open_with_flags(
@@ -150,6 +171,7 @@ impl Store {
         Ok(Store {
             write: Arc::new(Mutex::new(write)),
             read: Arc::new(Mutex::new(read)),
+            path,
         })
     }
 
@@ -167,7 +189,19 @@ impl Store {
         Ok(Some(Store {
             write: conn.clone(),
             read: conn,
+            path,
         }))
+    }
+
+    /// Another read-only connection, for a caller that must not queue behind the shared
+    /// reader (the gateway's synchronous session lookups).
+    pub fn extra_reader(&self) -> Result<Connection> {
+        let conn = Connection::open_with_flags(
+            &self.path,
+            OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+        )?;
+        configure(&conn)?;
+        Ok(conn)
     }
 
     /// Runs `f` with the writing connection on the blocking pool.
@@ -334,6 +368,13 @@ pub fn get_session(conn: &Connection, project: i64, id: &str) -> Result<Option<S
         .query_row(params![project, id], session_from_row)
         .optional()?;
     row.map(build_session).transpose()
+}
+
+/// Whether the project has this session.
+pub fn session_exists(conn: &Connection, project: i64, id: &str) -> Result<bool> {
+    Ok(conn
+        .prepare_cached("SELECT 1 FROM session WHERE project_id = ?1 AND id = ?2")?
+        .exists(params![project, id])?)
 }
 
 /// Whether the session allows its agent's commands without asking again.

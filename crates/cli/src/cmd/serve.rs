@@ -1,17 +1,147 @@
-//! `ax-code serve [--hostname H] [--port 4096]`.
+//! `ax-code serve [--hostname H] [--port 4096] [--dir DIR] [--allow-remote]`: a headless
+//! backend with the gateway and the Control UI.
+//!
+//! The credential is `$AX_CODE_SERVER_PASSWORD`, else a fresh random token written with the
+//! URL to `credentials/<host>_<port>.json` (0600) in the data directory, so `ax-code attach`
+//! run by the same OS user finds it. stdout gets the addresses (the Control UI one with the
+//! generated token in the URL fragment, which browsers never send); logs go to stderr.
 
+use std::{
+    io::Write,
+    net::{IpAddr, Ipv4Addr, SocketAddr},
+    path::PathBuf,
+};
+
+use anyhow::{Context, bail};
+use ax_protocol::local::{CredentialRecord, PASSWORD_ENV};
 use clap::Args;
 
 #[derive(Debug, Args)]
 pub struct ServeArgs {
-    /// Address to bind.
+    /// Address to bind (an IP address or `localhost`).
     #[arg(long, default_value = "127.0.0.1")]
     pub hostname: String,
-    /// Port to bind.
+    /// Port to bind (0 picks a free one; the URL is printed).
     #[arg(long, default_value_t = 4096)]
     pub port: u16,
+    /// Project directory (default: the current directory).
+    #[arg(long)]
+    pub dir: Option<PathBuf>,
+    /// Allow a non-loopback --hostname. Anyone who can reach the port then only needs the
+    /// credential.
+    #[arg(long)]
+    pub allow_remote: bool,
 }
 
-pub fn run(_args: ServeArgs) -> anyhow::Result<()> {
-    anyhow::bail!("not built yet")
+/// Logs to stderr (`RUST_LOG` overrides the `info` default).
+pub fn init_logging() {
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
+        .try_init();
+}
+
+fn parse_host(hostname: &str) -> anyhow::Result<IpAddr> {
+    if hostname.eq_ignore_ascii_case("localhost") {
+        return Ok(IpAddr::V4(Ipv4Addr::LOCALHOST));
+    }
+    let trimmed = hostname.trim_start_matches('[').trim_end_matches(']');
+    trimmed.parse().with_context(|| {
+        format!("--hostname {hostname:?}: expected an IP address such as 127.0.0.1, or localhost")
+    })
+}
+
+pub fn run(args: ServeArgs) -> anyhow::Result<()> {
+    init_logging();
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .context("cannot start the async runtime")?;
+    runtime.block_on(serve(args))
+}
+
+async fn serve(args: ServeArgs) -> anyhow::Result<()> {
+    let ip = parse_host(&args.hostname)?;
+    if !ip.is_loopback() && !args.allow_remote {
+        bail!(
+            "--hostname {} is not a loopback address; add --allow-remote to expose the backend \
+             beyond this machine (it stays protected by the credential)",
+            args.hostname
+        );
+    }
+    let project = match args.dir {
+        Some(dir) => dir,
+        None => std::env::current_dir().context("cannot read the current directory")?,
+    };
+    let data_dir =
+        ax_server::default_data_dir().context("no data directory: set AX_CODE_DATA_DIR or HOME")?;
+    let password = std::env::var(PASSWORD_ENV).ok().filter(|p| !p.is_empty());
+    let generated = password.is_none();
+
+    let mut config = ax_server::ServerConfig::new(project, data_dir.clone());
+    config.bind = SocketAddr::new(ip, args.port);
+    config.token = password;
+    config.allow_remote = args.allow_remote;
+    let server = ax_server::start(config)
+        .await
+        .context("cannot start the backend")?;
+    let url = server.url().to_owned();
+    let port = server.local_addr().port();
+    let host = server.local_addr().ip().to_string();
+
+    let credential_file = if generated {
+        let record = CredentialRecord {
+            url: url.clone(),
+            token: server.token().to_owned(),
+        };
+        Some(
+            ax_server::registry::write_credential(&data_dir, &host, port, &record)
+                .context("cannot write the credential file")?,
+        )
+    } else {
+        None
+    };
+
+    let mut out = std::io::stdout().lock();
+    writeln!(
+        out,
+        "ax-code backend for {} listening on {url}",
+        server.project_dir().display()
+    )?;
+    if generated {
+        writeln!(out, "Control UI: {url}/#token={}", server.token())?;
+    } else {
+        writeln!(out, "Control UI: {url}/ (credential: ${PASSWORD_ENV})")?;
+    }
+    out.flush()?;
+    drop(out);
+    tracing::info!(%url, "backend ready");
+
+    wait_for_signal().await;
+    tracing::info!("shutting down");
+    server.shutdown().await;
+    if let Some(path) = credential_file {
+        let _ = std::fs::remove_file(path);
+    }
+    Ok(())
+}
+
+async fn wait_for_signal() {
+    use tokio::signal::unix::{SignalKind, signal};
+    let mut term = signal(SignalKind::terminate()).ok();
+    let term = async {
+        match term.as_mut() {
+            Some(s) => {
+                s.recv().await;
+            }
+            None => std::future::pending().await,
+        }
+    };
+    tokio::select! {
+        _ = tokio::signal::ctrl_c() => {}
+        () = term => {}
+    }
 }

@@ -1,5 +1,15 @@
-//! `ax-code session list|create`.
+//! `ax-code session list|create`: how a person or an agent learns session IDs.
+//!
+//! Without `--url` they use the registered backend of the current directory's project (the
+//! data directory's `servers/` records, checked by asking the backend); `list` with no backend
+//! running reads the local store read-only. With `--url` they ask that backend, with the
+//! credential from `$AX_CODE_SERVER_PASSWORD` or the local credential files.
 
+use std::path::PathBuf;
+
+use anyhow::{Context, anyhow};
+use ax_client::Client;
+use ax_protocol::{Millis, Session};
 use clap::Subcommand;
 
 #[derive(Debug, Subcommand)]
@@ -22,6 +32,120 @@ pub enum SessionCommand {
     },
 }
 
-pub fn run(_command: SessionCommand) -> anyhow::Result<()> {
-    anyhow::bail!("not built yet")
+pub fn run(command: SessionCommand) -> anyhow::Result<()> {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .context("cannot start the async runtime")?;
+    runtime.block_on(async move {
+        match command {
+            SessionCommand::List { url, json } => list(url, json).await,
+            SessionCommand::Create { title, url } => create(title, url).await,
+        }
+    })
+}
+
+fn data_dir() -> anyhow::Result<PathBuf> {
+    ax_server::default_data_dir().context("no data directory: set AX_CODE_DATA_DIR or HOME")
+}
+
+fn client_for_url(url: &str) -> anyhow::Result<Client> {
+    let token = ax_client::credential_for_url(url).ok_or_else(|| {
+        anyhow!(
+            "no credential for {url}: set AX_CODE_SERVER_PASSWORD, or run this as the user \
+             whose `ax-code serve` wrote it"
+        )
+    })?;
+    Ok(Client::new(url, token)?)
+}
+
+/// The registered backend of the current directory's project, if one answers.
+async fn registered() -> anyhow::Result<Option<Client>> {
+    let cwd = std::env::current_dir().context("cannot read the current directory")?;
+    Ok(match ax_client::discover(&cwd, &data_dir()?).await {
+        Some((url, token)) => Some(Client::new(url, token)?),
+        None => None,
+    })
+}
+
+async fn list(url: Option<String>, json: bool) -> anyhow::Result<()> {
+    let sessions = match url {
+        Some(url) => client_for_url(&url)?.list_sessions().await?,
+        None => match registered().await? {
+            Some(client) => client.list_sessions().await?,
+            None => {
+                let cwd = std::env::current_dir()?;
+                let data = data_dir()?;
+                tokio::task::spawn_blocking(move || ax_server::list_sessions_offline(&data, &cwd))
+                    .await?
+                    .context("cannot read the session store")?
+            }
+        },
+    };
+    if json {
+        println!("{}", serde_json::to_string_pretty(&sessions)?);
+    } else {
+        print_table(&sessions);
+    }
+    Ok(())
+}
+
+async fn create(title: Option<String>, url: Option<String>) -> anyhow::Result<()> {
+    let client = match url {
+        Some(url) => client_for_url(&url)?,
+        None => registered().await?.ok_or_else(|| {
+            anyhow!(
+                "no running backend for this project: start one with `ax-code serve` here, \
+                 or pass --url"
+            )
+        })?,
+    };
+    let session = client.create_session(title.as_deref()).await?;
+    println!("{}", session.id);
+    Ok(())
+}
+
+fn print_table(sessions: &[Session]) {
+    if sessions.is_empty() {
+        eprintln!("no sessions yet: create one with `ax-code session create`");
+        return;
+    }
+    for s in sessions {
+        let title = if s.title.is_empty() {
+            "(untitled)"
+        } else {
+            &s.title
+        };
+        println!("{}  {}  {}", s.id, utc(s.updated), title);
+    }
+}
+
+/// `YYYY-MM-DD HH:MM UTC` from milliseconds since the epoch.
+fn utc(ms: Millis) -> String {
+    let secs = ms.div_euclid(1000);
+    let (days, rem) = (secs.div_euclid(86_400), secs.rem_euclid(86_400));
+    // Howard Hinnant's civil-from-days.
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    format!(
+        "{year:04}-{month:02}-{day:02} {:02}:{:02} UTC",
+        rem / 3600,
+        rem % 3600 / 60
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn formats_utc_times() {
+        assert_eq!(super::utc(0), "1970-01-01 00:00 UTC");
+        assert_eq!(super::utc(1_709_251_200_000), "2024-03-01 00:00 UTC");
+    }
 }

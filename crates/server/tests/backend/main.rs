@@ -1,0 +1,9 @@
+//! End-to-end tests of the backend over real HTTP: a real server on 127.0.0.1 port 0, a real
+//! SQLite file in a temp data directory, real `sh` processes.
+
+mod auth;
+mod events;
+mod input;
+mod runs;
+mod sessions;
+mod util;

@@ -1,0 +1,367 @@
+use ax_protocol::{
+    Event, Part, PermissionReply, PermissionState, Prompt, PromptPart, Role, SessionStatus, Stream,
+};
+
+use crate::util::{Backend, eventually, last_reply, next_matching, process_gone, wait_status};
+
+fn stream_text(parts: &[Part], which: Stream) -> String {
+    parts
+        .iter()
+        .filter_map(|p| match p {
+            Part::Output { stream, text } if *stream == which => Some(text.as_str()),
+            _ => None,
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn once_runs_the_command_and_streams_output_in_order() {
+    let b = Backend::start().await;
+    let id = b.session().await;
+    let mut events = b.events().await;
+    let command = "echo one; sleep 0.2; echo two >&2; sleep 0.2; seq 1 500; exit 7";
+    let accepted = b.client.prompt_text(&id, command).await.unwrap();
+    let permission = accepted.permission.expect("the shell agent asks first");
+    assert_eq!(permission.command, command);
+    assert_eq!(permission.state, PermissionState::Pending);
+    wait_status(&mut events, &id, SessionStatus::Pending).await;
+    assert_eq!(
+        b.client.get_session(&id).await.unwrap().status,
+        SessionStatus::Pending
+    );
+    let pending = b.client.permissions().await.unwrap();
+    assert_eq!(pending, vec![permission.clone()]);
+    // Nothing ran yet.
+    let reply = last_reply(&b.client.messages(&id).await.unwrap()).clone();
+    assert!(reply.parts.is_empty());
+
+    let answered = b
+        .client
+        .reply_permission(&id, &permission.id, PermissionReply::Once)
+        .await
+        .unwrap();
+    assert_eq!(answered.state, PermissionState::Approved);
+    wait_status(&mut events, &id, SessionStatus::Busy).await;
+
+    // Collect the streamed parts until the run ends.
+    let mut streamed = Vec::new();
+    loop {
+        let e = next_matching(&mut events, |e| {
+            matches!(e, Event::MessagePart { .. } | Event::SessionStatus { .. })
+        })
+        .await;
+        match e.event {
+            Event::MessagePart {
+                message_id,
+                index,
+                part,
+                ..
+            } => {
+                assert_eq!(message_id, accepted.reply_id);
+                assert_eq!(
+                    index as usize,
+                    streamed.len(),
+                    "parts arrive in index order"
+                );
+                streamed.push(part);
+            }
+            Event::SessionStatus { status, .. } => {
+                assert_eq!(status, SessionStatus::Idle);
+                break;
+            }
+            _ => unreachable!(),
+        }
+    }
+    let expected_stdout: String = std::iter::once("one\n".to_owned())
+        .chain((1..=500).map(|i| format!("{i}\n")))
+        .collect();
+    assert_eq!(stream_text(&streamed, Stream::Stdout), expected_stdout);
+    assert_eq!(stream_text(&streamed, Stream::Stderr), "two\n");
+    // Cross-stream order: one (stdout), then two (stderr), then the numbers.
+    let order: Vec<Stream> = streamed
+        .iter()
+        .filter_map(|p| match p {
+            Part::Output { stream, .. } => Some(*stream),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(&order[..2], &[Stream::Stdout, Stream::Stderr]);
+    assert_eq!(
+        streamed.last(),
+        Some(&Part::Exit {
+            code: Some(7),
+            signal: None
+        })
+    );
+
+    let messages = b.client.messages(&id).await.unwrap();
+    assert_eq!(messages.len(), 2);
+    assert_eq!(messages[0].role, Role::User);
+    assert_eq!(
+        messages[0].parts,
+        vec![Part::Text {
+            text: command.into()
+        }]
+    );
+    assert_eq!(messages[1].role, Role::Assistant);
+    assert_eq!(
+        messages[1].parts, streamed,
+        "the transcript equals the stream"
+    );
+    assert_eq!(
+        b.client.get_session(&id).await.unwrap().status,
+        SessionStatus::Idle
+    );
+    assert!(b.client.permissions().await.unwrap().is_empty());
+}
+
+#[tokio::test]
+async fn reject_runs_nothing() {
+    let b = Backend::start().await;
+    let id = b.session().await;
+    let mut events = b.events().await;
+    let marker = b.project_path().join("marker");
+    let accepted = b.client.prompt_text(&id, "touch marker").await.unwrap();
+    let pid = accepted.permission.unwrap().id;
+    let answered = b
+        .client
+        .reply_permission(&id, &pid, PermissionReply::Reject)
+        .await
+        .unwrap();
+    assert_eq!(answered.state, PermissionState::Rejected);
+    wait_status(&mut events, &id, SessionStatus::Idle).await;
+    assert!(!marker.exists(), "a rejected command must not run");
+    let messages = b.client.messages(&id).await.unwrap();
+    assert_eq!(last_reply(&messages).parts, vec![Part::Rejected]);
+    // A second reply to the same permission is a conflict.
+    let again = b
+        .client
+        .reply_permission(&id, &pid, PermissionReply::Once)
+        .await
+        .unwrap_err();
+    assert_eq!(again.status(), Some(409));
+    assert!(!marker.exists());
+}
+
+#[tokio::test]
+async fn always_stops_asking() {
+    let b = Backend::start().await;
+    let id = b.session().await;
+    let mut events = b.events().await;
+    let first = b.client.prompt_text(&id, "echo first").await.unwrap();
+    b.client
+        .reply_permission(&id, &first.permission.unwrap().id, PermissionReply::Always)
+        .await
+        .unwrap();
+    wait_status(&mut events, &id, SessionStatus::Idle).await;
+
+    let second = b.client.prompt_text(&id, "echo second").await.unwrap();
+    assert!(second.permission.is_none(), "always means no new question");
+    wait_status(&mut events, &id, SessionStatus::Idle).await;
+    let messages = b.client.messages(&id).await.unwrap();
+    assert_eq!(
+        last_reply(&messages).parts,
+        vec![
+            Part::Output {
+                stream: Stream::Stdout,
+                text: "second\n".into()
+            },
+            Part::Exit {
+                code: Some(0),
+                signal: None
+            }
+        ]
+    );
+    // Another session still asks.
+    let other = b.session().await;
+    assert!(
+        b.client
+            .prompt_text(&other, "true")
+            .await
+            .unwrap()
+            .permission
+            .is_some()
+    );
+}
+
+#[tokio::test]
+async fn abort_kills_the_command_and_its_children() {
+    let b = Backend::start().await;
+    let id = b.session().await;
+    let mut events = b.events().await;
+    let pidfile = b.project_path().join("child.pid");
+    let accepted = b
+        .client
+        .prompt_text(&id, "sleep 300 & echo $! > child.pid; echo started; wait")
+        .await
+        .unwrap();
+    b.client
+        .reply_permission(&id, &accepted.permission.unwrap().id, PermissionReply::Once)
+        .await
+        .unwrap();
+    eventually("the child pid file", || {
+        std::fs::read_to_string(&pidfile).is_ok_and(|s| s.ends_with('\n'))
+    })
+    .await;
+    let child: i32 = std::fs::read_to_string(&pidfile)
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    assert!(!process_gone(child), "the child runs before the abort");
+
+    let result = b.client.abort(&id).await.unwrap();
+    assert!(result.aborted);
+    eventually("the child process is killed", || process_gone(child)).await;
+    wait_status(&mut events, &id, SessionStatus::Idle).await;
+    let messages = b.client.messages(&id).await.unwrap();
+    assert_eq!(last_reply(&messages).parts.last(), Some(&Part::Aborted));
+    assert!(
+        !b.client.abort(&id).await.unwrap().aborted,
+        "nothing left to abort"
+    );
+}
+
+#[tokio::test]
+async fn abort_while_pending_cancels_the_question() {
+    let b = Backend::start().await;
+    let id = b.session().await;
+    let accepted = b.client.prompt_text(&id, "touch marker").await.unwrap();
+    assert!(b.client.abort(&id).await.unwrap().aborted);
+    assert!(b.client.permissions().await.unwrap().is_empty());
+    let pid = accepted.permission.unwrap().id;
+    let late = b
+        .client
+        .reply_permission(&id, &pid, PermissionReply::Once)
+        .await
+        .unwrap_err();
+    assert_eq!(late.status(), Some(409));
+    assert!(!b.project_path().join("marker").exists());
+    let messages = b.client.messages(&id).await.unwrap();
+    assert_eq!(last_reply(&messages).parts, vec![Part::Aborted]);
+}
+
+#[tokio::test]
+async fn a_prompt_while_pending_or_busy_is_refused() {
+    let b = Backend::start().await;
+    let id = b.session().await;
+    let mut events = b.events().await;
+    let accepted = b.client.prompt_text(&id, "sleep 300").await.unwrap();
+    let err = b.client.prompt_text(&id, "echo no").await.unwrap_err();
+    assert_eq!(err.status(), Some(409));
+    assert!(
+        err.api().unwrap().message.contains("waiting for approval"),
+        "{err}"
+    );
+
+    b.client
+        .reply_permission(&id, &accepted.permission.unwrap().id, PermissionReply::Once)
+        .await
+        .unwrap();
+    wait_status(&mut events, &id, SessionStatus::Busy).await;
+    let err = b.client.prompt_text(&id, "echo no").await.unwrap_err();
+    assert_eq!(err.status(), Some(409));
+    assert!(err.api().unwrap().message.contains("busy"), "{err}");
+    // The refused prompts stored nothing.
+    assert_eq!(b.client.messages(&id).await.unwrap().len(), 2);
+    b.client.abort(&id).await.unwrap();
+    wait_status(&mut events, &id, SessionStatus::Idle).await;
+}
+
+#[tokio::test]
+async fn attachments_reach_the_command_as_paths() {
+    let b = Backend::start().await;
+    let id = b.session().await;
+    let mut events = b.events().await;
+    std::fs::create_dir(b.project_path().join("docs")).unwrap();
+    std::fs::write(b.project_path().join("docs/a b.txt"), "alpha\n").unwrap();
+    let prompt = Prompt {
+        parts: vec![
+            PromptPart::Text {
+                text: "cat \"$1\"; printf %s \"$AX_ATTACHMENTS\" | wc -l".into(),
+            },
+            PromptPart::File {
+                path: "docs/a b.txt".into(),
+            },
+        ],
+    };
+    let accepted = b.client.prompt(&id, &prompt).await.unwrap();
+    assert_eq!(
+        accepted.message.parts[1],
+        Part::File {
+            path: "docs/a b.txt".into()
+        }
+    );
+    b.client
+        .reply_permission(&id, &accepted.permission.unwrap().id, PermissionReply::Once)
+        .await
+        .unwrap();
+    wait_status(&mut events, &id, SessionStatus::Idle).await;
+    let messages = b.client.messages(&id).await.unwrap();
+    let out = stream_text(&last_reply(&messages).parts, Stream::Stdout);
+    assert_eq!(
+        out.split_whitespace().collect::<Vec<_>>(),
+        vec!["alpha", "1"]
+    );
+}
+
+#[tokio::test]
+async fn output_is_bounded_with_a_visible_marker() {
+    let b = Backend::start_with(|c| c.limits.output_bytes_per_message = 1000).await;
+    let id = b.session().await;
+    let mut events = b.events().await;
+    let accepted = b
+        .client
+        .prompt_text(&id, "head -c 5000 /dev/zero | tr '\\0' x")
+        .await
+        .unwrap();
+    b.client
+        .reply_permission(&id, &accepted.permission.unwrap().id, PermissionReply::Once)
+        .await
+        .unwrap();
+    wait_status(&mut events, &id, SessionStatus::Idle).await;
+    let messages = b.client.messages(&id).await.unwrap();
+    let parts = &last_reply(&messages).parts;
+    assert_eq!(stream_text(parts, Stream::Stdout), "x".repeat(1000));
+    assert!(
+        parts.contains(&Part::Truncated {
+            dropped_bytes: 4000
+        }),
+        "{parts:?}"
+    );
+    assert!(matches!(
+        parts.last(),
+        Some(Part::Exit { code: Some(0), .. })
+    ));
+}
+
+#[tokio::test]
+async fn deleting_a_busy_session_kills_its_command() {
+    let b = Backend::start().await;
+    let id = b.session().await;
+    let pidfile = b.project_path().join("pid");
+    let accepted = b
+        .client
+        .prompt_text(&id, "echo $$ > pid; exec sleep 300")
+        .await
+        .unwrap();
+    b.client
+        .reply_permission(&id, &accepted.permission.unwrap().id, PermissionReply::Once)
+        .await
+        .unwrap();
+    eventually("the pid file", || {
+        std::fs::read_to_string(&pidfile).is_ok_and(|s| s.ends_with('\n'))
+    })
+    .await;
+    let pid: i32 = std::fs::read_to_string(&pidfile)
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    b.client.delete_session(&id).await.unwrap();
+    eventually("the command is killed", || process_gone(pid)).await;
+    assert_eq!(
+        b.client.get_session(&id).await.unwrap_err().status(),
+        Some(404)
+    );
+}
