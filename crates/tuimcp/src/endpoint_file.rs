@@ -80,10 +80,10 @@ pub enum EndpointFileError {
     BadPath(PathBuf),
     #[error("{path}: {reason}")]
     Unsafe { path: PathBuf, reason: String },
-    #[error("{path}: {source}")]
+    #[error("{path}: {reason}")]
     Io {
         path: PathBuf,
-        source: std::io::Error,
+        reason: std::io::Error,
     },
     #[error("{0}: not a valid endpoint file (expected version, instanceId, generation, token)")]
     Malformed(PathBuf),
@@ -97,9 +97,9 @@ fn unsafe_path(path: &Path, reason: impl Into<String>) -> EndpointFileError {
 }
 
 fn io_err(path: &Path) -> impl FnOnce(std::io::Error) -> EndpointFileError + '_ {
-    move |source| EndpointFileError::Io {
+    move |reason| EndpointFileError::Io {
         path: path.to_owned(),
-        source,
+        reason,
     }
 }
 

@@ -68,10 +68,10 @@ pub enum EndpointError {
          Start with a shorter private temp root, e.g. `mkdir -m 700 /tmp/ax && TMPDIR=/tmp/ax ax-code --tui-mcp`"
     )]
     PathTooLong { path: PathBuf, len: usize },
-    #[error("cannot create the TUIMCP endpoint under {root}: {source}")]
+    #[error("cannot create the TUIMCP endpoint under {root}: {reason}")]
     Io {
         root: PathBuf,
-        source: std::io::Error,
+        reason: std::io::Error,
     },
 }
 
@@ -104,9 +104,9 @@ impl Endpoint {
         options: EndpointOptions,
     ) -> Result<(Endpoint, mpsc::Receiver<Inbound>), EndpointError> {
         let root = options.temp_root.unwrap_or_else(std::env::temp_dir);
-        let io = |source| EndpointError::Io {
+        let io = |reason| EndpointError::Io {
             root: root.clone(),
-            source,
+            reason,
         };
         let root_real = std::fs::canonicalize(&root).map_err(io)?;
         let dir = endpoint_file::make_private_dir(&root_real).map_err(io)?;
@@ -135,7 +135,7 @@ impl Endpoint {
                 let _ = std::fs::remove_dir_all(&dir);
                 Err(match err {
                     ListenError::TooLong(path, len) => EndpointError::PathTooLong { path, len },
-                    ListenError::Io(source) => io(source),
+                    ListenError::Io(reason) => io(reason),
                 })
             }
         }

@@ -1,0 +1,347 @@
+//! `ax-code mcp tui` end to end: the real binary over stdio JSON-RPC, against a live endpoint
+//! served in-process by a fake TUI (a real owner loop).
+
+use std::{os::unix::fs::PermissionsExt, path::Path, process::Stdio, time::Duration};
+
+use ax_tuimcp::{
+    SessionId,
+    fake::{FakeOptions, FakeTui},
+};
+use serde_json::{Value, json};
+use tokio::{
+    io::{AsyncBufReadExt, AsyncWriteExt, BufReader, Lines},
+    process::{Child, ChildStdin, ChildStdout, Command},
+};
+
+const BIN: &str = env!("CARGO_BIN_EXE_ax-code");
+
+fn sid(n: u32) -> SessionId {
+    SessionId::parse(&format!("ses_{n:026}")).unwrap()
+}
+
+fn temp_root() -> tempfile::TempDir {
+    tempfile::Builder::new()
+        .prefix("axa")
+        .permissions(std::fs::Permissions::from_mode(0o700))
+        .tempdir_in("/tmp")
+        .unwrap()
+}
+
+async fn fake_tui(root: &Path) -> FakeTui {
+    let mut options = FakeOptions {
+        sessions: vec![sid(1), sid(2)],
+        ..FakeOptions::default()
+    };
+    options.endpoint.temp_root = Some(root.to_owned());
+    FakeTui::start(options).await.unwrap()
+}
+
+struct Adapter {
+    child: Child,
+    stdin: Option<ChildStdin>,
+    stdout: Lines<BufReader<ChildStdout>>,
+    next_id: i64,
+}
+
+impl Adapter {
+    fn spawn(endpoint: &Path, log: &str) -> Self {
+        let mut child = Command::new(BIN)
+            .args(["mcp", "tui", "--endpoint"])
+            .arg(endpoint)
+            .env("RUST_LOG", log)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .kill_on_drop(true)
+            .spawn()
+            .unwrap();
+        let stdin = child.stdin.take();
+        let stdout = BufReader::new(child.stdout.take().unwrap()).lines();
+        Self {
+            child,
+            stdin,
+            stdout,
+            next_id: 0,
+        }
+    }
+
+    async fn send(&mut self, message: Value) {
+        let mut line = message.to_string();
+        line.push('\n');
+        let stdin = self.stdin.as_mut().unwrap();
+        stdin.write_all(line.as_bytes()).await.unwrap();
+        stdin.flush().await.unwrap();
+    }
+
+    /// Sends a request and returns its response (every stdout line must be JSON-RPC).
+    async fn request(&mut self, method: &str, params: Value) -> Value {
+        self.next_id += 1;
+        let id = self.next_id;
+        self.send(json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}))
+            .await;
+        loop {
+            let line = tokio::time::timeout(Duration::from_secs(10), self.stdout.next_line())
+                .await
+                .expect("an answer within 10 s")
+                .unwrap()
+                .expect("stdout open");
+            let message: Value = serde_json::from_str(&line)
+                .unwrap_or_else(|_| panic!("stdout carries JSON-RPC only, got: {line}"));
+            assert_eq!(message["jsonrpc"], "2.0", "{line}");
+            if message["id"] == json!(id) {
+                return message;
+            }
+        }
+    }
+
+    async fn initialize(&mut self) -> Value {
+        let answer = self
+            .request(
+                "initialize",
+                json!({
+                    "protocolVersion": "2025-06-18",
+                    "capabilities": {},
+                    "clientInfo": {"name": "ax-test", "version": "0"}
+                }),
+            )
+            .await;
+        self.send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}))
+            .await;
+        answer
+    }
+
+    async fn call(&mut self, tool: &str, arguments: Value) -> Value {
+        let answer = self
+            .request("tools/call", json!({"name": tool, "arguments": arguments}))
+            .await;
+        answer["result"].clone()
+    }
+
+    /// Closes stdin and waits for the exit; returns the status and stderr.
+    async fn finish(mut self) -> (std::process::ExitStatus, String) {
+        drop(self.stdin.take());
+        let output = tokio::time::timeout(Duration::from_secs(10), self.child.wait_with_output())
+            .await
+            .expect("exits when stdin closes")
+            .unwrap();
+        (
+            output.status,
+            String::from_utf8_lossy(&output.stderr).into(),
+        )
+    }
+}
+
+/// structuredContent, checked against the text content and isError.
+fn structured(result: &Value) -> Value {
+    let content = result["structuredContent"].clone();
+    let text = result["content"][0]["text"].as_str().expect("text content");
+    assert_eq!(serde_json::from_str::<Value>(text).unwrap(), content);
+    let rejected = content["status"] == "rejected";
+    assert_eq!(
+        result["isError"],
+        json!(rejected),
+        "isError exactly for rejected"
+    );
+    content
+}
+
+#[tokio::test]
+async fn tools_list_and_calls_over_stdio() {
+    let root = temp_root();
+    let tui = fake_tui(root.path()).await;
+    let mut adapter = Adapter::spawn(tui.endpoint_path(), "warn");
+    let init = adapter.initialize().await;
+    assert_eq!(init["result"]["serverInfo"]["name"], "ax-code-tuimcp");
+    assert!(init["result"]["capabilities"]["tools"].is_object());
+
+    let list = adapter.request("tools/list", json!({})).await;
+    let tools = list["result"]["tools"].as_array().unwrap();
+    let names: Vec<&str> = tools.iter().map(|t| t["name"].as_str().unwrap()).collect();
+    assert_eq!(names, ["get_view_context", "select_session"]);
+    for tool in tools {
+        assert_eq!(tool["inputSchema"]["additionalProperties"], false);
+        assert_eq!(tool["outputSchema"]["type"], "object");
+        assert_eq!(tool["annotations"]["destructiveHint"], false);
+        assert_eq!(tool["annotations"]["openWorldHint"], false);
+    }
+    assert_eq!(tools[0]["annotations"]["readOnlyHint"], true);
+    assert_eq!(tools[1]["annotations"]["readOnlyHint"], false);
+    assert_eq!(tools[1]["annotations"]["idempotentHint"], true);
+    let mut required: Vec<&str> = tools[1]["inputSchema"]["required"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_str().unwrap())
+        .collect();
+    required.sort_unstable();
+    assert_eq!(
+        required,
+        [
+            "expectedRevision",
+            "generation",
+            "instanceId",
+            "requestId",
+            "sessionId"
+        ]
+    );
+    let description = tools[1]["description"].as_str().unwrap();
+    for teaching in [
+        "get_view_context",
+        "requestId",
+        "timeout_unknown",
+        "never retry",
+    ] {
+        assert!(
+            description.contains(teaching),
+            "description teaches {teaching}"
+        );
+    }
+
+    let context = structured(&adapter.call("get_view_context", json!({})).await);
+    assert_eq!(context["status"], "context");
+    let view = &context["context"];
+    assert_eq!(view["route"], "home");
+    assert!(view.get("sessionId").is_none());
+
+    let args = json!({
+        "requestId": "6f1c1a44-1b7e-4b8e-9a39-0c7f2f7f0e11",
+        "instanceId": view["instanceId"],
+        "generation": view["generation"],
+        "expectedRevision": view["revision"],
+        "sessionId": sid(1).as_str(),
+    });
+    let applied = structured(&adapter.call("select_session", args.clone()).await);
+    assert_eq!(applied["status"], "applied", "{applied}");
+    assert_eq!(applied["context"]["sessionId"], sid(1).as_str());
+    assert_eq!(tui.navigations(), 1);
+    // The same requestId again: the original receipt.
+    let again = structured(&adapter.call("select_session", args.clone()).await);
+    assert_eq!(again, applied);
+
+    // Bad arguments are checked in code: invalid_request with isError.
+    let mut bad = Vec::new();
+    let mut extra = args.clone();
+    extra["extra"] = json!(1);
+    bad.push(extra);
+    for key in ["requestId", "sessionId", "expectedRevision"] {
+        let mut missing = args.clone();
+        missing.as_object_mut().unwrap().remove(key);
+        bad.push(missing);
+    }
+    for value in [json!(-1), json!(1.5), json!("1")] {
+        let mut wrong = args.clone();
+        wrong["expectedRevision"] = value;
+        bad.push(wrong);
+    }
+    let mut short = args.clone();
+    short["sessionId"] = json!("ses_123");
+    bad.push(short);
+    let mut not_uuid = args.clone();
+    not_uuid["requestId"] = json!("not-a-uuid");
+    bad.push(not_uuid);
+    for arguments in bad {
+        let result = structured(&adapter.call("select_session", arguments.clone()).await);
+        assert_eq!(
+            result,
+            json!({"status": "rejected", "code": "invalid_request"}),
+            "{arguments}"
+        );
+    }
+    let result = structured(&adapter.call("get_view_context", json!({"x": 1})).await);
+    assert_eq!(result["code"], "invalid_request");
+    assert_eq!(tui.navigations(), 1);
+
+    let unknown = adapter
+        .request("tools/call", json!({"name": "type_text", "arguments": {}}))
+        .await;
+    assert_eq!(unknown["error"]["code"], -32602, "{unknown}");
+    let method = adapter.request("tools/type", json!({})).await;
+    assert_eq!(method["error"]["code"], -32601, "{method}");
+    let ping = adapter.request("ping", json!({})).await;
+    assert!(ping["result"].is_object(), "{ping}");
+
+    // After revocation the endpoint is gone: nothing can be sent.
+    tui.revoke().await;
+    let gone = structured(&adapter.call("get_view_context", json!({})).await);
+    assert_eq!(
+        gone,
+        json!({"status": "rejected", "code": "target_unavailable"})
+    );
+
+    let (status, _stderr) = adapter.finish().await;
+    assert!(status.success(), "{status}");
+    tui.shutdown().await;
+}
+
+#[tokio::test]
+async fn the_token_never_reaches_logs_or_arguments() {
+    let root = temp_root();
+    let tui = fake_tui(root.path()).await;
+    let text = std::fs::read_to_string(tui.endpoint_path()).unwrap();
+    let token = serde_json::from_str::<Value>(&text).unwrap()["token"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let mut adapter = Adapter::spawn(tui.endpoint_path(), "trace");
+    adapter.initialize().await;
+    let result = adapter.call("get_view_context", json!({})).await;
+    assert_eq!(result["structuredContent"]["status"], "context");
+    // An unsafe file is logged with its reason, still without the token.
+    std::fs::set_permissions(tui.endpoint_path(), std::fs::Permissions::from_mode(0o644)).unwrap();
+    let refused = adapter.call("get_view_context", json!({})).await;
+    assert_eq!(refused["structuredContent"]["code"], "target_unavailable");
+    let (status, stderr) = adapter.finish().await;
+    assert!(status.success());
+    assert!(
+        stderr.contains("0600") || stderr.contains("600"),
+        "{stderr}"
+    );
+    assert!(!stderr.contains(&token), "the token leaked into the log");
+    tui.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_missing_or_unsafe_endpoint_fails_fast_with_the_reason() {
+    let root = temp_root();
+    let missing = root.path().join("gone").join("endpoint.json");
+    let output = tokio::time::timeout(
+        Duration::from_secs(10),
+        Command::new(BIN)
+            .args(["mcp", "tui", "--endpoint"])
+            .arg(&missing)
+            .stdin(Stdio::piped())
+            .output(),
+    )
+    .await
+    .unwrap()
+    .unwrap();
+    assert!(!output.status.success());
+    assert!(output.stdout.is_empty());
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains(missing.to_str().unwrap()), "{stderr}");
+
+    let tui = fake_tui(root.path()).await;
+    let dir = tui.endpoint_path().parent().unwrap().to_owned();
+    std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let output = Command::new(BIN)
+        .args(["mcp", "tui", "--endpoint"])
+        .arg(tui.endpoint_path())
+        .stdin(Stdio::piped())
+        .output()
+        .await
+        .unwrap();
+    assert!(!output.status.success());
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("mode 755"), "{stderr}");
+    std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o700)).unwrap();
+
+    let output = Command::new(BIN)
+        .args(["mcp", "tui", "--endpoint", "endpoint.json"])
+        .stdin(Stdio::piped())
+        .output()
+        .await
+        .unwrap();
+    assert!(!output.status.success());
+    assert!(String::from_utf8_lossy(&output.stderr).contains("absolute"));
+    tui.shutdown().await;
+}
