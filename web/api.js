@@ -1,0 +1,155 @@
+// The backend HTTP API (bearer credential) and its event stream.
+//
+// EventSource cannot send an Authorization header, so /event is read with fetch() streaming
+// and the Server-Sent Events framing is parsed here.
+
+export class ApiError extends Error {
+  constructor(status, code, message) {
+    super(message);
+    this.status = status;
+    this.code = code;
+  }
+}
+
+export class Api {
+  constructor(token, { onUnauthorized } = {}) {
+    this.token = token;
+    this.onUnauthorized = onUnauthorized ?? (() => {});
+  }
+
+  headers(extra = {}) {
+    return { Authorization: `Bearer ${this.token}`, ...extra };
+  }
+
+  async request(method, path, body) {
+    const init = { method, headers: this.headers(), cache: 'no-store' };
+    if (body !== undefined) {
+      init.headers['Content-Type'] = 'application/json';
+      init.body = JSON.stringify(body);
+    }
+    const res = await fetch(path, init);
+    const text = await res.text();
+    let data = null;
+    try {
+      data = text ? JSON.parse(text) : null;
+    } catch {
+      data = null;
+    }
+    if (!res.ok) {
+      if (res.status === 401) this.onUnauthorized();
+      const err = data?.error ?? {};
+      throw new ApiError(res.status, err.code ?? `HTTP_${res.status}`, err.message ?? res.statusText);
+    }
+    return data;
+  }
+
+  listSessions() { return this.request('GET', '/session'); }
+  createSession(title) { return this.request('POST', '/session', title ? { title } : {}); }
+  session(id) { return this.request('GET', `/session/${encodeURIComponent(id)}`); }
+  messages(id) { return this.request('GET', `/session/${encodeURIComponent(id)}/message`); }
+  prompt(id, text) {
+    return this.request('POST', `/session/${encodeURIComponent(id)}/prompt`, { parts: [{ type: 'text', text }] });
+  }
+  abort(id) { return this.request('POST', `/session/${encodeURIComponent(id)}/abort`); }
+  permissions() { return this.request('GET', '/permission'); }
+  reply(sessionId, permissionId, reply) {
+    return this.request(
+      'POST',
+      `/session/${encodeURIComponent(sessionId)}/permission/${encodeURIComponent(permissionId)}`,
+      { reply },
+    );
+  }
+
+  /**
+   * Follow /event until `signal` aborts, reconnecting with Last-Event-ID.
+   * `onEnvelope({id, event})` gets every event; `onState('live'|'down')` the stream's health.
+   */
+  async follow(onEnvelope, onState, signal) {
+    let lastId = null;
+    let delay = 500;
+    while (!signal.aborted) {
+      try {
+        const headers = this.headers({ Accept: 'text/event-stream' });
+        if (lastId !== null) headers['Last-Event-ID'] = String(lastId);
+        const res = await fetch('/event', { headers, signal, cache: 'no-store' });
+        if (res.status === 401) {
+          this.onUnauthorized();
+          return;
+        }
+        if (!res.ok || !res.body) throw new Error(`event stream: HTTP ${res.status}`);
+        onState('live');
+        delay = 500;
+        const parser = new SseParser((msg) => {
+          if (msg.id !== null && /^\d+$/.test(msg.id)) lastId = Number(msg.id);
+          if (!msg.data) return;
+          let env;
+          try {
+            env = JSON.parse(msg.data);
+          } catch {
+            return;
+          }
+          onEnvelope(env);
+        });
+        const reader = res.body.getReader();
+        const decoder = new TextDecoder();
+        for (;;) {
+          const { value, done } = await reader.read();
+          if (done) break;
+          parser.push(decoder.decode(value, { stream: true }));
+        }
+      } catch (e) {
+        if (signal.aborted) return;
+      }
+      onState('down');
+      await new Promise((r) => setTimeout(r, delay));
+      delay = Math.min(delay * 2, 5000);
+    }
+  }
+}
+
+/** Incremental parser for the text/event-stream format. */
+export class SseParser {
+  constructor(onMessage) {
+    this.onMessage = onMessage;
+    this.buffer = '';
+    this.reset();
+  }
+
+  reset() {
+    this.data = [];
+    this.id = null;
+    this.event = null;
+  }
+
+  push(text) {
+    this.buffer += text;
+    let nl;
+    while ((nl = this.buffer.search(/\r\n|\r|\n/)) >= 0) {
+      // A lone \r at the end may be the first half of \r\n: wait for more.
+      if (this.buffer[nl] === '\r' && nl === this.buffer.length - 1) break;
+      const len = this.buffer.startsWith('\r\n', nl) ? 2 : 1;
+      const line = this.buffer.slice(0, nl);
+      this.buffer = this.buffer.slice(nl + len);
+      this.line(line);
+    }
+    if (this.buffer.length > 4 * 1024 * 1024) this.buffer = ''; // a runaway line
+  }
+
+  line(line) {
+    if (line === '') {
+      if (this.data.length || this.id !== null) {
+        this.onMessage({ id: this.id, event: this.event, data: this.data.join('\n') });
+      }
+      this.reset();
+      return;
+    }
+    if (line.startsWith(':')) return; // comment (heartbeat)
+    const colon = line.indexOf(':');
+    const field = colon < 0 ? line : line.slice(0, colon);
+    let value = colon < 0 ? '' : line.slice(colon + 1);
+    if (value.startsWith(' ')) value = value.slice(1);
+    if (field === 'data') this.data.push(value);
+    else if (field === 'id') this.id = value;
+    else if (field === 'event') this.event = value;
+  }
+}

@@ -1,0 +1,152 @@
+// The gateway WebSocket: handshake as a Control UI, ui.command handling with acknowledgements,
+// the operator terminal's requests, and reconnecting.
+
+const CLIENT_VERSION = '0.1.0';
+
+export class GatewayClient {
+  /**
+   * @param {object} o
+   * @param {string} o.token
+   * @param {(payload: object) => {outcome: string, reason?: string}} o.onCommand
+   * @param {(name: string, payload: object) => void} o.onEvent
+   * @param {(state: string, detail?: string) => void} o.onStatus
+   */
+  constructor({ token, onCommand, onEvent, onStatus }) {
+    this.token = token;
+    this.onCommand = onCommand;
+    this.onEvent = onEvent;
+    this.onStatus = onStatus;
+    this.ws = null;
+    this.pending = new Map();
+    this.nextId = 1;
+    this.lastSeq = 0;
+    this.stopped = false;
+    this.delay = 500;
+    this.connId = null;
+  }
+
+  start() {
+    this.stopped = false;
+    this.open();
+  }
+
+  stop() {
+    this.stopped = true;
+    this.ws?.close(1000, 'bye');
+  }
+
+  open() {
+    const scheme = location.protocol === 'https:' ? 'wss' : 'ws';
+    const ws = new WebSocket(`${scheme}://${location.host}/gateway`);
+    this.ws = ws;
+    this.lastSeq = 0;
+    this.connId = null;
+    this.onStatus('connecting');
+    ws.onmessage = (ev) => this.receive(ev.data);
+    ws.onclose = (ev) => {
+      for (const { reject } of this.pending.values()) reject(new Error('gateway connection closed'));
+      this.pending.clear();
+      if (this.ws !== ws) return;
+      this.ws = null;
+      if (this.stopped) return;
+      this.onStatus('down', ev.reason || `closed (${ev.code})`);
+      setTimeout(() => !this.stopped && this.open(), this.delay);
+      this.delay = Math.min(this.delay * 2, 5000);
+    };
+  }
+
+  send(frame) {
+    if (this.ws?.readyState === WebSocket.OPEN) this.ws.send(JSON.stringify(frame));
+  }
+
+  /** A request after the handshake; resolves with the payload, rejects with the error. */
+  request(method, params) {
+    if (!this.connId) return Promise.reject(new Error('gateway not connected'));
+    const id = `ui${this.nextId++}`;
+    return new Promise((resolve, reject) => {
+      this.pending.set(id, { resolve, reject });
+      this.send({ type: 'req', id, method, params });
+    });
+  }
+
+  receive(text) {
+    let frame;
+    try {
+      frame = JSON.parse(text);
+    } catch {
+      return;
+    }
+    if (frame.type === 'event') {
+      if (typeof frame.seq === 'number') {
+        if (this.lastSeq && frame.seq !== this.lastSeq + 1) {
+          console.warn(`gateway: event gap ${this.lastSeq} -> ${frame.seq}`);
+        }
+        this.lastSeq = frame.seq;
+      }
+      this.event(frame.event, frame.payload ?? {});
+    } else if (frame.type === 'res') {
+      if (frame.id === 'connect') {
+        this.hello(frame);
+        return;
+      }
+      const p = this.pending.get(frame.id);
+      if (!p) return;
+      this.pending.delete(frame.id);
+      if (frame.ok) p.resolve(frame.payload);
+      else {
+        const e = new Error(frame.error?.message ?? 'request failed');
+        e.code = frame.error?.code;
+        p.reject(e);
+      }
+    }
+  }
+
+  event(name, payload) {
+    if (name === 'connect.challenge') {
+      this.send({
+        type: 'req',
+        id: 'connect',
+        method: 'connect',
+        params: {
+          minProtocol: 1,
+          maxProtocol: 1,
+          client: { id: 'ax-code-control-ui', version: CLIENT_VERSION, platform: 'browser', mode: 'ui' },
+          caps: ['ui-commands'],
+          role: 'operator',
+          scopes: ['operator.read', 'operator.write', 'operator.admin'],
+          auth: { token: this.token },
+        },
+      });
+      return;
+    }
+    if (name === 'ui.command') {
+      let result;
+      try {
+        result = this.onCommand(payload);
+      } catch (e) {
+        result = { outcome: 'ignored', reason: `error: ${e.message}` };
+      }
+      const params = { commandId: payload.commandId, outcome: result.outcome };
+      if (result.reason) params.reason = String(result.reason).slice(0, 500);
+      this.request('ui.command.result', params).catch(() => {});
+      return;
+    }
+    this.onEvent(name, payload);
+  }
+
+  hello(frame) {
+    if (!frame.ok) {
+      const code = frame.error?.code;
+      if (code === 'FORBIDDEN') {
+        this.stopped = true;
+        this.onStatus('unauthorized', frame.error?.message);
+      } else {
+        this.onStatus('down', frame.error?.message);
+      }
+      return;
+    }
+    this.connId = frame.payload?.server?.connId ?? null;
+    this.delay = 500;
+    this.onStatus('connected', this.connId);
+  }
+}

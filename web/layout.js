@@ -1,0 +1,223 @@
+// The Control UI layout: a pure model (no DOM), so every ui.command has one clear outcome.
+//
+// A layout is columns side by side; each column is a vertical stack of panes; each pane shows
+// one session. Weights are relative sizes (flex-grow). Panels (terminal, browser) are docked
+// bottom or right and may be hidden.
+
+export const STORAGE_KEY = 'ax-code.layout.v1';
+const DOCKS = ['bottom', 'right'];
+const PANELS = ['terminal', 'browser'];
+const MAX_PANES = 16;
+
+export function defaultLayout() {
+  return {
+    version: 1,
+    nextId: 2,
+    columns: [{ weight: 1, panes: [{ id: 'p1', session: null, weight: 1 }] }],
+    active: 'p1',
+    sidebar: true,
+    panels: {
+      terminal: { open: false, dock: 'bottom' },
+      browser: { open: false, dock: 'right', url: '' },
+    },
+  };
+}
+
+const isObj = (v) => v !== null && typeof v === 'object' && !Array.isArray(v);
+const posNum = (v) => typeof v === 'number' && Number.isFinite(v) && v > 0;
+const sessionOk = (s) => s === null || (typeof s === 'string' && s.length > 0 && s.length <= 128);
+
+/** A stored layout, checked field by field; anything off yields the default. */
+export function sanitize(raw) {
+  try {
+    if (!isObj(raw) || raw.version !== 1 || !Array.isArray(raw.columns)) return defaultLayout();
+    const ids = new Set();
+    const columns = [];
+    for (const c of raw.columns) {
+      if (!isObj(c) || !posNum(c.weight) || !Array.isArray(c.panes) || c.panes.length === 0) {
+        return defaultLayout();
+      }
+      const panes = [];
+      for (const p of c.panes) {
+        if (!isObj(p) || typeof p.id !== 'string' || ids.has(p.id) || !sessionOk(p.session) || !posNum(p.weight)) {
+          return defaultLayout();
+        }
+        ids.add(p.id);
+        panes.push({ id: p.id, session: p.session, weight: p.weight });
+      }
+      columns.push({ weight: c.weight, panes });
+    }
+    if (columns.length === 0 || ids.size > MAX_PANES) return defaultLayout();
+    const d = defaultLayout();
+    const panels = {};
+    for (const name of PANELS) {
+      const p = isObj(raw.panels) && isObj(raw.panels[name]) ? raw.panels[name] : d.panels[name];
+      panels[name] = {
+        open: p.open === true,
+        dock: DOCKS.includes(p.dock) ? p.dock : d.panels[name].dock,
+      };
+    }
+    const url = raw.panels?.browser?.url;
+    panels.browser.url = typeof url === 'string' && safeUrl(url) ? url : '';
+    const nextId = Number.isInteger(raw.nextId) && raw.nextId > 0 ? raw.nextId : ids.size + 1;
+    let active = typeof raw.active === 'string' && ids.has(raw.active) ? raw.active : columns[0].panes[0].id;
+    return {
+      version: 1,
+      nextId: Math.max(nextId, ids.size + 1),
+      columns,
+      active,
+      sidebar: raw.sidebar !== false,
+      panels,
+    };
+  } catch {
+    return defaultLayout();
+  }
+}
+
+/** Only http(s) addresses may be shown in the browser panel. */
+export function safeUrl(text) {
+  try {
+    const u = new URL(text);
+    return u.protocol === 'http:' || u.protocol === 'https:' ? u.href : null;
+  } catch {
+    return null;
+  }
+}
+
+export function allPanes(layout) {
+  return layout.columns.flatMap((c) => c.panes);
+}
+
+export function locate(layout, paneId) {
+  for (let ci = 0; ci < layout.columns.length; ci++) {
+    const pi = layout.columns[ci].panes.findIndex((p) => p.id === paneId);
+    if (pi >= 0) return { ci, pi, column: layout.columns[ci], pane: layout.columns[ci].panes[pi] };
+  }
+  return null;
+}
+
+export function activePane(layout) {
+  return locate(layout, layout.active)?.pane ?? layout.columns[0].panes[0];
+}
+
+/** The pane showing `session`: the active one if it does, else the first in reading order. */
+export function paneShowing(layout, session) {
+  if (!session) return null;
+  const active = activePane(layout);
+  if (active.session === session) return active;
+  return allPanes(layout).find((p) => p.session === session) ?? null;
+}
+
+function newPane(layout, session, weight) {
+  const pane = { id: `p${layout.nextId}`, session, weight };
+  layout.nextId += 1;
+  return pane;
+}
+
+const ignored = (layout, reason) => ({ layout, outcome: 'ignored', reason });
+const applied = (layout) => ({ layout, outcome: 'applied' });
+
+/**
+ * Apply one ui.command event payload `{command, sessionKey?}`.
+ * Returns `{layout, outcome: 'applied'|'ignored', reason?}`; an ignored command leaves the
+ * layout as it was and is never turned into a different action.
+ */
+export function applyCommand(current, payload) {
+  const layout = structuredClone(current);
+  const command = payload?.command;
+  if (!isObj(command)) return ignored(current, 'malformed command');
+  const source = typeof payload.sessionKey === 'string' ? payload.sessionKey : null;
+  const named = typeof command.sessionKey === 'string' ? command.sessionKey : null;
+  // "Current session": the agent's own session when it runs in one, else the active pane's.
+  const target = named ?? source ?? activePane(layout).session;
+
+  switch (command.kind) {
+    case 'split': {
+      if (command.direction !== 'right' && command.direction !== 'down') {
+        return ignored(current, `unknown split direction: ${command.direction}`);
+      }
+      if (!target) return ignored(current, 'no session to show in the new pane');
+      if (allPanes(layout).length >= MAX_PANES) return ignored(current, `at most ${MAX_PANES} panes`);
+      const beside = (source && paneShowing(layout, source)) || activePane(layout);
+      const at = locate(layout, beside.id);
+      if (command.direction === 'down') {
+        const half = at.pane.weight / 2;
+        at.pane.weight = half;
+        const pane = newPane(layout, target, half);
+        at.column.panes.splice(at.pi + 1, 0, pane);
+        layout.active = pane.id;
+      } else {
+        const half = at.column.weight / 2;
+        at.column.weight = half;
+        const pane = newPane(layout, target, 1);
+        layout.columns.splice(at.ci + 1, 0, { weight: half, panes: [pane] });
+        layout.active = pane.id;
+      }
+      return applied(layout);
+    }
+    case 'close-pane': {
+      if (!target) return ignored(current, 'no current session to close');
+      const pane = paneShowing(layout, target);
+      if (!pane) return ignored(current, `no pane shows session ${target}`);
+      if (allPanes(layout).length === 1) return ignored(current, 'cannot close the last pane');
+      closePane(layout, pane.id);
+      return applied(layout);
+    }
+    case 'focus': {
+      if (!target) return ignored(current, 'no current session to focus');
+      const pane = paneShowing(layout, target);
+      if (!pane) return ignored(current, `no pane shows session ${target}`);
+      layout.active = pane.id;
+      return applied(layout);
+    }
+    case 'navigate': {
+      if (!target) return ignored(current, 'no session to open');
+      activePane(layout).session = target;
+      return applied(layout);
+    }
+    case 'sidebar': {
+      if (typeof command.visible !== 'boolean') return ignored(current, 'sidebar needs visible');
+      layout.sidebar = command.visible;
+      return applied(layout);
+    }
+    case 'panel': {
+      if (!PANELS.includes(command.panel)) return ignored(current, `panel unavailable: ${command.panel}`);
+      if (typeof command.open !== 'boolean') return ignored(current, 'panel needs open');
+      const panel = layout.panels[command.panel];
+      if (command.open) {
+        if (command.dock !== undefined) {
+          if (!DOCKS.includes(command.dock)) return ignored(current, `unknown dock: ${command.dock}`);
+          panel.dock = command.dock;
+        }
+        panel.open = true;
+      } else {
+        if (command.dock !== undefined) return ignored(current, 'dock applies only when opening');
+        panel.open = false;
+      }
+      return applied(layout);
+    }
+    default:
+      return ignored(current, `unknown command kind: ${String(command.kind)}`);
+  }
+}
+
+/** Remove a pane; its space goes to its neighbour, and the active pane moves if needed. */
+export function closePane(layout, paneId) {
+  const at = locate(layout, paneId);
+  if (!at || allPanes(layout).length === 1) return false;
+  const { ci, pi, column } = at;
+  column.panes.splice(pi, 1);
+  let next;
+  if (column.panes.length > 0) {
+    const n = column.panes[Math.max(0, pi - 1)];
+    n.weight += at.pane.weight;
+    next = n;
+  } else {
+    layout.columns.splice(ci, 1);
+    const nc = layout.columns[Math.max(0, ci - 1)];
+    nc.weight += column.weight;
+    next = nc.panes[0];
+  }
+  if (layout.active === paneId) layout.active = next.id;
+  return true;
+}
