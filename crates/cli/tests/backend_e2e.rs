@@ -1,0 +1,412 @@
+//! The backend through the real `ax-code` binary: `serve` found through the `servers/`
+//! registry by `session create/list`, a `kill -9` mid-run and a restart on the same data
+//! directory, and the credential kept out of logs.
+
+use std::{
+    io::{BufRead, BufReader},
+    os::unix::fs::PermissionsExt,
+    path::{Path, PathBuf},
+    process::{Child, Command, Output, Stdio},
+    sync::mpsc,
+    time::Duration,
+};
+
+use ax_client::Client;
+use ax_protocol::{
+    Event, Part, PermissionReply, PermissionState, Session, SessionId, SessionStatus, Stream,
+};
+use tempfile::TempDir;
+
+const WAIT: Duration = Duration::from_secs(15);
+
+fn bin() -> &'static str {
+    env!("CARGO_BIN_EXE_ax-code")
+}
+
+struct Dirs {
+    project: TempDir,
+    data: TempDir,
+}
+
+impl Dirs {
+    fn new() -> Dirs {
+        Dirs {
+            project: tempfile::tempdir().unwrap(),
+            data: tempfile::tempdir().unwrap(),
+        }
+    }
+
+    fn command(&self, cwd: &Path) -> Command {
+        let mut c = Command::new(bin());
+        c.current_dir(cwd)
+            .env("AX_CODE_DATA_DIR", self.data.path())
+            .env_remove("AX_CODE_SERVER_PASSWORD")
+            .env_remove("XDG_DATA_HOME");
+        c
+    }
+
+    /// `ax-code ARGS` in `cwd`, bounded.
+    fn run(&self, cwd: &Path, args: &[&str]) -> Output {
+        let mut child = self
+            .command(cwd)
+            .args(args)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let (tx, rx) = mpsc::channel();
+        let pid = child.id();
+        std::thread::spawn(move || {
+            if rx.recv_timeout(WAIT).is_err() {
+                let _ = Command::new("kill")
+                    .arg("-KILL")
+                    .arg(pid.to_string())
+                    .status();
+            }
+        });
+        let stdout = child.stdout.take().unwrap();
+        let stderr = child.stderr.take().unwrap();
+        let out = std::thread::spawn(move || std::io::read_to_string(stdout).unwrap());
+        let err = std::thread::spawn(move || std::io::read_to_string(stderr).unwrap());
+        let status = child.wait().unwrap();
+        let _ = tx.send(());
+        Output {
+            status,
+            stdout: out.join().unwrap().into_bytes(),
+            stderr: err.join().unwrap().into_bytes(),
+        }
+    }
+
+    fn serve(&self) -> Serve {
+        let log = self
+            .data
+            .path()
+            .join(format!("serve-{}.log", rand_suffix()));
+        let mut child = self
+            .command(self.project.path())
+            .args(["serve", "--port", "0"])
+            .env("RUST_LOG", "debug")
+            .stdout(Stdio::piped())
+            .stderr(std::fs::File::create(&log).unwrap())
+            .spawn()
+            .unwrap();
+        let stdout = child.stdout.take().unwrap();
+        let (tx, rx) = mpsc::channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines() {
+                let Ok(line) = line else { break };
+                if tx.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        let mut lines = Vec::new();
+        let mut url_token = None;
+        while url_token.is_none() {
+            let line = match rx.recv_timeout(WAIT) {
+                Ok(line) => line,
+                Err(_) => {
+                    let _ = child.kill();
+                    panic!(
+                        "serve printed no Control UI line; stdout {lines:?}, log:\n{}",
+                        std::fs::read_to_string(&log).unwrap_or_default()
+                    );
+                }
+            };
+            if let Some(rest) = line.strip_prefix("Control UI: ") {
+                let (url, token) = rest.split_once("/#token=").expect("token in the fragment");
+                url_token = Some((url.to_owned(), token.to_owned()));
+            }
+            lines.push(line);
+        }
+        let (url, token) = url_token.unwrap();
+        Serve {
+            child,
+            url,
+            token,
+            log,
+            stdout: lines,
+        }
+    }
+}
+
+fn rand_suffix() -> u128 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_nanos()
+}
+
+struct Serve {
+    child: Child,
+    url: String,
+    token: String,
+    log: PathBuf,
+    stdout: Vec<String>,
+}
+
+impl Serve {
+    fn client(&self) -> Client {
+        Client::new(&self.url, &self.token).unwrap()
+    }
+
+    /// SIGTERM and wait for a clean exit.
+    fn stop(mut self) -> String {
+        let status = Command::new("kill")
+            .arg("-TERM")
+            .arg(self.child.id().to_string())
+            .status()
+            .unwrap();
+        assert!(status.success());
+        let exit = wait_child(&mut self.child);
+        assert!(exit.success(), "serve exits cleanly on SIGTERM: {exit:?}");
+        std::fs::read_to_string(&self.log).unwrap()
+    }
+
+    /// kill -9.
+    fn crash(mut self) -> String {
+        self.child.kill().unwrap();
+        wait_child(&mut self.child);
+        std::fs::read_to_string(&self.log).unwrap()
+    }
+}
+
+impl Drop for Serve {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn wait_child(child: &mut Child) -> std::process::ExitStatus {
+    let deadline = std::time::Instant::now() + WAIT;
+    loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            return status;
+        }
+        assert!(std::time::Instant::now() < deadline, "process did not exit");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+fn files_in(dir: &Path) -> Vec<PathBuf> {
+    std::fs::read_dir(dir)
+        .map(|d| d.flatten().map(|e| e.path()).collect())
+        .unwrap_or_default()
+}
+
+fn stdout(o: &Output) -> String {
+    assert!(
+        o.status.success(),
+        "ax-code failed: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    String::from_utf8(o.stdout.clone()).unwrap()
+}
+
+#[test]
+fn session_commands_find_the_registered_serve() {
+    let dirs = Dirs::new();
+    let serve = dirs.serve();
+    let project = dirs.project.path();
+
+    let created = stdout(&dirs.run(project, &["session", "create", "--title", "hello"]));
+    let id: SessionId = created.trim().parse().expect("create prints the ID");
+    let second = stdout(&dirs.run(project, &["session", "create"]));
+    let second: SessionId = second.trim().parse().unwrap();
+
+    let json = stdout(&dirs.run(project, &["session", "list", "--json"]));
+    let list: Vec<Session> = serde_json::from_str(&json).expect("a JSON array of sessions");
+    assert_eq!(
+        list.iter().map(|s| &s.id).collect::<Vec<_>>(),
+        vec![&second, &id]
+    );
+    assert_eq!(list[1].title, "hello");
+    let text = stdout(&dirs.run(project, &["session", "list"]));
+    assert!(
+        text.lines()
+            .any(|l| l.starts_with(id.as_str()) && l.ends_with("hello")),
+        "{text}"
+    );
+
+    // --url uses the credential file serve wrote (no secret on the command line).
+    let elsewhere = tempfile::tempdir().unwrap();
+    let by_url = stdout(&dirs.run(
+        elsewhere.path(),
+        &["session", "list", "--url", &serve.url, "--json"],
+    ));
+    assert_eq!(
+        serde_json::from_str::<Vec<Session>>(&by_url).unwrap().len(),
+        2
+    );
+    // Another directory has no backend: create refuses, list reads the store (nothing there).
+    let refused = dirs.run(elsewhere.path(), &["session", "create"]);
+    assert!(!refused.status.success());
+    assert!(String::from_utf8_lossy(&refused.stderr).contains("no running backend"));
+    let empty = stdout(&dirs.run(elsewhere.path(), &["session", "list", "--json"]));
+    assert_eq!(
+        serde_json::from_str::<Vec<Session>>(&empty).unwrap(),
+        vec![]
+    );
+
+    // Secrets live in 0600 files in 0700 directories.
+    let servers = dirs.data.path().join("servers");
+    let records = files_in(&servers);
+    assert_eq!(records.len(), 1, "{records:?}");
+    let credentials = files_in(&dirs.data.path().join("credentials"));
+    assert_eq!(credentials.len(), 1);
+    for f in records.iter().chain(&credentials) {
+        assert_eq!(
+            std::fs::metadata(f).unwrap().permissions().mode() & 0o777,
+            0o600
+        );
+    }
+    for d in [dirs.data.path().to_owned(), servers.clone()] {
+        assert_eq!(
+            std::fs::metadata(&d).unwrap().permissions().mode() & 0o777,
+            0o700
+        );
+    }
+
+    // Provoke some logging, including refused requests.
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    rt.block_on(async {
+        let wrong = Client::new(&serve.url, "wrong-token-000000000000").unwrap();
+        assert_eq!(wrong.list_sessions().await.unwrap_err().status(), Some(401));
+        let client = serve.client();
+        client.get_session(&id).await.unwrap();
+    });
+    let token = serve.token.clone();
+    let printed = serve.stdout.join("\n");
+    let log = serve.stop();
+    assert!(!log.is_empty(), "serve logs at debug level");
+    assert!(
+        !log.contains(&token),
+        "the token must never appear in the log"
+    );
+    assert_eq!(
+        printed.matches(&token).count(),
+        1,
+        "printed once, in the URL fragment"
+    );
+
+    // Clean exit: registry record and credential file gone; list now reads the store.
+    assert!(files_in(&servers).is_empty());
+    assert!(files_in(&dirs.data.path().join("credentials")).is_empty());
+    let offline = stdout(&dirs.run(project, &["session", "list", "--json"]));
+    let offline: Vec<Session> = serde_json::from_str(&offline).unwrap();
+    assert_eq!(offline.len(), 2);
+    assert_eq!(offline[1].id, id);
+}
+
+async fn next_event(
+    events: &mut ax_client::EventStream,
+    mut pred: impl FnMut(&Event) -> bool,
+) -> Event {
+    tokio::time::timeout(WAIT, async {
+        loop {
+            let e = events.next().await.unwrap().unwrap();
+            if pred(&e.event) {
+                return e.event;
+            }
+        }
+    })
+    .await
+    .expect("timed out waiting for an event")
+}
+
+#[test]
+fn kill_9_mid_run_then_restart_marks_the_run_interrupted() {
+    let dirs = Dirs::new();
+    let serve = dirs.serve();
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let pidfile = dirs.project.path().join("run.pid");
+    let (busy, pending) = rt.block_on(async {
+        let client = serve.client();
+        let busy = client.create_session(Some("busy")).await.unwrap().id;
+        let pending = client.create_session(Some("pending")).await.unwrap().id;
+        let mut events = client.events(None);
+        let accepted = client
+            .prompt_text(&busy, "echo started; echo $$ > run.pid; exec sleep 300")
+            .await
+            .unwrap();
+        client
+            .reply_permission(
+                &busy,
+                &accepted.permission.unwrap().id,
+                PermissionReply::Once,
+            )
+            .await
+            .unwrap();
+        next_event(&mut events, |e| {
+            matches!(
+                e,
+                Event::MessagePart {
+                    part: Part::Output { .. },
+                    ..
+                }
+            )
+        })
+        .await;
+        client.prompt_text(&pending, "touch never").await.unwrap();
+        next_event(&mut events, |e| matches!(e, Event::PermissionAsked { .. })).await;
+        (busy, pending)
+    });
+    let log = serve.crash();
+    assert!(
+        !log.contains("shutting down"),
+        "a kill -9 gives no chance to clean up"
+    );
+    // The orphaned command is this test's to clean up (its backend died with kill -9).
+    if let Ok(pid) = std::fs::read_to_string(&pidfile) {
+        let _ = Command::new("kill").arg("-KILL").arg(pid.trim()).status();
+    }
+    assert_eq!(
+        files_in(&dirs.data.path().join("servers")).len(),
+        1,
+        "a stale record stays"
+    );
+
+    let serve = dirs.serve();
+    assert_eq!(
+        files_in(&dirs.data.path().join("servers")).len(),
+        1,
+        "the stale record is cleaned at the next start"
+    );
+    rt.block_on(async {
+        let client = serve.client();
+        let sessions = client.list_sessions().await.unwrap();
+        assert_eq!(sessions.len(), 2);
+        assert!(
+            sessions.iter().all(|s| s.status == SessionStatus::Idle),
+            "{sessions:?}"
+        );
+
+        let messages = client.messages(&busy).await.unwrap();
+        assert_eq!(messages.len(), 2);
+        assert_eq!(
+            messages[1].parts,
+            vec![
+                Part::Output {
+                    stream: Stream::Stdout,
+                    text: "started\n".into()
+                },
+                Part::Interrupted
+            ]
+        );
+        let messages = client.messages(&pending).await.unwrap();
+        assert_eq!(messages[1].parts, vec![Part::Interrupted]);
+        assert!(client.permissions().await.unwrap().is_empty());
+        // The session takes prompts again.
+        let again = client.prompt_text(&pending, "true").await.unwrap();
+        assert_eq!(again.permission.unwrap().state, PermissionState::Pending);
+    });
+    assert!(!dirs.project.path().join("never").exists());
+    serve.stop();
+
+    let db = rusqlite::Connection::open(dirs.data.path().join("ax-code.db")).unwrap();
+    let check: String = db
+        .query_row("PRAGMA integrity_check", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(check, "ok");
+}
