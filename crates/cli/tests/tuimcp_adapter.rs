@@ -345,3 +345,58 @@ async fn a_missing_or_unsafe_endpoint_fails_fast_with_the_reason() {
     assert!(String::from_utf8_lossy(&output.stderr).contains("absolute"));
     tui.shutdown().await;
 }
+
+#[tokio::test]
+async fn mcp_cancellation_cancels_the_pending_navigation() {
+    let root = temp_root();
+    let mut options = FakeOptions {
+        sessions: vec![sid(1)],
+        gate_validations: true,
+        ..FakeOptions::default()
+    };
+    options.endpoint.temp_root = Some(root.path().to_owned());
+    let tui = FakeTui::start(options).await.unwrap();
+    let mut adapter = Adapter::spawn(tui.endpoint_path(), "warn");
+    adapter.initialize().await;
+    let view = structured(&adapter.call("get_view_context", json!({})).await)["context"].clone();
+    let args = json!({
+        "requestId": "0b7f9a52-58c4-4d8e-8f0e-3d1f7f1e2a10",
+        "instanceId": view["instanceId"],
+        "generation": view["generation"],
+        "expectedRevision": view["revision"],
+        "sessionId": sid(1).as_str(),
+    });
+    adapter
+        .send(json!({"jsonrpc": "2.0", "id": 900, "method": "tools/call",
+            "params": {"name": "select_session", "arguments": args}}))
+        .await;
+    for _ in 0..500 {
+        if tui.validations_started() == 1 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    assert_eq!(tui.validations_started(), 1, "the navigation is in flight");
+    adapter
+        .send(
+            json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
+            "params": {"requestId": 900, "reason": "test"}}),
+        )
+        .await;
+    // The TUI learns that its caller is gone, and the receipt says cancelled.
+    for _ in 0..500 {
+        if !tui.in_flight() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    assert!(!tui.in_flight(), "the cancellation reached the TUI");
+    let replay = structured(&adapter.call("select_session", args.clone()).await);
+    assert_eq!(replay, json!({"status": "rejected", "code": "cancelled"}));
+    tui.release_validations(10);
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    assert_eq!(tui.navigations(), 0);
+    let (status, _) = adapter.finish().await;
+    assert!(status.success());
+    tui.shutdown().await;
+}

@@ -6,7 +6,7 @@ use std::{
     path::{Path, PathBuf},
     sync::{
         Arc,
-        atomic::{AtomicUsize, Ordering},
+        atomic::{AtomicBool, AtomicUsize, Ordering},
     },
 };
 
@@ -93,6 +93,7 @@ pub struct FakeTui {
     navigations: Arc<AtomicUsize>,
     applied: Arc<AtomicUsize>,
     started: Arc<AtomicUsize>,
+    in_flight: Arc<AtomicBool>,
     gate: Option<Arc<Semaphore>>,
     task: JoinHandle<()>,
 }
@@ -122,6 +123,8 @@ impl FakeTui {
         };
         let (commands, mut command_rx) = mpsc::unbounded_channel();
         let applied_count = applied.clone();
+        let in_flight = Arc::new(AtomicBool::new(false));
+        let flying = in_flight.clone();
         let task = tokio::spawn(async move {
             loop {
                 tokio::select! {
@@ -147,6 +150,7 @@ impl FakeTui {
                         sharing.observe(app.inputs.clone());
                     }
                 }
+                flying.store(sharing.controller().in_flight().is_some(), Ordering::SeqCst);
             }
             sharing.revoke().await;
         });
@@ -157,6 +161,7 @@ impl FakeTui {
             navigations,
             applied,
             started,
+            in_flight,
             gate,
             task,
         })
@@ -192,6 +197,11 @@ impl FakeTui {
     /// Validations that started.
     pub fn validations_started(&self) -> usize {
         self.started.load(Ordering::SeqCst)
+    }
+
+    /// A navigation holds the single-flight gate.
+    pub fn in_flight(&self) -> bool {
+        self.in_flight.load(Ordering::SeqCst)
     }
 
     /// Lets `n` gated validations finish.
