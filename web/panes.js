@@ -63,7 +63,7 @@ function composer(pane, { drafts, actions }) {
   const input = h('textarea', {
     class: 'composer-input',
     rows: 2,
-    placeholder: 'Shell command for this session (Enter to send, Shift+Enter for a new line)',
+    placeholder: 'Command for this session (Enter sends, Shift+Enter: new line)',
     'aria-label': 'Prompt',
     'data-testid': 'composer-input',
   });
