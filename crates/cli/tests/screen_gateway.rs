@@ -57,6 +57,7 @@ fn serve() -> Serve {
     loop {
         let Ok(line) = rx.recv_timeout(WAIT) else {
             let _ = child.kill();
+            let _ = child.wait();
             panic!("serve printed no Control UI line");
         };
         if let Some(rest) = line.strip_prefix("Control UI: ") {
