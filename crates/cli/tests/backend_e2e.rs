@@ -189,6 +189,27 @@ fn wait_child(child: &mut Child) -> std::process::ExitStatus {
     }
 }
 
+/// Whether a process is gone (or only a zombie left for its reaper).
+fn process_gone(pid: u32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Err(_) => true,
+        Ok(stat) => stat
+            .rsplit_once(')')
+            .is_some_and(|(_, rest)| rest.trim_start().starts_with('Z')),
+    }
+}
+
+fn eventually(what: &str, mut check: impl FnMut() -> bool) {
+    let deadline = std::time::Instant::now() + WAIT;
+    while !check() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "timed out waiting for: {what}"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
 fn files_in(dir: &Path) -> Vec<PathBuf> {
     std::fs::read_dir(dir)
         .map(|d| d.flatten().map(|e| e.path()).collect())
@@ -279,7 +300,10 @@ fn session_commands_find_the_registered_serve() {
     let token = serve.token.clone();
     let printed = serve.stdout.join("\n");
     let log = serve.stop();
-    assert!(!log.is_empty(), "serve logs at debug level");
+    assert!(
+        log.contains("path=/session") && log.contains("status=401"),
+        "serve logs requests at debug level:\n{log}"
+    );
     assert!(
         !log.contains(&token),
         "the token must never appear in the log"
@@ -357,10 +381,15 @@ fn kill_9_mid_run_then_restart_marks_the_run_interrupted() {
         !log.contains("shutting down"),
         "a kill -9 gives no chance to clean up"
     );
-    // The orphaned command is this test's to clean up (its backend died with kill -9).
-    if let Ok(pid) = std::fs::read_to_string(&pidfile) {
-        let _ = Command::new("kill").arg("-KILL").arg(pid.trim()).status();
-    }
+    let orphan: u32 = std::fs::read_to_string(&pidfile)
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    assert!(
+        !process_gone(orphan),
+        "the command outlives its killed backend"
+    );
     assert_eq!(
         files_in(&dirs.data.path().join("servers")).len(),
         1,
@@ -373,6 +402,8 @@ fn kill_9_mid_run_then_restart_marks_the_run_interrupted() {
         1,
         "the stale record is cleaned at the next start"
     );
+    // The restarted backend stopped what the dead one left running.
+    eventually("the orphaned command is killed", || process_gone(orphan));
     rt.block_on(async {
         let client = serve.client();
         let sessions = client.list_sessions().await.unwrap();
@@ -403,10 +434,70 @@ fn kill_9_mid_run_then_restart_marks_the_run_interrupted() {
     });
     assert!(!dirs.project.path().join("never").exists());
     serve.stop();
+    // Whatever happened above, leave no sleeper behind.
+    let _ = Command::new("kill")
+        .arg("-KILL")
+        .arg(orphan.to_string())
+        .status();
 
     let db = rusqlite::Connection::open(dirs.data.path().join("ax-code.db")).unwrap();
     let check: String = db
         .query_row("PRAGMA integrity_check", [], |r| r.get(0))
         .unwrap();
     assert_eq!(check, "ok");
+}
+
+#[test]
+fn a_second_backend_for_the_project_leaves_a_live_run_alone() {
+    let dirs = Dirs::new();
+    let first = dirs.serve();
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let pidfile = dirs.project.path().join("live.pid");
+    let id = rt.block_on(async {
+        let client = first.client();
+        let id = client.create_session(None).await.unwrap().id;
+        let mut events = client.events(None);
+        let accepted = client
+            .prompt_text(&id, "echo $$ > live.pid; exec sleep 300")
+            .await
+            .unwrap();
+        client
+            .reply_permission(&id, &accepted.permission.unwrap().id, PermissionReply::Once)
+            .await
+            .unwrap();
+        next_event(&mut events, |e| {
+            matches!(
+                e,
+                Event::SessionStatus {
+                    status: SessionStatus::Busy,
+                    ..
+                }
+            )
+        })
+        .await;
+        id
+    });
+    eventually("the pid file", || {
+        std::fs::read_to_string(&pidfile).is_ok_and(|s| s.ends_with('\n'))
+    });
+    let pid: u32 = std::fs::read_to_string(&pidfile)
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+
+    // Same project, same data directory, another port (e.g. a TUI beside `serve`).
+    let second = dirs.serve();
+    assert_ne!(second.url, first.url);
+    assert!(!process_gone(pid), "the first backend's command still runs");
+    rt.block_on(async {
+        let session = first.client().get_session(&id).await.unwrap();
+        assert_eq!(session.status, SessionStatus::Busy);
+        let messages = first.client().messages(&id).await.unwrap();
+        assert!(!messages[1].parts.contains(&Part::Interrupted));
+        assert!(first.client().abort(&id).await.unwrap().aborted);
+    });
+    eventually("the command is aborted", || process_gone(pid));
+    second.stop();
+    first.stop();
 }

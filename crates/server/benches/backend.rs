@@ -59,7 +59,10 @@ async fn list_latency(n: usize, full_iters: usize) {
     let data = tempfile::tempdir().unwrap();
     let t = Instant::now();
     populate(data.path(), project.path(), n);
-    println!("populated {n} sessions in {:.1} s", t.elapsed().as_secs_f64());
+    println!(
+        "populated {n} sessions in {:.1} s",
+        t.elapsed().as_secs_f64()
+    );
     let mut config = ServerConfig::new(project.path(), data.path());
     config.register = false;
     let server = ax_server::start(config).await.unwrap();
@@ -103,7 +106,13 @@ async fn prompt_latency(iters: usize) {
         .unwrap();
     let wait_idle = async |events: &mut ax_client::EventStream| loop {
         let e = events.next().await.unwrap().unwrap();
-        if matches!(e.event, Event::SessionStatus { status: SessionStatus::Idle, .. }) {
+        if matches!(
+            e.event,
+            Event::SessionStatus {
+                status: SessionStatus::Idle,
+                ..
+            }
+        ) {
             return;
         }
     };

@@ -30,6 +30,16 @@ pub struct Chunk {
     pub bytes: Vec<u8>,
 }
 
+/// What an agent reports while it works.
+#[derive(Debug, Clone)]
+pub enum AgentOutput {
+    /// The work runs as this process group (the runner records it so a backend restarted
+    /// after a crash can stop what the dead backend left running).
+    ProcessGroup(u32),
+    /// Output, in arrival order.
+    Chunk(Chunk),
+}
+
 /// How a run ended.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum RunEnd {
@@ -51,13 +61,13 @@ pub trait Agent: Send + Sync + 'static {
     /// What the approval request shows the person (for `shell`: the command line).
     fn describe(&self, request: &AgentRequest) -> String;
 
-    /// Does the work. Output goes to `output` in order; when `cancel` fires the agent stops
+    /// Does the work. Output (and the process group, if any) goes to `output` in order; when `cancel` fires the agent stops
     /// everything it started and returns [`RunEnd::Cancelled`]. Dropping every clone of
     /// `output` tells the runner no more output follows.
     fn run(
         &self,
         request: AgentRequest,
-        output: mpsc::Sender<Chunk>,
+        output: mpsc::Sender<AgentOutput>,
         cancel: CancellationToken,
     ) -> BoxFuture<'static, RunEnd>;
 }
@@ -84,11 +94,42 @@ impl Agent for ShellAgent {
     fn run(
         &self,
         request: AgentRequest,
-        output: mpsc::Sender<Chunk>,
+        output: mpsc::Sender<AgentOutput>,
         cancel: CancellationToken,
     ) -> BoxFuture<'static, RunEnd> {
         Box::pin(run_shell(request, output, cancel))
     }
+}
+
+/// The start time of a process (clock ticks after boot, `/proc/PID/stat` field 22): with the
+/// pid it identifies a process even after the pid is reused.
+pub fn process_start_time(pid: u32) -> Option<u64> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // The command name (field 2) may contain spaces; fields after it follow the last ')'.
+    let (_, rest) = stat.rsplit_once(')')?;
+    rest.split_whitespace().nth(19)?.parse().ok()
+}
+
+/// This backend process as a run owner: pid and start time.
+pub fn this_process() -> (u32, Option<u64>) {
+    static START: std::sync::OnceLock<Option<u64>> = std::sync::OnceLock::new();
+    let pid = std::process::id();
+    (pid, *START.get_or_init(|| process_start_time(pid)))
+}
+
+/// Whether `owner` is a live process other than this one (same pid and start time).
+pub fn owner_alive(owner: (u32, Option<u64>)) -> bool {
+    owner.0 != std::process::id() && owner.1.is_some() && process_start_time(owner.0) == owner.1
+}
+
+/// Kills the process group `pgid` only if its leader is still the process that started at
+/// `start` (so a reused pid is never hit). Returns whether a signal was sent.
+pub fn kill_orphaned_group(pgid: u32, start: u64) -> bool {
+    if process_start_time(pgid) != Some(start) {
+        return false;
+    }
+    kill_group(pgid);
+    true
 }
 
 fn kill_group(pgid: u32) {
@@ -101,7 +142,7 @@ fn kill_group(pgid: u32) {
 async fn pump(
     mut reader: impl tokio::io::AsyncRead + Unpin,
     stream: Stream,
-    output: mpsc::Sender<Chunk>,
+    output: mpsc::Sender<AgentOutput>,
 ) {
     let mut buf = vec![0u8; 8192];
     loop {
@@ -112,7 +153,7 @@ async fn pump(
                     stream,
                     bytes: buf[..n].to_vec(),
                 };
-                if output.send(chunk).await.is_err() {
+                if output.send(AgentOutput::Chunk(chunk)).await.is_err() {
                     return;
                 }
             }
@@ -122,7 +163,7 @@ async fn pump(
 
 async fn run_shell(
     request: AgentRequest,
-    output: mpsc::Sender<Chunk>,
+    output: mpsc::Sender<AgentOutput>,
     cancel: CancellationToken,
 ) -> RunEnd {
     let mut listing = String::new();
@@ -150,6 +191,7 @@ async fn run_shell(
     let Some(pgid) = child.id() else {
         return RunEnd::Failed("the command vanished before it started".into());
     };
+    let _ = output.send(AgentOutput::ProcessGroup(pgid)).await;
     let mut pumps = Vec::new();
     if let Some(out) = child.stdout.take() {
         pumps.push(tokio::spawn(pump(out, Stream::Stdout, output.clone())));

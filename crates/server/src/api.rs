@@ -227,3 +227,23 @@ pub async fn method_not_allowed() -> Failure {
         "this route does not take that method",
     )
 }
+
+/// Debug log of every request: method, path (never the query or headers, so no credential),
+/// status and time.
+pub async fn log_request(
+    request: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> Response {
+    let method = request.method().clone();
+    let path = request.uri().path().to_owned();
+    let started = std::time::Instant::now();
+    let response = next.run(request).await;
+    tracing::debug!(
+        %method,
+        %path,
+        status = response.status().as_u16(),
+        ms = started.elapsed().as_secs_f64() * 1e3,
+        "request"
+    );
+    response
+}

@@ -45,7 +45,7 @@ mod sse;
 mod state;
 pub mod store;
 
-pub use agent::{Agent, AgentRequest, Chunk, RunEnd, ShellAgent};
+pub use agent::{Agent, AgentOutput, AgentRequest, Chunk, RunEnd, ShellAgent};
 pub use ax_protocol::local::data_dir as default_data_dir;
 pub use state::Limits;
 
@@ -245,12 +245,17 @@ pub async fn start(config: ServerConfig) -> Result<RunningServer, StartError> {
         let store = store::Store::open(&data_dir)?;
         let project_id = store.write_blocking(|c| {
             let id = store::project_id(c, &directory)?;
-            let recovered = store::recover_interrupted(c, id, ids::now_ms())?;
-            if recovered > 0 {
+            let recovered = store::recover_interrupted(c, id, ids::now_ms(), agent::owner_alive)?;
+            if recovered.runs > 0 {
                 tracing::warn!(
-                    recovered,
+                    runs = recovered.runs,
                     "marked runs cut short by a restart as interrupted"
                 );
+            }
+            for (pgid, start) in recovered.process_groups {
+                if agent::kill_orphaned_group(pgid, start) {
+                    tracing::warn!(pgid, "killed a command a crashed backend left running");
+                }
             }
             Ok(id)
         })?;
@@ -309,6 +314,7 @@ pub async fn start(config: ServerConfig) -> Result<RunningServer, StartError> {
             app.clone(),
             auth::host_origin,
         ))
+        .layer(middleware::from_fn(api::log_request))
         .with_state(app);
     let shutdown = stop.clone();
     let server = tokio::spawn(async move {

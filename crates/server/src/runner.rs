@@ -15,7 +15,7 @@ use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 
 use crate::{
-    agent::{AgentRequest, Chunk, RunEnd},
+    agent::{AgentOutput, AgentRequest, Chunk, RunEnd},
     error::Failure,
     ids,
     state::{Control, Phase, RunHandle, Shared},
@@ -200,7 +200,7 @@ pub async fn start(app: &Shared, id: SessionId, prompt: Prompt) -> Result<Prompt
                 if let Some(p) = &permission {
                     store::insert_permission(&tx, p)?;
                 }
-                store::begin_run(&tx, &sid, &reply.id, now)?;
+                store::begin_run(&tx, &sid, &reply.id, now, crate::agent::this_process())?;
                 let session = store::set_status(&tx, project, &sid, status, now)?;
                 tx.commit()?;
                 Ok(session)
@@ -285,6 +285,19 @@ impl Run {
             index,
             part,
         });
+    }
+
+    async fn record_process(&self, pgid: u32) {
+        let start = crate::agent::process_start_time(pgid);
+        let sid = self.session.to_string();
+        if let Err(e) = self
+            .app
+            .store
+            .write(move |c| store::set_run_process(c, &sid, pgid, start))
+            .await
+        {
+            tracing::error!(error = %e, "storing a run's process group failed");
+        }
     }
 
     async fn set_permission(&self, permission: &mut Permission, state: PermissionState) {
@@ -413,7 +426,7 @@ impl Run {
 
     async fn work(mut self, request: AgentRequest, mut inbox: mpsc::UnboundedReceiver<Control>) {
         let cancel = CancellationToken::new();
-        let (output, mut chunks) = mpsc::channel::<Chunk>(64);
+        let (output, mut chunks) = mpsc::channel::<AgentOutput>(64);
         let agent = self.app.agent.clone();
         let job = tokio::spawn(agent.run(request, output, cancel.clone()));
         let shutdown = self.app.shutdown.clone();
@@ -424,11 +437,12 @@ impl Run {
         loop {
             tokio::select! {
                 chunk = chunks.recv() => match chunk {
-                    Some(chunk) => {
+                    Some(AgentOutput::Chunk(chunk)) => {
                         for part in out.accept(chunk) {
                             self.append(part).await;
                         }
                     }
+                    Some(AgentOutput::ProcessGroup(pgid)) => self.record_process(pgid).await,
                     None => break,
                 },
                 control = inbox.recv(), if inbox_open => match control {

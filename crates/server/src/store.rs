@@ -19,7 +19,8 @@ use rusqlite::{Connection, OpenFlags, OptionalExtension, params};
 pub const DB_FILE: &str = "ax-code.db";
 
 /// Each entry moves the schema one version up; never edit a released entry, append one.
-const MIGRATIONS: &[&str] = &[r#"
+const MIGRATIONS: &[&str] = &[
+    r#"
 CREATE TABLE project (
     id INTEGER PRIMARY KEY,
     directory TEXT NOT NULL UNIQUE
@@ -61,7 +62,14 @@ CREATE TABLE run (
     message_id TEXT NOT NULL,
     started INTEGER NOT NULL
 );
-"#];
+"#,
+    r#"
+ALTER TABLE run ADD COLUMN pgid INTEGER;
+ALTER TABLE run ADD COLUMN pgid_start INTEGER;
+ALTER TABLE run ADD COLUMN owner_pid INTEGER;
+ALTER TABLE run ADD COLUMN owner_start INTEGER;
+"#,
+];
 
 /// The schema version this build writes.
 pub const SCHEMA_VERSION: i64 = MIGRATIONS.len() as i64;
@@ -566,10 +574,35 @@ pub fn pending_permissions(conn: &Connection, project: i64) -> Result<Vec<Permis
     rows.map(|r| build_permission(r?)).collect()
 }
 
-pub fn begin_run(conn: &Connection, session: &str, message_id: &str, now: Millis) -> Result<()> {
+/// The backend process that owns a run: its pid and start time (see
+/// [`crate::agent::process_start_time`]).
+pub type Owner = (u32, Option<u64>);
+
+pub fn begin_run(
+    conn: &Connection,
+    session: &str,
+    message_id: &str,
+    now: Millis,
+    owner: Owner,
+) -> Result<()> {
     conn.execute(
-        "INSERT OR REPLACE INTO run(session_id, message_id, started) VALUES (?1, ?2, ?3)",
-        params![session, message_id, now],
+        "INSERT OR REPLACE INTO run(session_id, message_id, started, owner_pid, owner_start) \
+         VALUES (?1, ?2, ?3, ?4, ?5)",
+        params![session, message_id, now, owner.0, owner.1.map(|s| s as i64)],
+    )?;
+    Ok(())
+}
+
+/// Records the process group a run's work runs as, with its leader's start time.
+pub fn set_run_process(
+    conn: &Connection,
+    session: &str,
+    pgid: u32,
+    start: Option<u64>,
+) -> Result<()> {
+    conn.execute(
+        "UPDATE run SET pgid = ?1, pgid_start = ?2 WHERE session_id = ?3",
+        params![pgid, start.map(|s| s as i64), session],
     )?;
     Ok(())
 }
@@ -579,20 +612,66 @@ pub fn end_run(conn: &Connection, session: &str) -> Result<()> {
     Ok(())
 }
 
-/// Marks every run of the project that a previous backend left behind as interrupted: an
+/// What [`recover_interrupted`] found.
+#[derive(Debug, Default)]
+pub struct Recovered {
+    /// Runs marked interrupted.
+    pub runs: usize,
+    /// Process groups those runs were running as, with their leaders' start times.
+    pub process_groups: Vec<(u32, u64)>,
+}
+
+/// Marks every run of the project that a dead backend left behind as interrupted: an
 /// `Interrupted` part ends its message, pending approvals become cancelled, status idle.
-/// Returns how many runs were recovered.
-pub fn recover_interrupted(conn: &mut Connection, project: i64, now: Millis) -> Result<usize> {
+/// Runs whose owner `is_alive` (another backend serving the same project right now) are left
+/// alone.
+pub fn recover_interrupted(
+    conn: &mut Connection,
+    project: i64,
+    now: Millis,
+    is_alive: impl Fn(Owner) -> bool,
+) -> Result<Recovered> {
     let tx = conn.transaction()?;
-    let runs: Vec<(String, String)> = {
+    type Row = (
+        String,
+        String,
+        Option<i64>,
+        Option<i64>,
+        Option<i64>,
+        Option<i64>,
+    );
+    let runs: Vec<Row> = {
         let mut stmt = tx.prepare(
-            "SELECT r.session_id, r.message_id FROM run r JOIN session s ON s.id = r.session_id \
-             WHERE s.project_id = ?1",
+            "SELECT r.session_id, r.message_id, r.pgid, r.pgid_start, r.owner_pid, r.owner_start \
+             FROM run r JOIN session s ON s.id = r.session_id WHERE s.project_id = ?1",
         )?;
-        stmt.query_map([project], |r| Ok((r.get(0)?, r.get(1)?)))?
-            .collect::<rusqlite::Result<_>>()?
+        stmt.query_map([project], |r| {
+            Ok((
+                r.get(0)?,
+                r.get(1)?,
+                r.get(2)?,
+                r.get(3)?,
+                r.get(4)?,
+                r.get(5)?,
+            ))
+        })?
+        .collect::<rusqlite::Result<_>>()?
     };
-    for (session, message) in &runs {
+    let runs: Vec<Row> = runs
+        .into_iter()
+        .filter(|r| match r.4 {
+            Some(pid) => !is_alive((pid as u32, r.5.map(|s| s as u64))),
+            None => true,
+        })
+        .collect();
+    let mut recovered = Recovered {
+        runs: runs.len(),
+        process_groups: Vec::new(),
+    };
+    for (session, message, pgid, start, _, _) in &runs {
+        if let (Some(pgid), Some(start)) = (pgid, start) {
+            recovered.process_groups.push((*pgid as u32, *start as u64));
+        }
         tx.execute(
             "INSERT INTO part(message_id, idx, body) SELECT ?1, COALESCE(MAX(idx), -1) + 1, ?2 \
              FROM part WHERE message_id = ?1",
@@ -604,19 +683,20 @@ pub fn recover_interrupted(conn: &mut Connection, project: i64, now: Millis) -> 
         )?;
         tx.execute("DELETE FROM run WHERE session_id = ?1", [session])?;
     }
-    // A status left non-idle without a run row (e.g. a crash between two writes) is reset too.
+    // A status left non-idle without a run row (e.g. a crash between two writes) is reset too;
+    // the remaining run rows belong to live backends.
     tx.execute(
         "UPDATE session SET status = 'idle', updated = max(updated, ?2) \
-         WHERE project_id = ?1 AND status != 'idle'",
+         WHERE project_id = ?1 AND status != 'idle' AND id NOT IN (SELECT session_id FROM run)",
         params![project, now],
     )?;
     tx.execute(
         "UPDATE permission SET state = 'cancelled' WHERE state = 'pending' AND session_id IN \
-         (SELECT id FROM session WHERE project_id = ?1)",
+         (SELECT id FROM session WHERE project_id = ?1 AND id NOT IN (SELECT session_id FROM run))",
         [project],
     )?;
     tx.commit()?;
-    Ok(runs.len())
+    Ok(recovered)
 }
 
 #[cfg(test)]
@@ -640,6 +720,36 @@ mod tests {
         );
         assert_eq!(std::fs::read(&path).unwrap(), before);
         assert!(Store::open_read_only(tmp.path()).is_err());
+    }
+
+    #[test]
+    fn a_version_1_database_migrates_and_its_cut_run_is_recovered() {
+        let tmp = tempfile::tempdir().unwrap();
+        {
+            let conn = Connection::open(tmp.path().join(DB_FILE)).unwrap();
+            conn.execute_batch(MIGRATIONS[0]).unwrap();
+            conn.execute_batch(
+                "PRAGMA user_version = 1;
+                 INSERT INTO project(id, directory) VALUES (1, '/p');
+                 INSERT INTO session VALUES ('ses_0123456789abABCDEFGHIJKLMN', 1, 't', 1, 1, 'busy', 0);
+                 INSERT INTO message VALUES ('msg_a', 'ses_0123456789abABCDEFGHIJKLMN', 1, 'assistant', 1);
+                 INSERT INTO part VALUES ('msg_a', 0, '{\"type\":\"output\",\"stream\":\"stdout\",\"text\":\"x\"}');
+                 INSERT INTO run VALUES ('ses_0123456789abABCDEFGHIJKLMN', 'msg_a', 1);",
+            )
+            .unwrap();
+        }
+        let store = Store::open(tmp.path()).unwrap();
+        let recovered = store
+            .write_blocking(|c| recover_interrupted(c, 1, 2, |_| false))
+            .unwrap();
+        assert_eq!(recovered.runs, 1);
+        let id: SessionId = "ses_0123456789abABCDEFGHIJKLMN".parse().unwrap();
+        let (session, msgs) = store
+            .read_blocking(|c| Ok((get_session(c, 1, id.as_str())?.unwrap(), messages(c, &id)?)))
+            .unwrap();
+        assert_eq!(session.status, SessionStatus::Idle);
+        assert_eq!(msgs[0].parts.last(), Some(&Part::Interrupted));
+        assert_eq!(msgs[0].parts.len(), 2);
     }
 
     #[test]

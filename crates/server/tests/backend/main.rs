@@ -3,6 +3,7 @@
 
 mod auth;
 mod events;
+mod gateway;
 mod input;
 mod runs;
 mod sessions;
