@@ -143,6 +143,7 @@ pub async fn start(app: &Shared, id: SessionId, prompt: Prompt) -> Result<Prompt
     };
 
     let now = ids::now_ms();
+    let checked_parts = checked.parts;
     let request = AgentRequest {
         text: checked.text,
         project_dir: app.project_dir.clone(),
@@ -170,85 +171,99 @@ pub async fn start(app: &Shared, id: SessionId, prompt: Prompt) -> Result<Prompt
         runs.insert(id.clone(), RunHandle { phase, control });
     }
 
-    let user = Message {
-        id: ids::message_id(),
-        session_id: id.clone(),
-        role: Role::User,
-        created: now,
-        parts: checked.parts,
-    };
-    let reply = Message {
-        id: ids::message_id(),
-        session_id: id.clone(),
-        role: Role::Assistant,
-        created: now,
-        parts: Vec::new(),
-    };
-    let status = if always {
-        SessionStatus::Busy
-    } else {
-        SessionStatus::Pending
-    };
-    let stored = {
-        let (user, reply, permission) = (user.clone(), reply.clone(), permission.clone());
-        let sid = id.to_string();
-        app.store
-            .write(move |c| {
-                let tx = c.transaction()?;
-                store::insert_message(&tx, &user)?;
-                store::insert_message(&tx, &reply)?;
-                if let Some(p) = &permission {
-                    store::insert_permission(&tx, p)?;
-                }
-                store::begin_run(&tx, &sid, &reply.id, now, crate::agent::this_process())?;
-                let session = store::set_status(&tx, project, &sid, status, now)?;
-                tx.commit()?;
-                Ok(session)
-            })
-            .await
-    };
-    let session = match stored {
-        Ok(Some(session)) => session,
-        Ok(None) => {
-            app.runs().remove(&id);
-            return Err(Failure::session_not_found(id.as_str()));
+    // From here on the run slot is taken: finish in a task of our own, so a client that hangs
+    // up mid-request cannot leave the slot (and the session) stuck.
+    let app2 = app.clone();
+    let id2 = id.clone();
+    let stages = app.tasks.spawn(async move {
+        let (app, id) = (&app2, id2);
+        let user = Message {
+            id: ids::message_id(),
+            session_id: id.clone(),
+            role: Role::User,
+            created: now,
+            parts: checked_parts,
+        };
+        let reply = Message {
+            id: ids::message_id(),
+            session_id: id.clone(),
+            role: Role::Assistant,
+            created: now,
+            parts: Vec::new(),
+        };
+        let status = if always {
+            SessionStatus::Busy
+        } else {
+            SessionStatus::Pending
+        };
+        let stored = {
+            let (user, reply, permission) = (user.clone(), reply.clone(), permission.clone());
+            let sid = id.to_string();
+            app.store
+                .write(move |c| {
+                    let tx = c.transaction()?;
+                    store::insert_message(&tx, &user)?;
+                    store::insert_message(&tx, &reply)?;
+                    if let Some(p) = &permission {
+                        store::insert_permission(&tx, p)?;
+                    }
+                    store::begin_run(&tx, &sid, &reply.id, now, crate::agent::this_process())?;
+                    let session = store::set_status(&tx, project, &sid, status, now)?;
+                    tx.commit()?;
+                    Ok(session)
+                })
+                .await
+        };
+        let session = match stored {
+            Ok(Some(session)) => session,
+            Ok(None) => {
+                app.runs().remove(&id);
+                return Err(Failure::session_not_found(id.as_str()));
+            }
+            Err(e) => {
+                app.runs().remove(&id);
+                return Err(e.into());
+            }
+        };
+        app.bus.publish(Event::MessageCreated {
+            message: user.clone(),
+        });
+        app.bus.publish(Event::MessageCreated {
+            message: reply.clone(),
+        });
+        app.bus.publish(Event::SessionUpdated {
+            session: session.clone(),
+        });
+        app.bus.publish(Event::SessionStatus {
+            session_id: id.clone(),
+            status,
+        });
+        if let Some(p) = &permission {
+            app.bus.publish(Event::PermissionAsked {
+                permission: p.clone(),
+            });
         }
+        let task = Run {
+            app: app.clone(),
+            session: id,
+            reply_id: reply.id.clone(),
+            next_index: 0,
+        };
+        app.tasks
+            .spawn(task.drive(request, permission.clone(), inbox));
+        Ok(PromptAccepted {
+            message: user,
+            reply_id: reply.id,
+            permission,
+        })
+    });
+    match stages.await {
+        Ok(result) => result,
         Err(e) => {
             app.runs().remove(&id);
-            return Err(e.into());
+            Err(Failure::internal(format!("starting the run failed: {e}")))
         }
-    };
-    app.bus.publish(Event::MessageCreated {
-        message: user.clone(),
-    });
-    app.bus.publish(Event::MessageCreated {
-        message: reply.clone(),
-    });
-    app.bus.publish(Event::SessionUpdated {
-        session: session.clone(),
-    });
-    app.bus.publish(Event::SessionStatus {
-        session_id: id.clone(),
-        status,
-    });
-    if let Some(p) = &permission {
-        app.bus.publish(Event::PermissionAsked {
-            permission: p.clone(),
-        });
     }
-    let task = Run {
-        app: app.clone(),
-        session: id,
-        reply_id: reply.id.clone(),
-        next_index: 0,
-    };
-    app.tasks
-        .spawn(task.drive(request, permission.clone(), inbox));
-    Ok(PromptAccepted {
-        message: user,
-        reply_id: reply.id,
-        permission,
-    })
 }
 
 /// Why a run stopped early.
