@@ -524,3 +524,20 @@ fn attached_tui_follows_the_backend_down_and_back() {
     let _ = server.kill();
     let _ = server.wait();
 }
+
+#[test]
+fn sigterm_exits_cleanly_too() {
+    let env = Env::new();
+    let mut tui = Pty::spawn(&env, &["--tui-mcp"], None);
+    let endpoint = tui.endpoint_path();
+    tui.wait_text("● connected");
+    let pid = tui.child.process_id().unwrap();
+    let status = Command::new("kill")
+        .args(["-TERM", &pid.to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    tui.wait_exit();
+    assert!(!endpoint.parent().unwrap().exists(), "endpoint directory left behind");
+    assert!(!tui.alternate_screen(), "the alternate screen was not left");
+}

@@ -4,6 +4,9 @@ use crate::app::{APPROVAL_CHOICES, App, Modal, NoticeKind, Overlay, Route};
 use crate::command::{self, COMMANDS};
 use crate::input::{Input, Key, KeyCode, Mouse, MouseKind};
 
+/// The palette filters by name; longer queries match nothing anyway.
+const PALETTE_QUERY_MAX: usize = 64;
+
 impl App {
     /// Applies one parsed input event from the person.
     pub fn handle_input(&mut self, input: Input) {
@@ -139,7 +142,9 @@ impl App {
                         return None;
                     }
                     _ => {
-                        if let Some(c) = key.printable() {
+                        if let Some(c) = key.printable()
+                            && query.chars().count() < PALETTE_QUERY_MAX
+                        {
                             query.push(c);
                             selected = 0;
                         }
@@ -188,7 +193,8 @@ impl App {
         let approval = self.pending_approval().is_some();
         match &mut self.modal {
             Some(Modal::Palette { query, selected }) => {
-                query.extend(text.chars().filter(|c| !c.is_control()).take(64));
+                let room = PALETTE_QUERY_MAX.saturating_sub(query.chars().count());
+                query.extend(text.chars().filter(|c| !c.is_control()).take(room));
                 *selected = 0;
             }
             Some(Modal::Help) => {}

@@ -13,7 +13,9 @@ use ax_client::{Client, ClientError, EventStream};
 use ax_protocol::{Message, Permission, Prompt, PromptPart, Session, SessionId};
 use ax_tuimcp::{EndpointOptions, Sharing as TuiMcp, Step};
 use futures_util::StreamExt;
+use futures_util::future::BoxFuture;
 use ratatui::crossterm::event::EventStream as TermEvents;
+use tokio::signal::unix::{SignalKind, signal};
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 
@@ -39,6 +41,9 @@ pub struct Options {
     pub share: bool,
     /// Where the TUIMCP endpoint goes.
     pub endpoint: EndpointOptions,
+    /// Awaited on the way out while the exit overlay still shows (e.g. stopping an embedded
+    /// backend); awaited on early errors too.
+    pub on_exit: Option<BoxFuture<'static, ()>>,
 }
 
 /// A finished background job.
@@ -70,16 +75,26 @@ type Mcp = TuiMcp<BackendValidator>;
 /// Runs the TUI until the person quits. The terminal is restored on every way out.
 pub async fn run(options: Options) -> anyhow::Result<()> {
     let client = options.client;
+    let mut on_exit = options.on_exit;
+    let result = run_inner(&client, options.share, options.endpoint, &mut on_exit).await;
+    if let Some(f) = on_exit.take() {
+        f.await;
+    }
+    result
+}
+
+async fn run_inner(
+    client: &Client,
+    share: bool,
+    endpoint: EndpointOptions,
+    on_exit: &mut Option<BoxFuture<'static, ()>>,
+) -> anyhow::Result<()> {
     // Sharing starts before the terminal is taken, so a failure prints plainly.
-    let mut mcp: Option<Mcp> = if options.share {
+    let mut mcp: Option<Mcp> = if share {
         let initial = App::new(String::new(), None).guard_inputs();
-        let s = TuiMcp::start(
-            initial,
-            BackendValidator::new(client.clone()),
-            options.endpoint,
-        )
-        .await
-        .context("cannot start TUIMCP sharing")?;
+        let s = TuiMcp::start(initial, BackendValidator::new(client.clone()), endpoint)
+            .await
+            .context("cannot start TUIMCP sharing")?;
         Some(s)
     } else {
         None
@@ -88,7 +103,7 @@ pub async fn run(options: Options) -> anyhow::Result<()> {
         endpoint_path: s.endpoint_path().display().to_string(),
     });
     let mut app = App::new(String::new(), sharing);
-    let result = owner_loop(&client, &mut app, &mut mcp).await;
+    let result = owner_loop(client, &mut app, &mut mcp, on_exit).await;
     // Exit closes the endpoint whatever happened.
     if let Some(mut s) = mcp.take() {
         let _ = tokio::time::timeout(CLOSE_LIMIT, s.revoke()).await;
@@ -96,11 +111,19 @@ pub async fn run(options: Options) -> anyhow::Result<()> {
     result
 }
 
-async fn owner_loop(client: &Client, app: &mut App, mcp: &mut Option<Mcp>) -> anyhow::Result<()> {
+async fn owner_loop(
+    client: &Client,
+    app: &mut App,
+    mcp: &mut Option<Mcp>,
+    on_exit: &mut Option<BoxFuture<'static, ()>>,
+) -> anyhow::Result<()> {
     let mut guard = TerminalGuard::enter().context("cannot set up the terminal")?;
     let size = guard.terminal.size()?;
     app.resize(size.width, size.height);
     let mut term_events = TermEvents::new();
+    // SIGTERM or a closed terminal (SIGHUP) exits like /quit: endpoint closed, terminal restored.
+    let mut terminate = signal(SignalKind::terminate()).context("installing SIGTERM handler")?;
+    let mut hangup = signal(SignalKind::hangup()).context("installing SIGHUP handler")?;
     let (done_tx, mut done_rx) = mpsc::unbounded_channel::<Done>();
     let mut events: Option<EventStream> = Some(client.events(None));
     let mut restart_stream_at: Option<Instant> = None;
@@ -210,6 +233,8 @@ async fn owner_loop(client: &Client, app: &mut App, mcp: &mut Option<Mcp>) -> an
                 }
             }
             _ = sleep_until(frame_due) => {}
+            _ = terminate.recv() => app.begin_exit(),
+            _ = hangup.recv() => app.begin_exit(),
         }
         let mut quit = false;
         for effect in app.take_effects() {
@@ -239,6 +264,9 @@ async fn owner_loop(client: &Client, app: &mut App, mcp: &mut Option<Mcp>) -> an
     drop(events);
     for c in closing {
         let _ = tokio::time::timeout(CLOSE_LIMIT, c).await;
+    }
+    if let Some(f) = on_exit.take() {
+        f.await;
     }
     drop(guard);
     Ok(())

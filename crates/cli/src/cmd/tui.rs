@@ -61,14 +61,14 @@ pub fn run_embedded(args: TuiArgs) -> anyhow::Result<()> {
             .await
             .with_context(|| format!("cannot start the backend for {}", project.display()))?;
         let client = Client::new(server.url(), server.token())?;
-        let result = ax_tui::run(ax_tui::Options {
+        ax_tui::run(ax_tui::Options {
             client,
             share: args.tui_mcp,
             endpoint: EndpointOptions::default(),
+            // The backend stops while the exit overlay shows.
+            on_exit: Some(Box::pin(server.shutdown())),
         })
-        .await;
-        server.shutdown().await;
-        result
+        .await
     })
 }
 
@@ -87,5 +87,6 @@ pub fn run_attach(args: AttachArgs) -> anyhow::Result<()> {
         client,
         share: args.tui_mcp,
         endpoint: EndpointOptions::default(),
+        on_exit: None,
     }))
 }
