@@ -112,3 +112,55 @@ async fn heartbeats_keep_an_idle_stream_alive() {
         "{chunk:?}"
     );
 }
+
+#[tokio::test]
+async fn the_client_resumes_a_dropped_stream_without_losing_events() {
+    let b = Backend::start().await;
+    let proxy = crate::util::Proxy::start(b.server.local_addr()).await;
+    let through = ax_client::Client::new(&proxy.url, b.server.token()).unwrap();
+    let mut events = through.events(None);
+    within(async {
+        while !events.is_connected() {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    })
+    .await;
+    b.session().await;
+    let seen = next_matching(&mut events, |e| created(e).is_some()).await;
+
+    proxy.cut_and_hold();
+    within(async {
+        while events.is_connected() {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    })
+    .await;
+    let mut missed = Vec::new();
+    for _ in 0..3 {
+        missed.push(b.session().await);
+    }
+    proxy.resume();
+
+    let mut got = Vec::new();
+    let mut last = seen.id;
+    while got.len() < missed.len() {
+        let e = within(events.next()).await.unwrap().unwrap();
+        assert_ne!(e.event, Event::Reset, "the gap is in the ring: no reset");
+        assert_eq!(e.id, last + 1, "no event lost or repeated");
+        last = e.id;
+        got.extend(created(&e.event));
+    }
+    assert_eq!(got, missed);
+    let heads = proxy.heads.lock().unwrap().clone();
+    let resumed = heads
+        .iter()
+        .filter(|h| h.starts_with("GET /event"))
+        .nth(1)
+        .expect("a second /event request");
+    assert!(
+        resumed
+            .to_ascii_lowercase()
+            .contains(&format!("last-event-id: {}", seen.id)),
+        "{resumed}"
+    );
+}

@@ -127,3 +127,87 @@ pub fn process_gone(pid: i32) -> bool {
             .is_some_and(|(_, rest)| rest.trim_start().starts_with('Z')),
     }
 }
+
+/// A TCP proxy in front of a backend that can cut every connection and hold new ones back,
+/// to test the client's reconnect. It rewrites the first request's Host header to the
+/// backend's, which the Host check requires.
+pub struct Proxy {
+    pub url: String,
+    cut: tokio::sync::watch::Sender<u64>,
+    open: tokio::sync::watch::Sender<bool>,
+    pub heads: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
+}
+
+impl Proxy {
+    pub async fn start(backend: std::net::SocketAddr) -> Proxy {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let (cut, _) = tokio::sync::watch::channel(0u64);
+        let (open, _) = tokio::sync::watch::channel(true);
+        let heads = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let (cut_tx, open_tx, heads2) = (cut.clone(), open.clone(), heads.clone());
+        tokio::spawn(async move {
+            loop {
+                let Ok((mut inbound, _)) = listener.accept().await else {
+                    return;
+                };
+                let mut cut_rx = cut_tx.subscribe();
+                let mut open_rx = open_tx.subscribe();
+                let heads = heads2.clone();
+                tokio::spawn(async move {
+                    let _ = open_rx.wait_for(|open| *open).await;
+                    cut_rx.borrow_and_update();
+                    // Read the request head and fix its Host header.
+                    let mut head = Vec::new();
+                    let mut byte = [0u8; 1];
+                    while !head.ends_with(b"\r\n\r\n") {
+                        if inbound.read(&mut byte).await.unwrap_or(0) == 0 {
+                            return;
+                        }
+                        head.push(byte[0]);
+                    }
+                    let text = String::from_utf8_lossy(&head).into_owned();
+                    let fixed: String = text
+                        .split("\r\n")
+                        .map(|line| {
+                            if line.to_ascii_lowercase().starts_with("host:") {
+                                format!("host: {backend}")
+                            } else {
+                                line.to_owned()
+                            }
+                        })
+                        .collect::<Vec<_>>()
+                        .join("\r\n");
+                    heads.lock().unwrap().push(text);
+                    let Ok(mut outbound) = tokio::net::TcpStream::connect(backend).await else {
+                        return;
+                    };
+                    if outbound.write_all(fixed.as_bytes()).await.is_err() {
+                        return;
+                    }
+                    tokio::select! {
+                        _ = tokio::io::copy_bidirectional(&mut inbound, &mut outbound) => {}
+                        _ = cut_rx.changed() => {}
+                    }
+                });
+            }
+        });
+        Proxy {
+            url: format!("http://127.0.0.1:{port}"),
+            cut,
+            open,
+            heads,
+        }
+    }
+
+    /// Drops every proxied connection; new ones wait until [`Proxy::resume`].
+    pub fn cut_and_hold(&self) {
+        self.open.send_replace(false);
+        self.cut.send_modify(|n| *n += 1);
+    }
+
+    pub fn resume(&self) {
+        self.open.send_replace(true);
+    }
+}
