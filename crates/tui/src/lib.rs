@@ -13,7 +13,32 @@
 //! | [`share`] | TUIMCP: the router agents navigate through, the session validator |
 //!
 //! The state is a plain struct: tests feed it [`input::Input`]s and backend results and render
-//! it into ratatui's `TestBackend`. I/O leaves the state as [`app::Effect`]s.
+//! it into ratatui's `TestBackend`. I/O leaves the state as [`app::Effect`]s; the owner loop
+//! ([`run()`]) performs them and hands the answers back through the `on_*` methods.
+//!
+//! ```
+//! use ax_tui::app::{App, Effect};
+//! use ax_tui::input::{Input, Key, KeyCode};
+//! use ratatui::{Terminal, backend::TestBackend};
+//!
+//! let mut app = App::new("/home/me/project", None);
+//! app.resize(60, 12);
+//! app.on_stream_connected();
+//! let Some(Effect::Resync { generation }) = app.take_effects().pop() else { unreachable!() };
+//! app.on_synced(generation, Ok((vec![], vec![])));
+//! assert!(app.ready());
+//!
+//! for c in "ls".chars() {
+//!     app.handle_input(Input::Key(Key::plain(KeyCode::Char(c))));
+//! }
+//! assert!(app.blocked_inputs().draft); // a draft blocks agent navigation
+//! app.handle_input(Input::Key(Key::plain(KeyCode::Enter)));
+//! assert!(matches!(app.take_effects()[..], [Effect::Submit { session: None, .. }]));
+//!
+//! let mut term = Terminal::new(TestBackend::new(60, 12)).unwrap();
+//! term.draw(|f| ax_tui::render::draw(f, &app)).unwrap();
+//! assert!(term.backend().to_string().contains("Sessions (0)"));
+//! ```
 
 pub mod app;
 pub mod command;
