@@ -5,6 +5,7 @@
 //! | [`input`] | our own key, paste and mouse types (no terminal types in the state) |
 //! | [`app`] | the UI state: routes, sessions, transcript, composer, modals, overlays, connection |
 //! | `keys` | what each input does to the state |
+//! | `sync` | backend side of the state: connection, resync, streamed events, job answers |
 //! | [`transcript`] | display lines of the open session with a row index (draw cost = visible rows) |
 //! | [`composer`], [`command`], [`layout`] | the draft and chips, slash commands, screen geometry |
 //! | [`render`] | ratatui drawing, side-effect free |
@@ -49,6 +50,7 @@ pub mod layout;
 pub mod render;
 mod run;
 pub mod share;
+mod sync;
 pub mod term;
 pub mod transcript;
 

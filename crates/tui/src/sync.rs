@@ -1,0 +1,285 @@
+//! The backend side of the state: the event stream's connection, full resyncs, streamed
+//! events and the answers to background jobs. Stale answers are dropped by generation.
+
+use std::time::Duration;
+
+use ax_protocol::{Event, Message, Permission, PermissionState, Session, SessionId};
+
+use crate::app::{App, Connection, Effect, NoticeKind, Overlay, Route};
+use crate::transcript::{PartOutcome, Transcript};
+
+/// Events buffered while a load is in flight; beyond this the load is simply repeated.
+const MAX_BUFFERED_EVENTS: usize = 10_000;
+
+impl App {
+    /// The event stream is (re)connected: everything is reloaded, since events were missed.
+    pub fn on_stream_connected(&mut self) {
+        self.connection = Connection::Connected;
+        self.resync();
+    }
+
+    /// The event stream is down (for `down_for` so far); the client reconnects with backoff.
+    /// Called again as time passes, to update the display.
+    pub fn on_stream_down(&mut self, down_for: Duration) {
+        self.connection = match self.connection {
+            Connection::Connecting => Connection::Connecting,
+            _ => Connection::Reconnecting { down_for },
+        };
+        self.synced = false;
+        self.transcript_loaded = false;
+        self.sync_buffer = None;
+        self.transcript_buffer = None;
+    }
+
+    pub(crate) fn next_gen(&mut self) -> u64 {
+        self.generation += 1;
+        self.generation
+    }
+
+    /// Reloads the session list and, on the session route, the transcript.
+    pub(crate) fn resync(&mut self) {
+        self.sync_gen = self.next_gen();
+        self.sync_buffer = Some(Vec::new());
+        self.effects.push(Effect::Resync {
+            generation: self.sync_gen,
+        });
+        if let Route::Session(id) = self.route.clone() {
+            self.load_transcript(id);
+        }
+    }
+
+    pub(crate) fn load_transcript(&mut self, session: SessionId) {
+        self.transcript_gen = self.next_gen();
+        self.transcript_loaded = false;
+        self.transcript_buffer = Some(Vec::new());
+        self.effects.push(Effect::LoadTranscript {
+            session,
+            generation: self.transcript_gen,
+        });
+    }
+
+    /// The answer to [`Effect::Resync`].
+    pub fn on_synced(
+        &mut self,
+        generation: u64,
+        result: Result<(Vec<Session>, Vec<Permission>), String>,
+    ) {
+        if generation != self.sync_gen || self.connection != Connection::Connected {
+            return;
+        }
+        match result {
+            Ok((sessions, permissions)) => {
+                self.sessions = sessions;
+                sort_sessions(&mut self.sessions);
+                self.permissions = permissions
+                    .into_iter()
+                    .filter(|p| p.state == PermissionState::Pending)
+                    .collect();
+                self.synced = true;
+                if self.overlay == Some(Overlay::Startup) {
+                    self.overlay = None;
+                }
+                for event in self.sync_buffer.take().unwrap_or_default() {
+                    self.apply_session_event(event);
+                }
+                if self.selected_index().is_none() {
+                    self.selected = self.sessions.first().map(|s| s.id.clone());
+                }
+                if let Route::Session(id) = &self.route
+                    && !self.sessions.iter().any(|s| &s.id == id)
+                {
+                    self.go_home();
+                    self.notify(NoticeKind::Info, "that session no longer exists");
+                }
+                self.keep_selection_visible();
+            }
+            Err(e) => {
+                self.sync_buffer = None;
+                self.notify(NoticeKind::Error, format!("could not load sessions: {e}"));
+            }
+        }
+    }
+
+    /// The answer to [`Effect::LoadTranscript`].
+    pub fn on_transcript(&mut self, generation: u64, result: Result<Vec<Message>, String>) {
+        if generation != self.transcript_gen {
+            return;
+        }
+        match result {
+            Ok(messages) => {
+                self.transcript =
+                    Transcript::from_messages(&messages, self.size.0.saturating_sub(2));
+                self.transcript_loaded = true;
+                let buffered = self.transcript_buffer.take().unwrap_or_default();
+                for event in buffered {
+                    self.apply_message_event(event);
+                }
+            }
+            Err(e) => {
+                self.transcript_buffer = None;
+                self.notify(
+                    NoticeKind::Error,
+                    format!("could not load the session: {e}"),
+                );
+            }
+        }
+    }
+
+    /// The answer to [`Effect::Submit`]: the session the prompt went to, or why it failed.
+    pub fn on_submitted(&mut self, generation: u64, result: Result<SessionId, String>) {
+        if generation != self.submit_gen {
+            return;
+        }
+        self.composer.submitting = false;
+        match result {
+            Ok(id) => {
+                self.composer.clear();
+                if self.route == Route::Home {
+                    self.open(id);
+                }
+            }
+            // The draft and attachments stay, so nothing the person wrote is lost.
+            Err(e) => self.notify(NoticeKind::Error, format!("not sent: {e}")),
+        }
+    }
+
+    /// The answer to [`Effect::CreateSession`].
+    pub fn on_created(&mut self, generation: u64, result: Result<Session, String>) {
+        if generation != self.submit_gen {
+            return;
+        }
+        self.composer.submitting = false;
+        match result {
+            Ok(session) => {
+                let id = session.id.clone();
+                self.upsert(session);
+                self.open(id);
+            }
+            Err(e) => self.notify(
+                NoticeKind::Error,
+                format!("could not create a session: {e}"),
+            ),
+        }
+    }
+
+    /// A permission reply failed; the dialog comes back.
+    pub fn on_reply_failed(&mut self, permission_id: &str, error: String) {
+        self.replying.remove(permission_id);
+        self.notify(NoticeKind::Error, format!("reply failed: {error}"));
+    }
+
+    /// One event from the backend stream.
+    pub fn on_event(&mut self, event: Event) {
+        match event {
+            Event::Reset => self.resync(),
+            Event::MessageCreated { .. } | Event::MessagePart { .. } => {
+                self.apply_message_event(event)
+            }
+            other => {
+                if let Some(buf) = &mut self.sync_buffer {
+                    if buf.len() >= MAX_BUFFERED_EVENTS {
+                        self.resync();
+                    } else {
+                        buf.push(other);
+                    }
+                } else {
+                    self.apply_session_event(other);
+                }
+            }
+        }
+    }
+
+    pub(crate) fn apply_session_event(&mut self, event: Event) {
+        match event {
+            Event::SessionCreated { session } | Event::SessionUpdated { session } => {
+                self.upsert(session);
+            }
+            Event::SessionDeleted { session_id } => {
+                self.sessions.retain(|s| s.id != session_id);
+                self.permissions.retain(|p| p.session_id != session_id);
+                if self.route == Route::Session(session_id.clone()) {
+                    self.go_home();
+                    self.notify(NoticeKind::Info, "the open session was deleted");
+                }
+                if self.selected.as_ref() == Some(&session_id) {
+                    self.selected = self.sessions.first().map(|s| s.id.clone());
+                }
+            }
+            Event::SessionStatus { session_id, status } => {
+                if let Some(s) = self.sessions.iter_mut().find(|s| s.id == session_id) {
+                    s.status = status;
+                }
+            }
+            Event::PermissionAsked { permission } => {
+                if permission.state == PermissionState::Pending
+                    && !self.permissions.iter().any(|p| p.id == permission.id)
+                {
+                    self.permissions.push(permission);
+                }
+            }
+            Event::PermissionReplied { permission_id, .. } => {
+                self.permissions.retain(|p| p.id != permission_id);
+                self.replying.remove(&permission_id);
+            }
+            Event::Reset | Event::MessageCreated { .. } | Event::MessagePart { .. } => {}
+        }
+        self.keep_selection_visible();
+    }
+
+    pub(crate) fn apply_message_event(&mut self, event: Event) {
+        let Route::Session(open) = &self.route else {
+            return;
+        };
+        let session = match &event {
+            Event::MessageCreated { message } => &message.session_id,
+            Event::MessagePart { session_id, .. } => session_id,
+            _ => return,
+        };
+        if session != open {
+            return;
+        }
+        if let Some(buf) = &mut self.transcript_buffer {
+            if buf.len() < MAX_BUFFERED_EVENTS {
+                buf.push(event);
+            } else {
+                let id = open.clone();
+                self.load_transcript(id);
+            }
+            return;
+        }
+        let before = self.transcript.total_rows();
+        let outcome = match &event {
+            Event::MessageCreated { message } => self.transcript.add_message(message),
+            Event::MessagePart {
+                message_id,
+                index,
+                part,
+                ..
+            } => self.transcript.apply_part(message_id, *index, part),
+            _ => PartOutcome::Duplicate,
+        };
+        if outcome == PartOutcome::NeedsReload {
+            let id = open.clone();
+            self.load_transcript(id);
+        } else if self.scroll > 0 {
+            // Keep the person's place while output streams in below it.
+            self.scroll += self.transcript.total_rows().saturating_sub(before);
+        }
+    }
+
+    pub(crate) fn upsert(&mut self, session: Session) {
+        match self.sessions.iter_mut().find(|s| s.id == session.id) {
+            Some(s) => *s = session,
+            None => self.sessions.push(session),
+        }
+        sort_sessions(&mut self.sessions);
+        if self.selected.is_none() {
+            self.selected = self.sessions.first().map(|s| s.id.clone());
+        }
+    }
+}
+
+/// Newest first.
+fn sort_sessions(sessions: &mut [Session]) {
+    sessions.sort_by(|a, b| b.created.cmp(&a.created).then_with(|| b.id.cmp(&a.id)));
+}
