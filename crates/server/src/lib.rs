@@ -14,6 +14,24 @@
 //! # Ok(()) }
 //! ```
 //!
+//! API notes beyond the route table of SPEC-backend.md §3 (wire types in `ax_protocol`):
+//! - `POST /session` answers 201 with the `Session`; `GET /session?limit=N` gives a page.
+//! - `POST /session/{id}/prompt` answers 202 with `PromptAccepted` (the stored user message,
+//!   the reply message ID, the pending `Permission` unless the session said `always`). The
+//!   text parts, joined with newlines, are the command line. File parts name files inside the
+//!   project (relative, or absolute inside it; no `..`; symlinks must resolve inside); the
+//!   command gets them as `"$1"`, `"$2"`, … and in `AX_ATTACHMENTS` (one path per line).
+//!   A prompt while the session waits for approval or runs is 409 (no queue).
+//! - `POST /session/{id}/permission/{pid}` answers with the `Permission` in its new state once
+//!   the run took the reply; `POST /session/{id}/abort` answers `{"aborted":bool}` after the
+//!   run has ended (process group killed).
+//! - `/event`: `id: N` and `data: <EventEnvelope JSON>` per event, no `event:` line; comment
+//!   heartbeats (`: heartbeat`); `Last-Event-ID` resumes from a ring of the last
+//!   [`ServerConfig::event_ring`] events, or the first event is `{"type":"reset"}`.
+//! - Errors are `{"error":{"code","message"}}`: 400 `bad_request`/`bad_attachment`, 401
+//!   `unauthorized`, 403 `forbidden` (Host/Origin), 404 `not_found`, 409 `conflict`, 413
+//!   `too_large`.
+//!
 //! Tour: [`store`] (schema, migrations, queries) · `runner` (prompt → permission → run) ·
 //! [`agent`] (the [`Agent`] trait and the `shell` agent) · `api` (routes) · `sse` (`/event`) ·
 //! `events` (ID'd ring + fan-out) · `auth` (Host/Origin, bearer) · [`registry`] (`servers/`).
