@@ -94,7 +94,7 @@ impl Env {
 /// A process in a pseudo-terminal, its screen emulated by vt100.
 struct Pty {
     child: Box<dyn portable_pty::Child + Send + Sync>,
-    writer: Box<dyn Write + Send>,
+    writer: Arc<Mutex<Box<dyn Write + Send>>>,
     parser: Arc<Mutex<vt100::Parser>>,
     reader: Option<thread::JoinHandle<()>>,
 }
@@ -143,7 +143,7 @@ impl Pty {
         });
         Pty {
             child,
-            writer,
+            writer: Arc::new(Mutex::new(writer)),
             parser,
             reader: Some(reader),
         }
@@ -177,8 +177,32 @@ impl Pty {
     }
 
     fn send(&mut self, bytes: &str) {
-        self.writer.write_all(bytes.as_bytes()).unwrap();
-        self.writer.flush().unwrap();
+        let mut w = self.writer.lock().unwrap();
+        w.write_all(bytes.as_bytes()).unwrap();
+        w.flush().unwrap();
+    }
+
+    /// Moves the mouse (no button) every 100 ms until the returned guard drops: continuous
+    /// human activity that changes nothing on screen.
+    fn jiggle_mouse(&self) -> Jiggle {
+        let writer = self.writer.clone();
+        let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let flag = stop.clone();
+        let thread = thread::spawn(move || {
+            let mut col = 10;
+            while !flag.load(std::sync::atomic::Ordering::Relaxed) {
+                col = if col == 10 { 11 } else { 10 };
+                let mut w = writer.lock().unwrap();
+                let _ = w.write_all(format!("\x1b[<35;{col};10M").as_bytes());
+                let _ = w.flush();
+                drop(w);
+                thread::sleep(Duration::from_millis(100));
+            }
+        });
+        Jiggle {
+            stop,
+            thread: Some(thread),
+        }
     }
 
     /// A left click at a zero-based cell, as an SGR mouse press and release.
@@ -220,6 +244,20 @@ impl Drop for Pty {
         if self.child.try_wait().ok().flatten().is_none() {
             let _ = self.child.kill();
             let _ = self.child.wait();
+        }
+    }
+}
+
+struct Jiggle {
+    stop: Arc<std::sync::atomic::AtomicBool>,
+    thread: Option<thread::JoinHandle<()>>,
+}
+
+impl Drop for Jiggle {
+    fn drop(&mut self) {
+        self.stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
         }
     }
 }
@@ -390,6 +428,12 @@ fn embedded_tui_is_shared_navigated_blocked_and_revoked() {
     tui.wait_for("the palette closed", |s| !s.contains("┌ Commands"));
     agent.wait_context("unblocked after the palette", unblocked);
 
+    // Mouse movement alone is human activity: it blocks, and nothing else changed.
+    let jiggle = tui.jiggle_mouse();
+    assert_eq!(code(&agent.select(&target)), "user_active");
+    drop(jiggle);
+    agent.wait_context("unblocked after the mouse stopped", unblocked);
+
     // A command waiting for approval blocks navigation.
     tui.send("echo approve-me\r");
     tui.wait_text("Approval needed");
@@ -538,6 +582,9 @@ fn sigterm_exits_cleanly_too() {
         .unwrap();
     assert!(status.success());
     tui.wait_exit();
-    assert!(!endpoint.parent().unwrap().exists(), "endpoint directory left behind");
+    assert!(
+        !endpoint.parent().unwrap().exists(),
+        "endpoint directory left behind"
+    );
     assert!(!tui.alternate_screen(), "the alternate screen was not left");
 }
