@@ -324,6 +324,20 @@ impl Agent {
         self.cmd(&format!("select {id}"))
     }
 
+    /// A select that must be refused with `user_active`. A `stale_revision` only means the UI
+    /// changed between reading the context and selecting (e.g. a status event), so it re-reads.
+    fn assert_user_active(&mut self, id: &str) {
+        for _ in 0..5 {
+            let v = self.select(id);
+            match code(&v) {
+                "user_active" => return,
+                "stale_revision" => continue,
+                _ => panic!("expected user_active, got {v}"),
+            }
+        }
+        panic!("the revision never settled");
+    }
+
     /// Reads the context until `pred` holds (bounded).
     fn wait_context(&mut self, what: &str, pred: impl Fn(&Value) -> bool) -> Value {
         let start = Instant::now();
@@ -412,7 +426,7 @@ fn embedded_tui_is_shared_navigated_blocked_and_revoked() {
     // A draft blocks navigation.
     tui.send("abc");
     tui.wait_text("│abc");
-    assert_eq!(code(&agent.select(&other)), "user_active");
+    agent.assert_user_active(&other);
     // Cleared and quiet again: navigation works.
     tui.send("\x7f\x7f\x7f");
     tui.wait_for("the draft cleared", |s| !s.contains("│abc"));
@@ -423,21 +437,23 @@ fn embedded_tui_is_shared_navigated_blocked_and_revoked() {
     // The command palette is a modal.
     tui.send("\x10");
     tui.wait_text("Commands");
-    assert_eq!(code(&agent.select(&target)), "user_active");
+    agent.assert_user_active(&target);
     tui.send("\x1b");
     tui.wait_for("the palette closed", |s| !s.contains("┌ Commands"));
     agent.wait_context("unblocked after the palette", unblocked);
 
     // Mouse movement alone is human activity: it blocks, and nothing else changed.
     let jiggle = tui.jiggle_mouse();
-    assert_eq!(code(&agent.select(&target)), "user_active");
+    // One revision bump when the activity episode starts; none while it goes on.
+    agent.wait_context("blocked by the mouse", |v| v["context"]["blocked"] == true);
+    agent.assert_user_active(&target);
     drop(jiggle);
     agent.wait_context("unblocked after the mouse stopped", unblocked);
 
     // A command waiting for approval blocks navigation.
     tui.send("echo approve-me\r");
     tui.wait_text("Approval needed");
-    assert_eq!(code(&agent.select(&target)), "user_active");
+    agent.assert_user_active(&target);
     tui.send("n");
     tui.wait_for("the dialog closed", |s| !s.contains("Approval needed"));
 
@@ -491,12 +507,13 @@ fn quit_removes_the_endpoint_and_restores_the_terminal() {
 }
 
 /// `ax-code serve` on a port; its URL from the first stdout line.
-fn serve(env: &Env, port: u16, password: &str) -> (Child, String) {
+fn serve(env: &Env, port: u16, password: Option<&str>) -> (Child, String) {
     let mut child = Command::new(AX)
         .args(["serve", "--port", &port.to_string()])
         .current_dir(&env.project)
         .envs(env.vars())
-        .env("AX_CODE_SERVER_PASSWORD", password)
+        .env_remove("AX_CODE_SERVER_PASSWORD")
+        .envs(password.map(|p| ("AX_CODE_SERVER_PASSWORD", p)))
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
@@ -527,7 +544,7 @@ fn serve(env: &Env, port: u16, password: &str) -> (Child, String) {
 fn attached_tui_follows_the_backend_down_and_back() {
     let env = Env::new();
     let password = "pty-test-credential-0123456789";
-    let (mut server, url) = serve(&env, 0, password);
+    let (mut server, url) = serve(&env, 0, Some(password));
     let port: u16 = url.rsplit(':').next().unwrap().parse().unwrap();
     let a = env.ax(
         &["session", "create", "--title", "att-a", "--url", &url],
@@ -557,11 +574,26 @@ fn attached_tui_follows_the_backend_down_and_back() {
     tui.wait_text("reconnecting");
 
     // Back on the same port: the TUI reconnects, resyncs, and navigation works again.
-    let (mut server, _) = serve(&env, port, password);
+    let (mut server, _) = serve(&env, port, Some(password));
     agent.wait_context("ready again", unblocked);
     assert_applied(&agent.select(&b), &b);
     tui.wait_text("att-b ses_");
     tui.wait_text("● connected");
+
+    // Revoking by command works the same as the button.
+    tui.send("/tui-mcp-revoke\r");
+    tui.wait_for("the bar gone", |s| !s.contains("TUIMCP on:"));
+    let dir = endpoint.parent().unwrap().to_owned();
+    let start = Instant::now();
+    while dir.exists() && start.elapsed() < WAIT {
+        thread::sleep(Duration::from_millis(50));
+    }
+    assert!(
+        !dir.exists(),
+        "endpoint directory {} still there",
+        dir.display()
+    );
+    assert_eq!(code(&agent.cmd("context")), "target_unavailable");
     drop(agent);
     tui.send("/quit\r");
     assert!(tui.wait_exit().success());
@@ -587,4 +619,27 @@ fn sigterm_exits_cleanly_too() {
         "endpoint directory left behind"
     );
     assert!(!tui.alternate_screen(), "the alternate screen was not left");
+}
+
+#[test]
+fn attach_finds_the_local_credential_file() {
+    let env = Env::new();
+    // No AX_CODE_SERVER_PASSWORD anywhere: serve writes its generated credential to the data
+    // directory and attach reads it from there.
+    let (mut server, url) = serve(&env, 0, None);
+    env.ax(
+        &["session", "create", "--title", "cred-file", "--url", &url],
+        None,
+    );
+    let mut tui = Pty::spawn(&env, &["attach", &url], None);
+    tui.wait_text("cred-file");
+    tui.wait_text("● connected");
+    assert!(
+        !tui.screen().contains("TUIMCP on:"),
+        "no sharing without --tui-mcp"
+    );
+    tui.send("/quit\r");
+    assert!(tui.wait_exit().success());
+    let _ = server.kill();
+    let _ = server.wait();
 }
