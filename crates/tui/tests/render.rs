@@ -132,3 +132,42 @@ fn reconnecting_state() {
     assert!(s.contains("reconnecting… (down 3s)"));
     insta::assert_snapshot!(s);
 }
+
+#[test]
+fn help_modal() {
+    let mut app = sample();
+    typed(&mut app, "/help");
+    app.handle_input(key(KeyCode::Enter));
+    let s = screen(&app);
+    assert!(s.contains("/tui-mcp-revoke") && s.contains("Alt+Enter"));
+    insta::assert_snapshot!(s);
+}
+
+#[test]
+fn exit_overlay() {
+    let mut app = sample();
+    typed(&mut app, "/quit");
+    app.handle_input(key(KeyCode::Enter));
+    let s = screen(&app);
+    assert!(s.contains("Shutting down"));
+    insta::assert_snapshot!(s);
+}
+
+#[test]
+fn scrolled_transcript_and_multiline_draft() {
+    let mut app = sample();
+    let text: String = (1..=60).map(|i| format!("output line {i}\n")).collect();
+    open_loaded(
+        &mut app,
+        1,
+        vec![message("m1", 1, Role::Assistant, vec![out(&text)])],
+    );
+    app.handle_input(key(KeyCode::PageUp));
+    app.handle_input(ax_tui::input::Input::Paste(
+        "first line\nsecond line".into(),
+    ));
+    let s = screen(&app);
+    assert!(s.contains("more"), "the scroll indicator shows");
+    assert!(s.contains("second line"));
+    insta::assert_snapshot!(s);
+}
