@@ -189,12 +189,19 @@ pub fn read_endpoint_file(path: &Path) -> Result<(EndpointFile, PathBuf), Endpoi
         return Err(unsafe_path(path, "is larger than 16 KiB"));
     }
     // 5. Strict JSON.
-    let file: EndpointFile =
-        serde_json::from_slice(&text).map_err(|_| EndpointFileError::Malformed(path.to_owned()))?;
-    if file.version != 1 || !is_token(&file.token) {
-        return Err(EndpointFileError::Malformed(path.to_owned()));
-    }
+    let file = parse_endpoint_content(&text)
+        .ok_or_else(|| EndpointFileError::Malformed(path.to_owned()))?;
     Ok((file, socket))
+}
+
+/// Step 5 of §3 on its own: the content of `endpoint.json` as strict JSON, version 1, a token
+/// of 64 lowercase hex digits, at most [`MAX_FILE`] bytes. `None` for anything else.
+pub fn parse_endpoint_content(bytes: &[u8]) -> Option<EndpointFile> {
+    if bytes.len() as u64 > MAX_FILE {
+        return None;
+    }
+    let file: EndpointFile = serde_json::from_slice(bytes).ok()?;
+    (file.version == 1 && is_token(&file.token)).then_some(file)
 }
 
 /// Creates a private directory `<root>/ax-tui-XXXXXX` with mode 0700 (mkdtemp).
@@ -260,6 +267,28 @@ mod tests {
         assert!(!is_token(&token.to_uppercase()));
         assert!(!is_token(&token[1..]));
         assert_ne!(token, new_token().unwrap());
+    }
+
+    #[test]
+    fn content_is_strict() {
+        let file = EndpointFile::new(Identity::random(), new_token().unwrap());
+        let mut line = serde_json::to_vec(&file).unwrap();
+        assert_eq!(parse_endpoint_content(&line), Some(file.clone()));
+        line.push(b'\n');
+        assert_eq!(parse_endpoint_content(&line), Some(file.clone()));
+        let mut value = serde_json::to_value(&file).unwrap();
+        value["extra"] = 1.into();
+        assert_eq!(parse_endpoint_content(value.to_string().as_bytes()), None);
+        let mut v2 = serde_json::to_value(&file).unwrap();
+        v2["version"] = 2.into();
+        assert_eq!(parse_endpoint_content(v2.to_string().as_bytes()), None);
+        let mut upper = serde_json::to_value(&file).unwrap();
+        upper["token"] = file.token.to_uppercase().into();
+        assert_eq!(parse_endpoint_content(upper.to_string().as_bytes()), None);
+        let mut padded = serde_json::to_vec(&file).unwrap();
+        padded.resize(MAX_FILE as usize + 1, b' ');
+        assert_eq!(parse_endpoint_content(&padded), None);
+        assert_eq!(parse_endpoint_content(b"\xff{}"), None);
     }
 
     #[test]
