@@ -5,6 +5,7 @@
 //! [`Outbound`] queue.
 
 use std::{
+    collections::VecDeque,
     sync::{
         Arc,
         atomic::{AtomicU64, AtomicUsize, Ordering},
@@ -20,7 +21,6 @@ use futures_util::{
 use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
 use subtle::ConstantTimeEq;
-use tokio::sync::mpsc;
 
 use crate::{
     Shared,
@@ -61,9 +61,18 @@ struct Accepted {
     request_id: String,
 }
 
-pub(crate) async fn serve(shared: Arc<Shared>, mut socket: WebSocket) {
-    let started = Instant::now();
-    let tuning = shared.tuning.clone();
+/// A connection past `hello-ok`.
+struct Opened {
+    socket: WebSocket,
+    accepted: Accepted,
+    key: u64,
+    conn_id: String,
+}
+
+/// Challenge, `connect`, `hello-ok`. Boxed by the caller: its state is large and only
+/// needed once, so an idle connection does not keep it.
+async fn open(shared: &Shared, mut socket: WebSocket) -> Option<Opened> {
+    let tuning = &shared.tuning;
     let handshake = tokio::time::timeout(tuning.handshake_timeout, async {
         let challenge = json!({"nonce": crate::random_hex(16), "ts": crate::now_ms()});
         let frame = EventPrefix::new("connect.challenge", &challenge).finish(1);
@@ -71,7 +80,7 @@ pub(crate) async fn serve(shared: Arc<Shared>, mut socket: WebSocket) {
             .send(Message::Text(frame.into()))
             .await
             .map_err(|_| None)?;
-        handshake(&shared, &mut socket).await.map_err(Some)
+        handshake(shared, &mut socket).await.map_err(Some)
     })
     .await;
     let accepted = match handshake {
@@ -86,16 +95,16 @@ pub(crate) async fn serve(shared: Arc<Shared>, mut socket: WebSocket) {
                     .await;
             })
             .await;
-            return;
+            return None;
         }
-        Ok(Err(None)) => return,
+        Ok(Err(None)) => return None,
         Err(_) => {
             let _ = tokio::time::timeout(
                 Duration::from_secs(1),
                 socket.send(close_message(CLOSE_POLICY, "handshake timeout")),
             )
             .await;
-            return;
+            return None;
         }
     };
 
@@ -121,7 +130,7 @@ pub(crate) async fn serve(shared: Arc<Shared>, mut socket: WebSocket) {
         },
     };
     let hello = ResponseFrame::success(
-        accepted.request_id,
+        accepted.request_id.clone(),
         serde_json::to_value(&hello).unwrap_or(Value::Null),
     )
     .to_json();
@@ -131,13 +140,32 @@ pub(crate) async fn serve(shared: Arc<Shared>, mut socket: WebSocket) {
     )
     .await;
     if !matches!(sent, Ok(Ok(()))) {
-        return;
+        return None;
     }
+    Some(Opened {
+        socket,
+        accepted,
+        key,
+        conn_id,
+    })
+}
+
+pub(crate) async fn serve(shared: Arc<Shared>, socket: WebSocket) {
+    let started = Instant::now();
+    let Some(Opened {
+        socket,
+        accepted,
+        key,
+        conn_id,
+    }) = Box::pin(open(&shared, socket)).await
+    else {
+        return;
+    };
+    let tuning = &shared.tuning;
 
     let ui_target = accepted.params.client.mode == ClientMode::Ui
         && accepted.params.caps.iter().any(|c| c == CAP_UI_COMMANDS);
-    let (out, rx) = Outbound::new(tuning.queue_frames, tuning.queue_bytes);
-    let out = Arc::new(out);
+    let out = Arc::new(Outbound::new(tuning.queue_frames, tuning.queue_bytes));
     let entry = Arc::new(ConnEntry {
         key,
         conn_id,
@@ -150,7 +178,6 @@ pub(crate) async fn serve(shared: Arc<Shared>, mut socket: WebSocket) {
     let (sink, stream) = socket.split();
     let writer = tokio::spawn(write_loop(
         sink,
-        rx,
         out.clone(),
         WriterClock {
             started,
@@ -349,9 +376,12 @@ impl Conn {
         last_seen: &AtomicU64,
     ) -> bool {
         let cancel = self.entry.out.cancel_token().clone();
+        // One registration for the connection's life, not one per frame.
+        let cancelled = cancel.cancelled();
+        tokio::pin!(cancelled);
         loop {
             let msg = tokio::select! {
-                _ = cancel.cancelled() => return false,
+                _ = &mut cancelled => return false,
                 m = stream.next() => m,
             };
             last_seen.store(started.elapsed().as_millis() as u64, Ordering::Relaxed);
@@ -546,64 +576,56 @@ struct WriterClock {
 
 async fn write_loop(
     mut sink: SplitSink<WebSocket, Message>,
-    mut rx: mpsc::Receiver<Out>,
     out: Arc<Outbound>,
     clock: WriterClock,
 ) {
     // The challenge was seq 1.
     let mut seq: u64 = 1;
     let cancel = out.cancel_token().clone();
+    let cancelled = cancel.cancelled();
+    tokio::pin!(cancelled);
     let mut tick = tokio::time::interval_at(tokio::time::Instant::now() + clock.tick, clock.tick);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let mut closed_by_queue = false;
+    let mut batch = VecDeque::new();
     loop {
-        let first = tokio::select! {
-            biased;
-            _ = cancel.cancelled() => break,
-            _ = tick.tick() => {
-                let idle = clock.started.elapsed().as_millis() as u64
-                    - clock.last_seen.load(Ordering::Relaxed).min(clock.started.elapsed().as_millis() as u64);
-                if idle > clock.dead_after.as_millis() as u64 {
-                    out.kill(CLOSE_POLICY, "keepalive timeout");
-                    break;
+        out.take_all(&mut batch);
+        let mut ticked = false;
+        if batch.is_empty() {
+            tokio::select! {
+                biased;
+                _ = &mut cancelled => break,
+                _ = tick.tick() => {
+                    let now = clock.started.elapsed().as_millis() as u64;
+                    let idle = now.saturating_sub(clock.last_seen.load(Ordering::Relaxed));
+                    if idle > clock.dead_after.as_millis() as u64 {
+                        out.kill(CLOSE_POLICY, "keepalive timeout");
+                        break;
+                    }
+                    ticked = true;
                 }
-                None
+                _ = out.pushed() => continue,
             }
-            m = rx.recv() => match m {
-                Some(m) => Some(m),
-                None => break,
-            },
-        };
+        }
         let write = async {
-            match first {
-                None => {
-                    seq += 1;
-                    let t = EventPrefix::new("tick", &json!({"ts": crate::now_ms()})).finish(seq);
-                    sink.feed(Message::Text(t.into())).await?;
-                    sink.feed(Message::Ping(Default::default())).await?;
-                }
-                Some(first) => {
-                    let mut next = Some(first);
-                    // Batch what is already queued into one flush.
-                    let mut budget = 64;
-                    while let Some(item) = next.take() {
-                        out.taken(&item);
-                        match item {
-                            Out::Text(s) => sink.feed(Message::Text(s.into())).await?,
-                            Out::Event(p) => {
-                                seq += 1;
-                                sink.feed(Message::Text(p.finish(seq).into())).await?;
-                            }
-                            Out::Close(code, reason) => {
-                                sink.feed(close_message(code, &reason)).await?;
-                                sink.flush().await?;
-                                return Ok::<bool, axum::Error>(true);
-                            }
-                        }
-                        budget -= 1;
-                        if budget > 0 {
-                            next = rx.try_recv().ok();
-                        }
+            if ticked {
+                seq += 1;
+                let t = EventPrefix::new("tick", &json!({"ts": crate::now_ms()})).finish(seq);
+                sink.feed(Message::Text(t.into())).await?;
+                sink.feed(Message::Ping(Default::default())).await?;
+            }
+            // Everything queued goes out with one flush.
+            while let Some(item) = batch.pop_front() {
+                match item {
+                    Out::Text(s) => sink.feed(Message::Text(s.into())).await?,
+                    Out::Event(p) => {
+                        seq += 1;
+                        sink.feed(Message::Text(p.finish(seq).into())).await?;
+                    }
+                    Out::Close(code, reason) => {
+                        sink.feed(close_message(code, &reason)).await?;
+                        sink.flush().await?;
+                        return Ok::<bool, axum::Error>(true);
                     }
                 }
             }
@@ -612,7 +634,7 @@ async fn write_loop(
         };
         let result = tokio::select! {
             biased;
-            _ = cancel.cancelled() => break,
+            _ = &mut cancelled => break,
             r = write => r,
         };
         match result {

@@ -196,11 +196,27 @@ impl EventPrefix {
     }
 
     /// The complete frame text for one connection.
+    ///
+    /// Allocated at its exact length: turning a `String` whose capacity equals its length into
+    /// the socket's `Bytes` costs no second allocation.
     pub(crate) fn finish(&self, seq: u64) -> String {
-        use std::fmt::Write;
-        let mut s = String::with_capacity(self.0.len() + 21);
+        let mut digits = [0u8; 20];
+        let mut n = seq;
+        let mut at = digits.len();
+        loop {
+            at -= 1;
+            digits[at] = b'0' + (n % 10) as u8;
+            n /= 10;
+            if n == 0 {
+                break;
+            }
+        }
+        let digits = &digits[at..];
+        let mut s = String::with_capacity(self.0.len() + digits.len() + 1);
         s.push_str(&self.0);
-        let _ = write!(s, "{seq}}}");
+        // ASCII digits are valid UTF-8.
+        s.push_str(std::str::from_utf8(digits).unwrap_or("0"));
+        s.push('}');
         s
     }
 }
@@ -224,6 +240,11 @@ mod tests {
     fn event_prefix_appends_seq() {
         let p = EventPrefix::new("tick", &json!({"ts": 5}));
         let frame: EventFrame = serde_json::from_str(&p.finish(42)).unwrap();
+        for seq in [0, 1, 9, 10, 1234567890, u64::MAX] {
+            let text = p.finish(seq);
+            assert_eq!(text.len(), text.capacity());
+            assert_eq!(serde_json::from_str::<EventFrame>(&text).unwrap().seq, seq);
+        }
         assert_eq!(frame.seq, 42);
         assert_eq!(frame.event, "tick");
         assert_eq!(frame.payload, Some(json!({"ts": 5})));

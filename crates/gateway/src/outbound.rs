@@ -1,16 +1,13 @@
 //! A connection's bounded outbound queue.
 //!
 //! Producers (fan-out, responses, the terminal) never wait on a socket: they push into the
-//! queue and move on. When a client does not drain its queue fast enough the queue refuses the
+//! queue and move on; the writer takes the whole queue per wake-up and flushes it once. When a client does not drain its queue fast enough the queue refuses the
 //! frame and the connection is cancelled with a reason, so a stalled peer costs at most
 //! `max_bytes` and never delays anyone else.
 
-use std::sync::{
-    Mutex,
-    atomic::{AtomicUsize, Ordering},
-};
+use std::{collections::VecDeque, sync::Mutex};
 
-use tokio::sync::mpsc;
+use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 
 use crate::frame::EventPrefix;
@@ -42,25 +39,38 @@ pub(crate) struct Kill {
     pub reason: String,
 }
 
+struct Queue {
+    items: VecDeque<Out>,
+    bytes: usize,
+}
+
 pub(crate) struct Outbound {
-    tx: mpsc::Sender<Out>,
-    queued: AtomicUsize,
+    queue: Mutex<Queue>,
+    notify: Notify,
+    max_frames: usize,
     max_bytes: usize,
     cancel: CancellationToken,
     kill: Mutex<Option<Kill>>,
 }
 
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
 impl Outbound {
-    pub(crate) fn new(frames: usize, max_bytes: usize) -> (Self, mpsc::Receiver<Out>) {
-        let (tx, rx) = mpsc::channel(frames.max(1));
-        let out = Outbound {
-            tx,
-            queued: AtomicUsize::new(0),
+    /// An empty queue allocates nothing: an idle connection costs only this struct.
+    pub(crate) fn new(max_frames: usize, max_bytes: usize) -> Self {
+        Outbound {
+            queue: Mutex::new(Queue {
+                items: VecDeque::new(),
+                bytes: 0,
+            }),
+            notify: Notify::new(),
+            max_frames: max_frames.max(1),
             max_bytes,
             cancel: CancellationToken::new(),
             kill: Mutex::new(None),
-        };
-        (out, rx)
+        }
     }
 
     /// Queue a frame; `false` if the connection is gone or was just cut for being too slow.
@@ -69,33 +79,34 @@ impl Outbound {
             return false;
         }
         let cost = out.cost();
-        let before = self.queued.fetch_add(cost, Ordering::AcqRel);
-        if before + cost > self.max_bytes {
-            self.queued.fetch_sub(cost, Ordering::AcqRel);
-            self.kill(1008, "slow consumer: outbound queue full");
-            return false;
-        }
-        match self.tx.try_send(out) {
-            Ok(()) => true,
-            Err(mpsc::error::TrySendError::Full(_)) => {
-                self.queued.fetch_sub(cost, Ordering::AcqRel);
+        {
+            let mut q = lock(&self.queue);
+            if q.items.len() >= self.max_frames || q.bytes + cost > self.max_bytes {
+                drop(q);
                 self.kill(1008, "slow consumer: outbound queue full");
-                false
+                return false;
             }
-            Err(mpsc::error::TrySendError::Closed(_)) => {
-                self.queued.fetch_sub(cost, Ordering::AcqRel);
-                false
-            }
+            q.items.push_back(out);
+            q.bytes += cost;
         }
+        self.notify.notify_one();
+        true
     }
 
-    /// The writer took `out` off the queue.
-    pub(crate) fn taken(&self, out: &Out) {
-        self.queued.fetch_sub(out.cost(), Ordering::AcqRel);
+    /// Move everything queued into `batch` (which must be empty) for the writer.
+    pub(crate) fn take_all(&self, batch: &mut VecDeque<Out>) {
+        let mut q = lock(&self.queue);
+        std::mem::swap(&mut q.items, batch);
+        q.bytes = 0;
+    }
+
+    /// Resolves after a `push` (at once if one happened since the last wait).
+    pub(crate) async fn pushed(&self) {
+        self.notify.notified().await;
     }
 
     pub(crate) fn queued_bytes(&self) -> usize {
-        self.queued.load(Ordering::Acquire)
+        lock(&self.queue).bytes
     }
 
     pub(crate) fn max_bytes(&self) -> usize {
@@ -105,7 +116,7 @@ impl Outbound {
     /// Cut the connection now (the first reason wins).
     pub(crate) fn kill(&self, code: u16, reason: &str) {
         {
-            let mut k = self.kill.lock().unwrap_or_else(|e| e.into_inner());
+            let mut k = lock(&self.kill);
             if k.is_none() {
                 *k = Some(Kill {
                     code,
@@ -117,7 +128,7 @@ impl Outbound {
     }
 
     pub(crate) fn kill_reason(&self) -> Option<Kill> {
-        self.kill.lock().unwrap_or_else(|e| e.into_inner()).clone()
+        lock(&self.kill).clone()
     }
 
     pub(crate) fn cancel_token(&self) -> &CancellationToken {
@@ -135,7 +146,7 @@ mod tests {
 
     #[test]
     fn overflow_kills_instead_of_growing() {
-        let (out, _rx) = Outbound::new(4, 1 << 20);
+        let out = Outbound::new(4, 1 << 20);
         for _ in 0..4 {
             assert!(out.push(Out::Text("x".into())));
         }
@@ -147,10 +158,26 @@ mod tests {
 
     #[test]
     fn byte_bound_is_enforced() {
-        let (out, _rx) = Outbound::new(100, 10);
+        let out = Outbound::new(100, 10);
         assert!(out.push(Out::Text("12345".into())));
         assert!(!out.push(Out::Text("1234567".into())));
         assert!(out.is_closed());
         assert_eq!(out.queued_bytes(), 5);
+    }
+
+    #[test]
+    fn the_writer_takes_everything_at_once() {
+        let out = Outbound::new(8, 1 << 20);
+        assert!(out.push(Out::Text("a".into())));
+        assert!(out.push(Out::Text("bc".into())));
+        let mut batch = VecDeque::new();
+        out.take_all(&mut batch);
+        assert_eq!(batch.len(), 2);
+        assert_eq!(out.queued_bytes(), 0);
+        // Room again: the bound is on what waits, not on what was ever sent.
+        for _ in 0..8 {
+            assert!(out.push(Out::Text("x".into())));
+        }
+        assert!(!out.is_closed());
     }
 }
