@@ -24,6 +24,7 @@
 //!     .route("/gateway", get(|State(g): State<Gateway>, ws: WebSocketUpgrade| async move {
 //!         ws.read_buffer_size(4096)
 //!             .write_buffer_size(4096)
+//!             .max_message_size(ax_gateway::MAX_PAYLOAD)
 //!             .on_upgrade(move |socket| async move { g.serve_socket(socket).await })
 //!     }))
 //!     .with_state(gateway);
@@ -64,6 +65,11 @@ pub use ui_command::{
     AckOutcome, Dock, Outcome, PanelKind, SplitDirection, UiCommand, UiCommandEvent,
     UiCommandParams, UiCommandResponse, UiCommandResultParams, UiOutcome,
 };
+
+/// Largest frame accepted after the handshake (the default [`Tuning::max_payload`]). The
+/// upgrade should pass it as `max_message_size`, so a larger frame is refused before it is
+/// buffered whole.
+pub const MAX_PAYLOAD: usize = 256 * 1024;
 
 /// Tells the gateway whether a session exists in the served project.
 pub trait SessionDirectory: Send + Sync + 'static {
@@ -110,7 +116,7 @@ impl Default for Tuning {
             queue_frames: 1024,
             queue_bytes: 1 << 20,
             wait_timeout: Duration::from_secs(2),
-            max_payload: 256 * 1024,
+            max_payload: MAX_PAYLOAD,
         }
     }
 }
