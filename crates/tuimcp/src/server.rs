@@ -6,7 +6,10 @@
 
 use std::{
     path::{Path, PathBuf},
-    sync::Arc,
+    sync::{
+        Arc,
+        atomic::{AtomicBool, Ordering},
+    },
     time::Duration,
 };
 
@@ -24,7 +27,7 @@ use crate::{
     controller::{Identity, Reply},
     endpoint_file::{self, EndpointFile, SOCKET_NAME},
     frame::{FrameError, read_frame},
-    protocol::{Code, Request, Response},
+    protocol::{Code, MAX_FRAME, Request, Response},
 };
 
 /// At most this many connections are served at once; the next one is answered `busy`.
@@ -78,6 +81,7 @@ pub enum EndpointError {
 struct Inner {
     dir: PathBuf,
     file: PathBuf,
+    closing: Arc<AtomicBool>,
     shutdown: watch::Sender<bool>,
     done: watch::Receiver<bool>,
 }
@@ -115,17 +119,22 @@ impl Endpoint {
                 let (tx, rx) = mpsc::channel(2 * MAX_CONNECTIONS);
                 let (shutdown, shutdown_rx) = watch::channel(false);
                 let (done_tx, done) = watch::channel(false);
+                let closing = Arc::new(AtomicBool::new(false));
                 tokio::spawn(accept_loop(
                     listener,
                     Arc::new(token),
                     tx,
-                    shutdown_rx,
-                    done_tx,
+                    Lifecycle {
+                        closing: closing.clone(),
+                        shutdown: shutdown_rx,
+                        done: done_tx,
+                    },
                     dir.clone(),
                 ));
                 let inner = Arc::new(Inner {
                     dir,
                     file,
+                    closing,
                     shutdown,
                     done,
                 });
@@ -154,6 +163,7 @@ impl Endpoint {
     /// Stops listening, drops every connection and removes the directory. Idempotent: every
     /// caller waits for the same completion.
     pub async fn close(&self) {
+        self.inner.closing.store(true, Ordering::SeqCst);
         let _ = self.inner.shutdown.send(true);
         let mut done = self.inner.done.clone();
         let _ = done.wait_for(|done| *done).await;
@@ -162,6 +172,12 @@ impl Endpoint {
     /// True once the endpoint closed.
     pub fn is_closed(&self) -> bool {
         *self.inner.done.borrow()
+    }
+
+    /// True from the moment closing began (by [`Endpoint::close`] or a fatal listener
+    /// error). [`Sharing`](crate::Sharing) revokes the controller as soon as it sees this.
+    pub fn is_closing(&self) -> bool {
+        self.inner.closing.load(Ordering::SeqCst)
     }
 }
 
@@ -186,14 +202,24 @@ fn listen(dir: &Path, identity: Identity) -> Result<(UnixListener, PathBuf, Stri
     Ok((listener, file, token))
 }
 
+struct Lifecycle {
+    closing: Arc<AtomicBool>,
+    shutdown: watch::Receiver<bool>,
+    done: watch::Sender<bool>,
+}
+
 async fn accept_loop(
     listener: UnixListener,
     token: Arc<String>,
     tx: mpsc::Sender<Inbound>,
-    mut shutdown: watch::Receiver<bool>,
-    done: watch::Sender<bool>,
+    lifecycle: Lifecycle,
     dir: PathBuf,
 ) {
+    let Lifecycle {
+        closing,
+        mut shutdown,
+        done,
+    } = lifecycle;
     let uid = rustix::process::getuid().as_raw();
     let slots = Arc::new(Semaphore::new(MAX_CONNECTIONS));
     let mut connections = JoinSet::new();
@@ -226,6 +252,7 @@ async fn accept_loop(
                     failures += 1;
                     if failures > 100 {
                         tracing::error!(error = %err, "tuimcp: the listener failed; closing");
+                        closing.store(true, Ordering::SeqCst);
                         let _ = tx.try_send(Inbound::Closed);
                         break;
                     }
@@ -260,7 +287,19 @@ async fn write_response(stream: &mut UnixStream, response: &Response) {
     let frame = response.to_frame();
     let _ = tokio::time::timeout(Duration::from_secs(1), async {
         stream.write_all(&frame).await?;
-        stream.shutdown().await
+        stream.shutdown().await?;
+        // Lingering close: a Unix socket closed with unread input resets the connection,
+        // and the caller could lose the answer (a `busy` or `unauthorized` sent before its
+        // frame was read). Drain until the caller closes, bounded.
+        let mut sink = [0u8; 4096];
+        let mut drained = 0;
+        while drained <= 4 * MAX_FRAME {
+            match stream.read(&mut sink).await? {
+                0 => break,
+                n => drained += n,
+            }
+        }
+        Ok::<(), std::io::Error>(())
     })
     .await;
 }
@@ -328,10 +367,18 @@ async fn serve_connection(
         }
     };
     let (reply, mut answer) = oneshot::channel();
-    if tx.send(Inbound::Request { request, reply }).await.is_err() {
+    match tokio::time::timeout_at(deadline, tx.send(Inbound::Request { request, reply })).await {
+        Ok(Ok(())) => {}
         // The owner is gone: the TUI is closing.
-        write_response(&mut stream, &Response::Rejected(Code::Revoked)).await;
-        return;
+        Ok(Err(_)) => {
+            write_response(&mut stream, &Response::Rejected(Code::Revoked)).await;
+            return;
+        }
+        // The owner never took the request, so nothing can have applied.
+        Err(_) => {
+            write_response(&mut stream, &Response::Rejected(Code::Busy)).await;
+            return;
+        }
     }
     let mut probe = [0u8; 1];
     let waited = tokio::select! {
@@ -350,7 +397,7 @@ async fn serve_connection(
         Waited::Reply(None) | Waited::Deadline => {}
         Waited::CallerGone => {
             drop(answer);
-            let _ = tx.send(Inbound::CallerGone).await;
+            let _ = tokio::time::timeout_at(deadline, tx.send(Inbound::CallerGone)).await;
         }
     }
 }

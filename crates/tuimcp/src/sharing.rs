@@ -139,6 +139,11 @@ impl<V: SessionValidator> Sharing<V> {
     /// `Commit::Applied`). Never awaits.
     pub fn apply<N: Navigator>(&mut self, step: Step, navigator: &mut N) -> Option<Commit> {
         let now = now();
+        // Closed from elsewhere (or a fatal listener error): fence before anything else, so
+        // a validation that finishes now can never navigate.
+        if self.endpoint.is_closing() {
+            self.controller.revoke();
+        }
         let commit = match step {
             Step::Inbound(Inbound::Request { request, reply }) => {
                 if let Some(validation) = self.controller.handle(request, reply, now) {
