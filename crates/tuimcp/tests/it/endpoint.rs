@@ -654,3 +654,24 @@ async fn a_socket_path_that_is_too_long_is_refused_with_advice() {
     let left: Vec<_> = std::fs::read_dir(&deep).unwrap().collect();
     assert!(left.is_empty(), "the directory was removed");
 }
+
+#[tokio::test]
+async fn a_hung_validation_times_out_end_to_end_and_does_not_wedge() {
+    let root = temp_root();
+    let mut opts = options();
+    opts.gate_validations = true;
+    let tui = fake(opts, root.path()).await;
+    let path = tui.endpoint_path_buf();
+    let v = view(&path).await;
+    // Real time: the owner's deadline timer fires after 4 s, before the adapter's 4.5 s.
+    let answer = call(&path, &Request::SelectSession(select(&v, &sid(1)))).await;
+    assert_eq!(answer, Response::Rejected(Code::DeadlineExceeded));
+    assert!(!tui.in_flight());
+    // The hung validation is gone; the next navigation goes through.
+    tui.release_validations(1);
+    let v = view(&path).await;
+    let applied = call(&path, &Request::SelectSession(select(&v, &sid(2)))).await;
+    assert!(matches!(applied, Response::Applied(_)), "{applied:?}");
+    assert_eq!(tui.navigations(), 1);
+    tui.shutdown().await;
+}
