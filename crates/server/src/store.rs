@@ -92,6 +92,12 @@ pub enum StoreError {
         path: PathBuf,
         source: std::io::Error,
     },
+    /// The data directory cannot be read (e.g. another user's): not the same as "empty".
+    #[error("cannot read the data directory {path}: {error}")]
+    Unreadable {
+        path: PathBuf,
+        error: std::io::Error,
+    },
     #[error("stored data is malformed: {0}")]
     Malformed(String),
     #[error("a store task failed: {0}")]
@@ -187,8 +193,17 @@ impl Store {
     /// running). `Ok(None)` when there is no database yet.
     pub fn open_read_only(data_dir: &Path) -> Result<Option<Store>> {
         let path = data_dir.join(DB_FILE);
-        if !path.exists() {
-            return Ok(None);
+        // Only a database that is really absent means "no sessions": a directory this user
+        // may not enter (another user's data) is an error, not an empty list.
+        match path.try_exists() {
+            Ok(true) => {}
+            Ok(false) => return Ok(None),
+            Err(error) => {
+                return Err(StoreError::Unreadable {
+                    path: data_dir.to_owned(),
+                    error,
+                });
+            }
         }
         let conn = Connection::open_with_flags(&path, OpenFlags::SQLITE_OPEN_READ_ONLY)?;
         check_version(&conn, &path)?;
