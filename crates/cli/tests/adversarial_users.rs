@@ -1,0 +1,605 @@
+//! Other OS users (SECURITY.md: "other OS users"): a live `ax-code --tui-mcp` in a PTY (with
+//! its embedded backend), an `ax-code serve` and an `ax-code mcp tui` adapter run as the
+//! person (root here); a second user, created for the test, probes them with
+//! `setpriv --reuid/--regid --clear-groups`:
+//! - it can read none of `endpoint.json`, the credential file, the `servers/` registry, the
+//!   database or the processes' environments, nor list the private directories;
+//! - it cannot connect to the TUIMCP socket (and if it could, the peer uid check refuses it:
+//!   crates/tuimcp/tests/it/endpoint.rs `a_peer_with_another_uid_is_refused`);
+//! - the backends' HTTP APIs answer it 401 without the credential, never with a secret;
+//! - `ax-code session list|create` run as that user with the person's data directory fails
+//!   and prints no token and no session title;
+//! - the process listing (`ps -eo args`) shows no secret.
+//!
+//! Every directory the test itself creates is opened up (0755, the temp root 1777 like /tmp),
+//! so only the modes ax-code sets stand between the two users. Needs root to switch users:
+//! skipped with a printed reason otherwise.
+
+use std::collections::BTreeSet;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::num::NonZeroU16;
+use std::os::unix::fs::{FileTypeExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::sync::mpsc;
+use std::sync::{Arc, Mutex};
+use std::thread;
+use std::time::{Duration, Instant};
+
+use portable_pty::{CommandBuilder, PtySize, native_pty_system};
+use serde_json::{Value, json};
+
+const AX: &str = env!("CARGO_BIN_EXE_ax-code");
+const USER: &str = "axtestuser";
+const WAIT: Duration = Duration::from_secs(15);
+const TITLE: &str = "victim-private-title";
+
+fn is_root() -> bool {
+    Command::new("id")
+        .arg("-u")
+        .output()
+        .is_ok_and(|o| String::from_utf8_lossy(&o.stdout).trim() == "0")
+}
+
+fn id_of(flag: &str) -> Option<u32> {
+    let out = Command::new("id").args([flag, USER]).output().ok()?;
+    if !out.status.success() {
+        return None;
+    }
+    String::from_utf8_lossy(&out.stdout).trim().parse().ok()
+}
+
+/// The second user's (uid, gid), created if absent (a concurrent creation is fine).
+fn other_user() -> (u32, u32) {
+    if id_of("-u").is_none() {
+        let status = Command::new("useradd")
+            .args(["-M", "-s", "/usr/sbin/nologin", USER])
+            .status()
+            .expect("useradd");
+        // 9: the user exists (created meanwhile).
+        assert!(
+            status.success() || status.code() == Some(9),
+            "useradd {USER} failed: {status}"
+        );
+    }
+    let uid = id_of("-u").expect("the test user exists");
+    let gid = id_of("-g").expect("the test user has a group");
+    assert_ne!(uid, 0);
+    (uid, gid)
+}
+
+fn chmod(path: &Path, mode: u32) {
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode)).unwrap();
+}
+
+fn mode(path: &Path) -> u32 {
+    std::fs::symlink_metadata(path)
+        .unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+        .permissions()
+        .mode()
+        & 0o7777
+}
+
+/// The person's directories: project, data dir (ax-code must tighten it), HOME and TMPDIR.
+struct Env {
+    _root: tempfile::TempDir,
+    project: PathBuf,
+    data: PathBuf,
+    home: PathBuf,
+    tmp: PathBuf,
+}
+
+impl Env {
+    fn new() -> Env {
+        let root = tempfile::Builder::new()
+            .prefix("axu")
+            .tempdir_in("/tmp")
+            .unwrap();
+        chmod(root.path(), 0o755);
+        let make = |name: &str, m: u32| {
+            let p = root.path().join(name);
+            std::fs::create_dir(&p).unwrap();
+            chmod(&p, m);
+            std::fs::canonicalize(p).unwrap()
+        };
+        Env {
+            project: make("project", 0o755),
+            data: make("data", 0o755),
+            home: make("home", 0o755),
+            tmp: make("t", 0o1777),
+            _root: root,
+        }
+    }
+
+    fn vars(&self) -> Vec<(&'static str, PathBuf)> {
+        vec![
+            ("HOME", self.home.clone()),
+            ("AX_CODE_DATA_DIR", self.data.clone()),
+            ("TMPDIR", self.tmp.clone()),
+        ]
+    }
+
+    fn command(&self, args: &[&str]) -> Command {
+        let mut cmd = Command::new(AX);
+        cmd.args(args)
+            .current_dir(&self.project)
+            .envs(self.vars())
+            .env_remove("AX_CODE_SERVER_PASSWORD")
+            .env_remove("XDG_DATA_HOME")
+            .stdin(Stdio::null());
+        cmd
+    }
+}
+
+/// Kills and reaps a child on drop.
+struct Reaped(Child);
+
+impl Drop for Reaped {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// `ax-code serve --port 0` as the person; returns it with its URL and token.
+fn serve(env: &Env) -> (Reaped, String, String) {
+    let mut child = env
+        .command(&["serve", "--port", "0"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let stdout = child.stdout.take().unwrap();
+    let child = Reaped(child);
+    let (tx, rx) = mpsc::channel();
+    thread::spawn(move || {
+        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+            if tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    loop {
+        let line = rx
+            .recv_timeout(WAIT)
+            .expect("serve printed no Control UI line");
+        if let Some(rest) = line.strip_prefix("Control UI: ") {
+            let (url, token) = rest.split_once("/#token=").expect("token in the fragment");
+            return (child, url.to_owned(), token.to_owned());
+        }
+    }
+}
+
+/// The TUI in a pseudo-terminal, its screen emulated by vt100.
+struct Pty {
+    child: Box<dyn portable_pty::Child + Send + Sync>,
+    parser: Arc<Mutex<vt100::Parser>>,
+    _writer: Box<dyn Write + Send>,
+}
+
+impl Pty {
+    fn spawn(env: &Env, args: &[&str]) -> Pty {
+        let (rows, cols) = (36, 160);
+        let pair = native_pty_system()
+            .openpty(PtySize {
+                rows,
+                cols,
+                pixel_width: 0,
+                pixel_height: 0,
+            })
+            .unwrap();
+        let mut cmd = CommandBuilder::new(AX);
+        cmd.args(args);
+        cmd.cwd(&env.project);
+        for (k, v) in env.vars() {
+            cmd.env(k, v);
+        }
+        cmd.env("TERM", "xterm-256color");
+        cmd.env_remove("AX_CODE_SERVER_PASSWORD");
+        cmd.env_remove("XDG_DATA_HOME");
+        let child = pair.slave.spawn_command(cmd).unwrap();
+        drop(pair.slave);
+        let mut reader = pair.master.try_clone_reader().unwrap();
+        let writer = pair.master.take_writer().unwrap();
+        let parser = Arc::new(Mutex::new(vt100::Parser::new(
+            NonZeroU16::new(rows).unwrap(),
+            NonZeroU16::new(cols).unwrap(),
+            0,
+        )));
+        let p = parser.clone();
+        thread::spawn(move || {
+            let _master = pair.master;
+            let mut buf = [0u8; 8192];
+            loop {
+                match reader.read(&mut buf) {
+                    Ok(0) | Err(_) => break,
+                    Ok(n) => p.lock().unwrap().process(&buf[..n]),
+                }
+            }
+        });
+        Pty {
+            child,
+            parser,
+            _writer: writer,
+        }
+    }
+
+    fn wait_text(&self, text: &str) -> String {
+        let start = Instant::now();
+        loop {
+            let s = self.parser.lock().unwrap().screen().contents();
+            if s.contains(text) {
+                return s;
+            }
+            assert!(
+                start.elapsed() < WAIT,
+                "timed out waiting for {text:?}; the screen:\n{s}"
+            );
+            thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    /// The absolute endpoint.json path shown in the TUIMCP bar.
+    fn endpoint_path(&self) -> PathBuf {
+        let s = self.wait_text("TUIMCP on: ");
+        let line = s.lines().find(|l| l.contains("TUIMCP on: ")).unwrap();
+        let after = &line[line.find("TUIMCP on: ").unwrap() + "TUIMCP on: ".len()..];
+        let end = after.find("endpoint.json").expect("a full path in the bar") + 13;
+        PathBuf::from(&after[..end])
+    }
+}
+
+impl Drop for Pty {
+    fn drop(&mut self) {
+        if self.child.try_wait().ok().flatten().is_none() {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
+    }
+}
+
+/// Runs `program args` as the other user, no supplementary groups, a bare environment,
+/// `stdin` on its standard input; bounded.
+fn as_user(user: (u32, u32), cwd: &Path, program: &str, args: &[&str], stdin: &str) -> Output {
+    let mut child = Command::new("setpriv")
+        .arg(format!("--reuid={}", user.0))
+        .arg(format!("--regid={}", user.1))
+        .arg("--clear-groups")
+        .arg(program)
+        .args(args)
+        .current_dir(cwd)
+        .env_clear()
+        .env("PATH", "/usr/bin:/bin")
+        .env("HOME", "/nonexistent")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("setpriv");
+    let pid = child.id();
+    let (done_tx, done_rx) = mpsc::channel::<()>();
+    thread::spawn(move || {
+        if done_rx.recv_timeout(WAIT).is_err() {
+            let _ = Command::new("kill")
+                .args(["-KILL", &pid.to_string()])
+                .status();
+        }
+    });
+    let mut input = child.stdin.take().unwrap();
+    input.write_all(stdin.as_bytes()).unwrap();
+    drop(input);
+    let out = child.wait_with_output().unwrap();
+    let _ = done_tx.send(());
+    out
+}
+
+/// Python (standard library only) run as the other user: tries each probe and reports
+/// what happened as JSON. It gets no secret: only paths and URLs.
+const PROBE: &str = r#"
+import errno, json, os, socket, sys, urllib.request, urllib.error
+plan = json.load(sys.stdin)
+out = {"read": {}, "list": {}, "connect": {}, "http": []}
+def err(e):
+    return "err:" + (errno.errorcode.get(e.errno, str(e.errno)) if e.errno else type(e).__name__)
+for p in plan["read"]:
+    try:
+        with open(p, "rb") as f:
+            out["read"][p] = "ok:" + f.read(4096).decode("utf-8", "replace")
+    except OSError as e:
+        out["read"][p] = err(e)
+for p in plan["list"]:
+    try:
+        out["list"][p] = "ok:" + ",".join(sorted(os.listdir(p)))
+    except OSError as e:
+        out["list"][p] = err(e)
+for p in plan["connect"]:
+    s = socket.socket(socket.AF_UNIX)
+    s.settimeout(5)
+    try:
+        s.connect(p)
+        out["connect"][p] = "connected"
+    except OSError as e:
+        out["connect"][p] = err(e)
+    finally:
+        s.close()
+for h in plan["http"]:
+    data = h["body"].encode() if h.get("body") is not None else None
+    req = urllib.request.Request(h["url"], data=data, method=h["method"])
+    for k, v in h.get("headers", {}).items():
+        req.add_header(k, v)
+    try:
+        with urllib.request.urlopen(req, timeout=5) as r:
+            out["http"].append({"req": h, "status": r.status, "body": r.read(2048).decode("utf-8", "replace")})
+    except urllib.error.HTTPError as e:
+        out["http"].append({"req": h, "status": e.code, "body": e.read(2048).decode("utf-8", "replace")})
+    except OSError as e:
+        out["http"].append({"req": h, "status": 0, "body": err(e)})
+print(json.dumps(out))
+"#;
+
+fn python3() -> &'static str {
+    ["/usr/bin/python3", "/usr/local/bin/python3"]
+        .into_iter()
+        .find(|p| Path::new(p).exists())
+        .expect("python3 is needed to probe as another user: apt-get install python3")
+}
+
+fn json_files(dir: &Path) -> Vec<PathBuf> {
+    let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "json"))
+        .collect();
+    files.sort();
+    files
+}
+
+fn assert_no_secret(what: &str, text: &str, secrets: &BTreeSet<String>) {
+    for s in secrets {
+        assert!(!text.contains(s.as_str()), "{what} shows a secret: {text}");
+    }
+}
+
+#[test]
+fn another_os_user_can_reach_no_secret_no_socket_and_no_api() {
+    if !is_root() {
+        println!("skipped: needs root to create a second OS user and run probes as it");
+        return;
+    }
+    let user = other_user();
+    let python = python3();
+    let env = Env::new();
+
+    // The person's processes: a headless backend, a shared TUI with its embedded backend,
+    // and an MCP adapter for that TUI.
+    let (serve, serve_url, serve_token) = serve(&env);
+    let tui = Pty::spawn(&env, &["--tui-mcp"]);
+    let endpoint = tui.endpoint_path();
+    tui.wait_text("● connected");
+    let endpoint_dir = endpoint.parent().unwrap().to_owned();
+    let socket = std::fs::read_dir(&endpoint_dir)
+        .unwrap()
+        .map(|e| e.unwrap())
+        .find(|e| e.file_type().unwrap().is_socket())
+        .expect("the TUIMCP socket beside endpoint.json")
+        .path();
+    let adapter = Reaped(
+        env.command(&["mcp", "tui", "--endpoint", endpoint.to_str().unwrap()])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    let out = env
+        .command(&["session", "create", "--title", TITLE, "--url", &serve_url])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+
+    // What there is to protect, read as the person.
+    let servers = json_files(&env.data.join("servers"));
+    let credentials = json_files(&env.data.join("credentials"));
+    assert!(servers.len() >= 2, "both backends registered: {servers:?}");
+    assert_eq!(credentials.len(), 1, "serve wrote its credential file");
+    let mut secrets = BTreeSet::from([serve_token.clone()]);
+    let endpoint_json: Value = serde_json::from_slice(&std::fs::read(&endpoint).unwrap()).unwrap();
+    secrets.insert(endpoint_json["token"].as_str().unwrap().to_owned());
+    let mut urls = BTreeSet::from([serve_url.clone()]);
+    for f in servers.iter().chain(&credentials) {
+        let record: Value = serde_json::from_slice(&std::fs::read(f).unwrap()).unwrap();
+        secrets.insert(record["token"].as_str().unwrap().to_owned());
+        urls.insert(record["url"].as_str().unwrap().to_owned());
+    }
+    assert_eq!(
+        secrets.len(),
+        3,
+        "serve, embedded backend and endpoint tokens"
+    );
+    assert!(urls.len() >= 2, "{urls:?}");
+
+    // The modes ax-code set (the test opened every directory it made itself).
+    assert_eq!(mode(&env.data), 0o700, "the data directory was tightened");
+    for dir in [
+        env.data.join("servers"),
+        env.data.join("credentials"),
+        endpoint_dir.clone(),
+    ] {
+        assert_eq!(mode(&dir), 0o700, "{}", dir.display());
+    }
+    let mut private_files = vec![endpoint.clone(), socket.clone()];
+    private_files.extend(servers.iter().cloned());
+    private_files.extend(credentials.iter().cloned());
+    for e in std::fs::read_dir(&env.data).unwrap() {
+        let p = e.unwrap().path();
+        if p.is_file() {
+            private_files.push(p);
+        }
+    }
+    for f in &private_files {
+        assert_eq!(mode(f), 0o600, "{}", f.display());
+    }
+
+    // The probes, as the other user. Controls first: a world-readable file is readable and
+    // the backends are reachable (`/health` is public), so refusals below mean something.
+    let readable = env.project.join("README");
+    std::fs::write(&readable, "public").unwrap();
+    chmod(&readable, 0o644);
+    let proc_environ = |pid: u32| format!("/proc/{pid}/environ");
+    let mut read: Vec<String> = private_files
+        .iter()
+        .map(|p| p.display().to_string())
+        .collect();
+    read.push(proc_environ(serve.0.id()));
+    read.push(proc_environ(tui.child.process_id().unwrap()));
+    read.push(proc_environ(adapter.0.id()));
+    let list =
+        [&env.data, &env.data.join("servers"), &endpoint_dir].map(|p| p.display().to_string());
+    let mut http = Vec::new();
+    for url in &urls {
+        http.push(json!({"url": format!("{url}/health"), "method": "GET"}));
+        for path in ["/session", "/event", "/project", "/permission"] {
+            http.push(json!({"url": format!("{url}{path}"), "method": "GET"}));
+        }
+        http.push(json!({"url": format!("{url}/session"), "method": "GET",
+            "headers": {"Authorization": "Bearer not-the-token-0000000000000000000000"}}));
+        http.push(json!({"url": format!("{url}/session"), "method": "POST",
+            "headers": {"Content-Type": "application/json"}, "body": "{\"title\":\"intruder\"}"}));
+    }
+    let plan = json!({
+        "read": std::iter::once(readable.display().to_string()).chain(read.clone()).collect::<Vec<_>>(),
+        "list": list,
+        "connect": [socket.display().to_string()],
+        "http": http,
+    });
+    let out = as_user(
+        user,
+        Path::new("/"),
+        python,
+        &["-c", PROBE],
+        &plan.to_string(),
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        out.status.success(),
+        "the probe failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_no_secret("the probe's findings", &stdout, &secrets);
+    let found: Value = serde_json::from_str(&stdout).unwrap();
+    println!("probe as uid {}: {found:#}", user.0);
+
+    assert_eq!(found["read"][readable.display().to_string()], "ok:public");
+    for p in &read {
+        assert_eq!(found["read"][p], "err:EACCES", "{p} as another user");
+    }
+    for p in &list {
+        assert_eq!(
+            found["list"][p], "err:EACCES",
+            "listing {p} as another user"
+        );
+    }
+    assert_eq!(
+        found["connect"][socket.display().to_string()],
+        "err:EACCES",
+        "the TUIMCP socket as another user"
+    );
+    for answer in found["http"].as_array().unwrap() {
+        let url = answer["req"]["url"].as_str().unwrap();
+        let want = if url.ends_with("/health") { 200 } else { 401 };
+        assert_eq!(answer["status"], want, "{answer}");
+        if want == 401 {
+            assert!(
+                answer["body"]
+                    .as_str()
+                    .unwrap()
+                    .contains("\"unauthorized\""),
+                "{answer}"
+            );
+        }
+        assert!(
+            !answer["body"].as_str().unwrap().contains(TITLE),
+            "{answer}"
+        );
+    }
+
+    // The ordinary commands as the other user, pointed at the person's data and project.
+    let data = env.data.display().to_string();
+    let ax_as_user = |args: &[&str]| {
+        let assignment = format!("AX_CODE_DATA_DIR={data}");
+        let mut argv = vec![assignment.as_str(), AX];
+        argv.extend_from_slice(args);
+        as_user(user, &env.project, "/usr/bin/env", &argv, "")
+    };
+    let mut attempts: Vec<Vec<&str>> = vec![
+        vec!["session", "list"],
+        vec!["session", "list", "--json"],
+        vec!["session", "create", "--title", "intruder"],
+    ];
+    for url in &urls {
+        attempts.push(vec!["session", "list", "--url", url]);
+        attempts.push(vec![
+            "session", "create", "--title", "intruder", "--url", url,
+        ]);
+    }
+    for args in &attempts {
+        let out = ax_as_user(args);
+        let text = format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(
+            !out.status.success(),
+            "ax-code {args:?} as another user: {text}"
+        );
+        assert_no_secret(
+            &format!("ax-code {args:?} as another user"),
+            &text,
+            &secrets,
+        );
+        assert!(
+            !text.contains(TITLE),
+            "ax-code {args:?} leaks a title: {text}"
+        );
+        assert!(!text.contains("panicked"), "{text}");
+        if args[1] == "list" && args.len() <= 3 {
+            // Not "no sessions yet": the person's store exists, this user just may not read it.
+            assert!(
+                text.contains("cannot read the data directory"),
+                "ax-code {args:?} as another user: {text}"
+            );
+        }
+    }
+
+    // The process listing, as the other user and as the person.
+    for listing in [
+        as_user(user, Path::new("/"), "/usr/bin/ps", &["-eo", "args"], ""),
+        Command::new("ps").args(["-eo", "args"]).output().unwrap(),
+    ] {
+        assert!(listing.status.success());
+        let text = String::from_utf8_lossy(&listing.stdout);
+        assert!(
+            text.contains(&format!("mcp tui --endpoint {}", endpoint.display())),
+            "the listing shows our processes"
+        );
+        assert_no_secret("ps -eo args", &text, &secrets);
+    }
+
+    // Control: the person still sees exactly their session, nothing the intruder tried.
+    let out = env
+        .command(&["session", "list", "--json"])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let listed = String::from_utf8_lossy(&out.stdout);
+    assert!(listed.contains(TITLE), "{listed}");
+    assert!(!listed.contains("intruder"), "{listed}");
+    drop(adapter);
+    drop(tui);
+    drop(serve);
+}
