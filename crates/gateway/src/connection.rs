@@ -173,6 +173,14 @@ pub(crate) async fn serve(shared: Arc<Shared>, socket: WebSocket) {
         out: out.clone(),
     });
     shared.hub.register(entry.clone());
+    let terminal = Arc::new(TerminalSlot::default());
+    // Runs however this future ends, also when the backend drops it at shutdown.
+    let _cleanup = Cleanup {
+        shared: shared.clone(),
+        key,
+        out: out.clone(),
+        terminal: terminal.clone(),
+    };
 
     let last_seen = Arc::new(AtomicU64::new(0));
     let (sink, stream) = socket.split();
@@ -191,13 +199,12 @@ pub(crate) async fn serve(shared: Arc<Shared>, socket: WebSocket) {
         shared: shared.clone(),
         entry,
         scopes: accepted.scopes,
-        terminal: Arc::new(TerminalSlot::default()),
+        terminal,
         waits: Arc::new(AtomicUsize::new(0)),
     };
     let graceful = conn.read_loop(stream, started, &last_seen).await;
 
     shared.hub.unregister(key);
-    conn.terminal.kill();
     if graceful {
         // Let the writer send what was queued up to the close frame.
         let mut writer = writer;
@@ -211,6 +218,22 @@ pub(crate) async fn serve(shared: Arc<Shared>, socket: WebSocket) {
     } else {
         out.kill(CLOSE_NORMAL, "closing");
         let _ = tokio::time::timeout(Duration::from_secs(2), writer).await;
+    }
+}
+
+/// Unregisters the connection, stops its writer and kills its terminal command.
+struct Cleanup {
+    shared: Arc<Shared>,
+    key: u64,
+    out: Arc<Outbound>,
+    terminal: Arc<TerminalSlot>,
+}
+
+impl Drop for Cleanup {
+    fn drop(&mut self) {
+        self.shared.hub.unregister(self.key);
+        self.terminal.kill();
+        self.out.kill(CLOSE_NORMAL, "closing");
     }
 }
 

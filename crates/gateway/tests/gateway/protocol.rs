@@ -406,3 +406,55 @@ async fn handshake_timeout_closes() {
     c.frame().await;
     assert_closed_with_error(c.until_end().await, 1008);
 }
+
+#[tokio::test]
+async fn a_dropped_connection_future_unregisters() {
+    // The backend may drop `serve_socket` (shutdown): the hub must not keep the connection.
+    let dir = tempfile::tempdir().unwrap();
+    struct NoSessions;
+    impl ax_gateway::SessionDirectory for NoSessions {
+        fn contains(&self, _: &str) -> bool {
+            false
+        }
+    }
+    let gateway = ax_gateway::Gateway::new(ax_gateway::GatewayConfig {
+        token: TOKEN.into(),
+        server_version: "x".into(),
+        project_dir: dir.path().to_path_buf(),
+        sessions: std::sync::Arc::new(NoSessions),
+    });
+    let stop = std::sync::Arc::new(tokio::sync::Notify::new());
+    let g = gateway.clone();
+    let s2 = stop.clone();
+    let app = axum::Router::new().route(
+        "/gateway",
+        axum::routing::get(move |ws: axum::extract::ws::WebSocketUpgrade| {
+            let g = g.clone();
+            let s2 = s2.clone();
+            async move {
+                ws.on_upgrade(move |socket| async move {
+                    tokio::select! {
+                        () = g.serve_socket(socket) => {}
+                        () = s2.notified() => {}
+                    }
+                })
+            }
+        }),
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move {
+        let _ = axum::serve(listener, app).await;
+    });
+    let mut ui = Client::connected(addr, "ui", &["ui-commands"], ALL).await;
+    assert!(eventually(|| gateway.ui_client_count() == 1).await);
+    stop.notify_waiters();
+    assert!(
+        eventually(|| gateway.connection_count() == 0).await,
+        "a dropped connection stayed registered"
+    );
+    assert!(matches!(
+        ui.until_end().await,
+        Ended::Close(_) | Ended::Gone
+    ));
+}
