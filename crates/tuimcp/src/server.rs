@@ -283,25 +283,34 @@ fn peer_is_us(stream: &UnixStream, uid: u32) -> bool {
     stream.peer_cred().is_ok_and(|cred| cred.uid() == uid)
 }
 
-async fn write_response(stream: &mut UnixStream, response: &Response) {
+/// Writes the answer and closes our side. `unread` says the caller's frame may still be
+/// unread: then the close lingers (see [`linger`]).
+async fn write_response(stream: &mut UnixStream, response: &Response, unread: bool) {
     let frame = response.to_frame();
     let _ = tokio::time::timeout(Duration::from_secs(1), async {
         stream.write_all(&frame).await?;
         stream.shutdown().await?;
-        // Lingering close: a Unix socket closed with unread input resets the connection,
-        // and the caller could lose the answer (a `busy` or `unauthorized` sent before its
-        // frame was read). Drain until the caller closes, bounded.
-        let mut sink = [0u8; 4096];
-        let mut drained = 0;
-        while drained <= 4 * MAX_FRAME {
-            match stream.read(&mut sink).await? {
-                0 => break,
-                n => drained += n,
-            }
+        if unread {
+            linger(stream).await?;
         }
         Ok::<(), std::io::Error>(())
     })
     .await;
+}
+
+/// A Unix socket closed with unread input resets the connection, and the caller could lose
+/// an answer sent before its frame was read (`busy`, a refused peer, an oversized frame).
+/// Drain until the caller closes, bounded by the caller of this function's timeout.
+async fn linger(stream: &mut UnixStream) -> std::io::Result<()> {
+    let mut sink = [0u8; 4096];
+    let mut drained = 0;
+    while drained <= 4 * MAX_FRAME {
+        match stream.read(&mut sink).await? {
+            0 => break,
+            n => drained += n,
+        }
+    }
+    Ok(())
 }
 
 async fn refuse_busy(mut stream: UnixStream, uid: u32) {
@@ -310,7 +319,7 @@ async fn refuse_busy(mut stream: UnixStream, uid: u32) {
     } else {
         Code::Unauthorized
     };
-    write_response(&mut stream, &Response::Rejected(code)).await;
+    write_response(&mut stream, &Response::Rejected(code), true).await;
 }
 
 /// Authenticates a frame's JSON and parses its request. Anything that fails before the
@@ -346,14 +355,14 @@ async fn serve_connection(
 ) {
     let deadline = Instant::now() + SOCKET_DEADLINE;
     if !peer_is_us(&stream, uid) {
-        write_response(&mut stream, &Response::Rejected(Code::Unauthorized)).await;
+        write_response(&mut stream, &Response::Rejected(Code::Unauthorized), true).await;
         return;
     }
     let frame = match tokio::time::timeout_at(deadline, read_frame(&mut stream)).await {
         Ok(Ok(frame)) => frame,
         // Oversized: the token cannot be checked, so the caller is not authenticated.
         Ok(Err(FrameError::TooLarge)) => {
-            write_response(&mut stream, &Response::Rejected(Code::Unauthorized)).await;
+            write_response(&mut stream, &Response::Rejected(Code::Unauthorized), true).await;
             return;
         }
         // Trailing data, EOF, read errors, too slow: close without an answer.
@@ -362,7 +371,7 @@ async fn serve_connection(
     let request = match authenticate(&frame, token) {
         Ok(request) => request,
         Err(code) => {
-            write_response(&mut stream, &Response::Rejected(code)).await;
+            write_response(&mut stream, &Response::Rejected(code), false).await;
             return;
         }
     };
@@ -371,12 +380,12 @@ async fn serve_connection(
         Ok(Ok(())) => {}
         // The owner is gone: the TUI is closing.
         Ok(Err(_)) => {
-            write_response(&mut stream, &Response::Rejected(Code::Revoked)).await;
+            write_response(&mut stream, &Response::Rejected(Code::Revoked), false).await;
             return;
         }
         // The owner never took the request, so nothing can have applied.
         Err(_) => {
-            write_response(&mut stream, &Response::Rejected(Code::Busy)).await;
+            write_response(&mut stream, &Response::Rejected(Code::Busy), false).await;
             return;
         }
     }
@@ -391,7 +400,7 @@ async fn serve_connection(
         Waited::Reply(Some(response)) => {
             // Data that arrived after the frame closes the connection without an answer.
             if !matches!(stream.try_read(&mut probe), Ok(n) if n > 0) {
-                write_response(&mut stream, &response).await;
+                write_response(&mut stream, &response, false).await;
             }
         }
         Waited::Reply(None) | Waited::Deadline => {}
