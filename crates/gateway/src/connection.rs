@@ -10,7 +10,7 @@ use std::{
         Arc,
         atomic::{AtomicU64, AtomicUsize, Ordering},
     },
-    time::{Duration, Instant},
+    time::Duration,
 };
 
 use axum::extract::ws::{CloseFrame, Message, Utf8Bytes, WebSocket};
@@ -151,7 +151,7 @@ async fn open(shared: &Shared, mut socket: WebSocket) -> Option<Opened> {
 }
 
 pub(crate) async fn serve(shared: Arc<Shared>, socket: WebSocket) {
-    let started = Instant::now();
+    shared.ensure_ticker();
     let Some(Opened {
         socket,
         accepted,
@@ -171,6 +171,7 @@ pub(crate) async fn serve(shared: Arc<Shared>, socket: WebSocket) {
         conn_id,
         ui_target,
         out: out.clone(),
+        last_seen: AtomicU64::new(shared.clock_ms()),
     });
     shared.hub.register(entry.clone());
     let terminal = Arc::new(TerminalSlot::default());
@@ -182,18 +183,8 @@ pub(crate) async fn serve(shared: Arc<Shared>, socket: WebSocket) {
         terminal: terminal.clone(),
     };
 
-    let last_seen = Arc::new(AtomicU64::new(0));
     let (sink, stream) = socket.split();
-    let writer = tokio::spawn(write_loop(
-        sink,
-        out.clone(),
-        WriterClock {
-            started,
-            last_seen: last_seen.clone(),
-            tick: tuning.tick_interval,
-            dead_after: tuning.dead_after,
-        },
-    ));
+    let writer = tokio::spawn(write_loop(sink, out.clone()));
 
     let conn = Conn {
         shared: shared.clone(),
@@ -202,7 +193,7 @@ pub(crate) async fn serve(shared: Arc<Shared>, socket: WebSocket) {
         terminal,
         waits: Arc::new(AtomicUsize::new(0)),
     };
-    let graceful = conn.read_loop(stream, started, &last_seen).await;
+    let graceful = conn.read_loop(stream).await;
 
     shared.hub.unregister(key);
     if graceful {
@@ -392,12 +383,7 @@ struct Conn {
 
 impl Conn {
     /// Returns `true` when the server queued a close (the writer should finish the queue).
-    async fn read_loop(
-        &self,
-        mut stream: SplitStream<WebSocket>,
-        started: Instant,
-        last_seen: &AtomicU64,
-    ) -> bool {
+    async fn read_loop(&self, mut stream: SplitStream<WebSocket>) -> bool {
         let cancel = self.entry.out.cancel_token().clone();
         // One registration for the connection's life, not one per frame.
         let cancelled = cancel.cancelled();
@@ -407,7 +393,10 @@ impl Conn {
                 _ = &mut cancelled => return false,
                 m = stream.next() => m,
             };
-            last_seen.store(started.elapsed().as_millis() as u64, Ordering::Relaxed);
+            // Any frame, pongs included, proves the peer alive (the ticker checks this).
+            self.entry
+                .last_seen
+                .store(self.shared.clock_ms(), Ordering::Relaxed);
             match msg {
                 Some(Ok(Message::Text(text))) => {
                     if !self.handle_text(&text) {
@@ -590,53 +579,24 @@ impl Conn {
     }
 }
 
-struct WriterClock {
-    started: Instant,
-    last_seen: Arc<AtomicU64>,
-    tick: Duration,
-    dead_after: Duration,
-}
-
-async fn write_loop(
-    mut sink: SplitSink<WebSocket, Message>,
-    out: Arc<Outbound>,
-    clock: WriterClock,
-) {
+async fn write_loop(mut sink: SplitSink<WebSocket, Message>, out: Arc<Outbound>) {
     // The challenge was seq 1.
     let mut seq: u64 = 1;
     let cancel = out.cancel_token().clone();
     let cancelled = cancel.cancelled();
     tokio::pin!(cancelled);
-    let mut tick = tokio::time::interval_at(tokio::time::Instant::now() + clock.tick, clock.tick);
-    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let mut closed_by_queue = false;
     let mut batch = VecDeque::new();
     loop {
         out.take_all(&mut batch);
-        let mut ticked = false;
         if batch.is_empty() {
             tokio::select! {
                 biased;
                 _ = &mut cancelled => break,
-                _ = tick.tick() => {
-                    let now = clock.started.elapsed().as_millis() as u64;
-                    let idle = now.saturating_sub(clock.last_seen.load(Ordering::Relaxed));
-                    if idle > clock.dead_after.as_millis() as u64 {
-                        out.kill(CLOSE_POLICY, "keepalive timeout");
-                        break;
-                    }
-                    ticked = true;
-                }
                 _ = out.pushed() => continue,
             }
         }
         let write = async {
-            if ticked {
-                seq += 1;
-                let t = EventPrefix::new("tick", &json!({"ts": crate::now_ms()})).finish(seq);
-                sink.feed(Message::Text(t.into())).await?;
-                sink.feed(Message::Ping(Default::default())).await?;
-            }
             // Everything queued goes out with one flush.
             while let Some(item) = batch.pop_front() {
                 match item {
@@ -644,6 +604,13 @@ async fn write_loop(
                     Out::Event(p) => {
                         seq += 1;
                         sink.feed(Message::Text(p.finish(seq).into())).await?;
+                    }
+                    Out::Tick => {
+                        seq += 1;
+                        let t = EventPrefix::new("tick", &json!({"ts": crate::now_ms()}));
+                        sink.feed(Message::Text(t.finish(seq).into())).await?;
+                        // Answered by any live WebSocket peer, browsers included.
+                        sink.feed(Message::Ping(Default::default())).await?;
                     }
                     Out::Close(code, reason) => {
                         sink.feed(close_message(code, &reason)).await?;

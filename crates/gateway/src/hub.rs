@@ -2,7 +2,10 @@
 
 use std::{
     collections::HashMap,
-    sync::{Arc, Mutex, MutexGuard},
+    sync::{
+        Arc, Mutex, MutexGuard,
+        atomic::{AtomicU64, Ordering},
+    },
     time::Duration,
 };
 
@@ -24,6 +27,8 @@ pub(crate) struct ConnEntry {
     /// `mode == ui` and `caps` contain `ui-commands`.
     pub ui_target: bool,
     pub out: Arc<Outbound>,
+    /// When a frame last came from the peer (the gateway clock, ms).
+    pub last_seen: AtomicU64,
 }
 
 struct Pending {
@@ -65,6 +70,19 @@ impl Hub {
 
     pub(crate) fn unregister(&self, key: u64) {
         lock(&self.conns).remove(&key);
+    }
+
+    /// Queue a keepalive tick to every connection and cut those silent for `dead_after_ms`.
+    pub(crate) fn tick(&self, now_ms: u64, dead_after_ms: u64) {
+        let conns: Vec<Arc<ConnEntry>> = lock(&self.conns).values().cloned().collect();
+        for c in conns {
+            let idle = now_ms.saturating_sub(c.last_seen.load(Ordering::Relaxed));
+            if idle > dead_after_ms {
+                c.out.kill(1008, "keepalive timeout");
+            } else {
+                c.out.push(Out::Tick);
+            }
+        }
     }
 
     pub(crate) fn len(&self) -> usize {

@@ -37,8 +37,11 @@
 
 use std::{
     path::PathBuf,
-    sync::{Arc, atomic::AtomicU64},
-    time::Duration,
+    sync::{
+        Arc,
+        atomic::{AtomicBool, AtomicU64, Ordering},
+    },
+    time::{Duration, Instant},
 };
 
 use axum::extract::ws::WebSocket;
@@ -126,6 +129,36 @@ pub(crate) struct Shared {
     pub(crate) tuning: Tuning,
     pub(crate) hub: hub::Hub,
     pub(crate) next_conn: AtomicU64,
+    /// The gateway's clock for keepalive bookkeeping.
+    epoch: Instant,
+    ticker: AtomicBool,
+}
+
+impl Shared {
+    pub(crate) fn clock_ms(&self) -> u64 {
+        self.epoch.elapsed().as_millis() as u64
+    }
+
+    /// One task for the whole gateway queues every connection's tick and drops dead peers,
+    /// so writers wait on nothing but their queue. Started from the first connection (inside
+    /// the runtime); it ends when the gateway is dropped.
+    pub(crate) fn ensure_ticker(self: &Arc<Self>) {
+        if self.ticker.swap(true, Ordering::AcqRel) {
+            return;
+        }
+        let weak = Arc::downgrade(self);
+        let every = self.tuning.tick_interval;
+        tokio::spawn(async move {
+            let mut interval = tokio::time::interval_at(tokio::time::Instant::now() + every, every);
+            interval.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+            loop {
+                interval.tick().await;
+                let Some(shared) = weak.upgrade() else { break };
+                let dead = shared.tuning.dead_after.as_millis() as u64;
+                shared.hub.tick(shared.clock_ms(), dead);
+            }
+        });
+    }
 }
 
 /// A cheap, cloneable handle to the gateway's shared state.
@@ -146,6 +179,8 @@ impl Gateway {
                 tuning,
                 hub: hub::Hub::default(),
                 next_conn: AtomicU64::new(1),
+                epoch: Instant::now(),
+                ticker: AtomicBool::new(false),
             }),
         }
     }

@@ -18,6 +18,8 @@ pub(crate) enum Out {
     Text(String),
     /// An event serialised once; the writer appends this connection's `seq`.
     Event(EventPrefix),
+    /// A keepalive `tick` event and a ping.
+    Tick,
     /// Send a close frame after everything queued before it, then stop.
     Close(u16, String),
 }
@@ -27,6 +29,7 @@ impl Out {
         match self {
             Out::Text(s) => s.len(),
             Out::Event(p) => p.len() + 21,
+            Out::Tick => 64,
             Out::Close(_, r) => r.len(),
         }
     }
