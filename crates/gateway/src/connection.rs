@@ -647,5 +647,5 @@ async fn write_loop(mut sink: SplitSink<WebSocket, Message>, out: Arc<Outbound>)
         )
         .await;
     }
-    out.cancel_token().cancel();
+    out.kill(CLOSE_NORMAL, "closing");
 }

@@ -5,7 +5,13 @@
 //! frame and the connection is cancelled with a reason, so a stalled peer costs at most
 //! `max_bytes` and never delays anyone else.
 
-use std::{collections::VecDeque, sync::Mutex};
+use std::{
+    collections::VecDeque,
+    sync::{
+        Mutex,
+        atomic::{AtomicBool, Ordering},
+    },
+};
 
 use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
@@ -53,6 +59,8 @@ pub(crate) struct Outbound {
     max_frames: usize,
     max_bytes: usize,
     cancel: CancellationToken,
+    /// Mirrors `cancel` for the hot path: the token's own check takes a lock.
+    closed: AtomicBool,
     kill: Mutex<Option<Kill>>,
 }
 
@@ -72,13 +80,14 @@ impl Outbound {
             max_frames: max_frames.max(1),
             max_bytes,
             cancel: CancellationToken::new(),
+            closed: AtomicBool::new(false),
             kill: Mutex::new(None),
         }
     }
 
     /// Queue a frame; `false` if the connection is gone or was just cut for being too slow.
     pub(crate) fn push(&self, out: Out) -> bool {
-        if self.cancel.is_cancelled() {
+        if self.is_closed() {
             return false;
         }
         let cost = out.cost();
@@ -127,6 +136,7 @@ impl Outbound {
                 });
             }
         }
+        self.closed.store(true, Ordering::Release);
         self.cancel.cancel();
     }
 
@@ -139,7 +149,7 @@ impl Outbound {
     }
 
     pub(crate) fn is_closed(&self) -> bool {
-        self.cancel.is_cancelled()
+        self.closed.load(Ordering::Acquire)
     }
 }
 
