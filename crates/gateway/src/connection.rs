@@ -590,11 +590,13 @@ async fn write_loop(mut sink: SplitSink<WebSocket, Message>, out: Arc<Outbound>)
     loop {
         out.take_all(&mut batch);
         if batch.is_empty() {
-            tokio::select! {
-                biased;
-                _ = &mut cancelled => break,
-                _ = out.pushed() => continue,
+            // `kill` also wakes this wait; the token's own check costs a lock, so it is only
+            // consulted while a write is stuck.
+            out.pushed().await;
+            if out.is_closed() {
+                break;
             }
+            continue;
         }
         let write = async {
             // Everything queued goes out with one flush.
@@ -624,8 +626,8 @@ async fn write_loop(mut sink: SplitSink<WebSocket, Message>, out: Arc<Outbound>)
         };
         let result = tokio::select! {
             biased;
-            _ = &mut cancelled => break,
             r = write => r,
+            _ = &mut cancelled => break,
         };
         match result {
             Ok(false) => {}

@@ -138,6 +138,8 @@ impl Outbound {
         }
         self.closed.store(true, Ordering::Release);
         self.cancel.cancel();
+        // Wake the writer if it waits for frames.
+        self.notify.notify_one();
     }
 
     pub(crate) fn kill_reason(&self) -> Option<Kill> {
