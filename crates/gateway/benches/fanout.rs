@@ -151,6 +151,8 @@ type Ws = WebSocketStream<MaybeTlsStream<TcpStream>>;
 
 struct Counter {
     seen: AtomicUsize,
+    /// The count the waiting round needs; only the frame that reaches it wakes the waiter.
+    target: AtomicUsize,
     notify: Notify,
 }
 
@@ -192,22 +194,25 @@ fn count_frames(
             if let Message::Text(t) = msg
                 && t.contains(needle)
             {
-                counter.seen.fetch_add(1, Ordering::AcqRel);
-                counter.notify.notify_one();
+                let seen = counter.seen.fetch_add(1, Ordering::AcqRel) + 1;
+                if seen == counter.target.load(Ordering::Acquire) {
+                    counter.notify.notify_one();
+                }
             }
         }
     })
 }
 
+/// Wait until `target` frames were counted (the target was set before the send).
 async fn wait_count(counter: &Counter, target: usize) {
+    let deadline = Instant::now() + Duration::from_secs(10);
     loop {
         let notified = counter.notify.notified();
         if counter.seen.load(Ordering::Acquire) >= target {
             return;
         }
-        tokio::time::timeout(Duration::from_secs(10), notified)
-            .await
-            .expect("fan-out stalled");
+        assert!(Instant::now() < deadline, "fan-out stalled");
+        let _ = tokio::time::timeout(Duration::from_secs(1), notified).await;
     }
 }
 
@@ -263,6 +268,7 @@ impl Fleet {
         Fleet {
             counter: Arc::new(Counter {
                 seen: AtomicUsize::new(0),
+                target: AtomicUsize::new(usize::MAX),
                 notify: Notify::new(),
             }),
             size: 0,
@@ -311,6 +317,7 @@ async fn rounds_gateway(agent: &mut Ws, fleet: &Fleet, rounds: usize) -> Vec<Dur
     .to_string();
     for _ in 0..rounds {
         let target = fleet.counter.seen.load(Ordering::Acquire) + fleet.size;
+        fleet.counter.target.store(target, Ordering::Release);
         let t0 = Instant::now();
         agent.send(Message::text(req.clone())).await.unwrap();
         wait_count(&fleet.counter, target).await;
@@ -331,6 +338,7 @@ async fn rounds_bare(trigger: &mut Ws, fleet: &Fleet, rounds: usize) -> Vec<Dura
     .to_string();
     for _ in 0..rounds {
         let target = fleet.counter.seen.load(Ordering::Acquire) + fleet.size;
+        fleet.counter.target.store(target, Ordering::Release);
         let t0 = Instant::now();
         trigger.send(Message::text(frame.clone())).await.unwrap();
         wait_count(&fleet.counter, target).await;
