@@ -235,13 +235,8 @@ class ControlUi {
 
   handleCommand(payload) {
     const result = applyCommand(this.layout, payload);
-    if (result.outcome === 'applied') {
-      this.setLayout(result.layout);
-      const pane = activePane(this.layout);
-      if (payload.command.kind !== 'sidebar' && payload.command.kind !== 'panel') {
-        document.querySelector(`[data-pane-id="${pane.id}"]`)?.focus?.();
-      }
-    }
+    // Keyboard focus stays where the person left it: an agent arranges, it does not type.
+    if (result.outcome === 'applied') this.setLayout(result.layout);
     this.toast(`Agent: ${describe(payload.command)}${result.outcome === 'ignored' ? ` — ignored (${result.reason})` : ''}`);
     return { outcome: result.outcome, reason: result.reason };
   }
@@ -252,7 +247,7 @@ class ControlUi {
     const self = this;
     return {
       activate(paneId) {
-        if (self.layout.active === paneId) return;
+        if (self.restoringFocus || self.layout.active === paneId) return;
         self.layout.active = paneId;
         self.saveLayout();
         for (const el of document.querySelectorAll('[data-testid="pane"]')) {
@@ -342,6 +337,12 @@ class ControlUi {
     $('toggle-browser').setAttribute('aria-pressed', String(L.panels.browser.open));
     this.renderSidebar();
 
+    // A re-render replaces the panes: keep a composer that is being typed in focused.
+    const focused = document.activeElement;
+    const focusedPane = focused?.closest?.('[data-testid="pane"]');
+    const restore = focusedPane && focused.tagName === 'TEXTAREA'
+      ? { pane: focusedPane.dataset.paneId, start: focused.selectionStart, end: focused.selectionEnd }
+      : null;
     const area = $('panes');
     const ctx = (pane) => ({ store: this.store, active: pane.id === L.active, drafts: this.drafts, actions: this.actions });
     area.replaceChildren(...L.columns.map((col) =>
@@ -351,6 +352,16 @@ class ControlUi {
       if (pane.session && !this.store.messages.has(pane.session)) this.loadMessages(pane.session);
     }
     placePanels(L, { terminal: this.terminal, browser: this.browser }, { bottom: $('dock-bottom'), right: $('dock-right') });
+    if (restore) {
+      const box = area.querySelector(`[data-pane-id="${restore.pane}"] textarea`);
+      if (box) {
+        // Focusing must not make that pane active again (an agent may just have moved it).
+        this.restoringFocus = true;
+        box.focus({ preventScroll: true });
+        box.setSelectionRange(restore.start, restore.end);
+        this.restoringFocus = false;
+      }
+    }
   }
 
   renderSidebar() {

@@ -329,6 +329,20 @@ async def run(binary, artifacts):
                          "the command's output streams into the transcript")
                 check(not first_pane.find_elements(By.CSS_SELECTOR, '[data-testid="approval"]'), "the approval is gone")
 
+                # An agent's command never takes the keyboard from the person typing.
+                box = driver.find_element(By.CSS_SELECTOR, f'[data-testid="pane"][data-session="{a}"] [data-testid="composer-input"]')
+                box.click()
+                box.send_keys("half-typed draft")
+                r = await screen({"action": "split_down", "sessionKey": b})
+                check(outcomes(r) == ["applied"], "split_down while the person types")
+                wait_for(lambda: [[p["session"] for p in col] for col in page.panes()] == [[a, b, c], [d]],
+                         "beta opens below alpha")
+                check(page.active_session() == b, "the new pane is active")
+                typing = driver.execute_script(
+                    "const e = document.activeElement;"
+                    "return [e.closest('[data-testid=pane]')?.dataset.session, e.value];")
+                check(typing == [a, "half-typed draft"], f"focus and draft stay in alpha's composer: {typing}")
+
                 # Two tabs: both apply every command.
                 first = driver.current_window_handle
                 layout_now = page.panes()
@@ -349,6 +363,8 @@ async def run(binary, artifacts):
                 r = await screen({"action": "close_pane", "sessionKey": c})
                 check(outcomes(r) == ["applied", "applied"], "close_pane applied in both tabs")
                 r = await screen({"action": "close_pane", "sessionKey": d})
+                check(outcomes(r) == ["applied", "applied"], "close_pane applied in both tabs")
+                r = await screen({"action": "close_pane", "sessionKey": b})
                 check(outcomes(r) == ["applied", "applied"], "close_pane applied in both tabs")
                 wait_for(lambda: [p["session"] for p in page.flat()] == [a], "one pane left: alpha")
                 check(page.panes()[0][0]["colGrow"] == 1, "the space went back to the remaining pane")
