@@ -147,6 +147,9 @@ class ControlUi {
   stop() {
     this.abort.abort();
     this.gateway.stop();
+    // The panels live in the docks, outside what render() replaces.
+    this.terminal.el.remove();
+    this.browser.el.remove();
   }
 
   async resync() {

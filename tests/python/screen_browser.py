@@ -2,8 +2,8 @@
 
 Run by crates/cli/tests/screen_browser.rs:
     python screen_browser.py BINARY ARTIFACTS_DIR
-It starts `ax-code serve` (temp data dir, AX_CODE_SERVER_PASSWORD, a free port), opens the
-Control UI with the token in the URL fragment, and drives it through the official MCP
+It starts `ax-code serve` (temp data dir, AX_CODE_SERVER_PASSWORD, a free port), signs in to
+the Control UI (form, then the URL fragment in a second tab), and drives it through the official MCP
 Python SDK: every action of the `screen` tool must change the page as SPEC-gateway §5 says.
 Prints each check; exits non-zero on the first failure.
 """
@@ -172,9 +172,18 @@ async def run(binary, artifacts):
 
         driver = browser(os.path.join(root, "profile"))
         page = Page(driver)
-        driver.get(f"{backend.url}/#token={backend.token}")
+        # Sign in through the form: a wrong token is refused, the right one opens the UI.
+        driver.get(f"{backend.url}/")
+        wait_for(lambda: page.testid("signin").is_displayed(), "without a token the sign-in form shows")
+        field = driver.find_element(By.ID, "token")
+        field.send_keys("wrong-token-0123456789" + Keys.ENTER)
+        wait_for(lambda: "refused" in driver.find_element(By.ID, "signin-error").text
+                 and page.testid("signin").is_displayed(), "a wrong token is refused")
+        check(driver.execute_script("return sessionStorage.getItem('ax-code.token')") is None,
+              "a refused token is not kept")
+        field = driver.find_element(By.ID, "token")
+        field.send_keys(backend.token + Keys.ENTER)
         wait_for(page.connected, "the Control UI connects to the gateway")
-        check("token" not in driver.current_url, "the token fragment is removed from the address")
         check(driver.execute_script("return sessionStorage.getItem('ax-code.token')") == backend.token,
               "the token is kept in sessionStorage")
         wait_for(lambda: len(driver.find_elements(By.CSS_SELECTOR, '[data-testid="session-item"]')) == 4,
@@ -349,7 +358,10 @@ async def run(binary, artifacts):
                 driver.switch_to.new_window("tab")
                 second = driver.current_window_handle
                 driver.get(f"{backend.url}/#token={backend.token}")
-                wait_for(page.connected, "the second tab connects")
+                wait_for(page.connected, "the second tab signs in from the URL fragment and connects")
+                check("token" not in driver.current_url, "the token fragment is removed from the address")
+                check(driver.execute_script("return sessionStorage.getItem('ax-code.token')") == backend.token,
+                      "the fragment's token is kept in sessionStorage")
                 wait_for(lambda: page.panes() == layout_now, "the second tab starts from the stored layout")
                 r = await screen({"action": "sidebar_hide"})
                 check(r["delivered"] == 2 and outcomes(r) == ["applied", "applied"],
