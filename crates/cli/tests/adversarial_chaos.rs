@@ -49,7 +49,7 @@ const PERSON_LAG: Duration = Duration::from_secs(2);
 const SHOW_HORIZON: Duration = Duration::from_millis(2500);
 /// Slack for the TUI's resources between warm-up and the end of the run.
 const FD_SLACK: usize = 8;
-const RSS_SLACK_KIB: u64 = 24 * 1024;
+const RSS_SLACK_KIB: u64 = 8 * 1024;
 
 /// The draft the person types: none of these keys does anything in the approval dialog.
 const DRAFT: &str = "qwx";
@@ -355,7 +355,7 @@ fn chaos_run_keeps_the_navigation_invariants() {
             let mut k = 0;
             for phase in phases.iter().filter(|p| p.active) {
                 let len = phase.end.saturating_duration_since(phase.start);
-                if len < Duration::from_millis(2500) || rng.below(100) < 30 {
+                if len < Duration::from_millis(2500) || rng.below(100) < 15 {
                     continue;
                 }
                 sleep_until(phase.start + rng.millis(0, 400));

@@ -243,7 +243,8 @@ fn tui_sigstopped_the_adapter_keeps_its_deadlines_and_sigcont_recovers() {
         }
         _ => {
             assert!(
-                ["cancelled", "stale_revision", "user_active"].contains(&code(&receipt)),
+                ["cancelled", "stale_revision", "user_active", "not_ready"]
+                    .contains(&code(&receipt)),
                 "{receipt}"
             );
             assert!(!tui.screen().contains("stop-target ses_"));
