@@ -51,8 +51,12 @@ async fn upgrade(
     ws: WebSocketUpgrade,
 ) -> Response {
     let shutdown = app.shutdown.clone();
+    // Small buffers keep an idle connection at a few KiB; the message cap stops a client from
+    // making us buffer megabytes before the gateway's own size checks run.
     ws.read_buffer_size(4096)
         .write_buffer_size(4096)
+        .max_message_size(ax_gateway::MAX_PAYLOAD)
+        .max_frame_size(ax_gateway::MAX_PAYLOAD)
         .on_upgrade(move |socket| async move {
             tokio::select! {
                 () = gateway.serve_socket(socket) => {}
