@@ -423,6 +423,20 @@ fn chaos_run_keeps_the_navigation_invariants() {
                     person_step(&screen, &log, &mut rng, may_navigate);
                 }
             }
+            // A palette drawn only after the person stopped looking for it would stay open.
+            let cleanup_until = Instant::now() + WAIT;
+            loop {
+                let s = screen.screen();
+                if s.contains("┌ Commands") {
+                    screen.send("\x1b");
+                } else if s.contains(&format!("│{DRAFT}")) {
+                    screen.send("\x7f\x7f\x7f");
+                } else {
+                    break;
+                }
+                assert!(Instant::now() < cleanup_until, "cannot clean up:\n{s}");
+                thread::sleep(Duration::from_millis(300));
+            }
         })
     };
 
