@@ -163,9 +163,20 @@ pub fn read_endpoint_file(path: &Path) -> Result<(EndpointFile, PathBuf), Endpoi
     let stat = rustix::fs::lstat(&socket).map_err(|e| io_err(&socket)(e.into()))?;
     check_stat(&socket, &stat, FileType::Socket, "socket", PRIVATE_FILE)?;
     // 4. Open without following symlinks, check the handle itself.
+    let text = read_private_file(path)?;
+    // 5. Strict JSON.
+    let file = parse_endpoint_content(&text)
+        .ok_or_else(|| EndpointFileError::Malformed(path.to_owned()))?;
+    Ok((file, socket))
+}
+
+/// Step 4 of §3: opens `path` without following a symlink and checks the handle itself (regular,
+/// ours, 0600, at most [`MAX_FILE`]) before reading it. `O_NONBLOCK` because the file may have been
+/// swapped for a FIFO since the `lstat`: opening a FIFO would otherwise wait for a writer forever.
+fn read_private_file(path: &Path) -> Result<Vec<u8>, EndpointFileError> {
     let fd = rustix::fs::open(
         path,
-        OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::CLOEXEC | OFlags::NOCTTY,
+        OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::CLOEXEC | OFlags::NOCTTY | OFlags::NONBLOCK,
         Mode::empty(),
     )
     .map_err(|e| io_err(path)(e.into()))?;
@@ -188,10 +199,7 @@ pub fn read_endpoint_file(path: &Path) -> Result<(EndpointFile, PathBuf), Endpoi
     if text.len() as u64 > MAX_FILE {
         return Err(unsafe_path(path, "is larger than 16 KiB"));
     }
-    // 5. Strict JSON.
-    let file = parse_endpoint_content(&text)
-        .ok_or_else(|| EndpointFileError::Malformed(path.to_owned()))?;
-    Ok((file, socket))
+    Ok(text)
 }
 
 /// Step 5 of §3 on its own: the content of `endpoint.json` as strict JSON, version 1, a token
@@ -295,5 +303,29 @@ mod tests {
     fn debug_hides_the_token() {
         let file = EndpointFile::new(Identity::random(), "ab".repeat(32));
         assert!(!format!("{file:?}").contains(&"ab".repeat(32)));
+    }
+
+    #[test]
+    fn a_fifo_swapped_in_is_refused_without_blocking() {
+        let dir = tempfile::tempdir().unwrap();
+        let fifo = dir.path().join("endpoint.json");
+        rustix::fs::mknodat(
+            rustix::fs::CWD,
+            &fifo,
+            FileType::Fifo,
+            Mode::from_raw_mode(0o600),
+            0,
+        )
+        .unwrap();
+        // Without O_NONBLOCK the open below waits for a writer that never comes.
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let _ = tx.send(read_private_file(&fifo).map(|_| ()));
+        });
+        let outcome = rx
+            .recv_timeout(std::time::Duration::from_secs(5))
+            .expect("opening a FIFO must not block");
+        let err = outcome.expect_err("a FIFO is not a regular file");
+        assert!(err.to_string().contains("regular file"), "{err}");
     }
 }
