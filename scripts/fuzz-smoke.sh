@@ -55,7 +55,10 @@ for target in "${targets[@]}"; do
         -print_final_stats=1 >"$work/$target.log" 2>&1; then
         grep -E '^(stat::number_of_executed_units|Done )' "$work/$target.log" >&2 || true
     else
-        tail -n 60 "$work/$target.log" >&2
+        # The cause first (panic message, sanitizer report), then the end of the log.
+        grep -E -A3 "panicked at|ERROR: (AddressSanitizer|libFuzzer)|^SUMMARY" \
+            "$work/$target.log" | head -n 40 >&2 || true
+        tail -n 30 "$work/$target.log" >&2
         echo "fuzz-smoke: $target FAILED; crashing inputs are in fuzz/artifacts/$target/" >&2
         failed+=("$target")
     fi
