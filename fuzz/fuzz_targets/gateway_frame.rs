@@ -1,7 +1,7 @@
-//! The gateway's client frames, as one WebSocket text message: the request frame with its
-//! id and method bounds, `connect` params, `ui.command` params validated against a fake
-//! session directory, and `ui.command.result` params. Also the server frames as a client
-//! (`ax-code mcp screen`) reads them.
+//! The gateway's client frames, as one WebSocket text message: the reader's `parse_request`
+//! (closed frame, id and method bounds), `connect` params, `ui.command` params validated
+//! against a fake session directory, and `ui.command.result` params. Also the server frames
+//! as a client (`ax-code mcp screen`) reads them.
 //!
 //! Invariants: every accepted shape survives serialize → parse unchanged; `connect` params
 //! never show their token in `Debug`; a validated `ui.command` names only known sessions of
@@ -10,9 +10,10 @@
 #![no_main]
 
 use ax_gateway::{
-    ConnectParams, RequestFrame, ServerFrame, SessionDirectory, UiCommand, UiCommandEvent,
-    UiCommandParams, UiCommandResultParams,
+    ConnectParams, ErrorCode, RequestFrame, ServerFrame, SessionDirectory, UiCommand,
+    UiCommandEvent, UiCommandParams, UiCommandResultParams,
     frame::{MAX_ID_LEN, MAX_METHOD_LEN},
+    parse_request,
 };
 use libfuzzer_sys::fuzz_target;
 use serde_json::Value;
@@ -108,22 +109,27 @@ fuzz_target!(|data: &[u8]| {
     let Ok(text) = std::str::from_utf8(data) else {
         return;
     };
-    if let Ok(frame) = serde_json::from_str::<RequestFrame>(text) {
-        // The reader's own bounds (connection.rs parse_request).
-        let in_bounds = !frame.id.is_empty()
-            && frame.id.len() <= MAX_ID_LEN
-            && !frame.method.is_empty()
-            && frame.method.len() <= MAX_METHOD_LEN;
-        if !frame.params.as_ref().is_some_and(has_float) {
-            round_trips(&frame);
+    // The reader's own parser (id and method bounds, best-known id on failure).
+    match parse_request(text) {
+        Ok(frame) => {
+            assert!(!frame.id.is_empty() && frame.id.len() <= MAX_ID_LEN);
+            assert!(!frame.method.is_empty() && frame.method.len() <= MAX_METHOD_LEN);
+            if !frame.params.as_ref().is_some_and(has_float) {
+                round_trips(&frame);
+            }
+            check_params(frame.params.unwrap_or_else(|| serde_json::json!({})));
         }
-        if in_bounds {
-            check_params(
-                frame
-                    .params
-                    .clone()
-                    .unwrap_or_else(|| serde_json::json!({})),
-            );
+        Err((id, error)) => {
+            assert!(id.len() <= MAX_ID_LEN);
+            assert_eq!(error.code, ErrorCode::InvalidRequest);
+            // Refused only for a reason: a closed shape or a bound.
+            if let Ok(frame) = serde_json::from_str::<RequestFrame>(text) {
+                let in_bounds = !frame.id.is_empty()
+                    && frame.id.len() <= MAX_ID_LEN
+                    && !frame.method.is_empty()
+                    && frame.method.len() <= MAX_METHOD_LEN;
+                assert!(!in_bounds, "a well-formed frame within bounds was refused");
+            }
         }
     }
     if let Ok(value) = serde_json::from_str::<Value>(text) {

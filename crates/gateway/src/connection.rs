@@ -313,8 +313,9 @@ fn reject(id: &str, message: &str) -> Rejection {
     }
 }
 
-/// Parse a request frame; on failure return the best-known id with the error.
-fn parse_request(text: &str) -> Result<RequestFrame, (String, ErrorShape)> {
+/// Parse a request frame; on failure return the best-known id with the error. Public for the
+/// fuzz target (`fuzz/fuzz_targets/gateway_frame.rs`).
+pub fn parse_request(text: &str) -> Result<RequestFrame, (String, ErrorShape)> {
     match serde_json::from_str::<RequestFrame>(text) {
         Ok(req) => {
             if req.id.is_empty() || req.id.len() > MAX_ID_LEN {
@@ -650,4 +651,22 @@ async fn write_loop(mut sink: SplitSink<WebSocket, Message>, out: Arc<Outbound>)
         .await;
     }
     out.kill(CLOSE_NORMAL, "closing");
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parse_request_bounds_the_id_and_the_method() {
+        assert!(parse_request(r#"{"type":"req","id":"1","method":"ping"}"#).is_ok());
+        let long = "x".repeat(MAX_ID_LEN + 1);
+        let frame = format!(r#"{{"type":"req","id":"{long}","method":"ping"}}"#);
+        assert_eq!(parse_request(&frame).unwrap_err().0, "");
+        let (id, error) = parse_request(r#"{"type":"req","id":"7","method":""}"#).unwrap_err();
+        assert_eq!((id.as_str(), error.code), ("7", ErrorCode::InvalidRequest));
+        let extra = r#"{"type":"req","id":"9","method":"ping","x":1}"#;
+        assert_eq!(parse_request(extra).unwrap_err().0, "9");
+        assert_eq!(parse_request("[]").unwrap_err().0, "");
+    }
 }

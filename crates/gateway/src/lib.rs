@@ -55,7 +55,7 @@ pub mod scope;
 mod terminal;
 pub mod ui_command;
 
-pub use connection::MAX_PREHANDSHAKE_FRAME;
+pub use connection::{MAX_PREHANDSHAKE_FRAME, parse_request};
 pub use frame::{
     ErrorCode, ErrorShape, EventFrame, PROTOCOL, RequestFrame, ResponseFrame, ServerFrame,
 };
