@@ -1,4 +1,5 @@
-//! Client errors: transport, API (status + `{"error":{code,message}}`), decoding.
+//! Client errors: transport, API (status + `{"error":{code,message}}`), decoding, and a server
+//! that could not prove it holds the credential.
 
 use ax_protocol::ApiError;
 
@@ -18,6 +19,15 @@ pub enum ClientError {
     Decode(String),
     #[error("bad backend URL {0}")]
     BadUrl(String),
+    /// The server at `url` did not answer the `/health` proof check with a proof of the
+    /// credential, so the credential was not sent. Whoever listens there is not the backend
+    /// this credential belongs to (another program took its port, or the backend runs with
+    /// another credential). `reason` says what it answered; it never holds a secret.
+    #[error(
+        "the server at {url} could not prove it holds the credential; the credential was not \
+         sent ({reason})"
+    )]
+    NotProven { url: String, reason: String },
 }
 
 impl ClientError {
@@ -47,5 +57,10 @@ impl ClientError {
             ClientError::Api { error, .. } => Some(error),
             _ => None,
         }
+    }
+
+    /// Whether this is [`ClientError::NotProven`]: the credential was withheld.
+    pub fn is_not_proven(&self) -> bool {
+        matches!(self, ClientError::NotProven { .. })
     }
 }

@@ -1,5 +1,6 @@
 //! The `/event` stream: an SSE reader that reconnects with backoff and resumes with
-//! `Last-Event-ID`.
+//! `Last-Event-ID`. Before every connect the server proves it holds the credential (a fresh
+//! `/health?proof=` check); a stream that breaks marks its client unverified.
 
 use std::{
     pin::Pin,
@@ -16,7 +17,7 @@ use futures_util::{Stream, StreamExt};
 use reqwest::header;
 use tokio::sync::mpsc;
 
-use crate::ClientError;
+use crate::{ClientError, proof::Verification};
 
 /// No bytes (not even a heartbeat) for this long means the connection is dead.
 const IDLE_LIMIT: Duration = Duration::from_secs(35);
@@ -58,15 +59,30 @@ impl Stream for EventStream {
     }
 }
 
+/// One stream's fixed parts.
+struct Target {
+    http: reqwest::Client,
+    base: String,
+    token: String,
+    verification: Arc<Verification>,
+}
+
 pub(crate) fn spawn(
     http: reqwest::Client,
-    url: String,
+    base: String,
     token: String,
+    verification: Arc<Verification>,
     last_id: Option<u64>,
 ) -> EventStream {
     let (tx, rx) = mpsc::channel(256);
     let connected = Arc::new(AtomicBool::new(false));
-    let task = tokio::spawn(run(http, url, token, last_id, tx, connected.clone()));
+    let target = Target {
+        http,
+        base,
+        token,
+        verification,
+    };
+    let task = tokio::spawn(run(target, last_id, tx, connected.clone()));
     EventStream {
         rx,
         connected,
@@ -82,25 +98,14 @@ enum Outcome {
 }
 
 async fn run(
-    http: reqwest::Client,
-    url: String,
-    token: String,
+    target: Target,
     mut last_id: Option<u64>,
     tx: mpsc::Sender<Result<EventEnvelope, ClientError>>,
     connected: Arc<AtomicBool>,
 ) {
     let mut backoff = BACKOFF_START;
     loop {
-        let outcome = connect_once(
-            &http,
-            &url,
-            &token,
-            &mut last_id,
-            &tx,
-            &connected,
-            &mut backoff,
-        )
-        .await;
+        let outcome = connect_once(&target, &mut last_id, &tx, &connected, &mut backoff).await;
         connected.store(false, Ordering::Relaxed);
         match outcome {
             Outcome::Closed => return,
@@ -108,7 +113,11 @@ async fn run(
                 let _ = tx.send(Err(err)).await;
                 return;
             }
-            Outcome::Retry => {}
+            Outcome::Retry => {
+                // The connection broke: whoever answers next must prove itself again, for the
+                // client's ordinary requests too.
+                target.verification.set(false);
+            }
         }
         tokio::select! {
             () = tokio::time::sleep(backoff) => {}
@@ -119,17 +128,26 @@ async fn run(
 }
 
 async fn connect_once(
-    http: &reqwest::Client,
-    url: &str,
-    token: &str,
+    target: &Target,
     last_id: &mut Option<u64>,
     tx: &mpsc::Sender<Result<EventEnvelope, ClientError>>,
     connected: &AtomicBool,
     backoff: &mut Duration,
 ) -> Outcome {
-    let mut request = http
-        .get(url)
-        .header(header::AUTHORIZATION, format!("Bearer {token}"))
+    // A fresh proof before every connect, whatever the client's state.
+    let checked = tokio::select! {
+        r = target.verification.check_now(&target.http, &target.base, &target.token) => r,
+        () = tx.closed() => return Outcome::Closed,
+    };
+    match checked {
+        Ok(_) => {}
+        Err(ClientError::Transport(_)) => return Outcome::Retry,
+        Err(e) => return Outcome::Fatal(e),
+    }
+    let mut request = target
+        .http
+        .get(format!("{}/event", target.base))
+        .header(header::AUTHORIZATION, format!("Bearer {}", target.token))
         .header(header::ACCEPT, "text/event-stream");
     if let Some(id) = last_id {
         request = request.header("Last-Event-ID", id.to_string());

@@ -14,12 +14,38 @@
 //! }
 //! # Ok(()) }
 //! ```
+//!
+//! # The server proves itself before it gets the credential
+//!
+//! A backend that dies frees its port, and any local user may bind it. So the client never
+//! sends `Authorization: Bearer <token>` to a server that has not proven it holds that token:
+//! it asks `GET /health?proof=<nonce>` (no credential, a fresh random 256-bit nonce each time)
+//! and checks, in constant time, that the answer carries HMAC-SHA256(key = token, message =
+//! `"ax-code-server-proof-v1:" + nonce`) (see [`expected_proof`]). Otherwise the call fails
+//! with [`ClientError::NotProven`] and nothing carrying the credential is sent.
+//!
+//! When it checks (one `/health` round trip each time; no cost per request while verified):
+//! - before the first authenticated request of a [`Client`] (its clones share the state);
+//! - after any transport error (connection refused or broken, timeout): the client is marked
+//!   unverified and the next request checks first;
+//! - before each (re)connect of an [`EventStream`]; a stream that breaks also marks its client
+//!   unverified;
+//! - whenever [`Client::verify`] or [`Client::health`] is called.
+//!
+//! Residual window: a server that dies and is replaced by a squatter *between two requests*,
+//! with no transport error seen in between (the connection pool quietly opens a new
+//! connection), is not caught. With the event stream always connected, as in the TUI, a dead
+//! backend breaks the stream at once, which marks the client unverified, so the window is the
+//! moment between the backend's death and the stream noticing it. Also not caught: a relay
+//! that forwards the `/health` check to the real backend listening elsewhere with the same
+//! credential (only possible with a fixed `AX_CODE_SERVER_PASSWORD` reused on another port).
 
 mod discover;
 mod error;
 mod events;
+mod proof;
 
-use std::time::Duration;
+use std::{sync::Arc, time::Duration};
 
 use ax_protocol::{
     AbortResult, CreateSession, ErrorBody, Health, Message, Permission, PermissionAnswer,
@@ -31,6 +57,7 @@ use serde::{Serialize, de::DeserializeOwned};
 pub use discover::{credential_for_url, credential_for_url_in, discover, same_origin};
 pub use error::ClientError;
 pub use events::EventStream;
+pub use proof::expected_proof;
 
 /// Time limit of one ordinary request.
 const REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
@@ -41,6 +68,7 @@ pub struct Client {
     http: reqwest::Client,
     base: String,
     token: String,
+    verification: Arc<proof::Verification>,
 }
 
 impl std::fmt::Debug for Client {
@@ -65,12 +93,15 @@ impl Client {
         let http = reqwest::Client::builder()
             .connect_timeout(Duration::from_secs(5))
             .no_proxy()
+            // The backend never redirects; a server that does is not followed.
+            .redirect(reqwest::redirect::Policy::none())
             .build()
             .map_err(ClientError::transport)?;
         Ok(Client {
             http,
             base,
             token: token.into(),
+            verification: Arc::default(),
         })
     }
 
@@ -85,14 +116,38 @@ impl Client {
             .header(header::AUTHORIZATION, format!("Bearer {}", self.token))
     }
 
+    /// Whether the server has proven it holds the credential since the last transport error
+    /// (then requests go out without another check).
+    pub fn is_verified(&self) -> bool {
+        self.verification.is_verified()
+    }
+
+    /// Checks now, with a fresh nonce, that the server holds the credential (one
+    /// `GET /health?proof=` round trip, without the credential). Callers that hand the
+    /// credential to another channel (the gateway's connect frame) call this first.
+    pub async fn verify(&self) -> Result<Health, ClientError> {
+        self.verification
+            .check_now(&self.http, &self.base, &self.token)
+            .await
+    }
+
     async fn send<T: DeserializeOwned>(&self, builder: RequestBuilder) -> Result<T, ClientError> {
+        // Nothing carrying the credential leaves before the server proved it holds it.
+        self.verification
+            .ensure(&self.http, &self.base, &self.token)
+            .await?;
+        let lost = |e: reqwest::Error| {
+            // Whoever answers next must prove itself again.
+            self.verification.set(false);
+            ClientError::transport(e)
+        };
         let response = builder
             .timeout(REQUEST_TIMEOUT)
             .send()
             .await
-            .map_err(ClientError::transport)?;
+            .map_err(lost)?;
         let status = response.status();
-        let bytes = response.bytes().await.map_err(ClientError::transport)?;
+        let bytes = response.bytes().await.map_err(lost)?;
         if !status.is_success() {
             return Err(match serde_json::from_slice::<ErrorBody>(&bytes) {
                 Ok(body) => ClientError::Api {
@@ -119,9 +174,10 @@ impl Client {
         self.send(self.request(Method::POST, path).json(body)).await
     }
 
-    /// `GET /health` (needs no credential, but sending it does no harm).
+    /// `GET /health` with a proof check; the same as [`Client::verify`]. It never sends the
+    /// credential.
     pub async fn health(&self) -> Result<Health, ClientError> {
-        self.get("/health").await
+        self.verify().await
     }
 
     pub async fn project(&self) -> Result<Project, ClientError> {
@@ -208,12 +264,15 @@ impl Client {
     /// The live event stream, resuming after `last_id` when given. It reconnects by itself
     /// (backoff 100 ms doubling to 5 s) and resumes with `Last-Event-ID`; a `reset` event means
     /// the gap could not be replayed and the caller should reload its state. It ends with one
-    /// `Err` only for a fatal error (wrong credential, refused Host/Origin, bad URL).
+    /// `Err` only for a fatal error (wrong credential, refused Host/Origin, bad URL, or
+    /// [`ClientError::NotProven`]: the server failed the proof check made before every
+    /// connect, so the credential was not sent).
     pub fn events(&self, last_id: Option<u64>) -> EventStream {
         events::spawn(
             self.http.clone(),
-            format!("{}/event", self.base),
+            self.base.clone(),
             self.token.clone(),
+            self.verification.clone(),
             last_id,
         )
     }

@@ -221,13 +221,24 @@ pub enum Event {
 }
 
 /// `GET /health` (no credential needed).
+///
+/// `GET /health?proof=<nonce>` (64 lowercase hex characters, fresh and random per check) also
+/// answers `proof`: lowercase hex of HMAC-SHA256 with the credential as the key over
+/// `"ax-code-server-proof-v1:" + nonce`. Clients check it before they send the credential, so
+/// whoever took a dead backend's port never receives it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct Health {
     pub ok: bool,
     /// The backend's version.
     pub version: String,
+    /// The answer to `?proof=<nonce>`; absent when no nonce was asked for.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub proof: Option<String>,
 }
+
+/// The message prefix of the `/health` proof (see [`Health`]).
+pub const HEALTH_PROOF_PREFIX: &str = "ax-code-server-proof-v1:";
 
 /// `POST /session/{id}/prompt` answer (202): what was stored and what happens next.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

@@ -55,11 +55,59 @@ pub fn protected(app: Shared) -> Router<Shared> {
         .route_layer(middleware::from_fn_with_state(app, auth::bearer))
 }
 
-pub async fn health(State(app): State<Shared>) -> Json<Health> {
-    Json(Health {
+/// `GET /health?proof=<nonce>`; the query is optional.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct HealthQuery {
+    proof: Option<String>,
+}
+
+/// Liveness, without the credential. With `?proof=<nonce>` (64 lowercase hex characters) the
+/// answer also carries `proof`, [`health_proof`] of the nonce, so a client can tell this is the
+/// backend holding its credential before it sends the credential (see `ax_protocol::Health`).
+pub async fn health(
+    State(app): State<Shared>,
+    query: Result<Query<HealthQuery>, QueryRejection>,
+) -> ApiResult<Json<Health>> {
+    let Query(query) = query.map_err(|r| Failure::bad_request(r.body_text()))?;
+    let proof = match query.proof {
+        None => None,
+        Some(nonce) if is_nonce(&nonce) => Some(health_proof(&app.token, &nonce)),
+        Some(_) => {
+            return Err(Failure::bad_request(
+                "invalid proof nonce: expected 64 lowercase hex characters",
+            ));
+        }
+    };
+    Ok(Json(Health {
         ok: true,
         version: app.version.clone(),
-    })
+        proof,
+    }))
+}
+
+/// 64 lowercase hex characters (256 bits).
+fn is_nonce(nonce: &str) -> bool {
+    nonce.len() == 64
+        && nonce
+            .bytes()
+            .all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
+}
+
+/// Lowercase hex of HMAC-SHA256(key = `token`, message = `"ax-code-server-proof-v1:" + nonce`).
+pub fn health_proof(token: &str, nonce: &str) -> String {
+    use hmac::{Hmac, Mac};
+    use std::fmt::Write;
+    let mut mac = <Hmac<sha2::Sha256> as Mac>::new_from_slice(token.as_bytes())
+        .expect("HMAC takes a key of any length");
+    mac.update(ax_protocol::HEALTH_PROOF_PREFIX.as_bytes());
+    mac.update(nonce.as_bytes());
+    let digest = mac.finalize().into_bytes();
+    let mut hex = String::with_capacity(64);
+    for b in digest {
+        let _ = write!(hex, "{b:02x}");
+    }
+    hex
 }
 
 async fn project(State(app): State<Shared>) -> Json<Project> {
@@ -246,4 +294,30 @@ pub async fn log_request(
         "request"
     );
     response
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Computed once, independently, with Python's `hmac` module:
+    /// `hmac.new(b"test-credential-0123456789", b"ax-code-server-proof-v1:" + b"0123456789abcdef" * 4, "sha256").hexdigest()`
+    const VECTOR: &str = "c254f978416dbc6cf60ed35e7ebb1ef5bbfa6b99f9f6b4d22a0a841be24041f3";
+
+    #[test]
+    fn proof_matches_an_independent_vector() {
+        let nonce = "0123456789abcdef".repeat(4);
+        assert_eq!(health_proof("test-credential-0123456789", &nonce), VECTOR);
+        assert_ne!(health_proof("test-credential-0123456780", &nonce), VECTOR);
+    }
+
+    #[test]
+    fn nonces_are_64_lowercase_hex() {
+        assert!(is_nonce(&"a".repeat(64)));
+        assert!(!is_nonce(&"A".repeat(64)));
+        assert!(!is_nonce(&"a".repeat(63)));
+        assert!(!is_nonce(&"a".repeat(65)));
+        assert!(!is_nonce(&format!("{}g", "a".repeat(63))));
+        assert!(!is_nonce(""));
+    }
 }

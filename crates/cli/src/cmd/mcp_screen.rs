@@ -262,6 +262,20 @@ struct Target {
     token: String,
 }
 
+impl Target {
+    /// The server proves it holds the credential (ax_client's `/health` proof check) before
+    /// the connect frame carries it: whoever took a dead backend's port never receives it.
+    async fn verify(&self) -> Result<(), ToolError> {
+        let client = ax_client::Client::new(&self.url, &self.token)
+            .map_err(|e| ToolError::invalid(e.to_string()))?;
+        client
+            .verify()
+            .await
+            .map(|_| ())
+            .map_err(|e| ToolError::unavailable(e.to_string()))
+    }
+}
+
 struct Screen {
     url: Option<String>,
     session: Option<String>,
@@ -315,9 +329,12 @@ impl Screen {
             wait: Some(true),
         };
         let target = self.target().await?;
-        tokio::time::timeout(CALL_TIMEOUT, send_ui_command(&target, &params))
-            .await
-            .map_err(|_| ToolError::unavailable("the gateway did not answer in time"))?
+        tokio::time::timeout(CALL_TIMEOUT, async {
+            target.verify().await?;
+            send_ui_command(&target, &params).await
+        })
+        .await
+        .map_err(|_| ToolError::unavailable("the gateway did not answer in time"))?
     }
 }
 

@@ -83,7 +83,15 @@ pub fn run_attach(args: AttachArgs) -> anyhow::Result<()> {
         )
     })?;
     let client = Client::new(args.url.as_str(), token)?;
-    runtime()?.block_on(ax_tui::run(ax_tui::Options {
+    let runtime = runtime()?;
+    // A server that answers without proving it holds the credential (another program on the
+    // port) is refused before the TUI starts; one that is merely down is waited for inside.
+    if let Err(e) = runtime.block_on(client.verify())
+        && e.is_not_proven()
+    {
+        return Err(e.into());
+    }
+    runtime.block_on(ax_tui::run(ax_tui::Options {
         client,
         share: args.tui_mcp,
         endpoint: EndpointOptions::default(),

@@ -158,7 +158,9 @@ impl Proxy {
                 tokio::spawn(async move {
                     let _ = open_rx.wait_for(|open| *open).await;
                     cut_rx.borrow_and_update();
-                    // Read the request head and fix its Host header.
+                    // Read the request head and fix its Host header. Only a connection's first
+                    // head is read, so ask for `Connection: close`: the client's next request
+                    // (the event stream after its `/health` proof check) takes a new connection.
                     let mut head = Vec::new();
                     let mut byte = [0u8; 1];
                     while !head.ends_with(b"\r\n\r\n") {
@@ -168,8 +170,9 @@ impl Proxy {
                         head.push(byte[0]);
                     }
                     let text = String::from_utf8_lossy(&head).into_owned();
-                    let fixed: String = text
+                    let mut lines: Vec<String> = text
                         .split("\r\n")
+                        .filter(|line| !line.to_ascii_lowercase().starts_with("connection:"))
                         .map(|line| {
                             if line.to_ascii_lowercase().starts_with("host:") {
                                 format!("host: {backend}")
@@ -177,8 +180,9 @@ impl Proxy {
                                 line.to_owned()
                             }
                         })
-                        .collect::<Vec<_>>()
-                        .join("\r\n");
+                        .collect();
+                    lines.insert(1, "connection: close".to_owned());
+                    let fixed = lines.join("\r\n");
                     heads.lock().unwrap().push(text);
                     let Ok(mut outbound) = tokio::net::TcpStream::connect(backend).await else {
                         return;

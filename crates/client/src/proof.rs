@@ -1,0 +1,179 @@
+//! The server proof: before the credential goes anywhere, the server answers
+//! `GET /health?proof=<nonce>` with HMAC-SHA256(key = credential, message =
+//! `"ax-code-server-proof-v1:" + nonce`), which only a holder of the credential can compute.
+//! The nonce is fresh and random per check, so an old answer cannot be replayed.
+
+use std::{
+    sync::atomic::{AtomicBool, Ordering},
+    time::Duration,
+};
+
+use ax_protocol::{HEALTH_PROOF_PREFIX, Health};
+use hmac::{Hmac, Mac};
+use reqwest::StatusCode;
+use subtle::ConstantTimeEq;
+
+use crate::ClientError;
+
+/// Time limit of one proof check (connect included).
+const CHECK_TIMEOUT: Duration = Duration::from_secs(10);
+/// A `/health` answer is far smaller; a bigger one is not a backend's.
+const MAX_HEALTH_BYTES: usize = 16 * 1024;
+
+/// Whether the server behind one base URL has proven it holds the credential since the last
+/// transport error. Shared by a client's clones and its event streams.
+#[derive(Debug, Default)]
+pub(crate) struct Verification {
+    verified: AtomicBool,
+    /// Serializes checks, so concurrent first requests cost one round trip, not one each.
+    check: tokio::sync::Mutex<()>,
+}
+
+impl Verification {
+    pub(crate) fn is_verified(&self) -> bool {
+        self.verified.load(Ordering::Acquire)
+    }
+
+    pub(crate) fn set(&self, verified: bool) {
+        self.verified.store(verified, Ordering::Release);
+    }
+
+    /// Checks the server unless it is verified already.
+    pub(crate) async fn ensure(
+        &self,
+        http: &reqwest::Client,
+        base: &str,
+        token: &str,
+    ) -> Result<(), ClientError> {
+        if self.is_verified() {
+            return Ok(());
+        }
+        let _one_at_a_time = self.check.lock().await;
+        if self.is_verified() {
+            return Ok(());
+        }
+        self.check_now(http, base, token).await.map(|_| ())
+    }
+
+    /// A fresh check, whatever the state; records its outcome.
+    pub(crate) async fn check_now(
+        &self,
+        http: &reqwest::Client,
+        base: &str,
+        token: &str,
+    ) -> Result<Health, ClientError> {
+        let result = check(http, base, token).await;
+        self.set(result.is_ok());
+        result
+    }
+}
+
+/// 32 random bytes as 64 lowercase hex characters.
+pub(crate) fn nonce() -> Result<String, getrandom::Error> {
+    let mut bytes = [0u8; 32];
+    getrandom::fill(&mut bytes)?;
+    Ok(hex(&bytes))
+}
+
+fn hex(bytes: &[u8]) -> String {
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+    let mut out = String::with_capacity(bytes.len() * 2);
+    for &b in bytes {
+        out.push(char::from(DIGITS[usize::from(b >> 4)]));
+        out.push(char::from(DIGITS[usize::from(b & 0x0f)]));
+    }
+    out
+}
+
+/// Lowercase hex of HMAC-SHA256(key = `token`, message = `"ax-code-server-proof-v1:" + nonce`):
+/// what a server holding `token` answers to `GET /health?proof=<nonce>`.
+pub fn expected_proof(token: &str, nonce: &str) -> String {
+    let mut mac = <Hmac<sha2::Sha256> as Mac>::new_from_slice(token.as_bytes())
+        .expect("HMAC takes a key of any length");
+    mac.update(HEALTH_PROOF_PREFIX.as_bytes());
+    mac.update(nonce.as_bytes());
+    hex(&mac.finalize().into_bytes())
+}
+
+/// One `GET /health?proof=<fresh nonce>` round trip, without the credential. `Ok` only when the
+/// answer carries the right proof; a server that cannot be reached is a transport error, any
+/// other answer is [`ClientError::NotProven`].
+pub(crate) async fn check(
+    http: &reqwest::Client,
+    base: &str,
+    token: &str,
+) -> Result<Health, ClientError> {
+    let not_proven = |reason: &str| ClientError::NotProven {
+        url: base.to_owned(),
+        reason: reason.to_owned(),
+    };
+    let nonce = nonce().map_err(|_| not_proven("no random nonce could be drawn"))?;
+    let mut response = http
+        .get(format!("{base}/health?proof={nonce}"))
+        .timeout(CHECK_TIMEOUT)
+        .send()
+        .await
+        .map_err(ClientError::transport)?;
+    if response.status() != StatusCode::OK {
+        return Err(not_proven(&format!(
+            "/health answered HTTP {}",
+            response.status().as_u16()
+        )));
+    }
+    if response
+        .content_length()
+        .is_some_and(|n| n > MAX_HEALTH_BYTES as u64)
+    {
+        return Err(not_proven("/health answered too much"));
+    }
+    let mut body = Vec::new();
+    while let Some(chunk) = response.chunk().await.map_err(ClientError::transport)? {
+        if body.len() + chunk.len() > MAX_HEALTH_BYTES {
+            return Err(not_proven("/health answered too much"));
+        }
+        body.extend_from_slice(&chunk);
+    }
+    let health: Health = serde_json::from_slice(&body)
+        .map_err(|_| not_proven("/health did not answer a health record"))?;
+    let Some(proof) = health.proof.as_deref() else {
+        return Err(not_proven("/health answered without a proof"));
+    };
+    let expected = expected_proof(token, &nonce);
+    if !bool::from(proof.as_bytes().ct_eq(expected.as_bytes())) {
+        return Err(not_proven("/health answered a wrong proof"));
+    }
+    Ok(health)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Computed once, independently, with Python's `hmac` module:
+    /// `hmac.new(b"test-credential-0123456789",
+    ///           b"ax-code-server-proof-v1:" + b"0123456789abcdef" * 4, "sha256").hexdigest()`
+    const VECTOR: &str = "c254f978416dbc6cf60ed35e7ebb1ef5bbfa6b99f9f6b4d22a0a841be24041f3";
+
+    #[test]
+    fn proof_matches_an_independent_vector() {
+        let nonce = "0123456789abcdef".repeat(4);
+        assert_eq!(expected_proof("test-credential-0123456789", &nonce), VECTOR);
+        assert_ne!(expected_proof("test-credential-0123456780", &nonce), VECTOR);
+        assert_ne!(
+            expected_proof("test-credential-0123456789", &"0".repeat(64)),
+            VECTOR
+        );
+    }
+
+    #[test]
+    fn nonces_are_fresh_64_lowercase_hex() {
+        let a = nonce().unwrap();
+        let b = nonce().unwrap();
+        assert_eq!(a.len(), 64);
+        assert!(
+            a.bytes()
+                .all(|c| c.is_ascii_digit() || (b'a'..=b'f').contains(&c))
+        );
+        assert_ne!(a, b);
+    }
+}
