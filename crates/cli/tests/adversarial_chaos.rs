@@ -27,7 +27,7 @@
 //! - no file-descriptor or memory growth of the TUI process (/proc/<pid>/fd, VmRSS) between
 //!   the end of a warm-up and the end of the run, beyond a small slack.
 
-mod adversarial_support;
+mod support;
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -35,10 +35,10 @@ use std::sync::{Arc, Mutex};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use adversarial_support::*;
 use ax_client::Client;
 use ax_protocol::{PermissionReply, SessionId, SessionStatus};
 use serde_json::{Value, json};
+use support::*;
 
 const AGENTS: usize = 3;
 /// Unique select_session requestIds the whole run may use (the TUI keeps 128 receipts).

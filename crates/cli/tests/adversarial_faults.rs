@@ -10,15 +10,15 @@
 //! `crates/gateway/tests/gateway/fanout.rs::a_stalled_ui_is_cut_and_does_not_hold_up_the_others`
 //! (and `protocol.rs`, a peer that never reads never answers pings and is dropped).
 
-mod adversarial_support;
+mod support;
 
 use std::path::PathBuf;
 use std::time::Duration;
 
-use adversarial_support::*;
 use ax_client::Client;
 use ax_protocol::{Event, Part, PermissionReply, SessionStatus};
 use serde_json::json;
+use support::*;
 
 const PASSWORD: &str = "adversarial-faults-credential-0123456789";
 
@@ -36,7 +36,7 @@ struct Attached {
 
 fn attached() -> Attached {
     let env = Env::new();
-    let serve = Serve::start(&env, 0, PASSWORD);
+    let serve = Serve::start(&env, 0, Some(PASSWORD));
     let a = env.ax(
         &[
             "session", "create", "--title", "fault-a", "--url", &serve.url,
@@ -122,7 +122,7 @@ fn backend_killed_during_a_session_validation_never_navigates() {
 
     // The backend comes back on the same port: the TUI resyncs, navigation works again.
     let port = t.serve.port();
-    let _serve = Serve::start(&t.env, port, PASSWORD);
+    let _serve = Serve::start(&t.env, port, Some(PASSWORD));
     let view = t.adapter.wait_context("ready again", unblocked);
     let applied = t
         .adapter
@@ -346,7 +346,7 @@ fn consecutive_lines(parts: &[Part]) -> usize {
 #[test]
 fn server_sigkilled_while_writing_a_lot_of_output_loses_nothing_stored() {
     let env = Env::new();
-    let mut serve = Serve::start(&env, 0, PASSWORD);
+    let mut serve = Serve::start(&env, 0, Some(PASSWORD));
     let rt = runtime();
     let client = Client::new(&serve.url, PASSWORD).unwrap();
     let (quiet, loud, seen) = rt.block_on(async {
@@ -402,7 +402,7 @@ fn server_sigkilled_while_writing_a_lot_of_output_loses_nothing_stored() {
     let db = env.data.join("ax-code.db");
     integrity_ok(&db);
 
-    let restarted = Serve::start(&env, 0, PASSWORD);
+    let restarted = Serve::start(&env, 0, Some(PASSWORD));
     let client = Client::new(&restarted.url, PASSWORD).unwrap();
     let stored = rt.block_on(async {
         let sessions = client.list_sessions().await.unwrap();

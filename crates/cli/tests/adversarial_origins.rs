@@ -16,128 +16,29 @@
 //! and Host on the mounted gateway through tungstenite and the Control UI's CSP
 //! (crates/cli/tests/screen_gateway.rs).
 
+mod support;
+
 use std::{
-    io::{BufRead, BufReader, Read, Write},
+    io::{Read, Write},
     net::TcpStream,
-    path::PathBuf,
-    process::{Child, Command, Stdio},
-    sync::mpsc,
-    time::{Duration, Instant},
+    time::Duration,
 };
 
-const WAIT: Duration = Duration::from_secs(15);
-
-fn workspace_root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../..")
-        .canonicalize()
-        .unwrap()
-}
-
-fn python() -> PathBuf {
-    let python = std::env::var_os("AX_TEST_PYTHON")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| workspace_root().join(".venv-test/bin/python"));
-    assert!(
-        python.exists(),
-        "{} is missing: run `bash scripts/setup-test-env.sh`",
-        python.display()
-    );
-    python
-}
+use support::*;
 
 #[test]
 fn pages_of_other_origins_cannot_use_the_api_or_the_gateway_in_a_real_browser() {
-    let python = python();
-    for tool in ["/usr/bin/chromium", "/usr/bin/chromedriver"] {
-        assert!(
-            std::path::Path::new(tool).exists(),
-            "{tool} is missing: run `bash scripts/setup-test-env.sh`"
-        );
-    }
-    let mut child = Command::new(&python)
-        .arg(workspace_root().join("tests/python/adv_origin_browser.py"))
-        .arg(env!("CARGO_BIN_EXE_ax-code"))
-        .stdin(Stdio::null())
-        .stdout(Stdio::inherit())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .expect("start the browser test script");
-    let deadline = Instant::now() + Duration::from_secs(120);
-    let status = loop {
-        if let Some(status) = child.try_wait().unwrap() {
-            break status;
-        }
-        if Instant::now() > deadline {
-            let _ = child.kill();
-            let _ = child.wait();
-            panic!("adv_origin_browser.py did not finish within 120 s");
-        }
-        std::thread::sleep(Duration::from_millis(100));
-    };
+    python();
+    require_browser();
+    let status = run_script(
+        "adv_origin_browser.py",
+        &[AX.as_ref()],
+        Duration::from_secs(120),
+    );
     assert!(
         status.success(),
         "adv_origin_browser.py failed ({status}); its checks are printed above"
     );
-}
-
-struct Serve {
-    child: Child,
-    port: u16,
-    token: String,
-    _project: tempfile::TempDir,
-    _data: tempfile::TempDir,
-}
-
-impl Drop for Serve {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-/// `ax-code serve --port 0` with a generated token (read from the printed Control UI link).
-fn serve() -> Serve {
-    let project = tempfile::tempdir().unwrap();
-    let data = tempfile::tempdir().unwrap();
-    let mut child = Command::new(env!("CARGO_BIN_EXE_ax-code"))
-        .args(["serve", "--port", "0"])
-        .current_dir(project.path())
-        .env("AX_CODE_DATA_DIR", data.path())
-        .env_remove("AX_CODE_SERVER_PASSWORD")
-        .env_remove("XDG_DATA_HOME")
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let stdout = child.stdout.take().unwrap();
-    let (tx, rx) = mpsc::channel();
-    std::thread::spawn(move || {
-        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
-            if tx.send(line).is_err() {
-                break;
-            }
-        }
-    });
-    loop {
-        let Ok(line) = rx.recv_timeout(WAIT) else {
-            let _ = child.kill();
-            let _ = child.wait();
-            panic!("serve printed no Control UI line");
-        };
-        if let Some(rest) = line.strip_prefix("Control UI: ") {
-            let (url, token) = rest.split_once("/#token=").expect("token in the fragment");
-            let port = url.rsplit(':').next().unwrap().parse().unwrap();
-            return Serve {
-                child,
-                port,
-                token: token.to_owned(),
-                _project: project,
-                _data: data,
-            };
-        }
-    }
 }
 
 /// Sends one raw HTTP/1.1 request to 127.0.0.1:port and returns (status, whole answer).
@@ -176,8 +77,8 @@ fn raw(port: u16, head: &str, body: &str) -> (u16, String) {
 
 #[test]
 fn a_rebound_host_name_is_refused_on_every_route_even_with_the_credential() {
-    let s = serve();
-    let port = s.port;
+    let s = ControlServe::start();
+    let port = s.port();
     let token = &s.token;
     let bearer = format!("Authorization: Bearer {token}\r\n");
     let body = r#"{"title":"rebound"}"#;

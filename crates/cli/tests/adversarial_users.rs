@@ -15,23 +15,18 @@
 //! so only the modes ax-code sets stand between the two users. Needs root to switch users:
 //! skipped with a printed reason otherwise.
 
+mod support;
+
 use std::collections::BTreeSet;
-use std::io::{BufRead, BufReader, Read, Write};
-use std::num::NonZeroU16;
-use std::os::unix::fs::{FileTypeExt, PermissionsExt};
+use std::io::Write;
+use std::os::unix::fs::FileTypeExt;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
-use std::sync::mpsc;
-use std::sync::{Arc, Mutex};
-use std::thread;
-use std::time::{Duration, Instant};
+use std::process::{Command, Output, Stdio};
 
-use portable_pty::{CommandBuilder, PtySize, native_pty_system};
 use serde_json::{Value, json};
+use support::*;
 
-const AX: &str = env!("CARGO_BIN_EXE_ax-code");
 const USER: &str = "axtestuser";
-const WAIT: Duration = Duration::from_secs(15);
 const TITLE: &str = "victim-private-title";
 
 fn is_root() -> bool {
@@ -68,196 +63,6 @@ fn other_user() -> (u32, u32) {
     (uid, gid)
 }
 
-fn chmod(path: &Path, mode: u32) {
-    std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode)).unwrap();
-}
-
-fn mode(path: &Path) -> u32 {
-    std::fs::symlink_metadata(path)
-        .unwrap_or_else(|e| panic!("{}: {e}", path.display()))
-        .permissions()
-        .mode()
-        & 0o7777
-}
-
-/// The person's directories: project, data dir (ax-code must tighten it), HOME and TMPDIR.
-struct Env {
-    _root: tempfile::TempDir,
-    project: PathBuf,
-    data: PathBuf,
-    home: PathBuf,
-    tmp: PathBuf,
-}
-
-impl Env {
-    fn new() -> Env {
-        let root = tempfile::Builder::new()
-            .prefix("axu")
-            .tempdir_in("/tmp")
-            .unwrap();
-        chmod(root.path(), 0o755);
-        let make = |name: &str, m: u32| {
-            let p = root.path().join(name);
-            std::fs::create_dir(&p).unwrap();
-            chmod(&p, m);
-            std::fs::canonicalize(p).unwrap()
-        };
-        Env {
-            project: make("project", 0o755),
-            data: make("data", 0o755),
-            home: make("home", 0o755),
-            tmp: make("t", 0o1777),
-            _root: root,
-        }
-    }
-
-    fn vars(&self) -> Vec<(&'static str, PathBuf)> {
-        vec![
-            ("HOME", self.home.clone()),
-            ("AX_CODE_DATA_DIR", self.data.clone()),
-            ("TMPDIR", self.tmp.clone()),
-        ]
-    }
-
-    fn command(&self, args: &[&str]) -> Command {
-        let mut cmd = Command::new(AX);
-        cmd.args(args)
-            .current_dir(&self.project)
-            .envs(self.vars())
-            .env_remove("AX_CODE_SERVER_PASSWORD")
-            .env_remove("XDG_DATA_HOME")
-            .stdin(Stdio::null());
-        cmd
-    }
-}
-
-/// Kills and reaps a child on drop.
-struct Reaped(Child);
-
-impl Drop for Reaped {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-/// `ax-code serve --port 0` as the person; returns it with its URL and token.
-fn serve(env: &Env) -> (Reaped, String, String) {
-    let mut child = env
-        .command(&["serve", "--port", "0"])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let stdout = child.stdout.take().unwrap();
-    let child = Reaped(child);
-    let (tx, rx) = mpsc::channel();
-    thread::spawn(move || {
-        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
-            if tx.send(line).is_err() {
-                break;
-            }
-        }
-    });
-    loop {
-        let line = rx
-            .recv_timeout(WAIT)
-            .expect("serve printed no Control UI line");
-        if let Some(rest) = line.strip_prefix("Control UI: ") {
-            let (url, token) = rest.split_once("/#token=").expect("token in the fragment");
-            return (child, url.to_owned(), token.to_owned());
-        }
-    }
-}
-
-/// The TUI in a pseudo-terminal, its screen emulated by vt100.
-struct Pty {
-    child: Box<dyn portable_pty::Child + Send + Sync>,
-    parser: Arc<Mutex<vt100::Parser>>,
-    _writer: Box<dyn Write + Send>,
-}
-
-impl Pty {
-    fn spawn(env: &Env, args: &[&str]) -> Pty {
-        let (rows, cols) = (36, 160);
-        let pair = native_pty_system()
-            .openpty(PtySize {
-                rows,
-                cols,
-                pixel_width: 0,
-                pixel_height: 0,
-            })
-            .unwrap();
-        let mut cmd = CommandBuilder::new(AX);
-        cmd.args(args);
-        cmd.cwd(&env.project);
-        for (k, v) in env.vars() {
-            cmd.env(k, v);
-        }
-        cmd.env("TERM", "xterm-256color");
-        cmd.env_remove("AX_CODE_SERVER_PASSWORD");
-        cmd.env_remove("XDG_DATA_HOME");
-        let child = pair.slave.spawn_command(cmd).unwrap();
-        drop(pair.slave);
-        let mut reader = pair.master.try_clone_reader().unwrap();
-        let writer = pair.master.take_writer().unwrap();
-        let parser = Arc::new(Mutex::new(vt100::Parser::new(
-            NonZeroU16::new(rows).unwrap(),
-            NonZeroU16::new(cols).unwrap(),
-            0,
-        )));
-        let p = parser.clone();
-        thread::spawn(move || {
-            let _master = pair.master;
-            let mut buf = [0u8; 8192];
-            loop {
-                match reader.read(&mut buf) {
-                    Ok(0) | Err(_) => break,
-                    Ok(n) => p.lock().unwrap().process(&buf[..n]),
-                }
-            }
-        });
-        Pty {
-            child,
-            parser,
-            _writer: writer,
-        }
-    }
-
-    fn wait_text(&self, text: &str) -> String {
-        let start = Instant::now();
-        loop {
-            let s = self.parser.lock().unwrap().screen().contents();
-            if s.contains(text) {
-                return s;
-            }
-            assert!(
-                start.elapsed() < WAIT,
-                "timed out waiting for {text:?}; the screen:\n{s}"
-            );
-            thread::sleep(Duration::from_millis(50));
-        }
-    }
-
-    /// The absolute endpoint.json path shown in the TUIMCP bar.
-    fn endpoint_path(&self) -> PathBuf {
-        let s = self.wait_text("TUIMCP on: ");
-        let line = s.lines().find(|l| l.contains("TUIMCP on: ")).unwrap();
-        let after = &line[line.find("TUIMCP on: ").unwrap() + "TUIMCP on: ".len()..];
-        let end = after.find("endpoint.json").expect("a full path in the bar") + 13;
-        PathBuf::from(&after[..end])
-    }
-}
-
-impl Drop for Pty {
-    fn drop(&mut self) {
-        if self.child.try_wait().ok().flatten().is_none() {
-            let _ = self.child.kill();
-            let _ = self.child.wait();
-        }
-    }
-}
-
 /// Runs `program args` as the other user, no supplementary groups, a bare environment,
 /// `stdin` on its standard input; bounded.
 fn as_user(user: (u32, u32), cwd: &Path, program: &str, args: &[&str], stdin: &str) -> Output {
@@ -276,20 +81,12 @@ fn as_user(user: (u32, u32), cwd: &Path, program: &str, args: &[&str], stdin: &s
         .stderr(Stdio::piped())
         .spawn()
         .expect("setpriv");
-    let pid = child.id();
-    let (done_tx, done_rx) = mpsc::channel::<()>();
-    thread::spawn(move || {
-        if done_rx.recv_timeout(WAIT).is_err() {
-            let _ = Command::new("kill")
-                .args(["-KILL", &pid.to_string()])
-                .status();
-        }
-    });
+    let watchdog = Watchdog::new(child.id(), WAIT);
     let mut input = child.stdin.take().unwrap();
     input.write_all(stdin.as_bytes()).unwrap();
     drop(input);
     let out = child.wait_with_output().unwrap();
-    let _ = done_tx.send(());
+    drop(watchdog);
     out
 }
 
@@ -368,12 +165,17 @@ fn another_os_user_can_reach_no_secret_no_socket_and_no_api() {
     }
     let user = other_user();
     let python = python3();
-    let env = Env::new();
+    let env = Env::open_to_all();
 
     // The person's processes: a headless backend, a shared TUI with its embedded backend,
     // and an MCP adapter for that TUI.
-    let (serve, serve_url, serve_token) = serve(&env);
-    let tui = Pty::spawn(&env, &["--tui-mcp"]);
+    let (serve, serve_url, serve_token) = {
+        let mut cmd = env.command(&["serve", "--port", "0"]);
+        cmd.stderr(Stdio::null());
+        let (child, url, token) = spawn_control_ui(cmd, &mut Vec::new(), None);
+        (Reaped(child), url, token)
+    };
+    let tui = Pty::spawn_sized(&env, &["--tui-mcp"], None, 36, 160);
     let endpoint = tui.endpoint_path();
     tui.wait_text("● connected");
     let endpoint_dir = endpoint.parent().unwrap().to_owned();

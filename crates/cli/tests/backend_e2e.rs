@@ -2,26 +2,20 @@
 //! registry by `session create/list`, a `kill -9` mid-run and a restart on the same data
 //! directory, and the credential kept out of logs.
 
+mod support;
+
 use std::{
-    io::{BufRead, BufReader},
     os::unix::fs::PermissionsExt,
     path::{Path, PathBuf},
-    process::{Child, Command, Output, Stdio},
-    sync::mpsc,
-    time::Duration,
+    process::{Child, Command, Output},
 };
 
 use ax_client::Client;
 use ax_protocol::{
     Event, Part, PermissionReply, PermissionState, Session, SessionId, SessionStatus, Stream,
 };
+use support::*;
 use tempfile::TempDir;
-
-const WAIT: Duration = Duration::from_secs(15);
-
-fn bin() -> &'static str {
-    env!("CARGO_BIN_EXE_ax-code")
-}
 
 struct Dirs {
     project: TempDir,
@@ -37,7 +31,7 @@ impl Dirs {
     }
 
     fn command(&self, cwd: &Path) -> Command {
-        let mut c = Command::new(bin());
+        let mut c = Command::new(AX);
         c.current_dir(cwd)
             .env("AX_CODE_DATA_DIR", self.data.path())
             .env_remove("AX_CODE_SERVER_PASSWORD")
@@ -47,34 +41,7 @@ impl Dirs {
 
     /// `ax-code ARGS` in `cwd`, bounded.
     fn run(&self, cwd: &Path, args: &[&str]) -> Output {
-        let mut child = self
-            .command(cwd)
-            .args(args)
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        let (tx, rx) = mpsc::channel();
-        let pid = child.id();
-        std::thread::spawn(move || {
-            if rx.recv_timeout(WAIT).is_err() {
-                let _ = Command::new("kill")
-                    .arg("-KILL")
-                    .arg(pid.to_string())
-                    .status();
-            }
-        });
-        let stdout = child.stdout.take().unwrap();
-        let stderr = child.stderr.take().unwrap();
-        let out = std::thread::spawn(move || std::io::read_to_string(stdout).unwrap());
-        let err = std::thread::spawn(move || std::io::read_to_string(stderr).unwrap());
-        let status = child.wait().unwrap();
-        let _ = tx.send(());
-        Output {
-            status,
-            stdout: out.join().unwrap().into_bytes(),
-            stderr: err.join().unwrap().into_bytes(),
-        }
+        output_bounded(self.command(cwd).args(args), WAIT)
     }
 
     fn serve(&self) -> Serve {
@@ -82,44 +49,12 @@ impl Dirs {
             .data
             .path()
             .join(format!("serve-{}.log", rand_suffix()));
-        let mut child = self
-            .command(self.project.path())
-            .args(["serve", "--port", "0"])
+        let mut cmd = self.command(self.project.path());
+        cmd.args(["serve", "--port", "0"])
             .env("RUST_LOG", "debug")
-            .stdout(Stdio::piped())
-            .stderr(std::fs::File::create(&log).unwrap())
-            .spawn()
-            .unwrap();
-        let stdout = child.stdout.take().unwrap();
-        let (tx, rx) = mpsc::channel();
-        std::thread::spawn(move || {
-            for line in BufReader::new(stdout).lines() {
-                let Ok(line) = line else { break };
-                if tx.send(line).is_err() {
-                    break;
-                }
-            }
-        });
+            .stderr(std::fs::File::create(&log).unwrap());
         let mut lines = Vec::new();
-        let mut url_token = None;
-        while url_token.is_none() {
-            let line = match rx.recv_timeout(WAIT) {
-                Ok(line) => line,
-                Err(_) => {
-                    let _ = child.kill();
-                    panic!(
-                        "serve printed no Control UI line; stdout {lines:?}, log:\n{}",
-                        std::fs::read_to_string(&log).unwrap_or_default()
-                    );
-                }
-            };
-            if let Some(rest) = line.strip_prefix("Control UI: ") {
-                let (url, token) = rest.split_once("/#token=").expect("token in the fragment");
-                url_token = Some((url.to_owned(), token.to_owned()));
-            }
-            lines.push(line);
-        }
-        let (url, token) = url_token.unwrap();
+        let (child, url, token) = spawn_control_ui(cmd, &mut lines, Some(&log));
         Serve {
             child,
             url,
@@ -175,38 +110,6 @@ impl Drop for Serve {
     fn drop(&mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();
-    }
-}
-
-fn wait_child(child: &mut Child) -> std::process::ExitStatus {
-    let deadline = std::time::Instant::now() + WAIT;
-    loop {
-        if let Some(status) = child.try_wait().unwrap() {
-            return status;
-        }
-        assert!(std::time::Instant::now() < deadline, "process did not exit");
-        std::thread::sleep(Duration::from_millis(20));
-    }
-}
-
-/// Whether a process is gone (or only a zombie left for its reaper).
-fn process_gone(pid: u32) -> bool {
-    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
-        Err(_) => true,
-        Ok(stat) => stat
-            .rsplit_once(')')
-            .is_some_and(|(_, rest)| rest.trim_start().starts_with('Z')),
-    }
-}
-
-fn eventually(what: &str, mut check: impl FnMut() -> bool) {
-    let deadline = std::time::Instant::now() + WAIT;
-    while !check() {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "timed out waiting for: {what}"
-        );
-        std::thread::sleep(Duration::from_millis(20));
     }
 }
 

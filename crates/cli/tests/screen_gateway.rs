@@ -1,77 +1,18 @@
 //! The gateway and the Control UI as `ax-code serve` mounts them, and `ax-code mcp screen`
 //! finding its credential without the environment variable: real processes, real sockets.
 
+mod support;
+
 use std::{
     io::{BufRead, BufReader, Read, Write},
     path::Path,
-    process::{Child, Command, Stdio},
-    sync::mpsc,
-    time::Duration,
+    process::{Command, Stdio},
 };
 
 use futures_util::{SinkExt, StreamExt};
 use serde_json::{Value, json};
-use tempfile::TempDir;
+use support::*;
 use tokio_tungstenite::tungstenite::{Message, client::IntoClientRequest, http::HeaderValue};
-
-const WAIT: Duration = Duration::from_secs(15);
-
-struct Serve {
-    child: Child,
-    url: String,
-    token: String,
-    project: TempDir,
-    data: TempDir,
-}
-
-impl Drop for Serve {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-/// `ax-code serve --port 0` with a generated token (read from the printed Control UI link).
-fn serve() -> Serve {
-    let project = tempfile::tempdir().unwrap();
-    let data = tempfile::tempdir().unwrap();
-    let mut child = Command::new(env!("CARGO_BIN_EXE_ax-code"))
-        .args(["serve", "--port", "0"])
-        .current_dir(project.path())
-        .env("AX_CODE_DATA_DIR", data.path())
-        .env_remove("AX_CODE_SERVER_PASSWORD")
-        .env_remove("XDG_DATA_HOME")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let stdout = child.stdout.take().unwrap();
-    let (tx, rx) = mpsc::channel();
-    std::thread::spawn(move || {
-        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
-            if tx.send(line).is_err() {
-                break;
-            }
-        }
-    });
-    loop {
-        let Ok(line) = rx.recv_timeout(WAIT) else {
-            let _ = child.kill();
-            let _ = child.wait();
-            panic!("serve printed no Control UI line");
-        };
-        if let Some(rest) = line.strip_prefix("Control UI: ") {
-            let (url, token) = rest.split_once("/#token=").expect("token in the fragment");
-            return Serve {
-                child,
-                url: url.to_owned(),
-                token: token.to_owned(),
-                project,
-                data,
-            };
-        }
-    }
-}
 
 fn ws_url(url: &str) -> String {
     format!("{}/gateway", url.replacen("http://", "ws://", 1))
@@ -96,7 +37,7 @@ async fn first_frame(
 
 #[tokio::test]
 async fn the_mounted_gateway_checks_origin_and_host_and_speaks_the_protocol() {
-    let s = serve();
+    let s = ControlServe::start();
 
     // A page of another origin cannot open the gateway (cross-site WebSocket hijacking).
     let mut req = ws_url(&s.url).into_client_request().unwrap();
@@ -146,7 +87,7 @@ async fn the_mounted_gateway_checks_origin_and_host_and_speaks_the_protocol() {
 
 #[tokio::test]
 async fn the_control_ui_is_served_with_a_strict_policy() {
-    let s = serve();
+    let s = ControlServe::start();
     let http = reqwest::Client::new();
     let page = http.get(format!("{}/", s.url)).send().await.unwrap();
     assert_eq!(page.status(), 200);
@@ -195,16 +136,7 @@ fn call_screen(mut cmd: Command, args: Value) -> Value {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    let pid = child.id();
-    let (done_tx, done_rx) = mpsc::channel::<()>();
-    std::thread::spawn(move || {
-        if done_rx.recv_timeout(WAIT).is_err() {
-            let _ = Command::new("kill")
-                .arg("-KILL")
-                .arg(pid.to_string())
-                .status();
-        }
-    });
+    let watchdog = Watchdog::new(child.id(), WAIT);
     let mut stdin = child.stdin.take().unwrap();
     let lines = [
         json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
@@ -233,13 +165,13 @@ fn call_screen(mut cmd: Command, args: Value) -> Value {
     let mut err = String::new();
     let _ = child.stderr.take().unwrap().read_to_string(&mut err);
     let _ = child.wait();
-    let _ = done_tx.send(());
+    drop(watchdog);
     assert!(rest.trim().is_empty(), "extra stdout: {rest}");
     result
 }
 
-fn screen_command(s: &Serve, cwd: &Path, url: Option<&str>) -> Command {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_ax-code"));
+fn screen_command(s: &ControlServe, cwd: &Path, url: Option<&str>) -> Command {
+    let mut c = Command::new(AX);
     c.current_dir(cwd)
         .args(["mcp", "screen"])
         .env("AX_CODE_DATA_DIR", s.data.path())
@@ -253,7 +185,7 @@ fn screen_command(s: &Serve, cwd: &Path, url: Option<&str>) -> Command {
 
 #[tokio::test]
 async fn mcp_screen_finds_the_credential_without_the_environment() {
-    let s = serve();
+    let s = ControlServe::start();
     let elsewhere = tempfile::tempdir().unwrap();
     // By URL, from the credential file `serve` wrote: the gateway answers (no UI yet), so
     // the handshake with the found credential succeeded.

@@ -1,31 +1,17 @@
 //! `ax-code mcp tui` end to end: the real binary over stdio JSON-RPC, against a live endpoint
 //! served in-process by a fake TUI (a real owner loop).
 
-use std::{os::unix::fs::PermissionsExt, path::Path, process::Stdio, time::Duration};
+mod support;
 
-use ax_tuimcp::{
-    SessionId,
-    fake::{FakeOptions, FakeTui},
-};
+use std::{path::Path, process::Stdio, time::Duration};
+
+use ax_tuimcp::fake::{FakeOptions, FakeTui};
 use serde_json::{Value, json};
+use support::{AX, chmod, private_temp_root, sid, structured};
 use tokio::{
     io::{AsyncBufReadExt, AsyncWriteExt, BufReader, Lines},
     process::{Child, ChildStdin, ChildStdout, Command},
 };
-
-const BIN: &str = env!("CARGO_BIN_EXE_ax-code");
-
-fn sid(n: u32) -> SessionId {
-    SessionId::parse(&format!("ses_{n:026}")).unwrap()
-}
-
-fn temp_root() -> tempfile::TempDir {
-    tempfile::Builder::new()
-        .prefix("axa")
-        .permissions(std::fs::Permissions::from_mode(0o700))
-        .tempdir_in("/tmp")
-        .unwrap()
-}
 
 async fn fake_tui(root: &Path) -> FakeTui {
     let mut options = FakeOptions {
@@ -45,7 +31,7 @@ struct Adapter {
 
 impl Adapter {
     fn spawn(endpoint: &Path, log: &str) -> Self {
-        let mut child = Command::new(BIN)
+        let mut child = Command::new(AX)
             .args(["mcp", "tui", "--endpoint"])
             .arg(endpoint)
             .env("RUST_LOG", log)
@@ -131,23 +117,9 @@ impl Adapter {
     }
 }
 
-/// structuredContent, checked against the text content and isError.
-fn structured(result: &Value) -> Value {
-    let content = result["structuredContent"].clone();
-    let text = result["content"][0]["text"].as_str().expect("text content");
-    assert_eq!(serde_json::from_str::<Value>(text).unwrap(), content);
-    let rejected = content["status"] == "rejected";
-    assert_eq!(
-        result["isError"],
-        json!(rejected),
-        "isError exactly for rejected"
-    );
-    content
-}
-
 #[tokio::test]
 async fn tools_list_and_calls_over_stdio() {
-    let root = temp_root();
+    let root = private_temp_root("axa");
     let tui = fake_tui(root.path()).await;
     let mut adapter = Adapter::spawn(tui.endpoint_path(), "warn");
     let init = adapter.initialize().await;
@@ -275,7 +247,7 @@ async fn tools_list_and_calls_over_stdio() {
 
 #[tokio::test]
 async fn the_token_never_reaches_logs_or_arguments() {
-    let root = temp_root();
+    let root = private_temp_root("axa");
     let tui = fake_tui(root.path()).await;
     let text = std::fs::read_to_string(tui.endpoint_path()).unwrap();
     let token = serde_json::from_str::<Value>(&text).unwrap()["token"]
@@ -287,7 +259,7 @@ async fn the_token_never_reaches_logs_or_arguments() {
     let result = adapter.call("get_view_context", json!({})).await;
     assert_eq!(result["structuredContent"]["status"], "context");
     // An unsafe file is logged with its reason, still without the token.
-    std::fs::set_permissions(tui.endpoint_path(), std::fs::Permissions::from_mode(0o644)).unwrap();
+    chmod(tui.endpoint_path(), 0o644);
     let refused = adapter.call("get_view_context", json!({})).await;
     assert_eq!(refused["structuredContent"]["code"], "target_unavailable");
     let (status, stderr) = adapter.finish().await;
@@ -302,11 +274,11 @@ async fn the_token_never_reaches_logs_or_arguments() {
 
 #[tokio::test]
 async fn a_missing_or_unsafe_endpoint_fails_fast_with_the_reason() {
-    let root = temp_root();
+    let root = private_temp_root("axa");
     let missing = root.path().join("gone").join("endpoint.json");
     let output = tokio::time::timeout(
         Duration::from_secs(10),
-        Command::new(BIN)
+        Command::new(AX)
             .args(["mcp", "tui", "--endpoint"])
             .arg(&missing)
             .stdin(Stdio::piped())
@@ -322,8 +294,8 @@ async fn a_missing_or_unsafe_endpoint_fails_fast_with_the_reason() {
 
     let tui = fake_tui(root.path()).await;
     let dir = tui.endpoint_path().parent().unwrap().to_owned();
-    std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o755)).unwrap();
-    let output = Command::new(BIN)
+    chmod(&dir, 0o755);
+    let output = Command::new(AX)
         .args(["mcp", "tui", "--endpoint"])
         .arg(tui.endpoint_path())
         .stdin(Stdio::piped())
@@ -333,9 +305,9 @@ async fn a_missing_or_unsafe_endpoint_fails_fast_with_the_reason() {
     assert!(!output.status.success());
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(stderr.contains("mode 755"), "{stderr}");
-    std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o700)).unwrap();
+    chmod(&dir, 0o700);
 
-    let output = Command::new(BIN)
+    let output = Command::new(AX)
         .args(["mcp", "tui", "--endpoint", "endpoint.json"])
         .stdin(Stdio::piped())
         .output()
@@ -348,7 +320,7 @@ async fn a_missing_or_unsafe_endpoint_fails_fast_with_the_reason() {
 
 #[tokio::test]
 async fn mcp_cancellation_cancels_the_pending_navigation() {
-    let root = temp_root();
+    let root = private_temp_root("axa");
     let mut options = FakeOptions {
         sessions: vec![sid(1)],
         gate_validations: true,

@@ -1,48 +1,21 @@
 //! Interop: the official MCP Python SDK drives `ax-code mcp tui` against a live endpoint
 //! served in-process by a fake TUI (a real owner loop with a fake session set).
 
-use std::{os::unix::fs::PermissionsExt, path::PathBuf, process::Stdio, time::Duration};
+mod support;
 
-use ax_tuimcp::{
-    SessionId,
-    fake::{FakeOptions, FakeTui},
-};
+use std::{process::Stdio, time::Duration};
+
+use ax_tuimcp::fake::{FakeOptions, FakeTui};
+use support::{python, script, sid};
 use tokio::{
     io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader},
     process::Command,
 };
 
-fn workspace_root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../..")
-        .canonicalize()
-        .unwrap()
-}
-
-fn python() -> PathBuf {
-    let python = std::env::var_os("AX_TEST_PYTHON")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| workspace_root().join(".venv-test/bin/python"));
-    assert!(
-        python.exists(),
-        "{} is missing: run `bash scripts/setup-test-env.sh`",
-        python.display()
-    );
-    python
-}
-
-fn sid(n: u32) -> SessionId {
-    SessionId::parse(&format!("ses_{n:026}")).unwrap()
-}
-
 #[tokio::test]
 async fn the_official_python_sdk_drives_the_adapter() {
     let python = python();
-    let root = tempfile::Builder::new()
-        .prefix("axi")
-        .permissions(std::fs::Permissions::from_mode(0o700))
-        .tempdir_in("/tmp")
-        .unwrap();
+    let root = support::private_temp_root("axi");
     let mut options = FakeOptions {
         sessions: vec![sid(1), sid(2)],
         gate_validations: true,
@@ -53,10 +26,9 @@ async fn the_official_python_sdk_drives_the_adapter() {
     // The first navigation may validate at once; the second one stays pending.
     tui.release_validations(1);
 
-    let script = workspace_root().join("tests/python/tuimcp_interop.py");
     let mut child = Command::new(&python)
-        .arg(&script)
-        .arg(env!("CARGO_BIN_EXE_ax-code"))
+        .arg(script("tuimcp_interop.py"))
+        .arg(support::AX)
         .arg(tui.endpoint_path())
         .arg(sid(1).as_str())
         .arg(sid(2).as_str())
