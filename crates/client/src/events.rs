@@ -41,7 +41,7 @@ impl EventStream {
 
     /// Whether the stream is connected right now (false while it waits to reconnect).
     pub fn is_connected(&self) -> bool {
-        self.connected.load(Ordering::Relaxed)
+        self.connected.load(Ordering::Acquire)
     }
 }
 
@@ -106,18 +106,19 @@ async fn run(
     let mut backoff = BACKOFF_START;
     loop {
         let outcome = connect_once(&target, &mut last_id, &tx, &connected, &mut backoff).await;
-        connected.store(false, Ordering::Relaxed);
+        if !matches!(outcome, Outcome::Closed) {
+            // The connection broke or failed: whoever answers next must prove itself again,
+            // for the client's ordinary requests too (marked before `is_connected` turns false).
+            target.verification.set(false);
+        }
+        connected.store(false, Ordering::Release);
         match outcome {
             Outcome::Closed => return,
             Outcome::Fatal(err) => {
                 let _ = tx.send(Err(err)).await;
                 return;
             }
-            Outcome::Retry => {
-                // The connection broke: whoever answers next must prove itself again, for the
-                // client's ordinary requests too.
-                target.verification.set(false);
-            }
+            Outcome::Retry => {}
         }
         tokio::select! {
             () = tokio::time::sleep(backoff) => {}
@@ -176,7 +177,7 @@ async fn connect_once(
             },
         });
     }
-    connected.store(true, Ordering::Relaxed);
+    connected.store(true, Ordering::Release);
     *backoff = BACKOFF_START;
     let mut body = response.bytes_stream();
     let mut parser = SseParser::default();
