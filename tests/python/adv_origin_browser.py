@@ -21,107 +21,14 @@ import functools
 import http.server
 import json
 import os
-import re
-import secrets
 import shutil
-import subprocess
 import sys
 import tempfile
 import threading
-import time
-import urllib.request
 
-from selenium import webdriver
-from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.common.by import By
 
-CHROMIUM = os.environ.get("AX_TEST_CHROMIUM", "/usr/bin/chromium")
-CHROMEDRIVER = os.environ.get("AX_TEST_CHROMEDRIVER", "/usr/bin/chromedriver")
-HERE = os.path.dirname(os.path.abspath(__file__))
-REQUEST_LOG = re.compile(r"method=(\w+) path=(\S+) status=(\d+)")
-
-
-class CheckFailed(Exception):
-    pass
-
-
-def check(condition, what):
-    print(("ok: " if condition else "FAIL: ") + what, flush=True)
-    if not condition:
-        raise CheckFailed(what)
-
-
-def wait_for(predicate, what, timeout=20.0):
-    deadline = time.monotonic() + timeout
-    last = None
-    while time.monotonic() < deadline:
-        try:
-            last = predicate()
-            if last:
-                return last
-        except Exception as e:  # the page may still be loading
-            last = e
-        time.sleep(0.1)
-    check(False, f"{what} (last: {last!r})")
-
-
-class Backend:
-    def __init__(self, binary, root):
-        self.token = secrets.token_urlsafe(32)
-        self.data = os.path.join(root, "data")
-        self.project = os.path.join(root, "project")
-        os.makedirs(self.data, mode=0o700)
-        os.makedirs(self.project)
-        env = dict(os.environ, AX_CODE_DATA_DIR=self.data, AX_CODE_SERVER_PASSWORD=self.token,
-                   RUST_LOG="info,ax_server=debug")
-        env.pop("XDG_DATA_HOME", None)
-        self.log_path = os.path.join(root, "serve.log")
-        self.log = open(self.log_path, "wb")
-        self.proc = subprocess.Popen(
-            [binary, "serve", "--port", "0", "--dir", self.project],
-            stdout=subprocess.PIPE, stderr=self.log, stdin=subprocess.DEVNULL, env=env,
-        )
-        self.url = None
-        deadline = time.monotonic() + 20
-        while time.monotonic() < deadline:
-            line = self.proc.stdout.readline().decode()
-            if not line:
-                break
-            m = re.search(r"listening on (http://\S+)", line)
-            if m:
-                self.url = m.group(1).rstrip("/")
-                break
-        check(self.url is not None, f"ax-code serve is listening ({self.url})")
-        self.port = int(self.url.rsplit(":", 1)[1])
-
-    def api(self, method, path, body=None):
-        data = json.dumps(body).encode() if body is not None else None
-        req = urllib.request.Request(self.url + path, data=data, method=method)
-        req.add_header("Authorization", f"Bearer {self.token}")
-        if data is not None:
-            req.add_header("Content-Type", "application/json")
-        with urllib.request.urlopen(req, timeout=10) as res:
-            return json.loads(res.read() or b"null")
-
-    def log_size(self):
-        self.log.flush()
-        return os.path.getsize(self.log_path)
-
-    def requests_since(self, offset):
-        """(method, path, status) of every request the backend logged after `offset`."""
-        with open(self.log_path, "rb") as f:
-            f.seek(offset)
-            text = f.read().decode(errors="replace")
-        return [(m, p, int(s)) for m, p, s in REQUEST_LOG.findall(text)]
-
-    def stop(self):
-        self.proc.terminate()
-        try:
-            self.proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait()
-        self.log.close()
+from axtest import HERE, Backend, CheckFailed, browser, check, wait_for
 
 
 class Quiet(http.server.SimpleHTTPRequestHandler):
@@ -137,20 +44,6 @@ def evil_server(root):
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     return server
-
-
-def browser(profile):
-    options = webdriver.ChromeOptions()
-    options.binary_location = CHROMIUM
-    for flag in [
-        "--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
-        "--disable-background-networking", "--disable-component-update", "--disable-sync",
-        "--no-first-run", f"--user-data-dir={profile}",
-        # A rebound name: evil.example resolves to the loopback address in this browser.
-        "--host-resolver-rules=MAP evil.example 127.0.0.1",
-    ]:
-        options.add_argument(flag)
-    return webdriver.Chrome(service=Service(CHROMEDRIVER), options=options)
 
 
 def run_evil_page(driver, backend, evil_origin, leaked):
@@ -214,7 +107,7 @@ def rebinding(driver, backend):
     offset = backend.log_size()
     driver.get(f"http://evil.example:{backend.port}/#token={backend.token}")
     body = wait_for(lambda: driver.find_element(By.TAG_NAME, "body").text,
-                    "the rebound page loaded")
+                    "the rebound page loaded", timeout=20)
     has_app = driver.execute_script("return !!document.querySelector('script[src*=\"app.js\"]')")
     check("forbidden" in body and not has_app,
           f"http://evil.example:PORT/ is refused, no Control UI: {body[:200]!r}")
@@ -234,13 +127,15 @@ def main():
     evil = None
     driver = None
     try:
-        backend = Backend(binary, root)
+        backend = Backend(binary, root, rust_log="info,ax_server=debug")
         backend.api("POST", "/session", {"title": "the person's session"})
         evil = evil_server(root)
         evil_origin = f"http://127.0.0.1:{evil.server_address[1]}"
         check(evil.server_address[1] != backend.port,
               f"the evil page is another origin: {evil_origin}")
-        driver = browser(os.path.join(root, "profile"))
+        # A rebound name: evil.example resolves to the loopback address in this browser.
+        driver = browser(os.path.join(root, "profile"),
+                         "--host-resolver-rules=MAP evil.example 127.0.0.1")
         driver.set_page_load_timeout(20)
         run_evil_page(driver, backend, evil_origin, leaked=False)
         run_evil_page(driver, backend, evil_origin, leaked=True)

@@ -11,113 +11,21 @@ Prints each check; exits non-zero on the first failure.
 import asyncio
 import json
 import os
-import re
-import secrets
 import shutil
-import subprocess
 import sys
 import tempfile
 import time
-import urllib.request
 
 import jsonschema
-from mcp import ClientSession, StdioServerParameters
-from mcp.client.stdio import stdio_client
-from selenium import webdriver
-from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.common.by import By
 from selenium.webdriver.common.keys import Keys
 
-CHROMIUM = os.environ.get("AX_TEST_CHROMIUM", "/usr/bin/chromium")
-CHROMEDRIVER = os.environ.get("AX_TEST_CHROMEDRIVER", "/usr/bin/chromedriver")
+from axtest import Backend, browser, check, mcp_session, run_checks, wait_for
+
 ACTIONS = [
     "split_right", "split_down", "close_pane", "focus", "navigate", "sidebar_show",
     "sidebar_hide", "terminal_show", "terminal_hide", "browser_show", "browser_hide",
 ]
-
-
-class CheckFailed(Exception):
-    pass
-
-
-def check(condition, what):
-    print(("ok: " if condition else "FAIL: ") + what, flush=True)
-    if not condition:
-        raise CheckFailed(what)
-
-
-def wait_for(predicate, what, timeout=10.0):
-    deadline = time.monotonic() + timeout
-    last = None
-    while time.monotonic() < deadline:
-        try:
-            last = predicate()
-            if last:
-                check(True, what)
-                return last
-        except CheckFailed:
-            raise
-        except Exception as e:  # the page may be re-rendering
-            last = e
-        time.sleep(0.05)
-    check(False, f"{what} (last: {last!r})")
-
-
-class Backend:
-    def __init__(self, binary, root):
-        self.token = secrets.token_hex(24)
-        self.data = os.path.join(root, "data")
-        self.project = os.path.join(root, "project")
-        os.makedirs(self.data, mode=0o700)
-        os.makedirs(self.project)
-        env = dict(os.environ, AX_CODE_DATA_DIR=self.data, AX_CODE_SERVER_PASSWORD=self.token)
-        self.log = open(os.path.join(root, "serve.log"), "wb")
-        self.proc = subprocess.Popen(
-            [binary, "serve", "--port", "0", "--dir", self.project],
-            stdout=subprocess.PIPE, stderr=self.log, env=env,
-        )
-        self.url = None
-        deadline = time.monotonic() + 20
-        while time.monotonic() < deadline:
-            line = self.proc.stdout.readline().decode()
-            if not line:
-                break
-            m = re.search(r"listening on (http://\S+)", line)
-            if m:
-                self.url = m.group(1).rstrip("/")
-                break
-        check(self.url is not None, f"ax-code serve is listening ({self.url})")
-        check(self.token not in (self.url or ""), "the token is not in the printed URL")
-
-    def api(self, method, path, body=None):
-        data = json.dumps(body).encode() if body is not None else None
-        req = urllib.request.Request(self.url + path, data=data, method=method)
-        req.add_header("Authorization", f"Bearer {self.token}")
-        if data is not None:
-            req.add_header("Content-Type", "application/json")
-        with urllib.request.urlopen(req, timeout=10) as res:
-            return json.loads(res.read() or b"null")
-
-    def stop(self):
-        self.proc.terminate()
-        try:
-            self.proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-        self.log.close()
-
-
-def browser(profile):
-    options = webdriver.ChromeOptions()
-    options.binary_location = CHROMIUM
-    for flag in [
-        "--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
-        "--disable-background-networking", "--disable-component-update", "--disable-sync",
-        "--no-first-run", "--window-size=1440,900", f"--user-data-dir={profile}",
-    ]:
-        options.add_argument(flag)
-    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
-    return webdriver.Chrome(service=Service(CHROMEDRIVER), options=options)
 
 
 class Page:
@@ -170,7 +78,7 @@ async def run(binary, artifacts):
         d = backend.api("POST", "/session", {"title": "delta"})["id"]
         missing = "ses_000000000000" + "Zz" * 7
 
-        driver = browser(os.path.join(root, "profile"))
+        driver = browser(os.path.join(root, "profile"), "--window-size=1440,900", console_log=True)
         page = Page(driver)
         # Sign in through the form: a wrong token is refused, the right one opens the UI.
         driver.get(f"{backend.url}/")
@@ -195,214 +103,210 @@ async def run(binary, artifacts):
             "AX_CODE_SERVER_PASSWORD": backend.token,
             "AX_CODE_DATA_DIR": backend.data,
         }
-        params = StdioServerParameters(
-            command=binary, args=["mcp", "screen", "--url", backend.url, "--session", a], env=env,
-        )
-        async with stdio_client(params) as (read, write):
-            async with ClientSession(read, write) as mcp:
-                init = await mcp.initialize()
-                check(init.server_info.name == "ax-code-screen", "server name is ax-code-screen")
-                tools = (await mcp.list_tools()).tools
-                check([t.name for t in tools] == ["screen"], "exactly one tool: screen")
-                tool = tools[0]
-                check(tool.input_schema.get("additionalProperties") is False, "closed input schema")
-                check(tool.input_schema["properties"]["action"]["enum"] == ACTIONS, "the 11 actions")
-                check(tool.output_schema is not None, "declares an outputSchema")
-                jsonschema.Draft202012Validator.check_schema(tool.output_schema)
+        async with mcp_session(binary, ["mcp", "screen", "--url", backend.url, "--session", a], env) as mcp:
+            init = await mcp.initialize()
+            check(init.server_info.name == "ax-code-screen", "server name is ax-code-screen")
+            tools = (await mcp.list_tools()).tools
+            check([t.name for t in tools] == ["screen"], "exactly one tool: screen")
+            tool = tools[0]
+            check(tool.input_schema.get("additionalProperties") is False, "closed input schema")
+            check(tool.input_schema["properties"]["action"]["enum"] == ACTIONS, "the 11 actions")
+            check(tool.output_schema is not None, "declares an outputSchema")
+            jsonschema.Draft202012Validator.check_schema(tool.output_schema)
 
-                async def screen(args, expect_error=None):
-                    result = await mcp.call_tool("screen", args)
-                    content = result.structured_content
-                    jsonschema.validate(content, tool.output_schema)
-                    check(json.loads(result.content[0].text) == content,
-                          f"screen {args}: text carries the same JSON")
-                    if expect_error:
-                        check(result.is_error is True and content["ok"] is False
-                              and content["error"]["code"] == expect_error,
-                              f"screen {args}: isError with {expect_error}: {content}")
-                    else:
-                        check(result.is_error is not True and content["ok"] is True,
-                              f"screen {args}: ok ({content})")
-                    return content
+            async def screen(args, expect_error=None):
+                result = await mcp.call_tool("screen", args)
+                content = result.structured_content
+                jsonschema.validate(content, tool.output_schema)
+                check(json.loads(result.content[0].text) == content,
+                      f"screen {args}: text carries the same JSON")
+                if expect_error:
+                    check(result.is_error is True and content["ok"] is False
+                          and content["error"]["code"] == expect_error,
+                          f"screen {args}: isError with {expect_error}: {content}")
+                else:
+                    check(result.is_error is not True and content["ok"] is True,
+                          f"screen {args}: ok ({content})")
+                return content
 
-                def outcomes(content):
-                    return sorted(o["outcome"] for o in content["outcomes"])
+            def outcomes(content):
+                return sorted(o["outcome"] for o in content["outcomes"])
 
-                # navigate: the active pane shows the agent's own session (the default target).
-                r = await screen({"action": "navigate"})
-                check(r["delivered"] == 1 and outcomes(r) == ["applied"], "navigate applied by the one UI")
-                wait_for(lambda: [p["session"] for p in page.flat()] == [a], "the pane shows alpha")
+            # navigate: the active pane shows the agent's own session (the default target).
+            r = await screen({"action": "navigate"})
+            check(r["delivered"] == 1 and outcomes(r) == ["applied"], "navigate applied by the one UI")
+            wait_for(lambda: [p["session"] for p in page.flat()] == [a], "the pane shows alpha")
 
-                # split_right: beta opens right of alpha's pane and becomes active.
-                r = await screen({"action": "split_right", "sessionKey": b})
-                check(outcomes(r) == ["applied"], "split_right applied")
-                wait_for(lambda: [[p["session"] for p in col] for col in page.panes()] == [[a], [b]],
-                         "two columns: alpha | beta")
-                check(page.active_session() == b, "beta is active")
-                check([col[0]["colGrow"] for col in page.panes()] == [0.5, 0.5], "column weights halved")
+            # split_right: beta opens right of alpha's pane and becomes active.
+            r = await screen({"action": "split_right", "sessionKey": b})
+            check(outcomes(r) == ["applied"], "split_right applied")
+            wait_for(lambda: [[p["session"] for p in col] for col in page.panes()] == [[a], [b]],
+                     "two columns: alpha | beta")
+            check(page.active_session() == b, "beta is active")
+            check([col[0]["colGrow"] for col in page.panes()] == [0.5, 0.5], "column weights halved")
 
-                # split_down: gamma opens below the agent's own pane (alpha), not the active one.
-                r = await screen({"action": "split_down", "sessionKey": c})
-                check(outcomes(r) == ["applied"], "split_down applied")
-                wait_for(lambda: [[p["session"] for p in col] for col in page.panes()] == [[a, c], [b]],
-                         "alpha is split down: (alpha / gamma) | beta")
-                check(page.active_session() == c, "gamma is active")
-                check([p["grow"] for p in page.panes()[0]] == [0.5, 0.5], "pane weights halved")
+            # split_down: gamma opens below the agent's own pane (alpha), not the active one.
+            r = await screen({"action": "split_down", "sessionKey": c})
+            check(outcomes(r) == ["applied"], "split_down applied")
+            wait_for(lambda: [[p["session"] for p in col] for col in page.panes()] == [[a, c], [b]],
+                     "alpha is split down: (alpha / gamma) | beta")
+            check(page.active_session() == c, "gamma is active")
+            check([p["grow"] for p in page.panes()[0]] == [0.5, 0.5], "pane weights halved")
 
-                # focus
-                r = await screen({"action": "focus", "sessionKey": b})
-                check(outcomes(r) == ["applied"], "focus applied")
-                wait_for(lambda: page.active_session() == b, "beta's pane is active")
+            # focus
+            r = await screen({"action": "focus", "sessionKey": b})
+            check(outcomes(r) == ["applied"], "focus applied")
+            wait_for(lambda: page.active_session() == b, "beta's pane is active")
 
-                # navigate to another session: the active pane shows it.
-                r = await screen({"action": "navigate", "sessionKey": d})
-                check(outcomes(r) == ["applied"], "navigate applied")
-                wait_for(lambda: [[p["session"] for p in col] for col in page.panes()] == [[a, c], [d]],
-                         "the active pane now shows delta")
+            # navigate to another session: the active pane shows it.
+            r = await screen({"action": "navigate", "sessionKey": d})
+            check(outcomes(r) == ["applied"], "navigate applied")
+            wait_for(lambda: [[p["session"] for p in col] for col in page.panes()] == [[a, c], [d]],
+                     "the active pane now shows delta")
 
-                # focus on a session no pane shows is reported, not turned into something else.
-                r = await screen({"action": "focus", "sessionKey": b})
-                check(outcomes(r) == ["ignored"] and "no pane" in r["outcomes"][0]["reason"],
-                      f"focus on an unshown session is ignored with a reason: {r['outcomes']}")
+            # focus on a session no pane shows is reported, not turned into something else.
+            r = await screen({"action": "focus", "sessionKey": b})
+            check(outcomes(r) == ["ignored"] and "no pane" in r["outcomes"][0]["reason"],
+                  f"focus on an unshown session is ignored with a reason: {r['outcomes']}")
 
-                # sidebar
-                r = await screen({"action": "sidebar_hide"})
-                wait_for(lambda: page.hidden("sidebar"), "sidebar hidden")
-                r = await screen({"action": "sidebar_show"})
-                wait_for(lambda: page.shown("sidebar"), "sidebar shown")
+            # sidebar
+            r = await screen({"action": "sidebar_hide"})
+            wait_for(lambda: page.hidden("sidebar"), "sidebar hidden")
+            r = await screen({"action": "sidebar_show"})
+            wait_for(lambda: page.shown("sidebar"), "sidebar shown")
 
-                # terminal panel, docked as asked
-                r = await screen({"action": "terminal_show", "dock": "right"})
-                wait_for(lambda: page.shown("terminal-panel") and page.dock("terminal-panel") == "right",
-                         "terminal shown, docked right")
-                r = await screen({"action": "terminal_hide"})
-                wait_for(lambda: page.hidden("terminal-panel"), "terminal hidden")
-                r = await screen({"action": "terminal_show", "dock": "bottom"})
-                wait_for(lambda: page.shown("terminal-panel") and page.dock("terminal-panel") == "bottom",
-                         "terminal shown, docked bottom")
+            # terminal panel, docked as asked
+            r = await screen({"action": "terminal_show", "dock": "right"})
+            wait_for(lambda: page.shown("terminal-panel") and page.dock("terminal-panel") == "right",
+                     "terminal shown, docked right")
+            r = await screen({"action": "terminal_hide"})
+            wait_for(lambda: page.hidden("terminal-panel"), "terminal hidden")
+            r = await screen({"action": "terminal_show", "dock": "bottom"})
+            wait_for(lambda: page.shown("terminal-panel") and page.dock("terminal-panel") == "bottom",
+                     "terminal shown, docked bottom")
 
-                # browser panel
-                r = await screen({"action": "browser_show", "dock": "right"})
-                wait_for(lambda: page.shown("browser-panel") and page.dock("browser-panel") == "right",
-                         "browser shown, docked right")
-                r = await screen({"action": "browser_hide"})
-                wait_for(lambda: page.hidden("browser-panel"), "browser hidden")
-                r = await screen({"action": "browser_show"})
-                wait_for(lambda: page.shown("browser-panel") and page.dock("browser-panel") == "right",
-                         "browser shown again where it was docked")
+            # browser panel
+            r = await screen({"action": "browser_show", "dock": "right"})
+            wait_for(lambda: page.shown("browser-panel") and page.dock("browser-panel") == "right",
+                     "browser shown, docked right")
+            r = await screen({"action": "browser_hide"})
+            wait_for(lambda: page.hidden("browser-panel"), "browser hidden")
+            r = await screen({"action": "browser_show"})
+            wait_for(lambda: page.shown("browser-panel") and page.dock("browser-panel") == "right",
+                     "browser shown again where it was docked")
 
-                # The browser panel shows http(s) pages in a sandboxed frame, nothing else.
-                addr = page.testid("browser-address")
-                addr.clear()
-                addr.send_keys("javascript:alert(1)" + Keys.ENTER)
-                wait_for(lambda: "Only http" in driver.find_element(By.CSS_SELECTOR, ".address-error").text,
-                         "a javascript: address is refused")
-                addr.clear()
-                addr.send_keys(f"{backend.url}/health" + Keys.ENTER)
-                frame = page.testid("browser-frame")
-                wait_for(lambda: frame.get_attribute("src") == f"{backend.url}/health", "the frame loads an http page")
-                check("allow-same-origin" not in frame.get_attribute("sandbox"), "the frame is sandboxed")
+            # The browser panel shows http(s) pages in a sandboxed frame, nothing else.
+            addr = page.testid("browser-address")
+            addr.clear()
+            addr.send_keys("javascript:alert(1)" + Keys.ENTER)
+            wait_for(lambda: "Only http" in driver.find_element(By.CSS_SELECTOR, ".address-error").text,
+                     "a javascript: address is refused")
+            addr.clear()
+            addr.send_keys(f"{backend.url}/health" + Keys.ENTER)
+            frame = page.testid("browser-frame")
+            wait_for(lambda: frame.get_attribute("src") == f"{backend.url}/health", "the frame loads an http page")
+            check("allow-same-origin" not in frame.get_attribute("sandbox"), "the frame is sandboxed")
 
-                # The operator terminal runs a command in the project directory.
-                term_in = page.testid("terminal-input")
-                term_in.send_keys("echo term-$((40+2)) && pwd" + Keys.ENTER)
-                wait_for(lambda: "term-42" in page.testid("terminal-output").text
-                         and backend.project in page.testid("terminal-output").text,
-                         "the operator terminal streams the command's output")
+            # The operator terminal runs a command in the project directory.
+            term_in = page.testid("terminal-input")
+            term_in.send_keys("echo term-$((40+2)) && pwd" + Keys.ENTER)
+            wait_for(lambda: "term-42" in page.testid("terminal-output").text
+                     and backend.project in page.testid("terminal-output").text,
+                     "the operator terminal streams the command's output")
 
-                os.makedirs(artifacts, exist_ok=True)
-                shot = os.path.join(artifacts, "screen-split-panels.png")
-                driver.save_screenshot(shot)
-                check(os.path.getsize(shot) > 10_000, f"screenshot of the split layout with both panels: {shot}")
+            os.makedirs(artifacts, exist_ok=True)
+            shot = os.path.join(artifacts, "screen-split-panels.png")
+            driver.save_screenshot(shot)
+            check(os.path.getsize(shot) > 10_000, f"screenshot of the split layout with both panels: {shot}")
 
-                # A reload keeps the layout.
-                before = page.panes()
-                driver.refresh()
-                wait_for(page.connected, "reconnected after reload")
-                wait_for(lambda: page.panes() == before, "the reloaded page has the same panes and weights")
-                check(page.active_session() == d, "the active pane survived the reload")
-                check(page.shown("terminal-panel") and page.dock("terminal-panel") == "bottom",
-                      "the terminal panel survived the reload")
-                check(page.shown("browser-panel") and page.dock("browser-panel") == "right",
-                      "the browser panel survived the reload")
+            # A reload keeps the layout.
+            before = page.panes()
+            driver.refresh()
+            wait_for(page.connected, "reconnected after reload")
+            wait_for(lambda: page.panes() == before, "the reloaded page has the same panes and weights")
+            check(page.active_session() == d, "the active pane survived the reload")
+            check(page.shown("terminal-panel") and page.dock("terminal-panel") == "bottom",
+                  "the terminal panel survived the reload")
+            check(page.shown("browser-panel") and page.dock("browser-panel") == "right",
+                  "the browser panel survived the reload")
 
-                # A pane's composer, approval and live transcript.
-                first_pane = driver.find_element(By.CSS_SELECTOR, f'[data-testid="pane"][data-session="{a}"]')
-                box = first_pane.find_element(By.CSS_SELECTOR, '[data-testid="composer-input"]')
-                box.send_keys("echo from-the-ui" + Keys.ENTER)
-                wait_for(lambda: first_pane.find_elements(By.CSS_SELECTOR, '[data-testid="approve-once"]'),
-                         "the approval appears in alpha's pane")
-                first_pane.find_element(By.CSS_SELECTOR, '[data-testid="approve-once"]').click()
-                wait_for(lambda: "from-the-ui" in first_pane.find_element(By.CSS_SELECTOR, '[data-testid="transcript"]').text
-                         and "exit 0" in first_pane.find_element(By.CSS_SELECTOR, '[data-testid="transcript"]').text,
-                         "the command's output streams into the transcript")
-                check(not first_pane.find_elements(By.CSS_SELECTOR, '[data-testid="approval"]'), "the approval is gone")
+            # A pane's composer, approval and live transcript.
+            first_pane = driver.find_element(By.CSS_SELECTOR, f'[data-testid="pane"][data-session="{a}"]')
+            box = first_pane.find_element(By.CSS_SELECTOR, '[data-testid="composer-input"]')
+            box.send_keys("echo from-the-ui" + Keys.ENTER)
+            wait_for(lambda: first_pane.find_elements(By.CSS_SELECTOR, '[data-testid="approve-once"]'),
+                     "the approval appears in alpha's pane")
+            first_pane.find_element(By.CSS_SELECTOR, '[data-testid="approve-once"]').click()
+            wait_for(lambda: "from-the-ui" in first_pane.find_element(By.CSS_SELECTOR, '[data-testid="transcript"]').text
+                     and "exit 0" in first_pane.find_element(By.CSS_SELECTOR, '[data-testid="transcript"]').text,
+                     "the command's output streams into the transcript")
+            check(not first_pane.find_elements(By.CSS_SELECTOR, '[data-testid="approval"]'), "the approval is gone")
 
-                # An agent's command never takes the keyboard from the person typing.
-                box = driver.find_element(By.CSS_SELECTOR, f'[data-testid="pane"][data-session="{a}"] [data-testid="composer-input"]')
-                box.click()
-                box.send_keys("half-typed draft")
-                r = await screen({"action": "split_down", "sessionKey": b})
-                check(outcomes(r) == ["applied"], "split_down while the person types")
-                wait_for(lambda: [[p["session"] for p in col] for col in page.panes()] == [[a, b, c], [d]],
-                         "beta opens below alpha")
-                check(page.active_session() == b, "the new pane is active")
-                typing = driver.execute_script(
-                    "const e = document.activeElement;"
-                    "return [e.closest('[data-testid=pane]')?.dataset.session, e.value];")
-                check(typing == [a, "half-typed draft"], f"focus and draft stay in alpha's composer: {typing}")
+            # An agent's command never takes the keyboard from the person typing.
+            box = driver.find_element(By.CSS_SELECTOR, f'[data-testid="pane"][data-session="{a}"] [data-testid="composer-input"]')
+            box.click()
+            box.send_keys("half-typed draft")
+            r = await screen({"action": "split_down", "sessionKey": b})
+            check(outcomes(r) == ["applied"], "split_down while the person types")
+            wait_for(lambda: [[p["session"] for p in col] for col in page.panes()] == [[a, b, c], [d]],
+                     "beta opens below alpha")
+            check(page.active_session() == b, "the new pane is active")
+            typing = driver.execute_script(
+                "const e = document.activeElement;"
+                "return [e.closest('[data-testid=pane]')?.dataset.session, e.value];")
+            check(typing == [a, "half-typed draft"], f"focus and draft stay in alpha's composer: {typing}")
 
-                # Two tabs: both apply every command.
-                first = driver.current_window_handle
-                layout_now = page.panes()
-                driver.switch_to.new_window("tab")
-                second = driver.current_window_handle
-                driver.get(f"{backend.url}/#token={backend.token}")
-                wait_for(page.connected, "the second tab signs in from the URL fragment and connects")
-                check("token" not in driver.current_url, "the token fragment is removed from the address")
-                check(driver.execute_script("return sessionStorage.getItem('ax-code.token')") == backend.token,
-                      "the fragment's token is kept in sessionStorage")
-                wait_for(lambda: page.panes() == layout_now, "the second tab starts from the stored layout")
-                r = await screen({"action": "sidebar_hide"})
-                check(r["delivered"] == 2 and outcomes(r) == ["applied", "applied"],
-                      f"both tabs applied sidebar_hide: {r}")
-                check(len({o["connId"] for o in r["outcomes"]}) == 2, "two distinct connections answered")
-                for handle in (second, first):
-                    driver.switch_to.window(handle)
-                    wait_for(lambda: page.hidden("sidebar"), f"sidebar hidden in tab {handle[:8]}")
+            # Two tabs: both apply every command.
+            first = driver.current_window_handle
+            layout_now = page.panes()
+            driver.switch_to.new_window("tab")
+            second = driver.current_window_handle
+            driver.get(f"{backend.url}/#token={backend.token}")
+            wait_for(page.connected, "the second tab signs in from the URL fragment and connects")
+            check("token" not in driver.current_url, "the token fragment is removed from the address")
+            check(driver.execute_script("return sessionStorage.getItem('ax-code.token')") == backend.token,
+                  "the fragment's token is kept in sessionStorage")
+            wait_for(lambda: page.panes() == layout_now, "the second tab starts from the stored layout")
+            r = await screen({"action": "sidebar_hide"})
+            check(r["delivered"] == 2 and outcomes(r) == ["applied", "applied"],
+                  f"both tabs applied sidebar_hide: {r}")
+            check(len({o["connId"] for o in r["outcomes"]}) == 2, "two distinct connections answered")
+            for handle in (second, first):
+                driver.switch_to.window(handle)
+                wait_for(lambda: page.hidden("sidebar"), f"sidebar hidden in tab {handle[:8]}")
 
-                # Close panes down to the last one; the last is refused and reported.
-                r = await screen({"action": "close_pane", "sessionKey": c})
-                check(outcomes(r) == ["applied", "applied"], "close_pane applied in both tabs")
-                r = await screen({"action": "close_pane", "sessionKey": d})
-                check(outcomes(r) == ["applied", "applied"], "close_pane applied in both tabs")
-                r = await screen({"action": "close_pane", "sessionKey": b})
-                check(outcomes(r) == ["applied", "applied"], "close_pane applied in both tabs")
-                wait_for(lambda: [p["session"] for p in page.flat()] == [a], "one pane left: alpha")
-                check(page.panes()[0][0]["colGrow"] == 1, "the space went back to the remaining pane")
-                r = await screen({"action": "close_pane"})
-                check(outcomes(r) == ["ignored", "ignored"], f"closing the last pane is refused: {r['outcomes']}")
-                check(all("last pane" in o["reason"] for o in r["outcomes"]), "the reason says why")
-                check([p["session"] for p in page.flat()] == [a], "the last pane is still there")
+            # Close panes down to the last one; the last is refused and reported.
+            r = await screen({"action": "close_pane", "sessionKey": c})
+            check(outcomes(r) == ["applied", "applied"], "close_pane applied in both tabs")
+            r = await screen({"action": "close_pane", "sessionKey": d})
+            check(outcomes(r) == ["applied", "applied"], "close_pane applied in both tabs")
+            r = await screen({"action": "close_pane", "sessionKey": b})
+            check(outcomes(r) == ["applied", "applied"], "close_pane applied in both tabs")
+            wait_for(lambda: [p["session"] for p in page.flat()] == [a], "one pane left: alpha")
+            check(page.panes()[0][0]["colGrow"] == 1, "the space went back to the remaining pane")
+            r = await screen({"action": "close_pane"})
+            check(outcomes(r) == ["ignored", "ignored"], f"closing the last pane is refused: {r['outcomes']}")
+            check(all("last pane" in o["reason"] for o in r["outcomes"]), "the reason says why")
+            check([p["session"] for p in page.flat()] == [a], "the last pane is still there")
 
-                # Errors come back as tool errors with the gateway's code.
-                await screen({"action": "focus", "sessionKey": missing}, expect_error="INVALID_REQUEST")
-                await screen({"action": "terminal_hide", "dock": "right"}, expect_error="INVALID_REQUEST")
-                await screen({"action": "sidebar_show", "extra": 1}, expect_error="INVALID_REQUEST")
-                await screen({"action": "teleport"}, expect_error="INVALID_REQUEST")
+            # Errors come back as tool errors with the gateway's code.
+            await screen({"action": "focus", "sessionKey": missing}, expect_error="INVALID_REQUEST")
+            await screen({"action": "terminal_hide", "dock": "right"}, expect_error="INVALID_REQUEST")
+            await screen({"action": "sidebar_show", "extra": 1}, expect_error="INVALID_REQUEST")
+            await screen({"action": "teleport"}, expect_error="INVALID_REQUEST")
 
-                # With no Control UI connected, the gateway answers UNAVAILABLE.
-                driver.quit()
-                driver = None
-                deadline = time.monotonic() + 10
-                while True:
-                    result = await mcp.call_tool("screen", {"action": "sidebar_show"})
-                    if result.is_error or time.monotonic() > deadline:
-                        break
-                    await asyncio.sleep(0.1)
-                jsonschema.validate(result.structured_content, tool.output_schema)
-                check(result.structured_content["error"]["code"] == "UNAVAILABLE",
-                      f"no Control UI: UNAVAILABLE ({result.structured_content})")
+            # With no Control UI connected, the gateway answers UNAVAILABLE.
+            driver.quit()
+            driver = None
+            deadline = time.monotonic() + 10
+            while True:
+                result = await mcp.call_tool("screen", {"action": "sidebar_show"})
+                if result.is_error or time.monotonic() > deadline:
+                    break
+                await asyncio.sleep(0.1)
+            jsonschema.validate(result.structured_content, tool.output_schema)
+            check(result.structured_content["error"]["code"] == "UNAVAILABLE",
+                  f"no Control UI: UNAVAILABLE ({result.structured_content})")
     finally:
         if driver is not None:
             try:
@@ -418,15 +322,7 @@ async def run(binary, artifacts):
 
 def main():
     binary, artifacts = sys.argv[1], sys.argv[2]
-    try:
-        asyncio.run(run(binary, artifacts))
-    except CheckFailed:
-        sys.exit(1)
-    except BaseExceptionGroup as group:
-        # The MCP client's task groups wrap our failures.
-        if group.subgroup(CheckFailed) is not None:
-            sys.exit(1)
-        raise
+    run_checks(run, binary, artifacts)
     print("all screen browser checks passed", flush=True)
 
 

@@ -20,10 +20,8 @@ import asyncio
 import json
 import subprocess
 import sys
-import uuid
 
-from mcp import ClientSession, StdioServerParameters
-from mcp.client.stdio import stdio_client
+from axtest import mcp_session, select_arguments
 
 
 def log(msg):
@@ -71,55 +69,42 @@ async def main():
     ap.add_argument("--project", required=True)
     args = ap.parse_args()
 
-    params = StdioServerParameters(
-        command=args.ax_code, args=["mcp", "tui", "--endpoint", args.endpoint]
-    )
-    async with stdio_client(params) as streams:
-        async with ClientSession(streams[0], streams[1]) as session:
-            await session.initialize()
-            tools = await session.list_tools()
-            names = [t.name for t in tools.tools]
-            check(names == ["get_view_context", "select_session"], f"tools in order: {names}")
-            reply({"ready": True})
-            while True:
-                line = (await read_line()).strip()
-                if not line or line == "quit":
-                    return
-                cmd, _, arg = line.partition(" ")
-                if cmd == "sessions":
-                    out = subprocess.run(
-                        [args.ax_code, "session", "list", "--json"],
-                        cwd=args.project,
-                        capture_output=True,
-                        text=True,
-                        timeout=20,
-                    )
-                    check(out.returncode == 0, f"session list --json ran: {out.stderr.strip()}")
-                    listed = json.loads(out.stdout)
-                    reply({"ids": [s["id"] for s in listed]})
-                elif cmd == "context":
-                    res = await session.call_tool("get_view_context", {})
-                    reply(structured(res))
-                elif cmd == "select":
-                    ctx = structured(await session.call_tool("get_view_context", {}))
-                    if ctx["status"] != "context":
-                        reply(ctx)
-                        continue
-                    view = ctx["context"]
-                    res = await session.call_tool(
-                        "select_session",
-                        {
-                            "instanceId": view["instanceId"],
-                            "generation": view["generation"],
-                            "expectedRevision": view["revision"],
-                            "sessionId": arg,
-                            "requestId": str(uuid.uuid4()),
-                        },
-                    )
-                    reply(structured(res))
-                else:
-                    log(f"FAIL unknown command {line!r}")
-                    sys.exit(2)
+    async with mcp_session(args.ax_code, ["mcp", "tui", "--endpoint", args.endpoint]) as session:
+        await session.initialize()
+        tools = await session.list_tools()
+        names = [t.name for t in tools.tools]
+        check(names == ["get_view_context", "select_session"], f"tools in order: {names}")
+        reply({"ready": True})
+        while True:
+            line = (await read_line()).strip()
+            if not line or line == "quit":
+                return
+            cmd, _, arg = line.partition(" ")
+            if cmd == "sessions":
+                out = subprocess.run(
+                    [args.ax_code, "session", "list", "--json"],
+                    cwd=args.project,
+                    capture_output=True,
+                    text=True,
+                    timeout=20,
+                )
+                check(out.returncode == 0, f"session list --json ran: {out.stderr.strip()}")
+                listed = json.loads(out.stdout)
+                reply({"ids": [s["id"] for s in listed]})
+            elif cmd == "context":
+                res = await session.call_tool("get_view_context", {})
+                reply(structured(res))
+            elif cmd == "select":
+                ctx = structured(await session.call_tool("get_view_context", {}))
+                if ctx["status"] != "context":
+                    reply(ctx)
+                    continue
+                view = ctx["context"]
+                res = await session.call_tool("select_session", select_arguments(view, arg))
+                reply(structured(res))
+            else:
+                log(f"FAIL unknown command {line!r}")
+                sys.exit(2)
 
 
 if __name__ == "__main__":

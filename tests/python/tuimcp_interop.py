@@ -10,94 +10,69 @@ is validated against the tool's outputSchema. Exits non-zero on the first failed
 import asyncio
 import json
 import sys
-import uuid
 
 import jsonschema
-from mcp import ClientSession, StdioServerParameters
-from mcp.client.stdio import stdio_client
 
-
-class CheckFailed(Exception):
-    pass
-
-
-def check(condition, what):
-    print(("ok: " if condition else "FAIL: ") + what, flush=True)
-    if not condition:
-        raise CheckFailed(what)
+from axtest import check, mcp_session, run_checks, select_arguments
 
 
 async def main(binary, endpoint, session_ok, session_pending):
-    params = StdioServerParameters(command=binary, args=["mcp", "tui", "--endpoint", endpoint])
-    async with stdio_client(params) as (read, write):
-        async with ClientSession(read, write) as session:
-            init = await session.initialize()
-            check(init.server_info.name == "ax-code-tuimcp", "server name is ax-code-tuimcp")
+    async with mcp_session(binary, ["mcp", "tui", "--endpoint", endpoint]) as session:
+        init = await session.initialize()
+        check(init.server_info.name == "ax-code-tuimcp", "server name is ax-code-tuimcp")
 
-            tools = (await session.list_tools()).tools
-            names = [tool.name for tool in tools]
-            check(names == ["get_view_context", "select_session"], f"exactly the two tools, in order: {names}")
-            schemas = {}
-            for tool in tools:
-                check(tool.input_schema.get("additionalProperties") is False, f"{tool.name}: closed input schema")
-                check(tool.output_schema is not None, f"{tool.name}: declares an outputSchema")
-                jsonschema.Draft202012Validator.check_schema(tool.output_schema)
-                schemas[tool.name] = tool.output_schema
-            check(tools[0].annotations.read_only_hint is True, "get_view_context is read-only")
-            check(tools[1].annotations.read_only_hint is False, "select_session is not read-only")
-            check(tools[1].annotations.destructive_hint is False, "select_session is not destructive")
-            check(tools[1].annotations.idempotent_hint is True, "select_session is idempotent")
-            check(tools[1].annotations.open_world_hint is False, "select_session is closed-world")
+        tools = (await session.list_tools()).tools
+        names = [tool.name for tool in tools]
+        check(names == ["get_view_context", "select_session"], f"exactly the two tools, in order: {names}")
+        schemas = {}
+        for tool in tools:
+            check(tool.input_schema.get("additionalProperties") is False, f"{tool.name}: closed input schema")
+            check(tool.output_schema is not None, f"{tool.name}: declares an outputSchema")
+            jsonschema.Draft202012Validator.check_schema(tool.output_schema)
+            schemas[tool.name] = tool.output_schema
+        check(tools[0].annotations.read_only_hint is True, "get_view_context is read-only")
+        check(tools[1].annotations.read_only_hint is False, "select_session is not read-only")
+        check(tools[1].annotations.destructive_hint is False, "select_session is not destructive")
+        check(tools[1].annotations.idempotent_hint is True, "select_session is idempotent")
+        check(tools[1].annotations.open_world_hint is False, "select_session is closed-world")
 
-            def validated(name, result):
-                content = result.structured_content
-                jsonschema.validate(content, schemas[name])
-                check(True, f"{name}: structuredContent {json.dumps(content)} matches the outputSchema")
-                check(json.loads(result.content[0].text) == content, f"{name}: text carries the same JSON")
-                check(result.is_error == (content["status"] == "rejected"), f"{name}: isError exactly for rejected")
-                return content
+        def validated(name, result):
+            content = result.structured_content
+            jsonschema.validate(content, schemas[name])
+            check(True, f"{name}: structuredContent {json.dumps(content)} matches the outputSchema")
+            check(json.loads(result.content[0].text) == content, f"{name}: text carries the same JSON")
+            check(result.is_error == (content["status"] == "rejected"), f"{name}: isError exactly for rejected")
+            return content
 
-            context = validated("get_view_context", await session.call_tool("get_view_context", {}))
-            check(context["status"] == "context", "the context is readable")
-            view = context["context"]
+        context = validated("get_view_context", await session.call_tool("get_view_context", {}))
+        check(context["status"] == "context", "the context is readable")
+        view = context["context"]
 
-            def arguments(view, session_id):
-                return {
-                    "requestId": str(uuid.uuid4()),
-                    "instanceId": view["instanceId"],
-                    "generation": view["generation"],
-                    "expectedRevision": view["revision"],
-                    "sessionId": session_id,
-                }
+        args = select_arguments(view, session_ok)
+        applied = validated("select_session", await session.call_tool("select_session", args))
+        check(applied["status"] == "applied", "select_session is applied")
+        check(applied["context"]["sessionId"] == session_ok, "the view shows the selected session")
 
-            args = arguments(view, session_ok)
-            applied = validated("select_session", await session.call_tool("select_session", args))
-            check(applied["status"] == "applied", "select_session is applied")
-            check(applied["context"]["sessionId"] == session_ok, "the view shows the selected session")
+        extra = dict(args, extra=True)
+        rejected = validated("select_session", await session.call_tool("select_session", extra))
+        check(rejected == {"status": "rejected", "code": "invalid_request"}, "an extra argument is invalid_request")
 
-            extra = dict(args, extra=True)
-            rejected = validated("select_session", await session.call_tool("select_session", extra))
-            check(rejected == {"status": "rejected", "code": "invalid_request"}, "an extra argument is invalid_request")
+        stale = validated("select_session", await session.call_tool("select_session", select_arguments(view, session_pending)))
+        check(stale == {"status": "rejected", "code": "stale_revision"}, "an old revision is stale_revision")
 
-            stale = validated("select_session", await session.call_tool("select_session", arguments(view, session_pending)))
-            check(stale == {"status": "rejected", "code": "stale_revision"}, "an old revision is stale_revision")
+        fresh = validated("get_view_context", await session.call_tool("get_view_context", {}))["context"]
+        pending = asyncio.create_task(session.call_tool("select_session", select_arguments(fresh, session_pending)))
+        await asyncio.sleep(0.05)
+        print("PENDING", flush=True)
+        line = await asyncio.get_running_loop().run_in_executor(None, sys.stdin.readline)
+        check(line.strip() == "REVOKED", "the TUI revoked sharing")
+        revoked = validated("select_session", await asyncio.wait_for(pending, 10))
+        check(revoked == {"status": "rejected", "code": "revoked"}, "the pending navigation answers revoked")
 
-            fresh = validated("get_view_context", await session.call_tool("get_view_context", {}))["context"]
-            pending = asyncio.create_task(session.call_tool("select_session", arguments(fresh, session_pending)))
-            await asyncio.sleep(0.05)
-            print("PENDING", flush=True)
-            line = await asyncio.get_running_loop().run_in_executor(None, sys.stdin.readline)
-            check(line.strip() == "REVOKED", "the TUI revoked sharing")
-            revoked = validated("select_session", await asyncio.wait_for(pending, 10))
-            check(revoked == {"status": "rejected", "code": "revoked"}, "the pending navigation answers revoked")
-
-            gone = validated("get_view_context", await session.call_tool("get_view_context", {}))
-            check(gone == {"status": "rejected", "code": "target_unavailable"}, "after revocation the endpoint is gone")
+        gone = validated("get_view_context", await session.call_tool("get_view_context", {}))
+        check(gone == {"status": "rejected", "code": "target_unavailable"}, "after revocation the endpoint is gone")
     print("PASS", flush=True)
 
 
 if __name__ == "__main__":
-    try:
-        asyncio.run(main(*sys.argv[1:5]))
-    except CheckFailed:
-        sys.exit(1)
+    run_checks(main, *sys.argv[1:5])
