@@ -216,14 +216,9 @@ fn embedded_tui_is_shared_navigated_blocked_and_revoked() {
         "the layout gives the row back:\n{after}"
     );
     let dir = endpoint.parent().unwrap().to_owned();
-    let start = Instant::now();
-    while dir.exists() && start.elapsed() < WAIT {
-        thread::sleep(Duration::from_millis(50));
-    }
-    assert!(
-        !dir.exists(),
-        "endpoint directory {} still there",
-        dir.display()
+    eventually(
+        &format!("endpoint directory {} removed", dir.display()),
+        || !dir.exists(),
     );
     let v = agent.cmd("context");
     assert_eq!(code(&v), "target_unavailable", "{v}");
@@ -294,14 +289,9 @@ fn attached_tui_follows_the_backend_down_and_back() {
     tui.send("/tui-mcp-revoke\r");
     tui.wait_for("the bar gone", |s| !s.contains("TUIMCP on:"));
     let dir = endpoint.parent().unwrap().to_owned();
-    let start = Instant::now();
-    while dir.exists() && start.elapsed() < WAIT {
-        thread::sleep(Duration::from_millis(50));
-    }
-    assert!(
-        !dir.exists(),
-        "endpoint directory {} still there",
-        dir.display()
+    eventually(
+        &format!("endpoint directory {} removed", dir.display()),
+        || !dir.exists(),
     );
     assert_eq!(code(&agent.cmd("context")), "target_unavailable");
     drop(agent);
