@@ -60,6 +60,9 @@ enum Answer {
     Garbage,
     /// `404` for `/health`.
     NotFound,
+    /// Not a squatter: forwards every request to the real backend at this address (so the
+    /// recorder shows what a client sends to a real backend).
+    Forward(SocketAddr),
 }
 
 fn answers(replay: String) -> [Answer; 5] {
@@ -129,9 +132,13 @@ impl Squatter {
                             return;
                         }
                     }
-                    let head = String::from_utf8_lossy(&head).into_owned();
-                    recorded.lock().unwrap().push(head.clone());
-                    let response = respond(&head, &answer);
+                    let text = String::from_utf8_lossy(&head).into_owned();
+                    recorded.lock().unwrap().push(text.clone());
+                    if let Answer::Forward(backend) = answer {
+                        forward(conn, &text, backend).await;
+                        return;
+                    }
+                    let response = respond(&text, &answer);
                     let _ = conn.write_all(response.as_bytes()).await;
                     let _ = conn.shutdown().await;
                 });
@@ -166,6 +173,38 @@ impl Squatter {
     }
 }
 
+/// Sends one GET request (its head, Host fixed, `Connection: close`) to `backend` and pipes
+/// the answer back.
+async fn forward(mut conn: tokio::net::TcpStream, head: &str, backend: SocketAddr) {
+    let Some((head, _)) = head.split_once("\r\n\r\n") else {
+        return;
+    };
+    let mut lines: Vec<String> = head
+        .split("\r\n")
+        .filter(|l| !l.to_ascii_lowercase().starts_with("connection:"))
+        .map(|l| {
+            if l.to_ascii_lowercase().starts_with("host:") {
+                format!("host: {backend}")
+            } else {
+                l.to_owned()
+            }
+        })
+        .collect();
+    lines.push("connection: close".to_owned());
+    let fixed = format!("{}\r\n\r\n", lines.join("\r\n"));
+    let Ok(mut upstream) = tokio::net::TcpStream::connect(backend).await else {
+        return;
+    };
+    if upstream.write_all(fixed.as_bytes()).await.is_err() {
+        return;
+    }
+    let _ = tokio::time::timeout(
+        WAIT,
+        tokio::io::copy_bidirectional(&mut conn, &mut upstream),
+    )
+    .await;
+}
+
 fn respond(head: &str, answer: &Answer) -> String {
     let target = head.split(' ').nth(1).unwrap_or("/");
     let (status, body) = if let Some(query) = target.strip_prefix("/health") {
@@ -175,6 +214,7 @@ fn respond(head: &str, answer: &Answer) -> String {
             Answer::OtherKey => Some(expected_proof("another-credential-0123456789", nonce)),
             Answer::Replay(proof) => Some(proof.clone()),
             Answer::Garbage => Some("z".repeat(64)),
+            Answer::Forward(_) => unreachable!("forwarded before"),
             Answer::NotFound => {
                 return http(
                     "404 Not Found",
@@ -434,4 +474,50 @@ async fn after_a_transport_error_the_client_proves_the_server_again() {
     assert_not_proven(within(client.list_sessions()).await, &url);
     squatter.assert_was_asked_for_a_proof();
     squatter.assert_never_got_the_credential();
+}
+
+#[tokio::test]
+async fn one_proof_check_then_no_cost_per_request_while_verified() {
+    let b = backend().await;
+    let recorder = Squatter::start(Answer::Forward(b.server.local_addr())).await;
+    let client = Client::new(&recorder.url, TOKEN).unwrap();
+    for _ in 0..5 {
+        within(client.list_sessions()).await.unwrap();
+    }
+    within(client.project()).await.unwrap();
+    let heads = recorder.heads();
+    let lines: Vec<&str> = heads.iter().filter_map(|h| h.lines().next()).collect();
+    assert_eq!(lines.len(), 7, "{lines:?}");
+    assert!(lines[0].starts_with("GET /health?proof="), "{lines:?}");
+    assert!(
+        lines[1..6].iter().all(|l| l.starts_with("GET /session ")),
+        "{lines:?}"
+    );
+    assert!(lines[6].starts_with("GET /project "), "{lines:?}");
+    assert!(
+        !heads[0].to_ascii_lowercase().contains("authorization:"),
+        "the proof check itself carries no credential"
+    );
+    assert!(
+        heads[1]
+            .to_ascii_lowercase()
+            .contains("authorization: bearer")
+    );
+
+    // The event stream checks again, right before it connects, though the client is verified.
+    recorder.heads.lock().unwrap().clear();
+    let events = client.events(None);
+    within(async {
+        while !events.is_connected() {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    })
+    .await;
+    let heads = recorder.heads();
+    let lines: Vec<&str> = heads.iter().filter_map(|h| h.lines().next()).collect();
+    assert_eq!(lines.len(), 2, "{lines:?}");
+    assert!(lines[0].starts_with("GET /health?proof="), "{lines:?}");
+    assert!(lines[1].starts_with("GET /event "), "{lines:?}");
+    drop(events);
+    b.server.shutdown().await;
 }
