@@ -301,7 +301,8 @@ mod tests {
     use super::*;
 
     /// Computed once, independently, with Python's `hmac` module:
-    /// `hmac.new(b"test-credential-0123456789", b"ax-code-server-proof-v1:" + b"0123456789abcdef" * 4, "sha256").hexdigest()`
+    /// `hmac.new(b"test-credential-0123456789",
+    ///           b"ax-code-server-proof-v1:" + b"0123456789abcdef" * 4, "sha256").hexdigest()`
     const VECTOR: &str = "c254f978416dbc6cf60ed35e7ebb1ef5bbfa6b99f9f6b4d22a0a841be24041f3";
 
     #[test]
