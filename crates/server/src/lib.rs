@@ -15,6 +15,10 @@
 //! ```
 //!
 //! API notes beyond the route table of SPEC-backend.md §3 (wire types in `ax_protocol`):
+//! - `GET /health?proof=<64 hex>` (no credential) adds `proof`, HMAC-SHA256 keyed by the
+//!   credential over `ax-code-server-proof-v1:<nonce>`: the backend proves it holds the
+//!   credential before a client sends it, so a process squatting a dead backend's port
+//!   never receives it (`ax_client` checks this; see its docs for the residual window).
 //! - `POST /session` answers 201 with the `Session`; `GET /session?limit=N` gives a page.
 //! - `POST /session/{id}/prompt` answers 202 with `PromptAccepted` (the stored user message,
 //!   the reply message ID, the pending `Permission` unless the session said `always`). The
