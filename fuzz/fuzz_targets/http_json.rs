@@ -1,13 +1,14 @@
 //! The backend's JSON inputs: request bodies (`Prompt`, `CreateSession`, `PermissionAnswer`),
 //! session IDs from paths and bodies, and the `/event` stream items the client and the TUI
-//! read (`EventEnvelope`, `Event`), plus the answers they parse.
+//! read (`EventEnvelope`, `Event`), plus the answers they parse, `/health` (with its proof)
+//! included.
 //!
 //! Invariants: every accepted value survives serialize → parse unchanged; a parsed session ID
 //! has the documented shape, and the backend and TUIMCP agree on which strings are session IDs.
 #![no_main]
 
 use ax_protocol::{
-    CreateSession, ErrorBody, Event, EventEnvelope, Message, PermissionAnswer, Prompt,
+    CreateSession, ErrorBody, Event, EventEnvelope, Health, Message, PermissionAnswer, Prompt,
     PromptAccepted, Session, SessionId,
 };
 use libfuzzer_sys::fuzz_target;
@@ -69,4 +70,6 @@ fuzz_target!(|data: &[u8]| {
     try_shape::<Message>(data);
     try_shape::<PromptAccepted>(data);
     try_shape::<ErrorBody>(data);
+    // What the client reads from whoever answers on the port before it sends the credential.
+    try_shape::<Health>(data);
 });
