@@ -7,7 +7,7 @@
 use std::{
     ffi::OsStr,
     fs::File,
-    io::{Read, Write},
+    io::Write,
     os::unix::ffi::OsStrExt,
     path::{Path, PathBuf},
 };
@@ -132,21 +132,136 @@ fn check_stat(
 
 /// Reads and checks `endpoint.json` in the order of §3. Returns the content and the socket
 /// path.
+///
+/// On Linux the checks walk the path once: `openat2(RESOLVE_NO_SYMLINKS)` opens the directory
+/// (an exact stand-in for `realpath(path) == path` together with the syntax check, see
+/// [`open_canonical_dir`]), and every later check is relative to that handle (`fstatat` with
+/// `AT_SYMLINK_NOFOLLOW`, `openat` with `O_NOFOLLOW`). Where `openat2` is missing, the
+/// path-based checks run instead; both refuse the same paths.
 pub fn read_endpoint_file(path: &Path) -> Result<(EndpointFile, PathBuf), EndpointFileError> {
     // 1. Absolute, named exactly endpoint.json.
+    let dir = checked_dir(path)?;
+    #[cfg(target_os = "linux")]
+    if let Some(found) = read_endpoint_file_at(path, dir)? {
+        return Ok(found);
+    }
+    read_endpoint_file_by_path(path, dir)
+}
+
+/// Step 1 of §3: the path is absolute and named exactly `endpoint.json`; returns its directory.
+fn checked_dir(path: &Path) -> Result<&Path, EndpointFileError> {
     if !path.is_absolute() || path.file_name() != Some(OsStr::new(FILE_NAME)) {
         return Err(EndpointFileError::BadPath(path.to_owned()));
     }
-    let dir = path
-        .parent()
-        .ok_or_else(|| EndpointFileError::BadPath(path.to_owned()))?;
+    path.parent()
+        .ok_or_else(|| EndpointFileError::BadPath(path.to_owned()))
+}
+
+fn not_canonical(path: &Path) -> EndpointFileError {
+    unsafe_path(
+        path,
+        "is not a canonical path (symlink, `..` or `//` in it)",
+    )
+}
+
+/// The syntactic half of `realpath(path) == path`: absolute, and every component after the
+/// leading `/` is non-empty and neither `.` nor `..` (so no `//`, no trailing `/`).
+fn is_normal_syntax(path: &Path) -> bool {
+    let bytes = path.as_os_str().as_bytes();
+    let Some(rest) = bytes.strip_prefix(b"/") else {
+        return false;
+    };
+    rest.split(|&b| b == b'/')
+        .all(|part| !part.is_empty() && part != b"." && part != b"..")
+}
+
+/// Step 2 of §3 on Linux, returning a handle on the directory: with the syntax already normal,
+/// `realpath(path) == path` holds exactly when every component exists and none is a symlink.
+/// `openat2` with `RESOLVE_NO_SYMLINKS` checks that for the directory in one path walk, and an
+/// `lstat` through the handle (`fstatat`, `AT_SYMLINK_NOFOLLOW`) for the file itself; that
+/// `lstat` is returned for step 3. `Ok(None)`: `openat2` is unavailable here.
+#[cfg(target_os = "linux")]
+fn open_canonical_dir(
+    path: &Path,
+    dir: &Path,
+) -> Result<Option<(rustix::fd::OwnedFd, rustix::fs::Stat)>, EndpointFileError> {
+    use rustix::{
+        fs::{AtFlags, ResolveFlags},
+        io::Errno,
+    };
+    if !is_normal_syntax(path) {
+        return Err(not_canonical(path));
+    }
+    let dir_fd = match rustix::fs::openat2(
+        rustix::fs::CWD,
+        dir,
+        OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC,
+        Mode::empty(),
+        ResolveFlags::NO_SYMLINKS,
+    ) {
+        Ok(fd) => fd,
+        // A symlinked component (or, with O_DIRECTORY, a symlink as the directory itself).
+        Err(Errno::LOOP) => return Err(not_canonical(path)),
+        // Old kernels and some seccomp filters: fall back to the path-based checks.
+        Err(Errno::NOSYS | Errno::PERM) => return Ok(None),
+        Err(e) => return Err(io_err(path)(e.into())),
+    };
+    let stat = rustix::fs::statat(&dir_fd, FILE_NAME, AtFlags::SYMLINK_NOFOLLOW)
+        .map_err(|e| io_err(path)(e.into()))?;
+    if FileType::from_raw_mode(stat.st_mode) == FileType::Symlink {
+        return Err(not_canonical(path));
+    }
+    Ok(Some((dir_fd, stat)))
+}
+
+/// §3 relative to a handle on the directory (see [`open_canonical_dir`]). `Ok(None)`:
+/// `openat2` is unavailable, use [`read_endpoint_file_by_path`].
+#[cfg(target_os = "linux")]
+fn read_endpoint_file_at(
+    path: &Path,
+    dir: &Path,
+) -> Result<Option<(EndpointFile, PathBuf)>, EndpointFileError> {
+    use rustix::fs::AtFlags;
+    // 2. Canonical: no `..`, `.`, `//`, no symlinked component.
+    let Some((dir_fd, file_stat)) = open_canonical_dir(path, dir)? else {
+        return Ok(None);
+    };
+    // 3. lstat the directory (the handle is the directory itself: no symlink was followed),
+    // the file (its lstat from step 2) and the socket.
+    let stat = rustix::fs::fstat(&dir_fd).map_err(|e| io_err(dir)(e.into()))?;
+    check_stat(dir, &stat, FileType::Directory, "directory", PRIVATE_DIR)?;
+    check_stat(
+        path,
+        &file_stat,
+        FileType::RegularFile,
+        "regular file",
+        PRIVATE_FILE,
+    )?;
+    let socket = dir.join(SOCKET_NAME);
+    let stat = rustix::fs::statat(&dir_fd, SOCKET_NAME, AtFlags::SYMLINK_NOFOLLOW)
+        .map_err(|e| io_err(&socket)(e.into()))?;
+    check_stat(&socket, &stat, FileType::Socket, "socket", PRIVATE_FILE)?;
+    // 4. Open without following symlinks, check the handle itself.
+    let fd = rustix::fs::openat(&dir_fd, FILE_NAME, READ_FLAGS, Mode::empty())
+        .map_err(|e| io_err(path)(e.into()))?;
+    drop(dir_fd);
+    // 5. Strict JSON.
+    let file = read_checked(path, fd, |text| {
+        parse_endpoint_content(text).ok_or_else(|| EndpointFileError::Malformed(path.to_owned()))
+    })?;
+    Ok(Some((file, socket)))
+}
+
+/// §3 by path: `realpath`, three `lstat`, `open`. The reference for the handle-based checks,
+/// and what runs where `openat2` does not exist.
+fn read_endpoint_file_by_path(
+    path: &Path,
+    dir: &Path,
+) -> Result<(EndpointFile, PathBuf), EndpointFileError> {
     // 2. The canonical path is the given path, byte for byte.
     let real = std::fs::canonicalize(path).map_err(io_err(path))?;
     if real.as_os_str().as_bytes() != path.as_os_str().as_bytes() {
-        return Err(unsafe_path(
-            path,
-            "is not a canonical path (symlink, `..` or `//` in it)",
-        ));
+        return Err(not_canonical(path));
     }
     // 3. lstat the directory, the file and the socket.
     let socket = dir.join(SOCKET_NAME);
@@ -170,16 +285,29 @@ pub fn read_endpoint_file(path: &Path) -> Result<(EndpointFile, PathBuf), Endpoi
     Ok((file, socket))
 }
 
+/// `O_NONBLOCK` because the file may have been swapped for a FIFO since the `lstat`: opening a
+/// FIFO would otherwise wait for a writer forever.
+const READ_FLAGS: OFlags = OFlags::RDONLY
+    .union(OFlags::NOFOLLOW)
+    .union(OFlags::CLOEXEC)
+    .union(OFlags::NOCTTY)
+    .union(OFlags::NONBLOCK);
+
 /// Step 4 of §3: opens `path` without following a symlink and checks the handle itself (regular,
-/// ours, 0600, at most [`MAX_FILE`]) before reading it. `O_NONBLOCK` because the file may have been
-/// swapped for a FIFO since the `lstat`: opening a FIFO would otherwise wait for a writer forever.
+/// ours, 0600, at most [`MAX_FILE`]) before reading it.
 fn read_private_file(path: &Path) -> Result<Vec<u8>, EndpointFileError> {
-    let fd = rustix::fs::open(
-        path,
-        OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::CLOEXEC | OFlags::NOCTTY | OFlags::NONBLOCK,
-        Mode::empty(),
-    )
-    .map_err(|e| io_err(path)(e.into()))?;
+    let fd =
+        rustix::fs::open(path, READ_FLAGS, Mode::empty()).map_err(|e| io_err(path)(e.into()))?;
+    read_checked(path, fd, |text| Ok(text.to_vec()))
+}
+
+/// `fstat` the open handle (regular, ours, 0600, at most [`MAX_FILE`]), read it whole into a
+/// stack buffer and hand the bytes to `then`.
+fn read_checked<T>(
+    path: &Path,
+    fd: rustix::fd::OwnedFd,
+    then: impl FnOnce(&[u8]) -> Result<T, EndpointFileError>,
+) -> Result<T, EndpointFileError> {
     let stat = rustix::fs::fstat(&fd).map_err(|e| io_err(path)(e.into()))?;
     check_stat(
         path,
@@ -191,15 +319,21 @@ fn read_private_file(path: &Path) -> Result<Vec<u8>, EndpointFileError> {
     if u64::try_from(stat.st_size).unwrap_or(u64::MAX) > MAX_FILE {
         return Err(unsafe_path(path, "is larger than 16 KiB"));
     }
-    let mut text = Vec::new();
-    File::from(fd)
-        .take(MAX_FILE + 1)
-        .read_to_end(&mut text)
-        .map_err(io_err(path))?;
-    if text.len() as u64 > MAX_FILE {
+    // One byte more than allowed, so a file that grew after the fstat is still caught.
+    let mut buf = [0u8; MAX_FILE as usize + 1];
+    let mut len = 0;
+    while len < buf.len() {
+        match rustix::io::read(&fd, &mut buf[len..]) {
+            Ok(0) => break,
+            Ok(n) => len += n,
+            Err(rustix::io::Errno::INTR) => continue,
+            Err(e) => return Err(io_err(path)(e.into())),
+        }
+    }
+    if len as u64 > MAX_FILE {
         return Err(unsafe_path(path, "is larger than 16 KiB"));
     }
-    Ok(text)
+    then(&buf[..len])
 }
 
 /// Step 5 of §3 on its own: the content of `endpoint.json` as strict JSON, version 1, a token
@@ -303,6 +437,103 @@ mod tests {
     fn debug_hides_the_token() {
         let file = EndpointFile::new(Identity::random(), "ab".repeat(32));
         assert!(!format!("{file:?}").contains(&"ab".repeat(32)));
+    }
+
+    /// A live endpoint directory (socket listening, file written) under a canonical root.
+    fn live_endpoint(root: &Path) -> (PathBuf, std::os::unix::net::UnixListener) {
+        let dir = make_private_dir(root).unwrap();
+        let socket = dir.join(SOCKET_NAME);
+        let listener = std::os::unix::net::UnixListener::bind(&socket).unwrap();
+        rustix::fs::chmod(&socket, PRIVATE_FILE).unwrap();
+        let file = EndpointFile::new(Identity::random(), new_token().unwrap());
+        (write_endpoint_file(&dir, &file).unwrap(), listener)
+    }
+
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn the_handle_checks_refuse_exactly_what_the_path_checks_refuse() {
+        let temp = tempfile::tempdir().unwrap();
+        let root = std::fs::canonicalize(temp.path()).unwrap();
+        let (file, _listener) = live_endpoint(&root);
+        let dir = file.parent().unwrap().to_owned();
+        let name = dir.file_name().unwrap().to_str().unwrap().to_owned();
+        let text = file.to_str().unwrap().to_owned();
+        // Symlinks: to the directory, to the file, and above the directory.
+        std::os::unix::fs::symlink(&dir, root.join("linked-dir")).unwrap();
+        let other = make_private_dir(&root).unwrap();
+        std::os::unix::fs::symlink(&file, other.join(FILE_NAME)).unwrap();
+        std::os::unix::fs::symlink(&root, root.join("linked-root")).unwrap();
+        // A directory in the file's place, and a directory without a socket.
+        let (swapped, _l2) = live_endpoint(&root);
+        std::fs::remove_file(&swapped).unwrap();
+        std::fs::create_dir(&swapped).unwrap();
+        let (no_socket, _l3) = live_endpoint(&root);
+        std::fs::remove_file(no_socket.parent().unwrap().join(SOCKET_NAME)).unwrap();
+        let cases: Vec<(PathBuf, bool)> = vec![
+            (file.clone(), true),
+            (PathBuf::from(format!("{text}/")), false),
+            (
+                PathBuf::from(text.replace(&name, &format!("{name}/."))),
+                false,
+            ),
+            (
+                PathBuf::from(text.replace(&name, &format!("{name}/../{name}"))),
+                false,
+            ),
+            (PathBuf::from(text.replacen('/', "//", 1)), false),
+            (
+                PathBuf::from(text.replace(&format!("/{name}"), &format!("//{name}"))),
+                false,
+            ),
+            (root.join("linked-dir").join(FILE_NAME), false),
+            (other.join(FILE_NAME), false),
+            (root.join("linked-root").join(&name).join(FILE_NAME), false),
+            (root.join("missing").join(FILE_NAME), false),
+            (dir.join("endpoint.JSON"), false),
+            (swapped.clone(), false),
+            (no_socket.clone(), false),
+        ];
+        for (path, ok) in cases {
+            let parent = checked_dir(&path).map(Path::to_owned);
+            let by_handle =
+                parent.as_ref().map_err(|e| e.to_string()).and_then(
+                    |d| match read_endpoint_file_at(&path, d) {
+                        Ok(Some(found)) => Ok(found),
+                        Ok(None) => panic!("openat2 is missing on this kernel"),
+                        Err(e) => Err(e.to_string()),
+                    },
+                );
+            let by_path = parent
+                .as_ref()
+                .map_err(|e| e.to_string())
+                .and_then(|d| read_endpoint_file_by_path(&path, d).map_err(|e| e.to_string()));
+            assert_eq!(by_handle.is_ok(), ok, "{}: {by_handle:?}", path.display());
+            assert_eq!(by_path.is_ok(), ok, "{}: {by_path:?}", path.display());
+            if let (Ok(a), Ok(b)) = (&by_handle, &by_path) {
+                assert_eq!(a, b);
+            }
+            // Symlinks and unusual spellings are named as such by both.
+            if let (Err(a), Err(b)) = (&by_handle, &by_path)
+                && b.contains("canonical")
+            {
+                assert!(a.contains("canonical"), "{}: {a} vs {b}", path.display());
+            }
+        }
+        // Loosened modes: both refuse, naming the same reason.
+        for (target, bad, good) in [
+            (dir.clone(), 0o750, 0o700),
+            (file.clone(), 0o640, 0o600),
+            (dir.join(SOCKET_NAME), 0o666, 0o600),
+        ] {
+            rustix::fs::chmod(&target, Mode::from_raw_mode(bad)).unwrap();
+            let a = read_endpoint_file_at(&file, &dir).map(|_| ()).unwrap_err();
+            let b = read_endpoint_file_by_path(&file, &dir)
+                .map(|_| ())
+                .unwrap_err();
+            assert_eq!(a.to_string(), b.to_string());
+            rustix::fs::chmod(&target, Mode::from_raw_mode(good)).unwrap();
+        }
+        assert!(read_endpoint_file(&file).is_ok());
     }
 
     #[test]
