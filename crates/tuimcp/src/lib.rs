@@ -29,8 +29,9 @@
 //! - on `[Revoke]`, `/tui-mcp-revoke` or exit, calls [`Sharing::revoke`] (fences at once)
 //!   and awaits or spawns the future it returns (removes the directory).
 //!
-//! Validation runs in spawned tasks through your cloneable [`SessionValidator`]; their
-//! results come back through [`Sharing::next`].
+//! Validation runs through your cloneable [`SessionValidator`], as a future that
+//! [`Sharing::next`] polls in the owner task (no extra task); its result comes back as a
+//! [`Step`] from [`Sharing::next`].
 //!
 //! ```no_run
 //! use ax_tuimcp::{

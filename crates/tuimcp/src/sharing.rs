@@ -4,13 +4,22 @@
 //! The owner awaits [`Sharing::next`] inside its `select!` loop (it is cancel-safe) and
 //! passes the [`Step`] it returns to [`Sharing::apply`] together with its router. `apply`
 //! never awaits, so guard, navigate and re-read happen in one message.
+//!
+//! Validations are futures polled by [`Sharing::next`] itself, in the owner task: no task is
+//! spawned and no message carries the outcome back, so the validation's own wake-up (the
+//! backend's answer) wakes the owner directly.
 
-use std::{collections::HashMap, future::Future, path::Path, time::Instant};
-
-use tokio::{
-    sync::mpsc,
-    task::{AbortHandle, JoinHandle},
+use std::{
+    collections::VecDeque,
+    future::Future,
+    panic::AssertUnwindSafe,
+    path::Path,
+    pin::Pin,
+    task::{Context, Poll},
+    time::Instant,
 };
+
+use tokio::sync::mpsc;
 
 use crate::{
     controller::{
@@ -21,8 +30,9 @@ use crate::{
 };
 
 /// Checks a session through the TUI's own authenticated backend connection. Cloned into
-/// one spawned task per validation; dropping the future must be harmless (it is aborted when
-/// the controller fences it).
+/// each validation's future, which [`Sharing::next`] polls in the owner task; dropping the
+/// future must be harmless (it is dropped when the controller fences it). A panic inside it
+/// counts as `Unavailable` and never reaches the owner.
 pub trait SessionValidator: Clone + Send + Sync + 'static {
     fn validate(&self, session: SessionId) -> impl Future<Output = ValidationOutcome> + Send;
 }
@@ -37,18 +47,24 @@ pub enum Step {
     EndpointGone,
 }
 
-/// Sends the validation's end to the owner even when the task is aborted, so the controller
-/// always learns that an orphan finished.
-struct FinishGuard {
-    tx: mpsc::UnboundedSender<(Ticket, ValidationOutcome)>,
-    ticket: Ticket,
-    outcome: ValidationOutcome,
-}
+type Running = Pin<Box<dyn Future<Output = ValidationOutcome> + Send>>;
 
-impl Drop for FinishGuard {
-    fn drop(&mut self) {
-        let _ = self.tx.send((self.ticket, self.outcome));
+/// Polls every running validation once; the first that finished is removed and returned.
+fn poll_running(running: &mut Vec<(Ticket, Running)>, cx: &mut Context<'_>) -> Poll<Step> {
+    for i in 0..running.len() {
+        let polled = std::panic::catch_unwind(AssertUnwindSafe(|| running[i].1.as_mut().poll(cx)));
+        let outcome = match polled {
+            Ok(Poll::Pending) => continue,
+            Ok(Poll::Ready(outcome)) => outcome,
+            Err(_) => {
+                tracing::error!("tuimcp: the session validator panicked");
+                ValidationOutcome::Unavailable
+            }
+        };
+        let (ticket, _) = running.swap_remove(i);
+        return Poll::Ready(Step::Finished(ticket, outcome));
     }
+    Poll::Pending
 }
 
 /// The controller, the endpoint and the running validations, owned by the UI task.
@@ -57,9 +73,11 @@ pub struct Sharing<V: SessionValidator> {
     endpoint: Endpoint,
     inbound: mpsc::Receiver<Inbound>,
     inbound_open: bool,
-    finished_tx: mpsc::UnboundedSender<(Ticket, ValidationOutcome)>,
-    finished_rx: mpsc::UnboundedReceiver<(Ticket, ValidationOutcome)>,
-    running: HashMap<Ticket, AbortHandle>,
+    /// In flight and orphaned validations (at most three), polled by [`Sharing::next`].
+    running: Vec<(Ticket, Running)>,
+    /// Validations dropped because the controller fenced them: reported as finished
+    /// (`Unavailable`) by the next [`Sharing::next`], so the controller releases the orphan.
+    dropped: VecDeque<Ticket>,
     validator: V,
 }
 
@@ -77,15 +95,13 @@ impl<V: SessionValidator> Sharing<V> {
     ) -> Result<Self, EndpointError> {
         let identity = Identity::random();
         let (endpoint, inbound) = Endpoint::start(identity, options).await?;
-        let (finished_tx, finished_rx) = mpsc::unbounded_channel();
         Ok(Self {
             controller: Controller::new(identity, inputs),
             endpoint,
             inbound,
             inbound_open: true,
-            finished_tx,
-            finished_rx,
-            running: HashMap::new(),
+            running: Vec::new(),
+            dropped: VecDeque::new(),
             validator,
         })
     }
@@ -115,7 +131,16 @@ impl<V: SessionValidator> Sharing<V> {
 
     /// Waits for the next thing to apply. Cancel-safe: use it as a `select!` branch.
     pub async fn next(&mut self) -> Step {
+        if let Some(ticket) = self.dropped.pop_front() {
+            return Step::Finished(ticket, ValidationOutcome::Unavailable);
+        }
         let deadline = self.controller.next_deadline();
+        // A passed deadline first, so a stream of requests can never starve it.
+        if deadline.is_some_and(|at| now() >= at) {
+            return Step::Deadline;
+        }
+        // The sleep is polled last: a validation that is already done (or a request) never
+        // registers a timer.
         let sleep = async {
             match deadline {
                 Some(at) => tokio::time::sleep_until(at.into()).await,
@@ -123,6 +148,9 @@ impl<V: SessionValidator> Sharing<V> {
             }
         };
         tokio::select! {
+            biased;
+            step = std::future::poll_fn(|cx| poll_running(&mut self.running, cx)),
+                if !self.running.is_empty() => step,
             inbound = self.inbound.recv(), if self.inbound_open => match inbound {
                 Some(inbound) => Step::Inbound(inbound),
                 None => {
@@ -130,7 +158,6 @@ impl<V: SessionValidator> Sharing<V> {
                     Step::EndpointGone
                 }
             },
-            Some((ticket, outcome)) = self.finished_rx.recv() => Step::Finished(ticket, outcome),
             () = sleep => Step::Deadline,
         }
     }
@@ -147,7 +174,7 @@ impl<V: SessionValidator> Sharing<V> {
         let commit = match step {
             Step::Inbound(Inbound::Request { request, reply }) => {
                 if let Some(validation) = self.controller.handle(request, reply, now) {
-                    self.spawn_validation(validation);
+                    self.start_validation(validation);
                 }
                 None
             }
@@ -163,41 +190,34 @@ impl<V: SessionValidator> Sharing<V> {
                 self.controller.poll_deadline(now);
                 None
             }
-            Step::Finished(ticket, outcome) => {
-                self.running.remove(&ticket);
-                Some(
-                    self.controller
-                        .validation_finished(ticket, outcome, now, navigator),
-                )
-            }
+            Step::Finished(ticket, outcome) => Some(
+                self.controller
+                    .validation_finished(ticket, outcome, now, navigator),
+            ),
         };
         self.abort_fenced();
         commit
     }
 
-    fn spawn_validation(&mut self, validation: Validation) {
+    fn start_validation(&mut self, validation: Validation) {
         let validator = self.validator.clone();
-        let mut guard = FinishGuard {
-            tx: self.finished_tx.clone(),
-            ticket: validation.ticket,
-            // What an aborted validation reports; the controller has fenced it already.
-            outcome: ValidationOutcome::Unavailable,
-        };
-        let task: JoinHandle<()> = tokio::spawn(async move {
-            guard.outcome = validator.validate(validation.session_id).await;
-            drop(guard);
-        });
-        self.running.insert(validation.ticket, task.abort_handle());
+        let session = validation.session_id;
+        let future: Running = Box::pin(async move { validator.validate(session).await });
+        self.running.push((validation.ticket, future));
     }
 
-    /// Validations the controller fenced (deadline, cancel, revoke) need not keep running.
+    /// Validations the controller fenced (deadline, cancel, revoke) need not keep running:
+    /// they are dropped, and reported finished so the controller releases the orphan.
     fn abort_fenced(&mut self) {
         let current = self.controller.in_flight();
-        for (ticket, task) in &self.running {
-            if Some(*ticket) != current {
-                task.abort();
+        let dropped = &mut self.dropped;
+        self.running.retain(|(ticket, _)| {
+            let keep = Some(*ticket) == current;
+            if !keep {
+                dropped.push_back(*ticket);
             }
-        }
+            keep
+        });
     }
 
     /// Revokes sharing: fences every pending navigation at once, then closes the endpoint.

@@ -675,3 +675,69 @@ async fn a_hung_validation_times_out_end_to_end_and_does_not_wedge() {
     assert_eq!(tui.navigations(), 1);
     tui.shutdown().await;
 }
+
+/// Validations are polled inside the owner task: one that panics must still answer (as an
+/// unavailable backend, `not_ready`), never navigate, and leave the owner serving.
+#[tokio::test]
+async fn a_panicking_validator_answers_not_ready_and_the_owner_keeps_serving() {
+    use ax_tuimcp::{
+        GuardInputs, Location, Navigator, SessionId, SessionValidator, Sharing, ValidationOutcome,
+    };
+
+    #[derive(Clone)]
+    struct Panicky;
+    impl SessionValidator for Panicky {
+        async fn validate(&self, session: SessionId) -> ValidationOutcome {
+            tokio::task::yield_now().await;
+            assert_ne!(session, sid(9), "the validator panics on ses_..9");
+            ValidationOutcome::Valid
+        }
+    }
+    struct App(GuardInputs, usize);
+    impl Navigator for App {
+        type Error = String;
+        fn navigate(&mut self, session: &SessionId) -> Result<GuardInputs, String> {
+            self.1 += 1;
+            self.0.location = Location::Session(session.clone());
+            Ok(self.0.clone())
+        }
+    }
+
+    let root = temp_root();
+    let inputs = GuardInputs::ready_home("/w");
+    let options = EndpointOptions {
+        temp_root: Some(root.path().to_owned()),
+    };
+    let mut sharing = Sharing::start(inputs.clone(), Panicky, options)
+        .await
+        .unwrap();
+    let path = sharing.endpoint_path().to_owned();
+    let (stop, mut stopped) = tokio::sync::oneshot::channel::<()>();
+    let owner = tokio::spawn(async move {
+        let mut app = App(inputs, 0);
+        loop {
+            tokio::select! {
+                _ = &mut stopped => break,
+                step = sharing.next() => {
+                    sharing.apply(step, &mut app);
+                    sharing.observe(app.0.clone());
+                }
+            }
+        }
+        sharing.revoke().await;
+        app.1
+    });
+    let v = view(&path).await;
+    let panicked = call(&path, &Request::SelectSession(select(&v, &sid(9)))).await;
+    assert_eq!(panicked, Response::Rejected(Code::NotReady));
+    let v = view(&path).await;
+    assert_eq!(v.route, Route::Home);
+    let applied = call(&path, &Request::SelectSession(select(&v, &sid(1)))).await;
+    assert!(matches!(applied, Response::Applied(_)), "{applied:?}");
+    stop.send(()).unwrap();
+    let navigations = tokio::time::timeout(Duration::from_secs(10), owner)
+        .await
+        .expect("the owner stops")
+        .unwrap();
+    assert_eq!(navigations, 1);
+}
