@@ -319,17 +319,18 @@ fn read_checked<T>(
     if u64::try_from(stat.st_size).unwrap_or(u64::MAX) > MAX_FILE {
         return Err(unsafe_path(path, "is larger than 16 KiB"));
     }
-    // One byte more than allowed, so a file that grew after the fstat is still caught.
+    // One read: the handle is a regular file, and a regular file answers a read in full up to
+    // its end. Asking for one byte more than allowed still catches a file that grew after the
+    // fstat; a short read on an unusual file system can only truncate the JSON, which step 5
+    // then refuses.
     let mut buf = [0u8; MAX_FILE as usize + 1];
-    let mut len = 0;
-    while len < buf.len() {
-        match rustix::io::read(&fd, &mut buf[len..]) {
-            Ok(0) => break,
-            Ok(n) => len += n,
+    let len = loop {
+        match rustix::io::read(&fd, &mut buf) {
+            Ok(n) => break n,
             Err(rustix::io::Errno::INTR) => continue,
             Err(e) => return Err(io_err(path)(e.into())),
         }
-    }
+    };
     if len as u64 > MAX_FILE {
         return Err(unsafe_path(path, "is larger than 16 KiB"));
     }

@@ -358,15 +358,23 @@ async fn serve_connection(
         write_response(&mut stream, &Response::Rejected(Code::Unauthorized), true).await;
         return;
     }
-    let frame = match tokio::time::timeout_at(deadline, read_frame(&mut stream)).await {
-        Ok(Ok(frame)) => frame,
+    // One timer for the connection's whole life.
+    let expired = tokio::time::sleep_until(deadline);
+    tokio::pin!(expired);
+    let read = tokio::select! {
+        biased;
+        read = read_frame(&mut stream) => read,
+        () = &mut expired => return,
+    };
+    let frame = match read {
+        Ok(frame) => frame,
         // Oversized: the token cannot be checked, so the caller is not authenticated.
-        Ok(Err(FrameError::TooLarge)) => {
+        Err(FrameError::TooLarge) => {
             write_response(&mut stream, &Response::Rejected(Code::Unauthorized), true).await;
             return;
         }
-        // Trailing data, EOF, read errors, too slow: close without an answer.
-        Ok(Err(_)) | Err(_) => return,
+        // Trailing data, EOF, read errors: close without an answer.
+        Err(_) => return,
     };
     let request = match authenticate(&frame, token) {
         Ok(request) => request,
@@ -376,15 +384,20 @@ async fn serve_connection(
         }
     };
     let (reply, mut answer) = oneshot::channel();
-    match tokio::time::timeout_at(deadline, tx.send(Inbound::Request { request, reply })).await {
-        Ok(Ok(())) => {}
+    let sent = tokio::select! {
+        biased;
+        sent = tx.send(Inbound::Request { request, reply }) => Some(sent),
+        () = &mut expired => None,
+    };
+    match sent {
+        Some(Ok(())) => {}
         // The owner is gone: the TUI is closing.
-        Ok(Err(_)) => {
+        Some(Err(_)) => {
             write_response(&mut stream, &Response::Rejected(Code::Revoked), false).await;
             return;
         }
         // The owner never took the request, so nothing can have applied.
-        Err(_) => {
+        None => {
             write_response(&mut stream, &Response::Rejected(Code::Busy), false).await;
             return;
         }
@@ -394,7 +407,7 @@ async fn serve_connection(
         response = &mut answer => Waited::Reply(response.ok()),
         // EOF, an error or more data: the caller is gone or broke the one-frame rule.
         _ = stream.read(&mut probe) => Waited::CallerGone,
-        _ = tokio::time::sleep_until(deadline) => Waited::Deadline,
+        () = &mut expired => Waited::Deadline,
     };
     match waited {
         Waited::Reply(Some(response)) => {
