@@ -75,6 +75,13 @@ async fn bare_call(socket: &Path, frame: &[u8]) {
     let _: serde_json::Value = serde_json::from_slice(&reply).unwrap();
 }
 
+/// The baseline with the adapter's own connect-and-send (`client::connect_and_send`).
+async fn bare_call_direct(socket: &Path, frame: &[u8]) {
+    let mut stream = client::connect_and_send(socket, frame).await.unwrap();
+    let reply = read_frame(&mut stream).await.unwrap();
+    let _: serde_json::Value = serde_json::from_slice(&reply).unwrap();
+}
+
 async fn view_revision(path: &Path) -> (ax_tuimcp::View, u64) {
     match client::call(path, &Request::GetViewContext, std::future::pending()).await {
         Response::Context(view) => {
@@ -134,6 +141,16 @@ async fn run() {
         samples.push(t.elapsed());
     }
     let bare = report("bare unix-socket JSON round trip", samples);
+    for _ in 0..WARMUP {
+        bare_call_direct(&socket, &frame).await;
+    }
+    let mut samples = Vec::with_capacity(ROUNDS);
+    for _ in 0..ROUNDS {
+        let t = Instant::now();
+        bare_call_direct(&socket, &frame).await;
+        samples.push(t.elapsed());
+    }
+    let bare_direct = report("bare, adapter's connect_and_send", samples);
 
     // get_view_context through the full client path (endpoint checks, connect, auth).
     let mut options = FakeOptions {
@@ -201,6 +218,11 @@ async fn run() {
         view.as_secs_f64() / bare.as_secs_f64(),
         socket_only.as_secs_f64() / bare.as_secs_f64(),
         select.as_secs_f64() / bare.as_secs_f64()
+    );
+    println!(
+        "median ratio to bare with the same connect_and_send: get_view_context {:.2}x, select_session {:.2}x",
+        view.as_secs_f64() / bare_direct.as_secs_f64(),
+        select.as_secs_f64() / bare_direct.as_secs_f64()
     );
 
     // Adapter cold start: spawn → initialize answered → tools/list answered.

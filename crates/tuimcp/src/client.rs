@@ -101,22 +101,88 @@ async fn exchange(
             return Err(unavailable);
         }
     };
-    let mut stream = match tokio::time::timeout_at(deadline, UnixStream::connect(&socket)).await {
-        Ok(Ok(stream)) => stream,
-        _ => return Err(unavailable),
-    };
-    let frame = request_frame(&file.token, request);
-    // If the write fails the final `\n` never left, so the TUI cannot have a whole frame.
-    match tokio::time::timeout_at(deadline, stream.write_all(&frame)).await {
-        Ok(Ok(())) => sent.store(true, Ordering::SeqCst),
-        _ => return Err(unavailable),
+    // One timer for connect, write and read; `sent` tells a timeout before the frame left
+    // from one after it.
+    match tokio::time::timeout_at(deadline, send_and_read(&socket, &file.token, request, sent))
+        .await
+    {
+        Ok(outcome) => outcome,
+        Err(_) if sent.load(Ordering::SeqCst) => Err(Failure::NoAnswer),
+        Err(_) => Err(unavailable),
     }
-    match tokio::time::timeout_at(deadline, read_frame(&mut stream)).await {
-        Ok(Ok(bytes)) => serde_json::from_slice(&bytes)
+}
+
+/// Connects to `socket` and sends `frame`. On Linux a Unix-socket `connect` finishes (or
+/// fails, e.g. `EAGAIN` on a full backlog) inside the call, and a frame of at most 16 KiB fits
+/// the new socket's send buffer, so both are done with plain non-blocking calls before the
+/// stream is handed to tokio: no wait for a first writable event from the I/O driver. What a
+/// short write leaves is sent the usual way. `Ok` only once the whole frame is out.
+pub async fn connect_and_send(socket: &Path, frame: &[u8]) -> std::io::Result<UnixStream> {
+    #[cfg(target_os = "linux")]
+    {
+        use rustix::net::{AddressFamily, SocketAddrUnix, SocketFlags, SocketType};
+        let fd = rustix::net::socket_with(
+            AddressFamily::UNIX,
+            SocketType::STREAM,
+            SocketFlags::NONBLOCK | SocketFlags::CLOEXEC,
+            None,
+        )?;
+        let address = SocketAddrUnix::new(socket)?;
+        let connected = match rustix::net::connect(&fd, &address) {
+            Ok(()) => true,
+            // Not expected for a Unix socket; wait as for any non-blocking connect.
+            Err(rustix::io::Errno::INPROGRESS) => false,
+            Err(err) => return Err(err.into()),
+        };
+        // Registered before anything is written: once the whole frame is out, nothing can
+        // fail any more, so an error here always means the frame did not leave.
+        let mut stream = UnixStream::from_std(std::os::unix::net::UnixStream::from(fd))?;
+        if !connected {
+            stream.writable().await?;
+            if let Some(err) = stream.take_error()? {
+                return Err(err);
+            }
+        }
+        let mut written = 0;
+        while written < frame.len() {
+            // `send` with MSG_NOSIGNAL: a peer that closed meanwhile is an error, not SIGPIPE.
+            match rustix::net::send(&stream, &frame[written..], rustix::net::SendFlags::NOSIGNAL) {
+                Ok(n) => written += n,
+                Err(rustix::io::Errno::INTR) => {}
+                Err(rustix::io::Errno::AGAIN) => break,
+                Err(err) => return Err(err.into()),
+            }
+        }
+        stream.write_all(&frame[written..]).await?;
+        Ok(stream)
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        let mut stream = UnixStream::connect(socket).await?;
+        stream.write_all(frame).await?;
+        Ok(stream)
+    }
+}
+
+async fn send_and_read(
+    socket: &Path,
+    token: &str,
+    request: &Request,
+    sent: &AtomicBool,
+) -> Result<Response, Failure> {
+    let frame = request_frame(token, request);
+    // If connect or write fails the final `\n` never left, so the TUI cannot have a whole
+    // frame.
+    let Ok(mut stream) = connect_and_send(socket, &frame).await else {
+        return Err(Failure::BeforeSend(Code::TargetUnavailable));
+    };
+    sent.store(true, Ordering::SeqCst);
+    match read_frame(&mut stream).await {
+        Ok(bytes) => serde_json::from_slice(&bytes)
             .ok()
             .and_then(|value| Response::from_value(value).ok())
             .ok_or(Failure::Unreadable),
-        Ok(Err(FrameError::TooLarge | FrameError::Trailing)) => Err(Failure::Unreadable),
-        Ok(Err(FrameError::Eof | FrameError::Io(_))) | Err(_) => Err(Failure::NoAnswer),
+        Err(FrameError::TooLarge | FrameError::Trailing) => Err(Failure::Unreadable),
+        Err(FrameError::Eof | FrameError::Io(_)) => Err(Failure::NoAnswer),
     }
 }
