@@ -107,7 +107,7 @@ fn server() {
                     |State((g, _)): State<(Gateway, Bare)>, ws: WebSocketUpgrade| async move {
                         ws.read_buffer_size(4096)
                             .write_buffer_size(4096)
-                            .on_upgrade(move |s| async move { g.serve_socket(s).await })
+                            .on_upgrade(move |s| g.serve_socket(s))
                     },
                 ),
             )

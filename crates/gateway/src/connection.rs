@@ -6,6 +6,7 @@
 
 use std::{
     collections::VecDeque,
+    future::Future,
     sync::{
         Arc,
         atomic::{AtomicU64, AtomicUsize, Ordering},
@@ -61,17 +62,20 @@ struct Accepted {
     request_id: String,
 }
 
-/// A connection past `hello-ok`.
+/// A connection past `hello-ok`: only what the connection keeps. The `connect` params (with
+/// the client's strings and its token) stay behind in the boxed handshake and are freed.
 struct Opened {
     socket: WebSocket,
-    accepted: Accepted,
+    scopes: Scopes,
+    ui_target: bool,
     key: u64,
     conn_id: String,
 }
 
 /// Challenge, `connect`, `hello-ok`. Boxed by the caller: its state is large and only
 /// needed once, so an idle connection does not keep it.
-async fn open(shared: &Shared, mut socket: WebSocket) -> Option<Opened> {
+async fn open(shared: Arc<Shared>, mut socket: WebSocket) -> Option<Opened> {
+    let shared = &*shared;
     let tuning = &shared.tuning;
     let handshake = tokio::time::timeout(tuning.handshake_timeout, async {
         let challenge = json!({"nonce": crate::random_hex(16), "ts": crate::now_ms()});
@@ -142,29 +146,44 @@ async fn open(shared: &Shared, mut socket: WebSocket) -> Option<Opened> {
     if !matches!(sent, Ok(Ok(()))) {
         return None;
     }
+    let ui_target = accepted.params.client.mode == ClientMode::Ui
+        && accepted.params.caps.iter().any(|c| c == CAP_UI_COMMANDS);
     Some(Opened {
         socket,
-        accepted,
+        scopes: accepted.scopes,
+        ui_target,
         key,
         conn_id,
     })
 }
 
-pub(crate) async fn serve(shared: Arc<Shared>, socket: WebSocket) {
-    shared.ensure_ticker();
-    let Some(Opened {
+/// Serves one upgraded socket. Not an `async fn`: the socket goes straight into the boxed
+/// handshake, so the long-lived future never holds a (moved-out) copy of it.
+pub(crate) fn serve(
+    shared: Arc<Shared>,
+    socket: WebSocket,
+) -> impl Future<Output = ()> + Send + 'static {
+    let handshake = Box::pin(open(shared.clone(), socket));
+    async move {
+        shared.ensure_ticker();
+        if let Some(opened) = handshake.await {
+            run(shared, opened).await;
+        }
+    }
+}
+
+/// Registers the connection and starts its writer, then returns the reader's future. Not an
+/// `async fn`, for the same reason as [`serve`]: the future keeps only what the reader needs.
+fn run(shared: Arc<Shared>, opened: Opened) -> impl Future<Output = ()> + Send + 'static {
+    let Opened {
         socket,
-        accepted,
+        scopes,
+        ui_target,
         key,
         conn_id,
-    }) = Box::pin(open(&shared, socket)).await
-    else {
-        return;
-    };
+    } = opened;
     let tuning = &shared.tuning;
 
-    let ui_target = accepted.params.client.mode == ClientMode::Ui
-        && accepted.params.caps.iter().any(|c| c == CAP_UI_COMMANDS);
     let out = Arc::new(Outbound::new(tuning.queue_frames, tuning.queue_bytes));
     let entry = Arc::new(ConnEntry {
         key,
@@ -175,8 +194,8 @@ pub(crate) async fn serve(shared: Arc<Shared>, socket: WebSocket) {
     });
     shared.hub.register(entry.clone());
     let terminal = Arc::new(TerminalSlot::default());
-    // Runs however this future ends, also when the backend drops it at shutdown.
-    let _cleanup = Cleanup {
+    // Runs however the returned future ends, also when the backend drops it at shutdown.
+    let cleanup = Cleanup {
         shared: shared.clone(),
         key,
         out: out.clone(),
@@ -189,16 +208,22 @@ pub(crate) async fn serve(shared: Arc<Shared>, socket: WebSocket) {
     let conn = Conn {
         shared: shared.clone(),
         entry,
-        scopes: accepted.scopes,
+        scopes,
         terminal,
         waits: Arc::new(AtomicUsize::new(0)),
     };
-    let graceful = conn.read_loop(stream).await;
+    async move {
+        let _cleanup = cleanup;
+        let graceful = conn.read_loop(stream).await;
+        shared.hub.unregister(key);
+        // Boxed: the timers of the shutdown need no room in an idle connection's task.
+        Box::pin(finish(writer, &out, graceful)).await;
+    }
+}
 
-    shared.hub.unregister(key);
+/// Lets the writer send what was queued up to the close frame (`graceful`), or stops it.
+async fn finish(mut writer: tokio::task::JoinHandle<()>, out: &Outbound, graceful: bool) {
     if graceful {
-        // Let the writer send what was queued up to the close frame.
-        let mut writer = writer;
         if tokio::time::timeout(Duration::from_secs(2), &mut writer)
             .await
             .is_err()

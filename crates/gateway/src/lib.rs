@@ -25,7 +25,7 @@
 //!         ws.read_buffer_size(4096)
 //!             .write_buffer_size(4096)
 //!             .max_message_size(ax_gateway::MAX_PAYLOAD)
-//!             .on_upgrade(move |socket| async move { g.serve_socket(socket).await })
+//!             .on_upgrade(move |socket| g.serve_socket(socket))
 //!     }))
 //!     .with_state(gateway);
 //! ```
@@ -36,6 +36,7 @@
 //! tasks), `terminal` (the operator terminal, the only code here that runs a process).
 
 use std::{
+    future::Future,
     path::PathBuf,
     sync::{
         Arc,
@@ -185,9 +186,11 @@ impl Gateway {
         }
     }
 
-    /// Serve one upgraded WebSocket until it closes.
-    pub async fn serve_socket(&self, socket: WebSocket) {
-        connection::serve(self.shared.clone(), socket).await;
+    /// Serve one upgraded WebSocket until it closes. Returns the future instead of being an
+    /// `async fn`, so the socket is not kept in it twice: pass the socket straight in, e.g.
+    /// `on_upgrade(move |socket| gateway.serve_socket(socket))`.
+    pub fn serve_socket(&self, socket: WebSocket) -> impl Future<Output = ()> + Send + use<> {
+        connection::serve(self.shared.clone(), socket)
     }
 
     /// Connections past the handshake.

@@ -57,10 +57,15 @@ async fn upgrade(
         .write_buffer_size(4096)
         .max_message_size(ax_gateway::MAX_PAYLOAD)
         .max_frame_size(ax_gateway::MAX_PAYLOAD)
-        .on_upgrade(move |socket| async move {
-            tokio::select! {
-                () = gateway.serve_socket(socket) => {}
-                () = shutdown.cancelled() => {}
+        .on_upgrade(move |socket| {
+            // The socket goes straight into the gateway's future; an `async move` block that
+            // captured it would keep a moved-out copy for the connection's whole life.
+            let serve = gateway.serve_socket(socket);
+            async move {
+                tokio::select! {
+                    () = serve => {}
+                    () = shutdown.cancelled() => {}
+                }
             }
         })
 }
