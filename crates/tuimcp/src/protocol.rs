@@ -361,20 +361,84 @@ impl Response {
         }
     }
 
-    /// The frame bytes: compact JSON and one `\n`.
+    /// The frame bytes: compact JSON (the same object as [`Response::to_value`]) and one
+    /// `\n`, written straight from the typed value.
     pub fn to_frame(&self) -> Vec<u8> {
-        let mut bytes = self.to_value().to_string().into_bytes();
-        bytes.push(b'\n');
-        bytes
+        frame_of(&WireResponse(self))
     }
+}
+
+/// Serialises a [`Response`] directly (no intermediate `Value`).
+struct WireResponse<'a>(&'a Response);
+
+impl Serialize for WireResponse<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let mut map = serializer.serialize_map(Some(2))?;
+        match self.0 {
+            Response::Context(view) => {
+                map.serialize_entry("status", "context")?;
+                map.serialize_entry("context", view)?;
+            }
+            Response::Applied(view) => {
+                map.serialize_entry("status", "applied")?;
+                map.serialize_entry("context", view)?;
+            }
+            Response::Rejected(code) => {
+                map.serialize_entry("status", "rejected")?;
+                map.serialize_entry("code", code)?;
+            }
+        }
+        map.end()
+    }
+}
+
+/// Serialises a [`Request`] directly: the same object as [`Request::to_value`].
+struct WireRequest<'a>(&'a Request);
+
+impl Serialize for WireRequest<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        match self.0 {
+            Request::GetViewContext => {
+                let mut map = serializer.serialize_map(Some(1))?;
+                map.serialize_entry("operation", "get_view_context")?;
+                map.end()
+            }
+            Request::SelectSession(args) => {
+                let mut map = serializer.serialize_map(Some(6))?;
+                map.serialize_entry("operation", "select_session")?;
+                map.serialize_entry("requestId", &args.request_id)?;
+                map.serialize_entry("instanceId", &args.instance_id)?;
+                map.serialize_entry("generation", &args.generation)?;
+                map.serialize_entry("expectedRevision", &args.expected_revision)?;
+                map.serialize_entry("sessionId", &args.session_id)?;
+                map.end()
+            }
+        }
+    }
+}
+
+#[derive(Serialize)]
+struct Envelope<'a> {
+    token: &'a str,
+    request: WireRequest<'a>,
+}
+
+fn frame_of(value: &impl Serialize) -> Vec<u8> {
+    let mut bytes = Vec::with_capacity(256);
+    // Writing into a Vec cannot fail, and these shapes have only string keys.
+    let _ = serde_json::to_writer(&mut bytes, value);
+    bytes.push(b'\n');
+    bytes
 }
 
 /// The request frame a client sends: `{"token": ..., "request": ...}` and one `\n`.
 pub fn request_frame(token: &str, request: &Request) -> Vec<u8> {
-    let envelope = serde_json::json!({"token": token, "request": request.to_value()});
-    let mut bytes = envelope.to_string().into_bytes();
-    bytes.push(b'\n');
-    bytes
+    frame_of(&Envelope {
+        token,
+        request: WireRequest(request),
+    })
 }
 
 #[cfg(test)]
@@ -461,6 +525,50 @@ mod tests {
             panic!("select_session expected");
         };
         assert_eq!(a.signature(), b.signature());
+    }
+
+    #[test]
+    fn direct_frames_equal_the_value_forms() {
+        let view = View {
+            instance_id: WireUuid::random(),
+            generation: WireUuid::random(),
+            revision: 9,
+            route: Route::Session,
+            session_id: SessionId::parse(SID),
+            ready: true,
+            blocked: false,
+        };
+        let home = View {
+            route: Route::Home,
+            session_id: None,
+            ..view.clone()
+        };
+        for response in [
+            Response::Context(view.clone()),
+            Response::Context(home.clone()),
+            Response::Applied(view),
+            Response::Rejected(Code::StaleRevision),
+        ] {
+            let frame = response.to_frame();
+            assert_eq!(frame.last(), Some(&b'\n'));
+            assert_eq!(frame.iter().filter(|&&b| b == b'\n').count(), 1);
+            let parsed: Value = serde_json::from_slice(&frame).unwrap();
+            assert_eq!(parsed, response.to_value());
+            assert_eq!(Response::from_value(parsed).unwrap(), response);
+        }
+        let token = "ab".repeat(32);
+        for request in [
+            Request::GetViewContext,
+            Request::from_value(select_json()).unwrap(),
+        ] {
+            let frame = request_frame(&token, &request);
+            assert_eq!(frame.iter().filter(|&&b| b == b'\n').count(), 1);
+            let parsed: Value = serde_json::from_slice(&frame).unwrap();
+            assert_eq!(
+                parsed,
+                json!({"token": token, "request": request.to_value()})
+            );
+        }
     }
 
     #[test]
