@@ -127,69 +127,60 @@ async fn cold_start(binary: &Path, endpoint: &Path) -> Duration {
 async fn run() {
     let root = private_root();
 
-    // Bare baseline.
-    let socket = root.join("bare.sock");
-    bare_server(socket.clone()).await;
-    let frame = ax_tuimcp::protocol::request_frame(&"a".repeat(64), &Request::GetViewContext);
-    for _ in 0..WARMUP {
-        bare_call(&socket, &frame).await;
-    }
-    let mut samples = Vec::with_capacity(ROUNDS);
-    for _ in 0..ROUNDS {
-        let t = Instant::now();
-        bare_call(&socket, &frame).await;
-        samples.push(t.elapsed());
-    }
-    let bare = report("bare unix-socket JSON round trip", samples);
-    for _ in 0..WARMUP {
-        bare_call_direct(&socket, &frame).await;
-    }
-    let mut samples = Vec::with_capacity(ROUNDS);
-    for _ in 0..ROUNDS {
-        let t = Instant::now();
-        bare_call_direct(&socket, &frame).await;
-        samples.push(t.elapsed());
-    }
-    let bare_direct = report("bare, adapter's connect_and_send", samples);
-
-    // get_view_context through the full client path (endpoint checks, connect, auth).
+    // Bare baseline server, and the fake TUI.
+    let bare_socket = root.join("bare.sock");
+    bare_server(bare_socket.clone()).await;
+    let bare_frame = ax_tuimcp::protocol::request_frame(&"a".repeat(64), &Request::GetViewContext);
     let mut options = FakeOptions {
         sessions: vec![sid(1), sid(2)],
         ..FakeOptions::default()
     };
     options.endpoint.temp_root = Some(root.clone());
     let tui = FakeTui::start(options.clone()).await.unwrap();
-    for _ in 0..WARMUP {
-        view_revision(tui.endpoint_path()).await;
-    }
-    let mut samples = Vec::with_capacity(ROUNDS);
-    for _ in 0..ROUNDS {
-        let t = Instant::now();
-        view_revision(tui.endpoint_path()).await;
-        samples.push(t.elapsed());
-    }
-    let view = report("get_view_context (client::call)", samples);
-
     // The same request on the socket alone (endpoint.json read once, not per call).
     let (file, socket) = ax_tuimcp::endpoint_file::read_endpoint_file(tui.endpoint_path()).unwrap();
-    let frame = ax_tuimcp::protocol::request_frame(&file.token, &Request::GetViewContext);
-    let mut samples = Vec::with_capacity(ROUNDS);
+    let view_frame = ax_tuimcp::protocol::request_frame(&file.token, &Request::GetViewContext);
+    for _ in 0..WARMUP {
+        bare_call(&bare_socket, &bare_frame).await;
+        bare_call_direct(&bare_socket, &bare_frame).await;
+        view_revision(tui.endpoint_path()).await;
+    }
+
+    // Interleaved: every round takes one sample of each line, so whatever else the shared
+    // machine does at the time hits the baseline and the measured path alike.
+    let mut bare = Vec::with_capacity(ROUNDS);
+    let mut direct = Vec::with_capacity(ROUNDS);
+    let mut view = Vec::with_capacity(ROUNDS);
+    let mut socket_only = Vec::with_capacity(ROUNDS);
+    let mut checks = Vec::with_capacity(ROUNDS);
     for _ in 0..ROUNDS {
         let t = Instant::now();
-        bare_call(&socket, &frame).await;
-        samples.push(t.elapsed());
-    }
-    let socket_only = report("get_view_context (socket only)", samples);
-    let mut samples = Vec::with_capacity(ROUNDS);
-    for _ in 0..ROUNDS {
+        bare_call(&bare_socket, &bare_frame).await;
+        bare.push(t.elapsed());
+        let t = Instant::now();
+        bare_call_direct(&bare_socket, &bare_frame).await;
+        direct.push(t.elapsed());
+        let t = Instant::now();
+        view_revision(tui.endpoint_path()).await;
+        view.push(t.elapsed());
+        let t = Instant::now();
+        bare_call(&socket, &view_frame).await;
+        socket_only.push(t.elapsed());
         let t = Instant::now();
         let _ = ax_tuimcp::endpoint_file::read_endpoint_file(tui.endpoint_path()).unwrap();
-        samples.push(t.elapsed());
+        checks.push(t.elapsed());
     }
-    report("endpoint.json checks alone", samples);
+    let bare = report("bare unix-socket JSON round trip", bare);
+    let bare_direct = report("bare, adapter's connect_and_send", direct);
+    let view = report("get_view_context (client::call)", view);
+    let socket_only = report("get_view_context (socket only)", socket_only);
+    report("endpoint.json checks alone", checks);
 
-    // select_session: 125 per TUI (the receipt limit is 128 per process).
+    // select_session: 125 per TUI (the receipt limit is 128 per process), each beside a bare
+    // round trip of both kinds.
     let mut samples = Vec::new();
+    let mut select_bare = Vec::new();
+    let mut select_direct = Vec::new();
     for _ in 0..8 {
         let tui = FakeTui::start(options.clone()).await.unwrap();
         let (view, mut revision) = view_revision(tui.endpoint_path()).await;
@@ -202,6 +193,12 @@ async fn run() {
                 session_id: sid(1 + i % 2),
             });
             let t = Instant::now();
+            bare_call(&bare_socket, &bare_frame).await;
+            select_bare.push(t.elapsed());
+            let t = Instant::now();
+            bare_call_direct(&bare_socket, &bare_frame).await;
+            select_direct.push(t.elapsed());
+            let t = Instant::now();
             let response =
                 client::call(tui.endpoint_path(), &request, std::future::pending()).await;
             samples.push(t.elapsed());
@@ -213,16 +210,18 @@ async fn run() {
         tui.shutdown().await;
     }
     let select = report("select_session (validate+navigate)", samples);
+    let select_bare = report("  bare, beside select_session", select_bare);
+    let select_direct = report("  bare connect_and_send, beside it", select_direct);
     println!(
         "median ratio to bare: get_view_context {:.2}x (socket only {:.2}x), select_session {:.2}x",
         view.as_secs_f64() / bare.as_secs_f64(),
         socket_only.as_secs_f64() / bare.as_secs_f64(),
-        select.as_secs_f64() / bare.as_secs_f64()
+        select.as_secs_f64() / select_bare.as_secs_f64()
     );
     println!(
         "median ratio to bare with the same connect_and_send: get_view_context {:.2}x, select_session {:.2}x",
         view.as_secs_f64() / bare_direct.as_secs_f64(),
-        select.as_secs_f64() / bare_direct.as_secs_f64()
+        select.as_secs_f64() / select_direct.as_secs_f64()
     );
 
     // Adapter cold start: spawn → initialize answered → tools/list answered.
