@@ -10,3 +10,6 @@ export AX_TEST_PYTHON="$PWD/.venv-test/bin/python"
 cargo fmt --all -- --check
 cargo clippy --workspace --all-targets --locked -- -D warnings
 cargo test --workspace --locked
+
+# A short bounded run of every fuzz target on its committed seeds (seconds each, not minutes).
+bash scripts/fuzz-smoke.sh
