@@ -231,10 +231,12 @@ async fn accept_loop(
                     break;
                 }
             }
-            Some(_) = connections.join_next(), if !connections.is_empty() => {}
             accepted = listener.accept() => match accepted {
                 Ok((stream, _)) => {
                     failures = 0;
+                    // Reap finished connections here rather than in a `join_next` branch:
+                    // that branch would wake this task once more for every call.
+                    while connections.try_join_next().is_some() {}
                     match slots.clone().try_acquire_owned() {
                         Ok(permit) => {
                             let (token, tx) = (token.clone(), tx.clone());
