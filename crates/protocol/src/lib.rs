@@ -11,6 +11,7 @@ use serde::{Deserialize, Serialize};
 
 pub mod local;
 mod session_id;
+pub mod time;
 
 pub use session_id::{SessionId, SessionIdError};
 

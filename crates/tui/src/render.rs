@@ -3,7 +3,7 @@
 //! Cost follows what is visible: the transcript hands over only the rows in the window, the
 //! session list only the rows that fit.
 
-use ax_protocol::SessionStatus;
+use ax_protocol::{SessionStatus, time::format_utc_minutes};
 use ratatui::Frame;
 use ratatui::layout::Rect as TRect;
 use ratatui::style::{Color, Modifier, Style};
@@ -135,7 +135,7 @@ fn home(frame: &mut Frame, app: &App, r: Rect) {
                     format!("{:<title_w$}", clip(title, title_w)),
                     Style::new().bold(),
                 ),
-                Span::styled(format!(" {}  {}", format_time(s.created), s.id), DIM),
+                Span::styled(format!(" {}  {}", format_utc_minutes(s.created), s.id), DIM),
             ]);
             if Some(i) == selected {
                 row.style(Style::new().bg(Color::Indexed(236)))
@@ -441,38 +441,5 @@ fn clip(s: &str, max: usize) -> String {
         let mut out: String = s.chars().take(max.saturating_sub(1)).collect();
         out.push('…');
         out
-    }
-}
-
-/// `YYYY-MM-DD HH:MM` in UTC, from epoch milliseconds.
-pub fn format_time(ms: i64) -> String {
-    let secs = ms.div_euclid(1000);
-    let days = secs.div_euclid(86_400);
-    let rem = secs.rem_euclid(86_400);
-    // Civil date from days since 1970-01-01 (Howard Hinnant's algorithm).
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = doy - (153 * mp + 2) / 5 + 1;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 };
-    let y = yoe + era * 400 + i64::from(m <= 2);
-    format!(
-        "{y:04}-{m:02}-{d:02} {:02}:{:02}",
-        rem / 3600,
-        rem % 3600 / 60
-    )
-}
-
-#[cfg(test)]
-mod tests {
-    use super::format_time;
-
-    #[test]
-    fn formats_utc_times() {
-        assert_eq!(format_time(0), "1970-01-01 00:00");
-        assert_eq!(format_time(1_764_451_200_000), "2025-11-29 21:20");
     }
 }

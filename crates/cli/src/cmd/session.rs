@@ -9,7 +9,7 @@ use std::path::PathBuf;
 
 use anyhow::{Context, anyhow};
 use ax_client::Client;
-use ax_protocol::{Millis, Session};
+use ax_protocol::{Session, time::format_utc_minutes};
 use clap::Subcommand;
 
 #[derive(Debug, Subcommand)]
@@ -116,36 +116,6 @@ fn print_table(sessions: &[Session]) {
         } else {
             &s.title
         };
-        println!("{}  {}  {}", s.id, utc(s.updated), title);
-    }
-}
-
-/// `YYYY-MM-DD HH:MM UTC` from milliseconds since the epoch.
-fn utc(ms: Millis) -> String {
-    let secs = ms.div_euclid(1000);
-    let (days, rem) = (secs.div_euclid(86_400), secs.rem_euclid(86_400));
-    // Howard Hinnant's civil-from-days.
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + i64::from(month <= 2);
-    format!(
-        "{year:04}-{month:02}-{day:02} {:02}:{:02} UTC",
-        rem / 3600,
-        rem % 3600 / 60
-    )
-}
-
-#[cfg(test)]
-mod tests {
-    #[test]
-    fn formats_utc_times() {
-        assert_eq!(super::utc(0), "1970-01-01 00:00 UTC");
-        assert_eq!(super::utc(1_709_251_200_000), "2024-03-01 00:00 UTC");
+        println!("{}  {} UTC  {}", s.id, format_utc_minutes(s.updated), title);
     }
 }
