@@ -9,6 +9,7 @@ need_apt=()
 command -v chromium >/dev/null 2>&1 || need_apt+=(chromium)
 command -v chromedriver >/dev/null 2>&1 || need_apt+=(chromium-driver)
 command -v tmux >/dev/null 2>&1 || need_apt+=(tmux)
+command -v c++ >/dev/null 2>&1 || need_apt+=(g++)  # libFuzzer (fuzz smoke) builds C++
 command -v python3 >/dev/null 2>&1 || need_apt+=(python3 python3-venv)
 if [ ${#need_apt[@]} -gt 0 ]; then
   echo "setup: installing ${need_apt[*]}"
