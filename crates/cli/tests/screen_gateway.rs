@@ -221,3 +221,66 @@ async fn mcp_screen_finds_the_credential_without_the_environment() {
             .contains("no running backend")
     );
 }
+
+#[tokio::test]
+async fn mcp_screen_uses_only_the_screen_credential() {
+    let s = ControlServe::start();
+    // A data directory holding the `serve` credential file with its full credential replaced
+    // by garbage: mcp screen still gets through, so it reads only `screenToken`.
+    let data = tempfile::tempdir().unwrap();
+    let creds = data.path().join("credentials");
+    std::fs::create_dir(&creds).unwrap();
+    let mut copied = 0;
+    for entry in std::fs::read_dir(s.data.path().join("credentials")).unwrap() {
+        let path = entry.unwrap().path();
+        let mut record: Value = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+        assert!(
+            record["screenToken"].is_string(),
+            "{path:?} lacks screenToken"
+        );
+        assert_ne!(record["screenToken"], record["token"]);
+        record["token"] = json!("not-the-credential-0000000000");
+        std::fs::write(creds.join(path.file_name().unwrap()), record.to_string()).unwrap();
+        copied += 1;
+    }
+    assert!(copied > 0, "serve wrote no credential file");
+    let elsewhere = tempfile::tempdir().unwrap();
+    let mut cmd = screen_command(&s, elsewhere.path(), Some(&s.url));
+    cmd.env("AX_CODE_DATA_DIR", data.path());
+    assert!(
+        cmd.get_args()
+            .chain(cmd.get_envs().filter_map(|(_, v)| v))
+            .all(|a| !a.to_string_lossy().contains(&s.token)),
+        "the full credential is in mcp screen's arguments or environment"
+    );
+    let result =
+        tokio::task::spawn_blocking(move || call_screen(cmd, json!({"action": "sidebar_show"})))
+            .await
+            .unwrap();
+    assert_eq!(
+        result["structuredContent"],
+        json!({"ok": false, "error": {"code": "UNAVAILABLE", "message": "no ui client"}}),
+        "the gateway handshake with the screen credential failed: {result}"
+    );
+
+    // A record of an older backend (no screenToken) is refused with a clear message.
+    for entry in std::fs::read_dir(&creds).unwrap() {
+        let path = entry.unwrap().path();
+        let mut record: Value = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+        record.as_object_mut().unwrap().remove("screenToken");
+        record["token"] = json!(s.token);
+        std::fs::write(&path, record.to_string()).unwrap();
+    }
+    let mut cmd = screen_command(&s, elsewhere.path(), Some(&s.url));
+    cmd.env("AX_CODE_DATA_DIR", data.path());
+    let result =
+        tokio::task::spawn_blocking(move || call_screen(cmd, json!({"action": "sidebar_show"})))
+            .await
+            .unwrap();
+    assert_eq!(result["structuredContent"]["error"]["code"], "UNAVAILABLE");
+    let message = result["structuredContent"]["error"]["message"]
+        .as_str()
+        .unwrap();
+    assert!(message.contains("restart the backend"), "{message}");
+    assert!(!result.to_string().contains(&s.token));
+}

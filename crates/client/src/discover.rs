@@ -9,10 +9,10 @@ use std::{
 };
 
 use ax_protocol::local::{
-    CREDENTIALS_DIR, CredentialRecord, PASSWORD_ENV, SERVERS_DIR, ServerRecord, data_dir,
+    CREDENTIALS_DIR, CredentialFile, PASSWORD_ENV, SERVERS_DIR, ServerRecord, data_dir,
 };
 
-use crate::Client;
+use crate::{Client, screen_credential};
 
 fn records(dir: &Path) -> Vec<(PathBuf, SystemTime)> {
     let Ok(entries) = fs::read_dir(dir) else {
@@ -105,13 +105,126 @@ pub fn credential_for_url_in(url: &str, data_dir: &Path) -> Option<String> {
         }
     }
     for (path, _) in records(&data_dir.join(CREDENTIALS_DIR)) {
-        if let Some(record) = read_json::<CredentialRecord>(&path)
+        if let Some(record) = read_json::<CredentialFile>(&path)
             && same_origin(&record.url, url)
         {
             return Some(record.token);
         }
     }
     None
+}
+
+/// Where a screen credential was looked for.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ScreenLookup {
+    /// The screen credential (never the full one).
+    Found(String),
+    /// A record for the URL exists but was written by an older backend without a screen
+    /// credential: restart the backend.
+    OldRecord,
+    /// No record for the URL.
+    Missing,
+}
+
+/// The screen credential for the backend at `url` (for `ax-code mcp screen`):
+/// `$AX_CODE_SERVER_PASSWORD` turned into the screen credential at once (the password itself
+/// is not kept), else the `screenToken` of a `servers/` record or credential file for that URL
+/// in the default data directory. The full credential is never returned.
+pub fn screen_credential_for_url(url: &str) -> ScreenLookup {
+    if let Some(password) = std::env::var(PASSWORD_ENV).ok().filter(|p| !p.is_empty()) {
+        let screen = screen_credential(&password);
+        drop(password);
+        return ScreenLookup::Found(screen);
+    }
+    match data_dir() {
+        Some(dir) => screen_credential_for_url_in(url, &dir),
+        None => ScreenLookup::Missing,
+    }
+}
+
+/// [`screen_credential_for_url`] without the environment variable, in a given data directory.
+pub fn screen_credential_for_url_in(url: &str, data_dir: &Path) -> ScreenLookup {
+    let mut old = false;
+    for (path, _) in records(&data_dir.join(SERVERS_DIR)) {
+        if let Some(record) = read_json::<ServerRecord>(&path)
+            && same_origin(&record.url, url)
+        {
+            match record.screen_token {
+                Some(t) => return ScreenLookup::Found(t),
+                None => old = true,
+            }
+        }
+    }
+    for (path, _) in records(&data_dir.join(CREDENTIALS_DIR)) {
+        if let Some(record) = read_json::<CredentialFile>(&path)
+            && same_origin(&record.url, url)
+        {
+            match record.screen_token {
+                Some(t) => return ScreenLookup::Found(t),
+                None => old = true,
+            }
+        }
+    }
+    if old {
+        ScreenLookup::OldRecord
+    } else {
+        ScreenLookup::Missing
+    }
+}
+
+/// The registered backend serving `project_dir`, as `(url, screen credential)`, if one proves
+/// it holds that credential (`screenProof` of `/health`; the full credential is never read
+/// out of the record). [`ScreenDiscovery::OldRecord`] when the only matching records came
+/// from an older backend without a screen credential. Records whose backend does not answer are removed.
+pub async fn discover_screen(project_dir: &Path, data_dir: &Path) -> ScreenDiscovery {
+    let Some(project) = fs::canonicalize(project_dir).ok() else {
+        return ScreenDiscovery::Missing;
+    };
+    let project = project.to_string_lossy();
+    let mut old = false;
+    for (path, _) in records(&data_dir.join(SERVERS_DIR)) {
+        let Some(record) = read_json::<ServerRecord>(&path) else {
+            continue;
+        };
+        if record.project != project {
+            continue;
+        }
+        let Some(screen) = record.screen_token else {
+            old = true;
+            continue;
+        };
+        let Ok(client) = Client::new(&record.url, &screen) else {
+            continue;
+        };
+        match tokio::time::timeout(Duration::from_secs(2), client.verify_screen()).await {
+            Ok(Ok(_)) => {
+                return ScreenDiscovery::Found {
+                    url: record.url,
+                    screen_token: screen,
+                };
+            }
+            Ok(Err(crate::ClientError::Transport(_))) => {
+                let _ = fs::remove_file(&path);
+            }
+            _ => {}
+        }
+    }
+    if old {
+        ScreenDiscovery::OldRecord
+    } else {
+        ScreenDiscovery::Missing
+    }
+}
+
+/// What [`discover_screen`] found.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ScreenDiscovery {
+    /// A backend of the project that proved it holds `screen_token`.
+    Found { url: String, screen_token: String },
+    /// Only records of an older backend without a screen credential: restart the backend.
+    OldRecord,
+    /// No answering backend of the project.
+    Missing,
 }
 
 #[cfg(test)]

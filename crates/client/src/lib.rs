@@ -54,10 +54,13 @@ use ax_protocol::{
 use reqwest::{Method, RequestBuilder, header};
 use serde::{Serialize, de::DeserializeOwned};
 
-pub use discover::{credential_for_url, credential_for_url_in, discover, same_origin};
+pub use discover::{
+    ScreenDiscovery, ScreenLookup, credential_for_url, credential_for_url_in, discover,
+    discover_screen, same_origin, screen_credential_for_url, screen_credential_for_url_in,
+};
 pub use error::ClientError;
 pub use events::EventStream;
-pub use proof::expected_proof;
+pub use proof::{expected_proof, screen_credential};
 
 /// Time limit of one ordinary request.
 const REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
@@ -129,6 +132,20 @@ impl Client {
         self.verification
             .check_now(&self.http, &self.base, &self.token)
             .await
+    }
+
+    /// For a client built with the screen credential (see [`screen_credential`]): checks now,
+    /// with a fresh nonce, that the server holds it (`screenProof` of `GET /health?proof=`),
+    /// without sending it. Such a client makes no API calls (the API refuses that credential);
+    /// it only checks the server before the gateway's connect frame carries the credential.
+    pub async fn verify_screen(&self) -> Result<Health, ClientError> {
+        proof::check(
+            &self.http,
+            &self.base,
+            &self.token,
+            proof::ProofField::Screen,
+        )
+        .await
     }
 
     async fn send<T: DeserializeOwned>(&self, builder: RequestBuilder) -> Result<T, ClientError> {

@@ -8,7 +8,7 @@ use std::{
     time::Duration,
 };
 
-use ax_protocol::{HEALTH_PROOF_PREFIX, Health};
+use ax_protocol::{HEALTH_PROOF_PREFIX, Health, SCREEN_CREDENTIAL_MESSAGE};
 use hmac::{Hmac, Mac};
 use reqwest::StatusCode;
 use subtle::ConstantTimeEq;
@@ -62,10 +62,29 @@ impl Verification {
         base: &str,
         token: &str,
     ) -> Result<Health, ClientError> {
-        let result = check(http, base, token).await;
+        let result = check(http, base, token, ProofField::Full).await;
         self.set(result.is_ok());
         result
     }
+}
+
+/// Which field of the `/health` answer proves the credential checked.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum ProofField {
+    /// `proof`, keyed by the full backend credential.
+    Full,
+    /// `screenProof`, keyed by the screen credential.
+    Screen,
+}
+
+/// The screen credential derived from the backend credential `token`: lowercase hex of
+/// HMAC-SHA256(key = `token`, message = `"ax-code-screen-credential-v1"`). The gateway grants
+/// it at most `operator.read` and `operator.write`; the HTTP API refuses it.
+pub fn screen_credential(token: &str) -> String {
+    let mut mac = <Hmac<sha2::Sha256> as Mac>::new_from_slice(token.as_bytes())
+        .expect("HMAC takes a key of any length");
+    mac.update(SCREEN_CREDENTIAL_MESSAGE.as_bytes());
+    hex(&mac.finalize().into_bytes())
 }
 
 /// 32 random bytes as 64 lowercase hex characters.
@@ -102,6 +121,7 @@ pub(crate) async fn check(
     http: &reqwest::Client,
     base: &str,
     token: &str,
+    field: ProofField,
 ) -> Result<Health, ClientError> {
     let not_proven = |reason: &str| ClientError::NotProven {
         url: base.to_owned(),
@@ -135,7 +155,11 @@ pub(crate) async fn check(
     }
     let health: Health = serde_json::from_slice(&body)
         .map_err(|_| not_proven("/health did not answer a health record"))?;
-    let Some(proof) = health.proof.as_deref() else {
+    let proof = match field {
+        ProofField::Full => health.proof.as_deref(),
+        ProofField::Screen => health.screen_proof.as_deref(),
+    };
+    let Some(proof) = proof else {
         return Err(not_proven("/health answered without a proof"));
     };
     let expected = expected_proof(token, &nonce);
@@ -162,6 +186,22 @@ mod tests {
         assert_ne!(
             expected_proof("test-credential-0123456789", &"0".repeat(64)),
             VECTOR
+        );
+    }
+
+    /// `hmac.new(b"test-credential-0123456789", b"ax-code-screen-credential-v1",
+    ///           "sha256").hexdigest()`, computed with Python's `hmac` module.
+    const SCREEN_VECTOR: &str = "07d9f49d05802fab2b05f7d127a7861495d2ae18b0853aab57aabae48c02e678";
+
+    #[test]
+    fn screen_credential_matches_an_independent_vector() {
+        assert_eq!(
+            screen_credential("test-credential-0123456789"),
+            SCREEN_VECTOR
+        );
+        assert_ne!(
+            screen_credential("test-credential-0123456780"),
+            SCREEN_VECTOR
         );
     }
 

@@ -310,19 +310,31 @@ async fn handshake(shared: &Shared, socket: &mut WebSocket) -> Result<Accepted, 
             close_code: CLOSE_POLICY,
         });
     }
-    let expected = shared.config.token.as_bytes();
     let given = params.auth.token.as_bytes();
-    if expected.is_empty() || !bool::from(expected.ct_eq(given)) {
+    let expected = shared.config.token.as_bytes();
+    // The backend token grants every scope, a limited token its own; every candidate is
+    // compared in constant time (no early exit on a match).
+    let mut allowed: Option<Scopes> = None;
+    if !expected.is_empty() && bool::from(expected.ct_eq(given)) {
+        allowed = Some(Scopes::all());
+    }
+    for limited in &shared.limited {
+        let t = limited.token.as_bytes();
+        if !t.is_empty() && bool::from(t.ct_eq(given)) && allowed.is_none() {
+            allowed = Some(limited.scopes);
+        }
+    }
+    let Some(allowed) = allowed else {
         return Err(Rejection {
             id: req.id,
             error: ErrorShape::new(ErrorCode::Forbidden, "authentication failed")
                 .with_details(json!({"code": "AUTH_FAILED"})),
             close_code: CLOSE_POLICY,
         });
-    }
-    // The backend token grants every scope; a client gets what it asked for, no more.
+    };
+    // A client gets what it asked for, no more, and no more than its token allows.
     let asked: Scopes = params.scopes.iter().copied().collect();
-    let scopes = asked.intersect(Scopes::all());
+    let scopes = asked.intersect(allowed);
     Ok(Accepted {
         params,
         scopes,

@@ -92,6 +92,24 @@ pub struct GatewayConfig {
     pub sessions: Arc<dyn SessionDirectory>,
 }
 
+/// A credential besides [`GatewayConfig::token`] that grants at most `scopes` (the backend's
+/// screen credential: read and write, never admin). Compared in constant time; its `Debug`
+/// never shows the token.
+#[derive(Clone)]
+pub struct LimitedToken {
+    pub token: String,
+    pub scopes: Scopes,
+}
+
+impl std::fmt::Debug for LimitedToken {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LimitedToken")
+            .field("token", &"<redacted>")
+            .field("scopes", &self.scopes)
+            .finish()
+    }
+}
+
 /// Limits and timers. The defaults suit a local backend; tests shorten the timers.
 #[derive(Debug, Clone)]
 pub struct Tuning {
@@ -127,6 +145,8 @@ impl Default for Tuning {
 
 pub(crate) struct Shared {
     pub(crate) config: GatewayConfig,
+    /// Credentials that grant fewer scopes than the full token.
+    pub(crate) limited: Vec<LimitedToken>,
     pub(crate) tuning: Tuning,
     pub(crate) hub: hub::Hub,
     pub(crate) next_conn: AtomicU64,
@@ -174,9 +194,20 @@ impl Gateway {
     }
 
     pub fn with_tuning(config: GatewayConfig, tuning: Tuning) -> Self {
+        Gateway::with_limited_tokens(config, tuning, Vec::new())
+    }
+
+    /// Like [`Gateway::with_tuning`], also accepting each of `limited` in `connect.auth.token`,
+    /// granting what the client asked for intersected with that token's scopes.
+    pub fn with_limited_tokens(
+        config: GatewayConfig,
+        tuning: Tuning,
+        limited: Vec<LimitedToken>,
+    ) -> Self {
         Gateway {
             shared: Arc::new(Shared {
                 config,
+                limited,
                 tuning,
                 hub: hub::Hub::default(),
                 next_conn: AtomicU64::new(1),

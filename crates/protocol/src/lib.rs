@@ -236,10 +236,19 @@ pub struct Health {
     /// The answer to `?proof=<nonce>`; absent when no nonce was asked for.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub proof: Option<String>,
+    /// The same proof keyed by the screen credential (see [`SCREEN_CREDENTIAL_MESSAGE`]), so a
+    /// holder of only that credential can check the server too; absent without a nonce.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub screen_proof: Option<String>,
 }
 
 /// The message prefix of the `/health` proof (see [`Health`]).
 pub const HEALTH_PROOF_PREFIX: &str = "ax-code-server-proof-v1:";
+
+/// The screen credential is lowercase hex of HMAC-SHA256(key = the backend credential,
+/// message = this). The gateway grants it at most `operator.read` and `operator.write`; the
+/// HTTP API refuses it. `ax-code mcp screen` holds only this credential.
+pub const SCREEN_CREDENTIAL_MESSAGE: &str = "ax-code-screen-credential-v1";
 
 /// `POST /session/{id}/prompt` answer (202): what was stored and what happens next.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

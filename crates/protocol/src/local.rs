@@ -47,6 +47,10 @@ pub struct ServerRecord {
     /// The bearer credential.
     pub token: String,
     pub pid: u32,
+    /// The screen credential (gateway only, at most `operator.write`; see
+    /// `ax_protocol::SCREEN_CREDENTIAL_MESSAGE`). Absent in records of older backends.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub screen_token: Option<String>,
 }
 
 /// `credentials/<host>_<port>.json`: written by `ax-code serve` when it generated the token, so
@@ -56,6 +60,17 @@ pub struct ServerRecord {
 pub struct CredentialRecord {
     pub url: String,
     pub token: String,
+}
+
+/// What a `credentials/` file holds: the [`CredentialRecord`] the writer gave plus the screen
+/// credential derived from it (absent in files of older versions). Readers parse this type.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct CredentialFile {
+    pub url: String,
+    pub token: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub screen_token: Option<String>,
 }
 
 /// File name (without directory) of the credential record for `host:port`.

@@ -70,9 +70,12 @@ pub async fn health(
     query: Result<Query<HealthQuery>, QueryRejection>,
 ) -> ApiResult<Json<Health>> {
     let Query(query) = query.map_err(|r| Failure::bad_request(r.body_text()))?;
-    let proof = match query.proof {
-        None => None,
-        Some(nonce) if is_nonce(&nonce) => Some(health_proof(&app.token, &nonce)),
+    let (proof, screen_proof) = match query.proof {
+        None => (None, None),
+        Some(nonce) if is_nonce(&nonce) => (
+            Some(health_proof(&app.token, &nonce)),
+            Some(health_proof(&app.screen_token, &nonce)),
+        ),
         Some(_) => {
             return Err(Failure::bad_request(
                 "invalid proof nonce: expected 64 lowercase hex characters",
@@ -83,6 +86,7 @@ pub async fn health(
         ok: true,
         version: app.version.clone(),
         proof,
+        screen_proof,
     }))
 }
 

@@ -1,10 +1,11 @@
 //! `GET /gateway`: the WebSocket gateway. Host and Origin are checked by the layer every
 //! route gets; the bearer header is not required here because the gateway checks the token in
-//! its connect frame.
+//! its connect frame. Besides the full credential it accepts the screen credential, granting at
+//! most `operator.read` and `operator.write`.
 
 use std::sync::Mutex;
 
-use ax_gateway::{Gateway, GatewayConfig, SessionDirectory};
+use ax_gateway::{Gateway, GatewayConfig, LimitedToken, Scope, Scopes, SessionDirectory, Tuning};
 use axum::{
     Router,
     extract::{State, ws::WebSocketUpgrade},
@@ -38,12 +39,22 @@ pub fn gateway(app: &Shared) -> Result<Gateway, store::StoreError> {
         conn: Mutex::new(app.store.extra_reader()?),
         project: app.project_id,
     };
-    Ok(Gateway::new(GatewayConfig {
-        token: app.token.clone(),
-        server_version: app.version.clone(),
-        project_dir: app.project_dir.clone(),
-        sessions: std::sync::Arc::new(directory),
-    }))
+    // The screen credential (`ax-code mcp screen`) may arrange the Control UI, never run
+    // operator-terminal commands.
+    let screen = LimitedToken {
+        token: app.screen_token.clone(),
+        scopes: [Scope::Read, Scope::Write].into_iter().collect::<Scopes>(),
+    };
+    Ok(Gateway::with_limited_tokens(
+        GatewayConfig {
+            token: app.token.clone(),
+            server_version: app.version.clone(),
+            project_dir: app.project_dir.clone(),
+            sessions: std::sync::Arc::new(directory),
+        },
+        Tuning::default(),
+        vec![screen],
+    ))
 }
 
 async fn upgrade(

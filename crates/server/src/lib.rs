@@ -19,6 +19,9 @@
 //!   credential over `ax-code-server-proof-v1:<nonce>`: the backend proves it holds the
 //!   credential before a client sends it, so a process squatting a dead backend's port
 //!   never receives it (`ax_client` checks this; see its docs for the residual window).
+//!   It also adds `screenProof`, the same HMAC keyed by the screen credential
+//!   ([`RunningServer::screen_token`], gateway only, at most `operator.write`), which is what
+//!   `ax-code mcp screen` holds and checks.
 //! - `POST /session` answers 201 with the `Session`; `GET /session?limit=N` gives a page.
 //! - `POST /session/{id}/prompt` answers 202 with `PromptAccepted` (the stored user message,
 //!   the reply message ID, the pending `Permission` unless the session said `always`). The
@@ -160,6 +163,21 @@ pub fn generate_token() -> String {
     ids::random_alnum(43)
 }
 
+/// The screen credential for the backend credential `token`: lowercase hex of
+/// HMAC-SHA256(key = `token`, message = `"ax-code-screen-credential-v1"`). The gateway accepts
+/// it granting at most `operator.read` and `operator.write`; the HTTP API refuses it.
+pub fn screen_credential(token: &str) -> String {
+    use hmac::{Hmac, Mac};
+    let mut mac = <Hmac<sha2::Sha256> as Mac>::new_from_slice(token.as_bytes())
+        .expect("HMAC takes a key of any length");
+    mac.update(ax_protocol::SCREEN_CREDENTIAL_MESSAGE.as_bytes());
+    mac.finalize()
+        .into_bytes()
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
 fn token_ok(token: &str) -> bool {
     (16..=512).contains(&token.len()) && token.bytes().all(|b| b.is_ascii_graphic())
 }
@@ -204,6 +222,13 @@ impl RunningServer {
     /// The bearer credential.
     pub fn token(&self) -> &str {
         &self.token
+    }
+
+    /// The screen credential: lowercase hex of HMAC-SHA256(key = [`RunningServer::token`],
+    /// message = `"ax-code-screen-credential-v1"`). The gateway accepts it granting at most
+    /// `operator.read` and `operator.write`; the HTTP API answers it 401.
+    pub fn screen_token(&self) -> String {
+        crate::screen_credential(&self.token)
     }
 
     pub fn local_addr(&self) -> SocketAddr {
@@ -315,6 +340,7 @@ pub async fn start(config: ServerConfig) -> Result<RunningServer, StartError> {
         bus: events::EventBus::new(config.event_ring),
         agent: config.agent,
         token: token.clone(),
+        screen_token: crate::screen_credential(&token),
         allowed_hosts,
         limits: config.limits,
         heartbeat: config.heartbeat,
@@ -351,6 +377,7 @@ pub async fn start(config: ServerConfig) -> Result<RunningServer, StartError> {
             url: url.clone(),
             token: token.clone(),
             pid: std::process::id(),
+            screen_token: Some(crate::screen_credential(&token)),
         };
         match registry::Registration::create(&config.data_dir, &record, addr.port()) {
             Ok(r) => Some(r),

@@ -7,7 +7,8 @@ use std::{
 };
 
 use ax_protocol::local::{
-    CREDENTIALS_DIR, CredentialRecord, SERVERS_DIR, ServerRecord, credential_file_name,
+    CREDENTIALS_DIR, CredentialFile, CredentialRecord, SERVERS_DIR, ServerRecord,
+    credential_file_name,
 };
 
 use crate::secure;
@@ -74,7 +75,8 @@ pub fn clean_stale(dir: &Path) {
     }
 }
 
-/// Writes `credentials/<host>_<port>.json` (0600) with the URL and token; returns its path.
+/// Writes `credentials/<host>_<port>.json` (0600) with the URL, the token and the screen
+/// credential derived from it (what `ax-code mcp screen` reads); returns its path.
 pub fn write_credential(
     data_dir: &Path,
     host: &str,
@@ -84,7 +86,12 @@ pub fn write_credential(
     let dir = data_dir.join(CREDENTIALS_DIR);
     secure::private_dir(&dir)?;
     let path = dir.join(credential_file_name(host, port));
-    let bytes = serde_json::to_vec_pretty(record).map_err(io::Error::other)?;
+    let file = CredentialFile {
+        url: record.url.clone(),
+        token: record.token.clone(),
+        screen_token: Some(crate::screen_credential(&record.token)),
+    };
+    let bytes = serde_json::to_vec_pretty(&file).map_err(io::Error::other)?;
     secure::write_private_file(&path, &bytes)?;
     Ok(path)
 }

@@ -69,6 +69,8 @@ pub struct App {
     pub bus: EventBus,
     pub agent: Arc<dyn Agent>,
     pub token: String,
+    /// The screen credential derived from `token` (gateway only, read and write scopes).
+    pub screen_token: String,
     /// `host:port` values accepted in the Host header; `None` accepts any (non-loopback bind
     /// explicitly allowed, where the credential is the protection).
     pub allowed_hosts: Option<Vec<String>>,

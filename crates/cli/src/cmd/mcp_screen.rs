@@ -2,11 +2,15 @@
 //! `screen`, that arranges the browser Control UI through the gateway (SPEC-gateway §4).
 //!
 //! Each call opens a gateway connection asking only for `operator.write` as a `mode: agent`
-//! client, sends `ui.command` with `wait: true` and returns what every Control UI did. The
-//! credential comes from `$AX_CODE_SERVER_PASSWORD`, else from the backend's local records
-//! (`servers/` registry or the `serve` credential file) for the URL; without `--url`, the
-//! registered backend of the current directory's project is used. It never appears in
-//! arguments, logs or results.
+//! client, sends `ui.command` with `wait: true` and returns what every Control UI did.
+//!
+//! It holds only the screen credential (HMAC-SHA256 of the backend credential, see
+//! `ax_protocol::SCREEN_CREDENTIAL_MESSAGE`): the gateway grants it at most `operator.write`
+//! (no operator terminal) and the HTTP API refuses it. It is derived from
+//! `$AX_CODE_SERVER_PASSWORD` (the password is dropped at once), else read as `screenToken`
+//! from the backend's local records (`servers/` registry or the `serve` credential file) for
+//! the URL; without `--url`, the registered backend of the current directory's project is
+//! used. The full credential is never read. It never appears in arguments, logs or results.
 
 use std::{sync::Arc, time::Duration};
 
@@ -255,7 +259,11 @@ fn error_result(e: ToolError) -> CallToolResult {
     }))
 }
 
-/// Where the backend is and how to prove it; resolved on first use and kept.
+const RESTART: &str = "the backend's records have no screen credential (written by an older \
+version): restart the backend (`ax-code serve`), or set AX_CODE_SERVER_PASSWORD";
+
+/// Where the backend is and how to prove it; resolved on first use and kept. `token` is the
+/// screen credential, never the full one.
 #[derive(Clone)]
 struct Target {
     url: String,
@@ -263,13 +271,13 @@ struct Target {
 }
 
 impl Target {
-    /// The server proves it holds the credential (ax_client's `/health` proof check) before
+    /// The server proves it holds the screen credential (`screenProof` of `/health`) before
     /// the connect frame carries it: whoever took a dead backend's port never receives it.
     async fn verify(&self) -> Result<(), ToolError> {
         let client = ax_client::Client::new(&self.url, &self.token)
             .map_err(|e| ToolError::invalid(e.to_string()))?;
         client
-            .verify()
+            .verify_screen()
             .await
             .map(|_| ())
             .map_err(|e| ToolError::unavailable(e.to_string()))
@@ -290,11 +298,17 @@ impl Screen {
         }
         let t = match &self.url {
             Some(url) => {
-                let token = ax_client::credential_for_url(url).ok_or_else(|| {
-                    ToolError::unavailable(format!(
-                        "no credential for {url}: set AX_CODE_SERVER_PASSWORD for this server"
-                    ))
-                })?;
+                let token = match ax_client::screen_credential_for_url(url) {
+                    ax_client::ScreenLookup::Found(t) => t,
+                    ax_client::ScreenLookup::OldRecord => {
+                        return Err(ToolError::unavailable(RESTART));
+                    }
+                    ax_client::ScreenLookup::Missing => {
+                        return Err(ToolError::unavailable(format!(
+                            "no credential for {url}: set AX_CODE_SERVER_PASSWORD for this server"
+                        )));
+                    }
+                };
                 Target {
                     url: url.clone(),
                     token,
@@ -306,12 +320,20 @@ impl Screen {
                 let data = ax_protocol::local::data_dir().ok_or_else(|| {
                     ToolError::unavailable("no data directory: set AX_CODE_DATA_DIR or HOME")
                 })?;
-                let (url, token) = ax_client::discover(&cwd, &data).await.ok_or_else(|| {
-                    ToolError::unavailable(
-                        "no running backend for this project: start `ax-code serve` or pass --url",
-                    )
-                })?;
-                Target { url, token }
+                match ax_client::discover_screen(&cwd, &data).await {
+                    ax_client::ScreenDiscovery::Found { url, screen_token } => Target {
+                        url,
+                        token: screen_token,
+                    },
+                    ax_client::ScreenDiscovery::OldRecord => {
+                        return Err(ToolError::unavailable(RESTART));
+                    }
+                    ax_client::ScreenDiscovery::Missing => {
+                        return Err(ToolError::unavailable(
+                            "no running backend for this project: start `ax-code serve` or pass --url",
+                        ));
+                    }
+                }
             }
         };
         *cached = Some(t.clone());

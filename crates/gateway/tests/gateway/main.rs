@@ -2,6 +2,7 @@
 //! tokio-tungstenite clients.
 
 mod fanout;
+mod limited;
 mod protocol;
 mod terminal;
 mod util;

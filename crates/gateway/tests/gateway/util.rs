@@ -2,7 +2,7 @@
 
 use std::{collections::VecDeque, net::SocketAddr, sync::Arc, time::Duration};
 
-use ax_gateway::{Gateway, GatewayConfig, SessionDirectory, Tuning};
+use ax_gateway::{Gateway, GatewayConfig, LimitedToken, Scope, SessionDirectory, Tuning};
 use axum::{
     Router,
     extract::{State, ws::WebSocketUpgrade},
@@ -17,6 +17,8 @@ use tokio_tungstenite::{
 };
 
 pub const TOKEN: &str = "test-token-0123456789";
+/// A limited token the test gateway grants at most read and write.
+pub const WRITE_TOKEN: &str = "test-write-token-9876543210";
 pub const SESSION_A: &str = "ses_0000000000aaAAAAAAAAAAAAAA";
 pub const SESSION_B: &str = "ses_0000000000bbBBBBBBBBBBBBBB";
 pub const WAIT: Duration = Duration::from_secs(5);
@@ -40,7 +42,7 @@ pub async fn start() -> TestGateway {
 
 pub async fn start_with(tuning: Tuning) -> TestGateway {
     let dir = tempfile::tempdir().unwrap();
-    let gateway = Gateway::with_tuning(
+    let gateway = Gateway::with_limited_tokens(
         GatewayConfig {
             token: TOKEN.into(),
             server_version: "9.9.9-test".into(),
@@ -48,6 +50,10 @@ pub async fn start_with(tuning: Tuning) -> TestGateway {
             sessions: Arc::new(Sessions),
         },
         tuning,
+        vec![LimitedToken {
+            token: WRITE_TOKEN.into(),
+            scopes: [Scope::Read, Scope::Write].into_iter().collect(),
+        }],
     );
     let app = Router::new()
         .route(
