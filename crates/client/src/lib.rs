@@ -54,13 +54,15 @@ use ax_protocol::{
 use reqwest::{Method, RequestBuilder, header};
 use serde::{Serialize, de::DeserializeOwned};
 
+/// The proof a server holding a credential answers, and the screen credential derived from
+/// it: computed in `ax_protocol::proof`, the same code the backend uses.
+pub use ax_protocol::proof::{health_proof as expected_proof, screen_credential};
 pub use discover::{
     ScreenDiscovery, ScreenLookup, credential_for_url, credential_for_url_in, discover,
     discover_screen, same_origin, screen_credential_for_url, screen_credential_for_url_in,
 };
 pub use error::ClientError;
 pub use events::EventStream;
-pub use proof::{expected_proof, screen_credential};
 
 /// Time limit of one ordinary request.
 const REQUEST_TIMEOUT: Duration = Duration::from_secs(30);

@@ -8,8 +8,7 @@ use std::{
     time::Duration,
 };
 
-use ax_protocol::{HEALTH_PROOF_PREFIX, Health, SCREEN_CREDENTIAL_MESSAGE};
-use hmac::{Hmac, Mac};
+use ax_protocol::{Health, proof::to_hex};
 use reqwest::StatusCode;
 use subtle::ConstantTimeEq;
 
@@ -77,41 +76,11 @@ pub(crate) enum ProofField {
     Screen,
 }
 
-/// The screen credential derived from the backend credential `token`: lowercase hex of
-/// HMAC-SHA256(key = `token`, message = `"ax-code-screen-credential-v1"`). The gateway grants
-/// it at most `operator.read` and `operator.write`; the HTTP API refuses it.
-pub fn screen_credential(token: &str) -> String {
-    let mut mac = <Hmac<sha2::Sha256> as Mac>::new_from_slice(token.as_bytes())
-        .expect("HMAC takes a key of any length");
-    mac.update(SCREEN_CREDENTIAL_MESSAGE.as_bytes());
-    hex(&mac.finalize().into_bytes())
-}
-
 /// 32 random bytes as 64 lowercase hex characters.
 pub(crate) fn nonce() -> Result<String, getrandom::Error> {
     let mut bytes = [0u8; 32];
     getrandom::fill(&mut bytes)?;
-    Ok(hex(&bytes))
-}
-
-fn hex(bytes: &[u8]) -> String {
-    const DIGITS: &[u8; 16] = b"0123456789abcdef";
-    let mut out = String::with_capacity(bytes.len() * 2);
-    for &b in bytes {
-        out.push(char::from(DIGITS[usize::from(b >> 4)]));
-        out.push(char::from(DIGITS[usize::from(b & 0x0f)]));
-    }
-    out
-}
-
-/// Lowercase hex of HMAC-SHA256(key = `token`, message = `"ax-code-server-proof-v1:" + nonce`):
-/// what a server holding `token` answers to `GET /health?proof=<nonce>`.
-pub fn expected_proof(token: &str, nonce: &str) -> String {
-    let mut mac = <Hmac<sha2::Sha256> as Mac>::new_from_slice(token.as_bytes())
-        .expect("HMAC takes a key of any length");
-    mac.update(HEALTH_PROOF_PREFIX.as_bytes());
-    mac.update(nonce.as_bytes());
-    hex(&mac.finalize().into_bytes())
+    Ok(to_hex(&bytes))
 }
 
 /// One `GET /health?proof=<fresh nonce>` round trip, without the credential. `Ok` only when the
@@ -162,7 +131,7 @@ pub(crate) async fn check(
     let Some(proof) = proof else {
         return Err(not_proven("/health answered without a proof"));
     };
-    let expected = expected_proof(token, &nonce);
+    let expected = ax_protocol::proof::health_proof(token, &nonce);
     if !bool::from(proof.as_bytes().ct_eq(expected.as_bytes())) {
         return Err(not_proven("/health answered a wrong proof"));
     }
@@ -172,38 +141,6 @@ pub(crate) async fn check(
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    /// Computed once, independently, with Python's `hmac` module:
-    /// `hmac.new(b"test-credential-0123456789",
-    ///           b"ax-code-server-proof-v1:" + b"0123456789abcdef" * 4, "sha256").hexdigest()`
-    const VECTOR: &str = "c254f978416dbc6cf60ed35e7ebb1ef5bbfa6b99f9f6b4d22a0a841be24041f3";
-
-    #[test]
-    fn proof_matches_an_independent_vector() {
-        let nonce = "0123456789abcdef".repeat(4);
-        assert_eq!(expected_proof("test-credential-0123456789", &nonce), VECTOR);
-        assert_ne!(expected_proof("test-credential-0123456780", &nonce), VECTOR);
-        assert_ne!(
-            expected_proof("test-credential-0123456789", &"0".repeat(64)),
-            VECTOR
-        );
-    }
-
-    /// `hmac.new(b"test-credential-0123456789", b"ax-code-screen-credential-v1",
-    ///           "sha256").hexdigest()`, computed with Python's `hmac` module.
-    const SCREEN_VECTOR: &str = "07d9f49d05802fab2b05f7d127a7861495d2ae18b0853aab57aabae48c02e678";
-
-    #[test]
-    fn screen_credential_matches_an_independent_vector() {
-        assert_eq!(
-            screen_credential("test-credential-0123456789"),
-            SCREEN_VECTOR
-        );
-        assert_ne!(
-            screen_credential("test-credential-0123456780"),
-            SCREEN_VECTOR
-        );
-    }
 
     #[test]
     fn nonces_are_fresh_64_lowercase_hex() {

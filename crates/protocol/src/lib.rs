@@ -10,6 +10,7 @@ use std::fmt;
 use serde::{Deserialize, Serialize};
 
 pub mod local;
+pub mod proof;
 mod session_id;
 pub mod time;
 

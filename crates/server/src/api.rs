@@ -2,7 +2,7 @@
 
 use ax_protocol::{
     AbortResult, CreateSession, Event, Health, Message, Permission, PermissionAnswer, Project,
-    Prompt, PromptAccepted, Session, SessionId, SessionStatus,
+    Prompt, PromptAccepted, Session, SessionId, SessionStatus, proof,
 };
 use axum::{
     Json, Router,
@@ -63,7 +63,7 @@ pub struct HealthQuery {
 }
 
 /// Liveness, without the credential. With `?proof=<nonce>` (64 lowercase hex characters) the
-/// answer also carries `proof`, [`health_proof`] of the nonce, so a client can tell this is the
+/// answer also carries `proof`, [`proof::health_proof`] of the nonce, so a client can tell this is the
 /// backend holding its credential before it sends the credential (see `ax_protocol::Health`).
 pub async fn health(
     State(app): State<Shared>,
@@ -72,9 +72,9 @@ pub async fn health(
     let Query(query) = query.map_err(|r| Failure::bad_request(r.body_text()))?;
     let (proof, screen_proof) = match query.proof {
         None => (None, None),
-        Some(nonce) if is_nonce(&nonce) => (
-            Some(health_proof(&app.token, &nonce)),
-            Some(health_proof(&app.screen_token, &nonce)),
+        Some(nonce) if proof::is_nonce(&nonce) => (
+            Some(proof::health_proof(&app.token, &nonce)),
+            Some(proof::health_proof(&app.screen_token, &nonce)),
         ),
         Some(_) => {
             return Err(Failure::bad_request(
@@ -91,29 +91,6 @@ pub async fn health(
 }
 
 /// 64 lowercase hex characters (256 bits).
-fn is_nonce(nonce: &str) -> bool {
-    nonce.len() == 64
-        && nonce
-            .bytes()
-            .all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
-}
-
-/// Lowercase hex of HMAC-SHA256(key = `token`, message = `"ax-code-server-proof-v1:" + nonce`).
-pub fn health_proof(token: &str, nonce: &str) -> String {
-    use hmac::{Hmac, Mac};
-    use std::fmt::Write;
-    let mut mac = <Hmac<sha2::Sha256> as Mac>::new_from_slice(token.as_bytes())
-        .expect("HMAC takes a key of any length");
-    mac.update(ax_protocol::HEALTH_PROOF_PREFIX.as_bytes());
-    mac.update(nonce.as_bytes());
-    let digest = mac.finalize().into_bytes();
-    let mut hex = String::with_capacity(64);
-    for b in digest {
-        let _ = write!(hex, "{b:02x}");
-    }
-    hex
-}
-
 async fn project(State(app): State<Shared>) -> Json<Project> {
     Json(Project {
         directory: app.project_dir.to_string_lossy().into_owned(),
@@ -298,31 +275,4 @@ pub async fn log_request(
         "request"
     );
     response
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// Computed once, independently, with Python's `hmac` module:
-    /// `hmac.new(b"test-credential-0123456789",
-    ///           b"ax-code-server-proof-v1:" + b"0123456789abcdef" * 4, "sha256").hexdigest()`
-    const VECTOR: &str = "c254f978416dbc6cf60ed35e7ebb1ef5bbfa6b99f9f6b4d22a0a841be24041f3";
-
-    #[test]
-    fn proof_matches_an_independent_vector() {
-        let nonce = "0123456789abcdef".repeat(4);
-        assert_eq!(health_proof("test-credential-0123456789", &nonce), VECTOR);
-        assert_ne!(health_proof("test-credential-0123456780", &nonce), VECTOR);
-    }
-
-    #[test]
-    fn nonces_are_64_lowercase_hex() {
-        assert!(is_nonce(&"a".repeat(64)));
-        assert!(!is_nonce(&"A".repeat(64)));
-        assert!(!is_nonce(&"a".repeat(63)));
-        assert!(!is_nonce(&"a".repeat(65)));
-        assert!(!is_nonce(&format!("{}g", "a".repeat(63))));
-        assert!(!is_nonce(""));
-    }
 }

@@ -167,15 +167,7 @@ pub fn generate_token() -> String {
 /// HMAC-SHA256(key = `token`, message = `"ax-code-screen-credential-v1"`). The gateway accepts
 /// it granting at most `operator.read` and `operator.write`; the HTTP API refuses it.
 pub fn screen_credential(token: &str) -> String {
-    use hmac::{Hmac, Mac};
-    let mut mac = <Hmac<sha2::Sha256> as Mac>::new_from_slice(token.as_bytes())
-        .expect("HMAC takes a key of any length");
-    mac.update(ax_protocol::SCREEN_CREDENTIAL_MESSAGE.as_bytes());
-    mac.finalize()
-        .into_bytes()
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect()
+    ax_protocol::proof::screen_credential(token)
 }
 
 fn token_ok(token: &str) -> bool {
