@@ -13,15 +13,7 @@ pub struct McpTuiArgs {
 }
 
 pub fn run(args: McpTuiArgs) -> anyhow::Result<()> {
-    // stdout carries JSON-RPC only: logs go to stderr.
-    let _ = tracing_subscriber::fmt()
-        .with_writer(std::io::stderr)
-        .with_ansi(false)
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_default_env()
-                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
-        )
-        .try_init();
+    super::log_for_stdio_mcp();
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
