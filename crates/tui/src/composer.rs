@@ -1,22 +1,51 @@
-//! The prompt composer: a multi-line draft and attachment chips.
+//! The prompt composer: a multi-line draft with a cursor, and attachment chips.
+//!
+//! The cursor is a byte offset into the draft that always sits on a char boundary. Movement by
+//! character skips zero-width chars (combining marks) together with the char before them, so a
+//! cursor never lands inside a UTF-8 sequence nor between a letter and its accent.
+
+use unicode_width::UnicodeWidthChar;
 
 /// Most bytes a draft holds; typing or pasting beyond it is dropped.
 pub const MAX_DRAFT_BYTES: usize = 256 * 1024;
 /// Most attachments per prompt.
 pub const MAX_ATTACHMENTS: usize = 32;
 
-/// A draft being written. The cursor is always at the end: editing is append and erase.
+/// A draft being written, with the cursor where the next char goes.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Composer {
     draft: String,
+    /// Byte offset of the cursor; always a char boundary of `draft`.
+    cursor: usize,
     attachments: Vec<String>,
     /// A submission is in flight: Enter does nothing until it answers.
     pub submitting: bool,
 }
 
+fn is_word(c: char) -> bool {
+    !c.is_whitespace()
+}
+
 impl Composer {
     pub fn draft(&self) -> &str {
         &self.draft
+    }
+
+    /// Byte offset of the cursor in [`Composer::draft`].
+    pub fn cursor(&self) -> usize {
+        self.cursor
+    }
+
+    /// Zero-based (line, display column) of the cursor.
+    pub fn cursor_line_col(&self) -> (usize, usize) {
+        let before = &self.draft[..self.cursor];
+        let line = before.matches('\n').count();
+        let start = self.line_start();
+        let col = self.draft[start..self.cursor]
+            .chars()
+            .map(|c| c.width().unwrap_or(0))
+            .sum();
+        (line, col)
     }
 
     pub fn attachments(&self) -> &[String] {
@@ -32,38 +61,203 @@ impl Composer {
         !self.attachments.is_empty()
     }
 
+    /// Inserts one char at the cursor.
     pub fn insert(&mut self, c: char) {
         if self.draft.len() + c.len_utf8() <= MAX_DRAFT_BYTES {
-            self.draft.push(c);
+            self.draft.insert(self.cursor, c);
+            self.cursor += c.len_utf8();
         }
     }
 
-    /// Inserts pasted text; carriage returns become newlines, other controls are dropped.
+    /// Inserts pasted text at the cursor; carriage returns become newlines, tabs spaces, other
+    /// controls are dropped.
     pub fn paste(&mut self, text: &str) {
         let text = text.replace("\r\n", "\n");
+        let room = MAX_DRAFT_BYTES.saturating_sub(self.draft.len());
+        let mut clean = String::new();
         for c in text.chars() {
-            match c {
-                '\r' | '\n' => self.insert('\n'),
-                '\t' => self.insert(' '),
-                c if c.is_control() => {}
-                c => self.insert(c),
+            let c = match c {
+                '\r' | '\n' => '\n',
+                '\t' => ' ',
+                c if c.is_control() => continue,
+                c => c,
+            };
+            if clean.len() + c.len_utf8() > room {
+                break;
+            }
+            clean.push(c);
+        }
+        self.draft.insert_str(self.cursor, &clean);
+        self.cursor += clean.len();
+    }
+
+    /// Byte offset of the previous cursor stop (a char plus any zero-width chars after it).
+    fn prev_stop(&self, from: usize) -> usize {
+        let mut at = from;
+        for (i, c) in self.draft[..from].char_indices().rev() {
+            at = i;
+            if c == '\n' || c.width().unwrap_or(0) > 0 {
+                break;
             }
         }
+        at
     }
 
-    /// Erases the last char; on an empty draft, removes the last attachment chip.
-    pub fn backspace(&mut self) {
-        if self.draft.pop().is_none() {
-            self.attachments.pop();
+    /// Byte offset of the next cursor stop.
+    fn next_stop(&self, from: usize) -> usize {
+        let mut chars = self.draft[from..].char_indices();
+        let Some((_, first)) = chars.next() else {
+            return from;
+        };
+        let mut at = from + first.len_utf8();
+        if first == '\n' {
+            return at;
+        }
+        for (i, c) in chars {
+            if c == '\n' || c.width().unwrap_or(0) > 0 {
+                break;
+            }
+            at = from + i + c.len_utf8();
+        }
+        at
+    }
+
+    /// Start of the word before `from`: skips whitespace, then word chars.
+    fn word_start_before(&self, from: usize) -> usize {
+        let before = &self.draft[..from];
+        let trimmed = before.trim_end_matches(|c: char| !is_word(c));
+        trimmed
+            .char_indices()
+            .rev()
+            .find(|(_, c)| !is_word(*c))
+            .map(|(i, c)| i + c.len_utf8())
+            .unwrap_or(0)
+    }
+
+    /// End of the word after `from`: skips whitespace, then word chars.
+    fn word_end_after(&self, from: usize) -> usize {
+        let after = &self.draft[from..];
+        let skip = after.len() - after.trim_start_matches(|c: char| !is_word(c)).len();
+        let rest = &after[skip..];
+        let word = rest.find(|c: char| !is_word(c)).unwrap_or(rest.len());
+        from + skip + word
+    }
+
+    fn line_start(&self) -> usize {
+        self.draft[..self.cursor]
+            .rfind('\n')
+            .map(|i| i + 1)
+            .unwrap_or(0)
+    }
+
+    fn line_end(&self) -> usize {
+        self.draft[self.cursor..]
+            .find('\n')
+            .map(|i| self.cursor + i)
+            .unwrap_or(self.draft.len())
+    }
+
+    /// Left: one char back (never inside a UTF-8 sequence).
+    pub fn move_left(&mut self) {
+        self.cursor = self.prev_stop(self.cursor);
+    }
+
+    /// Right: one char forward.
+    pub fn move_right(&mut self) {
+        self.cursor = self.next_stop(self.cursor);
+    }
+
+    /// Ctrl+Left, Alt+B: to the start of the word before the cursor.
+    pub fn move_word_left(&mut self) {
+        self.cursor = self.word_start_before(self.cursor);
+    }
+
+    /// Ctrl+Right, Alt+F: to the end of the word after the cursor.
+    pub fn move_word_right(&mut self) {
+        self.cursor = self.word_end_after(self.cursor);
+    }
+
+    /// Home, Ctrl+A: to the start of the cursor's line.
+    pub fn move_home(&mut self) {
+        self.cursor = self.line_start();
+    }
+
+    /// End, Ctrl+E: to the end of the cursor's line.
+    pub fn move_end(&mut self) {
+        self.cursor = self.line_end();
+    }
+
+    /// Places the cursor on `line` at the display column nearest `col` (not past it).
+    fn go_to(&mut self, line: usize, col: usize) {
+        let start = self
+            .draft
+            .split('\n')
+            .take(line)
+            .map(|l| l.len() + 1)
+            .sum::<usize>();
+        let text = self.draft[start..].split('\n').next().unwrap_or("");
+        let mut w = 0;
+        let mut at = start;
+        for (i, c) in text.char_indices() {
+            let cw = c.width().unwrap_or(0);
+            if cw > 0 && w + cw > col {
+                break;
+            }
+            w += cw;
+            at = start + i + c.len_utf8();
+        }
+        self.cursor = at;
+    }
+
+    /// Up: to the line above at the same column; on the first line, to its start.
+    pub fn move_up(&mut self) {
+        let (line, col) = self.cursor_line_col();
+        if line == 0 {
+            self.cursor = 0;
+        } else {
+            self.go_to(line - 1, col);
         }
     }
 
-    /// Erases the last word (Ctrl+W).
+    /// Down: to the line below at the same column; on the last line, to its end.
+    pub fn move_down(&mut self) {
+        let (line, col) = self.cursor_line_col();
+        if line + 1 >= self.line_count() {
+            self.cursor = self.draft.len();
+        } else {
+            self.go_to(line + 1, col);
+        }
+    }
+
+    /// Erases the char before the cursor; on an empty draft, removes the last attachment chip.
+    pub fn backspace(&mut self) {
+        if self.draft.is_empty() {
+            self.attachments.pop();
+            return;
+        }
+        let from = self.prev_stop(self.cursor);
+        self.draft.replace_range(from..self.cursor, "");
+        self.cursor = from;
+    }
+
+    /// Erases the char under the cursor (Delete).
+    pub fn delete(&mut self) {
+        let to = self.next_stop(self.cursor);
+        self.draft.replace_range(self.cursor..to, "");
+    }
+
+    /// Erases the word before the cursor (Ctrl+W).
     pub fn erase_word(&mut self) {
-        let trimmed = self.draft.trim_end_matches([' ', '\n']).len();
-        self.draft.truncate(trimmed);
-        let cut = self.draft.rfind([' ', '\n']).map(|i| i + 1).unwrap_or(0);
-        self.draft.truncate(cut);
+        let from = self.word_start_before(self.cursor);
+        self.draft.replace_range(from..self.cursor, "");
+        self.cursor = from;
+    }
+
+    /// Erases from the start of the cursor's line to the cursor (Ctrl+U).
+    pub fn erase_to_line_start(&mut self) {
+        let from = self.line_start();
+        self.draft.replace_range(from..self.cursor, "");
+        self.cursor = from;
     }
 
     /// Adds an attachment chip; a path already attached is not added twice.
@@ -86,11 +280,12 @@ impl Composer {
 
     pub fn clear_draft(&mut self) {
         self.draft.clear();
+        self.cursor = 0;
     }
 
     /// After a successful submission.
     pub fn clear(&mut self) {
-        self.draft.clear();
+        self.clear_draft();
         self.attachments.clear();
     }
 
@@ -139,5 +334,182 @@ mod tests {
         c.paste("echo hello world  ");
         c.erase_word();
         assert_eq!(c.draft(), "echo hello ");
+    }
+
+    fn typed(text: &str) -> Composer {
+        let mut c = Composer::default();
+        c.paste(text);
+        c
+    }
+
+    #[test]
+    fn insert_and_paste_go_to_the_cursor() {
+        let mut c = typed("echo world");
+        for _ in 0..5 {
+            c.move_left();
+        }
+        c.paste("hello ");
+        assert_eq!(c.draft(), "echo hello world");
+        c.insert('!');
+        assert_eq!(c.draft(), "echo hello !world");
+        assert_eq!(&c.draft()[c.cursor()..], "world");
+    }
+
+    #[test]
+    fn left_right_never_split_a_multibyte_char() {
+        let mut c = typed("aé€😀");
+        c.move_left();
+        assert_eq!(&c.draft()[c.cursor()..], "😀");
+        c.move_left();
+        c.move_left();
+        assert_eq!(&c.draft()[c.cursor()..], "é€😀");
+        c.move_right();
+        assert_eq!(&c.draft()[c.cursor()..], "€😀");
+        c.move_left();
+        c.move_left();
+        c.move_left();
+        assert_eq!(c.cursor(), 0, "stops at the start");
+        for _ in 0..10 {
+            c.move_right();
+        }
+        assert_eq!(c.cursor(), c.draft().len(), "stops at the end");
+    }
+
+    #[test]
+    fn a_combining_mark_moves_with_its_letter() {
+        let mut c = typed("ae\u{301}b");
+        c.move_left();
+        c.move_left();
+        assert_eq!(&c.draft()[c.cursor()..], "e\u{301}b");
+        c.move_right();
+        assert_eq!(&c.draft()[c.cursor()..], "b");
+        c.backspace();
+        assert_eq!(c.draft(), "ab");
+    }
+
+    #[test]
+    fn word_movement() {
+        let mut c = typed("git  commit -m msg");
+        c.move_word_left();
+        assert_eq!(&c.draft()[c.cursor()..], "msg");
+        c.move_word_left();
+        c.move_word_left();
+        assert_eq!(&c.draft()[c.cursor()..], "commit -m msg");
+        c.move_word_left();
+        assert_eq!(c.cursor(), 0);
+        c.move_word_right();
+        assert_eq!(&c.draft()[c.cursor()..], "  commit -m msg");
+        c.move_word_right();
+        assert_eq!(&c.draft()[c.cursor()..], " -m msg");
+    }
+
+    #[test]
+    fn home_and_end_stay_on_the_line() {
+        let mut c = typed("first\nsecond line");
+        c.move_word_left();
+        c.move_home();
+        assert_eq!(&c.draft()[c.cursor()..], "second line");
+        c.move_end();
+        assert_eq!(c.cursor(), c.draft().len());
+        c.move_up();
+        c.move_home();
+        assert_eq!(c.cursor(), 0);
+        c.move_end();
+        assert_eq!(&c.draft()[c.cursor()..], "\nsecond line");
+    }
+
+    #[test]
+    fn up_and_down_keep_the_column() {
+        let mut c = typed("abcdef\nxy\n€€€€€");
+        assert_eq!(c.cursor_line_col(), (2, 5));
+        c.move_up();
+        assert_eq!(c.cursor_line_col(), (1, 2), "clamped to a short line");
+        c.move_up();
+        assert_eq!(c.cursor_line_col(), (0, 2));
+        c.move_right();
+        c.move_down();
+        c.move_down();
+        assert_eq!(c.cursor_line_col(), (2, 2));
+        assert_eq!(&c.draft()[c.cursor()..], "€€€");
+        c.move_down();
+        assert_eq!(
+            c.cursor(),
+            c.draft().len(),
+            "Down on the last line goes to its end"
+        );
+        c.move_up();
+        c.move_up();
+        c.move_up();
+        assert_eq!(c.cursor(), 0, "Up on the first line goes to its start");
+    }
+
+    #[test]
+    fn wide_chars_count_two_columns() {
+        let mut c = typed("日本\nabcd");
+        assert_eq!(c.cursor_line_col(), (1, 4));
+        c.move_up();
+        assert_eq!(c.cursor_line_col(), (0, 4));
+        c.move_down();
+        c.move_left();
+        c.move_up();
+        assert_eq!(c.cursor_line_col(), (0, 2), "never half a wide char");
+    }
+
+    #[test]
+    fn backspace_and_delete_at_the_cursor() {
+        let mut c = typed("ab€d");
+        c.move_left();
+        c.backspace();
+        assert_eq!(c.draft(), "abd");
+        c.delete();
+        assert_eq!(c.draft(), "ab");
+        c.delete();
+        assert_eq!(c.draft(), "ab", "Delete at the end does nothing");
+        c.move_home();
+        c.backspace();
+        assert_eq!(c.draft(), "ab", "Backspace at the start does nothing");
+        c.delete();
+        assert_eq!(c.draft(), "b");
+    }
+
+    #[test]
+    fn backspace_joins_lines() {
+        let mut c = typed("a\nb");
+        c.move_left();
+        c.backspace();
+        assert_eq!(c.draft(), "ab");
+        assert_eq!(c.cursor(), 1);
+    }
+
+    #[test]
+    fn erase_word_and_line_start_at_the_cursor() {
+        let mut c = typed("one two\nthree four five");
+        c.move_word_left();
+        c.erase_word();
+        assert_eq!(c.draft(), "one two\nthree five");
+        c.erase_to_line_start();
+        assert_eq!(c.draft(), "one two\nfive");
+        assert_eq!(c.cursor(), 8);
+        c.erase_to_line_start();
+        assert_eq!(
+            c.draft(),
+            "one two\nfive",
+            "nothing before the cursor on this line"
+        );
+        c.erase_word();
+        assert_eq!(
+            c.draft(),
+            "one five",
+            "Ctrl+W eats the newline and the word before"
+        );
+    }
+
+    #[test]
+    fn clear_resets_the_cursor() {
+        let mut c = typed("abc");
+        c.clear_draft();
+        assert_eq!(c.cursor(), 0);
+        c.insert('x');
+        assert_eq!(c.draft(), "x");
     }
 }

@@ -61,7 +61,10 @@ impl App {
             return;
         }
         if key == Key::ctrl('u') {
-            self.composer.clear_draft();
+            self.composer.erase_to_line_start();
+            return;
+        }
+        if self.composer_edit_key(key) {
             return;
         }
         if key == Key::ctrl('j') || (key.code == KeyCode::Enter && (key.mods.alt || key.mods.shift))
@@ -95,6 +98,33 @@ impl App {
             (Route::Session(_), KeyCode::End) => self.scroll = 0,
             _ => {}
         }
+    }
+
+    /// Cursor movement and erasing inside the draft. Home/End and Up/Down only belong to the
+    /// composer while it holds text (Up/Down: several lines); otherwise they keep their route
+    /// meaning. Returns whether the key was used.
+    fn composer_edit_key(&mut self, key: Key) -> bool {
+        let c = &mut self.composer;
+        let text = c.has_draft();
+        let multi = c.line_count() > 1;
+        let m = key.mods;
+        match key.code {
+            KeyCode::Char('a') if m.ctrl && !m.alt => c.move_home(),
+            KeyCode::Char('e') if m.ctrl && !m.alt => c.move_end(),
+            KeyCode::Char('b') if m.alt && !m.ctrl => c.move_word_left(),
+            KeyCode::Char('f') if m.alt && !m.ctrl => c.move_word_right(),
+            KeyCode::Left if m.ctrl || m.alt => c.move_word_left(),
+            KeyCode::Right if m.ctrl || m.alt => c.move_word_right(),
+            KeyCode::Left => c.move_left(),
+            KeyCode::Right => c.move_right(),
+            KeyCode::Delete => c.delete(),
+            KeyCode::Home if text => c.move_home(),
+            KeyCode::End if text => c.move_end(),
+            KeyCode::Up if multi => c.move_up(),
+            KeyCode::Down if multi => c.move_down(),
+            _ => return false,
+        }
+        true
     }
 
     fn enter(&mut self) {

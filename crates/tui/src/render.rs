@@ -251,30 +251,39 @@ fn composer(frame: &mut Frame, app: &App, r: Rect) {
         };
         frame.render_widget(Paragraph::new(Span::styled(hint, DIM)), tr(inner));
     } else {
-        // Show the tail of the draft: the cursor is always at its end.
+        // Show the tail of the draft unless the cursor is above it, and scroll sideways so the
+        // cursor's column is on screen; the same column offset applies to every visible row.
         let all: Vec<&str> = c.draft().split('\n').collect();
-        let from = all
-            .len()
-            .saturating_sub(COMPOSER_MAX_ROWS.min(inner.height as usize));
-        let w = inner.width as usize;
-        let lines: Vec<Line> = all[from..]
+        let rows = COMPOSER_MAX_ROWS.min(inner.height as usize).max(1);
+        let (cur_line, cur_col) = c.cursor_line_col();
+        let from = all.len().saturating_sub(rows).min(cur_line);
+        let w = (inner.width as usize).max(1);
+        let skip = (cur_col + 1).saturating_sub(w);
+        let lines: Vec<Line> = all[from..(from + rows).min(all.len())]
             .iter()
-            .map(|l| {
-                let n = l.chars().count();
-                Line::raw(
-                    l.chars()
-                        .skip(n.saturating_sub(w.saturating_sub(1)))
-                        .collect::<String>(),
-                )
-            })
+            .map(|l| Line::raw(skip_columns(l, skip)))
             .collect();
-        let last_w = lines.last().map(|l| l.width()).unwrap_or(0) as u16;
-        let rows = lines.len() as u16;
         frame.render_widget(Paragraph::new(lines), tr(inner));
         if app.overlay().is_none() && app.modal().is_none() && app.pending_approval().is_none() {
-            frame.set_cursor_position((inner.x + last_w, inner.y + rows - 1));
+            let x = inner.x + (cur_col - skip) as u16;
+            let y = inner.y + (cur_line - from) as u16;
+            frame.set_cursor_position((x, y));
         }
     }
+}
+
+/// `line` without its first `cols` display columns (a wide char cut in half is dropped whole).
+fn skip_columns(line: &str, cols: usize) -> String {
+    let mut w = 0;
+    let mut out = String::new();
+    for ch in line.chars() {
+        if w >= cols {
+            out.push(ch);
+        } else {
+            w += unicode_width::UnicodeWidthChar::width(ch).unwrap_or(0);
+        }
+    }
+    out
 }
 
 fn status_line(frame: &mut Frame, app: &App, r: Rect) {

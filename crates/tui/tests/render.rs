@@ -171,3 +171,73 @@ fn scrolled_transcript_and_multiline_draft() {
     assert!(s.contains("second line"));
     insta::assert_snapshot!(s);
 }
+
+/// The screen plus where the terminal cursor is drawn.
+fn screen_with_cursor(app: &App) -> (String, ratatui::layout::Position) {
+    use ratatui::backend::Backend;
+    let mut term = Terminal::new(TestBackend::new(80, 24)).unwrap();
+    term.draw(|f| draw(f, app)).unwrap();
+    let pos = term.backend_mut().get_cursor_position().unwrap();
+    (term.backend().to_string(), pos)
+}
+
+#[test]
+fn cursor_in_the_middle_of_a_draft() {
+    let mut app = sample();
+    app.handle_input(ax_tui::input::Input::Paste(
+        "grep -rn 'größe' src\ncargo test".into(),
+    ));
+    app.handle_input(key(KeyCode::Up));
+    app.handle_input(key(KeyCode::End));
+    for _ in 0..3 {
+        app.handle_input(key(KeyCode::Left));
+    }
+    typed(&mut app, "--all ");
+    let (s, pos) = screen_with_cursor(&app);
+    assert!(s.contains("grep -rn 'größe' --all src"));
+    let comp = app.layout().composer.inner();
+    // "grep -rn 'größe' --all " is 23 columns wide; the cursor sits before "src" on row 1.
+    assert_eq!((pos.x, pos.y), (comp.x + 23, comp.y));
+    insta::assert_snapshot!(format!("{s}\ncursor at column {}, row {}", pos.x, pos.y));
+}
+
+#[test]
+fn a_long_draft_scrolls_to_keep_the_cursor_visible() {
+    let mut app = sample();
+    let lines: Vec<String> = (1..=12).map(|i| format!("line {i}")).collect();
+    app.handle_input(ax_tui::input::Input::Paste(lines.join("\n")));
+    let comp = app.layout().composer.inner();
+    let (s, pos) = screen_with_cursor(&app);
+    assert!(
+        s.contains("line 12") && !s.contains("line 1 "),
+        "the tail shows"
+    );
+    assert_eq!(pos.y, comp.y + comp.height - 1);
+    for _ in 0..11 {
+        app.handle_input(key(KeyCode::Up));
+    }
+    let (s, pos) = screen_with_cursor(&app);
+    assert!(
+        s.contains("│line 1 "),
+        "the first line shows once the cursor is on it"
+    );
+    assert!(!s.contains("line 12"));
+    assert_eq!(
+        (pos.x, pos.y),
+        (comp.x + 6, comp.y),
+        "at the end of \"line 1\""
+    );
+    // A line wider than the box scrolls sideways with the cursor.
+    let mut app = sample();
+    let long: String = (0..120)
+        .map(|i| char::from(b'a' + (i % 26) as u8))
+        .collect();
+    typed(&mut app, &long);
+    let (s, pos) = screen_with_cursor(&app);
+    assert_eq!(pos.x, comp.x + comp.width - 1);
+    assert!(s.contains(&long[120 - (comp.width as usize - 1)..]));
+    app.handle_input(key(KeyCode::Home));
+    let (s, pos) = screen_with_cursor(&app);
+    assert_eq!(pos.x, comp.x);
+    assert!(s.contains(&long[..comp.width as usize]));
+}

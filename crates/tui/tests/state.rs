@@ -542,3 +542,135 @@ fn navigator_opens_the_session_and_rereads() {
     assert!(!inputs.route_loaded);
     assert_eq!(app.notice().unwrap().kind, NoticeKind::Agent);
 }
+
+fn with_mods(code: KeyCode, mods: Modifiers) -> Input {
+    Input::Key(ax_tui::input::Key { code, mods })
+}
+
+fn after_cursor(app: &App) -> &str {
+    let c = app.composer();
+    &c.draft()[c.cursor()..]
+}
+
+#[test]
+fn composer_cursor_keys() {
+    let mut app = ready_app(vec![session(1, "a", SessionStatus::Idle)], false);
+    typed(&mut app, "echo héllo wörld");
+    app.handle_input(key(KeyCode::Left));
+    app.handle_input(key(KeyCode::Left));
+    assert_eq!(after_cursor(&app), "ld");
+    app.handle_input(with_mods(KeyCode::Left, Modifiers::CTRL));
+    assert_eq!(after_cursor(&app), "wörld");
+    app.handle_input(with_mods(KeyCode::Char('b'), Modifiers::ALT));
+    assert_eq!(after_cursor(&app), "héllo wörld");
+    app.handle_input(with_mods(KeyCode::Char('f'), Modifiers::ALT));
+    assert_eq!(after_cursor(&app), " wörld");
+    app.handle_input(with_mods(KeyCode::Right, Modifiers::CTRL));
+    assert_eq!(after_cursor(&app), "");
+    app.handle_input(key(KeyCode::Home));
+    assert_eq!(app.composer().cursor(), 0);
+    app.handle_input(key(KeyCode::End));
+    assert_eq!(after_cursor(&app), "");
+    app.handle_input(ctrl('a'));
+    assert_eq!(app.composer().cursor(), 0);
+    app.handle_input(ctrl('e'));
+    assert_eq!(after_cursor(&app), "");
+    app.handle_input(key(KeyCode::Right));
+    assert_eq!(after_cursor(&app), "", "Right at the end stays");
+    assert_eq!(app.route(), &Route::Home);
+}
+
+#[test]
+fn composer_edit_keys_work_at_the_cursor() {
+    let mut app = ready_app(vec![], false);
+    typed(&mut app, "ls src target");
+    app.handle_input(with_mods(KeyCode::Left, Modifiers::CTRL));
+    app.handle_input(key(KeyCode::Backspace));
+    assert_eq!(app.composer().draft(), "ls srctarget");
+    app.handle_input(key(KeyCode::Delete));
+    assert_eq!(app.composer().draft(), "ls srcarget");
+    typed(&mut app, " -la t");
+    assert_eq!(app.composer().draft(), "ls src -la target");
+    app.handle_input(Input::Paste("x\ny ".into()));
+    assert_eq!(app.composer().draft(), "ls src -la tx\ny arget");
+    app.handle_input(ctrl('w'));
+    assert_eq!(app.composer().draft(), "ls src -la tx\narget");
+    app.handle_input(key(KeyCode::Up));
+    app.handle_input(key(KeyCode::End));
+    app.handle_input(ctrl('u'));
+    assert_eq!(
+        app.composer().draft(),
+        "\narget",
+        "Ctrl+U erases to the line start only"
+    );
+    assert!(app.blocked_inputs().draft);
+    app.handle_input(key(KeyCode::Delete));
+    assert_eq!(app.composer().draft(), "arget");
+    app.handle_input(ctrl('u'));
+    assert_eq!(app.composer().draft(), "arget");
+    app.handle_input(ctrl('e'));
+    app.handle_input(ctrl('u'));
+    assert_eq!(app.composer().draft(), "");
+    assert!(
+        !app.blocked_inputs().draft,
+        "an emptied draft blocks nothing"
+    );
+}
+
+#[test]
+fn up_down_move_in_a_multiline_draft_and_keep_their_route_meaning_otherwise() {
+    let sessions = vec![
+        session(1, "a", SessionStatus::Idle),
+        session(2, "b", SessionStatus::Idle),
+        session(3, "c", SessionStatus::Idle),
+    ];
+    let mut app = ready_app(sessions, false);
+    let start = app.selected_index();
+    // Empty draft: Up/Down and Home/End move the session selection.
+    app.handle_input(key(KeyCode::Down));
+    let moved = app.selected_index();
+    assert_ne!(moved, start);
+    app.handle_input(key(KeyCode::End));
+    assert_eq!(app.selected_index(), Some(2));
+    app.handle_input(key(KeyCode::Home));
+    assert_eq!(app.selected_index(), Some(0));
+    // A single-line draft: Up/Down still select; Home/End edit the draft.
+    typed(&mut app, "ab");
+    app.handle_input(key(KeyCode::Down));
+    assert_eq!(app.selected_index(), Some(1));
+    app.handle_input(key(KeyCode::Home));
+    assert_eq!(app.selected_index(), Some(1));
+    assert_eq!(app.composer().cursor(), 0);
+    // Several lines: Up/Down move between them and leave the selection alone.
+    app.handle_input(key(KeyCode::End));
+    app.handle_input(with_mods(KeyCode::Enter, Modifiers::ALT));
+    typed(&mut app, "cd");
+    app.handle_input(key(KeyCode::Left));
+    app.handle_input(key(KeyCode::Up));
+    assert_eq!(after_cursor(&app), "b\ncd");
+    app.handle_input(key(KeyCode::Down));
+    assert_eq!(after_cursor(&app), "d");
+    assert_eq!(app.selected_index(), Some(1));
+    assert_eq!(app.route(), &Route::Home);
+}
+
+#[test]
+fn up_down_scroll_the_transcript_with_a_one_line_draft() {
+    let mut app = ready_app(vec![session(1, "a", SessionStatus::Idle)], false);
+    let text: String = (1..=60).map(|i| format!("line {i}\n")).collect();
+    open_loaded(
+        &mut app,
+        1,
+        vec![message("m1", 1, Role::Assistant, vec![out(&text)])],
+    );
+    typed(&mut app, "pwd");
+    app.handle_input(key(KeyCode::Up));
+    assert_eq!(app.scroll(), 1);
+    app.handle_input(key(KeyCode::Left));
+    assert_eq!(app.scroll(), 1, "Left moves the cursor, not the transcript");
+    assert_eq!(after_cursor(&app), "d");
+    app.handle_input(Input::Paste("\n".into()));
+    app.handle_input(key(KeyCode::Up));
+    assert_eq!(app.scroll(), 1, "a multi-line draft takes Up");
+    assert_eq!(app.composer().cursor(), 0);
+}
