@@ -272,16 +272,31 @@ fn composer(frame: &mut Frame, app: &App, r: Rect) {
     }
 }
 
-/// `line` without its first `cols` display columns (a wide char cut in half is dropped whole).
+/// `line` without its first `cols` display columns. A wide char cut in half becomes spaces for
+/// its visible half, and zero-width chars go with the char before them, so the columns of what
+/// is drawn match the cursor's.
 fn skip_columns(line: &str, cols: usize) -> String {
     let mut w = 0;
     let mut out = String::new();
+    let mut shown = cols == 0;
     for ch in line.chars() {
+        let cw = unicode_width::UnicodeWidthChar::width(ch).unwrap_or(0);
+        if cw == 0 {
+            if shown {
+                out.push(ch);
+            }
+            continue;
+        }
         if w >= cols {
             out.push(ch);
+            shown = true;
         } else {
-            w += unicode_width::UnicodeWidthChar::width(ch).unwrap_or(0);
+            shown = false;
+            if w + cw > cols {
+                out.extend(std::iter::repeat_n(' ', w + cw - cols));
+            }
         }
+        w += cw;
     }
     out
 }
@@ -343,6 +358,8 @@ fn modal(frame: &mut Frame, app: &App, m: &Modal, screen: Rect) {
                 Line::styled("Keys", Style::new().bold()),
                 Line::raw("  Enter      open the selected session / send the prompt"),
                 Line::raw("  Alt+Enter  new line in the prompt (also Ctrl+J)"),
+                Line::raw("  ←→         move in the prompt; by word with Ctrl+←→ or Alt+B/F"),
+                Line::raw("  Home/End   line start/end (also Ctrl+A/E); Ctrl+W/U erase back"),
                 Line::raw("  Esc        back to the sessions"),
                 Line::raw("  Ctrl+N     new session     Ctrl+P  command palette"),
                 Line::raw("  Ctrl+C     clear the prompt, or quit"),
@@ -450,5 +467,29 @@ fn clip(s: &str, max: usize) -> String {
         let mut out: String = s.chars().take(max.saturating_sub(1)).collect();
         out.push('…');
         out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::skip_columns;
+
+    #[test]
+    fn skip_columns_keeps_cursor_columns_aligned() {
+        assert_eq!(skip_columns("abcdef", 0), "abcdef");
+        assert_eq!(skip_columns("abcdef", 2), "cdef");
+        assert_eq!(
+            skip_columns("a日本", 2),
+            " 本",
+            "half a wide char is a space"
+        );
+        assert_eq!(
+            skip_columns("ae\u{301}x", 2),
+            "x",
+            "the accent goes with its letter"
+        );
+        assert_eq!(skip_columns("ae\u{301}x", 1), "e\u{301}x");
+        assert_eq!(skip_columns("\u{301}a", 0), "\u{301}a");
+        assert_eq!(skip_columns("ab", 5), "");
     }
 }

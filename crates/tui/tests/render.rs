@@ -140,6 +140,7 @@ fn help_modal() {
     app.handle_input(key(KeyCode::Enter));
     let s = screen(&app);
     assert!(s.contains("/tui-mcp-revoke") && s.contains("Alt+Enter"));
+    assert!(s.contains("Alt+B/F") && s.contains("Ctrl+A/E"));
     insta::assert_snapshot!(s);
 }
 
