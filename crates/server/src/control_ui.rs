@@ -27,47 +27,29 @@ struct Asset {
 
 const INDEX: &str = include_str!("../../../web/index.html");
 
+/// One file of `web/`, embedded at build time.
+macro_rules! asset {
+    ($name:literal, $mime:expr) => {
+        Asset {
+            name: $name,
+            mime: $mime,
+            body: include_str!(concat!("../../../web/", $name)),
+        }
+    };
+}
+
+const JS: &str = "text/javascript; charset=utf-8";
+const CSS: &str = "text/css; charset=utf-8";
+
 const ASSETS: &[Asset] = &[
-    Asset {
-        name: "app.js",
-        mime: "text/javascript; charset=utf-8",
-        body: include_str!("../../../web/app.js"),
-    },
-    Asset {
-        name: "api.js",
-        mime: "text/javascript; charset=utf-8",
-        body: include_str!("../../../web/api.js"),
-    },
-    Asset {
-        name: "dom.js",
-        mime: "text/javascript; charset=utf-8",
-        body: include_str!("../../../web/dom.js"),
-    },
-    Asset {
-        name: "gateway.js",
-        mime: "text/javascript; charset=utf-8",
-        body: include_str!("../../../web/gateway.js"),
-    },
-    Asset {
-        name: "layout.js",
-        mime: "text/javascript; charset=utf-8",
-        body: include_str!("../../../web/layout.js"),
-    },
-    Asset {
-        name: "panels.js",
-        mime: "text/javascript; charset=utf-8",
-        body: include_str!("../../../web/panels.js"),
-    },
-    Asset {
-        name: "panes.js",
-        mime: "text/javascript; charset=utf-8",
-        body: include_str!("../../../web/panes.js"),
-    },
-    Asset {
-        name: "style.css",
-        mime: "text/css; charset=utf-8",
-        body: include_str!("../../../web/style.css"),
-    },
+    asset!("app.js", JS),
+    asset!("api.js", JS),
+    asset!("dom.js", JS),
+    asset!("gateway.js", JS),
+    asset!("layout.js", JS),
+    asset!("panels.js", JS),
+    asset!("panes.js", JS),
+    asset!("style.css", CSS),
 ];
 
 /// Routes for `/` and the UI's static assets. They need no credential.
