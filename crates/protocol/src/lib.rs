@@ -11,10 +11,10 @@ use serde::{Deserialize, Serialize};
 
 pub mod local;
 pub mod proof;
-mod session_id;
 pub mod time;
 
-pub use session_id::{SessionId, SessionIdError};
+/// Typed IDs live in the leaf crate `ax-core`; re-exported so wire types and their users agree.
+pub use ax_core::ids::{IdError as SessionIdError, MessageId, PermissionId, SessionId};
 
 /// Milliseconds since the Unix epoch.
 pub type Millis = i64;
