@@ -203,7 +203,9 @@ mod tests {
         sorted.dedup();
         assert_eq!(sorted, ids, "minted IDs are unique and in creation order");
         assert!(MessageId::is_valid(MessageId::mint().unwrap().as_str()));
-        assert!(PermissionId::is_valid(PermissionId::mint().unwrap().as_str()));
+        assert!(PermissionId::is_valid(
+            PermissionId::mint().unwrap().as_str()
+        ));
     }
 
     #[test]
