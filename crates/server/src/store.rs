@@ -69,6 +69,10 @@ ALTER TABLE run ADD COLUMN pgid_start INTEGER;
 ALTER TABLE run ADD COLUMN owner_pid INTEGER;
 ALTER TABLE run ADD COLUMN owner_start INTEGER;
 "#,
+    // The attachments a permission asks about, as a JSON array of project-relative paths.
+    r#"
+ALTER TABLE permission ADD COLUMN attachments TEXT NOT NULL DEFAULT '[]';
+"#,
 ];
 
 /// The schema version this build writes.
@@ -529,13 +533,16 @@ pub fn messages(conn: &Connection, session: &SessionId) -> Result<Vec<Message>> 
 
 pub fn insert_permission(conn: &Connection, p: &Permission) -> Result<()> {
     conn.execute(
-        "INSERT INTO permission(id, session_id, command, state, created) VALUES (?1, ?2, ?3, ?4, ?5)",
+        "INSERT INTO permission(id, session_id, command, state, created, attachments) \
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
         params![
             p.id,
             p.session_id.as_str(),
             p.command,
             perm_state_str(p.state),
-            p.created
+            p.created,
+            serde_json::to_string(&p.attachments)
+                .map_err(|e| StoreError::Malformed(format!("permission attachments: {e}")))?
         ],
     )?;
     Ok(())
@@ -549,19 +556,30 @@ pub fn set_permission_state(conn: &Connection, id: &str, state: PermissionState)
     Ok(())
 }
 
-fn permission_from_row(
-    r: &rusqlite::Row<'_>,
-) -> rusqlite::Result<(String, String, String, String, i64)> {
-    Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?))
+type PermissionRow = (String, String, String, String, i64, String);
+
+fn permission_from_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<PermissionRow> {
+    Ok((
+        r.get(0)?,
+        r.get(1)?,
+        r.get(2)?,
+        r.get(3)?,
+        r.get(4)?,
+        r.get(5)?,
+    ))
 }
 
 fn build_permission(
-    (id, sid, command, state, created): (String, String, String, String, i64),
+    (id, sid, command, state, created, attachments): PermissionRow,
 ) -> Result<Permission> {
+    let attachments = serde_json::from_str(&attachments).map_err(|e| {
+        StoreError::Malformed(format!("permission {id}: column attachments: {e}"))
+    })?;
     Ok(Permission {
         id,
         session_id: parse_id(sid)?,
         command,
+        attachments,
         state: parse_perm_state(&state),
         created,
     })
@@ -570,7 +588,8 @@ fn build_permission(
 pub fn get_permission(conn: &Connection, session: &str, id: &str) -> Result<Option<Permission>> {
     let row = conn
         .query_row(
-            "SELECT id, session_id, command, state, created FROM permission WHERE session_id = ?1 AND id = ?2",
+            "SELECT id, session_id, command, state, created, attachments FROM permission \
+             WHERE session_id = ?1 AND id = ?2",
             params![session, id],
             permission_from_row,
         )
@@ -581,7 +600,7 @@ pub fn get_permission(conn: &Connection, session: &str, id: &str) -> Result<Opti
 /// Pending approvals of the project's sessions, oldest first.
 pub fn pending_permissions(conn: &Connection, project: i64) -> Result<Vec<Permission>> {
     let mut stmt = conn.prepare_cached(
-        "SELECT p.id, p.session_id, p.command, p.state, p.created FROM permission p \
+        "SELECT p.id, p.session_id, p.command, p.state, p.created, p.attachments FROM permission p \
          JOIN session s ON s.id = p.session_id \
          WHERE s.project_id = ?1 AND p.state = 'pending' ORDER BY p.created, p.id",
     )?;
@@ -590,7 +609,7 @@ pub fn pending_permissions(conn: &Connection, project: i64) -> Result<Vec<Permis
 }
 
 /// The backend process that owns a run: its pid and start time (see
-/// [`crate::agent::process_start_time`]).
+/// [`ax_agents::process::process_start_time`]).
 pub type Owner = (u32, Option<u64>);
 
 pub fn begin_run(
