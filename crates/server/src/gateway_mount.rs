@@ -52,6 +52,7 @@ pub fn gateway(app: &Shared) -> Result<Gateway, store::StoreError> {
             sessions: std::sync::Arc::new(directory),
             terminal: Some(std::sync::Arc::new(crate::terminal::Terminal {
                 project_dir: app.project_dir.clone(),
+                store: app.store.clone(),
             })),
         },
         Tuning::default(),

@@ -287,14 +287,17 @@ pub async fn start(config: ServerConfig) -> Result<RunningServer, StartError> {
         let store = store::Store::open(&data_dir)?;
         let project_id = store.write_blocking(|c| {
             let id = store::project_id(c, &directory)?;
-            let recovered = store::recover_interrupted(c, id, ids::now_ms(), ax_agents::process::owner_alive)?;
+            let recovered =
+                store::recover_interrupted(c, id, ids::now_ms(), ax_agents::process::owner_alive)?;
             if recovered.runs > 0 {
                 tracing::warn!(
                     runs = recovered.runs,
                     "marked runs cut short by a restart as interrupted"
                 );
             }
-            for (pgid, start) in recovered.process_groups {
+            let terminals =
+                store::take_orphaned_process_groups(c, ax_agents::process::owner_alive)?;
+            for (pgid, start) in recovered.process_groups.into_iter().chain(terminals) {
                 if ax_agents::process::kill_orphaned_group(pgid, start) {
                     tracing::warn!(pgid, "killed a command a crashed backend left running");
                 }

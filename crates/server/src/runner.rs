@@ -127,7 +127,11 @@ pub async fn start(app: &Shared, id: SessionId, prompt: Prompt) -> Result<Prompt
         id: ids::permission_id(),
         session_id: id.clone(),
         command: app.agent.describe(&request),
-        attachments: request.attachments.iter().map(|a| a.shown.clone()).collect(),
+        attachments: request
+            .attachments
+            .iter()
+            .map(|a| a.shown.clone())
+            .collect(),
         state: PermissionState::Pending,
         created: now,
     });

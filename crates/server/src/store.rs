@@ -69,9 +69,16 @@ ALTER TABLE run ADD COLUMN pgid_start INTEGER;
 ALTER TABLE run ADD COLUMN owner_pid INTEGER;
 ALTER TABLE run ADD COLUMN owner_start INTEGER;
 "#,
-    // The attachments a permission asks about, as a JSON array of project-relative paths.
+    // The attachments a permission asks about, as a JSON array of project-relative paths;
+    // process groups started outside a session run (the operator terminal), for crash cleanup.
     r#"
 ALTER TABLE permission ADD COLUMN attachments TEXT NOT NULL DEFAULT '[]';
+CREATE TABLE process_group (
+    pgid INTEGER PRIMARY KEY,
+    pgid_start INTEGER NOT NULL,
+    owner_pid INTEGER NOT NULL,
+    owner_start INTEGER
+);
 "#,
 ];
 
@@ -572,9 +579,8 @@ fn permission_from_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<PermissionRow>
 fn build_permission(
     (id, sid, command, state, created, attachments): PermissionRow,
 ) -> Result<Permission> {
-    let attachments = serde_json::from_str(&attachments).map_err(|e| {
-        StoreError::Malformed(format!("permission {id}: column attachments: {e}"))
-    })?;
+    let attachments = serde_json::from_str(&attachments)
+        .map_err(|e| StoreError::Malformed(format!("permission {id}: column attachments: {e}")))?;
     Ok(Permission {
         id,
         session_id: parse_id(sid)?,
@@ -644,6 +650,48 @@ pub fn set_run_process(
 pub fn end_run(conn: &Connection, session: &str) -> Result<()> {
     conn.execute("DELETE FROM run WHERE session_id = ?1", [session])?;
     Ok(())
+}
+
+/// Records a process group this backend (`owner`) runs outside a session run, with its
+/// leader's start time, so a backend restarted after a crash can kill it.
+pub fn record_process_group(conn: &Connection, pgid: u32, start: u64, owner: Owner) -> Result<()> {
+    conn.execute(
+        "INSERT OR REPLACE INTO process_group(pgid, pgid_start, owner_pid, owner_start) \
+         VALUES (?1, ?2, ?3, ?4)",
+        params![pgid, start as i64, owner.0, owner.1.map(|s| s as i64)],
+    )?;
+    Ok(())
+}
+
+/// The group ended: forget its record.
+pub fn forget_process_group(conn: &Connection, pgid: u32) -> Result<()> {
+    conn.execute("DELETE FROM process_group WHERE pgid = ?1", [pgid])?;
+    Ok(())
+}
+
+/// Removes and returns the recorded groups (pgid, leader start time) whose owner is not
+/// `is_alive`: what dead backends left running.
+pub fn take_orphaned_process_groups(
+    conn: &mut Connection,
+    is_alive: impl Fn(Owner) -> bool,
+) -> Result<Vec<(u32, u64)>> {
+    let tx = conn.transaction()?;
+    let rows: Vec<(i64, i64, i64, Option<i64>)> = {
+        let mut stmt =
+            tx.prepare("SELECT pgid, pgid_start, owner_pid, owner_start FROM process_group")?;
+        stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)))?
+            .collect::<rusqlite::Result<_>>()?
+    };
+    let mut orphans = Vec::new();
+    for (pgid, start, owner_pid, owner_start) in rows {
+        if is_alive((owner_pid as u32, owner_start.map(|s| s as u64))) {
+            continue;
+        }
+        tx.execute("DELETE FROM process_group WHERE pgid = ?1", [pgid])?;
+        orphans.push((pgid as u32, start as u64));
+    }
+    tx.commit()?;
+    Ok(orphans)
 }
 
 /// What [`recover_interrupted`] found.

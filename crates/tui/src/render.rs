@@ -420,7 +420,10 @@ fn approval(frame: &mut Frame, app: &App, screen: Rect) {
             if p.attachments.len() == 1 { "" } else { "s" }
         )));
         for path in p.attachments.iter().take(SHOWN) {
-            files.push(Line::styled(format!("  @ {}", clip(path, 56)), Style::new().bold()));
+            files.push(Line::styled(
+                format!("  @ {}", clip(path, 56)),
+                Style::new().bold(),
+            ));
         }
         if p.attachments.len() > SHOWN {
             files.push(Line::styled(

@@ -318,7 +318,9 @@ async fn every_scope_case() {
         if !write_ok {
             assert_eq!(res["error"]["details"]["missingScope"], "operator.write");
         }
-        let res = c.request("terminal.run", json!({"command": "exit:0"})).await;
+        let res = c
+            .request("terminal.run", json!({"command": "exit:0"}))
+            .await;
         assert_eq!(res["ok"], *admin_ok, "{scopes:?}: {res}");
         if !admin_ok {
             assert_eq!(res["error"]["code"], "FORBIDDEN");

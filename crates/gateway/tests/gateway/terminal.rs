@@ -92,7 +92,9 @@ async fn kill_stops_the_command_and_frees_the_slot() {
     assert_eq!(res["ok"], true);
     let run_id = res["payload"]["runId"].as_str().unwrap().to_string();
     // One command at a time.
-    let res = op.request("terminal.run", json!({"command": "exit:0"})).await;
+    let res = op
+        .request("terminal.run", json!({"command": "exit:0"}))
+        .await;
     assert_eq!(res["error"]["code"], "UNAVAILABLE");
 
     let res = op.request("terminal.kill", json!({})).await;
@@ -174,7 +176,9 @@ async fn terminal_params_are_closed() {
     // A command the host cannot start is an error, and the slot stays free.
     let res = op.request("terminal.run", json!({"command": "fail"})).await;
     assert_eq!(res["error"]["code"], "INTERNAL", "{res}");
-    let res = op.request("terminal.run", json!({"command": "exit:0"})).await;
+    let res = op
+        .request("terminal.run", json!({"command": "exit:0"}))
+        .await;
     assert_eq!(res["ok"], true, "{res}");
     assert!(gw.terminal.started.lock().unwrap().len() == 1);
 }

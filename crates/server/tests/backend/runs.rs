@@ -526,7 +526,9 @@ async fn attachment_paths_with_control_characters_are_refused() {
     // A name the person typed with a control character.
     let prompt = |path: &str| Prompt {
         parts: vec![
-            PromptPart::Text { text: "true".into() },
+            PromptPart::Text {
+                text: "true".into(),
+            },
             PromptPart::File { path: path.into() },
         ],
     };
@@ -641,7 +643,10 @@ async fn abort_says_so_when_the_run_does_not_stop() {
     wait_status(&mut events, &id, SessionStatus::Busy).await;
     let err = b.client.abort(&id).await.unwrap_err();
     assert_eq!(err.status(), Some(409), "{err}");
-    assert!(err.api().unwrap().message.contains("has not ended"), "{err}");
+    assert!(
+        err.api().unwrap().message.contains("has not ended"),
+        "{err}"
+    );
     // Deleting the session is refused too while its run goes on: its rows stay.
     let err = b.client.delete_session(&id).await.unwrap_err();
     assert_eq!(err.status(), Some(409), "{err}");

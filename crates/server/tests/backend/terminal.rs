@@ -86,7 +86,10 @@ impl Operator {
                 Some(f) => f,
                 None => self.frame().await,
             };
-            if f["event"].as_str().is_some_and(|e| e.starts_with("terminal.")) {
+            if f["event"]
+                .as_str()
+                .is_some_and(|e| e.starts_with("terminal."))
+            {
                 assert_eq!(f["payload"]["runId"], run_id, "{f}");
                 return f;
             }
@@ -120,9 +123,7 @@ async fn runs_in_the_project_dir_and_streams_in_order() {
     let b = Backend::start().await;
     std::fs::write(b.project_path().join("marker.txt"), "here").unwrap();
     let mut op = Operator::connect(&b).await;
-    let run = op
-        .run("cat marker.txt; echo; echo oops >&2; exit 3")
-        .await;
+    let run = op.run("cat marker.txt; echo; echo oops >&2; exit 3").await;
     let events = op.until_exit(&run).await;
     assert_eq!(output(&events, "stdout"), "here\n");
     assert_eq!(output(&events, "stderr"), "oops\n");
@@ -159,12 +160,37 @@ async fn kill_ends_the_whole_group() {
         .parse()
         .unwrap();
     assert!(!process_gone(child));
+    // While it runs, its group is recorded for crash cleanup; once it ended, no longer.
+    let group = process_group_of(child);
+    let recorded = || recorded_groups(&b).contains(&group);
+    eventually("the group is recorded", recorded).await;
     let res = op.request("terminal.kill", json!({})).await;
     assert_eq!(res["payload"], json!({"ok": true, "killed": true}));
     let events = op.until_exit(&run).await;
     assert_eq!(events.last().unwrap()["payload"]["signal"], 9);
     assert!(!output(&events, "stdout").contains("never"));
     eventually("the child is killed", || process_gone(child)).await;
+    eventually("the record is gone", || !recorded()).await;
+}
+
+/// The process group `pid` belongs to (`/proc/PID/stat` field 5).
+fn process_group_of(pid: i32) -> i64 {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
+    let (_, rest) = stat.rsplit_once(')').unwrap();
+    rest.split_whitespace().nth(2).unwrap().parse().unwrap()
+}
+
+/// The process groups the backend has recorded for crash cleanup, read from its database.
+fn recorded_groups(b: &Backend) -> Vec<i64> {
+    let db = b.data.path().join(ax_server::store::DB_FILE);
+    let conn =
+        rusqlite::Connection::open_with_flags(db, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY)
+            .unwrap();
+    let mut stmt = conn.prepare("SELECT pgid FROM process_group").unwrap();
+    stmt.query_map([], |r| r.get(0))
+        .unwrap()
+        .collect::<Result<_, _>>()
+        .unwrap()
 }
 
 #[tokio::test]
@@ -183,7 +209,11 @@ async fn output_keeps_head_and_tail_with_a_marker_between() {
     let tail = output(&events[marker..], "stdout");
     assert!(head.starts_with("1\n2\n3\n"));
     assert!(full.starts_with(&head));
-    assert!(tail.ends_with("299999\n300000\n"), "{}", &tail[tail.len() - 20..]);
+    assert!(
+        tail.ends_with("299999\n300000\n"),
+        "{}",
+        &tail[tail.len() - 20..]
+    );
     assert!(full.ends_with(&tail));
     let kept = head.len() + tail.len();
     assert!(kept <= ax_gateway::TERMINAL_MAX_OUTPUT, "{kept}");
@@ -193,4 +223,46 @@ async fn output_keeps_head_and_tail_with_a_marker_between() {
     assert_eq!(exit["truncated"], true);
     assert_eq!(exit["droppedBytes"].as_u64().unwrap() as usize, dropped);
     assert_eq!(exit["code"], 0);
+}
+
+/// A backend that died while a terminal command ran left its group recorded; the next
+/// backend on the same data directory kills it (and only because its owner is gone).
+#[tokio::test]
+async fn a_restarted_backend_kills_a_terminal_group_a_dead_one_left() {
+    use std::{io::BufRead, os::unix::process::CommandExt};
+    let data = tempfile::tempdir().unwrap();
+    // The orphan: a real process group with a background child.
+    let mut leader = std::process::Command::new("sh")
+        .args(["-c", "sleep 300 & echo $!; wait"])
+        .process_group(0)
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    std::io::BufReader::new(leader.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let child: i32 = line.trim().parse().unwrap();
+    let pgid = leader.id();
+    let start = ax_agents::process::process_start_time(pgid).unwrap();
+    // Its owner: a backend process that is gone.
+    let mut dead = std::process::Command::new("true").spawn().unwrap();
+    let dead_pid = dead.id();
+    dead.wait().unwrap();
+    let store = ax_server::store::Store::open(data.path()).unwrap();
+    store
+        .write_blocking(|c| {
+            ax_server::store::record_process_group(c, pgid, start, (dead_pid, Some(1)))
+        })
+        .unwrap();
+    drop(store);
+    assert!(!process_gone(child));
+
+    let data_dir = data.path().to_path_buf();
+    let _b = Backend::start_with(|c| c.data_dir = data_dir).await;
+    eventually("the orphaned group is killed", || {
+        process_gone(child) && process_gone(pgid as i32)
+    })
+    .await;
+    let _ = leader.wait();
 }
