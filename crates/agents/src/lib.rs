@@ -7,7 +7,9 @@
 //! - [`shell`]: the built-in `shell` agent.
 //! - [`project`]: paths confined to the project directory (attachments).
 //!
-//! Depends on `ax-protocol` only, of ax-code's crates; see `docs/architecture.md`.
+//! Of ax-code's crates it depends on `ax-protocol` only (see the code map in the README).
+
+#![warn(missing_docs)]
 
 pub mod agent;
 pub mod process;
