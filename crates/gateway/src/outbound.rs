@@ -201,6 +201,30 @@ mod tests {
         assert_eq!(out.queued_bytes(), 5);
     }
 
+    #[tokio::test]
+    async fn room_waits_for_the_writer_without_polling() {
+        let out = std::sync::Arc::new(Outbound::new(8, 1 << 20));
+        assert!(out.push(Out::Text("x".repeat(100))));
+        // Room already: at once.
+        out.room(100).await;
+        let waiter = tokio::spawn({
+            let out = out.clone();
+            async move { out.room(10).await }
+        });
+        // The writer takes the queue: the waiter wakes (it has no timer to wake it otherwise).
+        tokio::task::yield_now().await;
+        let mut batch = VecDeque::new();
+        out.take_all(&mut batch);
+        tokio::time::timeout(std::time::Duration::from_secs(5), waiter)
+            .await
+            .expect("woken by the drain")
+            .unwrap();
+        // A closed connection never keeps a producer waiting.
+        assert!(out.push(Out::Text("y".repeat(100))));
+        out.kill(1000, "bye");
+        out.room(0).await;
+    }
+
     #[test]
     fn the_writer_takes_everything_at_once() {
         let out = Outbound::new(8, 1 << 20);
