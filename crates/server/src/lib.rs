@@ -33,7 +33,8 @@
 //!   A prompt while the session waits for approval or runs is 409 (no queue).
 //! - `POST /session/{id}/permission/{pid}` answers with the `Permission` in its new state once
 //!   the run took the reply; `POST /session/{id}/abort` answers `{"aborted":bool}` after the
-//!   run has ended (process group killed).
+//!   run has ended (process group killed), or 409 if the run has not ended within
+//!   [`Limits::abort_wait`] (it was told to stop; `DELETE` of its session is then refused too).
 //! - `/event`: `id: N` and `data: <EventEnvelope JSON>` per event, no `event:` line; comment
 //!   heartbeats (`: heartbeat`); `Last-Event-ID` resumes from a ring of the last
 //!   [`ServerConfig::event_ring`] events, or the first event is `{"type":"reset"}`.
