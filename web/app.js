@@ -82,7 +82,7 @@ function notProvenMessage(e) {
   return 'The server at this address could not prove that it holds your access token '
     + `(${e.message}), so the token was not sent, and this page has forgotten it. `
     + 'If the backend stopped, another program may have taken its port. '
-    + `Start the backend again, then: ${FRESH_LINK}`;
+    + 'Start the backend again, then run `ax-code link` in a terminal for a fresh sign-in link.';
 }
 
 function showSignIn(message, reason) {
