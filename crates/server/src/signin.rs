@@ -122,12 +122,23 @@ fn invalid_code() -> Failure {
     )
 }
 
+/// The body as a JSON object with the one field `code`: serde would also take `["…"]`.
+fn parse_exchange(value: serde_json::Value) -> Result<SignInExchange, Failure> {
+    if !value.is_object() {
+        return Err(Failure::bad_request(
+            r#"expected a JSON object {"code": "…"}"#,
+        ));
+    }
+    serde_json::from_value(value).map_err(|e| Failure::bad_request(e.to_string()))
+}
+
 async fn exchange(
     State(s): State<SignIn>,
-    input: Result<Json<SignInExchange>, JsonRejection>,
+    input: Result<Json<serde_json::Value>, JsonRejection>,
 ) -> Response {
-    let input = match input {
-        Ok(Json(input)) => input,
+    let input = match input.map(|Json(v)| parse_exchange(v)) {
+        Ok(Ok(input)) => input,
+        Ok(Err(failure)) => return failure.into_response(),
         Err(rejection) if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE => {
             return Failure::too_large("a sign-in body is one short code").into_response();
         }
