@@ -81,7 +81,7 @@ async function exchangeCode(code) {
 function notProvenMessage(e) {
   return 'The server at this address could not prove that it holds your access token '
     + `(${e.message}), so the token was not sent, and this page has forgotten it. `
-    + 'If the backend stopped, another program may have taken its port. '
+    + 'The backend may have restarted with a new credential, or stopped and another program taken its port. '
     + 'Start the backend again, then run `ax-code link` in a terminal for a fresh sign-in link.';
 }
 
@@ -144,7 +144,12 @@ class ControlUi {
       onLost: () => sessionStorage.removeItem(TOKEN_KEY),
       onProven: () => { if (app === this) sessionStorage.setItem(TOKEN_KEY, token); },
     });
-    const notProven = (e) => { if (app === this) signOut(notProvenMessage(e), 'not-proven'); };
+    const notProven = (e) => {
+      if (app !== this) return;
+      if (this.proof.everProven) signOut(notProvenMessage(e), 'not-proven');
+      // Never proven: most likely a mistyped token, or one of another backend.
+      else signOut('The access token was refused: the backend at this address does not hold it.', 'refused');
+    };
     this.api = new Api(token, this.proof, {
       onUnauthorized: () => signOut('The access token was refused.'),
       onNotProven: notProven,

@@ -63,6 +63,8 @@ export class ServerProof {
     this.onLost = onLost ?? (() => {});
     this.onProven = onProven ?? (() => {});
     this.verified = false;
+    /** Whether this server ever proved it: if not, a failed proof is more likely a wrong token. */
+    this.everProven = false;
     this.epoch = 0;
     this.pending = null;
     this.failed = null;
@@ -121,6 +123,7 @@ export class ServerProof {
     if (!sameText(health.proof, expected)) throw this.fail('/health answered a wrong proof');
     if (epoch === this.epoch) {
       this.verified = true;
+      this.everProven = true;
       this.onProven();
     } else {
       // Disconnected again while checking: the answer may have come from the old server.
