@@ -12,6 +12,7 @@ In headless Chromium, with the agent side driven through `ax-code mcp screen` (o
 3. An approval that appears (or moves) under the pointer ignores clicks for 500 ms, and says so.
 4. The person's input in a pane holds agent commands off for 1.5 s; after it they apply.
 5. Drafts belong to sessions: a draft stays with its session when the pane shows another one.
+6. An approval card lists the permission's attachments (as text), when it has any.
 """
 
 import asyncio
@@ -191,6 +192,28 @@ async def run(binary):
             page.sidebar_item(b).click()
             wait_for(lambda: page.shown() == b, "the person opens beta again")
             check(page.composer().get_attribute("value") == "draft-for-beta", "beta's draft is still there")
+
+            # 6. Attachments of a permission are shown in its approval card, as text.
+            shown = driver.execute_async_script("""
+                const done = arguments[arguments.length - 1];
+                import('/assets/panes.js').then((m) => {
+                  const card = (attachments) => {
+                    const el = document.createElement('div');
+                    const p = { id: 'per_x', sessionId: 's', command: 'wc -l "$1" "$2"', state: 'pending', created: 0 };
+                    if (attachments) p.attachments = attachments;
+                    m.fillApprovals(el, [p], 's', { toast() {}, reply() {} });
+                    return el;
+                  };
+                  const el = card(['notes/a.txt', '<img src=x onerror=alert(1)>']);
+                  done({
+                    chips: [...el.querySelectorAll('[data-testid="approval-attachment"]')].map((e) => e.textContent),
+                    img: el.querySelector('img') !== null,
+                    none: card(null).querySelector('[data-testid="approval-attachments"]') === null,
+                  });
+                }, (e) => done({ error: String(e) }));
+            """)
+            check(shown == {"chips": ["notes/a.txt", "<img src=x onerror=alert(1)>"], "img": False, "none": True},
+                  f"an approval lists its attachments as text, and none when it has none: {shown}")
     finally:
         if driver is not None:
             try:
