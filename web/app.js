@@ -146,7 +146,8 @@ class ControlUi {
     });
     const notProven = (e) => {
       if (app !== this) return;
-      if (this.proof.everProven) signOut(notProvenMessage(e), 'not-proven');
+      if (e.insecure) signOut(`The access token was not sent: ${e.message}.`, 'insecure');
+      else if (this.proof.everProven) signOut(notProvenMessage(e), 'not-proven');
       // Never proven: most likely a mistyped token, or one of another backend.
       else signOut('The access token was refused: the backend at this address does not hold it.', 'refused');
     };

@@ -95,7 +95,7 @@ export class ServerProof {
   async check() {
     const epoch = this.epoch;
     if (!globalThis.crypto?.subtle) {
-      throw this.fail('this page is not a secure context, so it cannot check the server (use http://127.0.0.1 or localhost, or HTTPS)');
+      throw this.fail('this page is not a secure context, so it cannot check the server; open it as http://127.0.0.1 or http://localhost, or through HTTPS', true);
     }
     const nonce = newNonce();
     let res;
@@ -131,8 +131,9 @@ export class ServerProof {
     }
   }
 
-  fail(reason) {
+  fail(reason, insecure = false) {
     this.failed = new NotProven(reason);
+    this.failed.insecure = insecure;
     return this.failed;
   }
 }
