@@ -73,10 +73,8 @@ export class ServerProof {
   /** A transport error or a closed connection: whoever answers next must prove itself. */
   lost() {
     this.epoch += 1;
-    if (this.verified) {
-      this.verified = false;
-      this.onLost();
-    }
+    this.verified = false;
+    this.onLost();
   }
 
   /**
