@@ -134,7 +134,11 @@ async fn sign_in_codes_work_once_need_the_full_credential_and_expire() {
         .send()
         .await
         .unwrap();
-    assert_eq!(cross_site.status(), 403, "another origin cannot exchange it");
+    assert_eq!(
+        cross_site.status(),
+        403,
+        "another origin cannot exchange it"
+    );
 
     // Once: the credential; twice: refused.
     let body = serde_json::json!({ "code": code }).to_string();

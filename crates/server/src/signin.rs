@@ -193,7 +193,10 @@ mod tests {
         assert_eq!(a.len(), CODE_LEN);
         assert!(a.bytes().all(|b| b.is_ascii_alphanumeric()));
         assert!(codes.redeem(&a, t0 + Duration::from_secs(59)));
-        assert!(!codes.redeem(&a, t0 + Duration::from_secs(59)), "second use");
+        assert!(
+            !codes.redeem(&a, t0 + Duration::from_secs(59)),
+            "second use"
+        );
 
         let b = codes.mint(t0);
         assert!(!codes.redeem(&b, t0 + Duration::from_secs(60)), "expired");
@@ -208,7 +211,11 @@ mod tests {
         let t0 = Instant::now();
         let a = codes.mint(t0);
         let mut near = a.clone().into_bytes();
-        near[CODE_LEN - 1] = if near[CODE_LEN - 1] == b'a' { b'b' } else { b'a' };
+        near[CODE_LEN - 1] = if near[CODE_LEN - 1] == b'a' {
+            b'b'
+        } else {
+            b'a'
+        };
         assert!(!codes.redeem(std::str::from_utf8(&near).unwrap(), t0));
         assert!(!codes.redeem(&a[..CODE_LEN - 1], t0));
         assert!(!codes.redeem("", t0));
