@@ -22,6 +22,9 @@
 //!   It also adds `screenProof`, the same HMAC keyed by the screen credential
 //!   ([`RunningServer::screen_token`], gateway only, at most `operator.write`), which is what
 //!   `ax-code mcp screen` holds and checks.
+//! - `POST /signin/code` (credential) mints a one-time Control UI sign-in code; `POST /signin`
+//!   `{"code"}` (no credential) exchanges it once, within [`ServerConfig::sign_in_ttl`], for
+//!   `{"token"}` (see `signin`).
 //! - `POST /session` answers 201 with the `Session`; `GET /session?limit=N` gives a page.
 //! - `POST /session/{id}/prompt` answers 202 with `PromptAccepted` (the stored user message,
 //!   the reply message ID, the pending `Permission` unless the session said `always`). The
@@ -69,6 +72,7 @@ mod ids;
 pub mod registry;
 mod runner;
 mod secure;
+mod signin;
 mod sse;
 mod state;
 pub mod store;
@@ -101,6 +105,8 @@ pub struct ServerConfig {
     pub limits: Limits,
     /// The agent every session uses.
     pub agent: Arc<dyn Agent>,
+    /// How long a one-time Control UI sign-in code stays valid (`POST /signin/code`).
+    pub sign_in_ttl: Duration,
 }
 
 impl ServerConfig {
@@ -118,6 +124,7 @@ impl ServerConfig {
             heartbeat: Duration::from_secs(10),
             limits: Limits::default(),
             agent: Arc::new(ShellAgent),
+            sign_in_ttl: Duration::from_secs(60),
         }
     }
 }
@@ -198,6 +205,7 @@ pub struct RunningServer {
     tasks: TaskTracker,
     server: Option<JoinHandle<std::io::Result<()>>>,
     registration: Option<registry::Registration>,
+    sign_in: Arc<signin::Codes>,
 }
 
 impl fmt::Debug for RunningServer {
@@ -234,6 +242,13 @@ impl RunningServer {
     /// The canonical project directory served.
     pub fn project_dir(&self) -> &Path {
         &self.project_dir
+    }
+
+    /// A fresh one-time code for the Control UI link `URL/#code=CODE`: the page exchanges it
+    /// once, within [`ServerConfig::sign_in_ttl`], for the credential (`POST /signin`), so the
+    /// credential itself never appears in a URL or the browser's history.
+    pub fn sign_in_code(&self) -> String {
+        self.sign_in.mint(std::time::Instant::now())
     }
 
     /// The `servers/` record, when registered.
@@ -349,12 +364,14 @@ pub async fn start(config: ServerConfig) -> Result<RunningServer, StartError> {
         version: env!("CARGO_PKG_VERSION").to_owned(),
     });
 
+    let sign_in = Arc::new(signin::Codes::new(config.sign_in_ttl));
     let gateway = gateway_mount::gateway(&app)?;
     let router = Router::new()
         .route("/health", get(api::health))
         .merge(api::protected(app.clone()))
         .merge(gateway_mount::router(app.clone(), gateway))
         .merge(control_ui::router())
+        .merge(signin::router(app.clone(), sign_in.clone()))
         .fallback(api::not_found)
         .method_not_allowed_fallback(api::method_not_allowed)
         .layer(middleware::from_fn_with_state(
@@ -398,6 +415,7 @@ pub async fn start(config: ServerConfig) -> Result<RunningServer, StartError> {
         tasks,
         server: Some(server),
         registration,
+        sign_in,
     })
 }
 
