@@ -354,7 +354,11 @@ fn unbase64(text: &[u8]) -> Vec<u8> {
     };
     let mut out = Vec::new();
     for chunk in text.chunks(4) {
-        let digits: Vec<u8> = chunk.iter().filter(|&&c| c != b'=').map(|&c| value(c)).collect();
+        let digits: Vec<u8> = chunk
+            .iter()
+            .filter(|&&c| c != b'=')
+            .map(|&c| value(c))
+            .collect();
         let n = digits
             .iter()
             .enumerate()
@@ -370,7 +374,9 @@ fn unbase64(text: &[u8]) -> Vec<u8> {
 fn a_long_endpoint_path_is_whole_and_copyable_at_80_columns() {
     let mut env = Env::new();
     // A temp root as long as macOS's: the path no longer fits beside the label at 80 columns.
-    let long = env.tmp.join("a-private-temp-root-with-a-long-name-0123456789");
+    let long = env
+        .tmp
+        .join("a-private-temp-root-with-a-long-name-0123456789");
     std::fs::create_dir(&long).unwrap();
     chmod(&long, 0o700);
     env.tmp = long.canonicalize().unwrap();
@@ -379,7 +385,12 @@ fn a_long_endpoint_path_is_whole_and_copyable_at_80_columns() {
     let dir = std::fs::read_dir(&env.tmp)
         .unwrap()
         .map(|e| e.unwrap().path())
-        .find(|p| p.file_name().unwrap().to_string_lossy().starts_with("ax-tui-"))
+        .find(|p| {
+            p.file_name()
+                .unwrap()
+                .to_string_lossy()
+                .starts_with("ax-tui-")
+        })
         .expect("the endpoint directory");
     let expected = dir.join("endpoint.json").to_string_lossy().into_owned();
     assert!(expected.len() > 80, "{expected}");
@@ -407,7 +418,10 @@ fn a_long_endpoint_path_is_whole_and_copyable_at_80_columns() {
         config["mcpServers"]["ax-code-tui"],
         serde_json::json!({"command": "ax-code", "args": ["mcp", "tui", "--endpoint", expected]})
     );
-    assert!(tui.screen().contains("TUIMCP on:"), "copying does not revoke");
+    assert!(
+        tui.screen().contains("TUIMCP on:"),
+        "copying does not revoke"
+    );
 
     // /tui-mcp-config shows it; after a revoke the command says it was revoked.
     tui.send("/tui-mcp-config\r");

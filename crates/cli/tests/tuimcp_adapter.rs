@@ -442,7 +442,13 @@ async fn the_descriptions_explain_every_code_and_the_request_id_rule() {
     assert!(select.contains("retries included"), "{select}");
     assert!(select.contains("back off"), "a backoff rule for blocked");
     let view = tools[0]["description"].as_str().unwrap();
-    for code in ["target_unavailable", "tui_unreachable", "revoked", "busy", "blocked"] {
+    for code in [
+        "target_unavailable",
+        "tui_unreachable",
+        "revoked",
+        "busy",
+        "blocked",
+    ] {
         assert!(view.contains(code), "get_view_context explains {code}");
     }
     // The schema allows the detail, only with the two values.
@@ -469,7 +475,9 @@ async fn malformed_json_rpc_gets_the_named_error_at_once() {
         assert_eq!(error(&m), (Some(-32602), Some(json!(id))), "{m}");
     }
     // Not JSON, and nesting far too deep: parse error, id null.
-    adapter.send_raw(b"{\"jsonrpc\": \"2.0\", \"id\": 1,\n").await;
+    adapter
+        .send_raw(b"{\"jsonrpc\": \"2.0\", \"id\": 1,\n")
+        .await;
     let m = adapter.next_message().await;
     assert_eq!(error(&m), (Some(-32700), Some(Value::Null)), "{m}");
     let deep = format!("{}{}\n", "[".repeat(5000), "]".repeat(5000));
@@ -523,6 +531,9 @@ async fn stdin_closed_before_initialize_says_the_client_went_away() {
     assert!(output.stdout.is_empty());
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(stderr.contains("went away"), "{stderr}");
-    assert!(!stderr.contains("endpoint path"), "nothing is wrong with the path: {stderr}");
+    assert!(
+        !stderr.contains("endpoint path"),
+        "nothing is wrong with the path: {stderr}"
+    );
     tui.shutdown().await;
 }

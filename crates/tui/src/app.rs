@@ -52,7 +52,10 @@ pub enum Connection {
 /// A modal the person opened. (The approval dialog is derived from pending permissions.)
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Modal {
-    Palette { query: String, selected: usize },
+    Palette {
+        query: String,
+        selected: usize,
+    },
     Help,
     /// The MCP client configuration for this TUI's endpoint (`/tui-mcp-config`).
     McpConfig,
@@ -110,7 +113,9 @@ pub enum Effect {
     /// Close the TUIMCP endpoint for good.
     RevokeSharing,
     /// Put `text` on the clipboard through the terminal (OSC 52).
-    CopyToClipboard { text: String },
+    CopyToClipboard {
+        text: String,
+    },
     /// Shut down (the exit overlay is showing).
     Quit,
 }

@@ -195,7 +195,8 @@ mod tests {
     #[test]
     fn a_long_path_gets_rows_of_its_own_and_no_button_covers_it() {
         // macOS's temp root alone is ~49 bytes; this one is 101 with the file name.
-        let long = "/var/folders/zz/zyxvpxvq6csfxvn_n0000000000000/T/ax-tui-Ab12Cd/x/y/endpoint.json";
+        let long =
+            "/var/folders/zz/zyxvpxvq6csfxvn_n0000000000000/T/ax-tui-Ab12Cd/x/y/endpoint.json";
         let long = format!("/private{long}-0123456789");
         for width in [40u16, 80, 100] {
             let l = Layout::compute(width, 24, Some(&long), false, 1);
@@ -203,7 +204,11 @@ mod tests {
             let path = l.bar_path.unwrap();
             let rows = path_rows(&long, path.width);
             assert_eq!(rows.concat(), long, "the whole path, in order");
-            assert_eq!(path.height as usize, rows.len(), "every row is shown at {width}");
+            assert_eq!(
+                path.height as usize,
+                rows.len(),
+                "every row is shown at {width}"
+            );
             assert_eq!(bar.height, 1 + path.height);
             for button in [l.revoke, l.copy].into_iter().flatten() {
                 assert!(button.y < path.y, "buttons stay on the label row");

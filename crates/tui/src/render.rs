@@ -87,7 +87,10 @@ fn sharing_bar(frame: &mut Frame, app: &App, r: Rect, layout: &Layout) {
     let bar = Style::new().fg(Color::Black).bg(Color::Yellow);
     frame.render_widget(Paragraph::new("").style(bar), tr(r));
     let label = Rect::new(r.x, r.y, r.width, 1);
-    frame.render_widget(Paragraph::new(Span::styled(BAR_LABEL, bar.bold())), tr(label));
+    frame.render_widget(
+        Paragraph::new(Span::styled(BAR_LABEL, bar.bold())),
+        tr(label),
+    );
     if let Some(p) = layout.bar_path {
         let lines: Vec<Line> = path_rows(&sharing.endpoint_path, p.width)
             .into_iter()
@@ -410,7 +413,12 @@ fn modal(frame: &mut Frame, app: &App, m: &Modal, screen: Rect) {
                 DIM,
             ));
             let h = lines.len() as u16 + 2;
-            let inner = boxed(frame, screen.centered(width, h), "TUIMCP client config", ACCENT);
+            let inner = boxed(
+                frame,
+                screen.centered(width, h),
+                "TUIMCP client config",
+                ACCENT,
+            );
             frame.render_widget(Paragraph::new(lines), tr(inner));
         }
         Modal::Palette { query, selected } => {

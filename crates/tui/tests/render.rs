@@ -244,7 +244,8 @@ fn a_long_draft_scrolls_to_keep_the_cursor_visible() {
 }
 
 /// macOS's temp root resolves to about this; 86 bytes with the endpoint's own part.
-const LONG: &str = "/private/var/folders/zz/zyxvpxvq6csfxvn_n0000000000000/T/ax-tui-Ab12Cd/endpoint.json";
+const LONG: &str =
+    "/private/var/folders/zz/zyxvpxvq6csfxvn_n0000000000000/T/ax-tui-Ab12Cd/endpoint.json";
 
 #[test]
 fn a_long_endpoint_path_wraps_whole_at_80_columns() {
@@ -255,7 +256,10 @@ fn a_long_endpoint_path_wraps_whole_at_80_columns() {
     let s = screen(&app);
     let rows: Vec<&str> = s.lines().collect();
     let bar = app.layout().bar.unwrap();
-    assert!(bar.height >= 2, "the path needs rows of its own at 80 columns");
+    assert!(
+        bar.height >= 2,
+        "the path needs rows of its own at 80 columns"
+    );
     assert!(rows[1].contains("TUIMCP on:") && rows[1].contains("[Revoke]"));
     // The path rows, joined, are the whole path: nothing clipped, nothing covered.
     let joined: String = rows[2..(bar.y + bar.height) as usize]

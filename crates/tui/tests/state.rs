@@ -732,7 +732,10 @@ fn an_agent_selecting_the_open_session_leaves_the_screen_alone() {
     assert!(app.ready());
     // Another session still navigates, with the notice.
     let (answer, _, _) = agent_selects(&mut app, 2);
-    assert!(matches!(answer, ax_tuimcp::Response::Applied(_)), "{answer:?}");
+    assert!(
+        matches!(answer, ax_tuimcp::Response::Applied(_)),
+        "{answer:?}"
+    );
     assert_eq!(app.route(), &Route::Session(sid(2)));
     assert_eq!(app.notice().unwrap().kind, NoticeKind::Agent);
 }

@@ -126,7 +126,9 @@ pub fn classify(line: &[u8]) -> Verdict {
     };
     match RxJsonRpcMessage::<RoleServer>::deserialize(&value) {
         Ok(JsonRpcMessage::Request(request)) => match &request.request {
-            ClientRequest::CustomRequest(custom) if KNOWN_METHODS.contains(&custom.method.as_str()) => {
+            ClientRequest::CustomRequest(custom)
+                if KNOWN_METHODS.contains(&custom.method.as_str()) =>
+            {
                 invalid_params(&custom.method)
             }
             _ => Verdict::Deliver(Box::new(JsonRpcMessage::Request(request))),
@@ -323,7 +325,10 @@ mod tests {
         let bad_id = r#"{"jsonrpc":"2.0","id":{"x":1},"method":"ping"}"#;
         assert_eq!(code_and_id(&answer(bad_id)), (INVALID_REQUEST, Value::Null));
         let neither = r#"{"jsonrpc":"2.0","id":3}"#;
-        assert_eq!(code_and_id(&answer(neither)), (INVALID_REQUEST, Value::Null));
+        assert_eq!(
+            code_and_id(&answer(neither)),
+            (INVALID_REQUEST, Value::Null)
+        );
         for arguments in ["[]", "\"x\"", "7"] {
             let call = format!(
                 r#"{{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{{"name":"get_view_context","arguments":{arguments}}}}}"#
