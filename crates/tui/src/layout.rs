@@ -150,7 +150,7 @@ impl Layout {
             (b.width > revoke_w + 1).then(|| Rect::new(b.width - revoke_w - 1, b.y, revoke_w, 1))
         });
         let copy = revoke.and_then(|r| {
-            (r.x >= label_w + copy_w + 1).then(|| Rect::new(r.x - 1 - copy_w, r.y, copy_w, 1))
+            (r.x > label_w + copy_w).then(|| Rect::new(r.x - 1 - copy_w, r.y, copy_w, 1))
         });
         let bar_path = bar.and_then(|b| {
             if path_inline {
