@@ -49,7 +49,8 @@ use std::{sync::Arc, time::Duration};
 
 use ax_protocol::{
     AbortResult, CreateSession, ErrorBody, Health, Message, Permission, PermissionAnswer,
-    PermissionReply, Project, Prompt, PromptAccepted, PromptPart, Session, SessionId,
+    PermissionReply, Project, Prompt, PromptAccepted, PromptPart, RenameSession, Session,
+    SessionId,
 };
 use reqwest::{Method, RequestBuilder, header};
 use serde::{Serialize, de::DeserializeOwned};
@@ -222,6 +223,18 @@ impl Client {
 
     pub async fn get_session(&self, id: &SessionId) -> Result<Session, ClientError> {
         self.get(&format!("/session/{id}")).await
+    }
+
+    /// Gives the session a new title.
+    pub async fn rename_session(&self, id: &SessionId, title: &str) -> Result<Session, ClientError> {
+        let body = RenameSession {
+            title: title.to_owned(),
+        };
+        self.send(
+            self.request(Method::PATCH, &format!("/session/{id}"))
+                .json(&body),
+        )
+        .await
     }
 
     /// Deletes the session and its messages (killing a running command first).
