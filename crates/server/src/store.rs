@@ -138,11 +138,11 @@ fn check_version(conn: &Connection, path: &Path) -> Result<i64> {
 }
 
 fn migrate(conn: &mut Connection, path: &Path) -> Result<()> {
+    // Another backend may be migrating the same fresh file right now: wait for its locks
+    // rather than failing at once (this alters nothing in the file).
+    conn.busy_timeout(std::time::Duration::from_secs(5))?;
     // The version check comes before anything that could alter the file (even WAL mode).
     check_version(conn, path)?;
-    // Another backend may be migrating the same fresh file right now: wait for its lock
-    // rather than failing at once.
-    conn.busy_timeout(std::time::Duration::from_secs(5))?;
     conn.pragma_update(None, "journal_mode", "WAL")?;
     configure(conn)?;
     // One write transaction taken up front (BEGIN IMMEDIATE) for all steps, and the version
