@@ -53,6 +53,8 @@ pub enum Connection {
 pub enum Modal {
     Palette { query: String, selected: usize },
     Help,
+    /// "Delete this session?" (y/Enter deletes, n/Esc keeps it).
+    ConfirmDelete { session: SessionId, title: String },
 }
 
 /// Who a notice is from.
@@ -104,6 +106,13 @@ pub enum Effect {
         permission_id: String,
         reply: PermissionReply,
     },
+    RenameSession {
+        session: SessionId,
+        title: String,
+    },
+    DeleteSession {
+        session: SessionId,
+    },
     /// Close the TUIMCP endpoint for good.
     RevokeSharing,
     /// Shut down (the exit overlay is showing).
@@ -148,6 +157,12 @@ pub struct App {
     /// Message events of the open session held back while its transcript loads.
     pub(crate) transcript_buffer: Option<Vec<Event>>,
     pub(crate) effects: Vec<Effect>,
+    /// Changes whenever a session appears in or leaves the list; part of the guard inputs,
+    /// so a TUIMCP revision read before a deletion is stale.
+    pub(crate) sessions_epoch: u64,
+    /// The backend's URL and, while it does not answer, why (shown while connecting).
+    pub(crate) backend_url: String,
+    pub(crate) down_cause: Option<String>,
 }
 
 impl App {
@@ -180,6 +195,9 @@ impl App {
             sync_buffer: None,
             transcript_buffer: None,
             effects: Vec::new(),
+            sessions_epoch: 0,
+            backend_url: String::new(),
+            down_cause: None,
         }
     }
 
@@ -218,6 +236,13 @@ impl App {
     }
     pub fn workspace(&self) -> &str {
         &self.workspace
+    }
+    pub fn backend_url(&self) -> &str {
+        &self.backend_url
+    }
+    /// Why the backend does not answer, while it does not.
+    pub fn down_cause(&self) -> Option<&str> {
+        self.down_cause.as_deref()
     }
     /// The terminal size the state lays out for.
     pub fn size(&self) -> (u16, u16) {
@@ -312,6 +337,7 @@ impl App {
             route_loaded: self.transcript_loaded,
             blockers: self.blocked_inputs(),
             workspace: self.workspace.clone(),
+            sessions: self.sessions_epoch,
         }
     }
 
@@ -341,6 +367,15 @@ impl App {
 
     pub fn set_workspace(&mut self, workspace: impl Into<String>) {
         self.workspace = workspace.into();
+    }
+
+    pub fn set_backend_url(&mut self, url: impl Into<String>) {
+        self.backend_url = url.into();
+    }
+
+    /// Why the backend does not answer (`None` once it does).
+    pub fn set_down_cause(&mut self, cause: Option<String>) {
+        self.down_cause = cause;
     }
 
     /// Expires notices.
@@ -477,10 +512,43 @@ impl App {
                     self.notify(NoticeKind::Error, e);
                 }
             }
+            Command::Rename(title) => {
+                if let Some(session) = self.command_target("rename") {
+                    self.effects.push(Effect::RenameSession { session, title });
+                }
+            }
+            Command::Delete => {
+                if let Some(session) = self.command_target("delete") {
+                    let title = self
+                        .sessions
+                        .iter()
+                        .find(|s| s.id == session)
+                        .map(|s| s.title.clone())
+                        .unwrap_or_default();
+                    self.modal = Some(Modal::ConfirmDelete { session, title });
+                }
+            }
             Command::Help => self.modal = Some(Modal::Help),
             Command::Quit => self.begin_exit(),
             Command::RevokeSharing => self.revoke_sharing(),
         }
+    }
+
+    /// The session a command acts on: the open one, else the one selected at home.
+    fn command_target(&mut self, what: &str) -> Option<SessionId> {
+        let target = match &self.route {
+            Route::Session(id) => Some(id.clone()),
+            Route::Home => self
+                .selected_index()
+                .and_then(|_| self.selected.clone()),
+        };
+        if target.is_none() {
+            self.notify(
+                NoticeKind::Error,
+                format!("no session to {what}: open or select one"),
+            );
+        }
+        target
     }
 
     pub(crate) fn reply(&mut self, reply: PermissionReply) {

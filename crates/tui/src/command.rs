@@ -9,6 +9,10 @@ pub enum Command {
     Sessions,
     /// Attach a file to the next prompt.
     Attach(String),
+    /// Rename the open (or, at home, the selected) session.
+    Rename(String),
+    /// Delete the open (or selected) session, after a confirmation.
+    Delete,
     Help,
     Quit,
     /// Stop sharing this TUI over TUIMCP (only while sharing).
@@ -42,6 +46,18 @@ pub const COMMANDS: &[CommandInfo] = &[
         name: "/attach",
         help: "attach a file: /attach PATH",
         takes_arg: true,
+        sharing_only: false,
+    },
+    CommandInfo {
+        name: "/rename",
+        help: "rename this session: /rename TITLE",
+        takes_arg: true,
+        sharing_only: false,
+    },
+    CommandInfo {
+        name: "/delete",
+        help: "delete this session (asks first)",
+        takes_arg: false,
         sharing_only: false,
     },
     CommandInfo {
@@ -92,6 +108,9 @@ pub fn parse(draft: &str, sharing: bool) -> Result<Command, String> {
         "/tui-mcp-revoke" => Err("this TUI is not shared (start with --tui-mcp)".into()),
         "/attach" if arg.is_empty() => Err("usage: /attach PATH".into()),
         "/attach" => Ok(Command::Attach(arg.to_owned())),
+        "/rename" if arg.is_empty() => Err("usage: /rename TITLE".into()),
+        "/rename" => Ok(Command::Rename(arg.to_owned())),
+        "/delete" => no_arg(Command::Delete),
         _ => Err(format!("unknown command {name}; /help lists them")),
     }
 }
@@ -103,6 +122,7 @@ pub fn from_name(name: &str) -> Option<Command> {
         "/sessions" => Some(Command::Sessions),
         "/help" => Some(Command::Help),
         "/quit" => Some(Command::Quit),
+        "/delete" => Some(Command::Delete),
         "/tui-mcp-revoke" => Some(Command::RevokeSharing),
         _ => None,
     }
@@ -125,6 +145,13 @@ mod tests {
         assert!(parse("/tui-mcp-revoke", false).is_err());
         assert_eq!(parse("/tui-mcp-revoke", true), Ok(Command::RevokeSharing));
         assert!(parse("/nope", true).is_err());
+        assert_eq!(
+            parse("/rename  new title ", false),
+            Ok(Command::Rename("new title".into()))
+        );
+        assert!(parse("/rename", false).is_err());
+        assert_eq!(parse("/delete", false), Ok(Command::Delete));
+        assert!(parse("/delete now", false).is_err());
     }
 
     #[test]
