@@ -53,8 +53,16 @@ fn sessions_are_managed_from_a_subdirectory_of_the_project() {
     let _serve = Serve::start(&env, 0, None);
 
     // From the subdirectory, the commands find the project's running backend.
-    let a = stdout_ok(&run_in(&env, &sub, &["session", "create", "--title", "alpha"]));
-    let b = stdout_ok(&run_in(&env, &sub, &["session", "create", "--title", "beta"]));
+    let a = stdout_ok(&run_in(
+        &env,
+        &sub,
+        &["session", "create", "--title", "alpha"],
+    ));
+    let b = stdout_ok(&run_in(
+        &env,
+        &sub,
+        &["session", "create", "--title", "beta"],
+    ));
     let (a, b) = (a.trim(), b.trim());
     let list = stdout_ok(&run_in(&env, &sub, &["session", "list"]));
     assert_eq!(listed(&list), vec![b, a], "most recent first:\n{list}");
@@ -64,7 +72,10 @@ fn sessions_are_managed_from_a_subdirectory_of_the_project() {
     assert!(renamed.contains("alpha two"), "{renamed}");
     let list = stdout_ok(&run_in(&env, &sub, &["session", "list"]));
     assert_eq!(listed(&list), vec![a, b], "{list}");
-    assert!(list.lines().next().unwrap().ends_with("alpha two"), "{list}");
+    assert!(
+        list.lines().next().unwrap().ends_with("alpha two"),
+        "{list}"
+    );
 
     let deleted = stdout_ok(&run_in(&env, &sub, &["session", "delete", b]));
     assert!(deleted.contains(b), "{deleted}");
@@ -93,7 +104,11 @@ fn the_offline_list_uses_the_project_root_too() {
     let env = Env::new();
     let sub = git_project(&env);
     let mut serve = Serve::start(&env, 0, None);
-    let id = stdout_ok(&run_in(&env, &env.project, &["session", "create", "--title", "kept"]));
+    let id = stdout_ok(&run_in(
+        &env,
+        &env.project,
+        &["session", "create", "--title", "kept"],
+    ));
     signal(serve.pid(), "TERM");
     wait_child(&mut serve.child);
     let list = stdout_ok(&run_in(&env, &sub, &["session", "list"]));
@@ -134,7 +149,9 @@ fn two_serves_starting_at_once_on_a_fresh_data_directory_both_run() {
             .into_iter()
             .map(|dir| {
                 let mut cmd = env.command(&["serve", "--port", "0"]);
-                cmd.current_dir(dir).stdout(Stdio::piped()).stderr(Stdio::piped());
+                cmd.current_dir(dir)
+                    .stdout(Stdio::piped())
+                    .stderr(Stdio::piped());
                 let barrier = barrier.clone();
                 std::thread::spawn(move || {
                     barrier.wait();
@@ -194,7 +211,10 @@ fn sighup_shuts_serve_down_like_sigterm() {
 
     signal(serve.pid(), "HUP");
     let status = wait_child(&mut serve.child);
-    assert!(status.success(), "a clean exit, not killed by SIGHUP: {status:?}");
+    assert!(
+        status.success(),
+        "a clean exit, not killed by SIGHUP: {status:?}"
+    );
     eventually("the command's group is killed", || process_gone(command));
     for dir in ["servers", "credentials"] {
         let left: Vec<_> = std::fs::read_dir(env.data.join(dir))
@@ -282,7 +302,11 @@ fn every_subcommand_describes_every_argument() {
                 let described = body
                     .split_once("  ")
                     .is_some_and(|(_, text)| !text.trim().is_empty());
-                assert!(described, "`ax-code {}`: no description for {line:?}", args.join(" "));
+                assert!(
+                    described,
+                    "`ax-code {}`: no description for {line:?}",
+                    args.join(" ")
+                );
             }
         }
         assert!(entries > 0, "{help}");

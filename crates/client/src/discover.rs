@@ -268,13 +268,21 @@ mod tests {
             screen_token: Some("s".repeat(64)),
         };
         let stale = servers.join(format!("{dead}-1.json"));
-        fs::write(&stale, serde_json::to_vec(&record(dead, "stale-token")).unwrap()).unwrap();
+        fs::write(
+            &stale,
+            serde_json::to_vec(&record(dead, "stale-token")).unwrap(),
+        )
+        .unwrap();
         assert_eq!(credential_for_url_in("http://127.0.0.1:1", &data), None);
         assert!(!stale.exists(), "the stale record is removed when read");
         // A live process's record is used.
         let live = servers.join("live-1.json");
         let me = std::process::id();
-        fs::write(&live, serde_json::to_vec(&record(me, "live-token")).unwrap()).unwrap();
+        fs::write(
+            &live,
+            serde_json::to_vec(&record(me, "live-token")).unwrap(),
+        )
+        .unwrap();
         assert_eq!(
             credential_for_url_in("http://127.0.0.1:1", &data).as_deref(),
             Some("live-token")

@@ -245,7 +245,11 @@ impl Client {
     }
 
     /// Gives the session a new title.
-    pub async fn rename_session(&self, id: &SessionId, title: &str) -> Result<Session, ClientError> {
+    pub async fn rename_session(
+        &self,
+        id: &SessionId,
+        title: &str,
+    ) -> Result<Session, ClientError> {
         let body = RenameSession {
             title: title.to_owned(),
         };

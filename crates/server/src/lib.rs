@@ -22,7 +22,12 @@
 //!   It also adds `screenProof`, the same HMAC keyed by the screen credential
 //!   ([`RunningServer::screen_token`], gateway only, at most `operator.write`), which is what
 //!   `ax-code mcp screen` holds and checks.
-//! - `POST /session` answers 201 with the `Session`; `GET /session?limit=N` gives a page.
+//! - `POST /session` answers 201 with the `Session`; `GET /session?limit=N` gives a page,
+//!   most recent activity (`updated`) first. `PATCH /session/{id}` with `{"title"}` renames
+//!   (strict body, 1 to 200 characters) and publishes `session.updated`. An untitled session
+//!   takes a title from the first line of its first accepted prompt.
+//! - One backend per project: [`start`] takes the project's lock ([`project::ProjectLock`])
+//!   and fails with [`StartError::Lock`] naming the running backend.
 //! - `POST /session/{id}/prompt` answers 202 with `PromptAccepted` (the stored user message,
 //!   the reply message ID, the pending `Permission` unless the session said `always`). The
 //!   text parts, joined with newlines, are the command line. File parts name files inside the

@@ -10,8 +10,7 @@
 //! project locked. The file also names the holder (pid and URL) for the refusal message.
 
 use std::{
-    fs,
-    io,
+    fs, io,
     os::fd::OwnedFd,
     path::{Path, PathBuf},
 };
@@ -176,7 +175,10 @@ mod tests {
         .unwrap();
         let err = ProjectLock::acquire(data.path(), project).unwrap_err();
         let text = err.to_string();
-        assert!(text.contains("http://127.0.0.1:4096") && text.contains("pid 42"), "{text}");
+        assert!(
+            text.contains("http://127.0.0.1:4096") && text.contains("pid 42"),
+            "{text}"
+        );
         // Another project is independent; the lock goes with its holder.
         ProjectLock::acquire(data.path(), Path::new("/other")).unwrap();
         drop(lock);

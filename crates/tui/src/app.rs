@@ -51,10 +51,16 @@ pub enum Connection {
 /// A modal the person opened. (The approval dialog is derived from pending permissions.)
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Modal {
-    Palette { query: String, selected: usize },
+    Palette {
+        query: String,
+        selected: usize,
+    },
     Help,
     /// "Delete this session?" (y/Enter deletes, n/Esc keeps it).
-    ConfirmDelete { session: SessionId, title: String },
+    ConfirmDelete {
+        session: SessionId,
+        title: String,
+    },
 }
 
 /// Who a notice is from.
@@ -538,9 +544,7 @@ impl App {
     fn command_target(&mut self, what: &str) -> Option<SessionId> {
         let target = match &self.route {
             Route::Session(id) => Some(id.clone()),
-            Route::Home => self
-                .selected_index()
-                .and_then(|_| self.selected.clone()),
+            Route::Home => self.selected_index().and_then(|_| self.selected.clone()),
         };
         if target.is_none() {
             self.notify(

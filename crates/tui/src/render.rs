@@ -387,7 +387,11 @@ fn modal(frame: &mut Frame, app: &App, m: &Modal, screen: Rect) {
         }
         Modal::ConfirmDelete { session, title } => {
             let inner = boxed(frame, screen.centered(64, 7), "Delete session?", Color::Red);
-            let name = if title.is_empty() { "(untitled)" } else { title };
+            let name = if title.is_empty() {
+                "(untitled)"
+            } else {
+                title
+            };
             let lines = vec![
                 Line::styled(clip(name, 60), Style::new().bold()),
                 Line::styled(session.to_string(), DIM),
@@ -482,8 +486,11 @@ fn overlay(frame: &mut Frame, app: &App, o: Overlay, screen: Rect) {
         lines.push(Line::styled(clip(app.backend_url(), width as usize - 2), DIM).centered());
         if let Some(cause) = app.down_cause() {
             lines.push(
-                Line::styled(clip(cause, width as usize - 2), Style::new().fg(Color::Yellow))
-                    .centered(),
+                Line::styled(
+                    clip(cause, width as usize - 2),
+                    Style::new().fg(Color::Yellow),
+                )
+                .centered(),
             );
         }
     }

@@ -80,14 +80,10 @@ enum Done {
         error: String,
     },
     /// A rename or delete failed.
-    Failed {
-        error: String,
-    },
+    Failed { error: String },
     /// Why the backend does not answer; `credential` when it answers but does not prove (or
     /// refuses) the credential held.
-    Probed {
-        result: Result<(), (bool, String)>,
-    },
+    Probed { result: Result<(), (bool, String)> },
 }
 
 type Mcp = TuiMcp<BackendValidator>;

@@ -71,7 +71,9 @@ impl App {
         match result {
             Ok((sessions, permissions)) => {
                 let before: HashSet<&SessionId> = self.sessions.iter().map(|s| &s.id).collect();
-                if sessions.len() != before.len() || sessions.iter().any(|s| !before.contains(&s.id)) {
+                if sessions.len() != before.len()
+                    || sessions.iter().any(|s| !before.contains(&s.id))
+                {
                     self.sessions_epoch += 1;
                 }
                 self.sessions = sessions;

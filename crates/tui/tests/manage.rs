@@ -38,7 +38,9 @@ fn rename_and_delete_act_on_the_selected_or_open_session() {
 
     typed(&mut app, "/delete");
     app.handle_input(key(KeyCode::Enter));
-    assert!(matches!(app.modal(), Some(Modal::ConfirmDelete { session, .. }) if *session == sid(2)));
+    assert!(
+        matches!(app.modal(), Some(Modal::ConfirmDelete { session, .. }) if *session == sid(2))
+    );
     assert!(app.blocked_inputs().modal, "the confirmation is a modal");
     assert!(screen(&app).contains("Delete session?"));
     // Keeping it sends nothing.
@@ -56,12 +58,7 @@ fn rename_and_delete_act_on_the_selected_or_open_session() {
         app.take_effects(),
         vec![Effect::DeleteSession { session: sid(1) }]
     );
-    ev(
-        &mut app,
-        Event::SessionDeleted {
-            session_id: sid(1),
-        },
-    );
+    ev(&mut app, Event::SessionDeleted { session_id: sid(1) });
     assert_eq!(app.route(), &ax_tui::Route::Home);
     assert_eq!(app.sessions().len(), 1);
 }
@@ -95,14 +92,13 @@ fn a_deleted_session_makes_a_held_tuimcp_revision_stale() {
     );
     let mut controller = Controller::new(Identity::random(), app.guard_inputs());
     let held = controller.revision();
-    ev(
-        &mut app,
-        Event::SessionDeleted {
-            session_id: sid(1),
-        },
-    );
+    ev(&mut app, Event::SessionDeleted { session_id: sid(1) });
     controller.observe(app.guard_inputs());
-    assert_ne!(controller.revision(), held, "a deletion must bump the revision");
+    assert_ne!(
+        controller.revision(),
+        held,
+        "a deletion must bump the revision"
+    );
     // A new session does too; a status change of a listed one only through its blockers.
     let held = controller.revision();
     ev(

@@ -20,6 +20,9 @@ use clap::Args;
 
 use crate::TuiArgs;
 
+/// How long a TUI attached to a running backend waits for it to answer again.
+const DEFAULT_GIVE_UP: Duration = Duration::from_secs(300);
+
 #[derive(Debug, Args)]
 pub struct AttachArgs {
     /// Backend URL, e.g. http://localhost:4096
@@ -64,7 +67,9 @@ pub fn check_backend_url(raw: &str) -> anyhow::Result<String> {
         if looks_like_host && !raw.contains(char::is_whitespace) {
             bail!("{raw:?} has no scheme: did you mean http://{raw} ?");
         }
-        bail!("{raw:?} is not a backend URL: expected http://HOST:PORT, e.g. http://localhost:4096");
+        bail!(
+            "{raw:?} is not a backend URL: expected http://HOST:PORT, e.g. http://localhost:4096"
+        );
     }
     match Client::new(raw, "") {
         Ok(client) => Ok(client.url().to_owned()),
@@ -80,9 +85,9 @@ pub fn check_backend_url(raw: &str) -> anyhow::Result<String> {
 pub async fn check_reachable(url: &str) -> anyhow::Result<()> {
     let probe = Client::new(url, "")?;
     match probe.verify().await {
-        Err(ClientError::Transport(cause)) => bail!(
-            "nothing answers at {url} ({cause}); is `ax-code serve` running there?"
-        ),
+        Err(ClientError::Transport(cause)) => {
+            bail!("nothing answers at {url} ({cause}); is `ax-code serve` running there?")
+        }
         // An answer of any kind (a proof for another credential included) means someone
         // listens; whether it is our backend is checked with the real credential later.
         _ => Ok(()),
@@ -117,7 +122,8 @@ pub fn run_embedded(args: TuiArgs) -> anyhow::Result<()> {
                 endpoint: EndpointOptions::default(),
                 on_exit: None,
                 refresh_credential: Some(refresher(url)),
-                give_up_after: None,
+                // The other backend may stop for good (e.g. its TUI quit).
+                give_up_after: Some(DEFAULT_GIVE_UP),
             })
             .await;
         }

@@ -12,14 +12,21 @@ async fn rename_is_strict_and_reaches_every_listener() {
     let b = Backend::start().await;
     let id = b.session().await;
     let mut events = b.events().await;
-    let renamed = b.client.rename_session(&id, "  build fixes ").await.unwrap();
+    let renamed = b
+        .client
+        .rename_session(&id, "  build fixes ")
+        .await
+        .unwrap();
     assert_eq!(renamed.title, "build fixes");
     let e = next_matching(&mut events, |e| matches!(e, Event::SessionUpdated { .. })).await;
     match e.event {
         Event::SessionUpdated { session } => assert_eq!(session, renamed),
         other => panic!("{other:?}"),
     }
-    assert_eq!(b.client.get_session(&id).await.unwrap().title, "build fixes");
+    assert_eq!(
+        b.client.get_session(&id).await.unwrap().title,
+        "build fixes"
+    );
 
     let raw = b.raw();
     let patch = |path: String, body: &'static str| {
@@ -54,7 +61,10 @@ async fn rename_is_strict_and_reaches_every_listener() {
         .unwrap();
     assert_eq!(r.status().as_u16(), 400);
     // Nothing of the refused bodies was stored.
-    assert_eq!(b.client.get_session(&id).await.unwrap().title, "build fixes");
+    assert_eq!(
+        b.client.get_session(&id).await.unwrap().title,
+        "build fixes"
+    );
 
     let unknown = "ses_0123456789abABCDEFGHIJKLMN".parse().unwrap();
     let err = b.client.rename_session(&unknown, "x").await.unwrap_err();
@@ -80,7 +90,11 @@ async fn rename_is_strict_and_reaches_every_listener() {
     let e = next_matching(&mut events, |e| matches!(e, Event::SessionDeleted { .. })).await;
     assert!(matches!(e.event, Event::SessionDeleted { session_id } if session_id == id));
     assert_eq!(
-        b.client.rename_session(&id, "x").await.unwrap_err().status(),
+        b.client
+            .rename_session(&id, "x")
+            .await
+            .unwrap_err()
+            .status(),
         Some(404)
     );
 }
@@ -100,7 +114,10 @@ async fn the_first_prompt_titles_an_untitled_session_only() {
     let Event::SessionUpdated { session } = e.event else {
         unreachable!()
     };
-    let expected: String = format!("echo {}", "x".repeat(80)).chars().take(60).collect();
+    let expected: String = format!("echo {}", "x".repeat(80))
+        .chars()
+        .take(60)
+        .collect();
     assert_eq!(session.title, format!("{expected}…"));
     assert_eq!(
         b.client.get_session(&untitled).await.unwrap().title,
