@@ -50,7 +50,7 @@ pub const COMMANDS: &[CommandInfo] = &[
     },
     CommandInfo {
         name: "/rename",
-        help: "rename this session: /rename TITLE",
+        help: "new title: /rename TITLE",
         takes_arg: true,
         sharing_only: false,
     },

@@ -480,9 +480,14 @@ fn overlay(frame: &mut Frame, app: &App, o: Overlay, screen: Rect) {
         ),
         Overlay::Exit => ("ax-code", "Shutting down…".to_owned()),
     };
-    let width = screen.width.saturating_sub(4).clamp(44, 100);
+    let detailed = o == Overlay::Startup && !app.backend_url().is_empty();
+    let width = if detailed {
+        screen.width.saturating_sub(4).clamp(44, 100)
+    } else {
+        44
+    };
     let mut lines = vec![Line::raw(""), Line::raw(text).centered()];
-    if o == Overlay::Startup && !app.backend_url().is_empty() {
+    if detailed {
         lines.push(Line::styled(clip(app.backend_url(), width as usize - 2), DIM).centered());
         if let Some(cause) = app.down_cause() {
             lines.push(
