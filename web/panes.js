@@ -122,7 +122,7 @@ function renderPart(part) {
     case 'output':
       return h('span', { class: `part-output ${part.stream}`, text: part.text });
     case 'truncated':
-      return h('p', { class: 'note', text: `… output truncated (${part.dropped_bytes ?? part.droppedBytes ?? '?'} bytes dropped)` });
+      return h('p', { class: 'note', text: `… output truncated (${part.droppedBytes} bytes dropped)` });
     case 'exit':
       if (part.signal !== undefined && part.signal !== null) return h('p', { class: 'note bad', text: `killed by signal ${part.signal}` });
       return h('p', { class: `note ${part.code === 0 ? 'ok' : 'bad'}`, text: `exit ${part.code}` });

@@ -4,7 +4,7 @@ Run by crates/cli/tests/screen_browser.rs:
     python screen_browser.py BINARY ARTIFACTS_DIR
 It starts `ax-code serve` (temp data dir, AX_CODE_SERVER_PASSWORD, a free port), signs in to
 the Control UI (form, then the URL fragment in a second tab), and drives it through the official MCP
-Python SDK: every action of the `screen` tool must change the page as SPEC-gateway §5 says.
+Python SDK: every action of the `screen` tool must change the page as docs/gateway.md §5 says.
 Prints each check; exits non-zero on the first failure.
 """
 

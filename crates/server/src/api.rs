@@ -1,4 +1,4 @@
-//! The HTTP API routes (see SPEC-backend.md §3) and their strict input handling.
+//! The HTTP API routes (see docs/backend.md §3) and their strict input handling.
 
 use ax_protocol::{
     AbortResult, CreateSession, Event, Health, Message, Permission, PermissionAnswer, Project,

@@ -14,7 +14,7 @@
 //! # Ok(()) }
 //! ```
 //!
-//! API notes beyond the route table of SPEC-backend.md §3 (wire types in `ax_protocol`):
+//! API notes beyond the route table of docs/backend.md §3 (wire types in `ax_protocol`):
 //! - `GET /health?proof=<64 hex>` (no credential) adds `proof`, HMAC-SHA256 keyed by the
 //!   credential over `ax-code-server-proof-v1:<nonce>`: the backend proves it holds the
 //!   credential before a client sends it, so a process squatting a dead backend's port

@@ -11,7 +11,7 @@ use std::{
 };
 
 use ax_protocol::{
-    Message, Millis, Part, Permission, PermissionState, Role, Session, SessionId, SessionStatus,
+    Message, Millis, Part, Permission, PermissionState, Session, SessionId, SessionStatus,
 };
 use rusqlite::{Connection, OpenFlags, OptionalExtension, params};
 
@@ -69,7 +69,12 @@ ALTER TABLE run ADD COLUMN pgid_start INTEGER;
 ALTER TABLE run ADD COLUMN owner_pid INTEGER;
 ALTER TABLE run ADD COLUMN owner_start INTEGER;
 "#,
-    // Lists sort by last activity.
+    // v3: every wire field is camelCase; truncated parts were stored as `dropped_bytes`.
+    r#"
+UPDATE part SET body = replace(body, '"dropped_bytes":', '"droppedBytes":')
+ WHERE body LIKE '{"type":"truncated",%';
+"#,
+    // v4: lists sort by last activity.
     r#"
 CREATE INDEX session_by_activity ON session(project_id, updated DESC, id DESC);
 "#,
@@ -102,8 +107,17 @@ pub enum StoreError {
         path: PathBuf,
         error: std::io::Error,
     },
-    #[error("stored data is malformed: {0}")]
-    Malformed(String),
+    /// A stored value this build cannot read: never guessed into a default.
+    #[error("stored data is malformed: table {table}, row {row:?}, column {column}: {problem}")]
+    Malformed {
+        table: &'static str,
+        /// The row's key, for finding it with the sqlite3 shell.
+        row: String,
+        column: &'static str,
+        problem: String,
+    },
+    #[error("cannot encode a part for storage: {0}")]
+    Encode(#[from] serde_json::Error),
     #[error("a store task failed: {0}")]
     Task(String),
 }
@@ -281,43 +295,19 @@ impl Store {
     }
 }
 
-fn status_str(s: SessionStatus) -> &'static str {
-    match s {
-        SessionStatus::Idle => "idle",
-        SessionStatus::Pending => "pending",
-        SessionStatus::Busy => "busy",
-    }
-}
-
-fn parse_status(s: &str) -> SessionStatus {
-    match s {
-        "pending" => SessionStatus::Pending,
-        "busy" => SessionStatus::Busy,
-        _ => SessionStatus::Idle,
-    }
-}
-
-fn perm_state_str(s: PermissionState) -> &'static str {
-    match s {
-        PermissionState::Pending => "pending",
-        PermissionState::Approved => "approved",
-        PermissionState::Rejected => "rejected",
-        PermissionState::Cancelled => "cancelled",
-    }
-}
-
-fn parse_perm_state(s: &str) -> PermissionState {
-    match s {
-        "approved" => PermissionState::Approved,
-        "rejected" => PermissionState::Rejected,
-        "cancelled" => PermissionState::Cancelled,
-        _ => PermissionState::Pending,
-    }
-}
-
-fn parse_id(s: String) -> Result<SessionId> {
-    s.parse()
-        .map_err(|_| StoreError::Malformed(format!("session ID {s:?}")))
+/// Reads a stored text column through the type's one text mapping (`FromStr`); what does not
+/// parse is [`StoreError::Malformed`] naming where it is, never a default.
+fn decode<T>(table: &'static str, row: &str, column: &'static str, text: &str) -> Result<T>
+where
+    T: std::str::FromStr,
+    T::Err: std::fmt::Display,
+{
+    text.parse().map_err(|e: T::Err| StoreError::Malformed {
+        table,
+        row: row.to_owned(),
+        column,
+        problem: e.to_string(),
+    })
 }
 
 fn session_from_row(
@@ -336,11 +326,11 @@ fn build_session(
     (id, title, created, updated, status): (String, String, i64, i64, String),
 ) -> Result<Session> {
     Ok(Session {
-        id: parse_id(id)?,
+        status: decode("session", &id, "status", &status)?,
+        id: decode("session", &id, "id", &id)?,
         title,
         created,
         updated,
-        status: parse_status(&status),
     })
 }
 
@@ -377,7 +367,7 @@ pub fn insert_session(conn: &Connection, project: i64, session: &Session) -> Res
             session.title,
             session.created,
             session.updated,
-            status_str(session.status)
+            session.status.as_str()
         ],
     )?;
     Ok(())
@@ -439,7 +429,7 @@ pub fn set_status(
 ) -> Result<Option<Session>> {
     conn.execute(
         "UPDATE session SET status = ?1, updated = max(updated, ?2) WHERE id = ?3",
-        params![status_str(status), now, id],
+        params![status.as_str(), now, id],
     )?;
     get_session(conn, project, id)
 }
@@ -484,15 +474,8 @@ pub fn delete_session(conn: &mut Connection, project: i64, id: &str) -> Result<b
     Ok(n > 0)
 }
 
-fn role_str(role: Role) -> &'static str {
-    match role {
-        Role::User => "user",
-        Role::Assistant => "assistant",
-    }
-}
-
 fn encode_part(part: &Part) -> Result<String> {
-    serde_json::to_string(part).map_err(|e| StoreError::Malformed(e.to_string()))
+    Ok(serde_json::to_string(part)?)
 }
 
 /// Inserts a message with its parts at the end of the session's transcript.
@@ -504,7 +487,7 @@ pub fn insert_message(tx: &Connection, message: &Message) -> Result<()> {
         params![
             message.id,
             message.session_id.as_str(),
-            role_str(message.role),
+            message.role.as_str(),
             message.created
         ],
     )?;
@@ -541,13 +524,9 @@ pub fn messages(conn: &Connection, session: &SessionId) -> Result<Vec<Message>> 
         let (id, role, created) = row?;
         index.insert(id.clone(), out.len());
         out.push(Message {
+            role: decode("message", &id, "role", &role)?,
             id,
             session_id: session.clone(),
-            role: if role == "user" {
-                Role::User
-            } else {
-                Role::Assistant
-            },
             created,
             parts: Vec::new(),
         });
@@ -561,8 +540,12 @@ pub fn messages(conn: &Connection, session: &SessionId) -> Result<Vec<Message>> 
     })?;
     for row in rows {
         let (mid, body) = row?;
-        let part: Part =
-            serde_json::from_str(&body).map_err(|e| StoreError::Malformed(e.to_string()))?;
+        let part: Part = serde_json::from_str(&body).map_err(|e| StoreError::Malformed {
+            table: "part",
+            row: mid.clone(),
+            column: "body",
+            problem: e.to_string(),
+        })?;
         if let Some(&i) = index.get(&mid) {
             out[i].parts.push(part);
         }
@@ -577,7 +560,7 @@ pub fn insert_permission(conn: &Connection, p: &Permission) -> Result<()> {
             p.id,
             p.session_id.as_str(),
             p.command,
-            perm_state_str(p.state),
+            p.state.as_str(),
             p.created
         ],
     )?;
@@ -587,7 +570,7 @@ pub fn insert_permission(conn: &Connection, p: &Permission) -> Result<()> {
 pub fn set_permission_state(conn: &Connection, id: &str, state: PermissionState) -> Result<()> {
     conn.execute(
         "UPDATE permission SET state = ?1 WHERE id = ?2",
-        params![perm_state_str(state), id],
+        params![state.as_str(), id],
     )?;
     Ok(())
 }
@@ -602,10 +585,10 @@ fn build_permission(
     (id, sid, command, state, created): (String, String, String, String, i64),
 ) -> Result<Permission> {
     Ok(Permission {
+        session_id: decode("permission", &id, "session_id", &sid)?,
+        state: decode("permission", &id, "state", &state)?,
         id,
-        session_id: parse_id(sid)?,
         command,
-        state: parse_perm_state(&state),
         created,
     })
 }
@@ -819,5 +802,103 @@ mod tests {
             .read_blocking(|c| Ok(c.pragma_query_value(None, "user_version", |r| r.get(0))?))
             .unwrap();
         assert_eq!(v, SCHEMA_VERSION);
+    }
+
+    /// A version-2 database with the given extra SQL, opened by this build.
+    fn v2_database_with(sql: &str) -> (tempfile::TempDir, Store) {
+        let tmp = tempfile::tempdir().unwrap();
+        {
+            let conn = Connection::open(tmp.path().join(DB_FILE)).unwrap();
+            conn.execute_batch(MIGRATIONS[0]).unwrap();
+            conn.execute_batch(MIGRATIONS[1]).unwrap();
+            conn.execute_batch(
+                "PRAGMA user_version = 2;
+                 INSERT INTO project(id, directory) VALUES (1, '/p');",
+            )
+            .unwrap();
+            conn.execute_batch(sql).unwrap();
+        }
+        let store = Store::open(tmp.path()).unwrap();
+        (tmp, store)
+    }
+
+    #[test]
+    fn an_unknown_status_is_malformed_naming_table_row_and_column() {
+        let (_tmp, store) = v2_database_with(
+            "INSERT INTO session VALUES ('ses_0123456789abABCDEFGHIJKLMN', 1, 't', 1, 1, 'sleeping', 0);",
+        );
+        let err = store
+            .read_blocking(|c| get_session(c, 1, "ses_0123456789abABCDEFGHIJKLMN"))
+            .unwrap_err();
+        assert!(
+            matches!(&err, StoreError::Malformed { table: "session", column: "status", row, .. }
+                if row == "ses_0123456789abABCDEFGHIJKLMN"),
+            "{err:?}"
+        );
+        assert!(
+            err.to_string()
+                .contains("unknown SessionStatus \"sleeping\""),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn an_unknown_role_or_permission_state_is_malformed() {
+        let (_tmp, store) = v2_database_with(
+            "INSERT INTO session VALUES ('ses_0123456789abABCDEFGHIJKLMN', 1, 't', 1, 1, 'idle', 0);
+             INSERT INTO message VALUES ('msg_a', 'ses_0123456789abABCDEFGHIJKLMN', 1, 'system', 1);
+             INSERT INTO permission VALUES ('per_a', 'ses_0123456789abABCDEFGHIJKLMN', 'ls', 'maybe', 1);",
+        );
+        let id: SessionId = "ses_0123456789abABCDEFGHIJKLMN".parse().unwrap();
+        let err = store.read_blocking(|c| messages(c, &id)).unwrap_err();
+        assert!(
+            matches!(
+                &err,
+                StoreError::Malformed {
+                    table: "message",
+                    column: "role",
+                    ..
+                }
+            ),
+            "{err:?}"
+        );
+        let err = store
+            .read_blocking(|c| get_permission(c, id.as_str(), "per_a"))
+            .unwrap_err();
+        assert!(
+            matches!(
+                &err,
+                StoreError::Malformed {
+                    table: "permission",
+                    column: "state",
+                    ..
+                }
+            ),
+            "{err:?}"
+        );
+    }
+
+    #[test]
+    fn a_version_2_truncated_part_reads_back_after_the_camel_case_migration() {
+        let (_tmp, store) = v2_database_with(
+            "INSERT INTO session VALUES ('ses_0123456789abABCDEFGHIJKLMN', 1, 't', 1, 1, 'idle', 0);
+             INSERT INTO message VALUES ('msg_a', 'ses_0123456789abABCDEFGHIJKLMN', 1, 'assistant', 1);
+             INSERT INTO part VALUES ('msg_a', 0, '{\"type\":\"output\",\"stream\":\"stdout\",\"text\":\"dropped_bytes\"}');
+             INSERT INTO part VALUES ('msg_a', 1, '{\"type\":\"truncated\",\"dropped_bytes\":4000}');",
+        );
+        let id: SessionId = "ses_0123456789abABCDEFGHIJKLMN".parse().unwrap();
+        let msgs = store.read_blocking(|c| messages(c, &id)).unwrap();
+        assert_eq!(
+            msgs[0].parts,
+            vec![
+                Part::Output {
+                    stream: ax_protocol::Stream::Stdout,
+                    text: "dropped_bytes".into()
+                },
+                Part::Truncated {
+                    dropped_bytes: 4000
+                }
+            ]
+        );
     }
 }

@@ -301,7 +301,7 @@ impl App {
             }
     }
 
-    /// The blocked predicate's inputs (SPEC-tuimcp §7), each as a boolean.
+    /// The blocked predicate's inputs (docs/tuimcp.md §7), each as a boolean.
     pub fn blocked_inputs(&self) -> Blockers {
         Blockers {
             startup_overlay: self.overlay == Some(Overlay::Startup),

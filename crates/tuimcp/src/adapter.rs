@@ -1,4 +1,4 @@
-//! The MCP adapter behind `ax-code mcp tui --endpoint PATH` (SPEC-tuimcp §8).
+//! The MCP adapter behind `ax-code mcp tui --endpoint PATH` (docs/tuimcp.md §8).
 //!
 //! A stdio MCP server with two tools. It holds no backend credential; per tool call it
 //! re-reads and re-checks `endpoint.json`, sends one frame, reads one frame and never retries.

@@ -1,4 +1,4 @@
-//! The controller: the only authority over navigation (SPEC-tuimcp §6, §7).
+//! The controller: the only authority over navigation (docs/tuimcp.md §6, §7).
 //!
 //! It is a plain synchronous struct held by the task that owns the UI state. It never awaits:
 //! the owner feeds it every state mutation ([`Controller::observe`]) and every parsed human

@@ -1,4 +1,4 @@
-//! `endpoint.json`: the capability file beside the socket (SPEC-tuimcp §2, §3).
+//! `endpoint.json`: the capability file beside the socket (docs/tuimcp.md §2, §3).
 //!
 //! The TUI side creates the private directory, and writes the file exclusively without
 //! following symlinks; the adapter side re-checks path, owner, type and mode every time it

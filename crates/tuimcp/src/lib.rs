@@ -1,4 +1,4 @@
-//! TUIMCP: share one running TUI with an external agent over MCP (SPEC-tuimcp).
+//! TUIMCP: share one running TUI with an external agent over MCP (contract: `docs/tuimcp.md`).
 //!
 //! | module | role |
 //! | --- | --- |

@@ -1,4 +1,4 @@
-//! The endpoint inside the TUI: a private Unix socket plus `endpoint.json` (SPEC-tuimcp §2, §4).
+//! The endpoint inside the TUI: a private Unix socket plus `endpoint.json` (docs/tuimcp.md §2, §4).
 //!
 //! Each connection is authenticated (peer uid, then the token in constant time) before its
 //! request is even looked at, then forwarded to the state owner as an [`Inbound`] message

@@ -1,5 +1,5 @@
 //! `ax-code mcp screen [--url URL] [--session ID]`: a stdio MCP server with one tool,
-//! `screen`, that arranges the browser Control UI through the gateway (SPEC-gateway §4).
+//! `screen`, that arranges the browser Control UI through the gateway (docs/gateway.md §4).
 //!
 //! Each call opens a gateway connection asking only for `operator.write` as a `mode: agent`
 //! client, sends `ui.command` with `wait: true` and returns what every Control UI did.
