@@ -417,8 +417,8 @@ pub async fn start(config: ServerConfig) -> Result<RunningServer, StartError> {
 }
 
 /// Sessions of `project_dir` read straight from the store, read-only, most recently active
-/// first (for
-/// `ax-code session list` when no backend runs). An empty list when nothing was stored.
+/// first (for `ax-code session list` when no backend runs). An empty list when nothing was
+/// stored.
 pub fn list_sessions_offline(
     data_dir: &Path,
     project_dir: &Path,
