@@ -127,6 +127,13 @@ pub struct CreateSession {
     pub title: Option<String>,
 }
 
+/// `PATCH /session/{id}` body: the new title (1 to 200 characters, no control characters).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct RenameSession {
+    pub title: String,
+}
+
 text_enum! {
     /// Who wrote a message.
     pub enum Role {
