@@ -553,6 +553,7 @@ mod tests {
             id: "per_0123456789abABCDEFGHIJKLMN".into(),
             session_id: id.clone(),
             command: "ls".into(),
+            attachments: vec!["a.txt".into()],
             state: PermissionState::Pending,
             created: 1,
         };
