@@ -234,26 +234,37 @@ fn run(shared: Arc<Shared>, opened: Opened) -> impl Future<Output = ()> + Send +
     };
     async move {
         let _cleanup = cleanup;
-        let graceful = conn.read_loop(stream).await;
+        let mut stream = stream;
+        let graceful = conn.read_loop(&mut stream).await;
         shared.hub.unregister(key);
         // Boxed: the timers of the shutdown need no room in an idle connection's task.
-        Box::pin(finish(writer, &out, graceful)).await;
+        let grace = shared.tuning.close_grace;
+        Box::pin(finish(writer, &out, graceful, stream, grace)).await;
     }
 }
 
-/// Lets the writer send what was queued up to the close frame (`graceful`), or stops it.
-async fn finish(mut writer: tokio::task::JoinHandle<()>, out: &Outbound, graceful: bool) {
-    if graceful {
-        if tokio::time::timeout(Duration::from_secs(2), &mut writer)
-            .await
-            .is_err()
-        {
-            out.kill(CLOSE_NORMAL, "closing");
-            writer.abort();
-        }
-    } else {
+/// Lets the writer send what was queued up to the close frame (`graceful`), or stops it, and
+/// reads (and drops) what the peer still sends until it closes too: a socket closed with
+/// unread data is reset, and the reset discards the close frame that is still on its way (the
+/// one that tells the peer why). All of it within `grace`.
+async fn finish(
+    mut writer: tokio::task::JoinHandle<()>,
+    out: &Outbound,
+    graceful: bool,
+    mut stream: SplitStream<WebSocket>,
+    grace: Duration,
+) {
+    if !graceful {
         out.kill(CLOSE_NORMAL, "closing");
-        let _ = tokio::time::timeout(Duration::from_secs(2), writer).await;
+    }
+    let drain = async { while let Some(Ok(_)) = stream.next().await {} };
+    let both = async {
+        let _ = (&mut writer).await;
+        drain.await;
+    };
+    if tokio::time::timeout(grace, both).await.is_err() {
+        out.kill(CLOSE_NORMAL, "closing");
+        writer.abort();
     }
 }
 
@@ -464,7 +475,7 @@ struct Conn {
 
 impl Conn {
     /// Returns `true` when the server queued a close (the writer should finish the queue).
-    async fn read_loop(&self, mut stream: SplitStream<WebSocket>) -> bool {
+    async fn read_loop(&self, stream: &mut SplitStream<WebSocket>) -> bool {
         let cancel = self.entry.out.cancel_token().clone();
         // One registration for the connection's life, not one per frame.
         let cancelled = cancel.cancelled();
@@ -763,6 +774,7 @@ async fn write_loop(
             sink.send(close_message(kill.code, &kill.reason)),
         )
         .await;
+
     }
     out.kill(CLOSE_NORMAL, "closing");
 }
