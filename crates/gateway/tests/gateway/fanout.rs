@@ -286,3 +286,49 @@ async fn a_stalled_ui_is_cut_and_does_not_hold_up_the_others() {
         "no warning names {stalled_id}:\n{text}"
     );
 }
+
+#[tokio::test]
+async fn the_typed_client_subscribes_to_events_and_answers_them() {
+    use ax_gateway::{ClientMode, Method, Scope, UiCommandParams};
+    let gw = start().await;
+    let ui = crate::util::typed(gw.addr, ClientMode::Ui, &["ui-commands"], &[Scope::Read], TOKEN)
+        .await
+        .unwrap();
+    let mut events = ui.subscribe();
+    let agent = crate::util::typed(gw.addr, ClientMode::Agent, &[], &[Scope::Write], TOKEN)
+        .await
+        .unwrap();
+    assert!(eventually(|| gw.gateway.ui_client_count() == 1).await);
+
+    let params: UiCommandParams = serde_json::from_value(
+        json!({"command": {"kind": "focus", "sessionKey": SESSION_A}, "wait": true}),
+    )
+    .unwrap();
+    let answer = tokio::spawn(async move { agent.ui_command(&params).await });
+    let event = loop {
+        let e = tokio::time::timeout(crate::util::WAIT, events.recv())
+            .await
+            .expect("an event in time")
+            .unwrap();
+        if e.event == "ui.command" {
+            break e;
+        }
+    };
+    // The challenge was seq 1; nothing was skipped on the way.
+    assert!(event.seq >= 2);
+    let payload = event.payload.unwrap();
+    assert_eq!(payload["command"]["sessionKey"], SESSION_A);
+    let ack = ui
+        .request(
+            Method::UiCommandResult,
+            json!({"commandId": payload["commandId"], "outcome": "applied"}),
+        )
+        .await
+        .unwrap();
+    assert_eq!(ack, json!({"accepted": true}));
+    let res = answer.await.unwrap().unwrap();
+    assert_eq!(res.delivered, 1);
+    let outcomes = res.outcomes.unwrap();
+    assert_eq!(outcomes[0].outcome, ax_gateway::Outcome::Applied);
+    assert_eq!(outcomes[0].conn_id, ui.hello().server.conn_id);
+}
