@@ -62,8 +62,8 @@ async fn the_mounted_gateway_checks_origin_and_host_and_speaks_the_protocol() {
         .insert("Origin", HeaderValue::from_str(&s.url).unwrap());
     let (ws, _) = tokio_tungstenite::connect_async(req).await.unwrap();
     // Past the Origin check, a well-behaved client: the gateway crate's own.
-    let options = ConnectOptions::new(&s.token, ClientMode::Ui, vec![Scope::Read])
-        .with_caps(["ui-commands"]);
+    let options =
+        ConnectOptions::new(&s.token, ClientMode::Ui, vec![Scope::Read]).with_caps(["ui-commands"]);
     let ui = GatewayClient::handshake(ws, &options).await.unwrap();
     assert_eq!(ui.hello().auth.scopes, vec![Scope::Read]);
     assert_eq!(ui.hello().server.version, env!("CARGO_PKG_VERSION"));
@@ -391,8 +391,8 @@ async fn no_credential_reaches_a_log_even_at_trace() {
     let screen = ax_client::screen_credential(&s.token);
 
     // The Control UI's handshake (the full credential) and a request.
-    let options = ConnectOptions::new(&s.token, ClientMode::Ui, vec![Scope::Read])
-        .with_caps(["ui-commands"]);
+    let options =
+        ConnectOptions::new(&s.token, ClientMode::Ui, vec![Scope::Read]).with_caps(["ui-commands"]);
     let ui = GatewayClient::connect(&s.url, options).await.unwrap();
     ui.request(Method::Ping, json!({})).await.unwrap();
     // `mcp screen` (the screen credential), logging at trace too.
@@ -410,10 +410,16 @@ async fn no_credential_reaches_a_log_even_at_trace() {
     let serve_log = std::fs::read_to_string(&log).unwrap();
     // Both logs are live at trace level (so the check below can fail).
     assert!(serve_log.contains("TRACE"), "serve logged nothing at trace");
-    assert!(mcp_log.contains("TRACE"), "mcp screen logged nothing at trace");
+    assert!(
+        mcp_log.contains("TRACE"),
+        "mcp screen logged nothing at trace"
+    );
     for (name, text) in [("serve", &serve_log), ("mcp screen", &mcp_log)] {
         assert!(!text.contains(&s.token), "{name} logged the credential");
-        assert!(!text.contains(&screen), "{name} logged the screen credential");
+        assert!(
+            !text.contains(&screen),
+            "{name} logged the screen credential"
+        );
     }
 }
 
@@ -428,8 +434,8 @@ async fn the_screen_credential_cannot_pose_as_the_control_ui() {
     // As an agent it works, and with no browser open it hears UNAVAILABLE.
     let options = ConnectOptions::new(&screen, ClientMode::Agent, vec![Scope::Write]);
     let agent = GatewayClient::connect(&s.url, options).await.unwrap();
-    let params = serde_json::from_value(json!({"command": {"kind": "sidebar", "visible": true}}))
-        .unwrap();
+    let params =
+        serde_json::from_value(json!({"command": {"kind": "sidebar", "visible": true}})).unwrap();
     let err = agent.ui_command(&params).await.unwrap_err();
     assert_eq!(err.code(), ErrorCode::Unavailable, "{err}");
 }
@@ -437,7 +443,9 @@ async fn the_screen_credential_cannot_pose_as_the_control_ui() {
 #[tokio::test]
 async fn an_oversized_frame_is_answered_and_closed_with_1009() {
     let s = ControlServe::start();
-    let (mut ws, _) = tokio_tungstenite::connect_async(ws_url(&s.url)).await.unwrap();
+    let (mut ws, _) = tokio_tungstenite::connect_async(ws_url(&s.url))
+        .await
+        .unwrap();
     assert_eq!(first_frame(&mut ws).await["event"], "connect.challenge");
     let connect = json!({"type": "req", "id": "c", "method": "connect", "params": {
         "minProtocol": 1, "maxProtocol": 1,
@@ -452,7 +460,10 @@ async fn an_oversized_frame_is_answered_and_closed_with_1009() {
     let res = first_frame(&mut ws).await;
     assert_eq!(res["error"]["code"], "INVALID_REQUEST", "{res}");
     let close = loop {
-        match tokio::time::timeout(WAIT, ws.next()).await.expect("in time") {
+        match tokio::time::timeout(WAIT, ws.next())
+            .await
+            .expect("in time")
+        {
             Some(Ok(Message::Close(f))) => break f.expect("a close frame with a code"),
             Some(Ok(_)) => continue,
             other => panic!("closed without a close frame: {other:?}"),

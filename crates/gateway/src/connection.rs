@@ -577,10 +577,10 @@ impl Conn {
             Method::SessionCheck => {
                 self.need(Scope::Read)?;
                 let p: SessionCheckParams = parse_params(params, method)?;
-                let exists = p.is_well_formed()
-                    && self.shared.config.sessions.contains(&p.session_key);
-                let payload = serde_json::to_value(SessionCheckResponse { exists })
-                    .unwrap_or(Value::Null);
+                let exists =
+                    p.is_well_formed() && self.shared.config.sessions.contains(&p.session_key);
+                let payload =
+                    serde_json::to_value(SessionCheckResponse { exists }).unwrap_or(Value::Null);
                 self.respond(&req.id, payload);
                 Ok(())
             }
@@ -729,10 +729,8 @@ async fn write_loop(
                     }
                     Out::Tick => {
                         seq += 1;
-                        let t = EventPrefix::new(
-                            Event::Tick.as_str(),
-                            &json!({"ts": crate::now_ms()}),
-                        );
+                        let t =
+                            EventPrefix::new(Event::Tick.as_str(), &json!({"ts": crate::now_ms()}));
                         sink.feed(Message::Text(t.finish(seq).into())).await?;
                         // Answered by any live WebSocket peer, browsers included.
                         sink.feed(Message::Ping(Default::default())).await?;
@@ -774,7 +772,6 @@ async fn write_loop(
             sink.send(close_message(kill.code, &kill.reason)),
         )
         .await;
-
     }
     out.kill(CLOSE_NORMAL, "closing");
 }

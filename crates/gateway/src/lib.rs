@@ -60,11 +60,11 @@ pub mod screen;
 mod terminal;
 pub mod ui_command;
 
+pub use client::{ClientError, ConnectOptions, GatewayClient};
 pub use connection::{MAX_PREHANDSHAKE_FRAME, parse_request};
 pub use frame::{
     ErrorCode, ErrorShape, EventFrame, PROTOCOL, RequestFrame, ResponseFrame, ServerFrame,
 };
-pub use client::{ClientError, ConnectOptions, GatewayClient};
 pub use handshake::{
     CAP_UI_COMMANDS, ClientInfo, ClientMode, ConnectAuth, ConnectParams, HelloOk, Role,
     SessionCheckParams, SessionCheckResponse,

@@ -79,7 +79,10 @@ names! {
 impl Method {
     /// What a client may call after `connect` (listed in `hello-ok.features.methods`).
     pub fn advertised() -> impl Iterator<Item = Method> {
-        Method::ALL.iter().copied().filter(|m| *m != Method::Connect)
+        Method::ALL
+            .iter()
+            .copied()
+            .filter(|m| *m != Method::Connect)
     }
 }
 

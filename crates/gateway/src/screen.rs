@@ -112,7 +112,10 @@ impl ScreenAction {
 
     /// Whether `dock` applies (showing a panel).
     pub fn takes_dock(self) -> bool {
-        matches!(self.command(None, None), UiCommand::Panel { open: true, .. })
+        matches!(
+            self.command(None, None),
+            UiCommand::Panel { open: true, .. }
+        )
     }
 
     /// The gateway command for this action.
@@ -380,6 +383,15 @@ impl<C: Connector> ScreenServer<C> {
         }
     }
 
+    /// The tools to list: `screen` while the gate is open, none otherwise.
+    pub fn tools(&self) -> Vec<Tool> {
+        if self.gate.enabled() {
+            vec![tool()]
+        } else {
+            Vec::new()
+        }
+    }
+
     /// One tool call with raw arguments.
     pub async fn call(&self, arguments: Option<JsonObject>) -> Result<ScreenOutput, ScreenError> {
         if !self.gate.enabled() {
@@ -432,12 +444,7 @@ impl<C: Connector> ServerHandler for ScreenServer<C> {
         _request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
-        let tools = if self.gate.enabled() {
-            vec![tool()]
-        } else {
-            Vec::new()
-        };
-        Ok(ListToolsResult::with_all_items(tools))
+        Ok(ListToolsResult::with_all_items(self.tools()))
     }
 
     async fn call_tool(
@@ -516,6 +523,38 @@ mod tests {
         ] {
             assert!(params(bad.clone(), None).is_err(), "{bad}");
         }
+    }
+
+    /// A connector for tests that never reaches a gateway.
+    struct NoGateway;
+    impl Connector for NoGateway {
+        async fn connect(&self) -> Result<GatewayClient, ScreenError> {
+            Err(ScreenError::unavailable("no gateway in this test"))
+        }
+    }
+
+    #[tokio::test]
+    async fn a_closed_gate_hides_the_tool_and_refuses_calls_before_connecting() {
+        let (open, gate) = watch::channel(false);
+        let server = ScreenServer::new(NoGateway, Some(S.into()), ScreenGate::Switch(gate));
+        let args = || json!({"action": "sidebar_show"}).as_object().cloned();
+        assert!(server.tools().is_empty());
+        let err = server.call(args()).await.unwrap_err();
+        assert_eq!(err.code, ErrorCode::Forbidden);
+        assert!(err.message.contains("not enabled"), "{err}");
+
+        open.send(true).unwrap();
+        assert_eq!(server.tools().len(), 1);
+        // Now the call goes on to the connector.
+        let err = server.call(args()).await.unwrap_err();
+        assert_eq!(err.code, ErrorCode::Unavailable);
+        assert_eq!(err.message, "no gateway in this test");
+        // Bad arguments are refused before connecting, also with the gate open.
+        let err = server
+            .call(json!({"action": "zoom"}).as_object().cloned())
+            .await
+            .unwrap_err();
+        assert_eq!(err.code, ErrorCode::InvalidRequest);
     }
 
     #[test]

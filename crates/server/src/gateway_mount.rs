@@ -64,19 +64,17 @@ async fn upgrade(
     let shutdown = app.shutdown.clone();
     // Small buffers keep an idle connection at a few KiB; the message cap stops a client from
     // making us buffer megabytes, yet lets the gateway's own size check answer first.
-    gateway
-        .configure_upgrade(ws)
-        .on_upgrade(move |socket| {
-            // The socket goes straight into the gateway's future; an `async move` block that
-            // captured it would keep a moved-out copy for the connection's whole life.
-            let serve = gateway.serve_socket(socket);
-            async move {
-                tokio::select! {
-                    () = serve => {}
-                    () = shutdown.cancelled() => {}
-                }
+    gateway.configure_upgrade(ws).on_upgrade(move |socket| {
+        // The socket goes straight into the gateway's future; an `async move` block that
+        // captured it would keep a moved-out copy for the connection's whole life.
+        let serve = gateway.serve_socket(socket);
+        async move {
+            tokio::select! {
+                () = serve => {}
+                () = shutdown.cancelled() => {}
             }
-        })
+        }
+    })
 }
 
 pub fn router(app: Shared, gateway: Gateway) -> Router<Shared> {

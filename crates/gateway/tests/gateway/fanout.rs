@@ -200,7 +200,10 @@ async fn stalled_ui(addr: std::net::SocketAddr) -> (Client, String) {
         )
         .await;
     assert_eq!(res["ok"], true);
-    let conn_id = res["payload"]["server"]["connId"].as_str().unwrap().to_string();
+    let conn_id = res["payload"]["server"]["connId"]
+        .as_str()
+        .unwrap()
+        .to_string();
     (c, conn_id)
 }
 
@@ -280,9 +283,8 @@ async fn a_stalled_ui_is_cut_and_does_not_hold_up_the_others() {
     }
     let text = logs.text();
     assert!(
-        text.lines().any(|l| l.contains("WARN")
-            && l.contains(&stalled_id)
-            && l.contains("slow consumer")),
+        text.lines()
+            .any(|l| l.contains("WARN") && l.contains(&stalled_id) && l.contains("slow consumer")),
         "no warning names {stalled_id}:\n{text}"
     );
 }
@@ -291,9 +293,15 @@ async fn a_stalled_ui_is_cut_and_does_not_hold_up_the_others() {
 async fn the_typed_client_subscribes_to_events_and_answers_them() {
     use ax_gateway::{ClientMode, Method, Scope, UiCommandParams};
     let gw = start().await;
-    let ui = crate::util::typed(gw.addr, ClientMode::Ui, &["ui-commands"], &[Scope::Read], TOKEN)
-        .await
-        .unwrap();
+    let ui = crate::util::typed(
+        gw.addr,
+        ClientMode::Ui,
+        &["ui-commands"],
+        &[Scope::Read],
+        TOKEN,
+    )
+    .await
+    .unwrap();
     let mut events = ui.subscribe();
     let agent = crate::util::typed(gw.addr, ClientMode::Agent, &[], &[Scope::Write], TOKEN)
         .await

@@ -65,8 +65,7 @@ async fn asking_only_admin_with_a_limited_token_grants_nothing() {
     let gw = start().await;
     let (c, granted) = connect_with(gw.addr, &[Scope::Admin], WRITE_TOKEN).await;
     assert_eq!(granted, Vec::<Scope>::new());
-    let (code, details) =
-        refused(&c, Method::TerminalRun, json!({"command": "touch pwned"})).await;
+    let (code, details) = refused(&c, Method::TerminalRun, json!({"command": "touch pwned"})).await;
     assert_eq!(code, ErrorCode::Forbidden);
     assert_eq!(details["code"], "MISSING_SCOPE");
     let (code, _) = refused(

@@ -68,9 +68,15 @@ async fn the_screen_credential_cannot_register_as_a_ui() {
     assert_eq!(gw.gateway.ui_client_count(), 0);
 
     // So with no browser open the agent hears UNAVAILABLE, not "delivered: 1".
-    let agent = typed(gw.addr, ClientMode::Agent, &[], &[Scope::Write], WRITE_TOKEN)
-        .await
-        .unwrap();
+    let agent = typed(
+        gw.addr,
+        ClientMode::Agent,
+        &[],
+        &[Scope::Write],
+        WRITE_TOKEN,
+    )
+    .await
+    .unwrap();
     let err = agent.ui_command(&sidebar()).await.unwrap_err();
     assert_eq!(err.code(), ErrorCode::Unavailable, "{err}");
     // It still works as an agent.
@@ -83,11 +89,19 @@ async fn a_frame_over_the_limit_closes_1009_with_a_reason() {
     // not cut the frame before the gateway answers it.
     let gw = start().await;
     let mut c = Client::connected(gw.addr, "cli", &[], ALL).await;
-    c.send_request("ping", json!({"pad": "y".repeat(ax_gateway::MAX_PAYLOAD + 1000)}))
-        .await;
+    c.send_request(
+        "ping",
+        json!({"pad": "y".repeat(ax_gateway::MAX_PAYLOAD + 1000)}),
+    )
+    .await;
     let res = c.frame().await;
     assert_eq!(res["error"]["code"], "INVALID_REQUEST", "{res}");
-    assert!(res["error"]["message"].as_str().unwrap().contains("too large"));
+    assert!(
+        res["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("too large")
+    );
     let (code, reason) = close_of(c.until_end().await);
     assert_eq!((code, reason.as_str()), (1009, "frame too large"));
 }
@@ -163,11 +177,20 @@ async fn no_log_line_carries_a_credential_even_at_trace() {
     let mut wrong = Client::open(gw.addr).await;
     wrong.frame().await;
     wrong
-        .request("connect", connect_params("ui", &[], ALL, "wrong-secret-0123456789"))
+        .request(
+            "connect",
+            connect_params("ui", &[], ALL, "wrong-secret-0123456789"),
+        )
         .await;
-    let limited = typed(gw.addr, ClientMode::Agent, &[], &[Scope::Write], WRITE_TOKEN)
-        .await
-        .unwrap();
+    let limited = typed(
+        gw.addr,
+        ClientMode::Agent,
+        &[],
+        &[Scope::Write],
+        WRITE_TOKEN,
+    )
+    .await
+    .unwrap();
     limited.request(Method::Ping, json!({})).await.unwrap();
     client.close().await;
     let text = logs.text();
