@@ -111,8 +111,9 @@ pub struct GatewayConfig {
 }
 
 /// A credential besides [`GatewayConfig::token`] that grants at most `scopes` (the backend's
-/// screen credential: read and write, never admin). Compared in constant time; its `Debug`
-/// never shows the token.
+/// screen credential: read and write, never admin), and never connects as a `ui` client: an
+/// agent holding it could otherwise acknowledge its own commands as if a page were open.
+/// Compared in constant time; its `Debug` never shows the token.
 #[derive(Clone)]
 pub struct LimitedToken {
     pub token: String,

@@ -1,5 +1,4 @@
-//! The `screen` MCP tool: arranges every connected Control UI through the gateway
-//! (`docs/architecture.md`; the gateway contract is in the crate docs).
+//! The `screen` MCP tool: arranges every connected Control UI through the gateway.
 //!
 //! [`ScreenServer`] is an rmcp [`ServerHandler`] with one tool. It is parameterised by
 //! - a [`Connector`] that opens a [`GatewayClient`] per call (the CLI's finds and proves the
