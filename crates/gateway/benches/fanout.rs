@@ -329,15 +329,14 @@ async fn rounds_gateway(agent: &GatewayClient, fleet: &Fleet, rounds: usize) -> 
         let target = fleet.counter.seen.load(Ordering::Acquire) + fleet.size;
         fleet.counter.target.store(target, Ordering::Release);
         let t0 = Instant::now();
-        let delivered = async {
-            wait_count(&fleet.counter, target).await;
-            t0.elapsed()
-        };
-        // The response is read too, so the agent's socket never backs up.
-        let (res, elapsed) =
-            tokio::join!(agent.request(Method::UiCommand, params.clone()), delivered);
-        res.unwrap();
-        times.push(elapsed);
+        let pending = agent
+            .send(Method::UiCommand, params.clone())
+            .await
+            .unwrap();
+        wait_count(&fleet.counter, target).await;
+        times.push(t0.elapsed());
+        // The response is read too, so nothing backs up.
+        pending.response().await.unwrap();
     }
     times
 }

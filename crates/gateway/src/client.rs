@@ -299,11 +299,17 @@ impl GatewayClient {
 
     /// Send a request and wait for its response payload.
     pub async fn request(&self, method: Method, params: Value) -> Result<Value, ClientError> {
+        self.send(method, params).await?.response().await
+    }
+
+    /// Send a request without waiting for its answer (pipelining: send several, then await
+    /// each [`Pending::response`]).
+    pub async fn send(&self, method: Method, params: Value) -> Result<Pending, ClientError> {
         let id = format!("r{}", self.next_id.fetch_add(1, Ordering::Relaxed));
         let (tx, rx) = oneshot::channel();
         match lock(&self.inbox.waiters).as_mut() {
             Some(waiters) => waiters.insert(id.clone(), tx),
-            None => return Err(self.closed()),
+            None => return Err(closed(&self.inbox)),
         };
         let frame = encode(&RequestFrame::new(id.clone(), method.as_str(), params))?;
         let sent = self.sink.lock().await.send(Message::text(frame)).await;
@@ -313,11 +319,10 @@ impl GatewayClient {
             }
             return Err(e.into());
         }
-        match rx.await {
-            Ok(Ok(payload)) => Ok(payload),
-            Ok(Err(error)) => Err(ClientError::Gateway(error)),
-            Err(_) => Err(self.closed()),
-        }
+        Ok(Pending {
+            rx,
+            inbox: self.inbox.clone(),
+        })
     }
 
     /// [`request`](Self::request) with typed params and answer.
@@ -357,14 +362,32 @@ impl GatewayClient {
         .await;
     }
 
-    fn closed(&self) -> ClientError {
-        match lock(&self.inbox.ended).clone() {
-            Some((code, reason)) => ClientError::Closed { code, reason },
-            None => ClientError::Closed {
-                code: None,
-                reason: String::new(),
-            },
+}
+
+/// A sent request whose answer has not been read yet.
+pub struct Pending {
+    rx: oneshot::Receiver<Result<Value, ErrorShape>>,
+    inbox: Arc<Inbox>,
+}
+
+impl Pending {
+    /// The response payload, or the gateway's error.
+    pub async fn response(self) -> Result<Value, ClientError> {
+        match self.rx.await {
+            Ok(Ok(payload)) => Ok(payload),
+            Ok(Err(error)) => Err(ClientError::Gateway(error)),
+            Err(_) => Err(closed(&self.inbox)),
         }
+    }
+}
+
+fn closed(inbox: &Inbox) -> ClientError {
+    match lock(&inbox.ended).clone() {
+        Some((code, reason)) => ClientError::Closed { code, reason },
+        None => ClientError::Closed {
+            code: None,
+            reason: String::new(),
+        },
     }
 }
 

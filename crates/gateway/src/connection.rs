@@ -49,7 +49,7 @@ const MAX_WAITS_PER_CONN: usize = 8;
 /// Close codes (RFC 6455 §7.4.1).
 const CLOSE_NORMAL: u16 = 1000;
 const CLOSE_INVALID_DATA: u16 = 1007;
-pub(crate) const CLOSE_POLICY: u16 = 1008;
+const CLOSE_POLICY: u16 = 1008;
 const CLOSE_TOO_BIG: u16 = 1009;
 
 struct Rejection {

@@ -60,7 +60,7 @@ pub mod screen;
 mod terminal;
 pub mod ui_command;
 
-pub use client::{ClientError, ConnectOptions, GatewayClient};
+pub use client::{ClientError, ConnectOptions, GatewayClient, Pending};
 pub use connection::{MAX_PREHANDSHAKE_FRAME, parse_request};
 pub use frame::{
     ErrorCode, ErrorShape, EventFrame, PROTOCOL, RequestFrame, ResponseFrame, ServerFrame,
