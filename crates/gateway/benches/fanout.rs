@@ -329,10 +329,7 @@ async fn rounds_gateway(agent: &GatewayClient, fleet: &Fleet, rounds: usize) -> 
         let target = fleet.counter.seen.load(Ordering::Acquire) + fleet.size;
         fleet.counter.target.store(target, Ordering::Release);
         let t0 = Instant::now();
-        let pending = agent
-            .send(Method::UiCommand, params.clone())
-            .await
-            .unwrap();
+        let pending = agent.send(Method::UiCommand, params.clone()).await.unwrap();
         wait_count(&fleet.counter, target).await;
         times.push(t0.elapsed());
         // The response is read too, so nothing backs up.

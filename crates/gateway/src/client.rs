@@ -361,7 +361,6 @@ impl GatewayClient {
         })
         .await;
     }
-
 }
 
 /// A sent request whose answer has not been read yet.
