@@ -9,6 +9,8 @@ pub enum Command {
     Sessions,
     /// Attach a file to the next prompt.
     Attach(String),
+    /// Stop the open session's running turn.
+    Abort,
     Help,
     Quit,
     /// Stop sharing this TUI over TUIMCP (only while sharing).
@@ -42,6 +44,12 @@ pub const COMMANDS: &[CommandInfo] = &[
         name: "/attach",
         help: "attach a file: /attach PATH",
         takes_arg: true,
+        sharing_only: false,
+    },
+    CommandInfo {
+        name: "/abort",
+        help: "stop the running turn (also Esc)",
+        takes_arg: false,
         sharing_only: false,
     },
     CommandInfo {
@@ -86,6 +94,7 @@ pub fn parse(draft: &str, sharing: bool) -> Result<Command, String> {
     match name {
         "/new" => no_arg(Command::New),
         "/sessions" => no_arg(Command::Sessions),
+        "/abort" => no_arg(Command::Abort),
         "/help" => no_arg(Command::Help),
         "/quit" => no_arg(Command::Quit),
         "/tui-mcp-revoke" if sharing => no_arg(Command::RevokeSharing),
@@ -101,6 +110,7 @@ pub fn from_name(name: &str) -> Option<Command> {
     match name {
         "/new" => Some(Command::New),
         "/sessions" => Some(Command::Sessions),
+        "/abort" => Some(Command::Abort),
         "/help" => Some(Command::Help),
         "/quit" => Some(Command::Quit),
         "/tui-mcp-revoke" => Some(Command::RevokeSharing),
