@@ -33,7 +33,10 @@ fn a_long_request_is_readable_in_full_before_approving() {
     let g = ax_tui::approval::geometry(&cmd, COLS, ROWS);
     assert!(g.scrolls());
     let last_row = g.body_rows.last().unwrap().trim_end().to_owned();
-    assert!(last_row.ends_with("; touch approved-marker"), "{last_row:?}");
+    assert!(
+        last_row.ends_with("; touch approved-marker"),
+        "{last_row:?}"
+    );
     paste(&tui, &cmd);
     tui.send("\r");
     // The dialog, with the draft sent (the composer shows its placeholder again).

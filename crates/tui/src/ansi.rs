@@ -111,7 +111,11 @@ impl AnsiParser {
             },
             Mode::EscIntermediate => {
                 if !('\u{20}'..='\u{2f}').contains(&c) {
-                    self.mode = if c == '\u{1b}' { Mode::Esc } else { Mode::Ground };
+                    self.mode = if c == '\u{1b}' {
+                        Mode::Esc
+                    } else {
+                        Mode::Ground
+                    };
                 }
             }
             Mode::Csi => match c {
@@ -174,15 +178,20 @@ impl AnsiParser {
 
     /// Applies `ESC [ params m`.
     fn sgr(&mut self) {
-        // Sub-parameters (`38:2::r:g:b`) are read like `;`-separated ones.
-        let nums: Vec<Option<u32>> = self
+        // Groups split by `;`; a group may carry `:` sub-parameters (`38:2::r:g:b`).
+        let groups: Vec<Vec<u32>> = self
             .params
-            .split([';', ':'])
-            .map(|p| if p.is_empty() { None } else { p.parse().ok() })
+            .split(';')
+            .map(|g| g.split(':').map(|p| p.parse().unwrap_or(0)).collect())
             .collect();
-        let mut it = nums.iter().map(|n| n.unwrap_or(0));
+        let num = |i: usize| groups.get(i).map(|g| g[0]);
+        let byte = |v: Option<&u32>| v.copied().unwrap_or(0).min(255) as u8;
         let mut s = self.style;
-        while let Some(n) = it.next() {
+        let mut i = 0;
+        while i < groups.len() {
+            let g = &groups[i];
+            let n = g[0];
+            i += 1;
             match n {
                 0 => s = Style::default(),
                 1 => s = s.add_modifier(Modifier::BOLD),
@@ -203,14 +212,35 @@ impl AnsiParser {
                 90..=97 => s.fg = Some(bright_color(n - 90)),
                 100..=107 => s.bg = Some(bright_color(n - 100)),
                 38 | 48 => {
-                    let color = match it.next() {
-                        Some(5) => it.next().map(|i| Color::Indexed(i.min(255) as u8)),
-                        Some(2) => {
-                            let mut c = || it.next().unwrap_or(0).min(255) as u8;
-                            let (r, g, b) = (c(), c(), c());
-                            Some(Color::Rgb(r, g, b))
+                    let color = if g.len() > 1 {
+                        // Colon form: 38:5:n, 38:2:r:g:b or 38:2:colourspace:r:g:b.
+                        match g[1] {
+                            5 => Some(Color::Indexed(byte(g.get(2)))),
+                            2 => {
+                                let at = if g.len() >= 6 { 3 } else { 2 };
+                                Some(Color::Rgb(
+                                    byte(g.get(at)),
+                                    byte(g.get(at + 1)),
+                                    byte(g.get(at + 2)),
+                                ))
+                            }
+                            _ => None,
                         }
-                        _ => None,
+                    } else {
+                        match num(i) {
+                            Some(5) => {
+                                let c = Color::Indexed(num(i + 1).unwrap_or(0).min(255) as u8);
+                                i += 2;
+                                Some(c)
+                            }
+                            Some(2) => {
+                                let v = |k: usize| num(i + k).unwrap_or(0).min(255) as u8;
+                                let c = Color::Rgb(v(1), v(2), v(3));
+                                i += 4;
+                                Some(c)
+                            }
+                            _ => None,
+                        }
                     };
                     if let Some(color) = color {
                         if n == 38 {
@@ -412,7 +442,10 @@ mod tests {
             ]
         );
         let got = styles(&["\x1b[92;104mx\x1b[39my\x1b[49;22mz"]);
-        assert_eq!(got[0].1, Style::new().fg(Color::LightGreen).bg(Color::LightBlue));
+        assert_eq!(
+            got[0].1,
+            Style::new().fg(Color::LightGreen).bg(Color::LightBlue)
+        );
         assert_eq!(got[1].1, Style::new().bg(Color::LightBlue));
         assert_eq!(got[2].1, Style::new());
         // Colon sub-parameters.
@@ -432,7 +465,10 @@ mod tests {
             ]
         );
         assert_eq!(text_of(&["x\x1b]0;ti", "tle\x07y"]), "xy");
-        assert_eq!(text_of(&["x\x1b]8;;http://h\x1b", "\\link\x1b]8;;\x1b\\"]), "xlink");
+        assert_eq!(
+            text_of(&["x\x1b]8;;http://h\x1b", "\\link\x1b]8;;\x1b\\"]),
+            "xlink"
+        );
     }
 
     #[test]
@@ -444,13 +480,19 @@ mod tests {
         assert_eq!(text_of(&["\u{9b}31mx\u{9d}title\u{9c}y"]), "xy");
         assert_eq!(text_of(&["bell\x07nul\0del\x7f"]), "bellnuldel");
         assert_eq!(text_of(&["a\tb"]), "a    b");
-        assert_eq!(text_of(&["1\r2\x08\x1b[K\x1b[2K\x1b[1G"]), "1<CR>2<BS><EL0><EL2><CR>");
+        assert_eq!(
+            text_of(&["1\r2\x08\x1b[K\x1b[2K\x1b[1G"]),
+            "1<CR>2<BS><EL0><EL2><CR>"
+        );
         // A private CSI never changes the style.
         assert_eq!(styles(&["\x1b[?1mx"])[0].1, Style::new());
         // A huge parameter list is consumed, not kept.
         let long = format!("\x1b[{}mx", "1;".repeat(10_000));
         assert_eq!(text_of(&[&long]), "x");
-        assert_eq!(ops(&["\x1b[5Kx"]), vec!["Text(\"x\", Style::new())".to_owned()]);
+        assert_eq!(
+            ops(&["\x1b[5Kx"]),
+            vec!["Text(\"x\", Style::new())".to_owned()]
+        );
     }
 
     #[test]

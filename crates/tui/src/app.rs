@@ -51,7 +51,10 @@ pub enum Connection {
 /// A modal the person opened. (The approval dialog is derived from pending permissions.)
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Modal {
-    Palette { query: String, selected: usize },
+    Palette {
+        query: String,
+        selected: usize,
+    },
     Help,
     /// Ctrl+C while a session is busy: quitting would leave it running unattended.
     ConfirmQuit,

@@ -17,7 +17,8 @@ use crate::layout::Rect;
 /// asking from then on).
 pub const ALWAYS_COVERS: &str = "“Always allow” runs this command and every later command in this session without asking again.";
 /// Keys for the dialog.
-pub const HINT: &str = "↑↓ PgUp/PgDn scroll · ←→ choose · Enter confirm · y once · a always · n reject · Esc later";
+pub const HINT: &str =
+    "↑↓ PgUp/PgDn scroll · ←→ choose · Enter confirm · y once · a always · n reject · Esc later";
 
 /// Rows of text around the request: the title line, a blank, the always line(s), a blank, the
 /// buttons, the hint (both may wrap), and the scroll indicator.
@@ -55,8 +56,8 @@ pub fn geometry(command: &str, width: u16, height: u16) -> Geometry {
     let body_rows = request_rows(command, inner_w);
     let always_rows = wrap_plain(ALWAYS_COVERS, inner_w);
     let hint_rows = wrap_plain(HINT, inner_w);
-    // title, blank, always…, blank, buttons, hint…, scroll indicator
-    let fixed = 1 + 1 + always_rows.len() + 1 + 1 + hint_rows.len() + 1;
+    // title, (body), scroll indicator, always…, blank, buttons, hint…
+    let fixed = 1 + 1 + always_rows.len() + 1 + 1 + hint_rows.len();
     let max_h = height.saturating_sub(2).max(MIN_BODY_ROWS + 2) as usize;
     let room = max_h.saturating_sub(fixed + 2).max(MIN_BODY_ROWS as usize);
     let body_height = body_rows.len().clamp(1, room);
@@ -81,7 +82,7 @@ pub fn request_rows(command: &str, width: usize) -> Vec<String> {
     for (n, line) in command.split('\n').enumerate() {
         let mut row = String::from(if n == 0 { "$ " } else { "> " });
         let mut used = 2;
-        let mut push = |rows: &mut Vec<String>, row: &mut String, used: &mut usize, s: &str| {
+        let push = |rows: &mut Vec<String>, row: &mut String, used: &mut usize, s: &str| {
             let w: usize = s.chars().map(|c| c.width().unwrap_or(0)).sum();
             if *used + w > width && *used > 2 {
                 rows.push(std::mem::replace(row, String::from("  ")));
@@ -169,7 +170,7 @@ pub(crate) fn draw(frame: &mut Frame, app: &App, p: &Permission) {
     let mut lines = vec![Line::raw(if g.scrolls() {
         format!(
             "The agent wants to run ({} lines, scroll to read all):",
-            g.body_rows.len()
+            p.command.split('\n').count()
         )
     } else {
         "The agent wants to run:".to_owned()
@@ -179,7 +180,10 @@ pub(crate) fn draw(frame: &mut Frame, app: &App, p: &Permission) {
     }
     let below = g.body_rows.len().saturating_sub(scroll + g.body_height);
     lines.push(if below > 0 {
-        Line::styled(format!("▼ {below} more rows below (↓ PgDn End)"), Style::new().fg(Color::Yellow))
+        Line::styled(
+            format!("▼ {below} more rows below (↓ PgDn End)"),
+            Style::new().fg(Color::Yellow),
+        )
     } else if scroll > 0 {
         Line::styled(format!("▲ {scroll} rows above · end of the request"), dim)
     } else {

@@ -53,8 +53,14 @@ mod tests {
         assert_eq!(check(&project, abs.to_str().unwrap()), Ok(()));
         assert_eq!(check(&project, "nope.txt"), Err("no such file".into()));
         assert_eq!(check(&project, "src"), Err("not a regular file".into()));
-        assert_eq!(check(&project, "../secret"), Err("`..` is not allowed".into()));
-        assert_eq!(check(&project, "link"), Err("it is outside the project".into()));
+        assert_eq!(
+            check(&project, "../secret"),
+            Err("`..` is not allowed".into())
+        );
+        assert_eq!(
+            check(&project, "link"),
+            Err("it is outside the project".into())
+        );
         let outside = dir.path().join("secret");
         assert_eq!(
             check(&project, outside.to_str().unwrap()),

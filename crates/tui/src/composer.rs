@@ -303,7 +303,9 @@ impl Composer {
 
     /// Rows the wrapped draft needs, counted up to `max` (the composer's height bound).
     pub fn visual_row_count(&self, width: usize, max: usize) -> usize {
-        visual_rows(&self.draft, width, max).len().clamp(1, max.max(1))
+        visual_rows(&self.draft, width, max)
+            .len()
+            .clamp(1, max.max(1))
     }
 
     /// (row, column) of the cursor in [`Composer::visual_rows`].

@@ -24,7 +24,8 @@ const QUOTE: Style = Style::new().fg(Color::Gray).add_modifier(Modifier::ITALIC)
 
 /// Renders `markdown` into lines of at most `width` cells.
 pub fn render(markdown: &str, width: u16) -> Vec<Line<'static>> {
-    let options = Options::ENABLE_TABLES | Options::ENABLE_STRIKETHROUGH | Options::ENABLE_TASKLISTS;
+    let options =
+        Options::ENABLE_TABLES | Options::ENABLE_STRIKETHROUGH | Options::ENABLE_TASKLISTS;
     let mut r = Renderer::new(width.max(8) as usize);
     for event in Parser::new_ext(markdown, options) {
         r.event(event);
@@ -292,7 +293,9 @@ impl Renderer {
                     self.marker = Some(format!("{m:<w$}", w = l.indent));
                 }
             }
-            Tag::Emphasis => self.styles.push(Style::new().add_modifier(Modifier::ITALIC)),
+            Tag::Emphasis => self
+                .styles
+                .push(Style::new().add_modifier(Modifier::ITALIC)),
             Tag::Strong => self.styles.push(Style::new().add_modifier(Modifier::BOLD)),
             Tag::Strikethrough => self
                 .styles
@@ -453,7 +456,7 @@ impl Renderer {
                 widths[i] = widths[i].max(c.width());
             }
         }
-        let (prefix, _) = self.prefix(false);
+        let (prefix, pw) = self.prefix(false);
         for (r, row) in t.rows.iter().enumerate() {
             let mut spans = Vec::new();
             for (i, w) in widths.iter().enumerate() {
@@ -472,8 +475,8 @@ impl Renderer {
             wrap_into(
                 &mut self.lines,
                 spans,
-                (prefix.clone(), 0),
-                (prefix.clone(), 0),
+                (prefix.clone(), pw),
+                (prefix.clone(), pw),
                 self.width,
             );
             if r + 1 == t.header_rows {
@@ -496,6 +499,42 @@ fn heading_style(level: HeadingLevel) -> Style {
     }
 }
 
+/// A word (its styled pieces: a word may change style midway, `**bold**ness`) or a run of
+/// spaces.
+enum Token {
+    Word(Vec<(String, Style)>),
+    Space(String, Style),
+}
+
+fn tokens(spans: Vec<Span<'static>>) -> Vec<Token> {
+    let mut out: Vec<Token> = Vec::new();
+    for span in spans {
+        for c in span.content.chars() {
+            match (c == ' ', out.last_mut()) {
+                (true, Some(Token::Space(t, st))) if *st == span.style => t.push(c),
+                (true, _) => out.push(Token::Space(c.to_string(), span.style)),
+                (false, Some(Token::Word(parts))) => match parts.last_mut() {
+                    Some((t, st)) if *st == span.style => t.push(c),
+                    _ => parts.push((c.to_string(), span.style)),
+                },
+                (false, _) => out.push(Token::Word(vec![(c.to_string(), span.style)])),
+            }
+        }
+    }
+    out
+}
+
+/// Appends to a line, joining a piece to the last span when the style is the same.
+fn push_piece(line: &mut Vec<Span<'static>>, text: &str, style: Style) {
+    if text.is_empty() {
+        return;
+    }
+    match line.last_mut() {
+        Some(last) if last.style == style => last.content.to_mut().push_str(text),
+        _ => line.push(Span::styled(text.to_owned(), style)),
+    }
+}
+
 /// Word-wraps styled spans to `width` with a first-line and a continuation prefix. Words
 /// longer than a line are cut by character (never inside a wide char).
 fn wrap_into(
@@ -505,76 +544,53 @@ fn wrap_into(
     rest: (Vec<Span<'static>>, usize),
     width: usize,
 ) {
-    // Pieces: (text, style, is_space).
-    let mut pieces: Vec<(String, Style, bool)> = Vec::new();
-    for s in spans {
-        let mut cur = String::new();
-        let mut cur_space = None;
-        for c in s.content.chars() {
-            let sp = c == ' ';
-            if cur_space.is_some_and(|v| v != sp) {
-                pieces.push((std::mem::take(&mut cur), s.style, cur_space.unwrap_or(false)));
-            }
-            cur_space = Some(sp);
-            cur.push(c);
-        }
-        if !cur.is_empty() {
-            pieces.push((cur, s.style, cur_space.unwrap_or(false)));
-        }
-    }
     let (mut line, mut used) = (first.0, first.1);
     let mut start_w = used;
-    let mut any = false;
-    let new_line = |out: &mut Vec<Line<'static>>, line: &mut Vec<Span<'static>>| {
-        out.push(Line::from(std::mem::take(line)));
+    let mut break_line = |out: &mut Vec<Line<'static>>, line: &mut Vec<Span<'static>>| {
+        out.push(Line::from(std::mem::replace(line, rest.0.clone())));
+        rest.1
     };
-    for (text, style, space) in pieces {
-        let w = text.width();
-        if space {
-            if used > start_w && used + w <= width {
-                line.push(Span::styled(text, style));
-                used += w;
-            } else if used > start_w {
-                new_line(out, &mut line);
-                line = rest.0.clone();
-                used = rest.1;
-                start_w = used;
+    for token in tokens(spans) {
+        match token {
+            Token::Space(text, style) => {
+                let w = text.width();
+                if used > start_w && used + w <= width {
+                    push_piece(&mut line, &text, style);
+                    used += w;
+                } else if used > start_w {
+                    used = break_line(out, &mut line);
+                    start_w = used;
+                }
             }
-            continue;
-        }
-        if used + w > width && used > start_w {
-            // Trailing spaces stay on the finished line; they draw nothing.
-            new_line(out, &mut line);
-            line = rest.0.clone();
-            used = rest.1;
-            start_w = used;
-        }
-        if used + w <= width {
-            line.push(Span::styled(text, style));
-            used += w;
-            any = true;
-            continue;
-        }
-        // A word longer than the line: cut it.
-        let mut buf = String::new();
-        for c in text.chars() {
-            let cw = c.width().unwrap_or(0);
-            if used + cw > width && used > start_w {
-                line.push(Span::styled(std::mem::take(&mut buf), style));
-                new_line(out, &mut line);
-                line = rest.0.clone();
-                used = rest.1;
-                start_w = used;
+            Token::Word(parts) => {
+                let w: usize = parts.iter().map(|(t, _)| t.width()).sum();
+                if used + w > width && used > start_w {
+                    used = break_line(out, &mut line);
+                    start_w = used;
+                }
+                if used + w <= width {
+                    for (t, st) in &parts {
+                        push_piece(&mut line, t, *st);
+                    }
+                    used += w;
+                    continue;
+                }
+                // A word longer than the line: cut it.
+                for (t, st) in parts {
+                    for c in t.chars() {
+                        let cw = c.width().unwrap_or(0);
+                        if used + cw > width && used > start_w {
+                            used = break_line(out, &mut line);
+                            start_w = used;
+                        }
+                        let mut b = [0; 4];
+                        push_piece(&mut line, c.encode_utf8(&mut b), st);
+                        used += cw;
+                    }
+                }
             }
-            buf.push(c);
-            used += cw;
         }
-        if !buf.is_empty() {
-            line.push(Span::styled(buf, style));
-        }
-        any = true;
     }
-    let _ = any;
     out.push(Line::from(line));
 }
 
@@ -612,20 +628,30 @@ mod tests {
         );
         for l in &lines {
             for s in &l.spans {
-                assert!(!s.content.chars().any(|c| c.is_control()), "{:?}", s.content);
+                assert!(
+                    !s.content.chars().any(|c| c.is_control()),
+                    "{:?}",
+                    s.content
+                );
             }
         }
     }
 
     #[test]
     fn lists_number_and_nest() {
-        let lines = plain(&render("1. one\n2. two\n   - inner\n     - deeper\n3. three", 40));
+        let lines = plain(&render(
+            "1. one\n2. two\n   - inner\n     - deeper\n3. three",
+            40,
+        ));
         assert_eq!(
-            lines
-                .iter()
-                .map(|l| l.trim_end())
-                .collect::<Vec<_>>(),
-            ["1. one", "2. two", "   • inner", "     • deeper", "3. three"]
+            lines.iter().map(|l| l.trim_end()).collect::<Vec<_>>(),
+            [
+                "1. one",
+                "2. two",
+                "   • inner",
+                "     • deeper",
+                "3. three"
+            ]
         );
     }
 }

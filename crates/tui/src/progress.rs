@@ -181,7 +181,10 @@ mod tests {
             p.observe(&id, Some(SessionStatus::Pending), SessionStatus::Busy, t1),
             Change::None
         );
-        assert_eq!(p.elapsed(&id, t1 + Duration::from_secs(1)), Some(Duration::from_secs(3)));
+        assert_eq!(
+            p.elapsed(&id, t1 + Duration::from_secs(1)),
+            Some(Duration::from_secs(3))
+        );
         assert!(p.any_running());
         let t2 = t0 + Duration::from_secs(5);
         assert_eq!(

@@ -22,21 +22,36 @@ const DIM: Style = Style::new().fg(Color::DarkGray);
 
 /// Every key that works, for the help modal.
 pub const HELP_KEYS: &[(&str, &str)] = &[
-    ("Enter", "open the selected session / send the prompt"),
-    ("Alt+Enter, ^J", "new line in the prompt"),
-    ("←→ ^←→ Alt+B/F", "move in the prompt, by char or word"),
-    ("Home/End ^A/^E", "start/end of the prompt line"),
-    ("^W ^U", "erase a word / to the line start"),
-    ("Backspace", "on an empty prompt: remove the last attachment chip"),
-    ("click ×", "remove that attachment chip"),
+    (
+        "Enter, Alt+Enter",
+        "send (or open the selected session) · new line (^J)",
+    ),
+    ("←→ ^←→ Alt+B/F", "move in the prompt by char or word"),
+    (
+        "Home/End ^A/^E",
+        "line start/end · ^W ^U erase word / to line start",
+    ),
+    (
+        "Backspace, ×",
+        "empty prompt: remove the last chip · click × removes one",
+    ),
     ("↑ (empty prompt)", "in a session: recall the last prompt"),
     ("↑↓ PgUp/PgDn", "sessions: select · transcript: scroll"),
     ("Home/End", "first/last session · transcript top/bottom"),
-    ("mouse wheel", "scroll the list, the transcript, an approval"),
-    ("Esc", "abort the running turn; otherwise back to the sessions"),
+    (
+        "mouse wheel",
+        "scroll the list, the transcript, an approval",
+    ),
+    (
+        "Esc",
+        "abort the running turn; otherwise back to the sessions",
+    ),
     ("^C", "close a dialog, clear the prompt, abort, or quit"),
     ("^N ^P", "new session · command palette"),
-    ("approval", "↑↓ PgUp/PgDn scroll · ←→ Enter · y once · a always · n reject"),
+    (
+        "approval",
+        "↑↓ PgUp/PgDn scroll · ←→ Enter choose · y/a/n answer",
+    ),
 ];
 
 pub(crate) fn tr(r: Rect) -> TRect {
@@ -389,17 +404,17 @@ fn modal(frame: &mut Frame, app: &App, m: &Modal, screen: Rect) {
             let mut lines = vec![Line::styled("Keys", Style::new().bold())];
             for (k, what) in HELP_KEYS {
                 lines.push(Line::from(vec![
-                    Span::styled(format!("  {k:<16}"), Style::new().fg(ACCENT)),
+                    Span::styled(format!("  {k:<17}"), Style::new().fg(ACCENT)),
                     Span::raw(*what),
                 ]));
             }
             lines.push(Line::raw(""));
             lines.push(Line::styled("Commands", Style::new().bold()));
             for c in command::available(app.sharing().is_some()) {
-                lines.push(Line::raw(format!("  {:<16}{}", c.name, c.help)));
+                lines.push(Line::raw(format!("  {:<17}{}", c.name, c.help)));
             }
             let want = lines.len() as u16 + 2;
-            let area = screen.centered(76, want);
+            let area = screen.centered(78, want);
             let visible = area.height.saturating_sub(2) as usize;
             let max = lines.len().saturating_sub(visible);
             let from = app.help_scroll().min(max);
@@ -426,7 +441,10 @@ fn modal(frame: &mut Frame, app: &App, m: &Modal, screen: Rect) {
                 Line::raw("only if it runs on its own (ax-code serve)."),
                 Line::raw(""),
                 Line::from(vec![
-                    Span::styled(" [y] Quit ", Style::new().fg(Color::Black).bg(Color::Yellow)),
+                    Span::styled(
+                        " [y] Quit ",
+                        Style::new().fg(Color::Black).bg(Color::Yellow),
+                    ),
                     Span::raw("  "),
                     Span::styled(" [n] Stay ", Style::new().fg(Color::Yellow)),
                     Span::styled("   Enter quits · Esc stays", DIM),

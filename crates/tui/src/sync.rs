@@ -69,10 +69,16 @@ impl App {
         }
         match result {
             Ok((sessions, permissions)) => {
+                // Timing only: what changed while the stream was down is not announced.
                 for s in &sessions {
-                    let old = self.sessions.iter().find(|o| o.id == s.id).map(|o| o.status);
-                    if old != Some(s.status) {
-                        self.status_changed(&s.id, old, s.status);
+                    let old = self
+                        .sessions
+                        .iter()
+                        .find(|o| o.id == s.id)
+                        .map(|o| o.status);
+                    self.progress.observe(&s.id, old, s.status, self.now);
+                    if s.status == ax_protocol::SessionStatus::Idle {
+                        self.aborting.remove(&s.id);
                     }
                 }
                 self.progress

@@ -244,8 +244,7 @@ impl Transcript {
                 if let Some(idx) = self.open_line_of(pos) {
                     let col = self.messages[pos].open_col.unwrap_or(self.lines[idx].chars);
                     self.edit_last(|cells| crate::ansi::erase(cells, col as usize, mode));
-                    self.messages[pos].open_col =
-                        (col < self.lines[idx].chars).then_some(col);
+                    self.messages[pos].open_col = (col < self.lines[idx].chars).then_some(col);
                 }
             }
         });
@@ -395,7 +394,11 @@ impl Transcript {
 
     /// Like [`Transcript::visible`], with each row cut into (text, ANSI style) pieces; the
     /// style is to be patched onto the row's [`LineStyle`].
-    pub fn visible_spans(&self, height: usize, scroll: usize) -> Vec<(LineStyle, Vec<(&str, Style)>)> {
+    pub fn visible_spans(
+        &self,
+        height: usize,
+        scroll: usize,
+    ) -> Vec<(LineStyle, Vec<(&str, Style)>)> {
         let total = self.total_rows();
         if height == 0 || total == 0 {
             return Vec::new();

@@ -142,6 +142,7 @@ fn help_modal() {
     assert!(s.contains("/tui-mcp-revoke") && s.contains("Alt+Enter"));
     assert!(s.contains("Alt+B/F") && s.contains("^A/^E"));
     assert!(s.contains("PgUp/PgDn") && s.contains("mouse wheel") && s.contains("chip"));
+    assert!(s.contains("/abort"));
     insta::assert_snapshot!(s);
 }
 

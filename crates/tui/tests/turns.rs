@@ -77,7 +77,7 @@ The **parser** drops the *last* line; see `lib.rs` and [the issue](https://examp
    - by lines
    - by `\\r`
      1. nested numbered
-10. Tenth item keeps its indent
+10. Third item: CommonMark numbers on from the first
 
 - [x] done task
 - [ ] open task
@@ -127,11 +127,7 @@ fn markdown_links_show_their_target_and_autolinks_once() {
 
 fn coloured_session() -> App {
     let mut app = ready_app(vec![session(1, "colours", SessionStatus::Idle)], false);
-    open_loaded(
-        &mut app,
-        1,
-        vec![message("m1", 1, Role::Assistant, vec![])],
-    );
+    open_loaded(&mut app, 1, vec![message("m1", 1, Role::Assistant, vec![])]);
     let chunks = [
         "\u{1b}[1;32m   Compiling\u{1b}[0m ax v0.1\n",
         "\u{1b}[31merror\u{1b}",
@@ -248,7 +244,10 @@ fn long_command() -> String {
     for i in 0..40 {
         cmd.push_str(&format!("echo line {i}\n"));
     }
-    cmd.push_str(&format!("echo {}; touch /tmp/hidden-marker", "x".repeat(150)));
+    cmd.push_str(&format!(
+        "echo {}; touch /tmp/hidden-marker",
+        "x".repeat(150)
+    ));
     cmd
 }
 
@@ -505,7 +504,11 @@ fn the_composer_grows_up_to_its_bound() {
     let mut app = ready_app(vec![], false);
     let one = app.layout().composer.height;
     typed(&mut app, &"y".repeat(78 * 3));
-    assert_eq!(app.layout().composer.height, one + 3, "3 full rows + the cursor row");
+    assert_eq!(
+        app.layout().composer.height,
+        one + 3,
+        "3 full rows + the cursor row"
+    );
     typed(&mut app, &"z".repeat(78 * 20));
     assert_eq!(
         app.layout().composer.height as usize,
