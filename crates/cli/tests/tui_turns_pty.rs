@@ -39,9 +39,10 @@ fn a_long_request_is_readable_in_full_before_approving() {
     );
     paste(&tui, &cmd);
     tui.send("\r");
-    // The dialog, with the draft sent (the composer shows its placeholder again).
+    // The dialog, with the draft sent (the composer shows its placeholder again, the start of
+    // which is left of the dialog).
     let first = tui.wait_for("the dialog and an empty composer", |s| {
-        s.contains("Approval needed") && s.contains("Type a shell command")
+        s.contains("Approval needed") && s.contains("│Type a sh")
     });
     assert!(first.contains("$ echo first-line"), "{first}");
     assert!(first.contains("more rows below"), "{first}");

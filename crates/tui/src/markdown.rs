@@ -546,7 +546,7 @@ fn wrap_into(
 ) {
     let (mut line, mut used) = (first.0, first.1);
     let mut start_w = used;
-    let mut break_line = |out: &mut Vec<Line<'static>>, line: &mut Vec<Span<'static>>| {
+    let break_line = |out: &mut Vec<Line<'static>>, line: &mut Vec<Span<'static>>| {
         out.push(Line::from(std::mem::replace(line, rest.0.clone())));
         rest.1
     };

@@ -428,23 +428,19 @@ fn modal(frame: &mut Frame, app: &App, m: &Modal, screen: Rect) {
             frame.render_widget(Paragraph::new(shown), tr(inner));
         }
         Modal::ConfirmQuit => {
-            let inner = boxed(frame, screen.centered(60, 7), "Quit?", Color::Yellow);
+            let inner = boxed(frame, screen.centered(62, 8), "Quit?", Color::Yellow);
             let working = app
                 .sessions()
                 .iter()
                 .filter(|s| s.status != SessionStatus::Idle)
                 .count();
             let lines = vec![
-                Line::raw(format!(
-                    "{working} session(s) still working. The backend keeps them running"
-                )),
-                Line::raw("only if it runs on its own (ax-code serve)."),
+                Line::styled(format!("{working} session(s) still working."), Style::new().bold()),
+                Line::raw("If this TUI started the backend, quitting stops their work;"),
+                Line::raw("with `ax-code attach` the backend keeps running them."),
                 Line::raw(""),
                 Line::from(vec![
-                    Span::styled(
-                        " [y] Quit ",
-                        Style::new().fg(Color::Black).bg(Color::Yellow),
-                    ),
+                    Span::styled(" [y] Quit ", Style::new().fg(Color::Black).bg(Color::Yellow)),
                     Span::raw("  "),
                     Span::styled(" [n] Stay ", Style::new().fg(Color::Yellow)),
                     Span::styled("   Enter quits · Esc stays", DIM),
