@@ -435,12 +435,18 @@ fn modal(frame: &mut Frame, app: &App, m: &Modal, screen: Rect) {
                 .filter(|s| s.status != SessionStatus::Idle)
                 .count();
             let lines = vec![
-                Line::styled(format!("{working} session(s) still working."), Style::new().bold()),
+                Line::styled(
+                    format!("{working} session(s) still working."),
+                    Style::new().bold(),
+                ),
                 Line::raw("If this TUI started the backend, quitting stops their work;"),
                 Line::raw("with `ax-code attach` the backend keeps running them."),
                 Line::raw(""),
                 Line::from(vec![
-                    Span::styled(" [y] Quit ", Style::new().fg(Color::Black).bg(Color::Yellow)),
+                    Span::styled(
+                        " [y] Quit ",
+                        Style::new().fg(Color::Black).bg(Color::Yellow),
+                    ),
                     Span::raw("  "),
                     Span::styled(" [n] Stay ", Style::new().fg(Color::Yellow)),
                     Span::styled("   Enter quits · Esc stays", DIM),
