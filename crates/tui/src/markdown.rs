@@ -240,11 +240,9 @@ impl Renderer {
 
     fn start(&mut self, tag: Tag<'_>) {
         match tag {
-            Tag::Paragraph => {
-                if self.marker.is_none() {
-                    self.block_start();
-                }
-            }
+            // A paragraph right after an item's marker starts on the marker's line.
+            Tag::Paragraph if self.marker.is_some() => {}
+            Tag::Paragraph => self.block_start(),
             Tag::Heading { level, .. } => {
                 self.block_start();
                 self.heading = Some(level);
