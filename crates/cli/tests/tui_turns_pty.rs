@@ -30,7 +30,7 @@ fn a_long_request_is_readable_in_full_before_approving() {
     }
     cmd.push_str(&format!("echo {}; touch approved-marker", "x".repeat(150)));
     // The rows as the dialog lays them out for this screen; every one of them must show up.
-    let g = ax_tui::approval::geometry(&cmd, COLS, ROWS);
+    let g = ax_tui::approval::geometry(&cmd, &[], COLS, ROWS);
     assert!(g.scrolls());
     let last_row = g.body_rows.last().unwrap().trim_end().to_owned();
     assert!(

@@ -14,6 +14,7 @@ use ax_protocol::{
 
 use ax_tuimcp::{Blockers, GuardInputs, Location};
 
+use crate::command::{Command, Invocation, SharingState};
 use crate::composer::Composer;
 use crate::layout::{COMPOSER_MAX_ROWS, Layout};
 use crate::transcript::Transcript;
@@ -58,6 +59,13 @@ pub enum Modal {
     Help,
     /// Ctrl+C while a session is busy: quitting would leave it running unattended.
     ConfirmQuit,
+    /// The MCP client configuration for this TUI's endpoint (`/tui-mcp-config`).
+    McpConfig,
+    /// "Delete this session?" (y/Enter deletes, n/Esc keeps it).
+    ConfirmDelete {
+        session: SessionId,
+        title: String,
+    },
 }
 
 /// Who a notice is from.
@@ -118,8 +126,19 @@ pub enum Effect {
         workspace: String,
         path: String,
     },
+    RenameSession {
+        session: SessionId,
+        title: String,
+    },
+    DeleteSession {
+        session: SessionId,
+    },
     /// Close the TUIMCP endpoint for good.
     RevokeSharing,
+    /// Put `text` on the clipboard through the terminal (OSC 52).
+    CopyToClipboard {
+        text: String,
+    },
     /// Shut down (the exit overlay is showing).
     Quit,
 }
@@ -150,6 +169,8 @@ pub struct App {
     pub(crate) composer: Composer,
     pub(crate) modal: Option<Modal>,
     pub(crate) sharing: Option<Sharing>,
+    /// Sharing was on and has ended (revoked here, or the endpoint failed).
+    pub(crate) sharing_revoked: bool,
     pub(crate) notice: Option<Notice>,
     pub(crate) workspace: String,
     pub(crate) size: (u16, u16),
@@ -172,6 +193,12 @@ pub struct App {
     pub(crate) help_scroll: usize,
     /// The last prompt sent from this TUI, for ↑ on an empty composer.
     pub(crate) last_prompt: Option<String>,
+    /// Changes whenever a session appears in or leaves the list; part of the guard inputs,
+    /// so a TUIMCP revision read before a deletion is stale.
+    pub(crate) sessions_epoch: u64,
+    /// The backend's URL and, while it does not answer, why (shown while connecting).
+    pub(crate) backend_url: String,
+    pub(crate) down_cause: Option<String>,
 }
 
 impl App {
@@ -194,6 +221,7 @@ impl App {
             composer: Composer::default(),
             modal: None,
             sharing,
+            sharing_revoked: false,
             notice: None,
             workspace: workspace.into(),
             size: (80, 24),
@@ -210,6 +238,9 @@ impl App {
             approval_scroll: (String::new(), 0),
             help_scroll: 0,
             last_prompt: None,
+            sessions_epoch: 0,
+            backend_url: String::new(),
+            down_cause: None,
         }
     }
 
@@ -236,6 +267,14 @@ impl App {
     pub fn sharing(&self) -> Option<&Sharing> {
         self.sharing.as_ref()
     }
+    /// Whether this TUI is shared, was shared, or never was.
+    pub fn sharing_state(&self) -> SharingState {
+        match (&self.sharing, self.sharing_revoked) {
+            (Some(_), _) => SharingState::On,
+            (None, true) => SharingState::Revoked,
+            (None, false) => SharingState::Off,
+        }
+    }
     pub fn notice(&self) -> Option<&Notice> {
         self.notice.as_ref()
     }
@@ -248,6 +287,13 @@ impl App {
     }
     pub fn workspace(&self) -> &str {
         &self.workspace
+    }
+    pub fn backend_url(&self) -> &str {
+        &self.backend_url
+    }
+    /// Why the backend does not answer, while it does not.
+    pub fn down_cause(&self) -> Option<&str> {
+        self.down_cause.as_deref()
     }
     /// The terminal size the state lays out for.
     pub fn size(&self) -> (u16, u16) {
@@ -348,6 +394,7 @@ impl App {
             route_loaded: self.transcript_loaded,
             blockers: self.blocked_inputs(),
             workspace: self.workspace.clone(),
+            sessions: self.sessions_epoch,
         }
     }
 
@@ -356,7 +403,7 @@ impl App {
         Layout::compute(
             self.size.0,
             self.size.1,
-            self.sharing.is_some(),
+            self.sharing.as_ref().map(|s| s.endpoint_path.as_str()),
             self.composer.has_attachments(),
             self.composer
                 .visual_row_count(self.size.0.saturating_sub(2) as usize, COMPOSER_MAX_ROWS),
@@ -378,6 +425,15 @@ impl App {
 
     pub fn set_workspace(&mut self, workspace: impl Into<String>) {
         self.workspace = workspace.into();
+    }
+
+    pub fn set_backend_url(&mut self, url: impl Into<String>) {
+        self.backend_url = url.into();
+    }
+
+    /// Why the backend does not answer (`None` once it does).
+    pub fn set_down_cause(&mut self, cause: Option<String>) {
+        self.down_cause = cause;
     }
 
     /// Advances the clock (spinners, elapsed times) and expires notices.
@@ -422,8 +478,12 @@ impl App {
     }
 
     /// Navigation applied by an agent through TUIMCP (the controller already checked the
-    /// guard). Shows the notice so the person never mistakes it for their own action.
+    /// guard). Shows the notice so the person never mistakes it for their own action. The
+    /// session already open is left alone: no reload, no notice, the scroll kept.
     pub fn navigate_by_agent(&mut self, id: SessionId) {
+        if self.route == Route::Session(id.clone()) {
+            return;
+        }
         self.modal = None;
         self.open(id);
         self.notify(NoticeKind::Agent, "Navigated by agent via TUIMCP");
@@ -431,13 +491,36 @@ impl App {
 
     /// Sharing ended (revoked here or the endpoint failed): the bar goes away.
     pub fn sharing_closed(&mut self) {
-        self.sharing = None;
+        if self.sharing.take().is_some() {
+            self.sharing_revoked = true;
+            if self.modal == Some(Modal::McpConfig) {
+                self.modal = None;
+            }
+        }
     }
 
     pub(crate) fn revoke_sharing(&mut self) {
-        if self.sharing.take().is_some() {
+        if self.sharing.is_some() {
+            self.sharing_closed();
             self.effects.push(Effect::RevokeSharing);
             self.notify(NoticeKind::Info, "TUIMCP sharing revoked");
+        }
+    }
+
+    /// The MCP client configuration for this TUI, while it is shared.
+    pub fn mcp_config(&self) -> Option<String> {
+        let sharing = self.sharing.as_ref()?;
+        Some(crate::share::mcp_client_config(&sharing.endpoint_path))
+    }
+
+    /// Copies the MCP client configuration through the terminal (OSC 52).
+    pub(crate) fn copy_mcp_config(&mut self) {
+        if let Some(text) = self.mcp_config() {
+            self.effects.push(Effect::CopyToClipboard { text });
+            self.notify(
+                NoticeKind::Info,
+                "MCP client config sent to the clipboard (OSC 52); /tui-mcp-config shows it",
+            );
         }
     }
 
@@ -456,10 +539,10 @@ impl App {
         }
         let draft = self.composer.draft().to_owned();
         if draft.trim_start().starts_with('/') {
-            match crate::command::parse(&draft, self.sharing.is_some()) {
-                Ok(cmd) => {
+            match crate::command::parse(&draft, self.sharing_state()) {
+                Ok(invocation) => {
                     self.composer.clear_draft();
-                    self.run_command(cmd);
+                    self.run_command(invocation);
                 }
                 Err(e) => self.notify(NoticeKind::Error, e),
             }
@@ -506,19 +589,37 @@ impl App {
         });
     }
 
-    pub(crate) fn run_command(&mut self, cmd: crate::command::Command) {
-        use crate::command::Command;
-        match cmd {
+    pub(crate) fn run_command(&mut self, invocation: Invocation) {
+        match invocation.command {
             Command::New => self.new_session(),
             Command::Sessions => self.go_home(),
-            Command::Attach(path) => self.attach(path),
+            Command::Attach => self.attach(invocation.arg.unwrap_or_default()),
             Command::Abort => self.abort_open(),
+            Command::Rename => {
+                let title = invocation.arg.unwrap_or_default();
+                if let Some(session) = self.command_target("rename") {
+                    self.effects.push(Effect::RenameSession { session, title });
+                }
+            }
+            Command::Delete => {
+                if let Some(session) = self.command_target("delete") {
+                    let title = self
+                        .sessions
+                        .iter()
+                        .find(|s| s.id == session)
+                        .map(|s| s.title.clone())
+                        .unwrap_or_default();
+                    self.modal = Some(Modal::ConfirmDelete { session, title });
+                }
+            }
             Command::Help => {
                 self.help_scroll = 0;
                 self.modal = Some(Modal::Help)
             }
             Command::Quit => self.begin_exit(),
-            Command::RevokeSharing => self.revoke_sharing(),
+            Command::TuiMcpConfig if self.sharing.is_some() => self.modal = Some(Modal::McpConfig),
+            Command::TuiMcpRevoke => self.revoke_sharing(),
+            Command::TuiMcpConfig => {}
         }
     }
 
@@ -586,6 +687,21 @@ impl App {
         self.sessions
             .iter()
             .any(|s| s.status != SessionStatus::Idle)
+    }
+
+    /// The session a command acts on: the open one, else the one selected at home.
+    fn command_target(&mut self, what: &str) -> Option<SessionId> {
+        let target = match &self.route {
+            Route::Session(id) => Some(id.clone()),
+            Route::Home => self.selected_index().and_then(|_| self.selected.clone()),
+        };
+        if target.is_none() {
+            self.notify(
+                NoticeKind::Error,
+                format!("no session to {what}: open or select one"),
+            );
+        }
+        target
     }
 
     pub(crate) fn reply(&mut self, reply: PermissionReply) {

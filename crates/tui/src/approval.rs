@@ -1,6 +1,6 @@
 //! The approval dialog, honest: the whole request (every line, wrapped, never cut), scrollable
-//! when it is taller than the dialog, the answers by name with their keys, and what "always"
-//! covers in words. Geometry is computed here once and shared by drawing and the keys, so the
+//! when it is taller than the dialog, the files it gets, the answers by name with their keys,
+//! and what "always" covers in words. Geometry is computed here once and shared by drawing and the keys, so the
 //! scroll bound and what is drawn can never disagree.
 
 use ax_protocol::Permission;
@@ -20,6 +20,9 @@ pub const ALWAYS_COVERS: &str = "“Always allow” runs this command and every 
 pub const HINT: &str =
     "↑↓ PgUp/PgDn scroll · ←→ choose · Enter confirm · y once · a always · n reject · Esc later";
 
+/// Attached files listed by name; more are counted ("… and N more").
+const FILES_SHOWN: usize = 4;
+
 /// Rows of text around the request: the title line, a blank, the always line(s), a blank, the
 /// buttons, the hint (both may wrap), and the scroll indicator.
 const MIN_BODY_ROWS: u16 = 3;
@@ -33,6 +36,8 @@ pub struct Geometry {
     pub body_rows: Vec<String>,
     /// How many body rows fit.
     pub body_height: usize,
+    /// The attached files: a count line, the first few names, "… and N more".
+    pub file_rows: Vec<String>,
     pub always_rows: Vec<String>,
     pub hint_rows: Vec<String>,
 }
@@ -49,15 +54,16 @@ impl Geometry {
     }
 }
 
-/// Lays out the dialog for `command` on a `width`×`height` screen.
-pub fn geometry(command: &str, width: u16, height: u16) -> Geometry {
+/// Lays out the dialog for `command` (with `attachments`) on a `width`×`height` screen.
+pub fn geometry(command: &str, attachments: &[String], width: u16, height: u16) -> Geometry {
     let w = width.saturating_sub(4).clamp(20, 100).min(width);
     let inner_w = w.saturating_sub(2).max(1) as usize;
     let body_rows = request_rows(command, inner_w);
+    let file_rows = file_rows(attachments, inner_w);
     let always_rows = wrap_plain(ALWAYS_COVERS, inner_w);
     let hint_rows = wrap_plain(HINT, inner_w);
-    // title, (body), scroll indicator, always…, blank, buttons, hint…
-    let fixed = 1 + 1 + always_rows.len() + 1 + 1 + hint_rows.len();
+    // title, (body), scroll indicator, files…, always…, blank, buttons, hint…
+    let fixed = 1 + 1 + file_rows.len() + always_rows.len() + 1 + 1 + hint_rows.len();
     let max_h = height.saturating_sub(2).max(MIN_BODY_ROWS + 2) as usize;
     let room = max_h.saturating_sub(fixed + 2).max(MIN_BODY_ROWS as usize);
     let body_height = body_rows.len().clamp(1, room);
@@ -67,6 +73,7 @@ pub fn geometry(command: &str, width: u16, height: u16) -> Geometry {
         dialog: screen.centered(w, h),
         body_rows,
         body_height,
+        file_rows,
         always_rows,
         hint_rows,
     }
@@ -110,6 +117,57 @@ pub fn request_rows(command: &str, width: usize) -> Vec<String> {
     rows
 }
 
+/// The files the command gets are part of what is approved: a count, the first
+/// [`FILES_SHOWN`] names (one row each, control characters in caret notation, cut with `…`
+/// only when wider than the dialog), then how many more there are.
+pub fn file_rows(attachments: &[String], width: usize) -> Vec<String> {
+    if attachments.is_empty() {
+        return Vec::new();
+    }
+    let n = attachments.len();
+    let mut rows = vec![format!(
+        "with {n} attached file{}:",
+        if n == 1 { "" } else { "s" }
+    )];
+    for path in attachments.iter().take(FILES_SHOWN) {
+        let mut escaped = String::new();
+        for c in path.chars() {
+            match c {
+                c if (c as u32) < 0x20 || c == '\u{7f}' => {
+                    escaped.push('^');
+                    escaped.push(((c as u8) ^ 0x40) as char);
+                }
+                c if c.is_control() => escaped.push('\u{fffd}'),
+                c => escaped.push(c),
+            }
+        }
+        rows.push(clip_width(&format!("  @ {escaped}"), width));
+    }
+    if n > FILES_SHOWN {
+        rows.push(format!("  … and {} more", n - FILES_SHOWN));
+    }
+    rows
+}
+
+/// Cuts `s` to `width` display columns, ending in `…` when cut.
+fn clip_width(s: &str, width: usize) -> String {
+    if unicode_width::UnicodeWidthStr::width(s) <= width {
+        return s.to_owned();
+    }
+    let mut out = String::new();
+    let mut used = 0;
+    for c in s.chars() {
+        let cw = c.width().unwrap_or(0);
+        if used + cw + 1 > width {
+            break;
+        }
+        out.push(c);
+        used += cw;
+    }
+    out.push('…');
+    out
+}
+
 /// Plain word wrap for the dialog's own sentences.
 fn wrap_plain(text: &str, width: usize) -> Vec<String> {
     let mut rows = Vec::new();
@@ -133,7 +191,12 @@ impl App {
     /// The approval dialog's layout for the pending approval, if one shows.
     pub fn approval_geometry(&self) -> Option<Geometry> {
         let p = self.pending_approval()?;
-        Some(geometry(&p.command, self.size.0, self.size.1))
+        Some(geometry(
+            &p.command,
+            &p.attachments,
+            self.size.0,
+            self.size.1,
+        ))
     }
 
     /// Rows of the request scrolled out of view above (0 for a request not scrolled yet).
@@ -163,7 +226,7 @@ impl App {
 
 /// Draws the dialog for `p`.
 pub(crate) fn draw(frame: &mut Frame, app: &App, p: &Permission) {
-    let g = geometry(&p.command, app.size.0, app.size.1);
+    let g = geometry(&p.command, &p.attachments, app.size.0, app.size.1);
     let inner = crate::render::boxed(frame, g.dialog, "Approval needed", Color::Magenta);
     let dim = Style::new().fg(Color::DarkGray);
     let scroll = app.approval_scroll().min(g.max_scroll());
@@ -189,6 +252,14 @@ pub(crate) fn draw(frame: &mut Frame, app: &App, p: &Permission) {
     } else {
         Line::raw("")
     });
+    for (i, r) in g.file_rows.iter().enumerate() {
+        let style = match i {
+            0 => Style::new(),
+            _ if r.starts_with("  @ ") => Style::new().bold(),
+            _ => dim,
+        };
+        lines.push(Line::styled(r.clone(), style));
+    }
     for r in &g.always_rows {
         lines.push(Line::styled(r.clone(), dim));
     }
@@ -230,13 +301,37 @@ mod tests {
     #[test]
     fn a_tall_request_scrolls_inside_the_screen() {
         let cmd: String = (0..100).map(|i| format!("echo {i}\n")).collect();
-        let g = geometry(&cmd, 80, 24);
+        let g = geometry(&cmd, &[], 80, 24);
         assert!(g.dialog.height <= 24 && g.dialog.width <= 80);
         assert!(g.scrolls());
         assert_eq!(g.body_rows.len(), 101);
         assert_eq!(g.max_scroll(), 101 - g.body_height);
-        let small = geometry("ls", 80, 24);
+        let small = geometry("ls", &[], 80, 24);
         assert!(!small.scrolls());
         assert_eq!(small.body_height, 1);
+    }
+
+    #[test]
+    fn attached_files_are_listed_and_counted_in_the_height() {
+        let files: Vec<String> = (0..6).map(|i| format!("src/f{i}.rs")).collect();
+        let without = geometry("ls", &[], 80, 24);
+        let with = geometry("ls", &files, 80, 24);
+        assert_eq!(
+            with.file_rows,
+            [
+                "with 6 attached files:",
+                "  @ src/f0.rs",
+                "  @ src/f1.rs",
+                "  @ src/f2.rs",
+                "  @ src/f3.rs",
+                "  … and 2 more"
+            ]
+        );
+        assert_eq!(with.dialog.height, without.dialog.height + 6);
+        let one = file_rows(&["a\x1b[2J\nb".to_owned()], 40);
+        assert_eq!(one, ["with 1 attached file:", "  @ a^[[2J^Jb"]);
+        let long = file_rows(&["x".repeat(100)], 20);
+        assert_eq!(long[1].chars().count(), 20);
+        assert!(long[1].ends_with('…'));
     }
 }
