@@ -419,6 +419,7 @@ class ControlUi {
           const pane = locate(self.layout, paneId)?.pane;
           if (pane) pane.session = s.id;
           self.layout.active = paneId;
+          if (NARROW.matches) self.layout.sidebar = false;
           self.store.messages.set(s.id, []);
           self.setLayout(self.layout);
         } catch (e) {
@@ -600,7 +601,9 @@ class ControlUi {
     for (const el of this.panesShowing(sessionId)) {
       const pane = locate(this.layout, el.dataset.paneId)?.pane;
       if (!pane) continue;
-      const fresh = renderPane(pane, { store: this.store, active: pane.id === this.layout.active, drafts: this.drafts, actions: this.actions });
+      const fresh = renderPane(pane, {
+        store: this.store, active: pane.id === this.layout.active, drafts: this.drafts, actions: this.actions, count: allPanes(this.layout).length,
+      });
       el.querySelector('.pane-head')?.replaceWith(fresh.querySelector('.pane-head'));
       el.setAttribute('aria-label', fresh.getAttribute('aria-label'));
     }
@@ -683,9 +686,12 @@ const SHORTCUTS = [
   { code: 'Slash', keys: 'Alt+/', what: 'Show these shortcuts', run: () => showShortcuts(true) },
 ];
 
+let focusBeforeShortcuts = null;
+
 function showShortcuts(open) {
   const dialog = $('shortcuts');
   if (open) {
+    if (dialog.hidden) focusBeforeShortcuts = document.activeElement;
     $('shortcut-list').replaceChildren(...SHORTCUTS.flatMap((s) => [
       h('dt', {}, h('kbd', { text: s.keys })),
       h('dd', { text: s.what }),
@@ -694,6 +700,9 @@ function showShortcuts(open) {
     $('close-shortcuts').focus();
   } else if (!dialog.hidden) {
     dialog.hidden = true;
+    // Back where the person was, when that is still on the page.
+    if (focusBeforeShortcuts?.isConnected) focusBeforeShortcuts.focus();
+    focusBeforeShortcuts = null;
   }
 }
 
@@ -713,7 +722,7 @@ document.addEventListener('keydown', (ev) => {
   const shortcut = SHORTCUTS.find((s) => s.code === ev.code);
   if (!shortcut) return;
   ev.preventDefault();
-  if (shortcut.run !== SHORTCUTS.at(-1).run) showShortcuts(false);
+  if (shortcut.code !== 'Slash') showShortcuts(false);
   shortcut.run(app);
 });
 
