@@ -293,6 +293,10 @@ def run(binary, artifacts):
               "its address is kept")
         driver.find_element(By.ID, "toggle-browser").click()
         wait_for(lambda: page.testid("browser-frame").get_attribute("src") == want, "shown again, it loads its page")
+        os.makedirs(artifacts, exist_ok=True)
+        shot = os.path.join(artifacts, "control-ui-wide-splitters.png")
+        driver.save_screenshot(shot)
+        check(os.path.getsize(shot) > 10_000, f"screenshot of three panes and both docks: {shot}")
 
         # ---- 6. contrast, light and dark ----
         for scheme in ["light", "dark"]:
