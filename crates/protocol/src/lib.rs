@@ -13,6 +13,7 @@ pub mod local;
 pub mod proof;
 mod session_id;
 pub mod time;
+pub mod turn;
 
 pub use session_id::{SessionId, SessionIdError};
 
