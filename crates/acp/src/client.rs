@@ -166,12 +166,12 @@ pub enum StartError {
         source: io::Error,
     },
     #[error(
-        "agent `{name}` speaks ACP protocol version {got}, but ax-code speaks version \
-         {PROTOCOL_VERSION}; update the agent or ax-code"
+        "agent `{name}` does not speak ACP protocol version {PROTOCOL_VERSION}, the one \
+         ax-code speaks ({detail}); update the agent or ax-code"
     )]
     ProtocolVersion {
         name: String,
-        got: String,
+        detail: String,
         stderr_tail: String,
     },
     #[error("agent `{name}` failed to initialize: {message}")]
@@ -864,7 +864,7 @@ impl AgentHandle {
             handle.stop().await;
             return Err(StartError::ProtocolVersion {
                 name: spec.name.clone(),
-                got: version.to_string(),
+                detail: format!("it answered version {version}"),
                 stderr_tail: handle.shared.stderr_tail(),
             });
         }
@@ -899,7 +899,7 @@ impl AgentHandle {
         if message.contains("protocol") && message.contains("version") {
             return StartError::ProtocolVersion {
                 name: self.name.clone(),
-                got: message,
+                detail: message,
                 stderr_tail: tail,
             };
         }
@@ -913,7 +913,10 @@ impl AgentHandle {
     /// Sends a setup request and waits (bounded) for its answer; errors as text.
     async fn request<R: acp::JsonRpcRequest>(&self, req: R) -> Result<R::Response, String> {
         self.request_raw(req).await.map_err(|e| match e {
-            Some(e) => format!("{} (code {})", e.message, e.code.value()),
+            Some(e) => match e.data.as_ref().and_then(|d| d.as_str()) {
+                Some(data) => format!("{}: {data} (code {})", e.message, e.code.value()),
+                None => format!("{} (code {})", e.message, e.code.value()),
+            },
             None => format!(
                 "no answer within {} s",
                 self.options.request_timeout.as_secs()
@@ -1267,7 +1270,7 @@ impl AgentHandle {
     /// open tool calls marked cancelled; the turn ends when the agent answers the prompt, or
     /// its process group is killed after the watchdog. Returns whether a turn was running.
     pub fn cancel(&self) -> bool {
-        let (seq, sid) = {
+        let seq = {
             let mut st = self.shared.lock();
             let Some(turn) = st.turn.as_mut() else {
                 return false;
@@ -1277,16 +1280,18 @@ impl AgentHandle {
             }
             turn.cancel_requested = true;
             let seq = turn.seq;
+            // session/cancel first, so the agent knows why its permission requests end.
+            let sid = st.session_id.clone().unwrap_or_default();
+            if let Err(e) = self
+                .cx
+                .send_notification(schema::CancelNotification::new(sid))
+            {
+                tracing::debug!(error = %e, "could not send session/cancel");
+            }
             self.shared.cancel_parked(&mut st);
             self.shared.close_tool_calls(&mut st, ToolStatus::Cancelled);
-            (seq, st.session_id.clone().unwrap_or_default())
+            seq
         };
-        if let Err(e) = self
-            .cx
-            .send_notification(schema::CancelNotification::new(sid))
-        {
-            tracing::debug!(error = %e, "could not send session/cancel");
-        }
         let shared = self.shared.clone();
         let pgid = self.pgid;
         let watchdog = self.options.watchdog;

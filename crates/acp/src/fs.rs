@@ -112,7 +112,13 @@ pub fn read_text_file(
         OFlags::RDONLY | OFlags::CLOEXEC | OFlags::NONBLOCK | OFlags::NOCTTY,
         Mode::empty(),
     )
-    .map_err(|e| io(&target)(e.into()))?;
+    .map_err(|e| match e {
+        // Say nothing about what does or does not exist outside the project.
+        rustix::io::Errno::NOENT if !ancestor_inside(project, &target) => {
+            FsError::Outside(shown(&target))
+        }
+        e => io(&target)(e.into()),
+    })?;
     check_inside(project, &real_path(&fd).map_err(io(&target))?, &target)?;
     let stat = rustix::fs::fstat(&fd).map_err(|e| io(&target)(e.into()))?;
     if rustix::fs::FileType::from_raw_mode(stat.st_mode) != rustix::fs::FileType::RegularFile {
@@ -144,6 +150,14 @@ pub fn read_text_file(
         .skip(skip)
         .take(take)
         .collect())
+}
+
+/// Whether the deepest existing ancestor of `path` resolves inside the project.
+fn ancestor_inside(project: &Path, path: &Path) -> bool {
+    path.ancestors()
+        .skip(1)
+        .find_map(|a| a.canonicalize().ok())
+        .is_some_and(|real| real.starts_with(project))
 }
 
 static TEMP_COUNTER: AtomicU64 = AtomicU64::new(0);

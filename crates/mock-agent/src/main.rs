@@ -34,7 +34,7 @@
 //! Permission option sets (ids as the real adapters name them): `claude` (`allow`,
 //! `allow_always`, `reject`), `codex` (`approved`, `approved-for-session`, `abort`; no
 //! `reject_always`; `abort` ends the whole turn `cancelled`), `gemini` (`proceed_once`,
-//! `proceed_always`, `cancel`), `full` (one of each kind).
+//! `proceed_always`, `cancel`), `full` (one of each kind), `allow-only` (`ok`, allow once only).
 //!
 //! Environment: `AX_MOCK_PROTOCOL_VERSION=N` answers `initialize` with version N;
 //! `AX_MOCK_REQUIRE_AUTH=1` fails `session/new` with -32000; `AX_MOCK_INITIAL_MODE=ID`
@@ -163,6 +163,7 @@ fn permission_options(set: &str) -> Vec<schema::PermissionOption> {
             o("proceed_always", "Always allow", K::AllowAlways),
             o("cancel", "Reject", K::RejectOnce),
         ],
+        "allow-only" => vec![o("ok", "OK", K::AllowOnce)],
         "full" => vec![
             o("o1", "Allow once", K::AllowOnce),
             o("o2", "Allow always", K::AllowAlways),
@@ -481,12 +482,8 @@ async fn run_turn(
         })
         .collect::<Vec<_>>()
         .join("\n");
-    {
-        let sessions = mock.sessions.lock().unwrap();
-        let Some(s) = sessions.get(&*req.session_id.0) else {
-            return Err(schema::Error::session_not_found(req.session_id.clone()).into());
-        };
-        s.cancelled.store(false, Ordering::SeqCst);
+    if !mock.sessions.lock().unwrap().contains_key(&*req.session_id.0) {
+        return Err(schema::Error::session_not_found(req.session_id.clone()).into());
     }
     let mut turn = Turn {
         cx,
@@ -539,15 +536,33 @@ async fn main() {
     let m4 = mock.clone();
     let m5 = mock.clone();
     let m6 = mock.clone();
+    let m7 = mock.clone();
     let result = Agent
         .v1()
         .name("ax-mock-agent")
         .on_receive_request(
-            async move |_req: schema::InitializeRequest, responder, _cx| {
+            async move |_req: schema::InitializeRequest, responder: acp::v1::Responder<schema::InitializeResponse>, _cx| {
                 let version: u16 = std::env::var("AX_MOCK_PROTOCOL_VERSION")
                     .ok()
                     .and_then(|v| v.parse().ok())
                     .unwrap_or(1);
+                if version != 1 {
+                    // The SDK's v1 agent side always answers version 1; write the answer of
+                    // an agent that speaks another version by hand.
+                    let id = serde_json::to_value(responder.raw_id()).unwrap_or_default();
+                    m7.raw_line(
+                        serde_json::json!({
+                            "jsonrpc": "2.0",
+                            "id": id,
+                            "result": {"protocolVersion": version, "agentCapabilities": {}, "authMethods": []}
+                        })
+                        .to_string()
+                        .into_bytes(),
+                    );
+                    // Answered above: the SDK must not answer it again.
+                    std::mem::forget(responder);
+                    return Ok(());
+                }
                 let mut session_caps = schema::SessionCapabilities::new();
                 if env_flag("AX_MOCK_RESUME") {
                     session_caps = session_caps.resume(schema::SessionResumeCapabilities::new());
@@ -642,6 +657,11 @@ async fn main() {
         .on_receive_request(
             async move |req: schema::PromptRequest, responder, cx: ConnectionTo<Client>| {
                 let mock = m3.clone();
+                // Reset here, in order with the messages around it: a `session/cancel` right
+                // behind this prompt must not be forgotten by the turn task starting later.
+                if let Some(s) = mock.sessions.lock().unwrap().get(&*req.session_id.0) {
+                    s.cancelled.store(false, Ordering::SeqCst);
+                }
                 let turn_cx = cx.clone();
                 cx.spawn(async move {
                     match run_turn(mock, turn_cx, req).await {
