@@ -29,6 +29,7 @@
 //! | `garbage` | prints lines that are not JSON-RPC (and not UTF-8) on stdout |
 //! | `flood N` | N text chunks written straight to stdout (for benchmarks) |
 //! | `flood-timed N RATE` | N chunks at RATE per second, each text `t<unix ns> ` |
+//! | `mcp TOOL JSON` | calls TOOL with arguments JSON on the first stdio MCP server the session was given; reports `mcp: tools=NAMES result=TEXT` |
 //! | `sleep MS` | waits |
 //! | `wait-cancel` | waits for `session/cancel`, then ends with `cancelled` |
 //! | `ignore-cancel` | waits forever, ignoring `session/cancel` |
@@ -40,6 +41,9 @@
 //! `allow_always`, `reject`), `codex` (`approved`, `approved-for-session`, `abort`; no
 //! `reject_always`; `abort` ends the whole turn `cancelled`), `gemini` (`proceed_once`,
 //! `proceed_always`, `cancel`), `full` (one of each kind), `allow-only` (`ok`, allow once only).
+//!
+//! Started as `ax-mock-agent --mcp-server` it is instead a trivial stdio MCP server whose one
+//! tool, `screen`, echoes its arguments.
 //!
 //! Environment: `AX_MOCK_PROTOCOL_VERSION=N` answers `initialize` with version N;
 //! `AX_MOCK_REQUIRE_AUTH=1` fails `session/new` with -32000; `AX_MOCK_INITIAL_MODE=ID`
@@ -69,6 +73,7 @@ use tokio::io::{AsyncBufReadExt, AsyncWriteExt};
 #[derive(Default)]
 struct Session {
     mode: String,
+    mcp_servers: Vec<schema::McpServer>,
     cancelled: Arc<AtomicBool>,
     cancel: Arc<tokio::sync::Notify>,
 }
@@ -104,12 +109,13 @@ fn text(s: impl Into<String>) -> schema::ContentBlock {
 }
 
 impl Mock {
-    fn open(&self, id: &str) {
+    fn open(&self, id: &str, mcp_servers: Vec<schema::McpServer>) {
         let mode = std::env::var("AX_MOCK_INITIAL_MODE").unwrap_or_else(|_| "default".into());
         self.sessions.lock().unwrap().insert(
             id.to_string(),
             Session {
                 mode,
+                mcp_servers,
                 ..Session::default()
             },
         );
@@ -461,6 +467,24 @@ impl Turn {
                     );
                 }
             }
+            "mcp" => {
+                let (tool, args) = rest.split_once(' ').unwrap_or((rest, "{}"));
+                let server = self.mock.sessions.lock().unwrap()[&*self.sid.0]
+                    .mcp_servers
+                    .iter()
+                    .find_map(|s| match s {
+                        schema::McpServer::Stdio(s) => Some(s.clone()),
+                        _ => None,
+                    });
+                let report = match server {
+                    None => "mcp: error no stdio MCP server was given".to_string(),
+                    Some(server) => match call_mcp_tool(&server, tool, args).await {
+                        Ok((tools, result)) => format!("mcp: tools={tools} result={result}"),
+                        Err(e) => format!("mcp: error {e}"),
+                    },
+                };
+                self.say(report)?;
+            }
             "sleep" => {
                 tokio::time::sleep(Duration::from_millis(rest.parse().unwrap_or(0))).await;
             }
@@ -498,6 +522,106 @@ impl Turn {
         }
         Ok(None)
     }
+}
+
+/// Calls `tool` on a stdio MCP server the way an agent would: start it, `initialize`,
+/// `notifications/initialized`, `tools/list`, `tools/call`; returns the tool names and the
+/// call's text.
+async fn call_mcp_tool(
+    server: &schema::McpServerStdio,
+    tool: &str,
+    args: &str,
+) -> Result<(String, String), String> {
+    let arguments: serde_json::Value = serde_json::from_str(args).map_err(|e| e.to_string())?;
+    let mut child = tokio::process::Command::new(&server.command)
+        .args(&server.args)
+        .envs(server.env.iter().map(|e| (&e.name, &e.value)))
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .map_err(|e| format!("cannot start {}: {e}", server.command.display()))?;
+    let mut stdin = child.stdin.take().ok_or("no stdin")?;
+    let mut lines = tokio::io::BufReader::new(child.stdout.take().ok_or("no stdout")?).lines();
+    let mut next_id = 0;
+    let mut call = async |method: &str, params: serde_json::Value| -> Result<serde_json::Value, String> {
+        next_id += 1;
+        let msg = serde_json::json!({"jsonrpc": "2.0", "id": next_id, "method": method, "params": params});
+        stdin
+            .write_all(format!("{msg}\n").as_bytes())
+            .await
+            .map_err(|e| e.to_string())?;
+        loop {
+            let line = lines
+                .next_line()
+                .await
+                .map_err(|e| e.to_string())?
+                .ok_or("the MCP server closed its output")?;
+            let v: serde_json::Value = serde_json::from_str(&line).map_err(|e| e.to_string())?;
+            if v["id"] == next_id {
+                if let Some(err) = v.get("error") {
+                    return Err(err.to_string());
+                }
+                return Ok(v["result"].clone());
+            }
+        }
+    };
+    call(
+        "initialize",
+        serde_json::json!({"protocolVersion": "2025-06-18", "capabilities": {},
+            "clientInfo": {"name": "ax-mock-agent", "version": env!("CARGO_PKG_VERSION")}}),
+    )
+    .await?;
+    let tools = call("tools/list", serde_json::json!({})).await?;
+    let names: Vec<&str> = tools["tools"]
+        .as_array()
+        .map(|t| t.iter().filter_map(|t| t["name"].as_str()).collect())
+        .unwrap_or_default();
+    let names = names.join(",");
+    let result = call("tools/call", serde_json::json!({"name": tool, "arguments": arguments})).await?;
+    let text: String = result["content"]
+        .as_array()
+        .map(|c| c.iter().filter_map(|c| c["text"].as_str()).collect())
+        .unwrap_or_default();
+    let text = if result["isError"] == true {
+        format!("error {text}")
+    } else {
+        text
+    };
+    let _ = child.kill().await;
+    Ok((names, text))
+}
+
+/// A trivial stdio MCP server with one tool, `screen`, that echoes its arguments; for tests
+/// of the MCP servers a session hands its agent.
+pub fn run_mcp_server() -> ! {
+    use std::io::{BufRead, Write};
+    let stdin = std::io::stdin();
+    let mut out = std::io::stdout();
+    for line in stdin.lock().lines() {
+        let Ok(line) = line else { break };
+        let Ok(msg) = serde_json::from_str::<serde_json::Value>(&line) else {
+            continue;
+        };
+        let Some(id) = msg.get("id").cloned() else {
+            continue;
+        };
+        let result = match msg["method"].as_str() {
+            Some("initialize") => serde_json::json!({"protocolVersion": "2025-06-18",
+                "capabilities": {"tools": {}}, "serverInfo": {"name": "mock-screen", "version": "1"}}),
+            Some("tools/list") => serde_json::json!({"tools": [{"name": "screen",
+                "description": "echo", "inputSchema": {"type": "object"}}]}),
+            Some("tools/call") => serde_json::json!({"content": [{"type": "text",
+                "text": format!("{} called with {}", msg["params"]["name"].as_str().unwrap_or("?"),
+                    msg["params"]["arguments"])}]}),
+            _ => serde_json::json!({}),
+        };
+        let reply = serde_json::json!({"jsonrpc": "2.0", "id": id, "result": result});
+        if writeln!(out, "{reply}").and_then(|()| out.flush()).is_err() {
+            break;
+        }
+    }
+    std::process::exit(0)
 }
 
 async fn run_turn(
@@ -632,13 +756,13 @@ async fn serve() -> i32 {
             acp::on_receive_request!(),
         )
         .on_receive_request(
-            async move |_req: schema::NewSessionRequest, responder, _cx| {
+            async move |req: schema::NewSessionRequest, responder, _cx| {
                 if env_flag("AX_MOCK_REQUIRE_AUTH") {
                     return responder.respond_with_error(acp::Error::auth_required());
                 }
                 let n = m.next.fetch_add(1, Ordering::SeqCst) + 1;
                 let id = format!("mock-{}-{n}", std::process::id());
-                m.open(&id);
+                m.open(&id, req.mcp_servers);
                 if let Some(dir) = state_dir() {
                     let _ = std::fs::write(dir.join(format!("{id}.jsonl")), "");
                 }
@@ -653,7 +777,7 @@ async fn serve() -> i32 {
                     return responder
                         .respond_with_error(schema::Error::session_not_found(req.session_id).into());
                 };
-                m2.open(&req.session_id.0);
+                m2.open(&req.session_id.0, req.mcp_servers.clone());
                 for (user, agent) in history {
                     for (update, text_) in [
                         (true, user),
@@ -681,7 +805,7 @@ async fn serve() -> i32 {
                     return responder
                         .respond_with_error(schema::Error::session_not_found(req.session_id).into());
                 }
-                m5.open(&req.session_id.0);
+                m5.open(&req.session_id.0, req.mcp_servers.clone());
                 responder.respond(schema::ResumeSessionResponse::new().modes(modes("default")))
             },
             acp::on_receive_request!(),

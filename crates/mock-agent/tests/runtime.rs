@@ -556,3 +556,53 @@ async fn stop_ends_a_busy_agent_and_its_turn() {
     let turn = finish(&mut fx.events, deltas).await;
     assert_eq!(turn.end, TurnEnd::Cancelled);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn twenty_sessions_at_once_with_permissions_have_no_cross_talk() {
+    let mut tasks = Vec::new();
+    for i in 0..20usize {
+        tasks.push(tokio::spawn(async move {
+            let mut fx = start(&[]).await;
+            fx.agent
+                .prompt_text(&format!("text s{i}\nchunks 50\npermission p{i} claude\ntext end{i}"))
+                .unwrap();
+            let mut deltas = Vec::new();
+            let p = permission(&mut fx.events, &mut deltas).await;
+            assert_eq!(p.tool_call.tool_call_id, format!("p{i}"));
+            let kind = if i % 2 == 0 {
+                PermissionKind::AllowOnce
+            } else {
+                PermissionKind::RejectOnce
+            };
+            let sent = fx.agent.answer_permission(&p.permission_id, kind).unwrap();
+            let turn = finish(&mut fx.events, deltas).await;
+            let chunks: String = (0..50).map(|c| format!("c{c} ")).collect();
+            assert_eq!(
+                turn.text(),
+                format!("s{i}{chunks}permission p{i}: {}\nend{i}", sent.option_id)
+            );
+            fx.agent.stop().await;
+        }));
+    }
+    for t in tasks {
+        t.await.expect("session task");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_agent_can_call_the_mcp_servers_the_session_gives_it() {
+    let project = tempfile::tempdir().unwrap();
+    let (mut agent, mut events) = try_start(&[], project.path()).await.unwrap();
+    let screen = ax_acp::schema::McpServer::Stdio(
+        ax_acp::schema::McpServerStdio::new("screen", env!("CARGO_BIN_EXE_ax-mock-agent"))
+            .args(vec!["--mcp-server".into()]),
+    );
+    agent.open_session(vec![screen], None).await.unwrap();
+    agent.prompt_text("mcp screen {\"op\":\"split\"}").unwrap();
+    let turn = finish(&mut events, Vec::new()).await;
+    assert_eq!(
+        turn.text(),
+        "mcp: tools=screen result=screen called with {\"op\":\"split\"}"
+    );
+    agent.stop().await;
+}
