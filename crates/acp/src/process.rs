@@ -149,7 +149,7 @@ pub fn bounded_lines(
         done: bool,
     }
     let state = State {
-        reader: BufReader::with_capacity(64 * 1024, reader),
+        reader: BufReader::with_capacity(16 * 1024, reader),
         line: Vec::new(),
         discarding: false,
         done: false,

@@ -676,9 +676,23 @@ async fn serve() -> i32 {
     *mock.raw.lock().unwrap() = Some(raw_tx.clone());
     let writer = tokio::spawn(async move {
         let mut out = tokio::io::stdout();
-        while let Some(mut line) = raw_rx.next().await {
-            line.push(b'\n');
-            if out.write_all(&line).await.is_err() || out.flush().await.is_err() {
+        let mut buf = Vec::new();
+        while let Some(line) = raw_rx.next().await {
+            // Everything queued goes out in one write: tokio's stdout costs a blocking-pool
+            // round trip per write.
+            buf.clear();
+            buf.extend_from_slice(&line);
+            buf.push(b'\n');
+            while buf.len() < 256 * 1024 {
+                match raw_rx.try_next() {
+                    Ok(Some(more)) => {
+                        buf.extend_from_slice(&more);
+                        buf.push(b'\n');
+                    }
+                    _ => break,
+                }
+            }
+            if out.write_all(&buf).await.is_err() || out.flush().await.is_err() {
                 break;
             }
         }
