@@ -6,6 +6,15 @@
 //! or an abort answers it, and file and terminal work runs in spawned tasks. The turn's
 //! `session/prompt` request is awaited by a task that never drops it (dropping sends
 //! `$/cancel_request`, which is not a cancel).
+//!
+//! Transport: the SDK's `Lines` over our own bounded stdout line reader and a stdin writer
+//! task, rather than `ByteStreams`: a line has a length bound, a garbage or non-UTF-8 line is
+//! dropped without ending the connection, and stopping can close the agent's stdin.
+//!
+//! Events go to an unbounded channel in order; the caller is expected to drain it (the
+//! backend stores and fans out every event). Updates that arrive before the agent's session
+//! id is known (during `session/new`) are skipped: agents send only command lists and modes
+//! there, which the `session/new` answer carries too.
 
 use std::{
     collections::BTreeMap,
