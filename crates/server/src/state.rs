@@ -24,6 +24,12 @@ pub struct Limits {
     pub prompt_parts: usize,
     pub title_chars: usize,
     pub output_bytes_per_message: usize,
+    /// Time to read a request head, also the longest a kept-alive connection may sit idle
+    /// between requests.
+    pub header_read_timeout: Duration,
+    /// Open connections that have not carried the credential; the next one evicts the oldest
+    /// idle one. Also capped at a quarter of the file-descriptor limit.
+    pub unauthenticated_connections: usize,
 }
 
 impl Default for Limits {
@@ -34,6 +40,8 @@ impl Default for Limits {
             prompt_parts: 64,
             title_chars: 200,
             output_bytes_per_message: 1024 * 1024,
+            header_read_timeout: Duration::from_secs(10),
+            unauthenticated_connections: 256,
         }
     }
 }
@@ -71,9 +79,9 @@ pub struct App {
     pub token: String,
     /// The screen credential derived from `token` (gateway only, read and write scopes).
     pub screen_token: String,
-    /// `host:port` values accepted in the Host header; `None` accepts any (non-loopback bind
-    /// explicitly allowed, where the credential is the protection).
-    pub allowed_hosts: Option<Vec<String>>,
+    /// Values accepted in the Host header (lowercase): the bound address and the loopback
+    /// names with the port, plus the names the person allowed. Never empty, never "any".
+    pub allowed_hosts: Vec<String>,
     pub limits: Limits,
     pub heartbeat: Duration,
     /// Active runs by session; a std mutex, held for map operations only.

@@ -3,7 +3,8 @@
 //! Without `--url` they use the registered backend of the current directory's project (the
 //! data directory's `servers/` records, checked by asking the backend); `list` with no backend
 //! running reads the local store read-only. With `--url` they ask that backend, with the
-//! credential from `$AX_CODE_SERVER_PASSWORD` or the local credential files.
+//! credential recorded for exactly that URL (or `$AX_CODE_SERVER_PASSWORD` for a backend on
+//! another machine).
 
 use std::path::PathBuf;
 
@@ -50,22 +51,29 @@ fn data_dir() -> anyhow::Result<PathBuf> {
 }
 
 fn client_for_url(url: &str) -> anyhow::Result<Client> {
-    let token = ax_client::credential_for_url(url).ok_or_else(|| {
-        anyhow!(
-            "no credential for {url}: set AX_CODE_SERVER_PASSWORD, or run this as the user \
-             whose `ax-code serve` wrote it"
-        )
-    })?;
+    let token = ax_client::credential_for_url(ax_client::Kind::Full, url)
+        .ok_or_else(|| anyhow!("{}", no_credential(url)))?;
     Ok(Client::new(url, token)?)
+}
+
+/// Why no credential was found for `url`, and what to do.
+pub fn no_credential(url: &str) -> String {
+    format!(
+        "no credential for {url}: no backend registered exactly this URL in the data directory \
+         (use the URL `ax-code serve` printed, and run this as the same user); \
+         AX_CODE_SERVER_PASSWORD is sent only to a registered backend or one on another machine"
+    )
 }
 
 /// The registered backend of the current directory's project, if one answers.
 async fn registered() -> anyhow::Result<Option<Client>> {
     let cwd = std::env::current_dir().context("cannot read the current directory")?;
-    Ok(match ax_client::discover(&cwd, &data_dir()?).await {
-        Some((url, token)) => Some(Client::new(url, token)?),
-        None => None,
-    })
+    Ok(
+        match ax_client::discover(ax_client::Kind::Full, &cwd, &data_dir()?).await {
+            Some(found) => Some(Client::new(found.url, found.credential)?),
+            None => None,
+        },
+    )
 }
 
 async fn list(url: Option<String>, json: bool) -> anyhow::Result<()> {

@@ -75,13 +75,8 @@ pub fn run_embedded(args: TuiArgs) -> anyhow::Result<()> {
 pub fn run_attach(args: AttachArgs) -> anyhow::Result<()> {
     check_sharing_supported(args.tui_mcp)?;
     require_terminal()?;
-    let token = ax_client::credential_for_url(&args.url).with_context(|| {
-        format!(
-            "no credential for {}: set AX_CODE_SERVER_PASSWORD, or start that backend with \
-             `ax-code serve` as this user so its credential file is found",
-            args.url
-        )
-    })?;
+    let token = ax_client::credential_for_url(ax_client::Kind::Full, &args.url)
+        .with_context(|| super::session::no_credential(&args.url))?;
     let client = Client::new(args.url.as_str(), token)?;
     let runtime = runtime()?;
     // A server that answers without proving it holds the credential (another program on the
