@@ -14,7 +14,8 @@ use crate::{error::Failure, state::Shared};
 
 /// Checks Host (one of the served names: the bound address and the loopback names with the
 /// port, and the names allowed with `--allow-host`) and, when present, Origin (this server's
-/// own origin: `http://` + the Host, or `https://` + the Host behind a TLS-terminating proxy).
+/// own origin: `http://` + the Host, or for an `--allow-host` name also `https://` + the Host,
+/// as a browser behind a TLS-terminating proxy sends it).
 pub fn check_host_origin(app: &Shared, headers: &HeaderMap) -> Result<(), Failure> {
     let host = headers
         .get(header::HOST)
@@ -33,8 +34,9 @@ pub fn check_host_origin(app: &Shared, headers: &HeaderMap) -> Result<(), Failur
         let expected = format!("http://{host}");
         let ok = origin.to_str().is_ok_and(|o| {
             o.eq_ignore_ascii_case(&expected)
-                || o.strip_prefix("https://")
-                    .is_some_and(|rest| rest.eq_ignore_ascii_case(&host))
+                || (app.proxied_hosts.contains(&host)
+                    && o.strip_prefix("https://")
+                        .is_some_and(|rest| rest.eq_ignore_ascii_case(&host)))
         });
         if !ok {
             return Err(Failure::forbidden(format!(

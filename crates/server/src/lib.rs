@@ -201,6 +201,17 @@ fn host_name_ok(name: &str) -> bool {
             .all(|b| b.is_ascii_alphanumeric() || b".-_:[]".contains(&b))
 }
 
+/// Each allowed name alone and with the port, lowercase.
+fn named_hosts(port: u16, names: &[String]) -> Vec<String> {
+    names
+        .iter()
+        .flat_map(|name| {
+            let name = name.to_ascii_lowercase();
+            [format!("{name}:{port}"), name]
+        })
+        .collect()
+}
+
 /// The Host values served: the loopback names (when reachable over loopback), the bound address
 /// (when it is a specific one) and each allowed name, alone and with the port; lowercase.
 fn served_hosts(addr: SocketAddr, extra: &[String]) -> Vec<String> {
@@ -213,11 +224,7 @@ fn served_hosts(addr: SocketAddr, extra: &[String]) -> Vec<String> {
         let bound = local_url(addr);
         hosts.push(bound.trim_start_matches("http://").to_owned());
     }
-    for name in extra {
-        let name = name.to_ascii_lowercase();
-        hosts.push(format!("{name}:{port}"));
-        hosts.push(name);
-    }
+    hosts.extend(named_hosts(port, extra));
     hosts.sort();
     hosts.dedup();
     hosts
@@ -371,6 +378,7 @@ pub async fn start(config: ServerConfig) -> Result<RunningServer, StartError> {
         token: token.clone(),
         screen_token: crate::screen_credential(&token),
         allowed_hosts,
+        proxied_hosts: named_hosts(addr.port(), &config.allowed_hosts),
         limits: config.limits,
         heartbeat: config.heartbeat,
         runs: Mutex::new(Default::default()),

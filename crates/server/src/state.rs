@@ -82,6 +82,9 @@ pub struct App {
     /// Values accepted in the Host header (lowercase): the bound address and the loopback
     /// names with the port, plus the names the person allowed. Never empty, never "any".
     pub allowed_hosts: Vec<String>,
+    /// The `--allow-host` names (alone and with the port, lowercase), for which an `https://`
+    /// Origin is accepted too (a TLS-terminating proxy in front).
+    pub proxied_hosts: Vec<String>,
     pub limits: Limits,
     pub heartbeat: Duration,
     /// Active runs by session; a std mutex, held for map operations only.
