@@ -235,9 +235,15 @@ async fn mcp_screen_uses_only_the_screen_credential() {
     for entry in std::fs::read_dir(s.data.path().join("screen")).unwrap() {
         let path = entry.unwrap().path();
         let text = std::fs::read_to_string(&path).unwrap();
-        assert!(!text.contains(&s.token), "{path:?} holds the full credential");
+        assert!(
+            !text.contains(&s.token),
+            "{path:?} holds the full credential"
+        );
         let record: Value = serde_json::from_str(&text).unwrap();
-        assert!(record["screenToken"].is_string(), "{path:?} lacks screenToken");
+        assert!(
+            record["screenToken"].is_string(),
+            "{path:?} lacks screenToken"
+        );
         std::fs::write(screen_dir.join(path.file_name().unwrap()), text).unwrap();
         copied += 1;
     }
@@ -245,7 +251,10 @@ async fn mcp_screen_uses_only_the_screen_credential() {
     for dir in ["servers", "credentials"] {
         for entry in std::fs::read_dir(s.data.path().join(dir)).unwrap() {
             let text = std::fs::read_to_string(entry.unwrap().path()).unwrap();
-            assert!(!text.contains("screenToken"), "{dir}/ holds the screen credential");
+            assert!(
+                !text.contains("screenToken"),
+                "{dir}/ holds the screen credential"
+            );
         }
     }
     let elsewhere = tempfile::tempdir().unwrap();
@@ -287,6 +296,9 @@ async fn mcp_screen_uses_only_the_screen_credential() {
     let message = result["structuredContent"]["error"]["message"]
         .as_str()
         .unwrap();
-    assert!(message.contains("restart a backend of an older version"), "{message}");
+    assert!(
+        message.contains("restart a backend of an older version"),
+        "{message}"
+    );
     assert!(!result.to_string().contains(&s.token));
 }

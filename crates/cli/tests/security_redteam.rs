@@ -117,7 +117,12 @@ fn ipv6_loopback() -> bool {
 
 /// `ax-code serve --port PORT` (with `password`, or a generated token read from the Control UI
 /// link), stderr into `log`; returns the child, URL and credential.
-fn serve(env: &Env, args: &[&str], password: Option<&str>, log: &std::path::Path) -> (Child, String, String) {
+fn serve(
+    env: &Env,
+    args: &[&str],
+    password: Option<&str>,
+    log: &std::path::Path,
+) -> (Child, String, String) {
     let mut cmd = env.command(&[&["serve"], args].concat());
     cmd.stderr(std::fs::File::create(log).unwrap());
     if let Some(p) = password {
@@ -178,7 +183,12 @@ fn call_screen(mut cmd: Command, args: Value) -> (Value, String) {
 /// Every client path, pointed at `relay`, sends it no credential: `session list|create --url`,
 /// `attach` (in a terminal), `mcp screen --url`, and the typed client's requests and event
 /// stream; with and without `AX_CODE_SERVER_PASSWORD`.
-fn no_client_path_gives_the_relay_a_credential(env: &Env, relay: &Relay, token: &str, password: Option<&str>) {
+fn no_client_path_gives_the_relay_a_credential(
+    env: &Env,
+    relay: &Relay,
+    token: &str,
+    password: Option<&str>,
+) {
     let url = relay.url();
     let screen = ax_client::screen_credential(token);
     let secrets = [token, screen.as_str()];
@@ -192,14 +202,20 @@ fn no_client_path_gives_the_relay_a_credential(env: &Env, relay: &Relay, token: 
         }
         let out = output_bounded(&mut cmd, WAIT);
         relay.assert_got_none_of(&secrets, &args.join(" "));
-        assert!(!out.status.success(), "{args:?} succeeded through the relay");
+        assert!(
+            !out.status.success(),
+            "{args:?} succeeded through the relay"
+        );
     }
 
     // attach, in a terminal: it exits with an error, or would have sent the credential.
     let mut tui = Pty::spawn(env, &["attach", &url], password);
     let started = Instant::now();
     while tui.is_running() && !relay.seen().to_ascii_lowercase().contains("authorization:") {
-        assert!(started.elapsed() < WAIT, "attach neither failed nor sent anything");
+        assert!(
+            started.elapsed() < WAIT,
+            "attach neither failed nor sent anything"
+        );
         thread::sleep(Duration::from_millis(20));
     }
     relay.assert_got_none_of(&secrets, "attach");
@@ -260,7 +276,11 @@ fn a_relaying_squatter_on_the_sibling_address_receives_no_credential() {
         no_client_path_gives_the_relay_a_credential(&env, &relay, &token, password);
         // The backend itself still works for the person, by its own URL.
         let out = output_bounded(&mut env.command(&["session", "list", "--url", &url]), WAIT);
-        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
         let _ = child.kill();
         let _ = child.wait();
     }
@@ -316,7 +336,11 @@ fn a_flood_of_idle_connections_does_not_lock_the_person_out() {
         .skip(3)
         .take(2)
         .collect::<Vec<_>>();
-    assert_eq!(open_files, ["1024", "1024"], "the soft limit was raised to the hard one");
+    assert_eq!(
+        open_files,
+        ["1024", "1024"],
+        "the soft limit was raised to the hard one"
+    );
 
     let mut flood = Vec::new();
     for _ in 0..1100 {
@@ -329,10 +353,11 @@ fn a_flood_of_idle_connections_does_not_lock_the_person_out() {
     runtime().block_on(async {
         let client = ax_client::Client::new(&url, password).unwrap();
         for i in 0..5 {
-            let session = tokio::time::timeout(WAIT, client.create_session(Some("during the flood")))
-                .await
-                .unwrap_or_else(|_| panic!("request {i} timed out during the flood"))
-                .unwrap();
+            let session =
+                tokio::time::timeout(WAIT, client.create_session(Some("during the flood")))
+                    .await
+                    .unwrap_or_else(|_| panic!("request {i} timed out during the flood"))
+                    .unwrap();
             let list = tokio::time::timeout(WAIT, client.list_sessions())
                 .await
                 .expect("list timed out during the flood")
@@ -446,7 +471,11 @@ fn trace_logs_carry_no_credential() {
         vec!["session", "list", "--url", &url],
     ] {
         let out = output_bounded(env.command(&args).env("RUST_LOG", "trace"), WAIT);
-        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
         logs.push(String::from_utf8_lossy(&out.stderr).into_owned());
     }
     let mut screen_cmd = env.command(&["mcp", "screen", "--url", &url]);
@@ -464,7 +493,11 @@ fn trace_logs_carry_no_credential() {
         use tokio_tungstenite::tungstenite::Message;
         let ws_url = format!("{}/gateway", url.replace("http://", "ws://"));
         let (mut ws, _) = tokio_tungstenite::connect_async(ws_url).await.unwrap();
-        let challenge = tokio::time::timeout(WAIT, ws.next()).await.unwrap().unwrap().unwrap();
+        let challenge = tokio::time::timeout(WAIT, ws.next())
+            .await
+            .unwrap()
+            .unwrap()
+            .unwrap();
         assert!(challenge.to_text().unwrap().contains("connect.challenge"));
         let connect = json!({"type": "req", "id": "c", "method": "connect", "params": {
             "minProtocol": 1, "maxProtocol": 1,
@@ -472,8 +505,15 @@ fn trace_logs_carry_no_credential() {
             "caps": ["ui-commands"], "role": "operator", "scopes": ["operator.read"],
             "auth": {"token": password}}});
         ws.send(Message::text(connect.to_string())).await.unwrap();
-        let answer = tokio::time::timeout(WAIT, ws.next()).await.unwrap().unwrap().unwrap();
-        assert!(answer.to_text().unwrap().contains("\"ok\":true"), "{answer}");
+        let answer = tokio::time::timeout(WAIT, ws.next())
+            .await
+            .unwrap()
+            .unwrap()
+            .unwrap();
+        assert!(
+            answer.to_text().unwrap().contains("\"ok\":true"),
+            "{answer}"
+        );
         let _ = ws.close(None).await;
     });
 
@@ -494,7 +534,10 @@ fn trace_logs_carry_no_credential() {
     ];
     for (i, text) in logs.iter().enumerate() {
         for secret in &secrets {
-            assert!(!text.contains(secret.as_str()), "log {i} carries a credential");
+            assert!(
+                !text.contains(secret.as_str()),
+                "log {i} carries a credential"
+            );
         }
     }
 }

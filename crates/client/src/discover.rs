@@ -218,7 +218,10 @@ mod tests {
         assert!(!same_url("http://localhost:4096", "http://127.0.0.1:4096"));
         assert!(!same_url("http://[::1]:4096", "http://127.0.0.1:4096"));
         assert!(!same_url("http://127.0.0.1:4096", "http://127.0.0.1:4097"));
-        assert!(!same_url("http://example.com:4096", "http://127.0.0.1:4096"));
+        assert!(!same_url(
+            "http://example.com:4096",
+            "http://127.0.0.1:4096"
+        ));
     }
 
     #[test]

@@ -229,11 +229,7 @@ fn respond(head: &str, answer: &Answer, own: SocketAddr) -> String {
         let nonce = query.strip_prefix("?proof=").unwrap_or("");
         let proof = match answer {
             Answer::NoProof => None,
-            Answer::OtherKey => Some(expected_proof(
-                "another-credential-0123456789",
-                nonce,
-                own,
-            )),
+            Answer::OtherKey => Some(expected_proof("another-credential-0123456789", nonce, own)),
             Answer::ProveAndForward(_) => Some(expected_proof(TOKEN, nonce, own)),
             Answer::Replay(proof) => Some(proof.clone()),
             Answer::Garbage => Some("z".repeat(64)),
@@ -312,7 +308,11 @@ async fn a_real_backend_answers_a_valid_proof() {
     assert_eq!(health.proof, Some(expected_proof(TOKEN, &nonce, addr)));
     assert_ne!(
         health.proof,
-        Some(expected_proof("another-credential-0123456789", &nonce, addr))
+        Some(expected_proof(
+            "another-credential-0123456789",
+            &nonce,
+            addr
+        ))
     );
 
     // Without a nonce, /health is what it was: no proof.
@@ -557,12 +557,13 @@ async fn a_relay_of_the_proof_from_another_address_never_receives_the_credential
         let relay = Squatter::start_on(ip, Answer::Forward(b.server.local_addr())).await;
         // Control: through the relay, /health does carry a valid proof, for the backend's address.
         let nonce = "cd".repeat(32);
-        let health: ax_protocol::Health = reqwest::get(format!("{}/health?proof={nonce}", relay.url))
-            .await
-            .unwrap()
-            .json()
-            .await
-            .unwrap();
+        let health: ax_protocol::Health =
+            reqwest::get(format!("{}/health?proof={nonce}", relay.url))
+                .await
+                .unwrap()
+                .json()
+                .await
+                .unwrap();
         assert_eq!(
             health.proof,
             Some(expected_proof(TOKEN, &nonce, b.server.local_addr()))
@@ -580,7 +581,10 @@ async fn a_relay_of_the_proof_from_another_address_never_receives_the_credential
         relay.assert_was_asked_for_a_proof();
         relay.assert_never_got_the_credential();
         assert!(
-            relay.heads().iter().all(|h| h.starts_with("GET /health?proof=")),
+            relay
+                .heads()
+                .iter()
+                .all(|h| h.starts_with("GET /health?proof=")),
             "only proof checks went out: {:?}",
             relay.heads()
         );

@@ -4,7 +4,9 @@
 
 use std::{future::Future, time::Duration};
 
-use ax_client::{Client, Found, Kind, credential_for_url_in, discover, expected_proof, screen_credential};
+use ax_client::{
+    Client, Found, Kind, credential_for_url_in, discover, expected_proof, screen_credential,
+};
 use ax_protocol::local::{CredentialRecord, ScreenRecord, ServerRecord};
 
 const TOKEN: &str = "the-real-credential-0123456789abcdef";
@@ -98,9 +100,15 @@ async fn the_screen_credential_lives_in_a_file_of_its_own() {
     assert_eq!(record.token, TOKEN);
     assert!(!full.contains(&screen));
     let screen_path = b.server.screen_record_path().expect("registered");
-    assert_ne!(screen_path.parent(), b.server.registration_path().unwrap().parent());
+    assert_ne!(
+        screen_path.parent(),
+        b.server.registration_path().unwrap().parent()
+    );
     let text = std::fs::read_to_string(screen_path).unwrap();
-    assert!(!text.contains(TOKEN), "the screen record holds the full credential");
+    assert!(
+        !text.contains(TOKEN),
+        "the screen record holds the full credential"
+    );
     let record: ScreenRecord = serde_json::from_str(&text).unwrap();
     assert_eq!(record.screen_token, screen);
     assert_eq!(record.url, url);
@@ -122,15 +130,27 @@ async fn the_screen_credential_lives_in_a_file_of_its_own() {
     );
     // Only the exact URL matches: another loopback name for the same port is another URL.
     let port = b.server.local_addr().port();
-    for other in [format!("http://localhost:{port}"), format!("http://[::1]:{port}")] {
-        assert_eq!(credential_for_url_in(Kind::Screen, &other, b.data.path()), None);
-        assert_eq!(credential_for_url_in(Kind::Full, &other, b.data.path()), None);
+    for other in [
+        format!("http://localhost:{port}"),
+        format!("http://[::1]:{port}"),
+    ] {
+        assert_eq!(
+            credential_for_url_in(Kind::Screen, &other, b.data.path()),
+            None
+        );
+        assert_eq!(
+            credential_for_url_in(Kind::Full, &other, b.data.path()),
+            None
+        );
     }
 
     // The screen lookup reads `screen/` only: with the screen records gone it finds nothing,
     // though the full credential is still recorded.
     std::fs::remove_dir_all(b.data.path().join("screen")).unwrap();
-    assert_eq!(credential_for_url_in(Kind::Screen, &url, b.data.path()), None);
+    assert_eq!(
+        credential_for_url_in(Kind::Screen, &url, b.data.path()),
+        None
+    );
     assert_eq!(
         within(discover(Kind::Screen, b.project.path(), b.data.path())).await,
         None
@@ -155,5 +175,8 @@ async fn the_screen_credential_lives_in_a_file_of_its_own() {
         credential_for_url_in(Kind::Full, &url, other_data.path()).as_deref(),
         Some(TOKEN)
     );
-    assert_eq!(credential_for_url_in(Kind::Screen, &url, other_data.path()), None);
+    assert_eq!(
+        credential_for_url_in(Kind::Screen, &url, other_data.path()),
+        None
+    );
 }

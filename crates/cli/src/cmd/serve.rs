@@ -50,10 +50,7 @@ machine. Put a TLS-terminating reverse proxy in front of the backend and pass it
 
 /// Logs to stderr (`RUST_LOG` overrides the `info` default), credentials redacted.
 pub fn init_logging() {
-    super::init_logging(
-        "info",
-        std::io::IsTerminal::is_terminal(&std::io::stderr()),
-    );
+    super::init_logging("info", std::io::IsTerminal::is_terminal(&std::io::stderr()));
 }
 
 fn parse_host(hostname: &str) -> anyhow::Result<IpAddr> {
