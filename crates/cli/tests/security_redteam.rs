@@ -541,3 +541,101 @@ fn trace_logs_carry_no_credential() {
         }
     }
 }
+
+/// The process's user + system CPU time in clock ticks, from `/proc/PID/stat`.
+fn cpu_ticks(pid: u32) -> u64 {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
+    // Fields after the command name (which may hold spaces) start at field 3.
+    let after = &stat[stat.rfind(')').unwrap() + 2..];
+    let fields: Vec<&str> = after.split_whitespace().collect();
+    fields[11].parse::<u64>().unwrap() + fields[12].parse::<u64>().unwrap()
+}
+
+/// When `accept` fails with `EMFILE` (here: every descriptor held by the person's own idle,
+/// authenticated connections, which the cap never evicts), the backend neither stops
+/// accepting nor spins: requests are answered again once idle connections time out, and the
+/// wait costs little CPU.
+#[test]
+fn out_of_descriptors_the_backend_waits_without_spinning_and_accepts_again() {
+    let env = Env::new();
+    let password = "emfile-test-password-0123456789";
+    let mut cmd = Command::new("prlimit");
+    cmd.args(["--nofile=128:128", "--", AX, "serve", "--port", "0"])
+        .current_dir(&env.project)
+        .envs(env.vars())
+        .env("AX_CODE_SERVER_PASSWORD", password)
+        .env_remove("XDG_DATA_HOME")
+        .stdin(Stdio::null())
+        .stderr(Stdio::null());
+    let mut child = cmd.stdout(Stdio::piped()).spawn().unwrap();
+    let lines = line_channel(child.stdout.take().unwrap());
+    let line = lines.recv_timeout(WAIT).expect("serve printed its address");
+    let url = line
+        .split_whitespace()
+        .find(|w| w.starts_with("http://"))
+        .unwrap()
+        .to_owned();
+    let addr = url.trim_start_matches("http://").to_owned();
+    let request = format!(
+        "GET /project HTTP/1.1\r\nHost: {addr}\r\nAuthorization: Bearer {password}\r\n\r\n"
+    );
+    // Authenticated keep-alive connections until one gets no answer: the backend is out of
+    // descriptors, and that connection waits in the listen queue.
+    let mut held = Vec::new();
+    let pending = loop {
+        assert!(held.len() < 200, "never ran out of descriptors");
+        let mut s = TcpStream::connect(&addr).unwrap();
+        s.write_all(request.as_bytes()).unwrap();
+        s.set_read_timeout(Some(Duration::from_millis(500)))
+            .unwrap();
+        let mut buf = [0u8; 4096];
+        match s.read(&mut buf) {
+            Ok(n) if n > 0 => held.push(s),
+            _ => break s,
+        }
+    };
+    // A few more that stay queued keep the backend at its limit.
+    let mut queued = vec![pending];
+    for _ in 0..8 {
+        let mut s = TcpStream::connect(&addr).unwrap();
+        s.write_all(request.as_bytes()).unwrap();
+        queued.push(s);
+    }
+    let stalled_at = (Instant::now(), cpu_ticks(child.id()));
+    // The held connections go idle and time out; then a request is accepted and answered.
+    // (Where the kernel drops a queued connection it could not hand over, as gVisor does,
+    // the person's client simply tries again.)
+    loop {
+        assert!(
+            stalled_at.0.elapsed() < WAIT,
+            "no request was answered again within {WAIT:?}"
+        );
+        let mut s = TcpStream::connect(&addr).unwrap();
+        s.write_all(request.as_bytes()).unwrap();
+        s.set_read_timeout(Some(Duration::from_secs(1))).unwrap();
+        let mut buf = [0u8; 4096];
+        if let Ok(n) = s.read(&mut buf)
+            && n > 0
+        {
+            let answer = String::from_utf8_lossy(&buf[..n]);
+            assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
+            break;
+        }
+    }
+    let waited = stalled_at.0.elapsed();
+    let ticks = cpu_ticks(child.id()) - stalled_at.1;
+    eprintln!(
+        "{} authenticated connections held; answered again after {waited:?}, {ticks} ticks",
+        held.len()
+    );
+    // Clock ticks are 1/100 s on Linux: a busy accept loop would burn about the whole wait.
+    let cpu = Duration::from_millis(ticks * 10);
+    assert!(
+        cpu < waited / 4,
+        "the backend used {cpu:?} of CPU while it waited {waited:?} for descriptors"
+    );
+    drop(held);
+    drop(queued);
+    let _ = child.kill();
+    let _ = child.wait();
+}

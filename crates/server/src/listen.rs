@@ -13,8 +13,9 @@
 //!   credential are capped ([`Limits::unauthenticated_connections`], and at most a quarter of
 //!   the file-descriptor limit): the next one evicts the oldest idle one. At start the soft
 //!   `RLIMIT_NOFILE` is raised to the hard limit. When `accept` fails for lack of descriptors
-//!   the loop evicts the oldest idle unauthenticated connection and waits for a connection to
-//!   close (at most [`EXHAUSTED_PAUSE`]) before it accepts again: no hot loop, no stop.
+//!   the loop evicts the oldest unauthenticated connection idle for a second or more and waits
+//!   for a connection to close (at most [`EXHAUSTED_PAUSE`]) before it accepts again: no hot
+//!   loop, no stop.
 
 use std::{
     collections::HashMap,
@@ -37,6 +38,9 @@ use crate::state::Limits;
 
 /// How long the accept loop waits for a connection to close after running out of descriptors.
 pub const EXHAUSTED_PAUSE: Duration = Duration::from_millis(100);
+/// Out of descriptors, only connections idle this long are evicted: a connection accepted a
+/// moment ago has most likely a request on its way (the person's, waiting its turn).
+const EXHAUSTED_MIN_IDLE: Duration = Duration::from_secs(1);
 /// Port-0 binds try this many ports before giving up on one whose sibling is free.
 const PORT_TRIES: usize = 16;
 
@@ -195,13 +199,16 @@ impl Tracker {
         self.inner.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// Evicts the unauthenticated connection idle the longest; false when none is idle.
-    fn evict_oldest_idle(&self) -> bool {
+    /// Evicts the unauthenticated connection idle the longest, if it has been idle for at
+    /// least `min_idle`; false when there is none.
+    fn evict_oldest_idle(&self, min_idle: Duration) -> bool {
         let inner = self.lock();
+        let now = Instant::now();
         let oldest = inner
             .conns
             .values()
             .filter(|e| !e.authenticated && e.in_flight == 0 && !e.evict.is_cancelled())
+            .filter(|e| now.duration_since(e.last_active) >= min_idle)
             .min_by_key(|e| e.last_active);
         match oldest {
             Some(e) => {
@@ -220,7 +227,7 @@ impl Tracker {
             .values()
             .filter(|e| !e.authenticated && !e.evict.is_cancelled())
             .count();
-        if unauthenticated >= cap && !self.evict_oldest_idle() {
+        if unauthenticated >= cap && !self.evict_oldest_idle(Duration::ZERO) {
             return None;
         }
         let mut inner = self.lock();
@@ -315,7 +322,7 @@ async fn accept_loop(
                     tracing::warn!(%e, "out of file descriptors; evicting idle connections");
                     exhausted_since = Some(Instant::now());
                 }
-                tracker.evict_oldest_idle();
+                tracker.evict_oldest_idle(EXHAUSTED_MIN_IDLE);
                 let closed = tracker.closed.notified();
                 tokio::select! {
                     () = closed => {}
