@@ -34,9 +34,9 @@ pub fn proof_address(addr: SocketAddr) -> String {
     SocketAddr::new(addr.ip().to_canonical(), addr.port()).to_string()
 }
 
-/// Lowercase hex of HMAC-SHA256(key = `credential`, message = [`HEALTH_PROOF_PREFIX`] + `nonce`
-/// + `@` + [`proof_address`]`(server)`), where `server` is the server's address on the
-/// connection that carried the check (the client's peer address, the server's local address).
+/// Lowercase hex of HMAC-SHA256(key = `credential`, message = [`HEALTH_PROOF_PREFIX`] + `nonce` +
+/// `@` + [`proof_address`]`(server)`), where `server` is the server's address on the connection
+/// that carried the check (the client's peer address, the server's local address).
 pub fn health_proof(credential: &str, nonce: &str, server: SocketAddr) -> String {
     hmac_hex(
         credential,
