@@ -5,8 +5,10 @@
 //!   way round; `0.0.0.0:P` also takes `[::1]:P`). Otherwise anyone could bind the free sibling
 //!   and receive what clients send to `localhost:P` when `localhost` resolves to it first. A
 //!   fixed port whose sibling is taken refuses to start ([`BindError::SiblingTaken`]); port 0
-//!   draws another port. A machine without IPv6 loopback has no sibling to take, so then the
-//!   backend listens on IPv4 alone.
+//!   draws another port. Refusing beats running on one family: beside a squatter, clients
+//!   that reach it would be refused by the proof at best, and the person could not tell why.
+//!   A machine without IPv6 loopback has no sibling to take, so then the backend listens on
+//!   IPv4 alone (logged at info).
 //! - **Connections.** Each connection reads its request head within
 //!   [`Limits::header_read_timeout`], which hyper also applies while a kept-alive connection
 //!   waits for its next request (the idle timeout). Connections that have not carried the
