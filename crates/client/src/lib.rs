@@ -46,8 +46,9 @@
 //!
 //! The local lookups ([`credential_for_url`], [`discover`]) match a record by its exact URL
 //! (`localhost`, `127.0.0.1` and `[::1]` are different URLs) and read the screen credential
-//! from its own files only (`screen/`); `AX_CODE_SERVER_PASSWORD` is used for a URL on this
-//! machine only when a registered backend has that URL.
+//! from its own files only (`screen/`). For a URL on this machine only those records count (a
+//! backend started with `AX_CODE_SERVER_PASSWORD` recorded it); the variable itself is read
+//! only for a backend on another machine, which has no records here.
 
 mod discover;
 mod error;
