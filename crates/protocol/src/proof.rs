@@ -31,22 +31,38 @@ pub fn is_nonce(nonce: &str) -> bool {
 /// left out, so the server's local address and the client's peer address of one connection
 /// always give the same text.
 pub fn proof_address(addr: SocketAddr) -> String {
-    SocketAddr::new(addr.ip().to_canonical(), addr.port()).to_string()
+    canonical(addr).to_string()
 }
 
 /// Lowercase hex of HMAC-SHA256(key = `credential`, message = [`HEALTH_PROOF_PREFIX`] + `nonce` +
 /// `@` + [`proof_address`]`(server)`), where `server` is the server's address on the connection
 /// that carried the check (the client's peer address, the server's local address).
 pub fn health_proof(credential: &str, nonce: &str, server: SocketAddr) -> String {
-    hmac_hex(
-        credential,
-        &[
-            HEALTH_PROOF_PREFIX.as_bytes(),
-            nonce.as_bytes(),
-            b"@",
-            proof_address(server).as_bytes(),
-        ],
-    )
+    let mut mac = new_mac(credential);
+    mac.update(HEALTH_PROOF_PREFIX.as_bytes());
+    mac.update(nonce.as_bytes());
+    mac.update(b"@");
+    // The address text goes straight into the MAC, without an allocation.
+    let _ = std::fmt::Write::write_fmt(
+        &mut MacWriter(&mut mac),
+        format_args!("{}", canonical(server)),
+    );
+    to_hex(&mac.finalize().into_bytes())
+}
+
+/// The address [`proof_address`] writes: IPv4-mapped as IPv4, no scope or flow label.
+fn canonical(addr: SocketAddr) -> SocketAddr {
+    SocketAddr::new(addr.ip().to_canonical(), addr.port())
+}
+
+/// Feeds formatted text into a MAC.
+struct MacWriter<'a>(&'a mut Hmac<sha2::Sha256>);
+
+impl std::fmt::Write for MacWriter<'_> {
+    fn write_str(&mut self, s: &str) -> std::fmt::Result {
+        self.0.update(s.as_bytes());
+        Ok(())
+    }
 }
 
 /// Lowercase hex of HMAC-SHA256(key = `credential`, message = [`SCREEN_CREDENTIAL_MESSAGE`]).
@@ -65,9 +81,13 @@ pub fn to_hex(bytes: &[u8]) -> String {
     out
 }
 
+fn new_mac(key: &str) -> Hmac<sha2::Sha256> {
+    <Hmac<sha2::Sha256> as Mac>::new_from_slice(key.as_bytes())
+        .expect("HMAC takes a key of any length")
+}
+
 fn hmac_hex(key: &str, message: &[&[u8]]) -> String {
-    let mut mac = <Hmac<sha2::Sha256> as Mac>::new_from_slice(key.as_bytes())
-        .expect("HMAC takes a key of any length");
+    let mut mac = new_mac(key);
     for part in message {
         mac.update(part);
     }
