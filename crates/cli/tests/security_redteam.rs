@@ -603,8 +603,7 @@ fn out_of_descriptors_the_backend_waits_without_spinning_and_accepts_again() {
     }
     let stalled_at = (Instant::now(), cpu_ticks(child.id()));
     // The held connections go idle and time out; then a request is accepted and answered.
-    // (Where the kernel drops a queued connection it could not hand over, as gVisor does,
-    // the person's client simply tries again.)
+    // The client tries a fresh connection each second meanwhile, as a person's would.
     loop {
         assert!(
             stalled_at.0.elapsed() < WAIT,
