@@ -352,7 +352,6 @@ async fn accept_loop(
             tracing::debug!("too many unauthenticated connections, none idle: refused one");
             continue;
         };
-        let _ = stream.set_nodelay(true);
         let service = service.clone();
         let stop = stop.clone();
         connections.spawn(async move {
