@@ -40,6 +40,8 @@ enum Command {
     /// The project's sessions.
     #[command(subcommand)]
     Session(cmd::session::SessionCommand),
+    /// Print a fresh one-time sign-in link for the Control UI.
+    Link(cmd::link::LinkArgs),
 }
 
 #[derive(Debug, Subcommand)]
@@ -59,6 +61,7 @@ fn main() -> ExitCode {
         Some(Command::Mcp(McpCommand::Tui(args))) => cmd::mcp_tui::run(args),
         Some(Command::Mcp(McpCommand::Screen(args))) => cmd::mcp_screen::run(args),
         Some(Command::Session(command)) => cmd::session::run(command),
+        Some(Command::Link(args)) => cmd::link::run(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

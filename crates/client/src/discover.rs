@@ -84,7 +84,27 @@ fn json_files(dir: &Path) -> Vec<PathBuf> {
     files.into_iter().map(|(p, _)| p).collect()
 }
 
-/// Every readable record of `kind` in `data_dir`, in lookup order.
+/// Whether `pid` is gone. A process of another user still counts as alive (EPERM).
+fn pid_gone(pid: u32) -> bool {
+    let Some(pid) = rustix::process::Pid::from_raw(pid as i32) else {
+        return true;
+    };
+    rustix::process::test_kill_process(pid) == Err(rustix::io::Errno::SRCH)
+}
+
+/// Removes a `servers/` or `screen/` record whose process is gone (a crash or `kill -9` left
+/// it) and says so. A live pid proves nothing (pids are reused): callers still match the URL
+/// exactly and ask the backend itself for a proof.
+fn remove_if_dead(path: &Path, pid: u32) -> bool {
+    let dead = pid_gone(pid);
+    if dead {
+        let _ = fs::remove_file(path);
+    }
+    dead
+}
+
+/// Every readable record of `kind` in `data_dir`, in lookup order. Records of processes that
+/// are gone are removed as they are read, and skipped.
 fn records(kind: Kind, data_dir: &Path) -> impl Iterator<Item = Entry> {
     let dirs: &[&str] = match kind {
         Kind::Full => &[SERVERS_DIR, CREDENTIALS_DIR],
@@ -98,10 +118,16 @@ fn records(kind: Kind, data_dir: &Path) -> impl Iterator<Item = Entry> {
                 let (project, url, credential) = match dir {
                     SERVERS_DIR => {
                         let r: ServerRecord = read_json(&path)?;
+                        if remove_if_dead(&path, r.pid) {
+                            return None;
+                        }
                         (Some(r.project), r.url, r.token)
                     }
                     SCREEN_DIR => {
                         let r: ScreenRecord = read_json(&path)?;
+                        if remove_if_dead(&path, r.pid) {
+                            return None;
+                        }
                         (Some(r.project), r.url, r.screen_token)
                     }
                     _ => {
@@ -211,6 +237,65 @@ pub async fn discover(kind: Kind, project_dir: &Path, data_dir: &Path) -> Option
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn records_of_dead_processes_are_removed_not_used() {
+        let data = std::env::temp_dir().join(format!("ax-stale-{}", std::process::id()));
+        let servers = data.join(SERVERS_DIR);
+        let screen = data.join(SCREEN_DIR);
+        fs::create_dir_all(&servers).unwrap();
+        fs::create_dir_all(&screen).unwrap();
+        // A real process that has exited and been reaped: its pid is free.
+        let mut child = std::process::Command::new("true").spawn().unwrap();
+        let dead = child.id();
+        child.wait().unwrap();
+        let url = "http://127.0.0.1:1";
+        let server = |pid: u32, token: &str| ServerRecord {
+            project: "/p".into(),
+            url: url.into(),
+            token: token.into(),
+            pid,
+        };
+        let screen_record = |pid: u32, token: &str| ScreenRecord {
+            project: "/p".into(),
+            url: url.into(),
+            screen_token: token.into(),
+            pid,
+        };
+        let stale = servers.join(format!("{dead}-1.json"));
+        fs::write(&stale, serde_json::to_vec(&server(dead, "stale")).unwrap()).unwrap();
+        let stale_screen = screen.join(format!("{dead}-1.json"));
+        fs::write(
+            &stale_screen,
+            serde_json::to_vec(&screen_record(dead, "stale-screen")).unwrap(),
+        )
+        .unwrap();
+        assert_eq!(credential_for_url_in(Kind::Full, url, &data), None);
+        assert_eq!(credential_for_url_in(Kind::Screen, url, &data), None);
+        assert!(!stale.exists(), "the stale record is removed when read");
+        assert!(!stale_screen.exists(), "the stale screen record is removed");
+        // A live process's records are used.
+        let me = std::process::id();
+        fs::write(
+            servers.join("live-1.json"),
+            serde_json::to_vec(&server(me, "live")).unwrap(),
+        )
+        .unwrap();
+        fs::write(
+            screen.join("live-1.json"),
+            serde_json::to_vec(&screen_record(me, "live-screen")).unwrap(),
+        )
+        .unwrap();
+        assert_eq!(
+            credential_for_url_in(Kind::Full, url, &data).as_deref(),
+            Some("live")
+        );
+        assert_eq!(
+            credential_for_url_in(Kind::Screen, url, &data).as_deref(),
+            Some("live-screen")
+        );
+        fs::remove_dir_all(&data).unwrap();
+    }
 
     #[test]
     fn urls_match_exactly() {

@@ -11,25 +11,86 @@ use serde::{Deserialize, Serialize};
 
 pub mod local;
 pub mod proof;
-mod session_id;
 pub mod time;
 
-pub use session_id::{SessionId, SessionIdError};
+/// Typed IDs live in the leaf crate `ax-core`; re-exported so wire types and their users agree.
+pub use ax_core::ids::{IdError as SessionIdError, MessageId, PermissionId, SessionId};
 
 /// Milliseconds since the Unix epoch.
 pub type Millis = i64;
 
-/// What a session's agent is doing right now.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
-#[serde(rename_all = "lowercase")]
-pub enum SessionStatus {
-    /// Nothing runs and nothing waits.
-    #[default]
-    Idle,
-    /// A permission request waits for the person's reply.
-    Pending,
-    /// A command is running.
-    Busy,
+/// An enum whose wire text (JSON and the store's columns) comes from one table: `as_str`,
+/// `FromStr`, `Display` and serde all go through it, so the three can never disagree.
+macro_rules! text_enum {
+    ($(#[$meta:meta])* pub enum $name:ident { $($(#[$vmeta:meta])* $variant:ident => $text:literal,)+ }) => {
+        $(#[$meta])*
+        #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+        pub enum $name { $($(#[$vmeta])* $variant,)+ }
+
+        impl $name {
+            /// Every variant, in declaration order.
+            pub const ALL: &'static [$name] = &[$($name::$variant),+];
+
+            /// The wire text.
+            pub fn as_str(self) -> &'static str {
+                match self { $($name::$variant => $text,)+ }
+            }
+        }
+
+        impl std::str::FromStr for $name {
+            type Err = UnknownVariant;
+
+            fn from_str(s: &str) -> Result<Self, UnknownVariant> {
+                match s {
+                    $($text => Ok($name::$variant),)+
+                    _ => Err(UnknownVariant { kind: stringify!($name), found: s.chars().take(64).collect() }),
+                }
+            }
+        }
+
+        impl fmt::Display for $name {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str(self.as_str())
+            }
+        }
+
+        impl Serialize for $name {
+            fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+                s.serialize_str(self.as_str())
+            }
+        }
+
+        impl<'de> Deserialize<'de> for $name {
+            fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+                let text = std::borrow::Cow::<'de, str>::deserialize(d)?;
+                text.parse().map_err(serde::de::Error::custom)
+            }
+        }
+    };
+}
+
+/// Text that names no variant of a [`text_enum!`] enum.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("unknown {kind} {found:?}")]
+pub struct UnknownVariant {
+    /// The enum's name.
+    pub kind: &'static str,
+    /// The text found (at most 64 characters of it).
+    pub found: String,
+}
+
+text_enum! {
+    /// What a session's agent is doing right now.
+    #[derive(Default)]
+    pub enum SessionStatus {
+        /// Nothing runs and nothing waits.
+        #[default]
+        Idle => "idle",
+        /// A permission request waits for the person's reply.
+        Pending => "pending",
+        /// A command is running.
+        Busy => "busy",
+    }
 }
 
 impl SessionStatus {
@@ -66,25 +127,41 @@ pub struct CreateSession {
     pub title: Option<String>,
 }
 
-/// Who wrote a message.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Role {
-    User,
-    Assistant,
+/// `PATCH /session/{id}` body: the new title (1 to 200 characters, no control characters).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct RenameSession {
+    pub title: String,
 }
 
-/// Which output stream a chunk came from.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Stream {
-    Stdout,
-    Stderr,
+text_enum! {
+    /// Who wrote a message.
+    pub enum Role {
+        /// The person.
+        User => "user",
+        /// The session's agent.
+        Assistant => "assistant",
+    }
+}
+
+text_enum! {
+    /// Which output stream a chunk came from.
+    pub enum Stream {
+        /// Standard output.
+        Stdout => "stdout",
+        /// Standard error.
+        Stderr => "stderr",
+    }
 }
 
 /// One ordered piece of a message.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(tag = "type", rename_all = "lowercase", deny_unknown_fields)]
+#[serde(
+    tag = "type",
+    rename_all = "lowercase",
+    rename_all_fields = "camelCase",
+    deny_unknown_fields
+)]
 pub enum Part {
     /// Text the person wrote.
     Text { text: String },
@@ -135,15 +212,18 @@ pub struct Prompt {
     pub parts: Vec<PromptPart>,
 }
 
-/// State of a permission request.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum PermissionState {
-    Pending,
-    Approved,
-    Rejected,
-    /// The run it belonged to was aborted or interrupted before a reply.
-    Cancelled,
+text_enum! {
+    /// State of a permission request.
+    pub enum PermissionState {
+        /// Waiting for the person.
+        Pending => "pending",
+        /// The person allowed it.
+        Approved => "approved",
+        /// The person refused it.
+        Rejected => "rejected",
+        /// The run it belonged to was aborted or interrupted before a reply.
+        Cancelled => "cancelled",
+    }
 }
 
 /// The agent asks before it runs a command.
@@ -154,17 +234,24 @@ pub struct Permission {
     pub session_id: SessionId,
     /// What is asked: the command line the agent wants to run.
     pub command: String,
+    /// The files the command gets, relative to the project, as they resolved when the prompt
+    /// was sent (the agent checks again, and refuses to run, if one resolves elsewhere when
+    /// the command starts). Empty when nothing is attached.
+    pub attachments: Vec<String>,
     pub state: PermissionState,
     pub created: Millis,
 }
 
-/// The person's answer to a permission request.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum PermissionReply {
-    Once,
-    Always,
-    Reject,
+text_enum! {
+    /// The person's answer to a permission request.
+    pub enum PermissionReply {
+        /// Allow this one request.
+        Once => "once",
+        /// Allow this one and every later one of the session.
+        Always => "always",
+        /// Refuse it.
+        Reject => "reject",
+    }
 }
 
 /// `POST /session/{id}/permission/{pid}` body.
@@ -253,6 +340,49 @@ pub const HEALTH_PROOF_PREFIX: &str = "ax-code-server-proof-v2:";
 /// HTTP API refuses it. `ax-code mcp screen` holds only this credential.
 pub const SCREEN_CREDENTIAL_MESSAGE: &str = "ax-code-screen-credential-v1";
 
+/// `POST /signin/code` answer (201; the request needs the credential): a one-time code for the
+/// Control UI's `#code=` link, valid for one `POST /signin` within `expiresInMs`.
+#[derive(Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct SignInCode {
+    pub code: String,
+    pub expires_in_ms: u64,
+}
+
+impl std::fmt::Debug for SignInCode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SignInCode")
+            .field("expires_in_ms", &self.expires_in_ms)
+            .finish_non_exhaustive()
+    }
+}
+
+/// `POST /signin` body (no credential needed): the one-time code to exchange.
+#[derive(Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct SignInExchange {
+    pub code: String,
+}
+
+impl std::fmt::Debug for SignInExchange {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SignInExchange").finish_non_exhaustive()
+    }
+}
+
+/// `POST /signin` answer: the backend credential, for the page's `sessionStorage`.
+#[derive(Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct SignInGrant {
+    pub token: String,
+}
+
+impl std::fmt::Debug for SignInGrant {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SignInGrant").finish_non_exhaustive()
+    }
+}
+
 /// `POST /session/{id}/prompt` answer (202): what was stored and what happens next.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
@@ -323,5 +453,190 @@ mod tests {
         assert_eq!(v["status"], "busy");
         let back: Event = serde_json::from_value(v).unwrap();
         assert_eq!(back, e);
+    }
+
+    #[test]
+    fn text_enums_have_one_mapping_for_serde_and_text() {
+        fn check<T>(all: &[T])
+        where
+            T: Copy + fmt::Debug + PartialEq + Serialize + std::str::FromStr + fmt::Display,
+            for<'de> T: Deserialize<'de>,
+        {
+            for &v in all {
+                let json = serde_json::to_string(&v).unwrap();
+                assert_eq!(json, format!("\"{v}\""));
+                assert_eq!(serde_json::from_str::<T>(&json).unwrap(), v);
+                assert!(v.to_string().parse::<T>().ok() == Some(v));
+            }
+        }
+        check(SessionStatus::ALL);
+        check(Role::ALL);
+        check(Stream::ALL);
+        check(PermissionState::ALL);
+        check(PermissionReply::ALL);
+        let err = "Idle".parse::<SessionStatus>().unwrap_err();
+        assert_eq!(err.to_string(), "unknown SessionStatus \"Idle\"");
+        assert!(serde_json::from_str::<Role>("\"system\"").is_err());
+    }
+
+    /// Every key of every object in `v` is camelCase (no `_`, no leading capital).
+    fn assert_camel_case(v: &serde_json::Value, path: &str) {
+        match v {
+            serde_json::Value::Object(map) => {
+                for (k, child) in map {
+                    assert!(
+                        k.chars().next().is_some_and(|c| c.is_ascii_lowercase())
+                            && k.chars().all(|c| c.is_ascii_alphanumeric()),
+                        "wire field {path}.{k} is not camelCase"
+                    );
+                    assert_camel_case(child, &format!("{path}.{k}"));
+                }
+            }
+            serde_json::Value::Array(items) => {
+                for (i, child) in items.iter().enumerate() {
+                    assert_camel_case(child, &format!("{path}[{i}]"));
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// One value of every part kind; the match makes a new kind fail to compile until added.
+    fn every_part() -> Vec<Part> {
+        let parts = vec![
+            Part::Text { text: "t".into() },
+            Part::File { path: "a".into() },
+            Part::Output {
+                stream: Stream::Stdout,
+                text: "o".into(),
+            },
+            Part::Truncated { dropped_bytes: 3 },
+            Part::Exit {
+                code: Some(0),
+                signal: Some(9),
+            },
+            Part::Rejected,
+            Part::Aborted,
+            Part::Interrupted,
+        ];
+        for p in &parts {
+            match p {
+                Part::Text { .. }
+                | Part::File { .. }
+                | Part::Output { .. }
+                | Part::Truncated { .. }
+                | Part::Exit { .. }
+                | Part::Rejected
+                | Part::Aborted
+                | Part::Interrupted => {}
+            }
+        }
+        parts
+    }
+
+    #[test]
+    fn every_wire_field_is_camel_case() {
+        let id: SessionId = "ses_0123456789abABCDEFGHIJKLMN".parse().unwrap();
+        let session = Session {
+            id: id.clone(),
+            title: "t".into(),
+            created: 1,
+            updated: 2,
+            status: SessionStatus::Busy,
+        };
+        let message = Message {
+            id: "msg_0123456789abABCDEFGHIJKLMN".into(),
+            session_id: id.clone(),
+            role: Role::Assistant,
+            created: 1,
+            parts: every_part(),
+        };
+        let permission = Permission {
+            id: "per_0123456789abABCDEFGHIJKLMN".into(),
+            session_id: id.clone(),
+            command: "ls".into(),
+            attachments: vec!["a.txt".into()],
+            state: PermissionState::Pending,
+            created: 1,
+        };
+        let mut values = vec![
+            serde_json::to_value(&session).unwrap(),
+            serde_json::to_value(&message).unwrap(),
+            serde_json::to_value(PromptAccepted {
+                message: message.clone(),
+                reply_id: "msg_x".into(),
+                permission: Some(permission.clone()),
+            })
+            .unwrap(),
+            serde_json::to_value(Health {
+                ok: true,
+                version: "1".into(),
+                proof: Some("p".into()),
+                screen_proof: Some("s".into()),
+            })
+            .unwrap(),
+            serde_json::to_value(AbortResult { aborted: true }).unwrap(),
+        ];
+        let events = [
+            Event::SessionCreated {
+                session: session.clone(),
+            },
+            Event::SessionUpdated {
+                session: session.clone(),
+            },
+            Event::SessionDeleted {
+                session_id: id.clone(),
+            },
+            Event::SessionStatus {
+                session_id: id.clone(),
+                status: SessionStatus::Idle,
+            },
+            Event::MessageCreated {
+                message: message.clone(),
+            },
+            Event::MessagePart {
+                session_id: id.clone(),
+                message_id: "m".into(),
+                index: 0,
+                part: Part::Truncated { dropped_bytes: 1 },
+            },
+            Event::PermissionAsked {
+                permission: permission.clone(),
+            },
+            Event::PermissionReplied {
+                session_id: id.clone(),
+                permission_id: "p".into(),
+                state: PermissionState::Approved,
+            },
+            Event::Reset,
+        ];
+        for e in &events {
+            // Exhaustive on purpose: a new event kind must be added above.
+            match e {
+                Event::SessionCreated { .. }
+                | Event::SessionUpdated { .. }
+                | Event::SessionDeleted { .. }
+                | Event::SessionStatus { .. }
+                | Event::MessageCreated { .. }
+                | Event::MessagePart { .. }
+                | Event::PermissionAsked { .. }
+                | Event::PermissionReplied { .. }
+                | Event::Reset => {}
+            }
+            values.push(
+                serde_json::to_value(EventEnvelope {
+                    id: 1,
+                    event: e.clone(),
+                })
+                .unwrap(),
+            );
+        }
+        for v in &values {
+            assert_camel_case(v, "$");
+        }
+        // And the fixed field reads back.
+        let v = serde_json::to_value(Part::Truncated { dropped_bytes: 7 }).unwrap();
+        assert_eq!(v["droppedBytes"], 7);
+        assert!(serde_json::from_str::<Part>(r#"{"type":"truncated","dropped_bytes":7}"#).is_err());
     }
 }

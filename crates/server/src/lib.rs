@@ -14,7 +14,7 @@
 //! # Ok(()) }
 //! ```
 //!
-//! API notes beyond the route table of SPEC-backend.md §3 (wire types in `ax_protocol`):
+//! API notes beyond the route table of docs/backend.md §3 (wire types in `ax_protocol`):
 //! - `GET /health?proof=<64 hex>` (no credential) adds `proof`, HMAC-SHA256 keyed by the
 //!   credential over `ax-code-server-proof-v2:<nonce>@<address>`, where the address is the
 //!   server's own on the accepted socket: the backend proves it holds the credential before a
@@ -24,16 +24,27 @@
 //!   It also adds `screenProof`, the same HMAC keyed by the screen credential
 //!   ([`RunningServer::screen_token`], gateway only, at most `operator.write`), which is what
 //!   `ax-code mcp screen` holds and checks.
-//! - `POST /session` answers 201 with the `Session`; `GET /session?limit=N` gives a page.
+//! - `POST /signin/code` (credential) mints a one-time Control UI sign-in code; `POST /signin`
+//!   `{"code"}` (no credential) exchanges it once, within [`ServerConfig::sign_in_ttl`], for
+//!   `{"token"}` (see `signin`).
+//! - `POST /session` answers 201 with the `Session`; `GET /session?limit=N` gives a page,
+//!   most recent activity (`updated`) first. `PATCH /session/{id}` with `{"title"}` renames
+//!   (strict body, 1 to 200 characters) and publishes `session.updated`. An untitled session
+//!   takes a title from the first line of its first accepted prompt.
+//! - One backend per project: [`start`] takes the project's lock ([`project::ProjectLock`])
+//!   and fails with [`StartError::Lock`] naming the running backend.
 //! - `POST /session/{id}/prompt` answers 202 with `PromptAccepted` (the stored user message,
 //!   the reply message ID, the pending `Permission` unless the session said `always`). The
 //!   text parts, joined with newlines, are the command line. File parts name files inside the
 //!   project (relative, or absolute inside it; no `..`; symlinks must resolve inside); the
-//!   command gets them as `"$1"`, `"$2"`, … and in `AX_ATTACHMENTS` (one path per line).
+//!   command gets them as `"$1"`, `"$2"`, … and in `AX_ATTACHMENTS` (one path per line;
+//!   paths with control characters are refused). They are checked again when the command
+//!   starts: one that resolves elsewhere by then (e.g. swapped for a symlink) stops the run.
 //!   A prompt while the session waits for approval or runs is 409 (no queue).
 //! - `POST /session/{id}/permission/{pid}` answers with the `Permission` in its new state once
 //!   the run took the reply; `POST /session/{id}/abort` answers `{"aborted":bool}` after the
-//!   run has ended (process group killed).
+//!   run has ended (process group killed), or 409 if the run has not ended within
+//!   [`Limits::abort_wait`] (it was told to stop; `DELETE` of its session is then refused too).
 //! - `/event`: `id: N` and `data: <EventEnvelope JSON>` per event, no `event:` line; comment
 //!   heartbeats (`: heartbeat`); `Last-Event-ID` resumes from a ring of the last
 //!   [`ServerConfig::event_ring`] events, or the first event is `{"type":"reset"}`.
@@ -41,10 +52,12 @@
 //!   `unauthorized`, 403 `forbidden` (Host/Origin), 404 `not_found`, 409 `conflict`, 413
 //!   `too_large`.
 //!
-//! Tour: [`store`] (schema, migrations, queries) · `runner` (prompt → permission → run) ·
-//! [`agent`] (the [`Agent`] trait and the `shell` agent) · `api` (routes) · `sse` (`/event`) ·
+//! Tour: [`store`] (schema, migrations, queries) · `runner` (prompt → permission → run; the
+//! agents and the one process module are in `ax_agents`) ·
+//! `terminal` (the gateway's operator terminal) · `api` (routes) · `sse` (`/event`) ·
 //! `events` (ID'd ring + fan-out) · `auth` (Host/Origin, bearer) · `listen` (sibling
-//! loopback binds, timeouts, the connection cap) · [`registry`] (`servers/`, `screen/`).
+//! loopback binds, timeouts, the connection cap) · [`registry`] (`servers/`, `screen/`) ·
+//! [`project`] (project root, one backend per project).
 
 use std::{
     fmt,
@@ -58,7 +71,6 @@ use axum::{Router, middleware, routing::get};
 use tokio::task::JoinHandle;
 use tokio_util::{sync::CancellationToken, task::TaskTracker};
 
-pub mod agent;
 mod api;
 mod auth;
 mod control_ui;
@@ -67,15 +79,20 @@ mod events;
 mod gateway_mount;
 mod ids;
 mod listen;
+pub mod project;
 pub mod registry;
 mod runner;
 mod secure;
+mod signin;
 mod sse;
 mod state;
 pub mod store;
+mod terminal;
 
-pub use agent::{Agent, AgentOutput, AgentRequest, Chunk, RunEnd, ShellAgent};
+pub use ax_agents::{Agent, AgentOutput, AgentRequest, RunEnd, ShellAgent};
 pub use ax_protocol::local::data_dir as default_data_dir;
+pub use listen::BindError;
+pub use project::project_root;
 pub use state::Limits;
 
 /// How to run a backend.
@@ -105,6 +122,8 @@ pub struct ServerConfig {
     pub limits: Limits,
     /// The agent every session uses.
     pub agent: Arc<dyn Agent>,
+    /// How long a one-time Control UI sign-in code stays valid (`POST /signin/code`).
+    pub sign_in_ttl: Duration,
 }
 
 impl ServerConfig {
@@ -123,6 +142,7 @@ impl ServerConfig {
             heartbeat: Duration::from_secs(10),
             limits: Limits::default(),
             agent: Arc::new(ShellAgent),
+            sign_in_ttl: Duration::from_secs(60),
         }
     }
 }
@@ -145,11 +165,15 @@ impl fmt::Debug for ServerConfig {
 /// Why a backend could not start.
 #[derive(Debug, thiserror::Error)]
 pub enum StartError {
-    #[error("project directory {path}: {source}")]
+    // The cause is in the message, not also a `source`, so a chain prints it once.
+    #[error("project directory {path}: {error}")]
     Project {
         path: PathBuf,
-        source: std::io::Error,
+        error: std::io::Error,
     },
+    /// Another backend serves the project (one backend per project).
+    #[error(transparent)]
+    Lock(#[from] project::LockError),
     #[error(
         "refusing to listen on {0}: not a loopback address; pass the explicit remote flag \
          (and keep the credential secret) to expose the backend"
@@ -240,6 +264,9 @@ pub struct RunningServer {
     tasks: TaskTracker,
     server: Option<JoinHandle<std::io::Result<()>>>,
     registration: Option<registry::Registration>,
+    sign_in: Arc<signin::Codes>,
+    /// Dropped last: the project is served until the rest has stopped.
+    _lock: project::ProjectLock,
 }
 
 impl fmt::Debug for RunningServer {
@@ -278,6 +305,13 @@ impl RunningServer {
         &self.project_dir
     }
 
+    /// A fresh one-time code for the Control UI link `URL/#code=CODE`: the page exchanges it
+    /// once, within [`ServerConfig::sign_in_ttl`], for the credential (`POST /signin`), so the
+    /// credential itself never appears in a URL or the browser's history.
+    pub fn sign_in_code(&self) -> String {
+        self.sign_in.mint(std::time::Instant::now())
+    }
+
     /// The `servers/` record, when registered.
     pub fn registration_path(&self) -> Option<&Path> {
         self.registration.as_ref().map(|r| r.path())
@@ -310,14 +344,14 @@ impl Drop for RunningServer {
 /// Opens the store, recovers interrupted runs, binds, and serves in the background.
 pub async fn start(config: ServerConfig) -> Result<RunningServer, StartError> {
     let project_dir =
-        std::fs::canonicalize(&config.project_dir).map_err(|source| StartError::Project {
+        std::fs::canonicalize(&config.project_dir).map_err(|error| StartError::Project {
             path: config.project_dir.clone(),
-            source,
+            error,
         })?;
     if !project_dir.is_dir() {
         return Err(StartError::Project {
             path: project_dir,
-            source: std::io::Error::other("not a directory"),
+            error: std::io::Error::other("not a directory"),
         });
     }
     if !config.bind.ip().is_loopback() && !config.allow_remote {
@@ -332,21 +366,27 @@ pub async fn start(config: ServerConfig) -> Result<RunningServer, StartError> {
         None => generate_token(),
     };
 
+    // One backend per project, held until this one is gone.
+    let lock = project::ProjectLock::acquire(&config.data_dir, &project_dir)?;
+
     let data_dir = config.data_dir.clone();
     let directory = project_dir.to_string_lossy().into_owned();
     let (store, project_id) = tokio::task::spawn_blocking(move || {
         let store = store::Store::open(&data_dir)?;
         let project_id = store.write_blocking(|c| {
             let id = store::project_id(c, &directory)?;
-            let recovered = store::recover_interrupted(c, id, ids::now_ms(), agent::owner_alive)?;
+            let recovered =
+                store::recover_interrupted(c, id, ids::now_ms(), ax_agents::process::owner_alive)?;
             if recovered.runs > 0 {
                 tracing::warn!(
                     runs = recovered.runs,
                     "marked runs cut short by a restart as interrupted"
                 );
             }
-            for (pgid, start) in recovered.process_groups {
-                if agent::kill_orphaned_group(pgid, start) {
+            let terminals =
+                store::take_orphaned_process_groups(c, ax_agents::process::owner_alive)?;
+            for (pgid, start) in recovered.process_groups.into_iter().chain(terminals) {
+                if ax_agents::process::kill_orphaned_group(pgid, start) {
                     tracing::warn!(pgid, "killed a command a crashed backend left running");
                 }
             }
@@ -365,6 +405,11 @@ pub async fn start(config: ServerConfig) -> Result<RunningServer, StartError> {
             source,
         })?;
     let url = local_url(addr);
+    // Best effort: only the refusal message of a second backend reads it.
+    let _ = lock.record(&project::LockHolder {
+        pid: std::process::id(),
+        url: url.clone(),
+    });
     let allowed_hosts = served_hosts(addr, &config.allowed_hosts);
 
     let stop = CancellationToken::new();
@@ -387,12 +432,14 @@ pub async fn start(config: ServerConfig) -> Result<RunningServer, StartError> {
         version: env!("CARGO_PKG_VERSION").to_owned(),
     });
 
+    let sign_in = Arc::new(signin::Codes::new(config.sign_in_ttl));
     let gateway = gateway_mount::gateway(&app)?;
     let router = Router::new()
         .route("/health", get(api::health))
         .merge(api::protected(app.clone()))
         .merge(gateway_mount::router(app.clone(), gateway))
         .merge(control_ui::router())
+        .merge(signin::router(app.clone(), sign_in.clone()))
         .fallback(api::not_found)
         .method_not_allowed_fallback(api::method_not_allowed)
         .layer(middleware::from_fn_with_state(
@@ -435,11 +482,14 @@ pub async fn start(config: ServerConfig) -> Result<RunningServer, StartError> {
         tasks,
         server: Some(server),
         registration,
+        sign_in,
+        _lock: lock,
     })
 }
 
-/// Sessions of `project_dir` read straight from the store, read-only, newest first (for
-/// `ax-code session list` when no backend runs). An empty list when nothing was stored.
+/// Sessions of `project_dir` read straight from the store, read-only, most recently active
+/// first (for `ax-code session list` when no backend runs). An empty list when nothing was
+/// stored.
 pub fn list_sessions_offline(
     data_dir: &Path,
     project_dir: &Path,

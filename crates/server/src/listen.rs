@@ -49,7 +49,7 @@ const PORT_TRIES: usize = 16;
 /// Why the listeners could not be set up.
 #[derive(Debug, thiserror::Error)]
 pub enum BindError {
-    #[error("cannot listen on {addr}: {source}")]
+    #[error("cannot listen on {addr}")]
     Bind { addr: SocketAddr, source: io::Error },
     #[error(
         "{sibling} is taken by another program while {addr} was free: clients that reach \

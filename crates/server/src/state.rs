@@ -8,11 +8,12 @@ use std::{
     time::Duration,
 };
 
+use ax_agents::Agent;
 use ax_protocol::{Permission, PermissionReply, SessionId};
 use tokio::sync::{mpsc, oneshot};
 use tokio_util::{sync::CancellationToken, task::TaskTracker};
 
-use crate::{agent::Agent, error::Failure, events::EventBus, store::Store};
+use crate::{error::Failure, events::EventBus, store::Store};
 
 pub type Shared = Arc<App>;
 
@@ -30,6 +31,8 @@ pub struct Limits {
     /// Open connections that have not carried the credential; the next one evicts the oldest
     /// idle one. Also capped at a quarter of the file-descriptor limit.
     pub unauthenticated_connections: usize,
+    /// How long an abort waits for the run to end before it says the run did not stop.
+    pub abort_wait: Duration,
 }
 
 impl Default for Limits {
@@ -42,6 +45,7 @@ impl Default for Limits {
             output_bytes_per_message: 1024 * 1024,
             header_read_timeout: Duration::from_secs(10),
             unauthenticated_connections: 256,
+            abort_wait: Duration::from_secs(15),
         }
     }
 }

@@ -11,7 +11,7 @@ use std::{
 };
 
 use ax_protocol::{
-    Message, Millis, Part, Permission, PermissionState, Role, Session, SessionId, SessionStatus,
+    Message, Millis, Part, Permission, PermissionState, Session, SessionId, SessionStatus,
 };
 use rusqlite::{Connection, OpenFlags, OptionalExtension, params};
 
@@ -69,6 +69,26 @@ ALTER TABLE run ADD COLUMN pgid_start INTEGER;
 ALTER TABLE run ADD COLUMN owner_pid INTEGER;
 ALTER TABLE run ADD COLUMN owner_start INTEGER;
 "#,
+    // v3: every wire field is camelCase; truncated parts were stored as `dropped_bytes`.
+    r#"
+UPDATE part SET body = replace(body, '"dropped_bytes":', '"droppedBytes":')
+ WHERE body LIKE '{"type":"truncated",%';
+"#,
+    // v4: the attachments a permission asks about, as a JSON array of project-relative paths;
+    // process groups started outside a session run (the operator terminal), for crash cleanup.
+    r#"
+ALTER TABLE permission ADD COLUMN attachments TEXT NOT NULL DEFAULT '[]';
+CREATE TABLE process_group (
+    pgid INTEGER PRIMARY KEY,
+    pgid_start INTEGER NOT NULL,
+    owner_pid INTEGER NOT NULL,
+    owner_start INTEGER
+);
+"#,
+    // v5: lists sort by last activity.
+    r#"
+CREATE INDEX session_by_activity ON session(project_id, updated DESC, id DESC);
+"#,
 ];
 
 /// The schema version this build writes.
@@ -87,10 +107,10 @@ pub enum StoreError {
         found: i64,
         supported: i64,
     },
-    #[error("cannot prepare the data directory {path}: {source}")]
+    #[error("cannot prepare the data directory {path}: {error}")]
     DataDir {
         path: PathBuf,
-        source: std::io::Error,
+        error: std::io::Error,
     },
     /// The data directory cannot be read (e.g. another user's): not the same as "empty".
     #[error("cannot read the data directory {path}: {error}")]
@@ -98,8 +118,17 @@ pub enum StoreError {
         path: PathBuf,
         error: std::io::Error,
     },
-    #[error("stored data is malformed: {0}")]
-    Malformed(String),
+    /// A stored value this build cannot read: never guessed into a default.
+    #[error("stored data is malformed: table {table}, row {row:?}, column {column}: {problem}")]
+    Malformed {
+        table: &'static str,
+        /// The row's key, for finding it with the sqlite3 shell.
+        row: String,
+        column: &'static str,
+        problem: String,
+    },
+    #[error("cannot encode a part for storage: {0}")]
+    Encode(#[from] serde_json::Error),
     #[error("a store task failed: {0}")]
     Task(String),
 }
@@ -134,16 +163,23 @@ fn check_version(conn: &Connection, path: &Path) -> Result<i64> {
 }
 
 fn migrate(conn: &mut Connection, path: &Path) -> Result<()> {
+    // Another backend may be migrating the same fresh file right now: wait for its locks
+    // rather than failing at once (this alters nothing in the file).
+    conn.busy_timeout(std::time::Duration::from_secs(5))?;
     // The version check comes before anything that could alter the file (even WAL mode).
-    let found = check_version(conn, path)?;
+    check_version(conn, path)?;
     conn.pragma_update(None, "journal_mode", "WAL")?;
     configure(conn)?;
+    // One write transaction taken up front (BEGIN IMMEDIATE) for all steps, and the version
+    // read again inside it: of two backends starting at once, the second waits, then sees the
+    // schema the first wrote and runs nothing twice ("table project already exists").
+    let tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
+    let found = check_version(&tx, path)?;
     for (i, sql) in MIGRATIONS.iter().enumerate().skip(found as usize) {
-        let tx = conn.transaction()?;
         tx.execute_batch(sql)?;
         tx.pragma_update(None, "user_version", (i + 1) as i64)?;
-        tx.commit()?;
     }
+    tx.commit()?;
     Ok(())
 }
 
@@ -163,16 +199,16 @@ fn create_private_db(path: &Path) -> std::io::Result<()> {
 impl Store {
     /// Opens (creating and migrating as needed) the database in `data_dir`, made 0700.
     pub fn open(data_dir: &Path) -> Result<Store> {
-        crate::secure::private_dir(data_dir).map_err(|source| StoreError::DataDir {
+        crate::secure::private_dir(data_dir).map_err(|error| StoreError::DataDir {
             path: data_dir.to_owned(),
-            source,
+            error,
         })?;
         let path = data_dir.join(DB_FILE);
         // Created 0600 before SQLite sees it; its -wal and -shm files inherit the mode.
-        if let Err(source) = create_private_db(&path) {
+        if let Err(error) = create_private_db(&path) {
             return Err(StoreError::DataDir {
                 path: path.clone(),
-                source,
+                error,
             });
         }
         let mut write = Connection::open(&path)?;
@@ -270,43 +306,19 @@ impl Store {
     }
 }
 
-fn status_str(s: SessionStatus) -> &'static str {
-    match s {
-        SessionStatus::Idle => "idle",
-        SessionStatus::Pending => "pending",
-        SessionStatus::Busy => "busy",
-    }
-}
-
-fn parse_status(s: &str) -> SessionStatus {
-    match s {
-        "pending" => SessionStatus::Pending,
-        "busy" => SessionStatus::Busy,
-        _ => SessionStatus::Idle,
-    }
-}
-
-fn perm_state_str(s: PermissionState) -> &'static str {
-    match s {
-        PermissionState::Pending => "pending",
-        PermissionState::Approved => "approved",
-        PermissionState::Rejected => "rejected",
-        PermissionState::Cancelled => "cancelled",
-    }
-}
-
-fn parse_perm_state(s: &str) -> PermissionState {
-    match s {
-        "approved" => PermissionState::Approved,
-        "rejected" => PermissionState::Rejected,
-        "cancelled" => PermissionState::Cancelled,
-        _ => PermissionState::Pending,
-    }
-}
-
-fn parse_id(s: String) -> Result<SessionId> {
-    s.parse()
-        .map_err(|_| StoreError::Malformed(format!("session ID {s:?}")))
+/// Reads a stored text column through the type's one text mapping (`FromStr`); what does not
+/// parse is [`StoreError::Malformed`] naming where it is, never a default.
+fn decode<T>(table: &'static str, row: &str, column: &'static str, text: &str) -> Result<T>
+where
+    T: std::str::FromStr,
+    T::Err: std::fmt::Display,
+{
+    text.parse().map_err(|e: T::Err| StoreError::Malformed {
+        table,
+        row: row.to_owned(),
+        column,
+        problem: e.to_string(),
+    })
 }
 
 fn session_from_row(
@@ -325,11 +337,11 @@ fn build_session(
     (id, title, created, updated, status): (String, String, i64, i64, String),
 ) -> Result<Session> {
     Ok(Session {
-        id: parse_id(id)?,
+        status: decode("session", &id, "status", &status)?,
+        id: decode("session", &id, "id", &id)?,
         title,
         created,
         updated,
-        status: parse_status(&status),
     })
 }
 
@@ -366,17 +378,17 @@ pub fn insert_session(conn: &Connection, project: i64, session: &Session) -> Res
             session.title,
             session.created,
             session.updated,
-            status_str(session.status)
+            session.status.as_str()
         ],
     )?;
     Ok(())
 }
 
-/// Newest first.
+/// Most recent activity (`updated`) first; the TUI sorts the same way.
 pub fn list_sessions(conn: &Connection, project: i64, limit: Option<u32>) -> Result<Vec<Session>> {
     let mut stmt = conn.prepare_cached(
         "SELECT id, title, created, updated, status FROM session WHERE project_id = ?1 \
-         ORDER BY created DESC, id DESC LIMIT ?2",
+         ORDER BY updated DESC, id DESC LIMIT ?2",
     )?;
     let limit = limit.map_or(-1, i64::from);
     let rows = stmt.query_map(params![project, limit], session_from_row)?;
@@ -428,8 +440,40 @@ pub fn set_status(
 ) -> Result<Option<Session>> {
     conn.execute(
         "UPDATE session SET status = ?1, updated = max(updated, ?2) WHERE id = ?3",
-        params![status_str(status), now, id],
+        params![status.as_str(), now, id],
     )?;
+    get_session(conn, project, id)
+}
+
+/// Sets the title and bumps `updated`; the session as it is now, `None` when unknown.
+pub fn rename_session(
+    conn: &Connection,
+    project: i64,
+    id: &str,
+    title: &str,
+    now: Millis,
+) -> Result<Option<Session>> {
+    conn.execute(
+        "UPDATE session SET title = ?1, updated = max(updated, ?2) WHERE project_id = ?3 AND id = ?4",
+        params![title, now, project, id],
+    )?;
+    get_session(conn, project, id)
+}
+
+/// Gives an untitled session `title` (from its first prompt); `None` when it already had one.
+pub fn title_if_untitled(
+    conn: &Connection,
+    project: i64,
+    id: &str,
+    title: &str,
+) -> Result<Option<Session>> {
+    let n = conn.execute(
+        "UPDATE session SET title = ?1 WHERE project_id = ?2 AND id = ?3 AND title = ''",
+        params![title, project, id],
+    )?;
+    if n == 0 {
+        return Ok(None);
+    }
     get_session(conn, project, id)
 }
 
@@ -441,15 +485,8 @@ pub fn delete_session(conn: &mut Connection, project: i64, id: &str) -> Result<b
     Ok(n > 0)
 }
 
-fn role_str(role: Role) -> &'static str {
-    match role {
-        Role::User => "user",
-        Role::Assistant => "assistant",
-    }
-}
-
 fn encode_part(part: &Part) -> Result<String> {
-    serde_json::to_string(part).map_err(|e| StoreError::Malformed(e.to_string()))
+    Ok(serde_json::to_string(part)?)
 }
 
 /// Inserts a message with its parts at the end of the session's transcript.
@@ -461,7 +498,7 @@ pub fn insert_message(tx: &Connection, message: &Message) -> Result<()> {
         params![
             message.id,
             message.session_id.as_str(),
-            role_str(message.role),
+            message.role.as_str(),
             message.created
         ],
     )?;
@@ -498,13 +535,9 @@ pub fn messages(conn: &Connection, session: &SessionId) -> Result<Vec<Message>> 
         let (id, role, created) = row?;
         index.insert(id.clone(), out.len());
         out.push(Message {
+            role: decode("message", &id, "role", &role)?,
             id,
             session_id: session.clone(),
-            role: if role == "user" {
-                Role::User
-            } else {
-                Role::Assistant
-            },
             created,
             parts: Vec::new(),
         });
@@ -518,8 +551,12 @@ pub fn messages(conn: &Connection, session: &SessionId) -> Result<Vec<Message>> 
     })?;
     for row in rows {
         let (mid, body) = row?;
-        let part: Part =
-            serde_json::from_str(&body).map_err(|e| StoreError::Malformed(e.to_string()))?;
+        let part: Part = serde_json::from_str(&body).map_err(|e| StoreError::Malformed {
+            table: "part",
+            row: mid.clone(),
+            column: "body",
+            problem: e.to_string(),
+        })?;
         if let Some(&i) = index.get(&mid) {
             out[i].parts.push(part);
         }
@@ -529,13 +566,15 @@ pub fn messages(conn: &Connection, session: &SessionId) -> Result<Vec<Message>> 
 
 pub fn insert_permission(conn: &Connection, p: &Permission) -> Result<()> {
     conn.execute(
-        "INSERT INTO permission(id, session_id, command, state, created) VALUES (?1, ?2, ?3, ?4, ?5)",
+        "INSERT INTO permission(id, session_id, command, state, created, attachments) \
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
         params![
             p.id,
             p.session_id.as_str(),
             p.command,
-            perm_state_str(p.state),
-            p.created
+            p.state.as_str(),
+            p.created,
+            serde_json::to_string(&p.attachments)?
         ],
     )?;
     Ok(())
@@ -544,25 +583,39 @@ pub fn insert_permission(conn: &Connection, p: &Permission) -> Result<()> {
 pub fn set_permission_state(conn: &Connection, id: &str, state: PermissionState) -> Result<()> {
     conn.execute(
         "UPDATE permission SET state = ?1 WHERE id = ?2",
-        params![perm_state_str(state), id],
+        params![state.as_str(), id],
     )?;
     Ok(())
 }
 
-fn permission_from_row(
-    r: &rusqlite::Row<'_>,
-) -> rusqlite::Result<(String, String, String, String, i64)> {
-    Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?))
+type PermissionRow = (String, String, String, String, i64, String);
+
+fn permission_from_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<PermissionRow> {
+    Ok((
+        r.get(0)?,
+        r.get(1)?,
+        r.get(2)?,
+        r.get(3)?,
+        r.get(4)?,
+        r.get(5)?,
+    ))
 }
 
 fn build_permission(
-    (id, sid, command, state, created): (String, String, String, String, i64),
+    (id, sid, command, state, created, attachments): PermissionRow,
 ) -> Result<Permission> {
+    let attachments = serde_json::from_str(&attachments).map_err(|e| StoreError::Malformed {
+        table: "permission",
+        row: id.clone(),
+        column: "attachments",
+        problem: e.to_string(),
+    })?;
     Ok(Permission {
+        session_id: decode("permission", &id, "session_id", &sid)?,
+        state: decode("permission", &id, "state", &state)?,
         id,
-        session_id: parse_id(sid)?,
         command,
-        state: parse_perm_state(&state),
+        attachments,
         created,
     })
 }
@@ -570,7 +623,8 @@ fn build_permission(
 pub fn get_permission(conn: &Connection, session: &str, id: &str) -> Result<Option<Permission>> {
     let row = conn
         .query_row(
-            "SELECT id, session_id, command, state, created FROM permission WHERE session_id = ?1 AND id = ?2",
+            "SELECT id, session_id, command, state, created, attachments FROM permission \
+             WHERE session_id = ?1 AND id = ?2",
             params![session, id],
             permission_from_row,
         )
@@ -581,7 +635,7 @@ pub fn get_permission(conn: &Connection, session: &str, id: &str) -> Result<Opti
 /// Pending approvals of the project's sessions, oldest first.
 pub fn pending_permissions(conn: &Connection, project: i64) -> Result<Vec<Permission>> {
     let mut stmt = conn.prepare_cached(
-        "SELECT p.id, p.session_id, p.command, p.state, p.created FROM permission p \
+        "SELECT p.id, p.session_id, p.command, p.state, p.created, p.attachments FROM permission p \
          JOIN session s ON s.id = p.session_id \
          WHERE s.project_id = ?1 AND p.state = 'pending' ORDER BY p.created, p.id",
     )?;
@@ -590,7 +644,7 @@ pub fn pending_permissions(conn: &Connection, project: i64) -> Result<Vec<Permis
 }
 
 /// The backend process that owns a run: its pid and start time (see
-/// [`crate::agent::process_start_time`]).
+/// [`ax_agents::process::process_start_time`]).
 pub type Owner = (u32, Option<u64>);
 
 pub fn begin_run(
@@ -625,6 +679,48 @@ pub fn set_run_process(
 pub fn end_run(conn: &Connection, session: &str) -> Result<()> {
     conn.execute("DELETE FROM run WHERE session_id = ?1", [session])?;
     Ok(())
+}
+
+/// Records a process group this backend (`owner`) runs outside a session run, with its
+/// leader's start time, so a backend restarted after a crash can kill it.
+pub fn record_process_group(conn: &Connection, pgid: u32, start: u64, owner: Owner) -> Result<()> {
+    conn.execute(
+        "INSERT OR REPLACE INTO process_group(pgid, pgid_start, owner_pid, owner_start) \
+         VALUES (?1, ?2, ?3, ?4)",
+        params![pgid, start as i64, owner.0, owner.1.map(|s| s as i64)],
+    )?;
+    Ok(())
+}
+
+/// The group ended: forget its record.
+pub fn forget_process_group(conn: &Connection, pgid: u32) -> Result<()> {
+    conn.execute("DELETE FROM process_group WHERE pgid = ?1", [pgid])?;
+    Ok(())
+}
+
+/// Removes and returns the recorded groups (pgid, leader start time) whose owner is not
+/// `is_alive`: what dead backends left running.
+pub fn take_orphaned_process_groups(
+    conn: &mut Connection,
+    is_alive: impl Fn(Owner) -> bool,
+) -> Result<Vec<(u32, u64)>> {
+    let tx = conn.transaction()?;
+    let rows: Vec<(i64, i64, i64, Option<i64>)> = {
+        let mut stmt =
+            tx.prepare("SELECT pgid, pgid_start, owner_pid, owner_start FROM process_group")?;
+        stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)))?
+            .collect::<rusqlite::Result<_>>()?
+    };
+    let mut orphans = Vec::new();
+    for (pgid, start, owner_pid, owner_start) in rows {
+        if is_alive((owner_pid as u32, owner_start.map(|s| s as u64))) {
+            continue;
+        }
+        tx.execute("DELETE FROM process_group WHERE pgid = ?1", [pgid])?;
+        orphans.push((pgid as u32, start as u64));
+    }
+    tx.commit()?;
+    Ok(orphans)
 }
 
 /// What [`recover_interrupted`] found.
@@ -776,5 +872,103 @@ mod tests {
             .read_blocking(|c| Ok(c.pragma_query_value(None, "user_version", |r| r.get(0))?))
             .unwrap();
         assert_eq!(v, SCHEMA_VERSION);
+    }
+
+    /// A version-2 database with the given extra SQL, opened by this build.
+    fn v2_database_with(sql: &str) -> (tempfile::TempDir, Store) {
+        let tmp = tempfile::tempdir().unwrap();
+        {
+            let conn = Connection::open(tmp.path().join(DB_FILE)).unwrap();
+            conn.execute_batch(MIGRATIONS[0]).unwrap();
+            conn.execute_batch(MIGRATIONS[1]).unwrap();
+            conn.execute_batch(
+                "PRAGMA user_version = 2;
+                 INSERT INTO project(id, directory) VALUES (1, '/p');",
+            )
+            .unwrap();
+            conn.execute_batch(sql).unwrap();
+        }
+        let store = Store::open(tmp.path()).unwrap();
+        (tmp, store)
+    }
+
+    #[test]
+    fn an_unknown_status_is_malformed_naming_table_row_and_column() {
+        let (_tmp, store) = v2_database_with(
+            "INSERT INTO session VALUES ('ses_0123456789abABCDEFGHIJKLMN', 1, 't', 1, 1, 'sleeping', 0);",
+        );
+        let err = store
+            .read_blocking(|c| get_session(c, 1, "ses_0123456789abABCDEFGHIJKLMN"))
+            .unwrap_err();
+        assert!(
+            matches!(&err, StoreError::Malformed { table: "session", column: "status", row, .. }
+                if row == "ses_0123456789abABCDEFGHIJKLMN"),
+            "{err:?}"
+        );
+        assert!(
+            err.to_string()
+                .contains("unknown SessionStatus \"sleeping\""),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn an_unknown_role_or_permission_state_is_malformed() {
+        let (_tmp, store) = v2_database_with(
+            "INSERT INTO session VALUES ('ses_0123456789abABCDEFGHIJKLMN', 1, 't', 1, 1, 'idle', 0);
+             INSERT INTO message VALUES ('msg_a', 'ses_0123456789abABCDEFGHIJKLMN', 1, 'system', 1);
+             INSERT INTO permission VALUES ('per_a', 'ses_0123456789abABCDEFGHIJKLMN', 'ls', 'maybe', 1);",
+        );
+        let id: SessionId = "ses_0123456789abABCDEFGHIJKLMN".parse().unwrap();
+        let err = store.read_blocking(|c| messages(c, &id)).unwrap_err();
+        assert!(
+            matches!(
+                &err,
+                StoreError::Malformed {
+                    table: "message",
+                    column: "role",
+                    ..
+                }
+            ),
+            "{err:?}"
+        );
+        let err = store
+            .read_blocking(|c| get_permission(c, id.as_str(), "per_a"))
+            .unwrap_err();
+        assert!(
+            matches!(
+                &err,
+                StoreError::Malformed {
+                    table: "permission",
+                    column: "state",
+                    ..
+                }
+            ),
+            "{err:?}"
+        );
+    }
+
+    #[test]
+    fn a_version_2_truncated_part_reads_back_after_the_camel_case_migration() {
+        let (_tmp, store) = v2_database_with(
+            "INSERT INTO session VALUES ('ses_0123456789abABCDEFGHIJKLMN', 1, 't', 1, 1, 'idle', 0);
+             INSERT INTO message VALUES ('msg_a', 'ses_0123456789abABCDEFGHIJKLMN', 1, 'assistant', 1);
+             INSERT INTO part VALUES ('msg_a', 0, '{\"type\":\"output\",\"stream\":\"stdout\",\"text\":\"dropped_bytes\"}');
+             INSERT INTO part VALUES ('msg_a', 1, '{\"type\":\"truncated\",\"dropped_bytes\":4000}');",
+        );
+        let id: SessionId = "ses_0123456789abABCDEFGHIJKLMN".parse().unwrap();
+        let msgs = store.read_blocking(|c| messages(c, &id)).unwrap();
+        assert_eq!(
+            msgs[0].parts,
+            vec![
+                Part::Output {
+                    stream: ax_protocol::Stream::Stdout,
+                    text: "dropped_bytes".into()
+                },
+                Part::Truncated {
+                    dropped_bytes: 4000
+                }
+            ]
+        );
     }
 }

@@ -13,7 +13,9 @@ use ratatui::widgets::{Block, Clear, Paragraph};
 use crate::app::{APPROVAL_CHOICES, App, Connection, Modal, NoticeKind, Overlay, Route};
 use crate::command;
 use crate::keys::{chip_label, palette_entries};
-use crate::layout::{COMPOSER_MAX_ROWS, REVOKE_LABEL, Rect};
+use crate::layout::{
+    BAR_LABEL, COMPOSER_MAX_ROWS, COPY_LABEL, Layout, REVOKE_LABEL, Rect, path_rows,
+};
 use crate::transcript::LineStyle;
 
 const ACCENT: Color = Color::Cyan;
@@ -29,7 +31,7 @@ pub fn draw(frame: &mut Frame, app: &App) {
     let layout = app.layout();
     header(frame, app, layout.header);
     if let Some(bar) = layout.bar {
-        sharing_bar(frame, app, bar, layout.revoke);
+        sharing_bar(frame, app, bar, &layout);
     }
     match app.route() {
         Route::Home => home(frame, app, layout.main),
@@ -75,17 +77,33 @@ fn header(frame: &mut Frame, app: &App, r: Rect) {
     }
 }
 
-fn sharing_bar(frame: &mut Frame, app: &App, r: Rect, revoke: Option<Rect>) {
+/// The TUIMCP bar: the label and the buttons on its first row, the whole endpoint path beside
+/// the label or, when it does not fit there, on rows of its own (never clipped, never under a
+/// button).
+fn sharing_bar(frame: &mut Frame, app: &App, r: Rect, layout: &Layout) {
     let Some(sharing) = app.sharing() else {
         return;
     };
     let bar = Style::new().fg(Color::Black).bg(Color::Yellow);
-    let line = Line::from(vec![
-        Span::styled(" TUIMCP on: ", bar.bold()),
-        Span::styled(sharing.endpoint_path.clone(), bar),
-    ]);
-    frame.render_widget(Paragraph::new(line).style(bar), tr(r));
-    if let Some(b) = revoke {
+    frame.render_widget(Paragraph::new("").style(bar), tr(r));
+    let label = Rect::new(r.x, r.y, r.width, 1);
+    frame.render_widget(
+        Paragraph::new(Span::styled(BAR_LABEL, bar.bold())),
+        tr(label),
+    );
+    if let Some(p) = layout.bar_path {
+        let lines: Vec<Line> = path_rows(&sharing.endpoint_path, p.width)
+            .into_iter()
+            .take(p.height as usize)
+            .map(|row| Line::styled(row.to_owned(), bar))
+            .collect();
+        frame.render_widget(Paragraph::new(lines), tr(p));
+    }
+    if let Some(b) = layout.copy {
+        let button = Style::new().fg(Color::Black).bg(Color::White).bold();
+        frame.render_widget(Paragraph::new(Span::styled(COPY_LABEL, button)), tr(b));
+    }
+    if let Some(b) = layout.revoke {
         let button = Style::new().fg(Color::White).bg(Color::Red).bold();
         frame.render_widget(Paragraph::new(Span::styled(REVOKE_LABEL, button)), tr(b));
     }
@@ -135,7 +153,8 @@ fn home(frame: &mut Frame, app: &App, r: Rect) {
                     format!("{:<title_w$}", clip(title, title_w)),
                     Style::new().bold(),
                 ),
-                Span::styled(format!(" {}  {}", format_utc_minutes(s.created), s.id), DIM),
+                // Last activity: the list is sorted by it.
+                Span::styled(format!(" {}  {}", format_utc_minutes(s.updated), s.id), DIM),
             ]);
             if Some(i) == selected {
                 row.style(Style::new().bg(Color::Indexed(236)))
@@ -311,6 +330,17 @@ fn status_line(frame: &mut Frame, app: &App, r: Rect) {
             };
             Line::from(Span::styled(format!(" {} ", n.text), style))
         }
+        None if app.connection() != Connection::Connected && app.down_cause().is_some() => {
+            // While the backend does not answer: where, and why.
+            Line::from(Span::styled(
+                format!(
+                    " {}: {} ",
+                    app.backend_url(),
+                    app.down_cause().unwrap_or_default()
+                ),
+                Style::new().fg(Color::Yellow),
+            ))
+        }
         None => {
             let hints: &[(&str, &str)] = match app.route() {
                 Route::Home => &[
@@ -367,10 +397,55 @@ fn modal(frame: &mut Frame, app: &App, m: &Modal, screen: Rect) {
                 Line::styled("Commands", Style::new().bold()),
             ];
             for c in command::available(app.sharing().is_some()) {
-                lines.push(Line::raw(format!("  {:<16} {}", c.name, c.help)));
+                lines.push(Line::raw(format!("  {:<16} {}", c.name(), c.help())));
             }
             let h = lines.len() as u16 + 2;
             let inner = boxed(frame, screen.centered(66, h), "Help", ACCENT);
+            frame.render_widget(Paragraph::new(lines), tr(inner));
+        }
+        Modal::McpConfig => {
+            let Some(config) = app.mcp_config() else {
+                return;
+            };
+            let width = screen.width.saturating_sub(4).clamp(20, 100);
+            // Long lines (the path) wrap inside the box rather than being cut.
+            let text_w = width.saturating_sub(2);
+            let mut lines = vec![
+                Line::raw("Add this to your MCP client's configuration:"),
+                Line::raw(""),
+            ];
+            for line in config.lines() {
+                for row in path_rows(line, text_w) {
+                    lines.push(Line::styled(row.to_owned(), Style::new().bold()));
+                }
+            }
+            lines.push(Line::raw(""));
+            lines.push(Line::styled(
+                "c copy (OSC 52) · Esc close · never share the endpoint file's content",
+                DIM,
+            ));
+            let h = lines.len() as u16 + 2;
+            let inner = boxed(
+                frame,
+                screen.centered(width, h),
+                "TUIMCP client config",
+                ACCENT,
+            );
+            frame.render_widget(Paragraph::new(lines), tr(inner));
+        }
+        Modal::ConfirmDelete { session, title } => {
+            let inner = boxed(frame, screen.centered(64, 7), "Delete session?", Color::Red);
+            let name = if title.is_empty() {
+                "(untitled)"
+            } else {
+                title
+            };
+            let lines = vec![
+                Line::styled(clip(name, 60), Style::new().bold()),
+                Line::styled(session.to_string(), DIM),
+                Line::raw("Its transcript is deleted too; a running command is stopped."),
+                Line::styled("y or Enter: delete · n or Esc: keep", DIM),
+            ];
             frame.render_widget(Paragraph::new(lines), tr(inner));
         }
         Modal::Palette { query, selected } => {
@@ -387,12 +462,8 @@ fn modal(frame: &mut Frame, app: &App, m: &Modal, screen: Rect) {
             if entries.is_empty() {
                 lines.push(Line::styled("no match", DIM));
             }
-            for (i, name) in entries.iter().enumerate() {
-                let help = command::COMMANDS
-                    .iter()
-                    .find(|c| c.name == *name)
-                    .map(|c| c.help)
-                    .unwrap_or("");
+            for (i, c) in entries.iter().enumerate() {
+                let (name, help) = (c.name(), c.help());
                 let style = if i == *selected {
                     Style::new().fg(Color::Black).bg(ACCENT)
                 } else {
@@ -409,9 +480,32 @@ fn approval(frame: &mut Frame, app: &App, screen: Rect) {
     let Some(p) = app.pending_approval() else {
         return;
     };
+    // The files the command gets are part of what is approved: list them (a few, then a
+    // count), so the person sees every file name the approval covers or knows there are more.
+    const SHOWN: usize = 4;
+    let mut files = Vec::new();
+    if !p.attachments.is_empty() {
+        files.push(Line::raw(format!(
+            "with {} attached file{}:",
+            p.attachments.len(),
+            if p.attachments.len() == 1 { "" } else { "s" }
+        )));
+        for path in p.attachments.iter().take(SHOWN) {
+            files.push(Line::styled(
+                format!("  @ {}", clip(path, 56)),
+                Style::new().bold(),
+            ));
+        }
+        if p.attachments.len() > SHOWN {
+            files.push(Line::styled(
+                format!("  … and {} more", p.attachments.len() - SHOWN),
+                DIM,
+            ));
+        }
+    }
     let inner = boxed(
         frame,
-        screen.centered(64, 8),
+        screen.centered(64, 8 + files.len() as u16),
         "Approval needed",
         Color::Magenta,
     );
@@ -425,16 +519,19 @@ fn approval(frame: &mut Frame, app: &App, screen: Rect) {
         buttons.push(Span::styled(format!(" {label} "), style));
         buttons.push(Span::raw("  "));
     }
-    let lines = vec![
+    let mut lines = vec![
         Line::raw("The agent wants to run:"),
         Line::styled(format!("  $ {}", clip(&p.command, 56)), Style::new().bold()),
+    ];
+    lines.extend(files);
+    lines.extend([
         Line::raw(""),
         Line::from(buttons),
         Line::styled(
             "←→ choose · Enter confirm · y once · a always · n reject",
             DIM,
         ),
-    ];
+    ]);
     frame.render_widget(Paragraph::new(lines), tr(inner));
 }
 
@@ -453,11 +550,32 @@ fn overlay(frame: &mut Frame, app: &App, o: Overlay, screen: Rect) {
         ),
         Overlay::Exit => ("ax-code", "Shutting down…".to_owned()),
     };
-    let inner = boxed(frame, screen.centered(44, 5), title, ACCENT);
-    frame.render_widget(
-        Paragraph::new(vec![Line::raw(""), Line::raw(text).centered()]),
-        tr(inner),
+    let detailed = o == Overlay::Startup && !app.backend_url().is_empty();
+    let width = if detailed {
+        screen.width.saturating_sub(4).clamp(44, 100)
+    } else {
+        44
+    };
+    let mut lines = vec![Line::raw(""), Line::raw(text).centered()];
+    if detailed {
+        lines.push(Line::styled(clip(app.backend_url(), width as usize - 2), DIM).centered());
+        if let Some(cause) = app.down_cause() {
+            lines.push(
+                Line::styled(
+                    clip(cause, width as usize - 2),
+                    Style::new().fg(Color::Yellow),
+                )
+                .centered(),
+            );
+        }
+    }
+    let inner = boxed(
+        frame,
+        screen.centered(width, lines.len() as u16 + 3),
+        title,
+        ACCENT,
     );
+    frame.render_widget(Paragraph::new(lines), tr(inner));
 }
 
 fn clip(s: &str, max: usize) -> String {

@@ -1,4 +1,4 @@
-//! The controller: the only authority over navigation (SPEC-tuimcp §6, §7).
+//! The controller: the only authority over navigation (docs/tuimcp.md §6, §7).
 //!
 //! It is a plain synchronous struct held by the task that owns the UI state. It never awaits:
 //! the owner feeds it every state mutation ([`Controller::observe`]) and every parsed human
@@ -100,6 +100,9 @@ pub struct GuardInputs {
     pub blockers: Blockers,
     /// Identifies the workspace (e.g. its path). Compared only, never shown to an agent.
     pub workspace: String,
+    /// Changes whenever a session appears in or leaves the UI's list (a counter), so a
+    /// revision read before a session was deleted is stale.
+    pub sessions: u64,
 }
 
 impl GuardInputs {
@@ -112,6 +115,7 @@ impl GuardInputs {
             route_loaded: true,
             blockers: Blockers::default(),
             workspace: workspace.into(),
+            sessions: 0,
         }
     }
 
@@ -343,6 +347,12 @@ impl Controller {
             self.finish(request_id, Response::Rejected(Code::Busy));
             return None;
         }
+        // Already there: nothing to validate or navigate. The answer is `applied` with the
+        // unchanged view (same revision), and the person's screen is left alone.
+        if self.inputs.location == Location::Session(args.session_id.clone()) {
+            self.finish(request_id, Response::Applied(self.view(now)));
+            return None;
+        }
         let ticket = Ticket(self.next_ticket);
         self.next_ticket += 1;
         let deadline = now + VALIDATION_DEADLINE;
@@ -357,6 +367,27 @@ impl Controller {
             session_id,
             deadline,
         })
+    }
+
+    /// Answers a request that arrived past the connection cap from its stored receipt
+    /// alone: the stored final result for the same arguments, `request_conflict` for other
+    /// arguments, and `busy` when there is no final result yet (nothing new starts).
+    pub fn answer_from_receipt(&self, args: &SelectSession, reply: Reply) {
+        let response = if self.revoked {
+            Response::Rejected(Code::Revoked)
+        } else {
+            match self.receipts.get(&args.request_id) {
+                Some(receipt) if receipt.signature != args.signature() => {
+                    Response::Rejected(Code::RequestConflict)
+                }
+                Some(Receipt {
+                    state: ReceiptState::Done(response),
+                    ..
+                }) => response.clone(),
+                _ => Response::Rejected(Code::Busy),
+            }
+        };
+        let _ = reply.send(response);
     }
 
     /// The guard, in its order: revoked → stale_target → stale_revision → not_ready →

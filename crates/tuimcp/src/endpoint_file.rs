@@ -1,4 +1,4 @@
-//! `endpoint.json`: the capability file beside the socket (SPEC-tuimcp §2, §3).
+//! `endpoint.json`: the capability file beside the socket (docs/tuimcp.md §2, §3).
 //!
 //! The TUI side creates the private directory, and writes the file exclusively without
 //! following symlinks; the adapter side re-checks path, owner, type and mode every time it
@@ -135,7 +135,7 @@ fn check_stat(
 ///
 /// On Linux the checks walk the path once: `openat2(RESOLVE_NO_SYMLINKS)` opens the directory
 /// (an exact stand-in for `realpath(path) == path` together with the syntax check, see
-/// [`open_canonical_dir`]), and every later check is relative to that handle (`fstatat` with
+/// `open_canonical_dir`), and every later check is relative to that handle (`fstatat` with
 /// `AT_SYMLINK_NOFOLLOW`, `openat` with `O_NOFOLLOW`). Where `openat2` is missing, the
 /// path-based checks run instead; both refuse the same paths.
 pub fn read_endpoint_file(path: &Path) -> Result<(EndpointFile, PathBuf), EndpointFileError> {

@@ -1,4 +1,4 @@
-//! Wire types of the private endpoint (SPEC-tuimcp §4, §5): strict, closed shapes.
+//! Wire types of the private endpoint (docs/tuimcp.md §4, §5): strict, closed shapes.
 //!
 //! Parsing goes through `serde_json::Value` first so the `operation` / `status` tags can be
 //! checked by hand: serde's internally tagged enums do not combine reliably with
@@ -142,7 +142,7 @@ impl View {
     }
 }
 
-/// Every rejection code of SPEC-tuimcp §5.
+/// Every rejection code of docs/tuimcp.md §5.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Code {

@@ -1,5 +1,6 @@
 //! One module per subcommand, and the one logging setup they share.
 
+pub mod link;
 pub mod mcp_screen;
 pub mod mcp_tui;
 pub mod serve;
@@ -21,18 +22,26 @@ pub fn log_for_stdio_mcp() {
 /// level. Crates that log whole WebSocket messages at trace level (a connect frame carries a
 /// credential) are capped at debug, whatever `RUST_LOG` asks.
 pub fn init_logging(default: &str, ansi: bool) {
-    let mut filter = tracing_subscriber::EnvFilter::try_from_default_env()
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
-    for cap in ["tungstenite=debug", "tokio_tungstenite=debug"] {
-        if let Ok(directive) = cap.parse() {
-            filter = filter.add_directive(directive);
-        }
-    }
+    let filter = quiet_frames(
+        tracing_subscriber::EnvFilter::try_from_default_env()
+            .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default)),
+    );
     let _ = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(|| Redacting(io::stderr()))
         .with_ansi(ansi)
         .try_init();
+}
+
+/// Caps the WebSocket library's logs, which print whole frames (a gateway `connect` carries
+/// the credential) at trace level: see `ax_gateway::LOG_DIRECTIVES`.
+pub fn quiet_frames(mut filter: tracing_subscriber::EnvFilter) -> tracing_subscriber::EnvFilter {
+    for directive in ax_gateway::LOG_DIRECTIVES {
+        if let Ok(d) = directive.parse() {
+            filter = filter.add_directive(d);
+        }
+    }
+    filter
 }
 
 /// Secrets this process knows (and their hex forms), replaced in every log line.

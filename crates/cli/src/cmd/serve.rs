@@ -8,8 +8,8 @@
 //!
 //! The credential is `$AX_CODE_SERVER_PASSWORD`, else a fresh random token written with the
 //! URL to `credentials/<host>_<port>.json` (0600) in the data directory, so `ax-code attach`
-//! run by the same OS user finds it. stdout gets the addresses (the Control UI one with the
-//! generated token in the URL fragment, which browsers never send); logs go to stderr.
+//! run by the same OS user finds it. stdout gets the addresses (the Control UI one with a
+//! one-time sign-in code in the URL fragment, never the credential); logs go to stderr.
 
 use std::{
     io::Write,
@@ -29,7 +29,8 @@ pub struct ServeArgs {
     /// Port to bind (0 picks a free one; the URL is printed).
     #[arg(long, default_value_t = 4096)]
     pub port: u16,
-    /// Project directory (default: the current directory).
+    /// Project directory (default: the current directory); the project is its nearest
+    /// enclosing git work tree root, else the directory itself.
     #[arg(long)]
     pub dir: Option<PathBuf>,
     /// Allow a non-loopback --hostname. Anyone who can reach the port then only needs the
@@ -81,10 +82,12 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
             args.hostname
         );
     }
-    let project = match args.dir {
+    let dir = match args.dir {
         Some(dir) => dir,
         None => std::env::current_dir().context("cannot read the current directory")?,
     };
+    let project = ax_server::project_root(&dir)
+        .with_context(|| format!("cannot use {} as a project", dir.display()))?;
     let data_dir =
         ax_server::default_data_dir().context("no data directory: set AX_CODE_DATA_DIR or HOME")?;
     let password = std::env::var(PASSWORD_ENV).ok().filter(|p| !p.is_empty());
@@ -102,9 +105,20 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     if args.allow_remote {
         eprintln!("{REMOTE_WARNING}");
     }
-    let server = ax_server::start(config)
-        .await
-        .context("cannot start the backend")?;
+    let server = match ax_server::start(config).await {
+        Ok(server) => server,
+        Err(ax_server::StartError::Bind(ax_server::BindError::Bind { addr, source }))
+            if source.kind() == std::io::ErrorKind::AddrInUse =>
+        {
+            bail!(
+                "cannot start the backend: port {} on {} is already in use; pick another with \
+                 --port N, or --port 0 for a free one",
+                addr.port(),
+                addr.ip()
+            )
+        }
+        Err(e) => return Err(anyhow::Error::new(e).context("cannot start the backend")),
+    };
     let url = server.url().to_owned();
     let port = server.local_addr().port();
     let host = server.local_addr().ip().to_string();
@@ -128,10 +142,15 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
         "ax-code backend for {} listening on {url}",
         server.project_dir().display()
     )?;
-    if generated {
-        writeln!(out, "Control UI: {url}/#token={}", server.token())?;
-    } else {
-        writeln!(out, "Control UI: {url}/ (credential: ${PASSWORD_ENV})")?;
+    // A one-time code, not the credential: a link stays in the browser's history.
+    writeln!(
+        out,
+        "Control UI: {url}/#code={} (one-time sign-in link, valid 60 s; \
+         `ax-code link --url {url}` prints a fresh one)",
+        server.sign_in_code()
+    )?;
+    if !generated {
+        writeln!(out, "Credential: ${PASSWORD_ENV}")?;
     }
     out.flush()?;
     drop(out);
@@ -146,19 +165,22 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// Ctrl+C, SIGTERM or SIGHUP (its terminal closed): all end in the same clean shutdown.
 async fn wait_for_signal() {
-    use tokio::signal::unix::{SignalKind, signal};
-    let mut term = signal(SignalKind::terminate()).ok();
-    let term = async {
-        match term.as_mut() {
+    use tokio::signal::unix::{Signal, SignalKind, signal};
+    async fn recv(s: &mut Option<Signal>) {
+        match s.as_mut() {
             Some(s) => {
                 s.recv().await;
             }
             None => std::future::pending().await,
         }
-    };
+    }
+    let mut term = signal(SignalKind::terminate()).ok();
+    let mut hangup = signal(SignalKind::hangup()).ok();
     tokio::select! {
         _ = tokio::signal::ctrl_c() => {}
-        () = term => {}
+        () = recv(&mut term) => {}
+        () = recv(&mut hangup) => {}
     }
 }

@@ -1,8 +1,16 @@
 //! Helpers: a gateway on a real port and a small protocol client.
 
-use std::{collections::VecDeque, net::SocketAddr, sync::Arc, time::Duration};
+use std::{
+    collections::VecDeque,
+    net::SocketAddr,
+    sync::{Arc, Mutex},
+    time::Duration,
+};
 
-use ax_gateway::{Gateway, GatewayConfig, LimitedToken, Scope, SessionDirectory, Tuning};
+use ax_gateway::{
+    ClientMode, ConnectOptions, Gateway, GatewayClient, GatewayConfig, LimitedToken, Scope,
+    SessionDirectory, TerminalEvent, TerminalHost, TerminalStartError, TerminalStream, Tuning,
+};
 use axum::{
     Router,
     extract::{State, ws::WebSocketUpgrade},
@@ -30,10 +38,84 @@ impl SessionDirectory for Sessions {
     }
 }
 
+/// The operator terminal's host in these tests: the gateway's side of the wire is tested
+/// here, the real processes behind it in the backend's tests. A command is a script of
+/// space-separated steps: `out:TEXT` / `err:TEXT` (a line), `trunc:N` (a truncation marker),
+/// `hang` (until stopped, then killed by signal 9), `exit:N`, `fail` (cannot start).
+#[derive(Default)]
+pub struct ScriptedTerminal {
+    /// Every command started, with the output bound it was given.
+    pub started: Mutex<Vec<(String, usize)>>,
+    /// Signalled each time a `hang` step ends because the gateway stopped it.
+    pub stopped: Arc<tokio::sync::Notify>,
+}
+
+impl TerminalHost for ScriptedTerminal {
+    fn start(
+        &self,
+        command: &str,
+        max_output: usize,
+        stop: tokio_util::sync::CancellationToken,
+    ) -> Result<tokio::sync::mpsc::Receiver<TerminalEvent>, TerminalStartError> {
+        if command == "fail" {
+            return Err(TerminalStartError("cannot start sh: test".into()));
+        }
+        self.started
+            .lock()
+            .unwrap()
+            .push((command.to_owned(), max_output));
+        let (tx, rx) = tokio::sync::mpsc::channel(8);
+        let steps: Vec<String> = command.split(' ').map(str::to_owned).collect();
+        let stopped = self.stopped.clone();
+        tokio::spawn(async move {
+            let mut dropped = 0;
+            for step in steps {
+                let (kind, arg) = step.split_once(':').unwrap_or((step.as_str(), ""));
+                let event = match kind {
+                    "out" | "err" => TerminalEvent::Output {
+                        stream: if kind == "out" {
+                            TerminalStream::Stdout
+                        } else {
+                            TerminalStream::Stderr
+                        },
+                        data: format!("{arg}\n"),
+                    },
+                    "trunc" => {
+                        dropped = arg.parse().unwrap();
+                        TerminalEvent::Truncated {
+                            dropped_bytes: dropped,
+                        }
+                    }
+                    "hang" => {
+                        stop.cancelled().await;
+                        stopped.notify_one();
+                        TerminalEvent::Exit {
+                            code: None,
+                            signal: Some(9),
+                            dropped_bytes: dropped,
+                        }
+                    }
+                    "exit" => TerminalEvent::Exit {
+                        code: Some(arg.parse().unwrap()),
+                        signal: None,
+                        dropped_bytes: dropped,
+                    },
+                    other => panic!("unknown step {other}"),
+                };
+                let last = matches!(event, TerminalEvent::Exit { .. });
+                if tx.send(event).await.is_err() || last {
+                    return;
+                }
+            }
+        });
+        Ok(rx)
+    }
+}
+
 pub struct TestGateway {
     pub addr: SocketAddr,
     pub gateway: Gateway,
-    pub dir: tempfile::TempDir,
+    pub terminal: Arc<ScriptedTerminal>,
 }
 
 pub async fn start() -> TestGateway {
@@ -41,13 +123,13 @@ pub async fn start() -> TestGateway {
 }
 
 pub async fn start_with(tuning: Tuning) -> TestGateway {
-    let dir = tempfile::tempdir().unwrap();
+    let terminal = Arc::new(ScriptedTerminal::default());
     let gateway = Gateway::with_limited_tokens(
         GatewayConfig {
             token: TOKEN.into(),
             server_version: "9.9.9-test".into(),
-            project_dir: dir.path().to_path_buf(),
             sessions: Arc::new(Sessions),
+            terminal: Some(terminal.clone()),
         },
         tuning,
         vec![LimitedToken {
@@ -60,8 +142,8 @@ pub async fn start_with(tuning: Tuning) -> TestGateway {
             "/gateway",
             get(
                 |State(g): State<Gateway>, ws: WebSocketUpgrade| async move {
-                    ws.read_buffer_size(4096)
-                        .write_buffer_size(4096)
+                    // The backend's settings, message cap included.
+                    g.configure_upgrade(ws)
                         .on_upgrade(move |socket| async move { g.serve_socket(socket).await })
                 },
             ),
@@ -72,7 +154,11 @@ pub async fn start_with(tuning: Tuning) -> TestGateway {
     tokio::spawn(async move {
         let _ = axum::serve(listener, app).await;
     });
-    TestGateway { addr, gateway, dir }
+    TestGateway {
+        addr,
+        gateway,
+        terminal,
+    }
 }
 
 /// What ended a connection, as the client saw it.
@@ -218,6 +304,23 @@ impl Client {
     }
 }
 
+/// A well-behaved client past the handshake: the crate's own typed client.
+pub async fn typed(
+    addr: SocketAddr,
+    mode: ClientMode,
+    caps: &[&str],
+    scopes: &[Scope],
+    token: &str,
+) -> Result<GatewayClient, ax_gateway::ClientError> {
+    let options = ConnectOptions::new(token, mode, scopes.to_vec()).with_caps(caps.iter().copied());
+    tokio::time::timeout(
+        WAIT,
+        GatewayClient::connect(&format!("ws://{addr}/gateway"), options),
+    )
+    .await
+    .expect("typed connect timed out")
+}
+
 pub fn connect_params(mode: &str, caps: &[&str], scopes: &[&str], token: &str) -> Value {
     json!({
         "minProtocol": 1,
@@ -242,4 +345,51 @@ pub async fn eventually(mut f: impl FnMut() -> bool) -> bool {
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
     f()
+}
+
+/// Every log line of this test binary, at trace level with the filter directives a process
+/// hosting the gateway adds ([`ax_gateway::LOG_DIRECTIVES`]), the `log` records of the
+/// WebSocket library included. Installed on first use.
+pub fn logs() -> &'static Logs {
+    static LOGS: std::sync::OnceLock<Logs> = std::sync::OnceLock::new();
+    LOGS.get_or_init(|| {
+        let logs = Logs(Arc::new(std::sync::Mutex::new(Vec::new())));
+        let mut filter = tracing_subscriber::EnvFilter::new("trace");
+        for d in ax_gateway::LOG_DIRECTIVES {
+            filter = filter.add_directive(d.parse().unwrap());
+        }
+        tracing_subscriber::fmt()
+            .with_env_filter(filter)
+            .with_ansi(false)
+            .with_writer(logs.clone())
+            .try_init()
+            .expect("the log capture is the only subscriber of this binary");
+        logs
+    })
+}
+
+#[derive(Clone)]
+pub struct Logs(Arc<std::sync::Mutex<Vec<u8>>>);
+
+impl Logs {
+    pub fn text(&self) -> String {
+        String::from_utf8_lossy(&self.0.lock().unwrap()).into_owned()
+    }
+}
+
+impl std::io::Write for Logs {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(buf);
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+impl<'a> tracing_subscriber::fmt::MakeWriter<'a> for Logs {
+    type Writer = Logs;
+    fn make_writer(&'a self) -> Logs {
+        self.clone()
+    }
 }

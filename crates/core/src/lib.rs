@@ -1,0 +1,26 @@
+//! Leaf types that every ax-code crate shares and that depend on nothing of ours.
+//!
+//! - [`ids`]: typed identifiers (`SessionId`, `MessageId`, `PermissionId`): one parser per
+//!   kind, so a string that was checked once never has to be re-parsed by another crate.
+//! - [`secret`]: [`Secret`], the one type for credentials and tokens: redacted when printed,
+//!   compared in constant time, zeroed when dropped.
+//! - [`random`]: the one source of randomness for tokens, nonces and ID suffixes. A failure to
+//!   get randomness is an error; there is never a predictable fallback.
+//!
+//! ```
+//! use ax_core::{Secret, ids::SessionId};
+//!
+//! let id: SessionId = "ses_0123456789abABCDEFGHIJ0123".parse().unwrap();
+//! assert_eq!(id.as_str(), "ses_0123456789abABCDEFGHIJ0123");
+//!
+//! let token = Secret::new("hunter2".to_owned());
+//! assert_eq!(format!("{token:?}"), "Secret(<redacted>)");
+//! assert!(token.ct_eq_str("hunter2"));
+//! ```
+
+pub mod ids;
+pub mod random;
+pub mod secret;
+
+pub use random::RandomError;
+pub use secret::Secret;
