@@ -114,9 +114,7 @@ pub fn run_embedded(args: TuiArgs) -> anyhow::Result<()> {
     runtime()?.block_on(async move {
         // A backend already serves this project: attach to it instead of opening the same
         // database a second time (`discover` made it prove the recorded credential).
-        if let Some(found) =
-            ax_client::discover(ax_client::Kind::Full, &project, &data_dir).await
-        {
+        if let Some(found) = ax_client::discover(ax_client::Kind::Full, &project, &data_dir).await {
             let url = found.url;
             let client = Client::new(url.as_str(), found.credential)?;
             return ax_tui::run(ax_tui::Options {
