@@ -314,6 +314,9 @@ async fn the_watchdog_kills_an_agent_that_ignores_cancel() {
         .is_ok();
     }
     assert!(!alive, "the agent's process group was killed");
+    // The runtime reports the exit (the group can be gone a moment before it reaps the
+    // agent); from then on prompts are refused.
+    while !matches!(next(&mut fx.events).await, AcpEvent::Exited { .. }) {}
     assert_eq!(fx.agent.prompt_text("text hi"), Err(PromptError::Exited));
 }
 
