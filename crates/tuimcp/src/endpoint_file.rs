@@ -61,9 +61,7 @@ impl EndpointFile {
 
 /// 32 random bytes as 64 lowercase hex digits.
 pub fn new_token() -> std::io::Result<String> {
-    let mut bytes = [0u8; 32];
-    getrandom::fill(&mut bytes).map_err(std::io::Error::other)?;
-    Ok(bytes.iter().map(|b| format!("{b:02x}")).collect())
+    ax_core::random::random_hex(32).map_err(std::io::Error::other)
 }
 
 fn is_token(token: &str) -> bool {
@@ -349,14 +347,8 @@ pub fn parse_endpoint_content(bytes: &[u8]) -> Option<EndpointFile> {
 
 /// Creates a private directory `<root>/ax-tui-XXXXXX` with mode 0700 (mkdtemp).
 pub fn make_private_dir(root: &Path) -> std::io::Result<PathBuf> {
-    const ALPHABET: &[u8] = b"0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ";
     for _ in 0..100 {
-        let mut random = [0u8; 6];
-        getrandom::fill(&mut random).map_err(std::io::Error::other)?;
-        let suffix: String = random
-            .iter()
-            .map(|b| ALPHABET[usize::from(*b) % ALPHABET.len()] as char)
-            .collect();
+        let suffix = ax_core::random::random_alnum(6).map_err(std::io::Error::other)?;
         let dir = root.join(format!("ax-tui-{suffix}"));
         match rustix::fs::mkdir(&dir, PRIVATE_DIR) {
             Ok(()) => {
