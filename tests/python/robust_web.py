@@ -37,7 +37,7 @@ def run(binary):
         a = backend.api("POST", "/session", {"title": "alpha"})["id"]
         b = backend.api("POST", "/session", {"title": "beta"})["id"]
         driver = browser(os.path.join(root, "profile"), "--window-size=1280,800")
-        driver.get(f"{backend.url}/#token={backend.token}")
+        driver.get(backend.sign_in_link())
         wait_for(lambda: [t for _, t in rows(driver)] == ["beta", "alpha"], "most recent first")
 
         # Rename from the sidebar (the prompt answered by the person).
