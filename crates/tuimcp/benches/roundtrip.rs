@@ -25,7 +25,7 @@ const ROUNDS: usize = 2000;
 const WARMUP: usize = 200;
 
 fn sid(n: u32) -> SessionId {
-    SessionId::parse(&format!("ses_{n:026}")).unwrap()
+    format!("ses_{n:026}").parse::<SessionId>().unwrap()
 }
 
 fn report(name: &str, mut samples: Vec<Duration>) -> Duration {
