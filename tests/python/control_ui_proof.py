@@ -32,8 +32,11 @@ def stored_token(driver):
     return driver.execute_script("return sessionStorage.getItem('ax-code.token')")
 
 
-def state(driver, testid):
-    return driver.find_element(By.CSS_SELECTOR, f'[data-testid="{testid}"]').get_attribute("data-state")
+def state(driver, which):
+    """The state of one connection (`gateway-status` or `stream-status`), as the page's one
+    connection indicator records it."""
+    attr = {"gateway-status": "data-gateway", "stream-status": "data-stream"}[which]
+    return driver.find_element(By.CSS_SELECTOR, '[data-testid="connection"]').get_attribute(attr)
 
 
 def sign_in(driver, backend):
