@@ -169,7 +169,7 @@ async fn sign_in_codes_work_once_need_the_full_credential_and_expire() {
     assert_eq!(status, 401, "an expired code is refused: {answer}");
     assert_eq!(answer["error"]["code"], "invalid_code");
     // The code the backend hands out for its own link expires the same way.
-    let body = serde_json::json!({ "code": server.sign_in_code() }).to_string();
+    let body = serde_json::json!({ "code": server.sign_in_code().unwrap() }).to_string();
     assert_eq!(exchange(&http, &url, &body).await.0, 401);
     server.shutdown().await;
 }

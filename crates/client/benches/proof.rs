@@ -33,7 +33,7 @@ async fn timed<T>(f: impl Future<Output = T>) -> Duration {
 
 fn main() {
     let nonce = "0123456789abcdef".repeat(4);
-    let token = ax_server::generate_token();
+    let token = ax_server::generate_token().unwrap();
     let n = 200_000u32;
     let addr: std::net::SocketAddr = "127.0.0.1:4096".parse().unwrap();
     let t = Instant::now();

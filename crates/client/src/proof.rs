@@ -18,7 +18,7 @@ use std::{
     time::Duration,
 };
 
-use ax_protocol::{Health, proof::to_hex};
+use ax_protocol::Health;
 use reqwest::{
     StatusCode,
     dns::{Addrs, Name, Resolve, Resolving},
@@ -122,10 +122,8 @@ pub(crate) enum ProofField {
 }
 
 /// 32 random bytes as 64 lowercase hex characters.
-pub(crate) fn nonce() -> Result<String, getrandom::Error> {
-    let mut bytes = [0u8; 32];
-    getrandom::fill(&mut bytes)?;
-    Ok(to_hex(&bytes))
+pub(crate) fn nonce() -> Result<String, ax_core::RandomError> {
+    ax_core::random::random_hex(32)
 }
 
 /// One `GET /health?proof=<fresh nonce>` round trip, without the credential. `Ok` (with the

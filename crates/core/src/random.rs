@@ -8,6 +8,14 @@
 #[error("the operating system's random source failed: {0}")]
 pub struct RandomError(getrandom::Error);
 
+impl RandomError {
+    /// The error an unusable OS source gives. Lets callers test the path that must refuse
+    /// (fail a start, close a connection) when there is no randomness.
+    pub fn unavailable() -> Self {
+        Self(getrandom::Error::UNSUPPORTED)
+    }
+}
+
 /// Fills `buf` from the operating system's random source.
 pub fn fill(buf: &mut [u8]) -> Result<(), RandomError> {
     getrandom::fill(buf).map_err(RandomError)

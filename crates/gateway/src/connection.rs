@@ -51,6 +51,8 @@ const CLOSE_NORMAL: u16 = 1000;
 const CLOSE_INVALID_DATA: u16 = 1007;
 const CLOSE_POLICY: u16 = 1008;
 const CLOSE_TOO_BIG: u16 = 1009;
+/// RFC 6455 "internal error": the server cannot continue this connection.
+const CLOSE_INTERNAL: u16 = 1011;
 
 struct Rejection {
     id: String,
@@ -85,13 +87,30 @@ struct Opened {
     conn_id: String,
 }
 
+/// Closes a connection the server cannot serve (no randomness), with the reason in the frame.
+async fn refuse(socket: &mut WebSocket, reason: &str) {
+    let _ = tokio::time::timeout(
+        Duration::from_secs(1),
+        socket.send(close_message(CLOSE_INTERNAL, reason)),
+    )
+    .await;
+}
+
 /// Challenge, `connect`, `hello-ok`. Boxed by the caller: its state is large and only
 /// needed once, so an idle connection does not keep it.
 async fn open(shared: Arc<Shared>, mut socket: WebSocket) -> Option<Opened> {
     let shared = &*shared;
     let tuning = &shared.tuning;
+    // Without randomness the nonce could be guessed and a proof replayed: refuse the connection.
+    let nonce = match crate::random_hex(16) {
+        Ok(nonce) => nonce,
+        Err(refusal) => {
+            refuse(&mut socket, &refusal.message).await;
+            return None;
+        }
+    };
     let handshake = tokio::time::timeout(tuning.handshake_timeout, async {
-        let challenge = json!({"nonce": crate::random_hex(16), "ts": crate::now_ms()});
+        let challenge = json!({"nonce": nonce, "ts": crate::now_ms()});
         let frame = EventPrefix::new(Event::ConnectChallenge.as_str(), &challenge).finish(1);
         socket
             .send(Message::Text(frame.into()))
@@ -125,8 +144,14 @@ async fn open(shared: Arc<Shared>, mut socket: WebSocket) -> Option<Opened> {
         }
     };
 
+    let conn_id = match crate::random_hex(8) {
+        Ok(hex) => format!("conn_{hex}"),
+        Err(refusal) => {
+            refuse(&mut socket, &refusal.message).await;
+            return None;
+        }
+    };
     let key = shared.next_conn.fetch_add(1, Ordering::Relaxed);
-    let conn_id = format!("conn_{}", crate::random_hex(8));
     let hello = HelloOk {
         protocol: PROTOCOL,
         server: ServerInfo {
@@ -617,7 +642,7 @@ impl Conn {
             Method::TerminalRun => {
                 self.need(Scope::Admin)?;
                 let p: RunParams = parse_params(params, method)?;
-                let run_id = format!("run_{}", crate::random_hex(6));
+                let run_id = format!("run_{}", crate::random_hex(6)?);
                 let forward = terminal::run(
                     self.terminal.clone(),
                     self.entry.out.clone(),
@@ -654,7 +679,7 @@ impl Conn {
         let event = UiCommandEvent {
             command: p.command,
             session_key: p.session_key,
-            command_id: format!("cmd_{}", crate::random_hex(8)),
+            command_id: format!("cmd_{}", crate::random_hex(8)?),
         };
         let delivery = self.shared.hub.fan_out_ui_command(&event, wait)?;
         let Some(done) = delivery.wait else {

@@ -271,16 +271,23 @@ impl Gateway {
     }
 }
 
-pub(crate) fn random_hex(bytes: usize) -> String {
-    let mut buf = vec![0u8; bytes];
-    if getrandom::fill(&mut buf).is_err() {
-        // Only ids and nonces come from here; a clock-derived fallback keeps them unique.
-        let t = now_ms() as u64 ^ (std::process::id() as u64) << 32;
-        for (i, b) in buf.iter_mut().enumerate() {
-            *b = (t >> ((i % 8) * 8)) as u8 ^ i as u8;
-        }
-    }
-    buf.iter().map(|b| format!("{b:02x}")).collect()
+/// `bytes` random bytes as hex, for the handshake nonce and connection-scoped ids. A failure of
+/// the OS random source is an `INTERNAL` error: a guessable nonce is worse than a refusal.
+pub(crate) fn random_hex(bytes: usize) -> Result<String, frame::ErrorShape> {
+    hex_or_refusal(ax_core::random::random_hex(bytes))
+}
+
+/// The error shape a request or handshake fails with when randomness is unavailable.
+fn hex_or_refusal(
+    drawn: Result<String, ax_core::RandomError>,
+) -> Result<String, frame::ErrorShape> {
+    drawn.map_err(|e| {
+        tracing::error!(error = %e, "no randomness for a nonce or id");
+        frame::ErrorShape::new(
+            frame::ErrorCode::Internal,
+            "the server cannot get random bytes from the operating system",
+        )
+    })
 }
 
 pub(crate) fn now_ms() -> i64 {
@@ -288,4 +295,19 @@ pub(crate) fn now_ms() -> i64 {
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| d.as_millis() as i64)
         .unwrap_or(0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn no_randomness_is_an_internal_error_never_a_guess() {
+        let refused = hex_or_refusal(Err(ax_core::RandomError::unavailable())).unwrap_err();
+        assert_eq!(refused.code, frame::ErrorCode::Internal);
+        assert!(refused.message.contains("random"), "{}", refused.message);
+        let hex = random_hex(16).unwrap();
+        assert_eq!(hex.len(), 32);
+        assert!(hex.bytes().all(|b| b.is_ascii_hexdigit()));
+    }
 }

@@ -133,7 +133,7 @@ async fn create_session(
     let title = check_title(&app, &input.title.unwrap_or_default())?;
     let now = ids::now_ms();
     let session = Session {
-        id: ids::session_id(),
+        id: ids::session_id()?,
         title,
         created: now,
         updated: now,

@@ -1,18 +1,15 @@
-//! Minting IDs that sort by creation: a prefix, 12 lowercase hex digits of a monotonic
-//! (milliseconds × 16 + counter) value, then 14 random characters of `[0-9A-Za-z]`.
+//! Minting IDs through the shared leaf (`ax_core::ids`), as request failures instead of panics.
+//!
+//! An ID is a prefix, 12 lowercase hex digits of a monotonic (milliseconds × 16 + counter)
+//! value, then 14 random characters of `[0-9A-Za-z]`. Minting fails only when the OS random
+//! source does; a request then fails with a 500 that says so.
 
-use std::{
-    sync::Mutex,
-    time::{SystemTime, UNIX_EPOCH},
-};
+use std::time::{SystemTime, UNIX_EPOCH};
 
+use ax_core::RandomError;
 use ax_protocol::{Millis, SessionId};
 
-const ALPHABET: &[u8] = b"0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz";
-const RANDOM_LEN: usize = 14;
-
-/// Last value handed out; a std mutex because it is held for a few instructions only.
-static LAST: Mutex<u64> = Mutex::new(0);
+use crate::error::Failure;
 
 /// Milliseconds since the Unix epoch.
 pub fn now_ms() -> Millis {
@@ -22,59 +19,39 @@ pub fn now_ms() -> Millis {
         .unwrap_or(0)
 }
 
-fn next_ordinal() -> u64 {
-    let candidate = (now_ms().max(0) as u64) << 4;
-    let mut last = LAST.lock().unwrap_or_else(|e| e.into_inner());
-    let value = candidate.max(*last + 1) & 0xffff_ffff_ffff;
-    *last = value;
-    value
+/// The 500 a request answers with when the OS random source fails.
+pub fn no_randomness(err: RandomError) -> Failure {
+    tracing::error!(error = %err, "cannot mint an ID");
+    Failure::internal("the backend cannot get random bytes from the operating system")
 }
 
-/// `len` characters of `[0-9A-Za-z]`, uniformly (rejection sampling avoids modulo bias).
-pub fn random_alnum(len: usize) -> String {
-    let mut out = String::with_capacity(len);
-    let mut buf = [0u8; 64];
-    while out.len() < len {
-        getrandom::fill(&mut buf).expect("the OS random source failed");
-        for &b in &buf {
-            // 248 = 62 * 4: bytes at or above it would bias the distribution.
-            if b < 248 && out.len() < len {
-                out.push(ALPHABET[(b % 62) as usize] as char);
-            }
-        }
-    }
-    out
+/// A fresh session ID.
+pub fn session_id() -> Result<SessionId, Failure> {
+    SessionId::mint().map_err(no_randomness)
 }
 
-fn mint(prefix: &str) -> String {
-    format!(
-        "{prefix}{:012x}{}",
-        next_ordinal(),
-        random_alnum(RANDOM_LEN)
-    )
+/// A fresh message ID.
+pub fn message_id() -> Result<String, Failure> {
+    ax_protocol::MessageId::mint()
+        .map(|id| id.as_str().to_owned())
+        .map_err(no_randomness)
 }
 
-pub fn session_id() -> SessionId {
-    mint("ses_")
-        .parse()
-        .expect("minted session IDs are well formed")
-}
-
-pub fn message_id() -> String {
-    mint("msg_")
-}
-
-pub fn permission_id() -> String {
-    mint("per_")
+/// A fresh permission ID.
+pub fn permission_id() -> Result<String, Failure> {
+    ax_protocol::PermissionId::mint()
+        .map(|id| id.as_str().to_owned())
+        .map_err(no_randomness)
 }
 
 /// Whether `s` has the shape of IDs minted with `prefix` (for path parameters).
 pub fn is_valid(prefix: &str, s: &str) -> bool {
-    s.len() == prefix.len() + 26
-        && s.starts_with(prefix)
-        && s.as_bytes()[prefix.len()..]
-            .iter()
-            .all(u8::is_ascii_alphanumeric)
+    match prefix {
+        "ses_" => SessionId::is_valid(s),
+        "msg_" => ax_protocol::MessageId::is_valid(s),
+        "per_" => ax_protocol::PermissionId::is_valid(s),
+        _ => false,
+    }
 }
 
 #[cfg(test)]
@@ -83,7 +60,9 @@ mod tests {
 
     #[test]
     fn session_ids_have_the_documented_shape_and_sort_by_creation() {
-        let ids: Vec<String> = (0..200).map(|_| session_id().to_string()).collect();
+        let ids: Vec<String> = (0..200)
+            .map(|_| session_id().unwrap().to_string())
+            .collect();
         for id in &ids {
             assert_eq!(id.len(), 30, "{id}");
             assert!(
@@ -96,7 +75,17 @@ mod tests {
         let mut sorted = ids.clone();
         sorted.sort();
         assert_eq!(sorted, ids);
-        assert!(is_valid("msg_", &message_id()));
-        assert!(!is_valid("msg_", &permission_id()));
+        assert!(is_valid("msg_", &message_id().unwrap()));
+        assert!(!is_valid("msg_", &permission_id().unwrap()));
+    }
+
+    #[test]
+    fn no_randomness_is_a_500_that_says_why() {
+        let failure = no_randomness(RandomError::unavailable());
+        assert_eq!(
+            failure.status,
+            axum::http::StatusCode::INTERNAL_SERVER_ERROR
+        );
+        assert!(failure.message.contains("random"), "{}", failure.message);
     }
 }

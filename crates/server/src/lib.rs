@@ -189,11 +189,15 @@ pub enum StartError {
     BadHostName(String),
     #[error("cannot register the backend in the data directory: {0}")]
     Register(std::io::Error),
+    /// No credential was given and none can be generated.
+    #[error("cannot generate a credential: {0}")]
+    Random(#[from] ax_core::RandomError),
 }
 
-/// A fresh random credential (43 characters of `[0-9A-Za-z]`, about 256 bits).
-pub fn generate_token() -> String {
-    ids::random_alnum(43)
+/// A fresh random credential (43 characters of `[0-9A-Za-z]`, about 256 bits); an error when
+/// the OS random source fails, never a guessable value.
+pub fn generate_token() -> Result<String, ax_core::RandomError> {
+    ax_core::random::random_alnum(43)
 }
 
 /// The screen credential for the backend credential `token`: lowercase hex of
@@ -308,7 +312,7 @@ impl RunningServer {
     /// A fresh one-time code for the Control UI link `URL/#code=CODE`: the page exchanges it
     /// once, within [`ServerConfig::sign_in_ttl`], for the credential (`POST /signin`), so the
     /// credential itself never appears in a URL or the browser's history.
-    pub fn sign_in_code(&self) -> String {
+    pub fn sign_in_code(&self) -> Result<String, ax_core::RandomError> {
         self.sign_in.mint(std::time::Instant::now())
     }
 
@@ -363,7 +367,7 @@ pub async fn start(config: ServerConfig) -> Result<RunningServer, StartError> {
     let token = match config.token {
         Some(t) if token_ok(&t) => t,
         Some(_) => return Err(StartError::BadToken),
-        None => generate_token(),
+        None => generate_token()?,
     };
 
     // One backend per project, held until this one is gone.

@@ -116,6 +116,14 @@ pub async fn start(app: &Shared, id: SessionId, prompt: Prompt) -> Result<Prompt
     };
 
     let now = ids::now_ms();
+    // Minted before the run slot is taken, so a failure to mint leaves nothing to undo.
+    let user_id = ids::message_id()?;
+    let reply_id = ids::message_id()?;
+    let permission_id = if always {
+        None
+    } else {
+        Some(ids::permission_id()?)
+    };
     let checked_parts = checked.parts;
     let request = AgentRequest {
         text: checked.text,
@@ -123,8 +131,8 @@ pub async fn start(app: &Shared, id: SessionId, prompt: Prompt) -> Result<Prompt
         attachments: checked.attachments,
         output_limit: app.limits.output_bytes_per_message,
     };
-    let permission = (!always).then(|| Permission {
-        id: ids::permission_id(),
+    let permission = permission_id.map(|permission_id| Permission {
+        id: permission_id,
         session_id: id.clone(),
         command: app.agent.describe(&request),
         attachments: request
@@ -157,14 +165,14 @@ pub async fn start(app: &Shared, id: SessionId, prompt: Prompt) -> Result<Prompt
     let stages = app.tasks.spawn(async move {
         let (app, id) = (&app2, id2);
         let user = Message {
-            id: ids::message_id(),
+            id: user_id,
             session_id: id.clone(),
             role: Role::User,
             created: now,
             parts: checked_parts,
         };
         let reply = Message {
-            id: ids::message_id(),
+            id: reply_id,
             session_id: id.clone(),
             role: Role::Assistant,
             created: now,

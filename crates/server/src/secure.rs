@@ -50,7 +50,7 @@ pub fn write_private_file(path: &Path, bytes: &[u8]) -> io::Result<()> {
     let tmp = dir.join(format!(
         ".{}.{}.tmp",
         name.to_string_lossy(),
-        crate::ids::random_alnum(8)
+        ax_core::random::random_alnum(8).map_err(io::Error::other)?
     ));
     let fd = rustix::fs::open(
         &tmp,

@@ -26,7 +26,7 @@ use axum::{
 };
 use subtle::ConstantTimeEq;
 
-use crate::{auth, error::Failure, ids, state::Shared};
+use crate::{auth, error::Failure, state::Shared};
 
 /// Live codes kept at most; the oldest goes first.
 pub const MAX_LIVE_CODES: usize = 16;
@@ -59,15 +59,15 @@ impl Codes {
     }
 
     /// A fresh code, valid from `now` for the TTL and for one [`Codes::redeem`].
-    pub fn mint(&self, now: Instant) -> String {
-        let code = ids::random_alnum(CODE_LEN);
+    pub fn mint(&self, now: Instant) -> Result<String, ax_core::RandomError> {
+        let code = ax_core::random::random_alnum(CODE_LEN)?;
         let mut live = self.live();
         live.retain(|(_, expires)| *expires > now);
         if live.len() >= MAX_LIVE_CODES {
             live.remove(0);
         }
         live.push((code.clone(), now + self.ttl));
-        code
+        Ok(code)
     }
 
     /// Whether `code` is live at `now`; a live code is used up by this call.
@@ -167,7 +167,10 @@ async fn mint(State(s): State<SignIn>, request: axum::extract::Request) -> Respo
     if !auth::has_credential(&s.app, request.headers()) {
         return Failure::unauthorized().into_response();
     }
-    let code = s.codes.mint(Instant::now());
+    let code = match s.codes.mint(Instant::now()) {
+        Ok(code) => code,
+        Err(e) => return crate::ids::no_randomness(e).into_response(),
+    };
     let expires_in_ms = u64::try_from(s.codes.ttl().as_millis()).unwrap_or(u64::MAX);
     no_store(
         (
@@ -189,7 +192,7 @@ mod tests {
     fn a_code_works_once_and_only_until_it_expires() {
         let codes = Codes::new(Duration::from_secs(60));
         let t0 = Instant::now();
-        let a = codes.mint(t0);
+        let a = codes.mint(t0).unwrap();
         assert_eq!(a.len(), CODE_LEN);
         assert!(a.bytes().all(|b| b.is_ascii_alphanumeric()));
         assert!(codes.redeem(&a, t0 + Duration::from_secs(59)));
@@ -198,9 +201,9 @@ mod tests {
             "second use"
         );
 
-        let b = codes.mint(t0);
+        let b = codes.mint(t0).unwrap();
         assert!(!codes.redeem(&b, t0 + Duration::from_secs(60)), "expired");
-        let c = codes.mint(t0);
+        let c = codes.mint(t0).unwrap();
         assert!(!codes.redeem(&c, t0 + Duration::from_secs(61)));
         assert!(!codes.redeem(&c, t0), "an expired code is gone for good");
     }
@@ -209,7 +212,7 @@ mod tests {
     fn unknown_and_near_miss_codes_are_refused() {
         let codes = Codes::new(Duration::from_secs(60));
         let t0 = Instant::now();
-        let a = codes.mint(t0);
+        let a = codes.mint(t0).unwrap();
         let mut near = a.clone().into_bytes();
         near[CODE_LEN - 1] = if near[CODE_LEN - 1] == b'a' {
             b'b'
@@ -226,7 +229,9 @@ mod tests {
     fn at_most_sixteen_codes_live_and_the_oldest_goes_first() {
         let codes = Codes::new(Duration::from_secs(60));
         let t0 = Instant::now();
-        let minted: Vec<String> = (0..=MAX_LIVE_CODES).map(|_| codes.mint(t0)).collect();
+        let minted: Vec<String> = (0..=MAX_LIVE_CODES)
+            .map(|_| codes.mint(t0).unwrap())
+            .collect();
         assert!(!codes.redeem(&minted[0], t0), "the oldest was dropped");
         for code in &minted[1..] {
             assert!(codes.redeem(code, t0));

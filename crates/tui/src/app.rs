@@ -383,11 +383,7 @@ impl App {
         GuardInputs {
             location: match &self.route {
                 Route::Home => Location::Home,
-                Route::Session(id) => match ax_tuimcp::SessionId::parse(id.as_str()) {
-                    Some(id) => Location::Session(id),
-                    // Both crates accept the same shape; this cannot happen.
-                    None => Location::Home,
-                },
+                Route::Session(id) => Location::Session(id.clone()),
             },
             stream_connected: self.connection == Connection::Connected,
             synced: self.synced,

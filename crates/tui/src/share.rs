@@ -4,9 +4,8 @@
 //! a session up through the TUI's own authenticated client, the router opens it.
 
 use ax_client::Client;
-use ax_tuimcp::{
-    GuardInputs, Navigator, SessionId as WireSessionId, SessionValidator, ValidationOutcome,
-};
+use ax_protocol::SessionId;
+use ax_tuimcp::{GuardInputs, Navigator, SessionValidator, ValidationOutcome};
 
 use crate::app::{App, Route};
 
@@ -15,13 +14,9 @@ impl Navigator for App {
 
     /// Opens the session (called by the controller after the second guard, in the same
     /// message) and re-reads the guard inputs.
-    fn navigate(&mut self, session: &WireSessionId) -> Result<GuardInputs, String> {
-        let id: ax_protocol::SessionId = session
-            .as_str()
-            .parse()
-            .map_err(|e: ax_protocol::SessionIdError| e.to_string())?;
-        self.navigate_by_agent(id.clone());
-        if self.route() != &Route::Session(id) {
+    fn navigate(&mut self, session: &SessionId) -> Result<GuardInputs, String> {
+        self.navigate_by_agent(session.clone());
+        if self.route() != &Route::Session(session.clone()) {
             return Err("the router did not open the session".into());
         }
         Ok(self.guard_inputs())
@@ -75,12 +70,9 @@ impl BackendValidator {
 }
 
 impl SessionValidator for BackendValidator {
-    async fn validate(&self, session: WireSessionId) -> ValidationOutcome {
-        let Ok(id) = session.as_str().parse::<ax_protocol::SessionId>() else {
-            return ValidationOutcome::NotFound;
-        };
-        match self.client.get_session(&id).await {
-            Ok(s) if s.id == id => ValidationOutcome::Valid,
+    async fn validate(&self, session: SessionId) -> ValidationOutcome {
+        match self.client.get_session(&session).await {
+            Ok(s) if s.id == session => ValidationOutcome::Valid,
             Ok(_) => ValidationOutcome::NotFound,
             // Unknown, or a session of another project: "not found" for this backend.
             Err(e) if matches!(e.status(), Some(400 | 404)) => ValidationOutcome::NotFound,

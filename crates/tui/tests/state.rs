@@ -542,7 +542,7 @@ fn the_controller_sees_every_blocker_and_readiness() {
 fn navigator_opens_the_session_and_rereads() {
     use ax_tuimcp::{Location, Navigator};
     let mut app = ready_app(vec![session(1, "a", SessionStatus::Idle)], true);
-    let target = ax_tuimcp::SessionId::parse(sid(1).as_str()).unwrap();
+    let target = sid(1);
     let inputs = app.navigate(&target).unwrap();
     assert_eq!(inputs.location, Location::Session(target));
     assert!(!inputs.route_loaded);
@@ -684,7 +684,7 @@ fn up_down_scroll_the_transcript_with_a_one_line_draft() {
 /// Feeds a select_session for `target` through the real TUIMCP controller with this app as
 /// its router; returns the answer.
 fn agent_selects(app: &mut App, target: u32) -> (ax_tuimcp::Response, u64, u64) {
-    use ax_tuimcp::{Controller, Identity, Request, SelectSession, SessionId, WireUuid};
+    use ax_tuimcp::{Controller, Identity, Request, SelectSession, WireUuid};
     let now = std::time::Instant::now();
     let mut controller = Controller::new(Identity::random(), app.guard_inputs());
     let view = controller.view(now);
@@ -694,7 +694,7 @@ fn agent_selects(app: &mut App, target: u32) -> (ax_tuimcp::Response, u64, u64) 
         instance_id: view.instance_id,
         generation: view.generation,
         expected_revision: view.revision,
-        session_id: SessionId::parse(sid(target).as_str()).unwrap(),
+        session_id: sid(target),
     };
     let (reply, mut answer) = tokio::sync::oneshot::channel();
     if let Some(v) = controller.handle(Request::SelectSession(args), reply, now) {

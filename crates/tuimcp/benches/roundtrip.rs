@@ -25,7 +25,7 @@ const ROUNDS: usize = 2000;
 const WARMUP: usize = 200;
 
 fn sid(n: u32) -> SessionId {
-    SessionId::parse(&format!("ses_{n:026}")).unwrap()
+    format!("ses_{n:026}").parse::<SessionId>().unwrap()
 }
 
 fn report(name: &str, mut samples: Vec<Duration>) -> Duration {
@@ -139,7 +139,8 @@ async fn run() {
     let tui = FakeTui::start(options.clone()).await.unwrap();
     // The same request on the socket alone (endpoint.json read once, not per call).
     let (file, socket) = ax_tuimcp::endpoint_file::read_endpoint_file(tui.endpoint_path()).unwrap();
-    let view_frame = ax_tuimcp::protocol::request_frame(&file.token, &Request::GetViewContext);
+    let view_frame =
+        ax_tuimcp::protocol::request_frame(file.token.expose(), &Request::GetViewContext);
     for _ in 0..WARMUP {
         bare_call(&bare_socket, &bare_frame).await;
         bare_call_direct(&bare_socket, &bare_frame).await;

@@ -130,8 +130,11 @@ async fn exchange(
     };
     // One timer for connect, write and read; `sent` tells a timeout before the frame left
     // from one after it.
-    match tokio::time::timeout_at(deadline, send_and_read(&socket, &file.token, request, sent))
-        .await
+    match tokio::time::timeout_at(
+        deadline,
+        send_and_read(&socket, file.token.expose(), request, sent),
+    )
+    .await
     {
         Ok(outcome) => outcome,
         Err(_) if sent.load(Ordering::SeqCst) => Err(Failure::NoAnswer),

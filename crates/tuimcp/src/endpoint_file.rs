@@ -12,6 +12,7 @@ use std::{
     path::{Path, PathBuf},
 };
 
+use ax_core::Secret;
 use rustix::fs::{FileType, Mode, OFlags};
 use serde::{Deserialize, Serialize};
 
@@ -27,29 +28,18 @@ const PRIVATE_FILE: Mode = Mode::from_bits_truncate(0o600);
 /// Largest accepted `endpoint.json`.
 pub const MAX_FILE: u64 = 16 * 1024;
 
-/// The file's content.
-#[derive(Clone, PartialEq, Eq, Serialize, Deserialize)]
+/// The file's content. `Debug` is derived: the token is a [`Secret`] and prints redacted.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct EndpointFile {
     pub version: u8,
     pub instance_id: WireUuid,
     pub generation: WireUuid,
-    pub token: String,
-}
-
-impl std::fmt::Debug for EndpointFile {
-    // The token is a secret: never in a log line.
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("EndpointFile")
-            .field("version", &self.version)
-            .field("instance_id", &self.instance_id)
-            .field("generation", &self.generation)
-            .finish_non_exhaustive()
-    }
+    pub token: Secret,
 }
 
 impl EndpointFile {
-    pub fn new(identity: Identity, token: String) -> Self {
+    pub fn new(identity: Identity, token: Secret) -> Self {
         Self {
             version: 1,
             instance_id: identity.instance_id,
@@ -60,10 +50,8 @@ impl EndpointFile {
 }
 
 /// 32 random bytes as 64 lowercase hex digits.
-pub fn new_token() -> std::io::Result<String> {
-    let mut bytes = [0u8; 32];
-    getrandom::fill(&mut bytes).map_err(std::io::Error::other)?;
-    Ok(bytes.iter().map(|b| format!("{b:02x}")).collect())
+pub fn new_token() -> std::io::Result<Secret> {
+    Secret::generate(32).map_err(std::io::Error::other)
 }
 
 fn is_token(token: &str) -> bool {
@@ -344,19 +332,13 @@ pub fn parse_endpoint_content(bytes: &[u8]) -> Option<EndpointFile> {
         return None;
     }
     let file: EndpointFile = serde_json::from_slice(bytes).ok()?;
-    (file.version == 1 && is_token(&file.token)).then_some(file)
+    (file.version == 1 && is_token(file.token.expose())).then_some(file)
 }
 
 /// Creates a private directory `<root>/ax-tui-XXXXXX` with mode 0700 (mkdtemp).
 pub fn make_private_dir(root: &Path) -> std::io::Result<PathBuf> {
-    const ALPHABET: &[u8] = b"0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ";
     for _ in 0..100 {
-        let mut random = [0u8; 6];
-        getrandom::fill(&mut random).map_err(std::io::Error::other)?;
-        let suffix: String = random
-            .iter()
-            .map(|b| ALPHABET[usize::from(*b) % ALPHABET.len()] as char)
-            .collect();
+        let suffix = ax_core::random::random_alnum(6).map_err(std::io::Error::other)?;
         let dir = root.join(format!("ax-tui-{suffix}"));
         match rustix::fs::mkdir(&dir, PRIVATE_DIR) {
             Ok(()) => {
@@ -406,9 +388,9 @@ mod tests {
     #[test]
     fn tokens() {
         let token = new_token().unwrap();
-        assert!(is_token(&token));
-        assert!(!is_token(&token.to_uppercase()));
-        assert!(!is_token(&token[1..]));
+        assert!(is_token(token.expose()));
+        assert!(!is_token(&token.expose().to_uppercase()));
+        assert!(!is_token(&token.expose()[1..]));
         assert_ne!(token, new_token().unwrap());
     }
 
@@ -426,7 +408,7 @@ mod tests {
         v2["version"] = 2.into();
         assert_eq!(parse_endpoint_content(v2.to_string().as_bytes()), None);
         let mut upper = serde_json::to_value(&file).unwrap();
-        upper["token"] = file.token.to_uppercase().into();
+        upper["token"] = file.token.expose().to_uppercase().into();
         assert_eq!(parse_endpoint_content(upper.to_string().as_bytes()), None);
         let mut padded = serde_json::to_vec(&file).unwrap();
         padded.resize(MAX_FILE as usize + 1, b' ');
@@ -436,8 +418,10 @@ mod tests {
 
     #[test]
     fn debug_hides_the_token() {
-        let file = EndpointFile::new(Identity::random(), "ab".repeat(32));
-        assert!(!format!("{file:?}").contains(&"ab".repeat(32)));
+        let file = EndpointFile::new(Identity::random(), Secret::new("ab".repeat(32)));
+        let debug = format!("{file:?} {file:#?}");
+        assert!(!debug.contains(&"ab".repeat(32)), "{debug}");
+        assert!(debug.contains("instance_id"), "{debug}");
     }
 
     /// A live endpoint directory (socket listening, file written) under a canonical root.

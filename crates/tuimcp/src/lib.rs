@@ -99,6 +99,8 @@ pub mod server;
 pub mod sharing;
 pub mod stdio;
 
+/// The endpoint token's type, re-exported for callers that build or check frames.
+pub use ax_core::Secret;
 pub use controller::{
     Blockers, Commit, Controller, GuardInputs, Identity, Location, Navigator, QUIET_PERIOD,
     RECEIPT_LIMIT, Reply, Ticket, VALIDATION_DEADLINE, Validation, ValidationOutcome,

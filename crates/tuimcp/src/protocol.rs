@@ -59,49 +59,9 @@ impl<'de> Deserialize<'de> for WireUuid {
     }
 }
 
-/// A backend session ID: `ses_` followed by 26 characters of `[0-9A-Za-z]`.
-#[derive(Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct SessionId(String);
-
-impl SessionId {
-    /// Checks the shape; nothing else (existence is the backend's business).
-    pub fn parse(text: &str) -> Option<Self> {
-        let rest = text.strip_prefix("ses_")?;
-        (rest.len() == 26 && rest.bytes().all(|b| b.is_ascii_alphanumeric()))
-            .then(|| Self(text.to_owned()))
-    }
-
-    pub fn as_str(&self) -> &str {
-        &self.0
-    }
-}
-
-impl fmt::Display for SessionId {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.0)
-    }
-}
-
-impl fmt::Debug for SessionId {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        fmt::Display::fmt(self, f)
-    }
-}
-
-impl Serialize for SessionId {
-    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        serializer.serialize_str(&self.0)
-    }
-}
-
-impl<'de> Deserialize<'de> for SessionId {
-    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        let text = String::deserialize(deserializer)?;
-        Self::parse(&text).ok_or_else(|| {
-            serde::de::Error::custom("expected a session ID: ses_ and 26 of [0-9A-Za-z]")
-        })
-    }
-}
+/// A backend session ID: `ses_` followed by 26 characters of `[0-9A-Za-z]`. The one type from the
+/// leaf crate, shared with the backend's protocol, so the TUI never converts between two.
+pub use ax_core::ids::SessionId;
 
 /// Which screen the TUI shows, as far as the agent may know.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -461,12 +421,32 @@ mod tests {
 
     #[test]
     fn session_id_shape() {
-        assert!(SessionId::parse(SID).is_some());
-        assert!(SessionId::parse("ses_0123456789abcdefghijABCDE").is_none());
-        assert!(SessionId::parse("ses_0123456789abcdefghijABCDEFG").is_none());
-        assert!(SessionId::parse("ses_0123456789abcdefghijABCDE-").is_none());
-        assert!(SessionId::parse("SES_0123456789abcdefghijABCDEF").is_none());
-        assert!(SessionId::parse("ses_0123456789abcdefghijABCDEé").is_none());
+        assert!(SID.parse::<SessionId>().is_ok());
+        assert!(
+            "ses_0123456789abcdefghijABCDE"
+                .parse::<SessionId>()
+                .is_err()
+        );
+        assert!(
+            "ses_0123456789abcdefghijABCDEFG"
+                .parse::<SessionId>()
+                .is_err()
+        );
+        assert!(
+            "ses_0123456789abcdefghijABCDE-"
+                .parse::<SessionId>()
+                .is_err()
+        );
+        assert!(
+            "SES_0123456789abcdefghijABCDEF"
+                .parse::<SessionId>()
+                .is_err()
+        );
+        assert!(
+            "ses_0123456789abcdefghijABCDEé"
+                .parse::<SessionId>()
+                .is_err()
+        );
     }
 
     fn select_json() -> Value {
@@ -534,7 +514,7 @@ mod tests {
             generation: WireUuid::random(),
             revision: 9,
             route: Route::Session,
-            session_id: SessionId::parse(SID),
+            session_id: SID.parse().ok(),
             ready: true,
             blocked: false,
         };

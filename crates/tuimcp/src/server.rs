@@ -13,8 +13,8 @@ use std::{
     time::Duration,
 };
 
+use ax_core::Secret;
 use serde_json::Value;
-use subtle::ConstantTimeEq;
 use tokio::{
     io::{AsyncReadExt, AsyncWriteExt},
     net::{UnixListener, UnixStream},
@@ -197,7 +197,7 @@ enum ListenError {
     Io(std::io::Error),
 }
 
-fn listen(dir: &Path, identity: Identity) -> Result<(UnixListener, PathBuf, String), ListenError> {
+fn listen(dir: &Path, identity: Identity) -> Result<(UnixListener, PathBuf, Secret), ListenError> {
     let socket = dir.join(SOCKET_NAME);
     let len = socket.as_os_str().len();
     if len >= MAX_SOCKET_PATH {
@@ -221,7 +221,7 @@ struct Lifecycle {
 
 async fn accept_loop(
     listener: UnixListener,
-    token: Arc<String>,
+    token: Arc<Secret>,
     tx: mpsc::Sender<Inbound>,
     lifecycle: Lifecycle,
     dir: PathBuf,
@@ -329,7 +329,7 @@ async fn linger(stream: &mut UnixStream) -> std::io::Result<()> {
 /// A connection past the cap. It starts nothing new, but a repeated `requestId` still gets
 /// its stored receipt (an applied navigation must never be answered "busy", which says that
 /// nothing happened); everything else is `busy`. Bounded by [`OVER_CAP_LIMIT`].
-async fn over_cap(mut stream: UnixStream, uid: u32, token: Arc<String>, tx: mpsc::Sender<Inbound>) {
+async fn over_cap(mut stream: UnixStream, uid: u32, token: Arc<Secret>, tx: mpsc::Sender<Inbound>) {
     if !peer_is_us(&stream, uid) {
         write_response(&mut stream, &Response::Rejected(Code::Unauthorized), true).await;
         return;
@@ -361,14 +361,14 @@ async fn over_cap(mut stream: UnixStream, uid: u32, token: Arc<String>, tx: mpsc
 
 /// Authenticates a frame's JSON and parses its request. Anything that fails before the
 /// token matched is `unauthorized`, so an unauthenticated caller learns nothing else.
-pub fn authenticate(frame: &[u8], token: &str) -> Result<Request, Code> {
+pub fn authenticate(frame: &[u8], token: &Secret) -> Result<Request, Code> {
     let Ok(Value::Object(mut envelope)) = serde_json::from_slice::<Value>(frame) else {
         return Err(Code::Unauthorized);
     };
     let Some(Value::String(given)) = envelope.remove("token") else {
         return Err(Code::Unauthorized);
     };
-    if !bool::from(given.as_bytes().ct_eq(token.as_bytes())) {
+    if !token.ct_eq_str(&given) {
         return Err(Code::Unauthorized);
     }
     let request = envelope.remove("request").ok_or(Code::InvalidRequest)?;
@@ -387,7 +387,7 @@ enum Waited {
 async fn serve_connection(
     mut stream: UnixStream,
     uid: u32,
-    token: &str,
+    token: &Secret,
     tx: &mpsc::Sender<Inbound>,
 ) {
     let deadline = Instant::now() + SOCKET_DEADLINE;

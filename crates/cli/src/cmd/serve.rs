@@ -93,7 +93,10 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     let password = std::env::var(PASSWORD_ENV).ok().filter(|p| !p.is_empty());
     let generated = password.is_none();
     // Known before anything can log it.
-    let token = password.unwrap_or_else(ax_server::generate_token);
+    let token = match password {
+        Some(password) => password,
+        None => ax_server::generate_token().context("cannot generate a credential")?,
+    };
     super::redact_secret(&token);
     super::redact_secret(&ax_server::screen_credential(&token));
 
@@ -147,7 +150,7 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
         out,
         "Control UI: {url}/#code={} (one-time sign-in link, valid 60 s; \
          `ax-code link --url {url}` prints a fresh one)",
-        server.sign_in_code()
+        server.sign_in_code()?
     )?;
     if !generated {
         writeln!(out, "Credential: ${PASSWORD_ENV}")?;

@@ -233,5 +233,5 @@ pub fn select_args(view: &Value, request_id: &str, session: &str) -> Value {
 
 /// The n-th well-formed session id (`ses_000…n`), for fake TUIs.
 pub fn sid(n: u32) -> SessionId {
-    SessionId::parse(&format!("ses_{n:026}")).unwrap()
+    format!("ses_{n:026}").parse::<SessionId>().unwrap()
 }

@@ -618,7 +618,7 @@ async fn the_client_refuses_a_malformed_endpoint_file() {
     let _ = std::fs::remove_file(&file);
     endpoint_file::write_endpoint_file(
         &dir,
-        &EndpointFile::new(Identity::random(), "a".repeat(64)),
+        &EndpointFile::new(Identity::random(), "a".repeat(64).into()),
     )
     .unwrap();
     assert!(!refused(&file));
@@ -631,7 +631,7 @@ async fn rogue(root: &Path, behaviour: &'static [u8]) -> PathBuf {
     chmod(&dir.join("s"), 0o600);
     let file = endpoint_file::write_endpoint_file(
         &dir,
-        &EndpointFile::new(Identity::random(), "b".repeat(64)),
+        &EndpointFile::new(Identity::random(), "b".repeat(64).into()),
     )
     .unwrap();
     tokio::spawn(async move {

@@ -32,7 +32,7 @@ fn drive(frame: &[u8]) -> (Result<(), Code>, usize) {
     let now = Instant::now();
     let result = split_frame(frame)
         .map_err(|_| Code::Unauthorized)
-        .and_then(|json| authenticate(json, TOKEN));
+        .and_then(|json| authenticate(json, &ax_tuimcp::Secret::new(TOKEN.to_owned())));
     let outcome = match result {
         Ok(request) => {
             let (tx, _rx) = oneshot::channel();

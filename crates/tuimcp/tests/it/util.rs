@@ -16,7 +16,7 @@ use tokio::{
 
 /// A session ID made from a small number.
 pub fn sid(n: u32) -> SessionId {
-    SessionId::parse(&format!("ses_{n:026}")).unwrap()
+    format!("ses_{n:026}").parse::<SessionId>().unwrap()
 }
 
 /// A select request against `view`.
