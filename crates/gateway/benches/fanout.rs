@@ -96,7 +96,7 @@ fn server() {
         let gateway = Gateway::new(GatewayConfig {
             token: TOKEN.into(),
             server_version: "bench".into(),
-            project_dir: std::env::temp_dir(),
+            terminal: None,
             sessions: Arc::new(AnySession),
         });
         let bare = Bare::default();

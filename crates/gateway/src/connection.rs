@@ -537,14 +537,15 @@ impl Conn {
                 self.need(Scope::Admin)?;
                 let p: RunParams = parse_params(params, "terminal.run")?;
                 let run_id = format!("run_{}", crate::random_hex(6));
-                terminal::run(
+                let forward = terminal::run(
                     self.terminal.clone(),
                     self.entry.out.clone(),
-                    &self.shared.config.project_dir,
+                    self.shared.config.terminal.as_ref(),
                     &p.command,
                     run_id.clone(),
                 )?;
                 self.respond(&req.id, json!({"ok": true, "runId": run_id}));
+                tokio::spawn(forward);
                 Ok(())
             }
             "terminal.kill" => {

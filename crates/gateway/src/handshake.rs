@@ -157,6 +157,7 @@ pub const EVENTS: &[&str] = &[
     "tick",
     "ui.command",
     "terminal.output",
+    "terminal.truncated",
     "terminal.exit",
 ];
 

@@ -17,8 +17,8 @@
 //! let gateway = Gateway::new(GatewayConfig {
 //!     token: "secret".into(),
 //!     server_version: "0.1.0".into(),
-//!     project_dir: ".".into(),
 //!     sessions: Arc::new(NoSessions),
+//!     terminal: None,
 //! });
 //! let app: Router = Router::new()
 //!     .route("/gateway", get(|State(g): State<Gateway>, ws: WebSocketUpgrade| async move {
@@ -33,11 +33,11 @@
 //! Module map: [`frame`] (wire frames, error codes), [`handshake`] (`connect`, `hello-ok`),
 //! [`scope`], [`ui_command`] (command types and acknowledgements), `hub` (registry and
 //! fan-out), `outbound` (bounded per-connection queues), `connection` (reader and writer
-//! tasks), `terminal` (the operator terminal, the only code here that runs a process).
+//! tasks), `terminal` (the operator terminal's wire side; the backend runs the commands
+//! through a [`TerminalHost`]).
 
 use std::{
     future::Future,
-    path::PathBuf,
     sync::{
         Arc,
         atomic::{AtomicBool, AtomicU64, Ordering},
@@ -64,7 +64,10 @@ pub use handshake::{
     CAP_UI_COMMANDS, ClientInfo, ClientMode, ConnectAuth, ConnectParams, HelloOk, Role,
 };
 pub use scope::{Scope, Scopes};
-pub use terminal::{MAX_COMMAND as TERMINAL_MAX_COMMAND, MAX_OUTPUT as TERMINAL_MAX_OUTPUT};
+pub use terminal::{
+    MAX_COMMAND as TERMINAL_MAX_COMMAND, MAX_OUTPUT as TERMINAL_MAX_OUTPUT, TerminalEvent,
+    TerminalHost, TerminalStartError, TerminalStream,
+};
 pub use ui_command::{
     AckOutcome, Dock, Outcome, PanelKind, SplitDirection, UiCommand, UiCommandEvent,
     UiCommandParams, UiCommandResponse, UiCommandResultParams, UiOutcome,
@@ -86,10 +89,10 @@ pub struct GatewayConfig {
     pub token: String,
     /// Reported in `hello-ok.server.version`.
     pub server_version: String,
-    /// Where the operator terminal runs its commands.
-    pub project_dir: PathBuf,
     /// Resolves session keys of `ui.command`.
     pub sessions: Arc<dyn SessionDirectory>,
+    /// Runs `terminal.run` commands; `None` answers them `UNAVAILABLE`.
+    pub terminal: Option<Arc<dyn TerminalHost>>,
 }
 
 /// A credential besides [`GatewayConfig::token`] that grants at most `scopes` (the backend's

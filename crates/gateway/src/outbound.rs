@@ -56,6 +56,8 @@ struct Queue {
 pub(crate) struct Outbound {
     queue: Mutex<Queue>,
     notify: Notify,
+    /// Wakes producers that wait for room ([`Outbound::room`]) when the writer took the queue.
+    drained: Notify,
     max_frames: usize,
     max_bytes: usize,
     cancel: CancellationToken,
@@ -77,6 +79,7 @@ impl Outbound {
                 bytes: 0,
             }),
             notify: Notify::new(),
+            drained: Notify::new(),
             max_frames: max_frames.max(1),
             max_bytes,
             cancel: CancellationToken::new(),
@@ -110,6 +113,23 @@ impl Outbound {
         let mut q = lock(&self.queue);
         std::mem::swap(&mut q.items, batch);
         q.bytes = 0;
+        drop(q);
+        self.drained.notify_waiters();
+    }
+
+    /// Resolves once at most `below` bytes are queued, or the connection is closed. Waits on
+    /// the writer taking the queue, never by polling.
+    pub(crate) async fn room(&self, below: usize) {
+        loop {
+            let drained = self.drained.notified();
+            tokio::pin!(drained);
+            // Registered before the check, so a drain between the check and the await wakes us.
+            drained.as_mut().enable();
+            if self.is_closed() || self.queued_bytes() <= below {
+                return;
+            }
+            drained.await;
+        }
     }
 
     /// Resolves after a `push` (at once if one happened since the last wait).
@@ -138,8 +158,9 @@ impl Outbound {
         }
         self.closed.store(true, Ordering::Release);
         self.cancel.cancel();
-        // Wake the writer if it waits for frames.
+        // Wake the writer if it waits for frames, and producers waiting for room.
         self.notify.notify_one();
+        self.drained.notify_waiters();
     }
 
     pub(crate) fn kill_reason(&self) -> Option<Kill> {
@@ -178,6 +199,30 @@ mod tests {
         assert!(!out.push(Out::Text("1234567".into())));
         assert!(out.is_closed());
         assert_eq!(out.queued_bytes(), 5);
+    }
+
+    #[tokio::test]
+    async fn room_waits_for_the_writer_without_polling() {
+        let out = std::sync::Arc::new(Outbound::new(8, 1 << 20));
+        assert!(out.push(Out::Text("x".repeat(100))));
+        // Room already: at once.
+        out.room(100).await;
+        let waiter = tokio::spawn({
+            let out = out.clone();
+            async move { out.room(10).await }
+        });
+        // The writer takes the queue: the waiter wakes (it has no timer to wake it otherwise).
+        tokio::task::yield_now().await;
+        let mut batch = VecDeque::new();
+        out.take_all(&mut batch);
+        tokio::time::timeout(std::time::Duration::from_secs(5), waiter)
+            .await
+            .expect("woken by the drain")
+            .unwrap();
+        // A closed connection never keeps a producer waiting.
+        assert!(out.push(Out::Text("y".repeat(100))));
+        out.kill(1000, "bye");
+        out.room(0).await;
     }
 
     #[test]

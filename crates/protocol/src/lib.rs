@@ -227,6 +227,10 @@ pub struct Permission {
     pub session_id: SessionId,
     /// What is asked: the command line the agent wants to run.
     pub command: String,
+    /// The files the command gets, relative to the project, as they resolved when the prompt
+    /// was sent (the agent checks again, and refuses to run, if one resolves elsewhere when
+    /// the command starts). Empty when nothing is attached.
+    pub attachments: Vec<String>,
     pub state: PermissionState,
     pub created: Millis,
 }

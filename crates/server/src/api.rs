@@ -176,8 +176,9 @@ async fn delete_session(
 ) -> ApiResult<Json<Session>> {
     let id = session_id(&id)?;
     let session = find_session(&app, &id).await?;
-    // A running command is killed first; its run then ends before the rows go.
-    runner::abort(&app, &id).await;
+    // A running command is killed first; its run then ends before the rows go (a run that
+    // does not end keeps its session).
+    runner::abort(&app, &id).await?;
     let project = app.project_id;
     let sid = id.to_string();
     let deleted = app
@@ -217,7 +218,7 @@ async fn prompt(
 async fn abort(State(app): State<Shared>, Path(id): Path<String>) -> ApiResult<Json<AbortResult>> {
     let id = session_id(&id)?;
     find_session(&app, &id).await?;
-    let aborted = runner::abort(&app, &id).await;
+    let aborted = runner::abort(&app, &id).await?;
     Ok(Json(AbortResult { aborted }))
 }
 

@@ -49,8 +49,11 @@ pub fn gateway(app: &Shared) -> Result<Gateway, store::StoreError> {
         GatewayConfig {
             token: app.token.clone(),
             server_version: app.version.clone(),
-            project_dir: app.project_dir.clone(),
             sessions: std::sync::Arc::new(directory),
+            terminal: Some(std::sync::Arc::new(crate::terminal::Terminal {
+                project_dir: app.project_dir.clone(),
+                store: app.store.clone(),
+            })),
         },
         Tuning::default(),
         vec![screen],

@@ -27,7 +27,9 @@
 //!   the reply message ID, the pending `Permission` unless the session said `always`). The
 //!   text parts, joined with newlines, are the command line. File parts name files inside the
 //!   project (relative, or absolute inside it; no `..`; symlinks must resolve inside); the
-//!   command gets them as `"$1"`, `"$2"`, … and in `AX_ATTACHMENTS` (one path per line).
+//!   command gets them as `"$1"`, `"$2"`, … and in `AX_ATTACHMENTS` (one path per line;
+//!   paths with control characters are refused). They are checked again when the command
+//!   starts: one that resolves elsewhere by then (e.g. swapped for a symlink) stops the run.
 //!   A prompt while the session waits for approval or runs is 409 (no queue).
 //! - `POST /session/{id}/permission/{pid}` answers with the `Permission` in its new state once
 //!   the run took the reply; `POST /session/{id}/abort` answers `{"aborted":bool}` after the
@@ -39,8 +41,9 @@
 //!   `unauthorized`, 403 `forbidden` (Host/Origin), 404 `not_found`, 409 `conflict`, 413
 //!   `too_large`.
 //!
-//! Tour: [`store`] (schema, migrations, queries) · `runner` (prompt → permission → run) ·
-//! [`agent`] (the [`Agent`] trait and the `shell` agent) · `api` (routes) · `sse` (`/event`) ·
+//! Tour: [`store`] (schema, migrations, queries) · `runner` (prompt → permission → run; the
+//! agents and the one process module are in `ax_agents`) ·
+//! `terminal` (the gateway's operator terminal) · `api` (routes) · `sse` (`/event`) ·
 //! `events` (ID'd ring + fan-out) · `auth` (Host/Origin, bearer) · [`registry`] (`servers/`).
 
 use std::{
@@ -55,7 +58,6 @@ use axum::{Router, middleware, routing::get};
 use tokio::task::JoinHandle;
 use tokio_util::{sync::CancellationToken, task::TaskTracker};
 
-pub mod agent;
 mod api;
 mod auth;
 mod control_ui;
@@ -69,8 +71,9 @@ mod secure;
 mod sse;
 mod state;
 pub mod store;
+mod terminal;
 
-pub use agent::{Agent, AgentOutput, AgentRequest, Chunk, RunEnd, ShellAgent};
+pub use ax_agents::{Agent, AgentOutput, AgentRequest, RunEnd, ShellAgent};
 pub use ax_protocol::local::data_dir as default_data_dir;
 pub use state::Limits;
 
@@ -284,15 +287,18 @@ pub async fn start(config: ServerConfig) -> Result<RunningServer, StartError> {
         let store = store::Store::open(&data_dir)?;
         let project_id = store.write_blocking(|c| {
             let id = store::project_id(c, &directory)?;
-            let recovered = store::recover_interrupted(c, id, ids::now_ms(), agent::owner_alive)?;
+            let recovered =
+                store::recover_interrupted(c, id, ids::now_ms(), ax_agents::process::owner_alive)?;
             if recovered.runs > 0 {
                 tracing::warn!(
                     runs = recovered.runs,
                     "marked runs cut short by a restart as interrupted"
                 );
             }
-            for (pgid, start) in recovered.process_groups {
-                if agent::kill_orphaned_group(pgid, start) {
+            let terminals =
+                store::take_orphaned_process_groups(c, ax_agents::process::owner_alive)?;
+            for (pgid, start) in recovered.process_groups.into_iter().chain(terminals) {
+                if ax_agents::process::kill_orphaned_group(pgid, start) {
                     tracing::warn!(pgid, "killed a command a crashed backend left running");
                 }
             }

@@ -2,11 +2,13 @@
 //! published. Each run is a task that owns its session's run state; handlers talk to it
 //! through [`Control`] messages, so a reply and an abort can never race each other.
 
-use std::{
-    path::{Component, Path, PathBuf},
-    time::Duration,
-};
+use std::time::Duration;
 
+use ax_agents::{
+    AgentOutput, AgentRequest, RunEnd,
+    process::{self, ProcessGroup},
+    project::{self, Attachment},
+};
 use ax_protocol::{
     Event, Message, Part, Permission, PermissionReply, PermissionState, Prompt, PromptAccepted,
     PromptPart, Role, SessionId, SessionStatus, Stream,
@@ -15,54 +17,17 @@ use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 
 use crate::{
-    agent::{AgentOutput, AgentRequest, Chunk, RunEnd},
     error::Failure,
     ids,
     state::{Control, Phase, RunHandle, Shared},
     store,
 };
 
-/// Longest attachment path accepted.
-const MAX_PATH_BYTES: usize = 4096;
-
-/// Resolves an attachment path: relative to the project (or absolute), no `..`, and after
-/// following symlinks still inside the project and a regular file.
-pub fn resolve_attachment(project: &Path, raw: &str) -> Result<(PathBuf, String), Failure> {
-    let bad =
-        |msg: String| Failure::new(axum::http::StatusCode::BAD_REQUEST, "bad_attachment", msg);
-    if raw.is_empty() || raw.len() > MAX_PATH_BYTES || raw.contains(['\0', '\n', '\r']) {
-        return Err(bad(format!(
-            "attachment paths must be 1 to {MAX_PATH_BYTES} bytes without NUL or line breaks"
-        )));
-    }
-    let path = Path::new(raw);
-    if path.components().any(|c| c == Component::ParentDir) {
-        return Err(bad(format!("attachment {raw:?}: `..` is not allowed")));
-    }
-    let joined = if path.is_absolute() {
-        path.to_owned()
-    } else {
-        project.join(path)
-    };
-    let canonical = std::fs::canonicalize(&joined)
-        .map_err(|_| bad(format!("attachment {raw:?}: no such file in the project")))?;
-    let Ok(relative) = canonical.strip_prefix(project) else {
-        return Err(bad(format!(
-            "attachment {raw:?} resolves outside the project (symlinks are followed)"
-        )));
-    };
-    if !canonical.is_file() {
-        return Err(bad(format!("attachment {raw:?} is not a regular file")));
-    }
-    let relative = relative.to_string_lossy().into_owned();
-    Ok((canonical, relative))
-}
-
 /// A checked prompt: the text to run and the resolved attachments.
 pub struct CheckedPrompt {
     pub text: String,
     pub parts: Vec<Part>,
-    pub attachments: Vec<PathBuf>,
+    pub attachments: Vec<Attachment>,
 }
 
 pub fn check_prompt(app: &Shared, prompt: Prompt) -> Result<CheckedPrompt, Failure> {
@@ -94,9 +59,17 @@ pub fn check_prompt(app: &Shared, prompt: Prompt) -> Result<CheckedPrompt, Failu
                 parts.push(Part::Text { text });
             }
             PromptPart::File { path } => {
-                let (absolute, relative) = resolve_attachment(&app.project_dir, &path)?;
-                attachments.push(absolute);
-                parts.push(Part::File { path: relative });
+                let attachment = project::resolve(&app.project_dir, &path).map_err(|e| {
+                    Failure::new(
+                        axum::http::StatusCode::BAD_REQUEST,
+                        "bad_attachment",
+                        e.to_string(),
+                    )
+                })?;
+                parts.push(Part::File {
+                    path: attachment.shown.clone(),
+                });
+                attachments.push(attachment);
             }
         }
     }
@@ -148,11 +121,17 @@ pub async fn start(app: &Shared, id: SessionId, prompt: Prompt) -> Result<Prompt
         text: checked.text,
         project_dir: app.project_dir.clone(),
         attachments: checked.attachments,
+        output_limit: app.limits.output_bytes_per_message,
     };
     let permission = (!always).then(|| Permission {
         id: ids::permission_id(),
         session_id: id.clone(),
         command: app.agent.describe(&request),
+        attachments: request
+            .attachments
+            .iter()
+            .map(|a| a.shown.clone())
+            .collect(),
         state: PermissionState::Pending,
         created: now,
     });
@@ -207,7 +186,7 @@ pub async fn start(app: &Shared, id: SessionId, prompt: Prompt) -> Result<Prompt
                     if let Some(p) = &permission {
                         store::insert_permission(&tx, p)?;
                     }
-                    store::begin_run(&tx, &sid, &reply.id, now, crate::agent::this_process())?;
+                    store::begin_run(&tx, &sid, &reply.id, now, process::this_process())?;
                     let session = store::set_status(&tx, project, &sid, status, now)?;
                     tx.commit()?;
                     Ok(session)
@@ -302,8 +281,8 @@ impl Run {
         });
     }
 
-    async fn record_process(&self, pgid: u32) {
-        let start = crate::agent::process_start_time(pgid);
+    async fn record_process(&self, group: ProcessGroup) {
+        let ProcessGroup { pgid, start } = group;
         let sid = self.session.to_string();
         if let Err(e) = self
             .app
@@ -445,19 +424,19 @@ impl Run {
         let agent = self.app.agent.clone();
         let job = tokio::spawn(agent.run(request, output, cancel.clone()));
         let shutdown = self.app.shutdown.clone();
-        let mut out = OutputBudget::new(self.app.limits.output_bytes_per_message);
         let mut stop: Option<Stop> = None;
         let mut acks = Vec::new();
         let mut inbox_open = true;
         loop {
             tokio::select! {
                 chunk = chunks.recv() => match chunk {
-                    Some(AgentOutput::Chunk(chunk)) => {
-                        for part in out.accept(chunk) {
-                            self.append(part).await;
-                        }
+                    Some(AgentOutput::Output { stream, text }) => {
+                        self.append(Part::Output { stream, text }).await;
                     }
-                    Some(AgentOutput::ProcessGroup(pgid)) => self.record_process(pgid).await,
+                    Some(AgentOutput::Truncated { dropped_bytes }) => {
+                        self.append(Part::Truncated { dropped_bytes }).await;
+                    }
+                    Some(AgentOutput::ProcessGroup(group)) => self.record_process(group).await,
                     None => break,
                 },
                 control = inbox.recv(), if inbox_open => match control {
@@ -485,9 +464,6 @@ impl Run {
                 RunEnd::Failed("the agent did not stop in time".into())
             }
         };
-        for part in out.finish() {
-            self.append(part).await;
-        }
         let last = match (stop, end) {
             (Some(Stop::Aborted), _) => Part::Aborted,
             (Some(Stop::Interrupted), _) => Part::Interrupted,
@@ -516,94 +492,6 @@ impl Run {
             }
         }
         self.finish(acks).await;
-    }
-}
-
-/// Turns raw chunks into output parts: UTF-8 per stream (a split character waits for its
-/// rest), at most `limit` bytes per message, then a count of what was dropped.
-pub struct OutputBudget {
-    limit: usize,
-    kept: usize,
-    dropped: u64,
-    carry: [Vec<u8>; 2],
-}
-
-impl OutputBudget {
-    pub fn new(limit: usize) -> Self {
-        OutputBudget {
-            limit,
-            kept: 0,
-            dropped: 0,
-            carry: [Vec::new(), Vec::new()],
-        }
-    }
-
-    fn slot(stream: Stream) -> usize {
-        match stream {
-            Stream::Stdout => 0,
-            Stream::Stderr => 1,
-        }
-    }
-
-    fn text(&mut self, stream: Stream, text: String) -> Option<Part> {
-        if text.is_empty() {
-            return None;
-        }
-        let room = self.limit - self.kept;
-        if text.len() <= room {
-            self.kept += text.len();
-            return Some(Part::Output { stream, text });
-        }
-        let mut cut = room;
-        while !text.is_char_boundary(cut) {
-            cut -= 1;
-        }
-        self.kept = self.limit;
-        self.dropped += (text.len() - cut) as u64;
-        (cut > 0).then(|| Part::Output {
-            stream,
-            text: text[..cut].to_owned(),
-        })
-    }
-
-    pub fn accept(&mut self, chunk: Chunk) -> Vec<Part> {
-        if self.kept >= self.limit {
-            self.dropped += chunk.bytes.len() as u64;
-            return Vec::new();
-        }
-        let slot = Self::slot(chunk.stream);
-        let mut bytes = std::mem::take(&mut self.carry[slot]);
-        bytes.extend_from_slice(&chunk.bytes);
-        // Keep an incomplete trailing character (at most 3 bytes) for the next chunk.
-        let valid_up_to = match std::str::from_utf8(&bytes) {
-            Ok(_) => bytes.len(),
-            Err(e) if e.error_len().is_none() => e.valid_up_to(),
-            Err(_) => bytes.len(),
-        };
-        self.carry[slot] = bytes.split_off(valid_up_to);
-        let text = String::from_utf8_lossy(&bytes).into_owned();
-        self.text(chunk.stream, text).into_iter().collect()
-    }
-
-    pub fn finish(&mut self) -> Vec<Part> {
-        let mut parts = Vec::new();
-        for stream in [Stream::Stdout, Stream::Stderr] {
-            let rest = std::mem::take(&mut self.carry[Self::slot(stream)]);
-            if !rest.is_empty() {
-                let text = String::from_utf8_lossy(&rest).into_owned();
-                if self.kept < self.limit {
-                    parts.extend(self.text(stream, text));
-                } else {
-                    self.dropped += rest.len() as u64;
-                }
-            }
-        }
-        if self.dropped > 0 {
-            parts.push(Part::Truncated {
-                dropped_bytes: self.dropped,
-            });
-        }
-        parts
     }
 }
 
@@ -660,16 +548,26 @@ pub async fn reply(
     }
 }
 
-/// Stops the session's run, if any, and waits until it has ended. Returns whether one ran.
-pub async fn abort(app: &Shared, id: &SessionId) -> bool {
+/// Stops the session's run, if any, and waits until it has ended. `Ok(true)` once it has,
+/// `Ok(false)` when nothing ran, an error when it did not end within
+/// [`crate::Limits::abort_wait`] (it was told to stop and may still be stopping).
+pub async fn abort(app: &Shared, id: &SessionId) -> Result<bool, Failure> {
     let control = app.runs().get(id).map(|r| r.control.clone());
     let Some(control) = control else {
-        return false;
+        return Ok(false);
     };
     let (ack, done) = oneshot::channel();
     if control.send(Control::Abort { ack }).is_err() {
-        return false;
+        // The run's task ended between the lookup and the send: nothing runs any more.
+        return Ok(false);
     }
-    let _ = tokio::time::timeout(Duration::from_secs(15), done).await;
-    true
+    match tokio::time::timeout(app.limits.abort_wait, done).await {
+        Ok(Ok(())) => Ok(true),
+        // The run's task dropped the answer: it is gone, so nothing runs.
+        Ok(Err(_)) => Ok(true),
+        Err(_) => Err(Failure::conflict(format!(
+            "session {id}: the run was told to stop but has not ended after {} s; it may still be stopping",
+            app.limits.abort_wait.as_secs_f32()
+        ))),
+    }
 }

@@ -8,11 +8,12 @@ use std::{
     time::Duration,
 };
 
+use ax_agents::Agent;
 use ax_protocol::{Permission, PermissionReply, SessionId};
 use tokio::sync::{mpsc, oneshot};
 use tokio_util::{sync::CancellationToken, task::TaskTracker};
 
-use crate::{agent::Agent, error::Failure, events::EventBus, store::Store};
+use crate::{error::Failure, events::EventBus, store::Store};
 
 pub type Shared = Arc<App>;
 
@@ -24,6 +25,8 @@ pub struct Limits {
     pub prompt_parts: usize,
     pub title_chars: usize,
     pub output_bytes_per_message: usize,
+    /// How long an abort waits for the run to end before it says the run did not stop.
+    pub abort_wait: Duration,
 }
 
 impl Default for Limits {
@@ -34,6 +37,7 @@ impl Default for Limits {
             prompt_parts: 64,
             title_chars: 200,
             output_bytes_per_message: 1024 * 1024,
+            abort_wait: Duration::from_secs(15),
         }
     }
 }

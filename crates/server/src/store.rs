@@ -74,6 +74,17 @@ ALTER TABLE run ADD COLUMN owner_start INTEGER;
 UPDATE part SET body = replace(body, '"dropped_bytes":', '"droppedBytes":')
  WHERE body LIKE '{"type":"truncated",%';
 "#,
+    // v4: the attachments a permission asks about, as a JSON array of project-relative paths;
+    // process groups started outside a session run (the operator terminal), for crash cleanup.
+    r#"
+ALTER TABLE permission ADD COLUMN attachments TEXT NOT NULL DEFAULT '[]';
+CREATE TABLE process_group (
+    pgid INTEGER PRIMARY KEY,
+    pgid_start INTEGER NOT NULL,
+    owner_pid INTEGER NOT NULL,
+    owner_start INTEGER
+);
+"#,
 ];
 
 /// The schema version this build writes.
@@ -512,13 +523,15 @@ pub fn messages(conn: &Connection, session: &SessionId) -> Result<Vec<Message>> 
 
 pub fn insert_permission(conn: &Connection, p: &Permission) -> Result<()> {
     conn.execute(
-        "INSERT INTO permission(id, session_id, command, state, created) VALUES (?1, ?2, ?3, ?4, ?5)",
+        "INSERT INTO permission(id, session_id, command, state, created, attachments) \
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
         params![
             p.id,
             p.session_id.as_str(),
             p.command,
             p.state.as_str(),
-            p.created
+            p.created,
+            serde_json::to_string(&p.attachments)?
         ],
     )?;
     Ok(())
@@ -532,20 +545,34 @@ pub fn set_permission_state(conn: &Connection, id: &str, state: PermissionState)
     Ok(())
 }
 
-fn permission_from_row(
-    r: &rusqlite::Row<'_>,
-) -> rusqlite::Result<(String, String, String, String, i64)> {
-    Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?))
+type PermissionRow = (String, String, String, String, i64, String);
+
+fn permission_from_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<PermissionRow> {
+    Ok((
+        r.get(0)?,
+        r.get(1)?,
+        r.get(2)?,
+        r.get(3)?,
+        r.get(4)?,
+        r.get(5)?,
+    ))
 }
 
 fn build_permission(
-    (id, sid, command, state, created): (String, String, String, String, i64),
+    (id, sid, command, state, created, attachments): PermissionRow,
 ) -> Result<Permission> {
+    let attachments = serde_json::from_str(&attachments).map_err(|e| StoreError::Malformed {
+        table: "permission",
+        row: id.clone(),
+        column: "attachments",
+        problem: e.to_string(),
+    })?;
     Ok(Permission {
         session_id: decode("permission", &id, "session_id", &sid)?,
         state: decode("permission", &id, "state", &state)?,
         id,
         command,
+        attachments,
         created,
     })
 }
@@ -553,7 +580,8 @@ fn build_permission(
 pub fn get_permission(conn: &Connection, session: &str, id: &str) -> Result<Option<Permission>> {
     let row = conn
         .query_row(
-            "SELECT id, session_id, command, state, created FROM permission WHERE session_id = ?1 AND id = ?2",
+            "SELECT id, session_id, command, state, created, attachments FROM permission \
+             WHERE session_id = ?1 AND id = ?2",
             params![session, id],
             permission_from_row,
         )
@@ -564,7 +592,7 @@ pub fn get_permission(conn: &Connection, session: &str, id: &str) -> Result<Opti
 /// Pending approvals of the project's sessions, oldest first.
 pub fn pending_permissions(conn: &Connection, project: i64) -> Result<Vec<Permission>> {
     let mut stmt = conn.prepare_cached(
-        "SELECT p.id, p.session_id, p.command, p.state, p.created FROM permission p \
+        "SELECT p.id, p.session_id, p.command, p.state, p.created, p.attachments FROM permission p \
          JOIN session s ON s.id = p.session_id \
          WHERE s.project_id = ?1 AND p.state = 'pending' ORDER BY p.created, p.id",
     )?;
@@ -573,7 +601,7 @@ pub fn pending_permissions(conn: &Connection, project: i64) -> Result<Vec<Permis
 }
 
 /// The backend process that owns a run: its pid and start time (see
-/// [`crate::agent::process_start_time`]).
+/// [`ax_agents::process::process_start_time`]).
 pub type Owner = (u32, Option<u64>);
 
 pub fn begin_run(
@@ -608,6 +636,48 @@ pub fn set_run_process(
 pub fn end_run(conn: &Connection, session: &str) -> Result<()> {
     conn.execute("DELETE FROM run WHERE session_id = ?1", [session])?;
     Ok(())
+}
+
+/// Records a process group this backend (`owner`) runs outside a session run, with its
+/// leader's start time, so a backend restarted after a crash can kill it.
+pub fn record_process_group(conn: &Connection, pgid: u32, start: u64, owner: Owner) -> Result<()> {
+    conn.execute(
+        "INSERT OR REPLACE INTO process_group(pgid, pgid_start, owner_pid, owner_start) \
+         VALUES (?1, ?2, ?3, ?4)",
+        params![pgid, start as i64, owner.0, owner.1.map(|s| s as i64)],
+    )?;
+    Ok(())
+}
+
+/// The group ended: forget its record.
+pub fn forget_process_group(conn: &Connection, pgid: u32) -> Result<()> {
+    conn.execute("DELETE FROM process_group WHERE pgid = ?1", [pgid])?;
+    Ok(())
+}
+
+/// Removes and returns the recorded groups (pgid, leader start time) whose owner is not
+/// `is_alive`: what dead backends left running.
+pub fn take_orphaned_process_groups(
+    conn: &mut Connection,
+    is_alive: impl Fn(Owner) -> bool,
+) -> Result<Vec<(u32, u64)>> {
+    let tx = conn.transaction()?;
+    let rows: Vec<(i64, i64, i64, Option<i64>)> = {
+        let mut stmt =
+            tx.prepare("SELECT pgid, pgid_start, owner_pid, owner_start FROM process_group")?;
+        stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)))?
+            .collect::<rusqlite::Result<_>>()?
+    };
+    let mut orphans = Vec::new();
+    for (pgid, start, owner_pid, owner_start) in rows {
+        if is_alive((owner_pid as u32, owner_start.map(|s| s as u64))) {
+            continue;
+        }
+        tx.execute("DELETE FROM process_group WHERE pgid = ?1", [pgid])?;
+        orphans.push((pgid as u32, start as u64));
+    }
+    tx.commit()?;
+    Ok(orphans)
 }
 
 /// What [`recover_interrupted`] found.

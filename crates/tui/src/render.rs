@@ -409,9 +409,32 @@ fn approval(frame: &mut Frame, app: &App, screen: Rect) {
     let Some(p) = app.pending_approval() else {
         return;
     };
+    // The files the command gets are part of what is approved: list them (a few, then a
+    // count), so the person sees every file name the approval covers or knows there are more.
+    const SHOWN: usize = 4;
+    let mut files = Vec::new();
+    if !p.attachments.is_empty() {
+        files.push(Line::raw(format!(
+            "with {} attached file{}:",
+            p.attachments.len(),
+            if p.attachments.len() == 1 { "" } else { "s" }
+        )));
+        for path in p.attachments.iter().take(SHOWN) {
+            files.push(Line::styled(
+                format!("  @ {}", clip(path, 56)),
+                Style::new().bold(),
+            ));
+        }
+        if p.attachments.len() > SHOWN {
+            files.push(Line::styled(
+                format!("  … and {} more", p.attachments.len() - SHOWN),
+                DIM,
+            ));
+        }
+    }
     let inner = boxed(
         frame,
-        screen.centered(64, 8),
+        screen.centered(64, 8 + files.len() as u16),
         "Approval needed",
         Color::Magenta,
     );
@@ -425,16 +448,19 @@ fn approval(frame: &mut Frame, app: &App, screen: Rect) {
         buttons.push(Span::styled(format!(" {label} "), style));
         buttons.push(Span::raw("  "));
     }
-    let lines = vec![
+    let mut lines = vec![
         Line::raw("The agent wants to run:"),
         Line::styled(format!("  $ {}", clip(&p.command, 56)), Style::new().bold()),
+    ];
+    lines.extend(files);
+    lines.extend([
         Line::raw(""),
         Line::from(buttons),
         Line::styled(
             "←→ choose · Enter confirm · y once · a always · n reject",
             DIM,
         ),
-    ];
+    ]);
     frame.render_widget(Paragraph::new(lines), tr(inner));
 }
 

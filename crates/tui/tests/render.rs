@@ -104,6 +104,23 @@ fn approval_dialog() {
 }
 
 #[test]
+fn approval_dialog_lists_the_attachments() {
+    let mut app = sample();
+    let mut p = permission("per_1", 3, "wc -l \"$@\"");
+    p.attachments = (1..=6).map(|i| format!("src/file{i}.rs")).collect();
+    app.on_event(Event::PermissionAsked { permission: p });
+    open_loaded(&mut app, 3, vec![]);
+    let s = screen(&app);
+    assert!(s.contains("with 6 attached files:"), "{s}");
+    for i in 1..=4 {
+        assert!(s.contains(&format!("@ src/file{i}.rs")), "{s}");
+    }
+    assert!(s.contains("… and 2 more"), "{s}");
+    assert!(s.contains("Allow once"), "the buttons still fit: {s}");
+    insta::assert_snapshot!(s);
+}
+
+#[test]
 fn palette_and_chips() {
     let mut app = sample();
     typed(&mut app, "/attach src/main.rs");

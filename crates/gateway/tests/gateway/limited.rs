@@ -39,7 +39,7 @@ async fn a_limited_token_can_write_but_never_gets_admin() {
     let ev = ui.event("ui.command").await;
     assert_eq!(ev["payload"]["command"]["kind"], "sidebar");
 
-    // Admin is not: the operator terminal refuses, and nothing ran.
+    // Admin is not: the operator terminal refuses, and nothing was started.
     let res = agent
         .request("terminal.run", json!({"command": "touch pwned"}))
         .await;
@@ -47,7 +47,10 @@ async fn a_limited_token_can_write_but_never_gets_admin() {
     assert_eq!(res["error"]["code"], "FORBIDDEN");
     assert_eq!(res["error"]["details"]["code"], "MISSING_SCOPE");
     assert_eq!(res["error"]["details"]["missingScope"], "operator.admin");
-    assert!(!gw.dir.path().join("pwned").exists());
+    assert!(
+        gw.terminal.started.lock().unwrap().is_empty(),
+        "nothing ran"
+    );
 }
 
 #[tokio::test]
@@ -67,7 +70,10 @@ async fn asking_only_admin_with_a_limited_token_grants_nothing() {
         )
         .await;
     assert_eq!(res["error"]["code"], "FORBIDDEN", "{res}");
-    assert!(!gw.dir.path().join("pwned").exists());
+    assert!(
+        gw.terminal.started.lock().unwrap().is_empty(),
+        "nothing ran"
+    );
 }
 
 #[tokio::test]

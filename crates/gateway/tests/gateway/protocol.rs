@@ -318,7 +318,9 @@ async fn every_scope_case() {
         if !write_ok {
             assert_eq!(res["error"]["details"]["missingScope"], "operator.write");
         }
-        let res = c.request("terminal.run", json!({"command": "true"})).await;
+        let res = c
+            .request("terminal.run", json!({"command": "exit:0"}))
+            .await;
         assert_eq!(res["ok"], *admin_ok, "{scopes:?}: {res}");
         if !admin_ok {
             assert_eq!(res["error"]["code"], "FORBIDDEN");
@@ -410,7 +412,6 @@ async fn handshake_timeout_closes() {
 #[tokio::test]
 async fn a_dropped_connection_future_unregisters() {
     // The backend may drop `serve_socket` (shutdown): the hub must not keep the connection.
-    let dir = tempfile::tempdir().unwrap();
     struct NoSessions;
     impl ax_gateway::SessionDirectory for NoSessions {
         fn contains(&self, _: &str) -> bool {
@@ -420,8 +421,8 @@ async fn a_dropped_connection_future_unregisters() {
     let gateway = ax_gateway::Gateway::new(ax_gateway::GatewayConfig {
         token: TOKEN.into(),
         server_version: "x".into(),
-        project_dir: dir.path().to_path_buf(),
         sessions: std::sync::Arc::new(NoSessions),
+        terminal: None,
     });
     let stop = std::sync::Arc::new(tokio::sync::Notify::new());
     let g = gateway.clone();

@@ -1,47 +1,78 @@
-//! The operator terminal: admin only, output to the caller only, killable, bounded.
+//! The operator terminal's wire: admin only, output to the caller only, one command at a time,
+//! killable, bounded by the host with a marker. The commands here run on a scripted host (see
+//! `util::ScriptedTerminal`); the backend's tests run real processes behind the same wire.
 
-use serde_json::json;
+use serde_json::{Value, json};
 
 use crate::util::{ALL, Client, start};
 
+/// Events of one run, in order, up to and including `terminal.exit`.
+async fn run_events(c: &mut Client, run_id: &str) -> Vec<Value> {
+    let mut got = Vec::new();
+    loop {
+        let ev = match c.events.pop_front() {
+            Some(ev) => ev,
+            None => c.frame().await,
+        };
+        let Some(name) = ev["event"].as_str() else {
+            continue;
+        };
+        if !name.starts_with("terminal.") {
+            continue;
+        }
+        assert_eq!(ev["payload"]["runId"], run_id, "{ev}");
+        got.push(ev.clone());
+        if name == "terminal.exit" {
+            return got;
+        }
+    }
+}
+
 #[tokio::test]
-async fn runs_in_the_project_dir_and_streams_to_the_caller_only() {
+async fn streams_to_the_caller_only_in_order() {
     let gw = start().await;
-    std::fs::write(gw.dir.path().join("marker.txt"), "here").unwrap();
     let mut op = Client::connected(gw.addr, "ui", &["ui-commands"], ALL).await;
     let mut other = Client::connected(gw.addr, "ui", &["ui-commands"], ALL).await;
 
     let res = op
         .request(
             "terminal.run",
-            json!({"command": "cat marker.txt; echo; echo oops >&2; exit 3"}),
+            json!({"command": "out:here err:oops out:again exit:3"}),
         )
         .await;
     assert_eq!(res["ok"], true, "{res}");
+    // The response comes before any event of the run.
+    assert!(op.events.iter().all(|e| e["event"] != "terminal.output"));
     let run_id = res["payload"]["runId"].as_str().unwrap().to_string();
-
-    let mut stdout = String::new();
-    let mut stderr = String::new();
-    let exit = loop {
-        let ev = op.frame().await;
-        match ev["event"].as_str() {
-            Some("terminal.output") => {
-                assert_eq!(ev["payload"]["runId"], run_id.as_str());
-                let data = ev["payload"]["data"].as_str().unwrap();
-                match ev["payload"]["stream"].as_str().unwrap() {
-                    "stdout" => stdout.push_str(data),
-                    "stderr" => stderr.push_str(data),
-                    s => panic!("stream {s}"),
-                }
-            }
-            Some("terminal.exit") => break ev,
-            _ => {}
-        }
-    };
-    assert_eq!(stdout, "here\n");
-    assert_eq!(stderr, "oops\n");
+    let events = run_events(&mut op, &run_id).await;
+    let shown: Vec<(String, String)> = events
+        .iter()
+        .filter(|e| e["event"] == "terminal.output")
+        .map(|e| {
+            (
+                e["payload"]["stream"].as_str().unwrap().to_owned(),
+                e["payload"]["data"].as_str().unwrap().to_owned(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        shown,
+        [
+            ("stdout".into(), "here\n".into()),
+            ("stderr".into(), "oops\n".into()),
+            ("stdout".into(), "again\n".into())
+        ]
+    );
+    let exit = events.last().unwrap();
     assert_eq!(exit["payload"]["code"], 3);
     assert_eq!(exit["payload"]["truncated"], false);
+    assert_eq!(
+        *gw.terminal.started.lock().unwrap(),
+        [(
+            "out:here err:oops out:again exit:3".to_owned(),
+            ax_gateway::TERMINAL_MAX_OUTPUT
+        )]
+    );
 
     let res = other.request("ping", json!({})).await;
     assert_eq!(res["ok"], true);
@@ -54,29 +85,27 @@ async fn runs_in_the_project_dir_and_streams_to_the_caller_only() {
 }
 
 #[tokio::test]
-async fn kill_ends_the_whole_group() {
+async fn kill_stops_the_command_and_frees_the_slot() {
     let gw = start().await;
     let mut op = Client::connected(gw.addr, "cli", &[], &["operator.admin"]).await;
-    let res = op
-        .request(
-            "terminal.run",
-            json!({"command": "sleep 30 & sleep 30; echo never"}),
-        )
-        .await;
+    let res = op.request("terminal.run", json!({"command": "hang"})).await;
     assert_eq!(res["ok"], true);
+    let run_id = res["payload"]["runId"].as_str().unwrap().to_string();
     // One command at a time.
-    let res = op.request("terminal.run", json!({"command": "true"})).await;
+    let res = op
+        .request("terminal.run", json!({"command": "exit:0"}))
+        .await;
     assert_eq!(res["error"]["code"], "UNAVAILABLE");
 
     let res = op.request("terminal.kill", json!({})).await;
     assert_eq!(res["payload"], json!({"ok": true, "killed": true}));
-    let exit = op.event("terminal.exit").await;
-    assert_eq!(exit["payload"]["signal"], 9);
-    assert!(op.events.iter().all(|e| e["event"] != "terminal.output"));
+    let events = run_events(&mut op, &run_id).await;
+    assert_eq!(events.len(), 1, "{events:?}");
+    assert_eq!(events[0]["payload"]["signal"], 9);
 
     // Free again.
     let res = op
-        .request("terminal.run", json!({"command": "echo again"}))
+        .request("terminal.run", json!({"command": "out:again exit:0"}))
         .await;
     assert_eq!(res["ok"], true);
     let out = op.event("terminal.output").await;
@@ -84,33 +113,46 @@ async fn kill_ends_the_whole_group() {
 }
 
 #[tokio::test]
-async fn output_is_bounded() {
+async fn closing_the_connection_stops_its_command() {
     let gw = start().await;
     let mut op = Client::connected(gw.addr, "cli", &[], &["operator.admin"]).await;
-    // About 3 MiB of output.
+    let res = op.request("terminal.run", json!({"command": "hang"})).await;
+    assert_eq!(res["ok"], true);
+    drop(op);
+    // The host's `hang` step ends only when the gateway cancels the run's stop token.
+    tokio::time::timeout(crate::util::WAIT, gw.terminal.stopped.notified())
+        .await
+        .expect("the command of a closed connection is stopped");
+}
+
+#[tokio::test]
+async fn truncation_is_marked_between_head_and_tail() {
+    let gw = start().await;
+    let mut op = Client::connected(gw.addr, "cli", &[], &["operator.admin"]).await;
     let res = op
         .request(
             "terminal.run",
-            json!({"command": "head -c 3145728 /dev/zero | tr '\\0' a"}),
+            json!({"command": "out:head trunc:4000 out:tail exit:0"}),
         )
         .await;
-    assert_eq!(res["ok"], true);
-    let mut got = 0usize;
-    let exit = loop {
-        let ev = op.frame().await;
-        match ev["event"].as_str() {
-            Some("terminal.output") => got += ev["payload"]["data"].as_str().unwrap().len(),
-            Some("terminal.exit") => break ev,
-            _ => {}
-        }
-    };
-    assert!(got <= ax_gateway::TERMINAL_MAX_OUTPUT, "{got}");
-    assert!(got > 0);
-    assert_eq!(exit["payload"]["truncated"], true);
+    let run_id = res["payload"]["runId"].as_str().unwrap().to_string();
+    let events = run_events(&mut op, &run_id).await;
+    let names: Vec<&str> = events
+        .iter()
+        .map(|e| e["event"].as_str().unwrap())
+        .collect();
     assert_eq!(
-        exit["payload"]["droppedBytes"].as_u64().unwrap() as usize + got,
-        3 * 1024 * 1024
+        names,
+        [
+            "terminal.output",
+            "terminal.truncated",
+            "terminal.output",
+            "terminal.exit"
+        ]
     );
+    assert_eq!(events[1]["payload"]["droppedBytes"], 4000);
+    assert_eq!(events[3]["payload"]["truncated"], true);
+    assert_eq!(events[3]["payload"]["droppedBytes"], 4000);
 }
 
 #[tokio::test]
@@ -121,6 +163,8 @@ async fn terminal_params_are_closed() {
         json!({"command": "ls", "cwd": "/"}),
         json!({}),
         json!({"command": ""}),
+        json!({"command": "   "}),
+        json!({"command": "x".repeat(ax_gateway::TERMINAL_MAX_COMMAND + 1)}),
     ] {
         let res = op.request("terminal.run", bad.clone()).await;
         assert_eq!(res["error"]["code"], "INVALID_REQUEST", "{bad}");
@@ -129,4 +173,12 @@ async fn terminal_params_are_closed() {
     assert_eq!(res["error"]["code"], "INVALID_REQUEST");
     let res = op.request("terminal.kill", json!({})).await;
     assert_eq!(res["payload"]["killed"], false);
+    // A command the host cannot start is an error, and the slot stays free.
+    let res = op.request("terminal.run", json!({"command": "fail"})).await;
+    assert_eq!(res["error"]["code"], "INTERNAL", "{res}");
+    let res = op
+        .request("terminal.run", json!({"command": "exit:0"}))
+        .await;
+    assert_eq!(res["ok"], true, "{res}");
+    assert!(gw.terminal.started.lock().unwrap().len() == 1);
 }

@@ -1,8 +1,16 @@
 //! Helpers: a gateway on a real port and a small protocol client.
 
-use std::{collections::VecDeque, net::SocketAddr, sync::Arc, time::Duration};
+use std::{
+    collections::VecDeque,
+    net::SocketAddr,
+    sync::{Arc, Mutex},
+    time::Duration,
+};
 
-use ax_gateway::{Gateway, GatewayConfig, LimitedToken, Scope, SessionDirectory, Tuning};
+use ax_gateway::{
+    Gateway, GatewayConfig, LimitedToken, Scope, SessionDirectory, TerminalEvent, TerminalHost,
+    TerminalStartError, TerminalStream, Tuning,
+};
 use axum::{
     Router,
     extract::{State, ws::WebSocketUpgrade},
@@ -30,10 +38,84 @@ impl SessionDirectory for Sessions {
     }
 }
 
+/// The operator terminal's host in these tests: the gateway's side of the wire is tested
+/// here, the real processes behind it in the backend's tests. A command is a script of
+/// space-separated steps: `out:TEXT` / `err:TEXT` (a line), `trunc:N` (a truncation marker),
+/// `hang` (until stopped, then killed by signal 9), `exit:N`, `fail` (cannot start).
+#[derive(Default)]
+pub struct ScriptedTerminal {
+    /// Every command started, with the output bound it was given.
+    pub started: Mutex<Vec<(String, usize)>>,
+    /// Signalled each time a `hang` step ends because the gateway stopped it.
+    pub stopped: Arc<tokio::sync::Notify>,
+}
+
+impl TerminalHost for ScriptedTerminal {
+    fn start(
+        &self,
+        command: &str,
+        max_output: usize,
+        stop: tokio_util::sync::CancellationToken,
+    ) -> Result<tokio::sync::mpsc::Receiver<TerminalEvent>, TerminalStartError> {
+        if command == "fail" {
+            return Err(TerminalStartError("cannot start sh: test".into()));
+        }
+        self.started
+            .lock()
+            .unwrap()
+            .push((command.to_owned(), max_output));
+        let (tx, rx) = tokio::sync::mpsc::channel(8);
+        let steps: Vec<String> = command.split(' ').map(str::to_owned).collect();
+        let stopped = self.stopped.clone();
+        tokio::spawn(async move {
+            let mut dropped = 0;
+            for step in steps {
+                let (kind, arg) = step.split_once(':').unwrap_or((step.as_str(), ""));
+                let event = match kind {
+                    "out" | "err" => TerminalEvent::Output {
+                        stream: if kind == "out" {
+                            TerminalStream::Stdout
+                        } else {
+                            TerminalStream::Stderr
+                        },
+                        data: format!("{arg}\n"),
+                    },
+                    "trunc" => {
+                        dropped = arg.parse().unwrap();
+                        TerminalEvent::Truncated {
+                            dropped_bytes: dropped,
+                        }
+                    }
+                    "hang" => {
+                        stop.cancelled().await;
+                        stopped.notify_one();
+                        TerminalEvent::Exit {
+                            code: None,
+                            signal: Some(9),
+                            dropped_bytes: dropped,
+                        }
+                    }
+                    "exit" => TerminalEvent::Exit {
+                        code: Some(arg.parse().unwrap()),
+                        signal: None,
+                        dropped_bytes: dropped,
+                    },
+                    other => panic!("unknown step {other}"),
+                };
+                let last = matches!(event, TerminalEvent::Exit { .. });
+                if tx.send(event).await.is_err() || last {
+                    return;
+                }
+            }
+        });
+        Ok(rx)
+    }
+}
+
 pub struct TestGateway {
     pub addr: SocketAddr,
     pub gateway: Gateway,
-    pub dir: tempfile::TempDir,
+    pub terminal: Arc<ScriptedTerminal>,
 }
 
 pub async fn start() -> TestGateway {
@@ -41,13 +123,13 @@ pub async fn start() -> TestGateway {
 }
 
 pub async fn start_with(tuning: Tuning) -> TestGateway {
-    let dir = tempfile::tempdir().unwrap();
+    let terminal = Arc::new(ScriptedTerminal::default());
     let gateway = Gateway::with_limited_tokens(
         GatewayConfig {
             token: TOKEN.into(),
             server_version: "9.9.9-test".into(),
-            project_dir: dir.path().to_path_buf(),
             sessions: Arc::new(Sessions),
+            terminal: Some(terminal.clone()),
         },
         tuning,
         vec![LimitedToken {
@@ -72,7 +154,11 @@ pub async fn start_with(tuning: Tuning) -> TestGateway {
     tokio::spawn(async move {
         let _ = axum::serve(listener, app).await;
     });
-    TestGateway { addr, gateway, dir }
+    TestGateway {
+        addr,
+        gateway,
+        terminal,
+    }
 }
 
 /// What ended a connection, as the client saw it.

@@ -7,4 +7,5 @@ mod gateway;
 mod input;
 mod runs;
 mod sessions;
+mod terminal;
 mod util;

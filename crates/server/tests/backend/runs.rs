@@ -365,3 +365,296 @@ async fn deleting_a_busy_session_kills_its_command() {
         Some(404)
     );
 }
+
+fn seq_output(n: u32) -> String {
+    (1..=n).map(|i| format!("{i}\n")).collect()
+}
+
+#[tokio::test]
+async fn output_keeps_head_and_tail_with_a_marker_between() {
+    let b = Backend::start_with(|c| c.limits.output_bytes_per_message = 1000).await;
+    let id = b.session().await;
+    let mut events = b.events().await;
+    let accepted = b.client.prompt_text(&id, "seq 1 20000").await.unwrap();
+    b.client
+        .reply_permission(&id, &accepted.permission.unwrap().id, PermissionReply::Once)
+        .await
+        .unwrap();
+    wait_status(&mut events, &id, SessionStatus::Idle).await;
+    let messages = b.client.messages(&id).await.unwrap();
+    let parts = &last_reply(&messages).parts;
+    let full = seq_output(20000);
+    let marker = parts
+        .iter()
+        .position(|p| matches!(p, Part::Truncated { .. }))
+        .expect("a truncation marker");
+    let head = stream_text(&parts[..marker], Stream::Stdout);
+    let tail = stream_text(&parts[marker..], Stream::Stdout);
+    // The start of a log and, what matters most for builds and tests, its end.
+    assert!(head.starts_with("1\n2\n3\n"), "{head:?}");
+    assert!(full.starts_with(&head));
+    assert!(tail.ends_with("19999\n20000\n"), "{tail:?}");
+    assert!(full.ends_with(&tail));
+    assert_eq!(head.len() + tail.len(), 1000);
+    assert_eq!(
+        parts[marker],
+        Part::Truncated {
+            dropped_bytes: (full.len() - 1000) as u64
+        }
+    );
+    assert_eq!(
+        parts.last(),
+        Some(&Part::Exit {
+            code: Some(0),
+            signal: None
+        })
+    );
+}
+
+#[tokio::test]
+async fn the_approval_names_the_attachments() {
+    let b = Backend::start().await;
+    let id = b.session().await;
+    let mut events = b.events().await;
+    std::fs::write(b.project_path().join("notes.txt"), "n\n").unwrap();
+    let prompt = Prompt {
+        parts: vec![
+            PromptPart::Text {
+                text: "cat \"$1\"".into(),
+            },
+            PromptPart::File {
+                path: "notes.txt".into(),
+            },
+        ],
+    };
+    let accepted = b.client.prompt(&id, &prompt).await.unwrap();
+    let permission = accepted.permission.unwrap();
+    assert_eq!(permission.attachments, ["notes.txt"]);
+    // The same in the list of pending approvals and in the event the UIs get.
+    let pending = b.client.permissions().await.unwrap();
+    assert_eq!(pending[0].attachments, ["notes.txt"]);
+    let asked = next_matching(&mut events, |e| matches!(e, Event::PermissionAsked { .. })).await;
+    let Event::PermissionAsked { permission: asked } = asked.event else {
+        unreachable!()
+    };
+    assert_eq!(asked.attachments, ["notes.txt"]);
+    // On the wire it is a camelCase field of the permission.
+    let raw: serde_json::Value = b
+        .raw()
+        .get(b.url("/permission"))
+        .header("authorization", b.bearer())
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(raw[0]["attachments"], serde_json::json!(["notes.txt"]));
+    b.client.abort(&id).await.unwrap();
+}
+
+/// Issue: attachments were checked when the prompt was sent and used after approval, so a
+/// file swapped for a symlink in between was read. Now the command starts only if every
+/// attachment still resolves, inside the project, to what was approved.
+#[tokio::test]
+async fn a_file_swapped_for_a_symlink_before_approval_is_refused() {
+    let b = Backend::start().await;
+    let id = b.session().await;
+    let mut events = b.events().await;
+    let outside = tempfile::tempdir().unwrap();
+    let secret = outside.path().join("secret.txt");
+    std::fs::write(&secret, "TOP-SECRET-CONTENT\n").unwrap();
+    let notes = b.project_path().join("notes.txt");
+    std::fs::write(&notes, "harmless\n").unwrap();
+    let prompt = Prompt {
+        parts: vec![
+            PromptPart::Text {
+                text: "cat \"$1\"; cat \"$AX_ATTACHMENTS\" 2>/dev/null; echo ran > ran.txt".into(),
+            },
+            PromptPart::File {
+                path: "notes.txt".into(),
+            },
+        ],
+    };
+    let accepted = b.client.prompt(&id, &prompt).await.unwrap();
+    // Between the prompt and the approval, the file becomes a symlink out of the project.
+    std::fs::remove_file(&notes).unwrap();
+    std::os::unix::fs::symlink(&secret, &notes).unwrap();
+    b.client
+        .reply_permission(&id, &accepted.permission.unwrap().id, PermissionReply::Once)
+        .await
+        .unwrap();
+    wait_status(&mut events, &id, SessionStatus::Idle).await;
+    let messages = b.client.messages(&id).await.unwrap();
+    let parts = &last_reply(&messages).parts;
+    let all: String = parts.iter().map(|p| format!("{p:?}")).collect();
+    assert!(!all.contains("TOP-SECRET"), "{parts:?}");
+    let stderr = stream_text(parts, Stream::Stderr);
+    assert!(
+        stderr.contains("notes.txt") && stderr.contains("outside the project"),
+        "{stderr:?}"
+    );
+    assert!(stderr.contains("did not run"), "{stderr:?}");
+    assert!(!b.project_path().join("ran.txt").exists(), "nothing ran");
+
+    // Swapped for a symlink to another file inside the project: also refused, as changed.
+    std::fs::remove_file(&notes).unwrap();
+    std::fs::write(&notes, "harmless\n").unwrap();
+    std::fs::write(b.project_path().join("other.txt"), "OTHER-FILE\n").unwrap();
+    let accepted = b.client.prompt(&id, &prompt).await.unwrap();
+    std::fs::remove_file(&notes).unwrap();
+    std::os::unix::fs::symlink(b.project_path().join("other.txt"), &notes).unwrap();
+    b.client
+        .reply_permission(&id, &accepted.permission.unwrap().id, PermissionReply::Once)
+        .await
+        .unwrap();
+    wait_status(&mut events, &id, SessionStatus::Idle).await;
+    let messages = b.client.messages(&id).await.unwrap();
+    let parts = &last_reply(&messages).parts;
+    assert!(stream_text(parts, Stream::Stdout).is_empty(), "{parts:?}");
+    assert!(
+        stream_text(parts, Stream::Stderr).contains("changed since it was approved"),
+        "{parts:?}"
+    );
+    assert!(!b.project_path().join("ran.txt").exists(), "nothing ran");
+}
+
+#[tokio::test]
+async fn attachment_paths_with_control_characters_are_refused() {
+    let b = Backend::start().await;
+    let id = b.session().await;
+    // A name the person typed with a control character.
+    let prompt = |path: &str| Prompt {
+        parts: vec![
+            PromptPart::Text {
+                text: "true".into(),
+            },
+            PromptPart::File { path: path.into() },
+        ],
+    };
+    for bad in ["a\tb", "a\u{1b}]0;x\u{7}b", "a\u{7f}"] {
+        let err = b.client.prompt(&id, &prompt(bad)).await.unwrap_err();
+        assert_eq!(err.status(), Some(400), "{bad:?}");
+        assert_eq!(err.api().unwrap().code, "bad_attachment");
+    }
+    // A clean name that resolves to a name with a line break, which would split the
+    // `AX_ATTACHMENTS` list.
+    std::fs::write(b.project_path().join("two\nlines"), "x").unwrap();
+    std::os::unix::fs::symlink(
+        b.project_path().join("two\nlines"),
+        b.project_path().join("clean"),
+    )
+    .unwrap();
+    let err = b.client.prompt(&id, &prompt("clean")).await.unwrap_err();
+    assert_eq!(err.status(), Some(400));
+    assert!(
+        err.api().unwrap().message.contains("control characters"),
+        "{err}"
+    );
+    assert!(b.client.messages(&id).await.unwrap().is_empty());
+}
+
+#[tokio::test]
+async fn ax_attachments_lists_every_path_on_its_own_line() {
+    let b = Backend::start().await;
+    let id = b.session().await;
+    let mut events = b.events().await;
+    std::fs::write(b.project_path().join("a b.txt"), "a").unwrap();
+    std::fs::write(b.project_path().join("c.txt"), "c").unwrap();
+    let prompt = Prompt {
+        parts: vec![
+            PromptPart::Text {
+                text: "printf '%s' \"$AX_ATTACHMENTS\"".into(),
+            },
+            PromptPart::File {
+                path: "a b.txt".into(),
+            },
+            PromptPart::File {
+                path: "c.txt".into(),
+            },
+        ],
+    };
+    let accepted = b.client.prompt(&id, &prompt).await.unwrap();
+    b.client
+        .reply_permission(&id, &accepted.permission.unwrap().id, PermissionReply::Once)
+        .await
+        .unwrap();
+    wait_status(&mut events, &id, SessionStatus::Idle).await;
+    let messages = b.client.messages(&id).await.unwrap();
+    let out = stream_text(&last_reply(&messages).parts, Stream::Stdout);
+    let root = std::fs::canonicalize(b.project_path()).unwrap();
+    assert_eq!(
+        out,
+        format!(
+            "{}\n{}\n",
+            root.join("a b.txt").display(),
+            root.join("c.txt").display()
+        )
+    );
+}
+
+/// An agent that ignores cancellation until the test lets it go.
+struct Stubborn {
+    release: std::sync::Arc<tokio::sync::Notify>,
+}
+
+impl ax_server::Agent for Stubborn {
+    fn name(&self) -> &'static str {
+        "stubborn"
+    }
+
+    fn describe(&self, request: &ax_server::AgentRequest) -> String {
+        request.text.clone()
+    }
+
+    fn run(
+        &self,
+        _request: ax_server::AgentRequest,
+        output: tokio::sync::mpsc::Sender<ax_server::AgentOutput>,
+        _cancel: tokio_util::sync::CancellationToken,
+    ) -> futures_util::future::BoxFuture<'static, ax_server::RunEnd> {
+        let release = self.release.clone();
+        Box::pin(async move {
+            release.notified().await;
+            drop(output);
+            ax_server::RunEnd::Cancelled
+        })
+    }
+}
+
+#[tokio::test]
+async fn abort_says_so_when_the_run_does_not_stop() {
+    let release = std::sync::Arc::new(tokio::sync::Notify::new());
+    let agent = Stubborn {
+        release: release.clone(),
+    };
+    let b = Backend::start_with(|c| {
+        c.agent = std::sync::Arc::new(agent);
+        c.limits.abort_wait = std::time::Duration::from_millis(300);
+    })
+    .await;
+    let id = b.session().await;
+    let mut events = b.events().await;
+    let accepted = b.client.prompt_text(&id, "anything").await.unwrap();
+    b.client
+        .reply_permission(&id, &accepted.permission.unwrap().id, PermissionReply::Once)
+        .await
+        .unwrap();
+    wait_status(&mut events, &id, SessionStatus::Busy).await;
+    let err = b.client.abort(&id).await.unwrap_err();
+    assert_eq!(err.status(), Some(409), "{err}");
+    assert!(
+        err.api().unwrap().message.contains("has not ended"),
+        "{err}"
+    );
+    // Deleting the session is refused too while its run goes on: its rows stay.
+    let err = b.client.delete_session(&id).await.unwrap_err();
+    assert_eq!(err.status(), Some(409), "{err}");
+    assert!(b.client.get_session(&id).await.is_ok());
+
+    release.notify_one();
+    wait_status(&mut events, &id, SessionStatus::Idle).await;
+    assert!(!b.client.abort(&id).await.unwrap().aborted);
+    let messages = b.client.messages(&id).await.unwrap();
+    assert_eq!(last_reply(&messages).parts.last(), Some(&Part::Aborted));
+}

@@ -32,6 +32,7 @@ pub fn permission(id: &str, n: u32, command: &str) -> Permission {
         id: id.into(),
         session_id: sid(n),
         command: command.into(),
+        attachments: Vec::new(),
         state: PermissionState::Pending,
         created: 1,
     }

@@ -1,0 +1,141 @@
+//! Process groups: killing one, and recording one so a backend restarted after a crash can
+//! stop what the dead backend left running.
+//!
+//! A pid alone does not identify a process for long: pids are reused. A pid together with its
+//! start time (clock ticks after boot, from `/proc/PID/stat`) does, so every record here
+//! carries both and nothing is signalled unless both still match.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+
+/// A process group as recorded for crash cleanup: the group id (the leader's pid) and the
+/// leader's start time, if it could be read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ProcessGroup {
+    /// The group id, which is the pid of the process that leads it.
+    pub pgid: u32,
+    /// The leader's start time (see [`process_start_time`]); `None` if `/proc` could not tell.
+    pub start: Option<u64>,
+}
+
+impl ProcessGroup {
+    /// Records the group led by `pgid` now, with its leader's start time.
+    pub fn of_leader(pgid: u32) -> ProcessGroup {
+        ProcessGroup {
+            pgid,
+            start: process_start_time(pgid),
+        }
+    }
+}
+
+/// The start time of a process (clock ticks after boot, `/proc/PID/stat` field 22): with the
+/// pid it identifies a process even after the pid is reused.
+pub fn process_start_time(pid: u32) -> Option<u64> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // The command name (field 2) may contain spaces and parentheses; the fields after it
+    // follow the last ')'.
+    let (_, rest) = stat.rsplit_once(')')?;
+    rest.split_whitespace().nth(19)?.parse().ok()
+}
+
+/// This process as the owner of recorded work: its pid and start time.
+pub fn this_process() -> (u32, Option<u64>) {
+    static START: std::sync::OnceLock<Option<u64>> = std::sync::OnceLock::new();
+    let pid = std::process::id();
+    (pid, *START.get_or_init(|| process_start_time(pid)))
+}
+
+/// Whether `owner` (pid and start time) is a live process other than this one.
+pub fn owner_alive(owner: (u32, Option<u64>)) -> bool {
+    owner.0 != std::process::id() && owner.1.is_some() && process_start_time(owner.0) == owner.1
+}
+
+/// Kills the process group `pgid` only if its leader is still the process that started at
+/// `start` (so a reused pid is never hit). Returns whether a signal was sent.
+///
+/// A group whose leader already exited cannot be matched this way and is left alone: its
+/// leader was the command the backend ran, and the module kills the group as soon as that
+/// command ends, so only a backend that died mid-command leaves a group behind.
+pub fn kill_orphaned_group(pgid: u32, start: u64) -> bool {
+    if process_start_time(pgid) != Some(start) {
+        return false;
+    }
+    kill_group(pgid)
+}
+
+/// Sends SIGKILL to every process in group `pgid`. Returns whether the signal was delivered
+/// (`false` when nobody is left in the group, the normal case after a clean exit).
+pub fn kill_group(pgid: u32) -> bool {
+    let Ok(raw) = i32::try_from(pgid) else {
+        return false;
+    };
+    // Never 0 or 1: `kill(0)` would signal our own group, and 1 is init.
+    if raw <= 1 {
+        return false;
+    }
+    match rustix::process::Pid::from_raw(raw) {
+        Some(pid) => {
+            rustix::process::kill_process_group(pid, rustix::process::Signal::KILL).is_ok()
+        }
+        None => false,
+    }
+}
+
+/// The group of a process this module started, shared by its handle and its driver task.
+///
+/// Once the driver has seen the command exit and killed what was left of its group, the group
+/// is marked ended and later kills do nothing: the number may belong to someone else by then.
+#[derive(Debug)]
+pub(crate) struct LiveGroup {
+    pub(crate) pgid: u32,
+    ended: AtomicBool,
+}
+
+impl LiveGroup {
+    pub(crate) fn new(pgid: u32) -> LiveGroup {
+        LiveGroup {
+            pgid,
+            ended: AtomicBool::new(false),
+        }
+    }
+
+    /// Kills the group unless it has ended; whether a signal went out.
+    pub(crate) fn kill(&self) -> bool {
+        if self.ended.load(Ordering::Acquire) {
+            return false;
+        }
+        kill_group(self.pgid)
+    }
+
+    /// The command ended: kill what is left of the group (background children) once, then
+    /// never signal this number again.
+    pub(crate) fn end(&self) {
+        if !self.ended.swap(true, Ordering::AcqRel) {
+            kill_group(self.pgid);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn this_process_has_a_start_time_and_is_not_an_orphan_owner() {
+        let me = this_process();
+        assert_eq!(me.0, std::process::id());
+        assert!(me.1.is_some());
+        // A backend never counts itself as another live owner.
+        assert!(!owner_alive(me));
+        // A pid with the wrong start time is not alive as that owner.
+        assert!(!owner_alive((1, Some(u64::MAX))));
+    }
+
+    #[test]
+    fn a_wrong_start_time_is_never_signalled() {
+        let me = std::process::id();
+        let start = process_start_time(me).unwrap();
+        assert!(!kill_orphaned_group(me, start + 1));
+        assert!(!kill_group(0));
+        assert!(!kill_group(1));
+    }
+}
