@@ -40,6 +40,8 @@ enum Command {
     /// The project's sessions.
     #[command(subcommand)]
     Session(cmd::session::SessionCommand),
+    /// The configured agents; `agents check NAME` starts one and prints what it offers.
+    Agents(cmd::agents::AgentsArgs),
 }
 
 #[derive(Debug, Subcommand)]
@@ -59,6 +61,7 @@ fn main() -> ExitCode {
         Some(Command::Mcp(McpCommand::Tui(args))) => cmd::mcp_tui::run(args),
         Some(Command::Mcp(McpCommand::Screen(args))) => cmd::mcp_screen::run(args),
         Some(Command::Session(command)) => cmd::session::run(command),
+        Some(Command::Agents(args)) => cmd::agents::run(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -12,6 +12,7 @@ use serde::{Deserialize, Serialize};
 pub mod local;
 pub mod proof;
 pub mod time;
+pub mod turn;
 
 /// Typed IDs live in the leaf crate `ax-core`; re-exported so wire types and their users agree.
 pub use ax_core::ids::{IdError as SessionIdError, MessageId, PermissionId, SessionId};

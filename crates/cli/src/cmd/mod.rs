@@ -1,5 +1,6 @@
 //! One module per subcommand.
 
+pub mod agents;
 pub mod mcp_screen;
 pub mod mcp_tui;
 pub mod serve;

@@ -1,0 +1,1448 @@
+//! One agent process, one ACP connection, one agent session.
+//!
+//! The connection runs in a task of its own. Its message handler never awaits the person or
+//! a request of its own (the SDK handles incoming messages one at a time, so that would
+//! deadlock): a permission request parks its responder until [`AgentHandle::answer_permission`]
+//! or an abort answers it, and file and terminal work runs in spawned tasks. The turn's
+//! `session/prompt` request is awaited by a task that never drops it (dropping sends
+//! `$/cancel_request`, which is not a cancel).
+
+use std::{
+    collections::BTreeMap,
+    io,
+    os::unix::process::ExitStatusExt,
+    path::{Path, PathBuf},
+    sync::{Arc, Mutex, MutexGuard},
+    time::Duration,
+};
+
+use agent_client_protocol::{
+    self as acp, Agent, Client, ErrorCode, Handled, Lines, schema::ProtocolVersion,
+    v1::ConnectionTo,
+};
+use agent_client_protocol::v1::{self, schema};
+use ax_protocol::turn::{
+    self, AuthMethod, Notice, NoticeKind, PermissionChoice, PermissionKind, PermissionOutcome,
+    PermissionPart, ToolCallFields, ToolCallPart, ToolStatus, TurnDelta, TurnEnd, TurnPart,
+};
+use futures::{SinkExt, StreamExt};
+use serde::{Deserialize, Serialize};
+use tokio::{
+    io::AsyncWriteExt,
+    sync::{mpsc, oneshot, watch},
+};
+use tokio_util::sync::CancellationToken;
+
+use crate::{
+    config::AgentSpec,
+    fs, map,
+    process::{self, STDERR_TAIL_BYTES, Tail, signal_group},
+    terminal::{LocalTerminals, TerminalSpec, Terminals},
+};
+
+/// The protocol version we speak.
+pub const PROTOCOL_VERSION: u16 = 1;
+
+/// Timing and parts that tests (and the backend) may change.
+#[derive(Clone)]
+pub struct StartOptions {
+    /// The project directory: the agent's cwd and the bound of its file and terminal access.
+    pub project_dir: PathBuf,
+    /// After an abort, how long the agent has to answer before its process group is killed.
+    pub watchdog: Duration,
+    /// Stopping: after stdin closes, how long before SIGTERM.
+    pub stop_term_after: Duration,
+    /// Stopping: after SIGTERM, how long before SIGKILL.
+    pub stop_kill_after: Duration,
+    /// Bound on `initialize`, `session/new|load|resume` and `session/set_mode`.
+    pub request_timeout: Duration,
+    /// The terminal implementation (default: [`LocalTerminals`]).
+    pub terminals: Option<Arc<dyn Terminals>>,
+}
+
+impl StartOptions {
+    pub fn new(project_dir: impl Into<PathBuf>) -> Self {
+        StartOptions {
+            project_dir: project_dir.into(),
+            watchdog: Duration::from_secs(15),
+            stop_term_after: Duration::from_secs(1),
+            stop_kill_after: Duration::from_secs(3),
+            request_timeout: Duration::from_secs(120),
+            terminals: None,
+        }
+    }
+}
+
+/// What the agent told us in `initialize`.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AgentInfo {
+    pub name: String,
+    pub title: Option<String>,
+    pub version: String,
+    pub protocol_version: u16,
+    pub load_session: bool,
+    pub resume_session: bool,
+    /// `agentCapabilities` as the agent sent them.
+    pub capabilities: serde_json::Value,
+    pub auth_methods: Vec<AuthMethod>,
+}
+
+/// One mode an agent offers.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Mode {
+    pub id: String,
+    pub name: String,
+    pub description: Option<String>,
+}
+
+/// The agent's modes and the current one.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Modes {
+    pub current: String,
+    pub available: Vec<Mode>,
+}
+
+/// How a session was opened.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Restored {
+    /// A new agent session, nothing to restore.
+    New,
+    /// `session/load`: the agent replayed its history (as [`AcpEvent::Replay`]).
+    Loaded,
+    /// `session/resume`: the agent continues without replay.
+    Resumed,
+    /// A reopen asked for, but the agent could not restore; a new session was started.
+    NotRestored,
+}
+
+/// The open agent session.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SessionInfo {
+    /// The agent's session id (store it to reopen later).
+    pub session_id: String,
+    pub modes: Option<Modes>,
+    pub config_options: Option<serde_json::Value>,
+    pub restored: Restored,
+}
+
+/// An item the agent replayed during `session/load`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ReplayItem {
+    /// Text of one of the person's earlier messages.
+    User(String),
+    /// A piece of one of the agent's earlier messages.
+    Agent(TurnDelta),
+}
+
+/// What the runtime reports, in order.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum AcpEvent {
+    /// A change to the running turn.
+    Delta(TurnDelta),
+    /// History replayed by `session/load`: match it against stored history, don't show twice.
+    Replay(ReplayItem),
+    /// A change that arrived outside any turn (e.g. a mode change, the not-restored notice).
+    Idle(TurnDelta),
+    /// The turn ended; `parts` is the fold of every delta it streamed.
+    TurnEnded { end: TurnEnd, parts: Vec<TurnPart> },
+    /// The agent process ended (intentionally or not).
+    Exited { status: String, stderr_tail: String },
+}
+
+/// The agent could not be started or initialized.
+#[derive(Debug, thiserror::Error)]
+pub enum StartError {
+    #[error("the project directory {path} is not usable: {source}")]
+    Project { path: PathBuf, source: io::Error },
+    #[error("cannot start agent `{name}` ({command}): {source}")]
+    Spawn {
+        name: String,
+        command: String,
+        source: io::Error,
+    },
+    #[error(
+        "agent `{name}` does not speak ACP protocol version {PROTOCOL_VERSION}, the one \
+         ax-code speaks ({detail}); update the agent or ax-code"
+    )]
+    ProtocolVersion {
+        name: String,
+        detail: String,
+        stderr_tail: String,
+    },
+    #[error("agent `{name}` failed to initialize: {message}")]
+    Handshake {
+        name: String,
+        message: String,
+        stderr_tail: String,
+    },
+}
+
+/// Opening the agent session failed.
+#[derive(Debug, thiserror::Error)]
+pub enum SessionError {
+    #[error("the agent needs authentication ({})", describe_auth(.auth_methods))]
+    NeedsAuth { auth_methods: Vec<AuthMethod> },
+    #[error("the agent refused: {message}")]
+    Agent { message: String, stderr_tail: String },
+    #[error("no agent session is open")]
+    NoSession,
+}
+
+fn describe_auth(methods: &[AuthMethod]) -> String {
+    if methods.is_empty() {
+        return "it offers no method; see its documentation for the key to set in its env"
+            .into();
+    }
+    methods
+        .iter()
+        .map(|m| match &m.description {
+            Some(d) => format!("{}: {d}", m.name),
+            None => m.name.clone(),
+        })
+        .collect::<Vec<_>>()
+        .join("; ")
+}
+
+/// A prompt that cannot start.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum PromptError {
+    #[error("the agent is busy with a turn; wait or abort first")]
+    Busy,
+    #[error("no agent session is open")]
+    NoSession,
+    #[error("the agent process has exited")]
+    Exited,
+}
+
+/// A permission answer that cannot be given.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum AnswerError {
+    #[error("no pending permission {0}")]
+    Unknown(String),
+    #[error("the agent offers no {} option here (offered: {})", .kind.as_str(), .offered.join(", "))]
+    NoSuchOption {
+        kind: PermissionKind,
+        offered: Vec<String>,
+    },
+}
+
+struct Parked {
+    responder: v1::Responder<serde_json::Value>,
+    options: Vec<PermissionChoice>,
+}
+
+struct TurnState {
+    seq: u64,
+    parts: Vec<TurnPart>,
+    cancel_requested: bool,
+}
+
+#[derive(Default)]
+struct State {
+    session_id: Option<String>,
+    turn: Option<TurnState>,
+    turn_seq: u64,
+    replaying: bool,
+    stopping: bool,
+    parked: BTreeMap<u64, (String, Parked)>,
+    next_permission: u64,
+    modes: Option<Modes>,
+    auth_methods: Vec<AuthMethod>,
+}
+
+struct Shared {
+    state: Mutex<State>,
+    events: mpsc::UnboundedSender<AcpEvent>,
+    project: PathBuf,
+    terminals: Arc<dyn Terminals>,
+    stderr: Arc<Mutex<Tail>>,
+}
+
+impl Shared {
+    fn lock(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn stderr_tail(&self) -> String {
+        self.stderr.lock().unwrap_or_else(|p| p.into_inner()).text()
+    }
+
+    /// Reports `delta`: folded into the running turn, or replayed, or outside a turn.
+    fn emit(&self, st: &mut State, delta: TurnDelta) {
+        let event = if st.replaying {
+            AcpEvent::Replay(ReplayItem::Agent(delta))
+        } else if let Some(turn) = st.turn.as_mut() {
+            turn::apply(&mut turn.parts, delta.clone());
+            AcpEvent::Delta(delta)
+        } else {
+            AcpEvent::Idle(delta)
+        };
+        let _ = self.events.send(event);
+    }
+
+    /// Answers every parked permission `cancelled` (each exactly once: it leaves the map).
+    fn cancel_parked(&self, st: &mut State) {
+        let cancelled = serde_json::to_value(schema::RequestPermissionResponse::new(
+            schema::RequestPermissionOutcome::Cancelled,
+        ))
+        .unwrap_or_default();
+        for (_, (id, parked)) in std::mem::take(&mut st.parked) {
+            let _ = parked.responder.respond(cancelled.clone());
+            self.emit(
+                st,
+                TurnDelta::PermissionAnswered {
+                    permission_id: id,
+                    outcome: PermissionOutcome::Cancelled,
+                },
+            );
+        }
+    }
+
+    /// Marks the running turn's open tool calls `status`.
+    fn close_tool_calls(&self, st: &mut State, status: ToolStatus) {
+        let open: Vec<String> = st
+            .turn
+            .as_ref()
+            .map(|t| {
+                t.parts
+                    .iter()
+                    .filter_map(|p| match p {
+                        TurnPart::ToolCall(tc) if tc.status.is_open() => {
+                            Some(tc.tool_call_id.clone())
+                        }
+                        _ => None,
+                    })
+                    .collect()
+            })
+            .unwrap_or_default();
+        for id in open {
+            self.emit(
+                st,
+                TurnDelta::ToolCallUpdated {
+                    tool_call_id: id,
+                    fields: ToolCallFields {
+                        status: Some(status),
+                        ..ToolCallFields::default()
+                    },
+                },
+            );
+        }
+    }
+}
+
+/// A running agent process with its ACP connection.
+pub struct AgentHandle {
+    name: String,
+    cx: ConnectionTo<Agent>,
+    shared: Arc<Shared>,
+    info: AgentInfo,
+    session: Option<SessionInfo>,
+    pgid: u32,
+    exit: watch::Receiver<Option<String>>,
+    close_stdin: CancellationToken,
+    options: StartOptions,
+}
+
+fn json_error(e: impl std::fmt::Display) -> acp::Error {
+    acp::Error::new(ErrorCode::INVALID_PARAMS, e.to_string())
+}
+
+fn respond<T: Serialize>(responder: v1::Responder<serde_json::Value>, result: Result<T, acp::Error>) {
+    let result = result.and_then(|v| serde_json::to_value(v).map_err(acp::Error::into_internal_error));
+    let _ = match result {
+        Ok(v) => responder.respond(v),
+        Err(e) => responder.respond_with_error(e),
+    };
+}
+
+fn fs_error(e: fs::FsError) -> acp::Error {
+    if e.is_invalid_params() {
+        acp::Error::new(ErrorCode::INVALID_PARAMS, e.to_string())
+    } else if matches!(e, fs::FsError::NotFound(_)) {
+        acp::Error::new(ErrorCode::RESOURCE_NOT_FOUND, e.to_string())
+    } else {
+        acp::Error::new(ErrorCode::INTERNAL_ERROR, e.to_string())
+    }
+}
+
+fn parse<T: for<'de> Deserialize<'de>>(params: &serde_json::Value) -> Result<T, acp::Error> {
+    T::deserialize(params).map_err(json_error)
+}
+
+/// The agent's own description of a status.
+fn describe_status(status: io::Result<std::process::ExitStatus>) -> String {
+    match status {
+        Ok(s) => match (s.code(), s.signal()) {
+            (Some(c), _) => format!("exit status {c}"),
+            (None, Some(sig)) => format!("killed by signal {sig}"),
+            _ => "ended".into(),
+        },
+        Err(e) => format!("unknown status ({e})"),
+    }
+}
+
+fn handle_update(shared: &Shared, params: &serde_json::Value) {
+    let note: schema::SessionNotification = match schema::SessionNotification::deserialize(params)
+    {
+        Ok(n) => n,
+        Err(e) => {
+            let kind = params
+                .get("update")
+                .and_then(|u| u.get("sessionUpdate"))
+                .and_then(|k| k.as_str())
+                .unwrap_or("?");
+            tracing::warn!(kind, error = %e, "skipped an agent update we do not understand");
+            return;
+        }
+    };
+    let mut st = shared.lock();
+    if st.session_id.as_deref() != Some(&*note.session_id.0) {
+        tracing::warn!("skipped an update for another agent session");
+        return;
+    }
+    let delta = match note.update {
+        schema::SessionUpdate::AgentMessageChunk(c) => TurnDelta::TextAppended {
+            text: map::block_text(&c.content),
+        },
+        schema::SessionUpdate::AgentThoughtChunk(c) => TurnDelta::ThoughtAppended {
+            text: map::block_text(&c.content),
+        },
+        schema::SessionUpdate::UserMessageChunk(c) => {
+            if st.replaying {
+                let _ = shared
+                    .events
+                    .send(AcpEvent::Replay(ReplayItem::User(map::block_text(&c.content))));
+            }
+            return;
+        }
+        schema::SessionUpdate::ToolCall(tc) => TurnDelta::ToolCallCreated {
+            tool_call: map::tool_call(&tc),
+        },
+        schema::SessionUpdate::ToolCallUpdate(u) => TurnDelta::ToolCallUpdated {
+            tool_call_id: u.tool_call_id.0.to_string(),
+            fields: map::fields(&u.fields),
+        },
+        schema::SessionUpdate::Plan(p) => TurnDelta::PlanReplaced {
+            entries: map::plan(&p),
+        },
+        schema::SessionUpdate::UsageUpdate(u) => TurnDelta::Notice {
+            notice: Notice {
+                kind: NoticeKind::Usage,
+                message: format!("context: {} of {} tokens used", u.used, u.size),
+            },
+        },
+        schema::SessionUpdate::CurrentModeUpdate(m) => {
+            let id = m.current_mode_id.0.to_string();
+            if let Some(modes) = st.modes.as_mut() {
+                modes.current = id.clone();
+            }
+            TurnDelta::Notice {
+                notice: Notice {
+                    kind: NoticeKind::Mode,
+                    message: format!("mode: {id}"),
+                },
+            }
+        }
+        schema::SessionUpdate::Notice(n) => TurnDelta::Notice {
+            notice: Notice {
+                kind: match n.severity {
+                    schema::NoticeSeverity::Error => NoticeKind::Error,
+                    _ => NoticeKind::Info,
+                },
+                message: match n.description {
+                    Some(d) => format!("{}: {d}", n.title),
+                    None => n.title,
+                },
+            },
+        },
+        other => {
+            tracing::debug!(update = ?std::mem::discriminant(&other), "agent update not shown");
+            return;
+        }
+    };
+    shared.emit(&mut st, delta);
+}
+
+fn handle_permission(
+    shared: &Shared,
+    params: &serde_json::Value,
+    responder: v1::Responder<serde_json::Value>,
+) {
+    let req: schema::RequestPermissionRequest = match parse(params) {
+        Ok(r) => r,
+        Err(e) => return respond::<()>(responder, Err(e)),
+    };
+    let mut st = shared.lock();
+    let id_str = req.tool_call.tool_call_id.0.to_string();
+    let mut tool_call = st
+        .turn
+        .as_ref()
+        .and_then(|t| {
+            t.parts.iter().rev().find_map(|p| match p {
+                TurnPart::ToolCall(tc) if tc.tool_call_id == id_str => Some(tc.clone()),
+                _ => None,
+            })
+        })
+        .unwrap_or_else(|| ToolCallPart {
+            tool_call_id: id_str.clone(),
+            ..ToolCallPart::default()
+        });
+    map::fields(&req.tool_call.fields).merge_into(&mut tool_call);
+    let options: Vec<PermissionChoice> = req.options.iter().filter_map(map::option).collect();
+    st.next_permission += 1;
+    let n = st.next_permission;
+    let permission_id = format!("perm-{n}");
+    st.parked.insert(
+        n,
+        (
+            permission_id.clone(),
+            Parked {
+                responder,
+                options: options.clone(),
+            },
+        ),
+    );
+    let part = PermissionPart {
+        permission_id,
+        tool_call,
+        options,
+        outcome: PermissionOutcome::Pending,
+    };
+    shared.emit(&mut st, TurnDelta::PermissionAsked { permission: part });
+}
+
+/// A terminal cwd: absent means the project; present must resolve inside it.
+fn terminal_cwd(project: &Path, cwd: Option<&Path>) -> Result<PathBuf, acp::Error> {
+    let Some(cwd) = cwd else {
+        return Ok(project.to_owned());
+    };
+    let joined = if cwd.is_absolute() {
+        cwd.to_owned()
+    } else {
+        project.join(cwd)
+    };
+    let canon = joined
+        .canonicalize()
+        .map_err(|e| json_error(format!("terminal cwd {}: {e}", cwd.display())))?;
+    if !canon.starts_with(project) || !canon.is_dir() {
+        return Err(json_error(format!(
+            "terminal cwd {} is not a directory inside the project",
+            cwd.display()
+        )));
+    }
+    Ok(canon)
+}
+
+fn handle_request(
+    shared: &Arc<Shared>,
+    method: &str,
+    params: &serde_json::Value,
+    responder: v1::Responder<serde_json::Value>,
+) {
+    // Every client method names the session; it must be ours.
+    let ours = shared.lock().session_id.clone();
+    if let Some(sid) = params.get("sessionId").and_then(|s| s.as_str())
+        && ours.as_deref() != Some(sid)
+    {
+        return respond::<()>(responder, Err(json_error("unknown sessionId")));
+    }
+    let project = shared.project.clone();
+    let terminals = shared.terminals.clone();
+    match method {
+        "session/request_permission" => handle_permission(shared, params, responder),
+        "fs/read_text_file" => {
+            let req: schema::ReadTextFileRequest = match parse(params) {
+                Ok(r) => r,
+                Err(e) => return respond::<()>(responder, Err(e)),
+            };
+            tokio::spawn(async move {
+                let read = tokio::task::spawn_blocking(move || {
+                    fs::read_text_file(&project, &req.path, req.line, req.limit)
+                })
+                .await;
+                let result = match read {
+                    Ok(r) => r.map(schema::ReadTextFileResponse::new).map_err(fs_error),
+                    Err(e) => Err(acp::Error::into_internal_error(e)),
+                };
+                respond(responder, result);
+            });
+        }
+        "fs/write_text_file" => {
+            let req: schema::WriteTextFileRequest = match parse(params) {
+                Ok(r) => r,
+                Err(e) => return respond::<()>(responder, Err(e)),
+            };
+            tokio::spawn(async move {
+                let written = tokio::task::spawn_blocking(move || {
+                    fs::write_text_file(&project, &req.path, &req.content)
+                })
+                .await;
+                let result = match written {
+                    Ok(r) => r.map(|()| schema::WriteTextFileResponse::new()).map_err(fs_error),
+                    Err(e) => Err(acp::Error::into_internal_error(e)),
+                };
+                respond(responder, result);
+            });
+        }
+        "terminal/create" => {
+            let result = parse::<schema::CreateTerminalRequest>(params).and_then(|req| {
+                let cwd = terminal_cwd(&project, req.cwd.as_deref())?;
+                let spec = TerminalSpec {
+                    command: req.command,
+                    args: req.args,
+                    env: req.env.into_iter().map(|e| (e.name, e.value)).collect(),
+                    cwd,
+                    output_byte_limit: req.output_byte_limit,
+                };
+                terminals
+                    .create(spec)
+                    .map(schema::CreateTerminalResponse::new)
+                    .map_err(json_error)
+            });
+            respond(responder, result);
+        }
+        "terminal/output" => {
+            let result = parse::<schema::TerminalOutputRequest>(params).and_then(|req| {
+                let out = terminals.output(&req.terminal_id.0).map_err(json_error)?;
+                Ok(schema::TerminalOutputResponse::new(out.output, out.truncated)
+                    .exit_status(out.exit.map(exit_status)))
+            });
+            respond(responder, result);
+        }
+        "terminal/wait_for_exit" => {
+            let req: schema::WaitForTerminalExitRequest = match parse(params) {
+                Ok(r) => r,
+                Err(e) => return respond::<()>(responder, Err(e)),
+            };
+            let wait = terminals.wait_for_exit(&req.terminal_id.0);
+            tokio::spawn(async move {
+                let result = wait
+                    .await
+                    .map(|e| schema::WaitForTerminalExitResponse::new(exit_status(e)))
+                    .map_err(json_error);
+                respond(responder, result);
+            });
+        }
+        "terminal/kill" => {
+            let result = parse::<schema::KillTerminalRequest>(params).and_then(|req| {
+                terminals
+                    .kill(&req.terminal_id.0)
+                    .map(|()| schema::KillTerminalResponse::new())
+                    .map_err(json_error)
+            });
+            respond(responder, result);
+        }
+        "terminal/release" => {
+            let result = parse::<schema::ReleaseTerminalRequest>(params).and_then(|req| {
+                terminals
+                    .release(&req.terminal_id.0)
+                    .map(|()| schema::ReleaseTerminalResponse::new())
+                    .map_err(json_error)
+            });
+            respond(responder, result);
+        }
+        other => {
+            tracing::debug!(method = other, "agent asked for a method we do not offer");
+            let _ = responder.respond_with_error(acp::Error::method_not_found());
+        }
+    }
+}
+
+fn exit_status(e: crate::terminal::ExitInfo) -> schema::TerminalExitStatus {
+    schema::TerminalExitStatus::new()
+        .exit_code(e.exit_code)
+        .signal(e.signal)
+}
+
+async fn write_stdin(
+    mut stdin: tokio::process::ChildStdin,
+    mut lines: futures::channel::mpsc::UnboundedReceiver<String>,
+    close: CancellationToken,
+) {
+    async fn write_line(stdin: &mut tokio::process::ChildStdin, line: &str) -> io::Result<()> {
+        let mut bytes = Vec::with_capacity(line.len() + 1);
+        bytes.extend_from_slice(line.as_bytes());
+        bytes.push(b'\n');
+        stdin.write_all(&bytes).await?;
+        stdin.flush().await
+    }
+    loop {
+        tokio::select! {
+            biased;
+            line = lines.next() => match line {
+                Some(line) => {
+                    let ok = tokio::select! {
+                        r = write_line(&mut stdin, &line) => r.is_ok(),
+                        () = close.cancelled() => false,
+                    };
+                    if !ok {
+                        break;
+                    }
+                }
+                None => break,
+            },
+            () = close.cancelled() => break,
+        }
+    }
+    // Closing stdin is how an agent learns we are done.
+    drop(stdin);
+}
+
+impl AgentHandle {
+    /// Starts the agent in the project directory and runs `initialize`.
+    pub async fn start(
+        spec: &AgentSpec,
+        options: StartOptions,
+    ) -> Result<(AgentHandle, mpsc::UnboundedReceiver<AcpEvent>), StartError> {
+        let project = options
+            .project_dir
+            .canonicalize()
+            .map_err(|source| StartError::Project {
+                path: options.project_dir.clone(),
+                source,
+            })?;
+        let mut child = process::agent_command(spec, &project)
+            .spawn()
+            .map_err(|source| StartError::Spawn {
+                name: spec.name.clone(),
+                command: spec.command.clone(),
+                source,
+            })?;
+        let pgid = child.id().unwrap_or(0);
+        let stderr = Arc::new(Mutex::new(Tail::new(STDERR_TAIL_BYTES)));
+        let stderr_pump = child
+            .stderr
+            .take()
+            .map(|e| tokio::spawn(process::collect_tail(e, stderr.clone())));
+        let (Some(stdin), Some(stdout)) = (child.stdin.take(), child.stdout.take()) else {
+            signal_group(pgid, rustix::process::Signal::KILL);
+            return Err(StartError::Handshake {
+                name: spec.name.clone(),
+                message: "the agent's standard streams are missing".into(),
+                stderr_tail: String::new(),
+            });
+        };
+        let (events_tx, events_rx) = mpsc::unbounded_channel();
+        let shared = Arc::new(Shared {
+            state: Mutex::new(State::default()),
+            events: events_tx.clone(),
+            project: project.clone(),
+            terminals: options
+                .terminals
+                .clone()
+                .unwrap_or_else(|| Arc::new(LocalTerminals::new())),
+            stderr: stderr.clone(),
+        });
+
+        // The process: reaped by its own task, which reports the exit.
+        let (exit_tx, exit_rx) = watch::channel(None);
+        {
+            let shared = shared.clone();
+            tokio::spawn(async move {
+                let status = describe_status(child.wait().await);
+                // Whatever the agent left in its group would keep our pipes open.
+                signal_group(pgid, rustix::process::Signal::KILL);
+                if let Some(pump) = stderr_pump {
+                    let _ = tokio::time::timeout(Duration::from_secs(2), pump).await;
+                }
+                shared.terminals.release_all();
+                let _ = exit_tx.send(Some(status.clone()));
+                let _ = shared.events.send(AcpEvent::Exited {
+                    status,
+                    stderr_tail: shared.stderr_tail(),
+                });
+            });
+        }
+
+        // stdin: our writer task; stdout: bounded lines.
+        let close_stdin = CancellationToken::new();
+        let (out_tx, out_rx) = futures::channel::mpsc::unbounded::<String>();
+        tokio::spawn(write_stdin(stdin, out_rx, close_stdin.clone()));
+        let sink = out_tx.sink_map_err(|_| io::Error::new(io::ErrorKind::BrokenPipe, "agent stdin closed"));
+        let lines = process::bounded_lines(stdout, process::MAX_LINE_BYTES);
+        let transport = Lines::new(sink, lines);
+
+        let (cx_tx, cx_rx) = oneshot::channel();
+        let shutdown = close_stdin.clone();
+        let handler_shared = shared.clone();
+        tokio::spawn(async move {
+            let result = Client
+                .v1()
+                .name("ax-code")
+                .on_receive_dispatch(
+                    async move |message: v1::Dispatch, _cx: ConnectionTo<Agent>| {
+                        match message {
+                            acp::Dispatch::Notification(n) => {
+                                if n.method() == "session/update" {
+                                    handle_update(&handler_shared, n.params());
+                                } else {
+                                    tracing::debug!(method = n.method(), "agent notification ignored");
+                                }
+                                Ok(Handled::Yes)
+                            }
+                            acp::Dispatch::Request(req, responder) => {
+                                handle_request(&handler_shared, req.method(), req.params(), responder);
+                                Ok(Handled::Yes)
+                            }
+                            message => Ok(Handled::No {
+                                message,
+                                retry: false,
+                            }),
+                        }
+                    },
+                    acp::on_receive_dispatch!(),
+                )
+                .connect_with(transport, async move |cx: ConnectionTo<Agent>| {
+                    let _ = cx_tx.send(cx.clone());
+                    tokio::select! {
+                        () = shutdown.cancelled() => {}
+                        () = cx.incoming_closed() => {}
+                    }
+                    Ok(())
+                })
+                .await;
+            if let Err(e) = result {
+                tracing::debug!(error = %e, "agent connection ended with an error");
+            }
+        });
+        let fail = |message: String, shared: &Shared| StartError::Handshake {
+            name: spec.name.clone(),
+            message,
+            stderr_tail: shared.stderr_tail(),
+        };
+        let Ok(cx) = cx_rx.await else {
+            signal_group(pgid, rustix::process::Signal::KILL);
+            return Err(fail("the connection did not start".into(), &shared));
+        };
+        let mut handle = AgentHandle {
+            name: spec.name.clone(),
+            cx,
+            shared,
+            info: AgentInfo {
+                name: spec.name.clone(),
+                title: None,
+                version: String::new(),
+                protocol_version: 0,
+                load_session: false,
+                resume_session: false,
+                capabilities: serde_json::Value::Null,
+                auth_methods: Vec::new(),
+            },
+            session: None,
+            pgid,
+            exit: exit_rx,
+            close_stdin,
+            options,
+        };
+        let init = schema::InitializeRequest::new(ProtocolVersion::V1)
+            .client_capabilities(
+                schema::ClientCapabilities::new()
+                    .fs(schema::FileSystemCapabilities::new()
+                        .read_text_file(true)
+                        .write_text_file(true))
+                    .terminal(true),
+            )
+            .client_info(schema::Implementation::new("ax-code", env!("CARGO_PKG_VERSION")));
+        let answer = handle.request(init).await;
+        let response = match answer {
+            Ok(r) => r,
+            Err(message) => {
+                let err = handle.fail_start(message).await;
+                return Err(err);
+            }
+        };
+        let version = serde_json::to_value(response.protocol_version)
+            .ok()
+            .and_then(|v| v.as_u64())
+            .unwrap_or(0);
+        if version != u64::from(PROTOCOL_VERSION) {
+            handle.stop().await;
+            return Err(StartError::ProtocolVersion {
+                name: spec.name.clone(),
+                detail: format!("it answered version {version}"),
+                stderr_tail: handle.shared.stderr_tail(),
+            });
+        }
+        let caps = &response.agent_capabilities;
+        let auth_methods = map::auth_methods(&response.auth_methods);
+        handle.shared.lock().auth_methods = auth_methods.clone();
+        handle.info = AgentInfo {
+            name: response
+                .agent_info
+                .as_ref()
+                .map(|i| i.name.clone())
+                .unwrap_or_else(|| spec.name.clone()),
+            title: response.agent_info.as_ref().and_then(|i| i.title.clone()),
+            version: response
+                .agent_info
+                .as_ref()
+                .map(|i| i.version.clone())
+                .unwrap_or_default(),
+            protocol_version: PROTOCOL_VERSION,
+            load_session: caps.load_session,
+            resume_session: caps.session_capabilities.resume.is_some(),
+            capabilities: serde_json::to_value(caps).unwrap_or_default(),
+            auth_methods,
+        };
+        Ok((handle, events_rx))
+    }
+
+    async fn fail_start(&mut self, message: String) -> StartError {
+        // The stderr tail explains most failures; give the process a moment to write it.
+        self.stop().await;
+        let tail = self.shared.stderr_tail();
+        if message.contains("protocol") && message.contains("version") {
+            return StartError::ProtocolVersion {
+                name: self.name.clone(),
+                detail: message,
+                stderr_tail: tail,
+            };
+        }
+        StartError::Handshake {
+            name: self.name.clone(),
+            message,
+            stderr_tail: tail,
+        }
+    }
+
+    /// Sends a setup request and waits (bounded) for its answer; errors as text.
+    async fn request<R: acp::JsonRpcRequest>(&self, req: R) -> Result<R::Response, String> {
+        self.request_raw(req).await.map_err(|e| match e {
+            Some(e) => match e.data.as_ref().and_then(|d| d.as_str()) {
+                Some(data) => format!("{}: {data} (code {})", e.message, e.code.value()),
+                None => format!("{} (code {})", e.message, e.code.value()),
+            },
+            None => format!(
+                "no answer within {} s",
+                self.options.request_timeout.as_secs()
+            ),
+        })
+    }
+
+    async fn request_raw<R: acp::JsonRpcRequest>(
+        &self,
+        req: R,
+    ) -> Result<R::Response, Option<acp::Error>> {
+        match tokio::time::timeout(
+            self.options.request_timeout,
+            self.cx.send_request(req).block_task(),
+        )
+        .await
+        {
+            Ok(Ok(r)) => Ok(r),
+            Ok(Err(e)) => Err(Some(e)),
+            Err(_) => Err(None),
+        }
+    }
+
+    /// What the agent said about itself.
+    pub fn info(&self) -> &AgentInfo {
+        &self.info
+    }
+
+    /// The open session, if any.
+    pub fn session(&self) -> Option<&SessionInfo> {
+        self.session.as_ref()
+    }
+
+    /// The process group of the agent (for crash cleanup records).
+    pub fn process_group(&self) -> u32 {
+        self.pgid
+    }
+
+    /// The last 64 KiB of the agent's stderr.
+    pub fn stderr_tail(&self) -> String {
+        self.shared.stderr_tail()
+    }
+
+    /// Whether the agent process still runs.
+    pub fn is_alive(&self) -> bool {
+        self.exit.borrow().is_none()
+    }
+
+    /// Whether a turn is running.
+    pub fn is_busy(&self) -> bool {
+        self.shared.lock().turn.is_some()
+    }
+
+    /// Current modes.
+    pub fn modes(&self) -> Option<Modes> {
+        self.shared.lock().modes.clone()
+    }
+
+    /// Pending permissions, oldest first.
+    pub fn pending_permissions(&self) -> Vec<(String, Vec<PermissionChoice>)> {
+        self.shared
+            .lock()
+            .parked
+            .values()
+            .map(|(id, p)| (id.clone(), p.options.clone()))
+            .collect()
+    }
+
+    fn map_session_error(&self, e: Option<acp::Error>) -> SessionError {
+        match e {
+            Some(e) if e.code == ErrorCode::AUTH_REQUIRED => SessionError::NeedsAuth {
+                auth_methods: self.info.auth_methods.clone(),
+            },
+            Some(e) => SessionError::Agent {
+                message: format!("{} (code {})", e.message, e.code.value()),
+                stderr_tail: self.stderr_tail(),
+            },
+            None => SessionError::Agent {
+                message: format!(
+                    "no answer within {} s",
+                    self.options.request_timeout.as_secs()
+                ),
+                stderr_tail: self.stderr_tail(),
+            },
+        }
+    }
+
+    /// Opens the agent session: `reopen` names the agent's session id from before. Restores
+    /// through `session/load` if advertised (replay as [`AcpEvent::Replay`]), else
+    /// `session/resume`, else a new session with a notice that the agent's own context was
+    /// not restored. A new session never starts in a mode that skips permission.
+    pub async fn open_session(
+        &mut self,
+        mcp_servers: Vec<schema::McpServer>,
+        reopen: Option<&str>,
+    ) -> Result<SessionInfo, SessionError> {
+        let project = self.shared.project.clone();
+        let mut restored = Restored::New;
+        let mut response_modes = None;
+        let mut config_options = None;
+        let mut session_id = None;
+        let mut not_restored_reason = None;
+        if let Some(old) = reopen {
+            if self.info.load_session {
+                {
+                    let mut st = self.shared.lock();
+                    st.session_id = Some(old.to_string());
+                    st.replaying = true;
+                }
+                let req = schema::LoadSessionRequest::new(old.to_string(), project.clone())
+                    .mcp_servers(mcp_servers.clone());
+                let loaded = self.request_raw(req).await;
+                self.shared.lock().replaying = false;
+                match loaded {
+                    Ok(r) => {
+                        restored = Restored::Loaded;
+                        response_modes = r.modes;
+                        config_options = r.config_options.map(|c| serde_json::to_value(c).unwrap_or_default());
+                        session_id = Some(old.to_string());
+                    }
+                    Err(Some(e)) if e.code == ErrorCode::AUTH_REQUIRED => {
+                        self.shared.lock().session_id = None;
+                        return Err(self.map_session_error(Some(e)));
+                    }
+                    Err(e) => {
+                        self.shared.lock().session_id = None;
+                        not_restored_reason = Some(format!(
+                            "session/load failed: {}",
+                            e.map(|e| e.message).unwrap_or_else(|| "no answer".into())
+                        ));
+                    }
+                }
+            } else if self.info.resume_session {
+                self.shared.lock().session_id = Some(old.to_string());
+                let req = schema::ResumeSessionRequest::new(old.to_string(), project.clone())
+                    .mcp_servers(mcp_servers.clone());
+                match self.request_raw(req).await {
+                    Ok(r) => {
+                        restored = Restored::Resumed;
+                        response_modes = r.modes;
+                        config_options = r.config_options.map(|c| serde_json::to_value(c).unwrap_or_default());
+                        session_id = Some(old.to_string());
+                    }
+                    Err(Some(e)) if e.code == ErrorCode::AUTH_REQUIRED => {
+                        self.shared.lock().session_id = None;
+                        return Err(self.map_session_error(Some(e)));
+                    }
+                    Err(e) => {
+                        self.shared.lock().session_id = None;
+                        not_restored_reason = Some(format!(
+                            "session/resume failed: {}",
+                            e.map(|e| e.message).unwrap_or_else(|| "no answer".into())
+                        ));
+                    }
+                }
+            } else {
+                not_restored_reason =
+                    Some("the agent offers neither session/load nor session/resume".into());
+            }
+        }
+        let session_id = match session_id {
+            Some(id) => id,
+            None => {
+                let req = schema::NewSessionRequest::new(project).mcp_servers(mcp_servers);
+                let r = self
+                    .request_raw(req)
+                    .await
+                    .map_err(|e| self.map_session_error(e))?;
+                response_modes = r.modes;
+                config_options = r.config_options.map(|c| serde_json::to_value(c).unwrap_or_default());
+                if reopen.is_some() {
+                    restored = Restored::NotRestored;
+                }
+                r.session_id.0.to_string()
+            }
+        };
+        let modes = response_modes.map(|m| Modes {
+            current: m.current_mode_id.0.to_string(),
+            available: m
+                .available_modes
+                .iter()
+                .map(|a| Mode {
+                    id: a.id.0.to_string(),
+                    name: a.name.clone(),
+                    description: a.description.clone(),
+                })
+                .collect(),
+        });
+        {
+            let mut st = self.shared.lock();
+            st.session_id = Some(session_id.clone());
+            st.modes = modes.clone();
+            if restored == Restored::NotRestored {
+                let why = not_restored_reason.unwrap_or_default();
+                self.shared.emit(
+                    &mut st,
+                    TurnDelta::Notice {
+                        notice: Notice {
+                            kind: NoticeKind::Info,
+                            message: format!(
+                                "a new agent session was started: the agent's own context of \
+                                 this conversation was not restored ({why})"
+                            ),
+                        },
+                    },
+                );
+            }
+        }
+        let mut info = SessionInfo {
+            session_id,
+            modes,
+            config_options,
+            restored,
+        };
+        // Never start in a mode that acts without asking.
+        if let Some(modes) = &info.modes {
+            let current = modes.available.iter().find(|m| m.id == modes.current);
+            let bypass = current.map_or_else(
+                || map::is_bypass_mode(&modes.current, ""),
+                |m| map::is_bypass_mode(&m.id, &m.name),
+            );
+            if bypass {
+                let asking = modes
+                    .available
+                    .iter()
+                    .find(|m| m.id == "default")
+                    .or_else(|| {
+                        modes
+                            .available
+                            .iter()
+                            .find(|m| !map::is_bypass_mode(&m.id, &m.name))
+                    })
+                    .map(|m| m.id.clone());
+                if let Some(mode) = asking {
+                    self.set_mode(&mode).await?;
+                    if let Some(m) = info.modes.as_mut() {
+                        m.current = mode;
+                    }
+                }
+            }
+        }
+        self.session = Some(info.clone());
+        Ok(info)
+    }
+
+    /// Switches the agent's mode (`session/set_mode`).
+    pub async fn set_mode(&self, mode_id: &str) -> Result<(), SessionError> {
+        let sid = self
+            .shared
+            .lock()
+            .session_id
+            .clone()
+            .ok_or(SessionError::NoSession)?;
+        self.request_raw(schema::SetSessionModeRequest::new(sid, mode_id.to_string()))
+            .await
+            .map_err(|e| self.map_session_error(e))?;
+        let mut st = self.shared.lock();
+        if let Some(m) = st.modes.as_mut() {
+            m.current = mode_id.to_string();
+        }
+        Ok(())
+    }
+
+    /// Starts a turn with a text prompt.
+    pub fn prompt_text(&self, text: &str) -> Result<(), PromptError> {
+        self.prompt(vec![schema::ContentBlock::Text(schema::TextContent::new(
+            text.to_string(),
+        ))])
+    }
+
+    /// Starts a turn. Its deltas arrive as [`AcpEvent::Delta`], its end as
+    /// [`AcpEvent::TurnEnded`]. One turn at a time.
+    pub fn prompt(&self, blocks: Vec<schema::ContentBlock>) -> Result<(), PromptError> {
+        if !self.is_alive() {
+            return Err(PromptError::Exited);
+        }
+        let (sid, seq) = {
+            let mut st = self.shared.lock();
+            let sid = st.session_id.clone().ok_or(PromptError::NoSession)?;
+            if st.turn.is_some() {
+                return Err(PromptError::Busy);
+            }
+            st.turn_seq += 1;
+            let seq = st.turn_seq;
+            st.turn = Some(TurnState {
+                seq,
+                parts: Vec::new(),
+                cancel_requested: false,
+            });
+            (sid, seq)
+        };
+        let sent = self
+            .cx
+            .send_request(schema::PromptRequest::new(sid, blocks));
+        let shared = self.shared.clone();
+        let exit = self.exit.clone();
+        tokio::spawn(async move {
+            // Awaited to the end, never dropped: see the module comment.
+            let result = sent.block_task().await;
+            finish_turn(&shared, seq, result, exit).await;
+        });
+        Ok(())
+    }
+
+    /// Answers a pending permission with the agent's option of `kind` (or the narrower one
+    /// of the same direction); returns the option that was sent.
+    pub fn answer_permission(
+        &self,
+        permission_id: &str,
+        kind: PermissionKind,
+    ) -> Result<PermissionChoice, AnswerError> {
+        let mut st = self.shared.lock();
+        let key = st
+            .parked
+            .iter()
+            .find(|(_, (id, _))| id == permission_id)
+            .map(|(k, _)| *k)
+            .ok_or_else(|| AnswerError::Unknown(permission_id.to_string()))?;
+        let options = &st.parked[&key].1.options;
+        let choice = map::pick(options, kind)
+            .cloned()
+            .ok_or_else(|| AnswerError::NoSuchOption {
+                kind,
+                offered: options.iter().map(|o| o.kind.as_str().to_string()).collect(),
+            })?;
+        let Some((id, parked)) = st.parked.remove(&key) else {
+            return Err(AnswerError::Unknown(permission_id.to_string()));
+        };
+        let response = schema::RequestPermissionResponse::new(
+            schema::RequestPermissionOutcome::Selected(schema::SelectedPermissionOutcome::new(
+                choice.option_id.clone(),
+            )),
+        );
+        let _ = parked
+            .responder
+            .respond(serde_json::to_value(response).unwrap_or_default());
+        self.shared.emit(
+            &mut st,
+            TurnDelta::PermissionAnswered {
+                permission_id: id,
+                outcome: PermissionOutcome::Selected {
+                    option_id: choice.option_id.clone(),
+                    kind: choice.kind,
+                },
+            },
+        );
+        Ok(choice)
+    }
+
+    /// Aborts the running turn: `session/cancel`, parked permissions answered `cancelled`,
+    /// open tool calls marked cancelled; the turn ends when the agent answers the prompt, or
+    /// its process group is killed after the watchdog. Returns whether a turn was running.
+    pub fn cancel(&self) -> bool {
+        let seq = {
+            let mut st = self.shared.lock();
+            let Some(turn) = st.turn.as_mut() else {
+                return false;
+            };
+            if turn.cancel_requested {
+                return true;
+            }
+            turn.cancel_requested = true;
+            let seq = turn.seq;
+            // session/cancel first, so the agent knows why its permission requests end.
+            let sid = st.session_id.clone().unwrap_or_default();
+            if let Err(e) = self
+                .cx
+                .send_notification(schema::CancelNotification::new(sid))
+            {
+                tracing::debug!(error = %e, "could not send session/cancel");
+            }
+            self.shared.cancel_parked(&mut st);
+            self.shared.close_tool_calls(&mut st, ToolStatus::Cancelled);
+            seq
+        };
+        let shared = self.shared.clone();
+        let pgid = self.pgid;
+        let watchdog = self.options.watchdog;
+        tokio::spawn(async move {
+            tokio::time::sleep(watchdog).await;
+            let running = shared.lock().turn.as_ref().is_some_and(|t| t.seq == seq);
+            if running {
+                tracing::warn!(pgid, "the agent ignored the abort: killing its process group");
+                signal_group(pgid, rustix::process::Signal::KILL);
+            }
+        });
+        true
+    }
+
+    /// Stops the agent: answers what is parked, closes stdin, SIGTERM to the group after
+    /// `stop_term_after`, SIGKILL after `stop_kill_after` more. Waits for the process.
+    pub async fn stop(&self) {
+        {
+            let mut st = self.shared.lock();
+            st.stopping = true;
+            self.shared.cancel_parked(&mut st);
+        }
+        self.shared.terminals.release_all();
+        self.close_stdin.cancel();
+        let mut exit = self.exit.clone();
+        let mut wait = async |d: Duration| {
+            tokio::time::timeout(d, exit.wait_for(Option::is_some))
+                .await
+                .is_ok()
+        };
+        if !wait(self.options.stop_term_after).await {
+            signal_group(self.pgid, rustix::process::Signal::TERM);
+            if !wait(self.options.stop_kill_after).await {
+                signal_group(self.pgid, rustix::process::Signal::KILL);
+                let _ = wait(Duration::from_secs(5)).await;
+            }
+        }
+    }
+}
+
+impl Drop for AgentHandle {
+    fn drop(&mut self) {
+        self.close_stdin.cancel();
+        if self.is_alive() {
+            signal_group(self.pgid, rustix::process::Signal::KILL);
+        }
+    }
+}
+
+async fn finish_turn(
+    shared: &Shared,
+    seq: u64,
+    result: Result<schema::PromptResponse, acp::Error>,
+    mut exit: watch::Receiver<Option<String>>,
+) {
+    let (cancel_requested, stopping) = {
+        let st = shared.lock();
+        (
+            st.turn.as_ref().is_some_and(|t| t.seq == seq && t.cancel_requested),
+            st.stopping,
+        )
+    };
+    let mut stop_notice = None;
+    let end = match result {
+        Ok(r) => {
+            let reason = serde_json::to_value(&r.stop_reason)
+                .ok()
+                .and_then(|v| v.as_str().map(str::to_string))
+                .unwrap_or_else(|| "unknown".into());
+            if reason == "cancelled" || cancel_requested {
+                TurnEnd::Cancelled
+            } else {
+                if reason != "end_turn" {
+                    stop_notice = Some(format!("the agent stopped: {reason}"));
+                }
+                TurnEnd::Completed {
+                    stop_reason: reason,
+                }
+            }
+        }
+        Err(e) if e.code == ErrorCode::AUTH_REQUIRED => TurnEnd::NeedsAuth {
+            auth_methods: shared.lock().auth_methods.clone(),
+        },
+        Err(_) if cancel_requested || stopping => TurnEnd::Cancelled,
+        Err(e) => {
+            let gone = acp::is_incoming_transport_closed(&e) || acp::is_connection_terminated(&e);
+            let message = if gone {
+                let status = tokio::time::timeout(
+                    Duration::from_secs(3),
+                    exit.wait_for(Option::is_some),
+                )
+                .await
+                .ok()
+                .and_then(|r| r.ok().and_then(|s| s.clone()))
+                .unwrap_or_else(|| "closed its output".into());
+                format!("the agent exited mid-turn ({status})")
+            } else {
+                format!(
+                    "the agent failed the prompt: {} (code {})",
+                    e.message,
+                    e.code.value()
+                )
+            };
+            TurnEnd::Failed {
+                message,
+                stderr_tail: shared.stderr_tail(),
+            }
+        }
+    };
+    let mut st = shared.lock();
+    if let Some(message) = stop_notice {
+        shared.emit(
+            &mut st,
+            TurnDelta::Notice {
+                notice: Notice {
+                    kind: NoticeKind::Stop,
+                    message,
+                },
+            },
+        );
+    }
+    if let TurnEnd::NeedsAuth { auth_methods } = &end {
+        let message = format!("the agent needs authentication: {}", describe_auth(auth_methods));
+        shared.emit(
+            &mut st,
+            TurnDelta::Notice {
+                notice: Notice {
+                    kind: NoticeKind::Auth,
+                    message,
+                },
+            },
+        );
+    }
+    if let TurnEnd::Failed { message, .. } = &end {
+        let message = message.clone();
+        shared.emit(
+            &mut st,
+            TurnDelta::Notice {
+                notice: Notice {
+                    kind: NoticeKind::Error,
+                    message,
+                },
+            },
+        );
+    }
+    shared.cancel_parked(&mut st);
+    match end {
+        TurnEnd::Cancelled => shared.close_tool_calls(&mut st, ToolStatus::Cancelled),
+        TurnEnd::Failed { .. } => shared.close_tool_calls(&mut st, ToolStatus::Failed),
+        _ => {}
+    }
+    let parts = st.turn.take().map(|t| t.parts).unwrap_or_default();
+    let _ = shared.events.send(AcpEvent::TurnEnded { end, parts });
+}

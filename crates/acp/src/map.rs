@@ -1,0 +1,233 @@
+//! ACP schema types → our turn parts.
+
+use agent_client_protocol::v1::schema;
+use ax_protocol::turn::{
+    AuthMethod, PermissionChoice, PermissionKind, PlanEntry, PlanPriority, PlanStatus,
+    ToolCallFields, ToolCallPart, ToolContent, ToolKind, ToolLocation, ToolStatus,
+};
+
+/// A content block as text (non-text blocks by a short description).
+pub fn block_text(block: &schema::ContentBlock) -> String {
+    match block {
+        schema::ContentBlock::Text(t) => t.text.clone(),
+        schema::ContentBlock::Image(_) => "[image]".into(),
+        schema::ContentBlock::Audio(_) => "[audio]".into(),
+        schema::ContentBlock::ResourceLink(l) => format!("[{}]", l.uri),
+        schema::ContentBlock::Resource(_) => "[resource]".into(),
+        _ => "[content]".into(),
+    }
+}
+
+pub fn kind(k: &schema::ToolKind) -> ToolKind {
+    match k {
+        schema::ToolKind::Read => ToolKind::Read,
+        schema::ToolKind::Edit => ToolKind::Edit,
+        schema::ToolKind::Delete => ToolKind::Delete,
+        schema::ToolKind::Move => ToolKind::Move,
+        schema::ToolKind::Search => ToolKind::Search,
+        schema::ToolKind::Execute => ToolKind::Execute,
+        schema::ToolKind::Think => ToolKind::Think,
+        schema::ToolKind::Fetch => ToolKind::Fetch,
+        schema::ToolKind::SwitchMode => ToolKind::SwitchMode,
+        _ => ToolKind::Other,
+    }
+}
+
+pub fn status(s: &schema::ToolCallStatus) -> ToolStatus {
+    match s {
+        schema::ToolCallStatus::Pending => ToolStatus::Pending,
+        schema::ToolCallStatus::InProgress => ToolStatus::InProgress,
+        schema::ToolCallStatus::Completed => ToolStatus::Completed,
+        schema::ToolCallStatus::Failed => ToolStatus::Failed,
+        #[allow(unreachable_patterns)]
+        _ => ToolStatus::Pending,
+    }
+}
+
+fn content(c: &schema::ToolCallContent) -> Option<ToolContent> {
+    Some(match c {
+        schema::ToolCallContent::Content(c) => ToolContent::Text {
+            text: block_text(&c.content),
+        },
+        schema::ToolCallContent::Diff(d) => ToolContent::Diff {
+            path: d.path.to_string_lossy().into_owned(),
+            old_text: d.old_text.clone(),
+            new_text: d.new_text.clone(),
+        },
+        schema::ToolCallContent::Terminal(t) => ToolContent::Terminal {
+            terminal_id: t.terminal_id.0.to_string(),
+        },
+        #[allow(unreachable_patterns)]
+        _ => return None,
+    })
+}
+
+fn contents(list: &[schema::ToolCallContent]) -> Vec<ToolContent> {
+    list.iter().filter_map(content).collect()
+}
+
+fn locations(list: &[schema::ToolCallLocation]) -> Vec<ToolLocation> {
+    list.iter()
+        .map(|l| ToolLocation {
+            path: l.path.to_string_lossy().into_owned(),
+            line: l.line,
+        })
+        .collect()
+}
+
+pub fn tool_call(tc: &schema::ToolCall) -> ToolCallPart {
+    ToolCallPart {
+        tool_call_id: tc.tool_call_id.0.to_string(),
+        title: tc.title.clone(),
+        kind: kind(&tc.kind),
+        status: status(&tc.status),
+        content: contents(&tc.content),
+        locations: locations(&tc.locations),
+        raw_input: tc.raw_input.clone(),
+        raw_output: tc.raw_output.clone(),
+    }
+}
+
+pub fn fields(f: &schema::ToolCallUpdateFields) -> ToolCallFields {
+    ToolCallFields {
+        title: f.title.clone(),
+        kind: f.kind.as_ref().map(kind),
+        status: f.status.as_ref().map(status),
+        content: f.content.as_deref().map(contents),
+        locations: f.locations.as_deref().map(locations),
+        raw_input: f.raw_input.clone(),
+        raw_output: f.raw_output.clone(),
+    }
+}
+
+pub fn plan(p: &schema::Plan) -> Vec<PlanEntry> {
+    p.entries
+        .iter()
+        .map(|e| PlanEntry {
+            content: e.content.clone(),
+            priority: match e.priority {
+                schema::PlanEntryPriority::High => PlanPriority::High,
+                schema::PlanEntryPriority::Low => PlanPriority::Low,
+                _ => PlanPriority::Medium,
+            },
+            status: match e.status {
+                schema::PlanEntryStatus::InProgress => PlanStatus::InProgress,
+                schema::PlanEntryStatus::Completed => PlanStatus::Completed,
+                _ => PlanStatus::Pending,
+            },
+        })
+        .collect()
+}
+
+pub fn option(o: &schema::PermissionOption) -> Option<PermissionChoice> {
+    let kind = match o.kind {
+        schema::PermissionOptionKind::AllowOnce => PermissionKind::AllowOnce,
+        schema::PermissionOptionKind::AllowAlways => PermissionKind::AllowAlways,
+        schema::PermissionOptionKind::RejectOnce => PermissionKind::RejectOnce,
+        schema::PermissionOptionKind::RejectAlways => PermissionKind::RejectAlways,
+        _ => return None,
+    };
+    Some(PermissionChoice {
+        option_id: o.option_id.0.to_string(),
+        name: o.name.clone(),
+        kind,
+    })
+}
+
+/// The option to send for an answer of `kind`: that kind, else the narrower one of the same
+/// direction (`allow_always` → `allow_once`, `reject_always` → `reject_once`), since agents
+/// differ in what they offer (Codex has no `reject_always`).
+pub fn pick(options: &[PermissionChoice], kind: PermissionKind) -> Option<&PermissionChoice> {
+    let fallback = match kind {
+        PermissionKind::AllowAlways => Some(PermissionKind::AllowOnce),
+        PermissionKind::RejectAlways => Some(PermissionKind::RejectOnce),
+        _ => None,
+    };
+    options
+        .iter()
+        .find(|o| o.kind == kind)
+        .or_else(|| fallback.and_then(|f| options.iter().find(|o| o.kind == f)))
+}
+
+/// Auth methods as shown, whatever their variant.
+pub fn auth_methods(methods: &[schema::AuthMethod]) -> Vec<AuthMethod> {
+    methods
+        .iter()
+        .filter_map(|m| {
+            let v = serde_json::to_value(m).ok()?;
+            Some(AuthMethod {
+                id: v.get("id")?.as_str()?.to_string(),
+                name: v
+                    .get("name")
+                    .and_then(|n| n.as_str())
+                    .unwrap_or_default()
+                    .to_string(),
+                description: v
+                    .get("description")
+                    .and_then(|d| d.as_str())
+                    .map(str::to_string),
+            })
+        })
+        .collect()
+}
+
+/// Whether a mode lets the agent act without asking (never where a new session starts).
+pub fn is_bypass_mode(id: &str, name: &str) -> bool {
+    let text = format!("{id} {name}").to_ascii_lowercase();
+    [
+        "bypass",
+        "yolo",
+        "dangerous",
+        "full-access",
+        "full_access",
+        "full access",
+        "dontask",
+        "don't ask",
+        "accept",
+        "auto",
+    ]
+    .iter()
+    .any(|w| text.contains(w))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn choice(id: &str, kind: PermissionKind) -> PermissionChoice {
+        PermissionChoice {
+            option_id: id.into(),
+            name: id.into(),
+            kind,
+        }
+    }
+
+    #[test]
+    fn answers_by_kind_with_a_narrower_fallback() {
+        let codex = [
+            choice("approved", PermissionKind::AllowOnce),
+            choice("approved-for-session", PermissionKind::AllowAlways),
+            choice("abort", PermissionKind::RejectOnce),
+        ];
+        assert_eq!(
+            pick(&codex, PermissionKind::RejectAlways).unwrap().option_id,
+            "abort"
+        );
+        assert_eq!(
+            pick(&codex, PermissionKind::AllowAlways).unwrap().option_id,
+            "approved-for-session"
+        );
+        let only_allow = [choice("ok", PermissionKind::AllowAlways)];
+        assert!(pick(&only_allow, PermissionKind::AllowOnce).is_none());
+        assert!(pick(&only_allow, PermissionKind::RejectOnce).is_none());
+    }
+
+    #[test]
+    fn bypass_modes_are_recognised() {
+        assert!(is_bypass_mode("bypassPermissions", "Bypass Permissions"));
+        assert!(is_bypass_mode("acceptEdits", "Accept Edits"));
+        assert!(is_bypass_mode("yolo", "YOLO"));
+        assert!(!is_bypass_mode("default", "Default"));
+        assert!(!is_bypass_mode("plan", "Plan Mode"));
+    }
+}

@@ -1,0 +1,861 @@
+//! `ax-mock-agent`: a deterministic ACP agent for tests, scripted by its prompt text.
+//!
+//! The binary `ax-mock-agent` runs [`run`]; a test binary can run it too (e.g. when started
+//! as the agent by the test that spawned it).
+//!
+//! Built on the `agent-client-protocol` crate's agent side; needs no network, no keys and no
+//! Node. Each line of a prompt is one command, run in order; the turn then ends with
+//! `end_turn` (unless a command says otherwise):
+//!
+//! | command | what the agent does |
+//! | --- | --- |
+//! | `text WORDS` | one `agent_message_chunk` |
+//! | `chunks N` | N chunks `c0 `, `c1 `, ... |
+//! | `thought WORDS` | one `agent_thought_chunk` |
+//! | `plan A\|B\|C` | a `plan` with those entries (first in progress, rest pending) |
+//! | `tool ID TITLE` | a `tool_call` (kind execute, pending, `rawInput.command` = TITLE) |
+//! | `tool-done ID` | `tool_call_update` status completed |
+//! | `permission ID SET` | a `tool_call` ID, then `session/request_permission` with SET's options, then reports `permission ID: OPTION` (or `cancelled`) as text |
+//! | `permission-bare ID SET` | the same without a prior `tool_call` (as Gemini does) |
+//! | `diff PATH OLD NEW` | an edit `tool_call` with a diff and a location |
+//! | `read PATH` | `fs/read_text_file`; reports `read: ok CONTENT` or `read: error CODE` |
+//! | `write PATH CONTENT` | `fs/write_text_file`; reports `write: ok` or `write: error CODE` |
+//! | `term LIMIT CMD` | `terminal/create` of `sh -c CMD` with `outputByteLimit` LIMIT, a `tool_call` showing it, wait, output, release; reports `term: exit=E signal=S truncated=T output=O` |
+//! | `term-kill CMD` | create, kill, wait, release; reports like `term` |
+//! | `env` | reports the names of its environment variables: `env: A,B,...` |
+//! | `mode` | reports the current mode: `mode: ID` |
+//! | `usage` | a `usage_update` |
+//! | `unknown-update` | a `session/update` of a kind no client knows |
+//! | `garbage` | prints lines that are not JSON-RPC (and not UTF-8) on stdout |
+//! | `flood N` | N text chunks written straight to stdout (for benchmarks) |
+//! | `flood-timed N RATE` | N chunks at RATE per second, each text `t<unix ns> ` |
+//! | `mcp TOOL JSON` | calls TOOL with arguments JSON on the first stdio MCP server the session was given; reports `mcp: tools=NAMES result=TEXT` |
+//! | `sleep MS` | waits |
+//! | `wait-cancel` | waits for `session/cancel`, then ends with `cancelled` |
+//! | `ignore-cancel` | waits forever, ignoring `session/cancel` |
+//! | `crash` | writes to stderr and exits with status 3 mid-turn |
+//! | `auth` | fails the prompt with -32000 (authentication required) |
+//! | `stop REASON` | ends the turn with that stop reason (`max_tokens`, `refusal`, ...) |
+//!
+//! Permission option sets (ids as the real adapters name them): `claude` (`allow`,
+//! `allow_always`, `reject`), `codex` (`approved`, `approved-for-session`, `abort`; no
+//! `reject_always`; `abort` ends the whole turn `cancelled`), `gemini` (`proceed_once`,
+//! `proceed_always`, `cancel`), `full` (one of each kind), `allow-only` (`ok`, allow once only).
+//!
+//! Started as `ax-mock-agent --mcp-server` it is instead a trivial stdio MCP server whose one
+//! tool, `screen`, echoes its arguments.
+//!
+//! Environment: `AX_MOCK_PROTOCOL_VERSION=N` answers `initialize` with version N;
+//! `AX_MOCK_REQUIRE_AUTH=1` fails `session/new` with -32000; `AX_MOCK_INITIAL_MODE=ID`
+//! starts sessions in that mode (modes: `default`, `acceptEdits`, `bypassPermissions`);
+//! `AX_MOCK_STATE_DIR=DIR` keeps each session's history there, and with it
+//! `AX_MOCK_LOAD=1` advertises `loadSession` (replaying the history) and `AX_MOCK_RESUME=1`
+//! advertises `session/resume`.
+
+use std::{
+    collections::HashMap,
+    path::PathBuf,
+    sync::{
+        Arc, Mutex,
+        atomic::{AtomicBool, AtomicU64, Ordering},
+    },
+    time::Duration,
+};
+
+use agent_client_protocol::{
+    self as acp, Agent, Client, Lines,
+    schema::ProtocolVersion,
+    v1::{ConnectionTo, schema},
+};
+use futures::{SinkExt, StreamExt};
+use tokio::io::{AsyncBufReadExt, AsyncWriteExt};
+
+#[derive(Default)]
+struct Session {
+    mode: String,
+    mcp_servers: Vec<schema::McpServer>,
+    cancelled: Arc<AtomicBool>,
+    cancel: Arc<tokio::sync::Notify>,
+}
+
+#[derive(Default)]
+struct Mock {
+    sessions: Mutex<HashMap<String, Session>>,
+    next: AtomicU64,
+    raw: Mutex<Option<futures::channel::mpsc::UnboundedSender<Vec<u8>>>>,
+}
+
+fn env_flag(name: &str) -> bool {
+    std::env::var(name).is_ok_and(|v| v == "1")
+}
+
+fn state_dir() -> Option<PathBuf> {
+    std::env::var_os("AX_MOCK_STATE_DIR").map(PathBuf::from)
+}
+
+fn modes(current: &str) -> schema::SessionModeState {
+    schema::SessionModeState::new(
+        current.to_string(),
+        vec![
+            schema::SessionMode::new("default", "Default"),
+            schema::SessionMode::new("acceptEdits", "Accept Edits"),
+            schema::SessionMode::new("bypassPermissions", "Bypass Permissions"),
+        ],
+    )
+}
+
+fn text(s: impl Into<String>) -> schema::ContentBlock {
+    schema::ContentBlock::Text(schema::TextContent::new(s.into()))
+}
+
+impl Mock {
+    fn open(&self, id: &str, mcp_servers: Vec<schema::McpServer>) {
+        let mode = std::env::var("AX_MOCK_INITIAL_MODE").unwrap_or_else(|_| "default".into());
+        self.sessions.lock().unwrap().insert(
+            id.to_string(),
+            Session {
+                mode,
+                mcp_servers,
+                ..Session::default()
+            },
+        );
+    }
+
+    fn raw_line(&self, bytes: Vec<u8>) {
+        if let Some(tx) = self.raw.lock().unwrap().as_ref() {
+            let _ = tx.unbounded_send(bytes);
+        }
+    }
+
+    fn record(&self, sid: &str, user: &str, agent: &str) {
+        let Some(dir) = state_dir() else { return };
+        let line = serde_json::json!({"user": user, "agent": agent}).to_string();
+        let path = dir.join(format!("{sid}.jsonl"));
+        let mut old = std::fs::read_to_string(&path).unwrap_or_default();
+        old.push_str(&line);
+        old.push('\n');
+        let _ = std::fs::write(path, old);
+    }
+
+    fn history(&self, sid: &str) -> Option<Vec<(String, String)>> {
+        let text = std::fs::read_to_string(state_dir()?.join(format!("{sid}.jsonl"))).ok()?;
+        Some(
+            text.lines()
+                .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+                .map(|v| {
+                    (
+                        v["user"].as_str().unwrap_or_default().to_string(),
+                        v["agent"].as_str().unwrap_or_default().to_string(),
+                    )
+                })
+                .collect(),
+        )
+    }
+}
+
+struct Turn {
+    cx: ConnectionTo<Client>,
+    sid: schema::SessionId,
+    mock: Arc<Mock>,
+    said: String,
+}
+
+fn permission_options(set: &str) -> Vec<schema::PermissionOption> {
+    use schema::PermissionOptionKind as K;
+    let o = |id: &str, name: &str, kind| schema::PermissionOption::new(id.to_string(), name, kind);
+    match set {
+        "codex" => vec![
+            o("approved", "Yes", K::AllowOnce),
+            o("approved-for-session", "Yes, for this session", K::AllowAlways),
+            o("abort", "No, and tell Codex what to do differently", K::RejectOnce),
+        ],
+        "gemini" => vec![
+            o("proceed_once", "Allow", K::AllowOnce),
+            o("proceed_always", "Always allow", K::AllowAlways),
+            o("cancel", "Reject", K::RejectOnce),
+        ],
+        "allow-only" => vec![o("ok", "OK", K::AllowOnce)],
+        "full" => vec![
+            o("o1", "Allow once", K::AllowOnce),
+            o("o2", "Allow always", K::AllowAlways),
+            o("o3", "Reject once", K::RejectOnce),
+            o("o4", "Reject always", K::RejectAlways),
+        ],
+        _ => vec![
+            o("allow", "Allow", K::AllowOnce),
+            o("allow_always", "Always Allow", K::AllowAlways),
+            o("reject", "Reject", K::RejectOnce),
+        ],
+    }
+}
+
+impl Turn {
+    fn update(&self, update: schema::SessionUpdate) -> Result<(), acp::Error> {
+        self.cx
+            .send_notification(schema::SessionNotification::new(self.sid.clone(), update))
+    }
+
+    fn say(&mut self, s: impl Into<String>) -> Result<(), acp::Error> {
+        let s = s.into();
+        self.said.push_str(&s);
+        self.update(schema::SessionUpdate::AgentMessageChunk(
+            schema::ContentChunk::new(text(s)),
+        ))
+    }
+
+    fn tool_call(&self, id: &str, title: &str) -> Result<(), acp::Error> {
+        self.update(schema::SessionUpdate::ToolCall(
+            schema::ToolCall::new(id.to_string(), title)
+                .kind(schema::ToolKind::Execute)
+                .raw_input(serde_json::json!({ "command": title })),
+        ))
+    }
+
+    fn tool_status(&self, id: &str, status: schema::ToolCallStatus) -> Result<(), acp::Error> {
+        self.update(schema::SessionUpdate::ToolCallUpdate(
+            schema::ToolCallUpdate::new(
+                id.to_string(),
+                schema::ToolCallUpdateFields::new().status(status),
+            ),
+        ))
+    }
+
+    fn cancelled(&self) -> (Arc<AtomicBool>, Arc<tokio::sync::Notify>) {
+        let sessions = self.mock.sessions.lock().unwrap();
+        let s = &sessions[&*self.sid.0];
+        (s.cancelled.clone(), s.cancel.clone())
+    }
+
+    /// Runs one command; `Some(reason)` ends the turn early.
+    async fn run(&mut self, line: &str) -> Result<Option<schema::StopReason>, acp::Error> {
+        let (cmd, rest) = line.split_once(' ').unwrap_or((line, ""));
+        let rest = rest.trim();
+        match cmd {
+            "text" => self.say(rest)?,
+            "chunks" => {
+                let n: usize = rest.parse().unwrap_or(0);
+                for i in 0..n {
+                    self.say(format!("c{i} "))?;
+                }
+            }
+            "thought" => self.update(schema::SessionUpdate::AgentThoughtChunk(
+                schema::ContentChunk::new(text(rest)),
+            ))?,
+            "plan" => {
+                let entries = rest
+                    .split('|')
+                    .enumerate()
+                    .map(|(i, e)| {
+                        schema::PlanEntry::new(
+                            e.trim(),
+                            schema::PlanEntryPriority::Medium,
+                            if i == 0 {
+                                schema::PlanEntryStatus::InProgress
+                            } else {
+                                schema::PlanEntryStatus::Pending
+                            },
+                        )
+                    })
+                    .collect();
+                self.update(schema::SessionUpdate::Plan(schema::Plan::new(entries)))?;
+            }
+            "tool" => {
+                let (id, title) = rest.split_once(' ').unwrap_or((rest, "tool"));
+                self.tool_call(id, title)?;
+            }
+            "tool-done" => self.tool_status(rest, schema::ToolCallStatus::Completed)?,
+            "permission" | "permission-bare" => {
+                let (id, set) = rest.split_once(' ').unwrap_or((rest, "claude"));
+                let title = format!("run step {id}\nwith a second line");
+                if cmd == "permission" {
+                    self.tool_call(id, &title)?;
+                }
+                let request = schema::RequestPermissionRequest::new(
+                    self.sid.clone(),
+                    schema::ToolCallUpdate::new(
+                        id.to_string(),
+                        schema::ToolCallUpdateFields::new()
+                            .title(title.clone())
+                            .kind(schema::ToolKind::Execute)
+                            .raw_input(serde_json::json!({ "command": title })),
+                    ),
+                    permission_options(set),
+                );
+                let answer = self.cx.send_request(request).block_task().await?;
+                match answer.outcome {
+                    schema::RequestPermissionOutcome::Selected(s) => {
+                        let option = s.option_id.0.to_string();
+                        self.say(format!("permission {id}: {option}\n"))?;
+                        let allowed = !matches!(option.as_str(), "reject" | "abort" | "cancel" | "o3" | "o4");
+                        self.tool_status(
+                            id,
+                            if allowed {
+                                schema::ToolCallStatus::Completed
+                            } else {
+                                schema::ToolCallStatus::Failed
+                            },
+                        )?;
+                        if option == "abort" {
+                            return Ok(Some(schema::StopReason::Cancelled));
+                        }
+                    }
+                    _ => {
+                        self.say(format!("permission {id}: cancelled\n"))?;
+                        if self.cancelled().0.load(Ordering::SeqCst) {
+                            return Ok(Some(schema::StopReason::Cancelled));
+                        }
+                    }
+                }
+            }
+            "diff" => {
+                let mut words = rest.splitn(3, ' ');
+                let (path, old, new) = (
+                    words.next().unwrap_or("f"),
+                    words.next().unwrap_or(""),
+                    words.next().unwrap_or(""),
+                );
+                self.update(schema::SessionUpdate::ToolCall(
+                    schema::ToolCall::new("edit-1", format!("Edit {path}"))
+                        .kind(schema::ToolKind::Edit)
+                        .status(schema::ToolCallStatus::Completed)
+                        .content(vec![schema::ToolCallContent::Diff(
+                            schema::Diff::new(path, new).old_text(old.to_string()),
+                        )])
+                        .locations(vec![schema::ToolCallLocation::new(path).line(1)]),
+                ))?;
+            }
+            "read" => {
+                let r = self
+                    .cx
+                    .send_request(schema::ReadTextFileRequest::new(self.sid.clone(), rest))
+                    .block_task()
+                    .await;
+                match r {
+                    Ok(r) => self.say(format!("read: ok {}", r.content))?,
+                    Err(e) => self.say(format!("read: error {}", e.code.value()))?,
+                }
+            }
+            "write" => {
+                let (path, content) = rest.split_once(' ').unwrap_or((rest, ""));
+                let r = self
+                    .cx
+                    .send_request(schema::WriteTextFileRequest::new(
+                        self.sid.clone(),
+                        path,
+                        content,
+                    ))
+                    .block_task()
+                    .await;
+                match r {
+                    Ok(_) => self.say("write: ok")?,
+                    Err(e) => self.say(format!("write: error {}", e.code.value()))?,
+                }
+            }
+            "term" | "term-kill" => {
+                let (limit, command) = if cmd == "term" {
+                    let (l, c) = rest.split_once(' ').unwrap_or(("1000", rest));
+                    (l.parse::<u64>().ok(), c)
+                } else {
+                    (None, rest)
+                };
+                let created = self
+                    .cx
+                    .send_request(
+                        schema::CreateTerminalRequest::new(self.sid.clone(), "sh")
+                            .args(vec!["-c".into(), command.into()])
+                            .output_byte_limit(limit),
+                    )
+                    .block_task()
+                    .await?;
+                let tid = created.terminal_id.clone();
+                self.update(schema::SessionUpdate::ToolCall(
+                    schema::ToolCall::new("term-call", command)
+                        .kind(schema::ToolKind::Execute)
+                        .status(schema::ToolCallStatus::InProgress)
+                        .content(vec![schema::ToolCallContent::Terminal(
+                            schema::Terminal::new(tid.clone()),
+                        )]),
+                ))?;
+                if cmd == "term-kill" {
+                    self.cx
+                        .send_request(schema::KillTerminalRequest::new(self.sid.clone(), tid.clone()))
+                        .block_task()
+                        .await?;
+                }
+                let exit = self
+                    .cx
+                    .send_request(schema::WaitForTerminalExitRequest::new(
+                        self.sid.clone(),
+                        tid.clone(),
+                    ))
+                    .block_task()
+                    .await?;
+                let out = self
+                    .cx
+                    .send_request(schema::TerminalOutputRequest::new(self.sid.clone(), tid.clone()))
+                    .block_task()
+                    .await?;
+                self.cx
+                    .send_request(schema::ReleaseTerminalRequest::new(self.sid.clone(), tid))
+                    .block_task()
+                    .await?;
+                self.tool_status("term-call", schema::ToolCallStatus::Completed)?;
+                self.say(format!(
+                    "term: exit={} signal={} truncated={} output={}",
+                    exit.exit_status
+                        .exit_code
+                        .map_or("-".to_string(), |c| c.to_string()),
+                    exit.exit_status.signal.as_deref().unwrap_or("-"),
+                    out.truncated,
+                    out.output
+                ))?;
+            }
+            "env" => {
+                let mut names: Vec<String> =
+                    std::env::vars_os().map(|(k, _)| k.to_string_lossy().into_owned()).collect();
+                names.sort();
+                self.say(format!("env: {}", names.join(",")))?;
+            }
+            "mode" => {
+                let mode = self.mock.sessions.lock().unwrap()[&*self.sid.0].mode.clone();
+                self.say(format!("mode: {mode}"))?;
+            }
+            "usage" => self.update(schema::SessionUpdate::UsageUpdate(
+                schema::UsageUpdate::new(100, 1000),
+            ))?,
+            "unknown-update" => self.mock.raw_line(
+                serde_json::json!({
+                    "jsonrpc": "2.0",
+                    "method": "session/update",
+                    "params": {
+                        "sessionId": &*self.sid.0,
+                        "update": { "sessionUpdate": "mystery_kind", "x": 1 }
+                    }
+                })
+                .to_string()
+                .into_bytes(),
+            ),
+            "garbage" => {
+                self.mock.raw_line(b"this is not json {".to_vec());
+                self.mock.raw_line(b"\xff\xfe not utf-8".to_vec());
+                self.mock.raw_line(b"[1,2,3]".to_vec());
+            }
+            "flood" | "flood-timed" => {
+                // Pre-formatted lines straight to stdout: measures the client, not our SDK.
+                let mut words = rest.split_whitespace();
+                let n: u64 = words.next().and_then(|w| w.parse().ok()).unwrap_or(0);
+                let rate: u64 = words.next().and_then(|w| w.parse().ok()).unwrap_or(0);
+                let sid = serde_json::to_string(&*self.sid.0).unwrap_or_default();
+                let start = std::time::Instant::now();
+                for i in 0..n {
+                    let text = if cmd == "flood-timed" {
+                        let due = start + Duration::from_secs_f64(i as f64 / rate.max(1) as f64);
+                        tokio::time::sleep_until(due.into()).await;
+                        let now = std::time::SystemTime::now()
+                            .duration_since(std::time::UNIX_EPOCH)
+                            .unwrap_or_default()
+                            .as_nanos();
+                        format!("t{now} ")
+                    } else {
+                        format!("c{i} ")
+                    };
+                    self.mock.raw_line(
+                        format!(
+                            "{{\"jsonrpc\":\"2.0\",\"method\":\"session/update\",\"params\":{{\"sessionId\":{sid},\"update\":{{\"sessionUpdate\":\"agent_message_chunk\",\"content\":{{\"type\":\"text\",\"text\":\"{text}\"}}}}}}}}"
+                        )
+                        .into_bytes(),
+                    );
+                }
+            }
+            "mcp" => {
+                let (tool, args) = rest.split_once(' ').unwrap_or((rest, "{}"));
+                let server = self.mock.sessions.lock().unwrap()[&*self.sid.0]
+                    .mcp_servers
+                    .iter()
+                    .find_map(|s| match s {
+                        schema::McpServer::Stdio(s) => Some(s.clone()),
+                        _ => None,
+                    });
+                let report = match server {
+                    None => "mcp: error no stdio MCP server was given".to_string(),
+                    Some(server) => match call_mcp_tool(&server, tool, args).await {
+                        Ok((tools, result)) => format!("mcp: tools={tools} result={result}"),
+                        Err(e) => format!("mcp: error {e}"),
+                    },
+                };
+                self.say(report)?;
+            }
+            "sleep" => {
+                tokio::time::sleep(Duration::from_millis(rest.parse().unwrap_or(0))).await;
+            }
+            "wait-cancel" => {
+                let (flag, notify) = self.cancelled();
+                while !flag.load(Ordering::SeqCst) {
+                    let wait = notify.notified();
+                    if flag.load(Ordering::SeqCst) {
+                        break;
+                    }
+                    wait.await;
+                }
+                return Ok(Some(schema::StopReason::Cancelled));
+            }
+            "ignore-cancel" => std::future::pending::<()>().await,
+            "crash" => {
+                eprintln!("mock-agent: crashing on purpose mid-turn");
+                // Let what was already said reach the client first.
+                tokio::time::sleep(Duration::from_millis(200)).await;
+                std::process::exit(3);
+            }
+            "auth" => return Err(acp::Error::auth_required()),
+            "stop" => {
+                let reason = match rest {
+                    "max_tokens" => schema::StopReason::MaxTokens,
+                    "max_turn_requests" => schema::StopReason::MaxTurnRequests,
+                    "refusal" => schema::StopReason::Refusal,
+                    "cancelled" => schema::StopReason::Cancelled,
+                    _ => schema::StopReason::EndTurn,
+                };
+                return Ok(Some(reason));
+            }
+            "" => {}
+            other => self.say(format!("unknown command {other:?}\n"))?,
+        }
+        Ok(None)
+    }
+}
+
+/// Calls `tool` on a stdio MCP server the way an agent would: start it, `initialize`,
+/// `notifications/initialized`, `tools/list`, `tools/call`; returns the tool names and the
+/// call's text.
+async fn call_mcp_tool(
+    server: &schema::McpServerStdio,
+    tool: &str,
+    args: &str,
+) -> Result<(String, String), String> {
+    let arguments: serde_json::Value = serde_json::from_str(args).map_err(|e| e.to_string())?;
+    let mut child = tokio::process::Command::new(&server.command)
+        .args(&server.args)
+        .envs(server.env.iter().map(|e| (&e.name, &e.value)))
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .map_err(|e| format!("cannot start {}: {e}", server.command.display()))?;
+    let mut stdin = child.stdin.take().ok_or("no stdin")?;
+    let mut lines = tokio::io::BufReader::new(child.stdout.take().ok_or("no stdout")?).lines();
+    let mut next_id = 0;
+    let mut call = async |method: &str, params: serde_json::Value| -> Result<serde_json::Value, String> {
+        next_id += 1;
+        let msg = serde_json::json!({"jsonrpc": "2.0", "id": next_id, "method": method, "params": params});
+        stdin
+            .write_all(format!("{msg}\n").as_bytes())
+            .await
+            .map_err(|e| e.to_string())?;
+        loop {
+            let line = lines
+                .next_line()
+                .await
+                .map_err(|e| e.to_string())?
+                .ok_or("the MCP server closed its output")?;
+            let v: serde_json::Value = serde_json::from_str(&line).map_err(|e| e.to_string())?;
+            if v["id"] == next_id {
+                if let Some(err) = v.get("error") {
+                    return Err(err.to_string());
+                }
+                return Ok(v["result"].clone());
+            }
+        }
+    };
+    call(
+        "initialize",
+        serde_json::json!({"protocolVersion": "2025-06-18", "capabilities": {},
+            "clientInfo": {"name": "ax-mock-agent", "version": env!("CARGO_PKG_VERSION")}}),
+    )
+    .await?;
+    let tools = call("tools/list", serde_json::json!({})).await?;
+    let names: Vec<&str> = tools["tools"]
+        .as_array()
+        .map(|t| t.iter().filter_map(|t| t["name"].as_str()).collect())
+        .unwrap_or_default();
+    let names = names.join(",");
+    let result = call("tools/call", serde_json::json!({"name": tool, "arguments": arguments})).await?;
+    let text: String = result["content"]
+        .as_array()
+        .map(|c| c.iter().filter_map(|c| c["text"].as_str()).collect())
+        .unwrap_or_default();
+    let text = if result["isError"] == true {
+        format!("error {text}")
+    } else {
+        text
+    };
+    let _ = child.kill().await;
+    Ok((names, text))
+}
+
+/// A trivial stdio MCP server with one tool, `screen`, that echoes its arguments; for tests
+/// of the MCP servers a session hands its agent.
+pub fn run_mcp_server() -> ! {
+    use std::io::{BufRead, Write};
+    let stdin = std::io::stdin();
+    let mut out = std::io::stdout();
+    for line in stdin.lock().lines() {
+        let Ok(line) = line else { break };
+        let Ok(msg) = serde_json::from_str::<serde_json::Value>(&line) else {
+            continue;
+        };
+        let Some(id) = msg.get("id").cloned() else {
+            continue;
+        };
+        let result = match msg["method"].as_str() {
+            Some("initialize") => serde_json::json!({"protocolVersion": "2025-06-18",
+                "capabilities": {"tools": {}}, "serverInfo": {"name": "mock-screen", "version": "1"}}),
+            Some("tools/list") => serde_json::json!({"tools": [{"name": "screen",
+                "description": "echo", "inputSchema": {"type": "object"}}]}),
+            Some("tools/call") => serde_json::json!({"content": [{"type": "text",
+                "text": format!("{} called with {}", msg["params"]["name"].as_str().unwrap_or("?"),
+                    msg["params"]["arguments"])}]}),
+            _ => serde_json::json!({}),
+        };
+        let reply = serde_json::json!({"jsonrpc": "2.0", "id": id, "result": result});
+        if writeln!(out, "{reply}").and_then(|()| out.flush()).is_err() {
+            break;
+        }
+    }
+    std::process::exit(0)
+}
+
+async fn run_turn(
+    mock: Arc<Mock>,
+    cx: ConnectionTo<Client>,
+    req: schema::PromptRequest,
+) -> Result<schema::PromptResponse, acp::Error> {
+    let script: String = req
+        .prompt
+        .iter()
+        .filter_map(|b| match b {
+            schema::ContentBlock::Text(t) => Some(t.text.as_str()),
+            _ => None,
+        })
+        .collect::<Vec<_>>()
+        .join("\n");
+    if !mock.sessions.lock().unwrap().contains_key(&*req.session_id.0) {
+        return Err(schema::Error::session_not_found(req.session_id.clone()).into());
+    }
+    let mut turn = Turn {
+        cx,
+        sid: req.session_id.clone(),
+        mock: mock.clone(),
+        said: String::new(),
+    };
+    let mut stop = schema::StopReason::EndTurn;
+    for line in script.lines() {
+        if let Some(reason) = turn.run(line.trim()).await? {
+            stop = reason;
+            break;
+        }
+    }
+    mock.record(&req.session_id.0, &script, &turn.said);
+    Ok(schema::PromptResponse::new(stop))
+}
+
+/// Serves ACP on this process's stdin/stdout until stdin closes, then exits the process.
+pub fn run() -> ! {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("a tokio runtime");
+    let code = runtime.block_on(serve());
+    std::process::exit(code)
+}
+
+async fn serve() -> i32 {
+    let mock = Arc::new(Mock::default());
+
+    // stdout is one writer task: the SDK's lines and the raw lines `garbage` injects.
+    let (raw_tx, mut raw_rx) = futures::channel::mpsc::unbounded::<Vec<u8>>();
+    *mock.raw.lock().unwrap() = Some(raw_tx.clone());
+    let writer = tokio::spawn(async move {
+        let mut out = tokio::io::stdout();
+        while let Some(mut line) = raw_rx.next().await {
+            line.push(b'\n');
+            if out.write_all(&line).await.is_err() || out.flush().await.is_err() {
+                break;
+            }
+        }
+    });
+    let sink = raw_tx
+        .with(|s: String| futures::future::ready(Ok::<_, futures::channel::mpsc::SendError>(s.into_bytes())))
+        .sink_map_err(|_| std::io::Error::other("stdout closed"));
+    let stdin = tokio::io::BufReader::new(tokio::io::stdin()).lines();
+    let incoming = futures::stream::unfold(stdin, |mut lines| async move {
+        match lines.next_line().await {
+            Ok(Some(l)) => Some((Ok(l), lines)),
+            Ok(None) => None,
+            Err(e) => Some((Err(e), lines)),
+        }
+    });
+
+    let m = mock.clone();
+    let m2 = mock.clone();
+    let m3 = mock.clone();
+    let m4 = mock.clone();
+    let m5 = mock.clone();
+    let m6 = mock.clone();
+    let m7 = mock.clone();
+    let result = Agent
+        .v1()
+        .name("ax-mock-agent")
+        .on_receive_request(
+            async move |_req: schema::InitializeRequest, responder: acp::v1::Responder<schema::InitializeResponse>, _cx| {
+                let version: u16 = std::env::var("AX_MOCK_PROTOCOL_VERSION")
+                    .ok()
+                    .and_then(|v| v.parse().ok())
+                    .unwrap_or(1);
+                if version != 1 {
+                    // The SDK's v1 agent side always answers version 1; write the answer of
+                    // an agent that speaks another version by hand.
+                    let id = serde_json::to_value(responder.raw_id()).unwrap_or_default();
+                    m7.raw_line(
+                        serde_json::json!({
+                            "jsonrpc": "2.0",
+                            "id": id,
+                            "result": {"protocolVersion": version, "agentCapabilities": {}, "authMethods": []}
+                        })
+                        .to_string()
+                        .into_bytes(),
+                    );
+                    // Answered above: the SDK must not answer it again.
+                    std::mem::forget(responder);
+                    return Ok(());
+                }
+                let mut session_caps = schema::SessionCapabilities::new();
+                if env_flag("AX_MOCK_RESUME") {
+                    session_caps = session_caps.resume(schema::SessionResumeCapabilities::new());
+                }
+                let mut auth = Vec::new();
+                if env_flag("AX_MOCK_REQUIRE_AUTH") {
+                    auth.push(schema::AuthMethod::Agent(
+                        schema::AuthMethodAgent::new("mock-key", "Mock API key")
+                            .description("set MOCK_API_KEY in the agent's env".to_string()),
+                    ));
+                }
+                responder.respond(
+                    schema::InitializeResponse::new(ProtocolVersion::from(version))
+                        .agent_capabilities(
+                            schema::AgentCapabilities::new()
+                                .load_session(env_flag("AX_MOCK_LOAD"))
+                                .session_capabilities(session_caps),
+                        )
+                        .auth_methods(auth)
+                        .agent_info(
+                            schema::Implementation::new("ax-mock-agent", env!("CARGO_PKG_VERSION"))
+                                .title("ax-code mock agent".to_string()),
+                        ),
+                )
+            },
+            acp::on_receive_request!(),
+        )
+        .on_receive_request(
+            async move |req: schema::NewSessionRequest, responder, _cx| {
+                if env_flag("AX_MOCK_REQUIRE_AUTH") {
+                    return responder.respond_with_error(acp::Error::auth_required());
+                }
+                let n = m.next.fetch_add(1, Ordering::SeqCst) + 1;
+                let id = format!("mock-{}-{n}", std::process::id());
+                m.open(&id, req.mcp_servers);
+                if let Some(dir) = state_dir() {
+                    let _ = std::fs::write(dir.join(format!("{id}.jsonl")), "");
+                }
+                let mode = m.sessions.lock().unwrap()[&id].mode.clone();
+                responder.respond(schema::NewSessionResponse::new(id).modes(modes(&mode)))
+            },
+            acp::on_receive_request!(),
+        )
+        .on_receive_request(
+            async move |req: schema::LoadSessionRequest, responder, cx: ConnectionTo<Client>| {
+                let Some(history) = m2.history(&req.session_id.0) else {
+                    return responder
+                        .respond_with_error(schema::Error::session_not_found(req.session_id).into());
+                };
+                m2.open(&req.session_id.0, req.mcp_servers.clone());
+                for (user, agent) in history {
+                    for (update, text_) in [
+                        (true, user),
+                        (false, agent),
+                    ] {
+                        let chunk = schema::ContentChunk::new(text(text_));
+                        let update = if update {
+                            schema::SessionUpdate::UserMessageChunk(chunk)
+                        } else {
+                            schema::SessionUpdate::AgentMessageChunk(chunk)
+                        };
+                        cx.send_notification(schema::SessionNotification::new(
+                            req.session_id.clone(),
+                            update,
+                        ))?;
+                    }
+                }
+                responder.respond(schema::LoadSessionResponse::new().modes(modes("default")))
+            },
+            acp::on_receive_request!(),
+        )
+        .on_receive_request(
+            async move |req: schema::ResumeSessionRequest, responder, _cx| {
+                if m5.history(&req.session_id.0).is_none() {
+                    return responder
+                        .respond_with_error(schema::Error::session_not_found(req.session_id).into());
+                }
+                m5.open(&req.session_id.0, req.mcp_servers.clone());
+                responder.respond(schema::ResumeSessionResponse::new().modes(modes("default")))
+            },
+            acp::on_receive_request!(),
+        )
+        .on_receive_request(
+            async move |req: schema::SetSessionModeRequest, responder, _cx| {
+                if let Some(s) = m6.sessions.lock().unwrap().get_mut(&*req.session_id.0) {
+                    s.mode = req.mode_id.0.to_string();
+                }
+                responder.respond(schema::SetSessionModeResponse::new())
+            },
+            acp::on_receive_request!(),
+        )
+        .on_receive_request(
+            async move |req: schema::PromptRequest, responder, cx: ConnectionTo<Client>| {
+                let mock = m3.clone();
+                // Reset here, in order with the messages around it: a `session/cancel` right
+                // behind this prompt must not be forgotten by the turn task starting later.
+                if let Some(s) = mock.sessions.lock().unwrap().get(&*req.session_id.0) {
+                    s.cancelled.store(false, Ordering::SeqCst);
+                }
+                let turn_cx = cx.clone();
+                cx.spawn(async move {
+                    match run_turn(mock, turn_cx, req).await {
+                        Ok(r) => responder.respond(r),
+                        Err(e) => responder.respond_with_error(e),
+                    }
+                })
+            },
+            acp::on_receive_request!(),
+        )
+        .on_receive_notification(
+            async move |n: schema::CancelNotification, _cx| {
+                if let Some(s) = m4.sessions.lock().unwrap().get(&*n.session_id.0) {
+                    s.cancelled.store(true, Ordering::SeqCst);
+                    s.cancel.notify_waiters();
+                }
+                Ok(())
+            },
+            acp::on_receive_notification!(),
+        )
+        .connect_to(Lines::new(sink, incoming))
+        .await;
+    drop(mock);
+    let _ = tokio::time::timeout(Duration::from_secs(1), writer).await;
+    match result {
+        Ok(()) => 0,
+        Err(e) => {
+            eprintln!("mock-agent: connection ended: {e}");
+            1
+        }
+    }
+}

@@ -1,0 +1,615 @@
+//! The agent's side of a turn: ordered parts, and the deltas that build them.
+//!
+//! A turn streams as [`TurnDelta`]s (an appended chunk, a changed field), never the whole part
+//! each time, so a long answer costs O(chunk) per event. [`apply`] folds a delta into the parts;
+//! the live view and a transcript reloaded from storage are both built by folding the same
+//! deltas, so they are equal by construction. See `docs/ARCHITECTURE.md` (agents).
+//!
+//! Every shape is strict (`deny_unknown_fields`) and camelCase, like the rest of the API.
+
+use serde::{Deserialize, Serialize};
+
+/// One ordered piece of the agent's message in a turn.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case", deny_unknown_fields)]
+pub enum TurnPart {
+    /// The agent's answer; consecutive chunks append to one part.
+    Text { text: String },
+    /// The agent's reasoning, shown dimmed and folded.
+    Thought { text: String },
+    /// A tool call, keyed by its `toolCallId`.
+    ToolCall(ToolCallPart),
+    /// The agent's plan; each plan update replaces it.
+    Plan { entries: Vec<PlanEntry> },
+    /// The agent asked the person before a tool call.
+    Permission(PermissionPart),
+    /// Something the person should see that is not the agent's answer.
+    Notice(Notice),
+}
+
+/// What a tool call is for, as the agent classifies it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum ToolKind {
+    Read,
+    Edit,
+    Delete,
+    Move,
+    Search,
+    Execute,
+    Think,
+    Fetch,
+    SwitchMode,
+    #[default]
+    Other,
+}
+
+/// Where a tool call stands. `cancelled` is ours: the person aborted the turn while it was open.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum ToolStatus {
+    #[default]
+    Pending,
+    InProgress,
+    Completed,
+    Failed,
+    Cancelled,
+}
+
+impl ToolStatus {
+    /// Whether the tool call may still change (an abort marks these `cancelled`).
+    pub fn is_open(self) -> bool {
+        matches!(self, ToolStatus::Pending | ToolStatus::InProgress)
+    }
+}
+
+/// One item of a tool call's content.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case", deny_unknown_fields)]
+pub enum ToolContent {
+    /// Text (other content blocks are shown by a short description).
+    Text { text: String },
+    /// A file edit: `oldText` is absent for a new file.
+    #[serde(rename_all = "camelCase")]
+    Diff {
+        path: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        old_text: Option<String>,
+        new_text: String,
+    },
+    /// A terminal the agent created; its live output comes from the terminal itself.
+    #[serde(rename_all = "camelCase")]
+    Terminal { terminal_id: String },
+}
+
+/// A file a tool call touches.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ToolLocation {
+    pub path: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub line: Option<u32>,
+}
+
+/// A tool call as shown.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ToolCallPart {
+    pub tool_call_id: String,
+    pub title: String,
+    pub kind: ToolKind,
+    pub status: ToolStatus,
+    #[serde(default)]
+    pub content: Vec<ToolContent>,
+    #[serde(default)]
+    pub locations: Vec<ToolLocation>,
+    /// The tool's full input as the agent sent it (the whole command, the paths).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub raw_input: Option<serde_json::Value>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub raw_output: Option<serde_json::Value>,
+}
+
+/// Changed fields of a tool call; absent fields stay as they were, `content` and `locations`
+/// replace the whole list.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ToolCallFields {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub title: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kind: Option<ToolKind>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub status: Option<ToolStatus>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub content: Option<Vec<ToolContent>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub locations: Option<Vec<ToolLocation>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub raw_input: Option<serde_json::Value>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub raw_output: Option<serde_json::Value>,
+}
+
+impl ToolCallFields {
+    /// Writes the present fields into `part`.
+    pub fn merge_into(&self, part: &mut ToolCallPart) {
+        let f = self.clone();
+        if let Some(v) = f.title {
+            part.title = v;
+        }
+        if let Some(v) = f.kind {
+            part.kind = v;
+        }
+        if let Some(v) = f.status {
+            part.status = v;
+        }
+        if let Some(v) = f.content {
+            part.content = v;
+        }
+        if let Some(v) = f.locations {
+            part.locations = v;
+        }
+        if let Some(v) = f.raw_input {
+            part.raw_input = Some(v);
+        }
+        if let Some(v) = f.raw_output {
+            part.raw_output = Some(v);
+        }
+    }
+}
+
+/// Priority of a plan entry.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum PlanPriority {
+    High,
+    #[default]
+    Medium,
+    Low,
+}
+
+/// Progress of a plan entry.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum PlanStatus {
+    #[default]
+    Pending,
+    InProgress,
+    Completed,
+}
+
+/// One step of the agent's plan.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct PlanEntry {
+    pub content: String,
+    pub priority: PlanPriority,
+    pub status: PlanStatus,
+}
+
+/// The kind of an option the agent offers in a permission request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PermissionKind {
+    AllowOnce,
+    AllowAlways,
+    RejectOnce,
+    RejectAlways,
+}
+
+impl PermissionKind {
+    /// The wire name, e.g. `allow_once`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            PermissionKind::AllowOnce => "allow_once",
+            PermissionKind::AllowAlways => "allow_always",
+            PermissionKind::RejectOnce => "reject_once",
+            PermissionKind::RejectAlways => "reject_always",
+        }
+    }
+}
+
+/// One option of a permission request, as the agent named it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct PermissionChoice {
+    pub option_id: String,
+    pub name: String,
+    pub kind: PermissionKind,
+}
+
+/// How a permission request ended.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "state", rename_all = "snake_case", deny_unknown_fields)]
+pub enum PermissionOutcome {
+    /// Waiting for the person.
+    Pending,
+    /// The person chose; `optionId` is what the agent received.
+    #[serde(rename_all = "camelCase")]
+    Selected {
+        option_id: String,
+        kind: PermissionKind,
+    },
+    /// The turn was aborted or ended before an answer.
+    Cancelled,
+}
+
+/// A permission request in the transcript.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct PermissionPart {
+    /// Our id for the request (the API answers it by this id).
+    pub permission_id: String,
+    /// The tool call it is about: the stored one merged with the request's own fields (some
+    /// agents send no `tool_call` before asking).
+    pub tool_call: ToolCallPart,
+    pub options: Vec<PermissionChoice>,
+    pub outcome: PermissionOutcome,
+}
+
+/// What a notice is about.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum NoticeKind {
+    /// Token or cost usage.
+    Usage,
+    /// The agent's mode changed.
+    Mode,
+    /// The agent needs authentication.
+    Auth,
+    /// Something failed.
+    Error,
+    /// The turn stopped for a reason other than `end_turn`.
+    Stop,
+    /// Anything else worth showing (e.g. the agent's own context was not restored).
+    Info,
+}
+
+/// A line the person should see.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Notice {
+    pub kind: NoticeKind,
+    pub message: String,
+}
+
+/// One change to a turn's parts.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case", deny_unknown_fields)]
+pub enum TurnDelta {
+    /// Appends to the last part if it is text, else starts a text part.
+    TextAppended { text: String },
+    /// Appends to the last part if it is a thought, else starts a thought part.
+    ThoughtAppended { text: String },
+    /// A new tool call (a repeated id replaces the stored call).
+    #[serde(rename_all = "camelCase")]
+    ToolCallCreated { tool_call: ToolCallPart },
+    /// Fields of a tool call changed (an unknown id starts a tool call part).
+    #[serde(rename_all = "camelCase")]
+    ToolCallUpdated {
+        tool_call_id: String,
+        fields: ToolCallFields,
+    },
+    /// The plan, whole (replaces the turn's plan part, or starts one).
+    PlanReplaced { entries: Vec<PlanEntry> },
+    /// The agent asks the person.
+    PermissionAsked { permission: PermissionPart },
+    /// A permission request was answered or cancelled.
+    #[serde(rename_all = "camelCase")]
+    PermissionAnswered {
+        permission_id: String,
+        outcome: PermissionOutcome,
+    },
+    /// A notice.
+    Notice { notice: Notice },
+}
+
+/// Folds `delta` into `parts`.
+///
+/// Pure and total: any sequence of deltas gives a well-formed transcript, so a stored stream
+/// replays to exactly what was shown live.
+pub fn apply(parts: &mut Vec<TurnPart>, delta: TurnDelta) {
+    match delta {
+        TurnDelta::TextAppended { text } => match parts.last_mut() {
+            Some(TurnPart::Text { text: last }) => last.push_str(&text),
+            _ => parts.push(TurnPart::Text { text }),
+        },
+        TurnDelta::ThoughtAppended { text } => match parts.last_mut() {
+            Some(TurnPart::Thought { text: last }) => last.push_str(&text),
+            _ => parts.push(TurnPart::Thought { text }),
+        },
+        TurnDelta::ToolCallCreated { tool_call } => {
+            match find_tool_call(parts, &tool_call.tool_call_id) {
+                Some(existing) => *existing = tool_call,
+                None => parts.push(TurnPart::ToolCall(tool_call)),
+            }
+        }
+        TurnDelta::ToolCallUpdated {
+            tool_call_id,
+            fields,
+        } => match find_tool_call(parts, &tool_call_id) {
+            Some(existing) => fields.merge_into(existing),
+            None => {
+                let mut part = ToolCallPart {
+                    tool_call_id,
+                    ..ToolCallPart::default()
+                };
+                fields.merge_into(&mut part);
+                parts.push(TurnPart::ToolCall(part));
+            }
+        },
+        TurnDelta::PlanReplaced { entries } => {
+            let plan = parts
+                .iter_mut()
+                .rev()
+                .find_map(|p| match p {
+                    TurnPart::Plan { entries } => Some(entries),
+                    _ => None,
+                });
+            match plan {
+                Some(existing) => *existing = entries,
+                None => parts.push(TurnPart::Plan { entries }),
+            }
+        }
+        TurnDelta::PermissionAsked { permission } => {
+            parts.push(TurnPart::Permission(permission));
+        }
+        TurnDelta::PermissionAnswered {
+            permission_id,
+            outcome,
+        } => {
+            if let Some(p) = parts.iter_mut().rev().find_map(|p| match p {
+                TurnPart::Permission(p) if p.permission_id == permission_id => Some(p),
+                _ => None,
+            }) {
+                p.outcome = outcome;
+            }
+        }
+        TurnDelta::Notice { notice } => parts.push(TurnPart::Notice(notice)),
+    }
+}
+
+fn find_tool_call<'a>(parts: &'a mut [TurnPart], id: &str) -> Option<&'a mut ToolCallPart> {
+    parts.iter_mut().rev().find_map(|p| match p {
+        TurnPart::ToolCall(t) if t.tool_call_id == id => Some(t),
+        _ => None,
+    })
+}
+
+/// How a turn ended.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "state", rename_all = "snake_case", deny_unknown_fields)]
+pub enum TurnEnd {
+    /// The agent answered the prompt; `stopReason` as the agent said (`end_turn`, `max_tokens`,
+    /// `max_turn_requests`, `refusal`).
+    #[serde(rename_all = "camelCase")]
+    Completed { stop_reason: String },
+    /// The person aborted the turn.
+    Cancelled,
+    /// The agent needs authentication before it can work.
+    #[serde(rename_all = "camelCase")]
+    NeedsAuth { auth_methods: Vec<AuthMethod> },
+    /// The agent failed or exited mid-turn; `stderrTail` is the end of its error output.
+    #[serde(rename_all = "camelCase")]
+    Failed {
+        message: String,
+        #[serde(default, skip_serializing_if = "String::is_empty")]
+        stderr_tail: String,
+    },
+}
+
+/// A way to authenticate that the agent offers.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct AuthMethod {
+    pub id: String,
+    pub name: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn tool(id: &str, title: &str) -> ToolCallPart {
+        ToolCallPart {
+            tool_call_id: id.into(),
+            title: title.into(),
+            ..ToolCallPart::default()
+        }
+    }
+
+    fn fold(deltas: &[TurnDelta]) -> Vec<TurnPart> {
+        let mut parts = Vec::new();
+        for d in deltas {
+            apply(&mut parts, d.clone());
+        }
+        parts
+    }
+
+    #[test]
+    fn text_chunks_append_to_one_part_until_something_else_comes() {
+        let parts = fold(&[
+            TurnDelta::TextAppended { text: "Hel".into() },
+            TurnDelta::TextAppended { text: "lo".into() },
+            TurnDelta::ThoughtAppended { text: "hm".into() },
+            TurnDelta::ThoughtAppended { text: "m".into() },
+            TurnDelta::TextAppended { text: "!".into() },
+        ]);
+        assert_eq!(
+            parts,
+            vec![
+                TurnPart::Text {
+                    text: "Hello".into()
+                },
+                TurnPart::Thought { text: "hmm".into() },
+                TurnPart::Text { text: "!".into() },
+            ]
+        );
+    }
+
+    #[test]
+    fn tool_call_fields_merge_and_lists_are_replaced() {
+        let mut first = tool("t1", "Run ls");
+        first.content = vec![ToolContent::Text { text: "a".into() }];
+        first.locations = vec![ToolLocation {
+            path: "/p/a".into(),
+            line: None,
+        }];
+        let parts = fold(&[
+            TurnDelta::ToolCallCreated { tool_call: first },
+            TurnDelta::ToolCallUpdated {
+                tool_call_id: "t1".into(),
+                fields: ToolCallFields {
+                    status: Some(ToolStatus::InProgress),
+                    content: Some(vec![ToolContent::Terminal {
+                        terminal_id: "term1".into(),
+                    }]),
+                    ..ToolCallFields::default()
+                },
+            },
+            TurnDelta::ToolCallUpdated {
+                tool_call_id: "t1".into(),
+                fields: ToolCallFields {
+                    status: Some(ToolStatus::Completed),
+                    locations: Some(vec![]),
+                    ..ToolCallFields::default()
+                },
+            },
+        ]);
+        let [TurnPart::ToolCall(t)] = parts.as_slice() else {
+            panic!("one tool call expected: {parts:?}");
+        };
+        assert_eq!(t.title, "Run ls", "absent fields stay");
+        assert_eq!(t.status, ToolStatus::Completed);
+        assert_eq!(
+            t.content,
+            vec![ToolContent::Terminal {
+                terminal_id: "term1".into()
+            }],
+            "content is replaced, not appended"
+        );
+        assert!(t.locations.is_empty(), "locations are replaced");
+    }
+
+    #[test]
+    fn update_for_an_unknown_tool_call_starts_one_and_plan_is_replaced() {
+        let entry = |c: &str| PlanEntry {
+            content: c.into(),
+            priority: PlanPriority::High,
+            status: PlanStatus::Pending,
+        };
+        let parts = fold(&[
+            TurnDelta::PlanReplaced {
+                entries: vec![entry("a"), entry("b")],
+            },
+            TurnDelta::ToolCallUpdated {
+                tool_call_id: "x".into(),
+                fields: ToolCallFields {
+                    title: Some("Edit".into()),
+                    ..ToolCallFields::default()
+                },
+            },
+            TurnDelta::PlanReplaced {
+                entries: vec![entry("c")],
+            },
+        ]);
+        assert_eq!(parts.len(), 2);
+        assert_eq!(
+            parts[0],
+            TurnPart::Plan {
+                entries: vec![entry("c")]
+            }
+        );
+        assert!(matches!(&parts[1], TurnPart::ToolCall(t) if t.title == "Edit"));
+    }
+
+    #[test]
+    fn permission_is_asked_then_answered_once_by_id() {
+        let perm = |id: &str| PermissionPart {
+            permission_id: id.into(),
+            tool_call: tool("t", "Write"),
+            options: vec![PermissionChoice {
+                option_id: "allow".into(),
+                name: "Allow".into(),
+                kind: PermissionKind::AllowOnce,
+            }],
+            outcome: PermissionOutcome::Pending,
+        };
+        let parts = fold(&[
+            TurnDelta::PermissionAsked {
+                permission: perm("p1"),
+            },
+            TurnDelta::PermissionAsked {
+                permission: perm("p2"),
+            },
+            TurnDelta::PermissionAnswered {
+                permission_id: "p1".into(),
+                outcome: PermissionOutcome::Selected {
+                    option_id: "allow".into(),
+                    kind: PermissionKind::AllowOnce,
+                },
+            },
+            TurnDelta::PermissionAnswered {
+                permission_id: "p2".into(),
+                outcome: PermissionOutcome::Cancelled,
+            },
+        ]);
+        let outcomes: Vec<_> = parts
+            .iter()
+            .map(|p| match p {
+                TurnPart::Permission(p) => p.outcome.clone(),
+                other => panic!("unexpected {other:?}"),
+            })
+            .collect();
+        assert_eq!(
+            outcomes,
+            vec![
+                PermissionOutcome::Selected {
+                    option_id: "allow".into(),
+                    kind: PermissionKind::AllowOnce
+                },
+                PermissionOutcome::Cancelled
+            ]
+        );
+    }
+
+    #[test]
+    fn wire_shapes_are_strict_camel_case_and_round_trip() {
+        let d = TurnDelta::ToolCallUpdated {
+            tool_call_id: "t1".into(),
+            fields: ToolCallFields {
+                raw_input: Some(serde_json::json!({"command": "ls\n-la"})),
+                ..ToolCallFields::default()
+            },
+        };
+        let v = serde_json::to_value(&d).unwrap();
+        assert_eq!(v["type"], "tool_call_updated");
+        assert_eq!(v["toolCallId"], "t1");
+        assert_eq!(v["fields"]["rawInput"]["command"], "ls\n-la");
+        assert_eq!(serde_json::from_value::<TurnDelta>(v).unwrap(), d);
+        let bad = serde_json::json!({"type": "text_appended", "text": "a", "extra": 1});
+        assert!(serde_json::from_value::<TurnDelta>(bad).is_err());
+        let bad = serde_json::json!({"type": "tool_call_updated", "toolCallId": "t",
+            "fields": {"colour": "red"}});
+        assert!(serde_json::from_value::<TurnDelta>(bad).is_err());
+        let end = TurnEnd::Failed {
+            message: "exited".into(),
+            stderr_tail: "boom".into(),
+        };
+        let v = serde_json::to_value(&end).unwrap();
+        assert_eq!(v["state"], "failed");
+        assert_eq!(v["stderrTail"], "boom");
+        let reloaded: Vec<TurnPart> =
+            serde_json::from_str(&serde_json::to_string(&fold(&[d])).unwrap()).unwrap();
+        assert_eq!(reloaded, fold(&[TurnDelta::ToolCallUpdated {
+            tool_call_id: "t1".into(),
+            fields: ToolCallFields {
+                raw_input: Some(serde_json::json!({"command": "ls\n-la"})),
+                ..ToolCallFields::default()
+            },
+        }]));
+    }
+}
