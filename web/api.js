@@ -1,7 +1,10 @@
 // The backend HTTP API (bearer credential) and its event stream.
 //
 // EventSource cannot send an Authorization header, so /event is read with fetch() streaming
-// and the Server-Sent Events framing is parsed here.
+// and the Server-Sent Events framing is parsed here. Nothing carrying the credential is sent
+// before the server proved it holds it (proof.js); any transport error drops that proof.
+
+import { NotProven } from './proof.js';
 
 export class ApiError extends Error {
   constructor(status, code, message) {
@@ -12,9 +15,39 @@ export class ApiError extends Error {
 }
 
 export class Api {
-  constructor(token, { onUnauthorized } = {}) {
+  /**
+   * @param {string} token
+   * @param {import('./proof.js').ServerProof} proof  shared with the gateway connection
+   * @param {{onUnauthorized?: () => void, onNotProven?: (e: Error) => void}} hooks
+   */
+  constructor(token, proof, { onUnauthorized, onNotProven } = {}) {
     this.token = token;
+    this.proof = proof;
     this.onUnauthorized = onUnauthorized ?? (() => {});
+    this.onNotProven = onNotProven ?? (() => {});
+  }
+
+  /** Resolves once the server proved it holds the credential; else throws an ApiError. */
+  async proven() {
+    try {
+      await this.proof.ensure();
+    } catch (e) {
+      if (e instanceof NotProven) {
+        this.onNotProven(e);
+        throw new ApiError(0, 'NOT_PROVEN', `the server did not prove it holds the credential: ${e.message}`);
+      }
+      throw new ApiError(0, 'UNREACHABLE', e.message);
+    }
+  }
+
+  /** fetch(), with a transport error dropping the server's proof. */
+  async send(path, init) {
+    try {
+      return await fetch(path, init);
+    } catch (e) {
+      if (e?.name !== 'AbortError') this.proof.lost();
+      throw e;
+    }
   }
 
   headers(extra = {}) {
@@ -27,8 +60,15 @@ export class Api {
       init.headers['Content-Type'] = 'application/json';
       init.body = JSON.stringify(body);
     }
-    const res = await fetch(path, init);
-    const text = await res.text();
+    await this.proven();
+    const res = await this.send(path, init);
+    let text;
+    try {
+      text = await res.text();
+    } catch (e) {
+      this.proof.lost();
+      throw e;
+    }
     let data = null;
     try {
       data = text ? JSON.parse(text) : null;
@@ -69,9 +109,19 @@ export class Api {
     let delay = 500;
     while (!signal.aborted) {
       try {
+        try {
+          await this.proof.ensure();
+        } catch (e) {
+          if (e instanceof NotProven) {
+            this.onNotProven(e);
+            return;
+          }
+          throw e;
+        }
+        if (signal.aborted) return;
         const headers = this.headers({ Accept: 'text/event-stream' });
         if (lastId !== null) headers['Last-Event-ID'] = String(lastId);
-        const res = await fetch('/event', { headers, signal, cache: 'no-store' });
+        const res = await this.send('/event', { headers, signal, cache: 'no-store' });
         if (res.status === 401) {
           this.onUnauthorized();
           return;
@@ -100,6 +150,8 @@ export class Api {
       } catch (e) {
         if (signal.aborted) return;
       }
+      // The stream ended or broke: the next connection may reach another server.
+      this.proof.lost();
       onState('down');
       await new Promise((r) => setTimeout(r, delay));
       delay = Math.min(delay * 2, 5000);

@@ -5,38 +5,99 @@ import { Api } from './api.js';
 import { h, relativeTime } from './dom.js';
 import { GatewayClient } from './gateway.js';
 import {
-  STORAGE_KEY, activePane, allPanes, applyCommand, closePane, defaultLayout, locate, sanitize,
+  STORAGE_KEY, activePane, affectedPanes, allPanes, applyCommand, closePane, defaultLayout, locate,
+  sanitize,
 } from './layout.js';
 import { fillApprovals, fillTranscript, renderPane } from './panes.js';
 import { BrowserPanel, TerminalPanel, placePanels } from './panels.js';
+import { ServerProof } from './proof.js';
 
 const TOKEN_KEY = 'ax-code.token';
 const $ = (id) => document.getElementById(id);
+/** An agent's layout command waits this long after the person's input in the pane it moves. */
+const QUIET_MS = 1500;
+/** Layout commands that move what is under the person's hands. */
+const GUARDED = new Set(['navigate', 'split', 'close-pane', 'focus']);
 
 // ---- sign-in ---------------------------------------------------------------------------
 
-function takeTokenFromFragment() {
+const FRESH_LINK = 'Run `ax-code link` in a terminal for a fresh sign-in link.';
+
+/**
+ * A `#code=` fragment: a one-time code `ax-code serve` or `ax-code link` printed, exchanged
+ * once (POST /signin) for the credential, so the credential never appears in a URL or the
+ * browser's history. The fragment is taken out of the address at once. Links that carry the
+ * credential itself (`#token=`) are not accepted.
+ */
+async function takeFragment() {
   const params = new URLSearchParams(location.hash.slice(1));
-  const token = params.get('token');
-  if (token) {
-    sessionStorage.setItem(TOKEN_KEY, token);
-    // The fragment never reaches a server; remove it from the address bar and history too.
-    history.replaceState(null, '', location.pathname + location.search);
+  const code = params.get('code');
+  const legacy = params.has('token');
+  if (!code && !legacy) return false;
+  history.replaceState(null, '', location.pathname + location.search);
+  const result = code
+    ? await exchangeCode(code)
+    : { error: `Links that carry the access token are not accepted. ${FRESH_LINK}` };
+  if (result.token) {
+    sessionStorage.setItem(TOKEN_KEY, result.token);
+    boot();
+  } else if (app || sessionStorage.getItem(TOKEN_KEY)) {
+    // Signed in already: keep going, and say why the link did nothing.
+    if (!app) boot();
+    app?.toast(result.error);
+  } else {
+    showSignIn(result.error, 'link-refused');
   }
+  return true;
 }
 
-function showSignIn(message) {
+async function exchangeCode(code) {
+  let res;
+  try {
+    res = await fetch('/signin', {
+      method: 'POST',
+      headers: { 'Content-Type': 'application/json' },
+      body: JSON.stringify({ code }),
+      cache: 'no-store',
+      credentials: 'omit',
+      redirect: 'error',
+    });
+  } catch (e) {
+    return { error: `The backend cannot be reached (${e.message}).` };
+  }
+  let data = null;
+  try {
+    data = await res.json();
+  } catch {
+    data = null;
+  }
+  if (res.ok && typeof data?.token === 'string') return { token: data.token };
+  if (data?.error?.code === 'invalid_code') {
+    return { error: `This sign-in link was already used or has expired. ${FRESH_LINK}` };
+  }
+  return { error: `Sign-in failed: ${data?.error?.message ?? `HTTP ${res.status}`}` };
+}
+
+function notProvenMessage(e) {
+  return 'The server at this address could not prove that it holds your access token '
+    + `(${e.message}), so the token was not sent, and this page has forgotten it. `
+    + 'The backend may have restarted with a new credential, or stopped and another program taken its port. '
+    + 'Start the backend again, then run `ax-code link` in a terminal for a fresh sign-in link.';
+}
+
+function showSignIn(message, reason) {
   $('app').hidden = true;
   $('signin').hidden = false;
+  $('signin').dataset.reason = reason ?? '';
   $('signin-error').textContent = message ?? '';
   $('token').focus();
 }
 
-function signOut(message) {
+function signOut(message, reason) {
   sessionStorage.removeItem(TOKEN_KEY);
   app?.stop();
   app = null;
-  showSignIn(message);
+  showSignIn(message, reason);
 }
 
 $('signin-form').addEventListener('submit', (ev) => {
@@ -77,10 +138,30 @@ class Store {
 
 class ControlUi {
   constructor(token) {
-    this.api = new Api(token, { onUnauthorized: () => signOut('The access token was refused.') });
+    // The credential stays in sessionStorage only while the server is proven: after a
+    // disconnect a reload must not hand it to whatever page the port serves next.
+    this.proof = new ServerProof(token, {
+      onLost: () => sessionStorage.removeItem(TOKEN_KEY),
+      onProven: () => { if (app === this) sessionStorage.setItem(TOKEN_KEY, token); },
+    });
+    const notProven = (e) => {
+      if (app !== this) return;
+      if (e.insecure) signOut(`The access token was not sent: ${e.message}.`, 'insecure');
+      else if (this.proof.everProven) signOut(notProvenMessage(e), 'not-proven');
+      // Never proven: most likely a mistyped token, or one of another backend.
+      else signOut('The access token was refused: the backend at this address does not hold it.', 'refused');
+    };
+    this.api = new Api(token, this.proof, {
+      onUnauthorized: () => signOut('The access token was refused.'),
+      onNotProven: notProven,
+    });
     this.store = new Store();
     this.layout = this.loadLayout();
+    // Drafts belong to a session, not to a pane: a typed command never follows a pane to
+    // another session.
     this.drafts = new Map();
+    // When the person last used each pane (keys, pointer, paste), by pane ID.
+    this.inputAt = new Map();
     this.abort = new AbortController();
     this.loading = new Set();
     this.actions = this.makeActions();
@@ -88,6 +169,8 @@ class ControlUi {
     this.browser = new BrowserPanel(this.actions);
     this.gateway = new GatewayClient({
       token,
+      proof: this.proof,
+      onNotProven: notProven,
       onCommand: (payload) => this.handleCommand(payload),
       onEvent: (name, payload) => this.terminal.onEvent(name, payload),
       onStatus: (state, detail) => this.gatewayStatus(state, detail),
@@ -126,12 +209,17 @@ class ControlUi {
     $('signin').hidden = true;
     $('app').hidden = false;
     this.browser.show(this.layout.panels.browser.url);
+    const note = (ev) => this.noteInput(ev);
+    for (const type of ['keydown', 'pointerdown', 'pointermove', 'wheel', 'paste', 'input']) {
+      document.addEventListener(type, note, { capture: true, passive: true, signal: this.abort.signal });
+    }
     this.render();
     try {
       await this.resync();
     } catch (e) {
-      if (e.status !== 401) this.toast(`Could not load sessions: ${e.message}`);
-      if (e.status === 401) return;
+      if (e.status === 401 || e.code === 'NOT_PROVEN') return;
+      this.toast(`Could not load sessions: ${e.message}`);
+      this.streamWasDown = true;
     }
     if (this.freshLayout && !activePane(this.layout).session) {
       const newest = this.store.sessions.keys().next().value;
@@ -145,6 +233,7 @@ class ControlUi {
   }
 
   stop() {
+    this.stopped = true;
     this.abort.abort();
     this.gateway.stop();
     // The panels live in the docks, outside what render() replaces.
@@ -237,11 +326,40 @@ class ControlUi {
   // ---- ui.command ----
 
   handleCommand(payload) {
-    const result = applyCommand(this.layout, payload);
+    let result = applyCommand(this.layout, payload);
+    if (result.outcome === 'applied' && GUARDED.has(payload?.command?.kind)) {
+      const busy = this.personBusy(affectedPanes(this.layout, result.layout));
+      if (busy) result = { layout: this.layout, outcome: 'ignored', reason: `human priority: ${busy}` };
+    }
     // Keyboard focus stays where the person left it: an agent arranges, it does not type.
     if (result.outcome === 'applied') this.setLayout(result.layout);
     this.toast(`Agent: ${describe(payload.command)}${result.outcome === 'ignored' ? ` — ignored (${result.reason})` : ''}`);
     return { outcome: result.outcome, reason: result.reason };
+  }
+
+  /**
+   * Why the person is busy in one of `panes` (the panes a command would move, resize, replace
+   * or (de)activate), or null: a draft in its composer, an approval shown in it, or their input
+   * in it within the last 1.5 s. The Control UI's form of the TUI's human-priority rules.
+   */
+  personBusy(panes) {
+    const now = performance.now();
+    for (const pane of panes) {
+      const name = pane.session ? `the pane showing ${pane.session}` : `pane ${pane.id}`;
+      if (pane.session && this.drafts.get(pane.session)) return `${name} has a draft in its composer`;
+      if (pane.session && this.store.pendingFor(pane.session).length > 0) return `${name} shows an approval`;
+      const at = this.inputAt.get(pane.id);
+      if (at !== undefined && now - at < QUIET_MS) return `the person used ${name} in the last 1.5 s`;
+    }
+    return null;
+  }
+
+  /** Records the person's input in a pane (the sidebar acts on the active pane). */
+  noteInput(ev) {
+    if (!ev.isTrusted) return;
+    const el = ev.target?.closest?.('[data-testid="pane"]');
+    const paneId = el ? el.dataset.paneId : ev.target?.closest?.('#sidebar') ? this.layout.active : null;
+    if (paneId) this.inputAt.set(paneId, performance.now());
   }
 
   // ---- user actions ----
@@ -325,6 +443,7 @@ class ControlUi {
         self.saveLayout();
       },
       gatewayRequest: (method, params) => self.gateway.request(method, params),
+      toast: (text) => self.toast(text),
     };
   }
 
@@ -344,7 +463,7 @@ class ControlUi {
     const focused = document.activeElement;
     const focusedPane = focused?.closest?.('[data-testid="pane"]');
     const restore = focusedPane && focused.tagName === 'TEXTAREA'
-      ? { pane: focusedPane.dataset.paneId, start: focused.selectionStart, end: focused.selectionEnd }
+      ? { pane: focusedPane.dataset.paneId, session: focusedPane.dataset.session, start: focused.selectionStart, end: focused.selectionEnd }
       : null;
     const area = $('panes');
     const ctx = (pane) => ({ store: this.store, active: pane.id === L.active, drafts: this.drafts, actions: this.actions });
@@ -357,7 +476,8 @@ class ControlUi {
     placePanels(L, { terminal: this.terminal, browser: this.browser }, { bottom: $('dock-bottom'), right: $('dock-right') });
     if (restore) {
       const box = area.querySelector(`[data-pane-id="${restore.pane}"] textarea`);
-      if (box) {
+      // Keep the caret only where the pane still shows the session being typed for.
+      if (box && box.closest('[data-testid="pane"]').dataset.session === restore.session) {
         // Focusing must not make that pane active again (an agent may just have moved it).
         this.restoringFocus = true;
         box.focus({ preventScroll: true });
@@ -479,6 +599,7 @@ $('toggle-terminal').addEventListener('click', () => app?.actions.setPanel('term
 $('toggle-browser').addEventListener('click', () => app?.actions.setPanel('browser', !app.layout.panels.browser.open));
 $('new-session').addEventListener('click', () => app?.actions.createInPane(app.layout.active));
 $('sign-out').addEventListener('click', () => signOut());
+// A sign-in link pasted into a tab that is already open (on the sign-in form or not).
+window.addEventListener('hashchange', () => { takeFragment(); });
 
-takeTokenFromFragment();
-boot();
+takeFragment().then((taken) => { if (!taken) boot(); });

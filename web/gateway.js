@@ -1,5 +1,8 @@
 // The gateway WebSocket: handshake as a Control UI, ui.command handling with acknowledgements,
-// the operator terminal's requests, and reconnecting.
+// the operator terminal's requests, and reconnecting. The connect frame carries the credential,
+// so every (re)connection waits until the server proved it holds it (proof.js).
+
+import { NotProven } from './proof.js';
 
 const CLIENT_VERSION = '0.1.0';
 
@@ -7,12 +10,16 @@ export class GatewayClient {
   /**
    * @param {object} o
    * @param {string} o.token
+   * @param {import('./proof.js').ServerProof} o.proof  shared with the HTTP API client
+   * @param {(e: Error) => void} o.onNotProven  the server failed the proof: stop for good
    * @param {(payload: object) => {outcome: string, reason?: string}} o.onCommand
    * @param {(name: string, payload: object) => void} o.onEvent
    * @param {(state: string, detail?: string) => void} o.onStatus
    */
-  constructor({ token, onCommand, onEvent, onStatus }) {
+  constructor({ token, proof, onNotProven, onCommand, onEvent, onStatus }) {
     this.token = token;
+    this.proof = proof;
+    this.onNotProven = onNotProven;
     this.onCommand = onCommand;
     this.onEvent = onEvent;
     this.onStatus = onStatus;
@@ -35,13 +42,26 @@ export class GatewayClient {
     this.ws?.close(1000, 'bye');
   }
 
-  open() {
+  async open() {
+    this.onStatus('connecting');
+    try {
+      await this.proof.ensure();
+    } catch (e) {
+      if (this.stopped) return;
+      if (e instanceof NotProven) {
+        this.stopped = true;
+        this.onNotProven(e);
+        return;
+      }
+      this.retry(e.message);
+      return;
+    }
+    if (this.stopped) return;
     const scheme = location.protocol === 'https:' ? 'wss' : 'ws';
     const ws = new WebSocket(`${scheme}://${location.host}/gateway`);
     this.ws = ws;
     this.lastSeq = 0;
     this.connId = null;
-    this.onStatus('connecting');
     ws.onmessage = (ev) => this.receive(ev.data);
     ws.onclose = (ev) => {
       for (const { reject } of this.pending.values()) reject(new Error('gateway connection closed'));
@@ -49,10 +69,16 @@ export class GatewayClient {
       if (this.ws !== ws) return;
       this.ws = null;
       if (this.stopped) return;
-      this.onStatus('down', ev.reason || `closed (${ev.code})`);
-      setTimeout(() => !this.stopped && this.open(), this.delay);
-      this.delay = Math.min(this.delay * 2, 5000);
+      // Whoever answers the next connection must prove itself first.
+      this.proof.lost();
+      this.retry(ev.reason || `closed (${ev.code})`);
     };
+  }
+
+  retry(detail) {
+    this.onStatus('down', detail);
+    setTimeout(() => !this.stopped && this.open(), this.delay);
+    this.delay = Math.min(this.delay * 2, 5000);
   }
 
   send(frame) {

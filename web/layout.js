@@ -221,3 +221,29 @@ export function closePane(layout, paneId) {
   if (layout.active === paneId) layout.active = next.id;
   return true;
 }
+
+/**
+ * The panes of `before` that going to `after` would move, resize, replace, remove or
+ * (de)activate: what is under the person's hands. A pane that only appears in `after` is not
+ * one of them. (Splits and closes keep the total weight, so other panes stay where they are.)
+ */
+export function affectedPanes(before, after) {
+  const where = new Map();
+  for (const col of after.columns) {
+    for (const pane of col.panes) where.set(pane.id, { pane, colWeight: col.weight });
+  }
+  const out = [];
+  for (const col of before.columns) {
+    for (const pane of col.panes) {
+      const now = where.get(pane.id);
+      if (!now
+        || now.pane.session !== pane.session
+        || now.pane.weight !== pane.weight
+        || now.colWeight !== col.weight
+        || (before.active === pane.id) !== (after.active === pane.id)) {
+        out.push(pane);
+      }
+    }
+  }
+  return out;
+}

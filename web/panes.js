@@ -3,6 +3,8 @@
 import { h } from './dom.js';
 
 const STATUS_LABEL = { idle: 'idle', pending: 'waiting for approval', busy: 'running' };
+/** Approval buttons ignore clicks this long after what the pane shows changed or moved. */
+export const ARM_MS = 500;
 
 /**
  * @param {object} pane      layout pane {id, session, weight}
@@ -53,22 +55,36 @@ export function renderPane(pane, ctx) {
   const transcript = h('div', { class: 'transcript', role: 'log', 'aria-live': 'polite', 'data-testid': 'transcript' });
   fillTranscript(transcript, store.messages.get(pane.session));
   const approvals = h('div', { class: 'approvals', 'data-testid': 'approvals' });
-  fillApprovals(approvals, store.pendingFor(pane.session), pane.session, actions);
+  fillApprovals(approvals, store.pendingFor(pane.session), pane.session, actions, true);
   el.append(transcript, approvals, composer(pane, ctx));
   requestAnimationFrame(() => { transcript.scrollTop = transcript.scrollHeight; });
   return el;
 }
 
+/** The composers showing `session` other than `except`. */
+function composersOf(session, except) {
+  return [...document.querySelectorAll('[data-testid="composer-input"]')]
+    .filter((el) => el !== except && el.dataset.session === session);
+}
+
 function composer(pane, { drafts, actions }) {
+  // The session this composer was made for: its draft and its prompt go there, whatever the
+  // pane shows later.
+  const session = pane.session;
   const input = h('textarea', {
     class: 'composer-input',
     rows: 2,
     placeholder: 'Command for this session (Enter sends, Shift+Enter: new line)',
     'aria-label': 'Prompt',
     'data-testid': 'composer-input',
+    'data-session': session,
   });
-  input.value = drafts.get(pane.id) ?? '';
-  input.addEventListener('input', () => drafts.set(pane.id, input.value));
+  input.value = drafts.get(session) ?? '';
+  input.addEventListener('input', () => {
+    if (input.value) drafts.set(session, input.value);
+    else drafts.delete(session);
+    for (const other of composersOf(session, input)) other.value = input.value;
+  });
   const error = h('p', { class: 'composer-error', role: 'alert' });
   const form = h('form', { class: 'composer', 'data-testid': 'composer' },
     input, h('button', { type: 'submit', class: 'primary', text: 'Send' }), error);
@@ -77,9 +93,10 @@ function composer(pane, { drafts, actions }) {
     if (!text) return;
     error.textContent = '';
     try {
-      await actions.prompt(pane.session, text);
+      await actions.prompt(session, text);
       input.value = '';
-      drafts.delete(pane.id);
+      drafts.delete(session);
+      for (const other of composersOf(session, input)) other.value = '';
     } catch (e) {
       error.textContent = e.message;
     }
@@ -137,7 +154,23 @@ function renderPart(part) {
   }
 }
 
-export function fillApprovals(el, permissions, sessionId, actions) {
+/**
+ * The pending approvals of one session in its pane. A click that lands within ARM_MS of the
+ * approvals changing (or of the pane being drawn anew, e.g. after the layout moved) is ignored
+ * and said so: the pointer may rest where another approval's button just appeared.
+ * `fresh` says the pane was just drawn.
+ */
+export function fillApprovals(el, permissions, sessionId, actions, fresh = false) {
+  const signature = permissions.map((p) => p.id).join(',');
+  if (fresh || el.dataset.signature !== signature) {
+    el.dataset.signature = signature;
+    const shownAt = performance.now();
+    el.dataset.shownAt = String(shownAt);
+    el.dataset.armed = 'false';
+    setTimeout(() => {
+      if (el.dataset.shownAt === String(shownAt)) el.dataset.armed = 'true';
+    }, ARM_MS);
+  }
   el.replaceChildren();
   for (const p of permissions) {
     const buttons = [
@@ -148,12 +181,26 @@ export function fillApprovals(el, permissions, sessionId, actions) {
       type: 'button',
       class: cls,
       'data-testid': `approve-${reply}`,
-      onclick: () => actions.reply(sessionId, p.id, reply),
+      onclick: () => {
+        if (performance.now() - Number(el.dataset.shownAt) < ARM_MS) {
+          actions.toast('Click ignored: this approval just appeared or moved. Read it, then click again.');
+          return;
+        }
+        actions.reply(sessionId, p.id, reply);
+      },
       text: label,
     }));
+    const attachments = Array.isArray(p.attachments)
+      ? p.attachments.filter((a) => typeof a === 'string')
+      : [];
     el.append(h('div', { class: 'approval', role: 'group', 'aria-label': 'Approval needed', 'data-testid': 'approval' },
       h('p', { class: 'approval-title', text: 'The agent wants to run:' }),
       h('pre', { class: 'approval-command', text: p.command }),
+      attachments.length
+        ? h('div', { class: 'approval-attachments', 'data-testid': 'approval-attachments' },
+          h('span', { class: 'muted', text: 'With the files:' }),
+          attachments.map((a) => h('span', { class: 'chip', 'data-testid': 'approval-attachment', text: a })))
+        : null,
       h('div', { class: 'approval-actions' }, buttons)));
   }
 }

@@ -85,23 +85,25 @@ class Backend:
     """`ax-code serve --port 0` with a generated AX_CODE_SERVER_PASSWORD and a private data
     directory under `root`; its stderr goes to `root/serve.log`."""
 
-    def __init__(self, binary, root, rust_log=None):
-        self.token = secrets.token_urlsafe(32)
+    def __init__(self, binary, root, rust_log=None, port=0, token=None, extra_env=None):
+        self.token = token or secrets.token_urlsafe(32)
         self.data = os.path.join(root, "data")
         self.project = os.path.join(root, "project")
-        os.makedirs(self.data, mode=0o700)
-        os.makedirs(self.project)
+        os.makedirs(self.data, mode=0o700, exist_ok=True)
+        os.makedirs(self.project, exist_ok=True)
         env = dict(os.environ, AX_CODE_DATA_DIR=self.data, AX_CODE_SERVER_PASSWORD=self.token)
         env.pop("XDG_DATA_HOME", None)
         if rust_log is not None:
             env["RUST_LOG"] = rust_log
+        env.update(extra_env or {})
         self.log_path = os.path.join(root, "serve.log")
         self.log = open(self.log_path, "wb")
         self.proc = subprocess.Popen(
-            [binary, "serve", "--port", "0", "--dir", self.project],
+            [binary, "serve", "--port", str(port), "--dir", self.project],
             stdout=subprocess.PIPE, stderr=self.log, stdin=subprocess.DEVNULL, env=env,
         )
         self.url = None
+        self.link = None
         deadline = time.monotonic() + 20
         while time.monotonic() < deadline:
             line = self.proc.stdout.readline().decode()
@@ -110,6 +112,9 @@ class Backend:
             m = re.search(r"listening on (http://\S+)", line)
             if m:
                 self.url = m.group(1).rstrip("/")
+                # The next line is the Control UI link.
+                m = re.search(r"Control UI: (http://\S+)", self.proc.stdout.readline().decode())
+                self.link = m.group(1) if m else None
                 break
         check(self.url is not None, f"ax-code serve is listening ({self.url})")
         check(self.token not in (self.url or ""), "the token is not in the printed URL")
@@ -124,6 +129,10 @@ class Backend:
             req.add_header("Content-Type", "application/json")
         with urllib.request.urlopen(req, timeout=10) as res:
             return json.loads(res.read() or b"null")
+
+    def sign_in_link(self):
+        """A fresh one-time Control UI link `URL/#code=CODE` (POST /signin/code)."""
+        return f"{self.url}/#code={self.api('POST', '/signin/code')['code']}"
 
     def log_size(self):
         self.log.flush()

@@ -3,7 +3,7 @@
 Run by crates/cli/tests/screen_browser.rs:
     python screen_browser.py BINARY ARTIFACTS_DIR
 It starts `ax-code serve` (temp data dir, AX_CODE_SERVER_PASSWORD, a free port), signs in to
-the Control UI (form, then the URL fragment in a second tab), and drives it through the official MCP
+the Control UI (form, then a one-time `#code=` link in a second tab), and drives it through the official MCP
 Python SDK: every action of the `screen` tool must change the page as docs/gateway.md §5 says.
 Prints each check; exits non-zero on the first failure.
 """
@@ -236,36 +236,54 @@ async def run(binary, artifacts):
             box.send_keys("echo from-the-ui" + Keys.ENTER)
             wait_for(lambda: first_pane.find_elements(By.CSS_SELECTOR, '[data-testid="approve-once"]'),
                      "the approval appears in alpha's pane")
+            # Approval buttons take clicks 500 ms after they appeared (control_ui_priority.py).
+            wait_for(lambda: first_pane.find_element(By.CSS_SELECTOR, '[data-testid="approvals"]')
+                     .get_attribute("data-armed") == "true", "the approval is ready for clicks")
             first_pane.find_element(By.CSS_SELECTOR, '[data-testid="approve-once"]').click()
             wait_for(lambda: "from-the-ui" in first_pane.find_element(By.CSS_SELECTOR, '[data-testid="transcript"]').text
                      and "exit 0" in first_pane.find_element(By.CSS_SELECTOR, '[data-testid="transcript"]').text,
                      "the command's output streams into the transcript")
             check(not first_pane.find_elements(By.CSS_SELECTOR, '[data-testid="approval"]'), "the approval is gone")
 
-            # An agent's command never takes the keyboard from the person typing.
+            # An agent's command never takes the keyboard from the person typing: while alpha's
+            # pane holds a draft, a split beside it is ignored (human priority,
+            # control_ui_priority.py); without the draft and after the quiet period it applies,
+            # and the keyboard stays in alpha's composer.
             box = driver.find_element(By.CSS_SELECTOR, f'[data-testid="pane"][data-session="{a}"] [data-testid="composer-input"]')
             box.click()
             box.send_keys("half-typed draft")
+            layout_before = page.panes()
             r = await screen({"action": "split_down", "sessionKey": b})
-            check(outcomes(r) == ["applied"], "split_down while the person types")
+            check(outcomes(r) == ["ignored"] and "draft" in r["outcomes"][0]["reason"],
+                  f"split_down beside a pane with a draft is ignored: {r['outcomes']}")
+            check(page.panes() == layout_before, "the layout did not change")
+            typing = driver.execute_script(
+                "const e = document.activeElement;"
+                "return [e.closest('[data-testid=pane]')?.dataset.session, e.value];")
+            check(typing == [a, "half-typed draft"], f"focus and draft stay in alpha's composer: {typing}")
+            box.send_keys(Keys.CONTROL, "a")
+            box.send_keys(Keys.BACKSPACE)
+            time.sleep(1.6)  # the quiet period after the person's input, then it applies
+            r = await screen({"action": "split_down", "sessionKey": b})
+            check(outcomes(r) == ["applied"], f"split_down after the quiet period: {r['outcomes']}")
             wait_for(lambda: [[p["session"] for p in col] for col in page.panes()] == [[a, b, c], [d]],
                      "beta opens below alpha")
             check(page.active_session() == b, "the new pane is active")
             typing = driver.execute_script(
                 "const e = document.activeElement;"
-                "return [e.closest('[data-testid=pane]')?.dataset.session, e.value];")
-            check(typing == [a, "half-typed draft"], f"focus and draft stay in alpha's composer: {typing}")
+                "return e.closest('[data-testid=pane]')?.dataset.session;")
+            check(typing == a, f"the keyboard stays in alpha's composer: {typing}")
 
             # Two tabs: both apply every command.
             first = driver.current_window_handle
             layout_now = page.panes()
             driver.switch_to.new_window("tab")
             second = driver.current_window_handle
-            driver.get(f"{backend.url}/#token={backend.token}")
-            wait_for(page.connected, "the second tab signs in from the URL fragment and connects")
-            check("token" not in driver.current_url, "the token fragment is removed from the address")
+            driver.get(backend.sign_in_link())
+            wait_for(page.connected, "the second tab signs in with a one-time link and connects")
+            check("code=" not in driver.current_url, "the code fragment is removed from the address")
             check(driver.execute_script("return sessionStorage.getItem('ax-code.token')") == backend.token,
-                  "the fragment's token is kept in sessionStorage")
+                  "the code was exchanged for the token, kept in sessionStorage")
             wait_for(lambda: page.panes() == layout_now, "the second tab starts from the stored layout")
             r = await screen({"action": "sidebar_hide"})
             check(r["delivered"] == 2 and outcomes(r) == ["applied", "applied"],

@@ -57,6 +57,12 @@ async def main(binary, endpoint, session_ok, session_pending):
         rejected = validated("select_session", await session.call_tool("select_session", extra))
         check(rejected == {"status": "rejected", "code": "invalid_request"}, "an extra argument is invalid_request")
 
+        now = validated("get_view_context", await session.call_tool("get_view_context", {}))["context"]
+        unknown_id = "ses_" + "9" * 26
+        unknown = validated("select_session", await session.call_tool("select_session", select_arguments(now, unknown_id)))
+        check(unknown == {"status": "rejected", "code": "target_unavailable", "detail": "unknown_session"},
+              f"an unknown session is target_unavailable / unknown_session: {unknown}")
+
         stale = validated("select_session", await session.call_tool("select_session", select_arguments(view, session_pending)))
         check(stale == {"status": "rejected", "code": "stale_revision"}, "an old revision is stale_revision")
 
@@ -70,7 +76,8 @@ async def main(binary, endpoint, session_ok, session_pending):
         check(revoked == {"status": "rejected", "code": "revoked"}, "the pending navigation answers revoked")
 
         gone = validated("get_view_context", await session.call_tool("get_view_context", {}))
-        check(gone == {"status": "rejected", "code": "target_unavailable"}, "after revocation the endpoint is gone")
+        check(gone == {"status": "rejected", "code": "target_unavailable", "detail": "tui_unreachable"},
+              f"after revocation the endpoint is gone: target_unavailable / tui_unreachable: {gone}")
     print("PASS", flush=True)
 
 

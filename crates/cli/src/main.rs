@@ -42,6 +42,8 @@ enum Command {
     Session(cmd::session::SessionCommand),
     /// The configured agents; `agents check NAME` starts one and prints what it offers.
     Agents(cmd::agents::AgentsArgs),
+    /// Print a fresh one-time sign-in link for the Control UI.
+    Link(cmd::link::LinkArgs),
 }
 
 #[derive(Debug, Subcommand)]
@@ -62,6 +64,7 @@ fn main() -> ExitCode {
         Some(Command::Mcp(McpCommand::Screen(args))) => cmd::mcp_screen::run(args),
         Some(Command::Session(command)) => cmd::session::run(command),
         Some(Command::Agents(args)) => cmd::agents::run(args),
+        Some(Command::Link(args)) => cmd::link::run(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -206,7 +206,8 @@ fn embedded_tui_is_shared_navigated_blocked_and_revoked() {
     let s = tui.screen();
     let bar_row = s.lines().position(|l| l.contains("TUIMCP on:")).unwrap() as u16;
     let bar = s.lines().nth(bar_row as usize).unwrap();
-    let col = bar.chars().position(|c| c == '[').unwrap() as u16 + 2;
+    let revoke = bar.find("[Revoke]").unwrap();
+    let col = bar[..revoke].chars().count() as u16 + 2;
     let before = s.lines().filter(|l| l.starts_with('│')).count();
     tui.click(col, bar_row);
     let after = tui.wait_for("the bar gone", |s| !s.contains("TUIMCP on:"));
@@ -339,4 +340,96 @@ fn attach_finds_the_local_credential_file() {
     );
     tui.send("/quit\r");
     assert!(tui.wait_exit().success());
+}
+
+/// Standard base64 (with padding) back to bytes: what a terminal does with OSC 52 data.
+fn unbase64(text: &[u8]) -> Vec<u8> {
+    let value = |c: u8| match c {
+        b'A'..=b'Z' => c - b'A',
+        b'a'..=b'z' => c - b'a' + 26,
+        b'0'..=b'9' => c - b'0' + 52,
+        b'+' => 62,
+        b'/' => 63,
+        _ => panic!("not base64: {c}"),
+    };
+    let mut out = Vec::new();
+    for chunk in text.chunks(4) {
+        let digits: Vec<u8> = chunk
+            .iter()
+            .filter(|&&c| c != b'=')
+            .map(|&c| value(c))
+            .collect();
+        let n = digits
+            .iter()
+            .enumerate()
+            .fold(0u32, |n, (i, &d)| n | u32::from(d) << (18 - 6 * i));
+        for i in 0..digits.len().saturating_sub(1) {
+            out.push((n >> (16 - 8 * i)) as u8);
+        }
+    }
+    out
+}
+
+#[test]
+fn a_long_endpoint_path_is_whole_and_copyable_at_80_columns() {
+    let mut env = Env::new();
+    // A temp root as long as macOS's: the path no longer fits beside the label at 80 columns.
+    let long = env
+        .tmp
+        .join("a-private-temp-root-with-a-long-name-0123456789");
+    std::fs::create_dir(&long).unwrap();
+    chmod(&long, 0o700);
+    env.tmp = long.canonicalize().unwrap();
+    let tui = Pty::spawn_sized(&env, &["--tui-mcp"], None, 24, 80);
+    let s = tui.wait_text("TUIMCP on:");
+    let dir = std::fs::read_dir(&env.tmp)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| {
+            p.file_name()
+                .unwrap()
+                .to_string_lossy()
+                .starts_with("ax-tui-")
+        })
+        .expect("the endpoint directory");
+    let expected = dir.join("endpoint.json").to_string_lossy().into_owned();
+    assert!(expected.len() > 80, "{expected}");
+    tui.wait_text("● connected");
+
+    // The label row holds the buttons; the rows below it hold the whole path.
+    let lines: Vec<&str> = s.lines().collect();
+    let bar = lines.iter().position(|l| l.contains("TUIMCP on:")).unwrap();
+    assert!(lines[bar].contains("[Revoke]"), "{s}");
+    let mut shown = String::new();
+    for line in &lines[bar + 1..] {
+        if shown.len() >= expected.len() {
+            break;
+        }
+        shown.push_str(line.trim_end());
+    }
+    assert_eq!(shown, expected, "the whole path, readable:\n{s}");
+
+    // A click on the path copies the MCP client configuration (OSC 52) with the real path.
+    tui.click(3, bar as u16 + 1);
+    eventually("an OSC 52 copy", || !tui.clipboard().is_empty());
+    let copied = unbase64(&tui.clipboard()[0]);
+    let config: Value = serde_json::from_slice(&copied).unwrap();
+    assert_eq!(
+        config["mcpServers"]["ax-code-tui"],
+        serde_json::json!({"command": "ax-code", "args": ["mcp", "tui", "--endpoint", expected]})
+    );
+    assert!(
+        tui.screen().contains("TUIMCP on:"),
+        "copying does not revoke"
+    );
+
+    // /tui-mcp-config shows it; after a revoke the command says it was revoked.
+    tui.send("/tui-mcp-config\r");
+    tui.wait_text("\"mcpServers\"");
+    tui.send("\x1b");
+    tui.wait_for("the config closed", |s| !s.contains("\"mcpServers\""));
+    tui.send("/tui-mcp-revoke\r");
+    tui.wait_for("the bar gone", |s| !s.contains("TUIMCP on:"));
+    tui.send("/tui-mcp-revoke\r");
+    tui.wait_text("was revoked");
 }

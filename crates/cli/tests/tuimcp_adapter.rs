@@ -59,6 +59,24 @@ impl Adapter {
         stdin.flush().await.unwrap();
     }
 
+    /// Writes `bytes` as they are (a line the client got wrong).
+    async fn send_raw(&mut self, bytes: &[u8]) {
+        let stdin = self.stdin.as_mut().unwrap();
+        stdin.write_all(bytes).await.unwrap();
+        stdin.flush().await.unwrap();
+    }
+
+    /// The next stdout message, which must come within 5 s ("at once", not the client's own
+    /// timeout).
+    async fn next_message(&mut self) -> Value {
+        let line = tokio::time::timeout(Duration::from_secs(5), self.stdout.next_line())
+            .await
+            .expect("an answer at once")
+            .unwrap()
+            .expect("stdout open");
+        serde_json::from_str(&line).unwrap_or_else(|_| panic!("not JSON-RPC: {line}"))
+    }
+
     /// Sends a request and returns its response (every stdout line must be JSON-RPC).
     async fn request(&mut self, method: &str, params: Value) -> Value {
         self.next_id += 1;
@@ -232,13 +250,29 @@ async fn tools_list_and_calls_over_stdio() {
     let ping = adapter.request("ping", json!({})).await;
     assert!(ping["result"].is_object(), "{ping}");
 
-    // After revocation the endpoint is gone: nothing can be sent.
+    // An unknown session: the TUI answered, so the detail says the session is unknown.
+    let now = structured(&adapter.call("get_view_context", json!({})).await)["context"].clone();
+    let mut unknown = args.clone();
+    unknown["requestId"] = json!("3d0b6c1e-6a55-4f0a-9d1e-6f2b8c1d9a01");
+    unknown["expectedRevision"] = now["revision"].clone();
+    unknown["sessionId"] = json!(sid(77).as_str());
+    let result = structured(&adapter.call("select_session", unknown).await);
+    assert_eq!(
+        result,
+        json!({"status": "rejected", "code": "target_unavailable", "detail": "unknown_session"})
+    );
+
+    // After revocation the endpoint is gone: nothing can be sent, and the detail says so.
     tui.revoke().await;
     let gone = structured(&adapter.call("get_view_context", json!({})).await);
     assert_eq!(
         gone,
-        json!({"status": "rejected", "code": "target_unavailable"})
+        json!({"status": "rejected", "code": "target_unavailable", "detail": "tui_unreachable"})
     );
+    let mut late = args.clone();
+    late["requestId"] = json!("3d0b6c1e-6a55-4f0a-9d1e-6f2b8c1d9a02");
+    let result = structured(&adapter.call("select_session", late).await);
+    assert_eq!(result["detail"], "tui_unreachable", "{result}");
 
     let (status, _stderr) = adapter.finish().await;
     assert!(status.success(), "{status}");
@@ -370,5 +404,136 @@ async fn mcp_cancellation_cancels_the_pending_navigation() {
     assert_eq!(tui.navigations(), 0);
     let (status, _) = adapter.finish().await;
     assert!(status.success());
+    tui.shutdown().await;
+}
+
+#[tokio::test]
+async fn the_descriptions_explain_every_code_and_the_request_id_rule() {
+    let root = private_temp_root("axa");
+    let tui = fake_tui(root.path()).await;
+    let mut adapter = Adapter::spawn(tui.endpoint_path(), "warn");
+    adapter.initialize().await;
+    let list = adapter.request("tools/list", json!({})).await;
+    let tools = list["result"]["tools"].as_array().unwrap().clone();
+    let select = tools[1]["description"].as_str().unwrap();
+    for code in [
+        "stale_target",
+        "stale_revision",
+        "not_ready",
+        "user_active",
+        "busy",
+        "request_conflict",
+        "request_limit",
+        "target_unavailable",
+        "unknown_session",
+        "tui_unreachable",
+        "cancelled",
+        "revoked",
+        "deadline_exceeded",
+        "internal_error",
+        "invalid_request",
+        "unauthorized",
+        "timeout_unknown",
+        "outcome_unknown",
+    ] {
+        assert!(select.contains(code), "select_session explains {code}");
+    }
+    assert!(select.contains("Every attempt"), "{select}");
+    assert!(select.contains("retries included"), "{select}");
+    assert!(select.contains("back off"), "a backoff rule for blocked");
+    let view = tools[0]["description"].as_str().unwrap();
+    for code in [
+        "target_unavailable",
+        "tui_unreachable",
+        "revoked",
+        "busy",
+        "blocked",
+    ] {
+        assert!(view.contains(code), "get_view_context explains {code}");
+    }
+    // The schema allows the detail, only with the two values.
+    let rejected = &tools[1]["outputSchema"]["oneOf"][1]["properties"]["detail"]["enum"];
+    assert_eq!(rejected, &json!(["unknown_session", "tui_unreachable"]));
+    let _ = adapter.finish().await;
+    tui.shutdown().await;
+}
+
+#[tokio::test]
+async fn malformed_json_rpc_gets_the_named_error_at_once() {
+    let root = private_temp_root("axa");
+    let tui = fake_tui(root.path()).await;
+    let mut adapter = Adapter::spawn(tui.endpoint_path(), "warn");
+    adapter.initialize().await;
+    let error = |m: &Value| (m["error"]["code"].as_i64(), m.get("id").cloned());
+    // Non-object arguments: invalid params, with the request's id.
+    for (id, arguments) in [(10, json!([])), (11, json!("x")), (12, json!(5))] {
+        adapter
+            .send(json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+                "params": {"name": "get_view_context", "arguments": arguments}}))
+            .await;
+        let m = adapter.next_message().await;
+        assert_eq!(error(&m), (Some(-32602), Some(json!(id))), "{m}");
+    }
+    // Not JSON, and nesting far too deep: parse error, id null.
+    adapter
+        .send_raw(b"{\"jsonrpc\": \"2.0\", \"id\": 1,\n")
+        .await;
+    let m = adapter.next_message().await;
+    assert_eq!(error(&m), (Some(-32700), Some(Value::Null)), "{m}");
+    let deep = format!("{}{}\n", "[".repeat(5000), "]".repeat(5000));
+    adapter.send_raw(deep.as_bytes()).await;
+    let m = adapter.next_message().await;
+    assert_eq!(error(&m), (Some(-32700), Some(Value::Null)), "{m}");
+    // A line over the limit: invalid request, id null; the next line is read normally.
+    let long = format!(
+        "{{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"ping\",\"params\":{{\"pad\":\"{}\"}}}}\n",
+        "x".repeat(2 << 20)
+    );
+    adapter.send_raw(long.as_bytes()).await;
+    let m = adapter.next_message().await;
+    assert_eq!(error(&m), (Some(-32600), Some(Value::Null)), "{m}");
+    // A batch and an old protocol version: invalid request with "id": null.
+    adapter
+        .send(json!([{"jsonrpc": "2.0", "id": 3, "method": "ping"}]))
+        .await;
+    let m = adapter.next_message().await;
+    assert_eq!(error(&m), (Some(-32600), Some(Value::Null)), "{m}");
+    adapter
+        .send(json!({"jsonrpc": "1.0", "id": 4, "method": "ping"}))
+        .await;
+    let m = adapter.next_message().await;
+    assert_eq!(error(&m), (Some(-32600), Some(Value::Null)), "{m}");
+    // The session is fine afterwards.
+    let ping = adapter.request("ping", json!({})).await;
+    assert!(ping["result"].is_object(), "{ping}");
+    let context = structured(&adapter.call("get_view_context", json!({})).await);
+    assert_eq!(context["status"], "context");
+    let (status, _) = adapter.finish().await;
+    assert!(status.success());
+    tui.shutdown().await;
+}
+
+#[tokio::test]
+async fn stdin_closed_before_initialize_says_the_client_went_away() {
+    let root = private_temp_root("axa");
+    let tui = fake_tui(root.path()).await;
+    let output = tokio::time::timeout(
+        Duration::from_secs(10),
+        Command::new(AX)
+            .args(["mcp", "tui", "--endpoint"])
+            .arg(tui.endpoint_path())
+            .stdin(Stdio::null())
+            .output(),
+    )
+    .await
+    .unwrap()
+    .unwrap();
+    assert!(output.stdout.is_empty());
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("went away"), "{stderr}");
+    assert!(
+        !stderr.contains("endpoint path"),
+        "nothing is wrong with the path: {stderr}"
+    );
     tui.shutdown().await;
 }

@@ -23,8 +23,9 @@ async fn the_official_python_sdk_drives_the_adapter() {
     };
     options.endpoint.temp_root = Some(root.path().to_owned());
     let tui = FakeTui::start(options).await.unwrap();
-    // The first navigation may validate at once; the second one stays pending.
-    tui.release_validations(1);
+    // The first navigation and the unknown session validate at once; the next one stays
+    // pending.
+    tui.release_validations(2);
 
     let mut child = Command::new(&python)
         .arg(script("tuimcp_interop.py"))
@@ -48,12 +49,12 @@ async fn the_official_python_sdk_drives_the_adapter() {
             println!("python: {line}");
             if line == "PENDING" {
                 for _ in 0..500 {
-                    if tui.validations_started() >= 2 {
+                    if tui.validations_started() >= 3 {
                         break;
                     }
                     tokio::time::sleep(Duration::from_millis(10)).await;
                 }
-                assert_eq!(tui.validations_started(), 2, "the navigation is in flight");
+                assert_eq!(tui.validations_started(), 3, "the navigation is in flight");
                 tui.revoke().await;
                 stdin.write_all(b"REVOKED\n").await.unwrap();
                 stdin.flush().await.unwrap();

@@ -262,6 +262,12 @@ impl Client {
             .await
     }
 
+    /// A one-time Control UI sign-in code (`POST /signin/code`), for a link `URL/#code=CODE`
+    /// that carries no credential.
+    pub async fn sign_in_code(&self) -> Result<ax_protocol::SignInCode, ClientError> {
+        self.send(self.request(Method::POST, "/signin/code")).await
+    }
+
     /// Pending approvals.
     pub async fn permissions(&self) -> Result<Vec<Permission>, ClientError> {
         self.get("/permission").await

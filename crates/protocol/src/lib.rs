@@ -332,6 +332,49 @@ pub const HEALTH_PROOF_PREFIX: &str = "ax-code-server-proof-v1:";
 /// HTTP API refuses it. `ax-code mcp screen` holds only this credential.
 pub const SCREEN_CREDENTIAL_MESSAGE: &str = "ax-code-screen-credential-v1";
 
+/// `POST /signin/code` answer (201; the request needs the credential): a one-time code for the
+/// Control UI's `#code=` link, valid for one `POST /signin` within `expiresInMs`.
+#[derive(Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct SignInCode {
+    pub code: String,
+    pub expires_in_ms: u64,
+}
+
+impl std::fmt::Debug for SignInCode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SignInCode")
+            .field("expires_in_ms", &self.expires_in_ms)
+            .finish_non_exhaustive()
+    }
+}
+
+/// `POST /signin` body (no credential needed): the one-time code to exchange.
+#[derive(Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct SignInExchange {
+    pub code: String,
+}
+
+impl std::fmt::Debug for SignInExchange {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SignInExchange").finish_non_exhaustive()
+    }
+}
+
+/// `POST /signin` answer: the backend credential, for the page's `sessionStorage`.
+#[derive(Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct SignInGrant {
+    pub token: String,
+}
+
+impl std::fmt::Debug for SignInGrant {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SignInGrant").finish_non_exhaustive()
+    }
+}
+
 /// `POST /session/{id}/prompt` answer (202): what was stored and what happens next.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]

@@ -1,8 +1,9 @@
 //! The browser Control UI: the files of `web/`, embedded in the binary (no build step).
 //!
 //! `/` serves the page, `/assets/{name}` its scripts and styles. They need no credential: the
-//! page asks for one (or takes it from the `#token=` fragment, which browsers never send) and
-//! then talks to the API with a bearer header. A strict Content-Security-Policy allows only
+//! page asks for one (or exchanges the one-time code of a `#code=` link for it, see `signin`),
+//! proves the server holds it (`proof.js`, the `/health?proof=` check) and then talks to the
+//! API with a bearer header. A strict Content-Security-Policy allows only
 //! this origin's scripts, styles and connections; the browser panel's frame may show any
 //! http or https page.
 
@@ -49,6 +50,7 @@ const ASSETS: &[Asset] = &[
     asset!("layout.js", JS),
     asset!("panels.js", JS),
     asset!("panes.js", JS),
+    asset!("proof.js", JS),
     asset!("style.css", CSS),
 ];
 

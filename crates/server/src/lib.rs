@@ -22,6 +22,9 @@
 //!   It also adds `screenProof`, the same HMAC keyed by the screen credential
 //!   ([`RunningServer::screen_token`], gateway only, at most `operator.write`), which is what
 //!   `ax-code mcp screen` holds and checks.
+//! - `POST /signin/code` (credential) mints a one-time Control UI sign-in code; `POST /signin`
+//!   `{"code"}` (no credential) exchanges it once, within [`ServerConfig::sign_in_ttl`], for
+//!   `{"token"}` (see `signin`).
 //! - `POST /session` answers 201 with the `Session`; `GET /session?limit=N` gives a page.
 //! - `POST /session/{id}/prompt` answers 202 with `PromptAccepted` (the stored user message,
 //!   the reply message ID, the pending `Permission` unless the session said `always`). The
@@ -33,7 +36,8 @@
 //!   A prompt while the session waits for approval or runs is 409 (no queue).
 //! - `POST /session/{id}/permission/{pid}` answers with the `Permission` in its new state once
 //!   the run took the reply; `POST /session/{id}/abort` answers `{"aborted":bool}` after the
-//!   run has ended (process group killed).
+//!   run has ended (process group killed), or 409 if the run has not ended within
+//!   [`Limits::abort_wait`] (it was told to stop; `DELETE` of its session is then refused too).
 //! - `/event`: `id: N` and `data: <EventEnvelope JSON>` per event, no `event:` line; comment
 //!   heartbeats (`: heartbeat`); `Last-Event-ID` resumes from a ring of the last
 //!   [`ServerConfig::event_ring`] events, or the first event is `{"type":"reset"}`.
@@ -68,6 +72,7 @@ mod ids;
 pub mod registry;
 mod runner;
 mod secure;
+mod signin;
 mod sse;
 mod state;
 pub mod store;
@@ -100,6 +105,8 @@ pub struct ServerConfig {
     pub limits: Limits,
     /// The agent every session uses.
     pub agent: Arc<dyn Agent>,
+    /// How long a one-time Control UI sign-in code stays valid (`POST /signin/code`).
+    pub sign_in_ttl: Duration,
 }
 
 impl ServerConfig {
@@ -117,6 +124,7 @@ impl ServerConfig {
             heartbeat: Duration::from_secs(10),
             limits: Limits::default(),
             agent: Arc::new(ShellAgent),
+            sign_in_ttl: Duration::from_secs(60),
         }
     }
 }
@@ -197,6 +205,7 @@ pub struct RunningServer {
     tasks: TaskTracker,
     server: Option<JoinHandle<std::io::Result<()>>>,
     registration: Option<registry::Registration>,
+    sign_in: Arc<signin::Codes>,
 }
 
 impl fmt::Debug for RunningServer {
@@ -233,6 +242,13 @@ impl RunningServer {
     /// The canonical project directory served.
     pub fn project_dir(&self) -> &Path {
         &self.project_dir
+    }
+
+    /// A fresh one-time code for the Control UI link `URL/#code=CODE`: the page exchanges it
+    /// once, within [`ServerConfig::sign_in_ttl`], for the credential (`POST /signin`), so the
+    /// credential itself never appears in a URL or the browser's history.
+    pub fn sign_in_code(&self) -> String {
+        self.sign_in.mint(std::time::Instant::now())
     }
 
     /// The `servers/` record, when registered.
@@ -348,12 +364,14 @@ pub async fn start(config: ServerConfig) -> Result<RunningServer, StartError> {
         version: env!("CARGO_PKG_VERSION").to_owned(),
     });
 
+    let sign_in = Arc::new(signin::Codes::new(config.sign_in_ttl));
     let gateway = gateway_mount::gateway(&app)?;
     let router = Router::new()
         .route("/health", get(api::health))
         .merge(api::protected(app.clone()))
         .merge(gateway_mount::router(app.clone(), gateway))
         .merge(control_ui::router())
+        .merge(signin::router(app.clone(), sign_in.clone()))
         .fallback(api::not_found)
         .method_not_allowed_fallback(api::method_not_allowed)
         .layer(middleware::from_fn_with_state(
@@ -397,6 +415,7 @@ pub async fn start(config: ServerConfig) -> Result<RunningServer, StartError> {
         tasks,
         server: Some(server),
         registration,
+        sign_in,
     })
 }
 

@@ -14,6 +14,7 @@ use ax_protocol::{
 
 use ax_tuimcp::{Blockers, GuardInputs, Location};
 
+use crate::command::{Command, Invocation, SharingState};
 use crate::composer::Composer;
 use crate::layout::Layout;
 use crate::transcript::Transcript;
@@ -51,8 +52,13 @@ pub enum Connection {
 /// A modal the person opened. (The approval dialog is derived from pending permissions.)
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Modal {
-    Palette { query: String, selected: usize },
+    Palette {
+        query: String,
+        selected: usize,
+    },
     Help,
+    /// The MCP client configuration for this TUI's endpoint (`/tui-mcp-config`).
+    McpConfig,
 }
 
 /// Who a notice is from.
@@ -106,6 +112,10 @@ pub enum Effect {
     },
     /// Close the TUIMCP endpoint for good.
     RevokeSharing,
+    /// Put `text` on the clipboard through the terminal (OSC 52).
+    CopyToClipboard {
+        text: String,
+    },
     /// Shut down (the exit overlay is showing).
     Quit,
 }
@@ -136,6 +146,8 @@ pub struct App {
     pub(crate) composer: Composer,
     pub(crate) modal: Option<Modal>,
     pub(crate) sharing: Option<Sharing>,
+    /// Sharing was on and has ended (revoked here, or the endpoint failed).
+    pub(crate) sharing_revoked: bool,
     pub(crate) notice: Option<Notice>,
     pub(crate) workspace: String,
     pub(crate) size: (u16, u16),
@@ -170,6 +182,7 @@ impl App {
             composer: Composer::default(),
             modal: None,
             sharing,
+            sharing_revoked: false,
             notice: None,
             workspace: workspace.into(),
             size: (80, 24),
@@ -205,6 +218,14 @@ impl App {
     }
     pub fn sharing(&self) -> Option<&Sharing> {
         self.sharing.as_ref()
+    }
+    /// Whether this TUI is shared, was shared, or never was.
+    pub fn sharing_state(&self) -> SharingState {
+        match (&self.sharing, self.sharing_revoked) {
+            (Some(_), _) => SharingState::On,
+            (None, true) => SharingState::Revoked,
+            (None, false) => SharingState::Off,
+        }
     }
     pub fn notice(&self) -> Option<&Notice> {
         self.notice.as_ref()
@@ -320,7 +341,7 @@ impl App {
         Layout::compute(
             self.size.0,
             self.size.1,
-            self.sharing.is_some(),
+            self.sharing.as_ref().map(|s| s.endpoint_path.as_str()),
             self.composer.has_attachments(),
             self.composer.line_count(),
         )
@@ -384,8 +405,12 @@ impl App {
     }
 
     /// Navigation applied by an agent through TUIMCP (the controller already checked the
-    /// guard). Shows the notice so the person never mistakes it for their own action.
+    /// guard). Shows the notice so the person never mistakes it for their own action. The
+    /// session already open is left alone: no reload, no notice, the scroll kept.
     pub fn navigate_by_agent(&mut self, id: SessionId) {
+        if self.route == Route::Session(id.clone()) {
+            return;
+        }
         self.modal = None;
         self.open(id);
         self.notify(NoticeKind::Agent, "Navigated by agent via TUIMCP");
@@ -393,13 +418,36 @@ impl App {
 
     /// Sharing ended (revoked here or the endpoint failed): the bar goes away.
     pub fn sharing_closed(&mut self) {
-        self.sharing = None;
+        if self.sharing.take().is_some() {
+            self.sharing_revoked = true;
+            if self.modal == Some(Modal::McpConfig) {
+                self.modal = None;
+            }
+        }
     }
 
     pub(crate) fn revoke_sharing(&mut self) {
-        if self.sharing.take().is_some() {
+        if self.sharing.is_some() {
+            self.sharing_closed();
             self.effects.push(Effect::RevokeSharing);
             self.notify(NoticeKind::Info, "TUIMCP sharing revoked");
+        }
+    }
+
+    /// The MCP client configuration for this TUI, while it is shared.
+    pub fn mcp_config(&self) -> Option<String> {
+        let sharing = self.sharing.as_ref()?;
+        Some(crate::share::mcp_client_config(&sharing.endpoint_path))
+    }
+
+    /// Copies the MCP client configuration through the terminal (OSC 52).
+    pub(crate) fn copy_mcp_config(&mut self) {
+        if let Some(text) = self.mcp_config() {
+            self.effects.push(Effect::CopyToClipboard { text });
+            self.notify(
+                NoticeKind::Info,
+                "MCP client config sent to the clipboard (OSC 52); /tui-mcp-config shows it",
+            );
         }
     }
 
@@ -418,10 +466,10 @@ impl App {
         }
         let draft = self.composer.draft().to_owned();
         if draft.trim_start().starts_with('/') {
-            match crate::command::parse(&draft, self.sharing.is_some()) {
-                Ok(cmd) => {
+            match crate::command::parse(&draft, self.sharing_state()) {
+                Ok(invocation) => {
                     self.composer.clear_draft();
-                    self.run_command(cmd);
+                    self.run_command(invocation);
                 }
                 Err(e) => self.notify(NoticeKind::Error, e),
             }
@@ -467,19 +515,21 @@ impl App {
         });
     }
 
-    pub(crate) fn run_command(&mut self, cmd: crate::command::Command) {
-        use crate::command::Command;
-        match cmd {
+    pub(crate) fn run_command(&mut self, invocation: Invocation) {
+        match invocation.command {
             Command::New => self.new_session(),
             Command::Sessions => self.go_home(),
-            Command::Attach(path) => {
+            Command::Attach => {
+                let path = invocation.arg.unwrap_or_default();
                 if let Err(e) = self.composer.attach(&path) {
                     self.notify(NoticeKind::Error, e);
                 }
             }
             Command::Help => self.modal = Some(Modal::Help),
             Command::Quit => self.begin_exit(),
-            Command::RevokeSharing => self.revoke_sharing(),
+            Command::TuiMcpConfig if self.sharing.is_some() => self.modal = Some(Modal::McpConfig),
+            Command::TuiMcpRevoke => self.revoke_sharing(),
+            Command::TuiMcpConfig => {}
         }
     }
 

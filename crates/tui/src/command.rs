@@ -1,110 +1,137 @@
-//! Slash commands and the command palette's entries: one list, one name per action.
+//! Slash commands: one enum. Each command's name, help, argument rule and availability live
+//! in its `match` arms here, so the palette, `/help` and the parser can never disagree.
 
 /// Something the person asks the TUI to do by name.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Command {
     /// Start a new session.
     New,
     /// Go to the session list.
     Sessions,
-    /// Attach a file to the next prompt.
-    Attach(String),
+    /// Attach a file to the next prompt (takes the path).
+    Attach,
     Help,
     Quit,
+    /// Show the MCP client configuration for this TUI's endpoint (only while sharing).
+    TuiMcpConfig,
     /// Stop sharing this TUI over TUIMCP (only while sharing).
-    RevokeSharing,
+    TuiMcpRevoke,
 }
 
-/// A palette entry.
+/// Where TUIMCP sharing stands, for the commands that need it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct CommandInfo {
-    pub name: &'static str,
-    pub help: &'static str,
-    /// Needs an argument, so the palette types it into the composer instead of running it.
-    pub takes_arg: bool,
-    pub sharing_only: bool,
+pub enum SharingState {
+    /// Not started with `--tui-mcp`.
+    Off,
+    On,
+    /// Was shared; revoked (or the endpoint failed) since.
+    Revoked,
 }
 
-pub const COMMANDS: &[CommandInfo] = &[
-    CommandInfo {
-        name: "/new",
-        help: "start a new session",
-        takes_arg: false,
-        sharing_only: false,
-    },
-    CommandInfo {
-        name: "/sessions",
-        help: "show the session list",
-        takes_arg: false,
-        sharing_only: false,
-    },
-    CommandInfo {
-        name: "/attach",
-        help: "attach a file: /attach PATH",
-        takes_arg: true,
-        sharing_only: false,
-    },
-    CommandInfo {
-        name: "/help",
-        help: "keys and commands",
-        takes_arg: false,
-        sharing_only: false,
-    },
-    CommandInfo {
-        name: "/quit",
-        help: "exit ax-code",
-        takes_arg: false,
-        sharing_only: false,
-    },
-    CommandInfo {
-        name: "/tui-mcp-revoke",
-        help: "stop sharing this TUI (TUIMCP)",
-        takes_arg: false,
-        sharing_only: true,
-    },
-];
+/// A parsed command line: the command and its argument, if it takes one.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Invocation {
+    pub command: Command,
+    pub arg: Option<String>,
+}
+
+impl Command {
+    /// Every command, in palette and `/help` order.
+    pub const ALL: [Command; 7] = [
+        Command::New,
+        Command::Sessions,
+        Command::Attach,
+        Command::Help,
+        Command::Quit,
+        Command::TuiMcpConfig,
+        Command::TuiMcpRevoke,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Command::New => "/new",
+            Command::Sessions => "/sessions",
+            Command::Attach => "/attach",
+            Command::Help => "/help",
+            Command::Quit => "/quit",
+            Command::TuiMcpConfig => "/tui-mcp-config",
+            Command::TuiMcpRevoke => "/tui-mcp-revoke",
+        }
+    }
+
+    pub fn help(self) -> &'static str {
+        match self {
+            Command::New => "start a new session",
+            Command::Sessions => "show the session list",
+            Command::Attach => "attach a file: /attach PATH",
+            Command::Help => "keys and commands",
+            Command::Quit => "exit ax-code",
+            Command::TuiMcpConfig => "MCP client config of this TUI",
+            Command::TuiMcpRevoke => "stop sharing this TUI (TUIMCP)",
+        }
+    }
+
+    /// How to type it.
+    pub fn usage(self) -> &'static str {
+        match self {
+            Command::Attach => "/attach PATH",
+            other => other.name(),
+        }
+    }
+
+    /// Needs an argument, so the palette types it into the composer instead of running it.
+    pub fn takes_arg(self) -> bool {
+        matches!(self, Command::Attach)
+    }
+
+    /// Listed only while the TUI is shared.
+    pub fn sharing_only(self) -> bool {
+        matches!(self, Command::TuiMcpConfig | Command::TuiMcpRevoke)
+    }
+
+    /// The command with this exact name (`/new`, ...).
+    pub fn from_name(name: &str) -> Option<Command> {
+        Command::ALL.into_iter().find(|c| c.name() == name)
+    }
+}
 
 /// The commands available now.
-pub fn available(sharing: bool) -> impl Iterator<Item = &'static CommandInfo> {
-    COMMANDS.iter().filter(move |c| sharing || !c.sharing_only)
+pub fn available(sharing: bool) -> impl Iterator<Item = Command> {
+    Command::ALL
+        .into_iter()
+        .filter(move |c| sharing || !c.sharing_only())
 }
 
 /// Parses a submitted draft that starts with `/`. `Err` carries a message for the person.
-pub fn parse(draft: &str, sharing: bool) -> Result<Command, String> {
+pub fn parse(draft: &str, sharing: SharingState) -> Result<Invocation, String> {
     let line = draft.trim();
     let (name, arg) = match line.split_once(char::is_whitespace) {
         Some((n, a)) => (n, a.trim()),
         None => (line, ""),
     };
-    let no_arg = |c: Command| {
-        if arg.is_empty() {
-            Ok(c)
-        } else {
-            Err(format!("{name} takes no argument"))
-        }
+    let Some(command) = Command::from_name(name) else {
+        return Err(format!("unknown command {name}; /help lists them"));
     };
-    match name {
-        "/new" => no_arg(Command::New),
-        "/sessions" => no_arg(Command::Sessions),
-        "/help" => no_arg(Command::Help),
-        "/quit" => no_arg(Command::Quit),
-        "/tui-mcp-revoke" if sharing => no_arg(Command::RevokeSharing),
-        "/tui-mcp-revoke" => Err("this TUI is not shared (start with --tui-mcp)".into()),
-        "/attach" if arg.is_empty() => Err("usage: /attach PATH".into()),
-        "/attach" => Ok(Command::Attach(arg.to_owned())),
-        _ => Err(format!("unknown command {name}; /help lists them")),
+    if command.sharing_only() {
+        match sharing {
+            SharingState::On => {}
+            SharingState::Off => return Err("this TUI is not shared (start with --tui-mcp)".into()),
+            SharingState::Revoked => {
+                return Err(
+                    "TUIMCP sharing was revoked; start a new TUI with --tui-mcp to share again"
+                        .into(),
+                );
+            }
+        }
     }
-}
-
-/// Turns a palette entry into a command (entries that take an argument have none).
-pub fn from_name(name: &str) -> Option<Command> {
-    match name {
-        "/new" => Some(Command::New),
-        "/sessions" => Some(Command::Sessions),
-        "/help" => Some(Command::Help),
-        "/quit" => Some(Command::Quit),
-        "/tui-mcp-revoke" => Some(Command::RevokeSharing),
-        _ => None,
+    match (command.takes_arg(), arg.is_empty()) {
+        (true, true) => Err(format!("usage: {}", command.usage())),
+        (true, false) => Ok(Invocation {
+            command,
+            arg: Some(arg.to_owned()),
+        }),
+        (false, true) => Ok(Invocation { command, arg: None }),
+        (false, false) => Err(format!("{name} takes no argument")),
     }
 }
 
@@ -112,24 +139,62 @@ pub fn from_name(name: &str) -> Option<Command> {
 mod tests {
     use super::*;
 
-    #[test]
-    fn parses_commands_strictly() {
-        assert_eq!(parse("/new", false), Ok(Command::New));
-        assert_eq!(parse(" /quit \n", false), Ok(Command::Quit));
-        assert_eq!(
-            parse("/attach  src/main.rs ", false),
-            Ok(Command::Attach("src/main.rs".into()))
-        );
-        assert!(parse("/attach", false).is_err());
-        assert!(parse("/new x", false).is_err());
-        assert!(parse("/tui-mcp-revoke", false).is_err());
-        assert_eq!(parse("/tui-mcp-revoke", true), Ok(Command::RevokeSharing));
-        assert!(parse("/nope", true).is_err());
+    fn run(command: Command) -> Result<Invocation, String> {
+        Ok(Invocation { command, arg: None })
     }
 
     #[test]
-    fn revoke_is_listed_only_while_sharing() {
-        assert!(!available(false).any(|c| c.name == "/tui-mcp-revoke"));
-        assert!(available(true).any(|c| c.name == "/tui-mcp-revoke"));
+    fn parses_commands_strictly() {
+        let off = SharingState::Off;
+        assert_eq!(parse("/new", off), run(Command::New));
+        assert_eq!(parse(" /quit \n", off), run(Command::Quit));
+        assert_eq!(
+            parse("/attach  src/main.rs ", off),
+            Ok(Invocation {
+                command: Command::Attach,
+                arg: Some("src/main.rs".into())
+            })
+        );
+        assert_eq!(parse("/attach", off), Err("usage: /attach PATH".into()));
+        assert!(parse("/new x", off).is_err());
+        assert!(parse("/tui-mcp-revoke", off).is_err());
+        assert_eq!(
+            parse("/tui-mcp-revoke", SharingState::On),
+            run(Command::TuiMcpRevoke)
+        );
+        assert_eq!(
+            parse("/tui-mcp-config", SharingState::On),
+            run(Command::TuiMcpConfig)
+        );
+        assert!(parse("/nope", SharingState::On).is_err());
+    }
+
+    #[test]
+    fn after_a_revoke_the_sharing_commands_say_so() {
+        for name in ["/tui-mcp-revoke", "/tui-mcp-config"] {
+            let off = parse(name, SharingState::Off).unwrap_err();
+            assert!(off.contains("not shared"), "{off}");
+            let revoked = parse(name, SharingState::Revoked).unwrap_err();
+            assert!(revoked.contains("was revoked"), "{revoked}");
+        }
+    }
+
+    #[test]
+    fn names_are_unique_and_round_trip() {
+        for c in Command::ALL {
+            assert_eq!(Command::from_name(c.name()), Some(c));
+            assert!(c.name().starts_with('/'));
+        }
+        let mut names: Vec<_> = Command::ALL.iter().map(|c| c.name()).collect();
+        names.sort_unstable();
+        names.dedup();
+        assert_eq!(names.len(), Command::ALL.len());
+    }
+
+    #[test]
+    fn sharing_commands_are_listed_only_while_sharing() {
+        assert!(!available(false).any(|c| c.sharing_only()));
+        assert!(available(true).any(|c| c == Command::TuiMcpRevoke));
+        assert!(available(true).any(|c| c == Command::TuiMcpConfig));
     }
 }

@@ -1,7 +1,7 @@
 //! What keys, pastes and clicks do. Every input goes through [`App::handle_input`].
 
 use crate::app::{APPROVAL_CHOICES, App, Modal, NoticeKind, Overlay, Route};
-use crate::command::{self, COMMANDS};
+use crate::command::{self, Command, Invocation};
 use crate::input::{Input, Key, KeyCode, Mouse, MouseKind};
 
 /// The palette filters by name; longer queries match nothing anyway.
@@ -149,6 +149,14 @@ impl App {
                 KeyCode::Esc | KeyCode::Enter | KeyCode::Char('q') => None,
                 _ => Some(Modal::Help),
             },
+            Modal::McpConfig => match key.code {
+                KeyCode::Char('c') | KeyCode::Char('y') => {
+                    self.copy_mcp_config();
+                    None
+                }
+                KeyCode::Esc | KeyCode::Enter | KeyCode::Char('q') => None,
+                _ => Some(Modal::McpConfig),
+            },
             Modal::Palette {
                 mut query,
                 mut selected,
@@ -185,18 +193,15 @@ impl App {
         }
     }
 
-    fn run_palette_entry(&mut self, name: &'static str) {
-        let info = COMMANDS.iter().find(|c| c.name == name);
-        if info.is_some_and(|c| c.takes_arg) {
+    fn run_palette_entry(&mut self, command: Command) {
+        if command.takes_arg() {
             // Needs an argument: start typing it in the composer.
             if !self.composer.has_draft() {
-                self.composer.paste(&format!("{name} "));
+                self.composer.paste(&format!("{} ", command.name()));
             }
             return;
         }
-        if let Some(cmd) = command::from_name(name) {
-            self.run_command(cmd);
-        }
+        self.run_command(Invocation { command, arg: None });
     }
 
     fn approval_key(&mut self, key: Key) {
@@ -227,7 +232,7 @@ impl App {
                 query.extend(text.chars().filter(|c| !c.is_control()).take(room));
                 *selected = 0;
             }
-            Some(Modal::Help) => {}
+            Some(Modal::Help | Modal::McpConfig) => {}
             None if approval => {}
             None => self.composer.paste(text),
         }
@@ -243,6 +248,11 @@ impl App {
             && r.contains(m.col, m.row)
         {
             self.revoke_sharing();
+            return;
+        }
+        // Anywhere else on the bar (the path, [Copy config]) copies the MCP client config.
+        if m.kind == MouseKind::Down && layout.bar.is_some_and(|b| b.contains(m.col, m.row)) {
+            self.copy_mcp_config();
             return;
         }
         if self.modal.is_some() || self.pending_approval().is_some() {
@@ -299,12 +309,11 @@ impl App {
     }
 }
 
-/// The palette's entries matching `query`, by name.
-pub fn palette_entries(query: &str, sharing: bool) -> Vec<&'static str> {
+/// The palette's entries matching `query`, by name or help text.
+pub fn palette_entries(query: &str, sharing: bool) -> Vec<Command> {
     let q = query.trim().trim_start_matches('/').to_lowercase();
     command::available(sharing)
-        .filter(|c| c.name.contains(&q) || c.help.to_lowercase().contains(&q))
-        .map(|c| c.name)
+        .filter(|c| c.name().contains(&q) || c.help().to_lowercase().contains(&q))
         .collect()
 }
 

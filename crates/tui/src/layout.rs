@@ -51,6 +51,30 @@ impl Rect {
 
 /// The label of the revoke button in the TUIMCP bar.
 pub const REVOKE_LABEL: &str = "[Revoke]";
+/// The label of the button that copies the MCP client configuration.
+pub const COPY_LABEL: &str = "[Copy config]";
+/// What the TUIMCP bar starts with.
+pub const BAR_LABEL: &str = " TUIMCP on: ";
+
+/// The endpoint path cut into rows of at most `width` display columns, never inside a char
+/// (a zero-width mark stays with its letter). Drawing and layout both use it.
+pub fn path_rows(path: &str, width: u16) -> Vec<&str> {
+    let width = usize::from(width.max(2));
+    let mut rows = Vec::new();
+    let (mut start, mut used) = (0, 0);
+    for (i, ch) in path.char_indices() {
+        let w = unicode_width::UnicodeWidthChar::width(ch).unwrap_or(0);
+        if used + w > width && i > start {
+            rows.push(&path[start..i]);
+            (start, used) = (i, 0);
+        }
+        used += w;
+    }
+    if start < path.len() || rows.is_empty() {
+        rows.push(&path[start..]);
+    }
+    rows
+}
 /// Most text rows the composer grows to before it scrolls.
 pub const COMPOSER_MAX_ROWS: usize = 6;
 
@@ -58,8 +82,14 @@ pub const COMPOSER_MAX_ROWS: usize = 6;
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Layout {
     pub header: Rect,
-    /// The one-row TUIMCP bar, only while sharing.
+    /// The TUIMCP bar, only while sharing: one row, or more when the endpoint path does not
+    /// fit beside the label and the buttons (the path then gets rows of its own).
     pub bar: Option<Rect>,
+    /// Where the endpoint path is drawn inside the bar: beside the label, or on the rows
+    /// below it, cut by [`path_rows`] at this width. Never under a button.
+    pub bar_path: Option<Rect>,
+    /// The `[Copy config]` button inside the bar.
+    pub copy: Option<Rect>,
     /// The `[Revoke]` button inside the bar.
     pub revoke: Option<Rect>,
     /// Session list or transcript, with its border.
@@ -70,10 +100,11 @@ pub struct Layout {
 }
 
 impl Layout {
+    /// `bar_path` is the endpoint path while sharing.
     pub fn compute(
         width: u16,
         height: u16,
-        sharing: bool,
+        bar_path: Option<&str>,
         chips: bool,
         draft_rows: usize,
     ) -> Layout {
@@ -87,7 +118,26 @@ impl Layout {
         };
         let mut avail = height;
         let header = take(1, &mut avail);
-        let bar = sharing.then(|| take(1, &mut avail));
+        // The buttons sit at the right of the bar's first row: `[Copy config] [Revoke] `.
+        let revoke_w = REVOKE_LABEL.len() as u16;
+        let copy_w = COPY_LABEL.len() as u16;
+        let label_w = BAR_LABEL.len() as u16;
+        let buttons_w = copy_w + 1 + revoke_w + 1;
+        let inline_w = width.saturating_sub(label_w + 1 + buttons_w);
+        let (bar_rows, path_inline) = match bar_path {
+            None => (0, true),
+            Some(path) => {
+                let path_w = unicode_width::UnicodeWidthStr::width(path);
+                if path_w <= usize::from(inline_w) {
+                    (1, true)
+                } else {
+                    // The path on rows of its own, at most a third of the screen.
+                    let rows = path_rows(path, width).len() as u16;
+                    (1 + rows.min((height / 3).saturating_sub(1).max(1)), false)
+                }
+            }
+        };
+        let bar = bar_path.map(|_| take(bar_rows, &mut avail));
         // Reserve the bottom parts first; the main area gets what is left.
         let composer_h = (draft_rows.clamp(1, COMPOSER_MAX_ROWS) as u16) + 2;
         let bottom = composer_h + 1 + u16::from(chips);
@@ -97,12 +147,23 @@ impl Layout {
         let composer = take(composer_h, &mut avail);
         let status = take(1, &mut avail);
         let revoke = bar.and_then(|b| {
-            let w = REVOKE_LABEL.len() as u16;
-            (b.width > w + 1).then(|| Rect::new(b.width - w - 1, b.y, w, 1))
+            (b.width > revoke_w + 1).then(|| Rect::new(b.width - revoke_w - 1, b.y, revoke_w, 1))
+        });
+        let copy = revoke.and_then(|r| {
+            (r.x > label_w + copy_w).then(|| Rect::new(r.x - 1 - copy_w, r.y, copy_w, 1))
+        });
+        let bar_path = bar.and_then(|b| {
+            if path_inline {
+                (b.height > 0).then(|| Rect::new(label_w, b.y, inline_w, 1))
+            } else {
+                (b.height > 1).then(|| Rect::new(0, b.y + 1, b.width, b.height - 1))
+            }
         });
         Layout {
             header,
             bar,
+            bar_path,
+            copy,
             revoke,
             main,
             chips,
@@ -116,21 +177,59 @@ impl Layout {
 mod tests {
     use super::*;
 
+    const SHORT: &str = "/tmp/ax-tui-Ab12Cd/endpoint.json";
+
     #[test]
     fn the_bar_takes_one_row_and_gives_it_back() {
-        let shared = Layout::compute(80, 24, true, false, 1);
-        let plain = Layout::compute(80, 24, false, false, 1);
+        let shared = Layout::compute(80, 24, Some(SHORT), false, 1);
+        let plain = Layout::compute(80, 24, None, false, 1);
         assert_eq!(shared.bar, Some(Rect::new(0, 1, 80, 1)));
         assert_eq!(shared.main.height + 1, plain.main.height);
         assert_eq!(plain.bar, None);
         assert_eq!(shared.revoke, Some(Rect::new(71, 1, 8, 1)));
+        assert_eq!(shared.copy, Some(Rect::new(57, 1, 13, 1)));
+        assert_eq!(shared.bar_path, Some(Rect::new(12, 1, 44, 1)));
         assert_eq!(plain.status, Rect::new(0, 23, 80, 1));
     }
 
     #[test]
+    fn a_long_path_gets_rows_of_its_own_and_no_button_covers_it() {
+        // macOS's temp root alone is ~49 bytes; this one is 101 with the file name.
+        let long =
+            "/var/folders/zz/zyxvpxvq6csfxvn_n0000000000000/T/ax-tui-Ab12Cd/x/y/endpoint.json";
+        let long = format!("/private{long}-0123456789");
+        for width in [40u16, 80, 100] {
+            let l = Layout::compute(width, 24, Some(&long), false, 1);
+            let bar = l.bar.unwrap();
+            let path = l.bar_path.unwrap();
+            let rows = path_rows(&long, path.width);
+            assert_eq!(rows.concat(), long, "the whole path, in order");
+            assert_eq!(
+                path.height as usize,
+                rows.len(),
+                "every row is shown at {width}"
+            );
+            assert_eq!(bar.height, 1 + path.height);
+            for button in [l.revoke, l.copy].into_iter().flatten() {
+                assert!(button.y < path.y, "buttons stay on the label row");
+            }
+            assert_eq!(l.main.y, bar.y + bar.height);
+        }
+    }
+
+    #[test]
+    fn path_rows_never_split_a_char() {
+        assert_eq!(path_rows("/a/日本/b", 4), ["/a/", "日本", "/b"]);
+        assert_eq!(path_rows("/e\u{301}x", 2), ["/e\u{301}", "x"]);
+        assert_eq!(path_rows("", 10), [""]);
+    }
+
+    #[test]
     fn tiny_screens_do_not_underflow() {
-        let l = Layout::compute(3, 2, true, true, 10);
+        let l = Layout::compute(3, 2, Some(SHORT), true, 10);
         assert!(l.status.y <= 2);
         assert_eq!(l.revoke, None);
+        let l = Layout::compute(3, 30, Some(SHORT), true, 10);
+        assert!(l.bar.unwrap().height <= 10);
     }
 }

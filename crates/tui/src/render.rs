@@ -13,7 +13,9 @@ use ratatui::widgets::{Block, Clear, Paragraph};
 use crate::app::{APPROVAL_CHOICES, App, Connection, Modal, NoticeKind, Overlay, Route};
 use crate::command;
 use crate::keys::{chip_label, palette_entries};
-use crate::layout::{COMPOSER_MAX_ROWS, REVOKE_LABEL, Rect};
+use crate::layout::{
+    BAR_LABEL, COMPOSER_MAX_ROWS, COPY_LABEL, Layout, REVOKE_LABEL, Rect, path_rows,
+};
 use crate::transcript::LineStyle;
 
 const ACCENT: Color = Color::Cyan;
@@ -29,7 +31,7 @@ pub fn draw(frame: &mut Frame, app: &App) {
     let layout = app.layout();
     header(frame, app, layout.header);
     if let Some(bar) = layout.bar {
-        sharing_bar(frame, app, bar, layout.revoke);
+        sharing_bar(frame, app, bar, &layout);
     }
     match app.route() {
         Route::Home => home(frame, app, layout.main),
@@ -75,17 +77,33 @@ fn header(frame: &mut Frame, app: &App, r: Rect) {
     }
 }
 
-fn sharing_bar(frame: &mut Frame, app: &App, r: Rect, revoke: Option<Rect>) {
+/// The TUIMCP bar: the label and the buttons on its first row, the whole endpoint path beside
+/// the label or, when it does not fit there, on rows of its own (never clipped, never under a
+/// button).
+fn sharing_bar(frame: &mut Frame, app: &App, r: Rect, layout: &Layout) {
     let Some(sharing) = app.sharing() else {
         return;
     };
     let bar = Style::new().fg(Color::Black).bg(Color::Yellow);
-    let line = Line::from(vec![
-        Span::styled(" TUIMCP on: ", bar.bold()),
-        Span::styled(sharing.endpoint_path.clone(), bar),
-    ]);
-    frame.render_widget(Paragraph::new(line).style(bar), tr(r));
-    if let Some(b) = revoke {
+    frame.render_widget(Paragraph::new("").style(bar), tr(r));
+    let label = Rect::new(r.x, r.y, r.width, 1);
+    frame.render_widget(
+        Paragraph::new(Span::styled(BAR_LABEL, bar.bold())),
+        tr(label),
+    );
+    if let Some(p) = layout.bar_path {
+        let lines: Vec<Line> = path_rows(&sharing.endpoint_path, p.width)
+            .into_iter()
+            .take(p.height as usize)
+            .map(|row| Line::styled(row.to_owned(), bar))
+            .collect();
+        frame.render_widget(Paragraph::new(lines), tr(p));
+    }
+    if let Some(b) = layout.copy {
+        let button = Style::new().fg(Color::Black).bg(Color::White).bold();
+        frame.render_widget(Paragraph::new(Span::styled(COPY_LABEL, button)), tr(b));
+    }
+    if let Some(b) = layout.revoke {
         let button = Style::new().fg(Color::White).bg(Color::Red).bold();
         frame.render_widget(Paragraph::new(Span::styled(REVOKE_LABEL, button)), tr(b));
     }
@@ -367,10 +385,40 @@ fn modal(frame: &mut Frame, app: &App, m: &Modal, screen: Rect) {
                 Line::styled("Commands", Style::new().bold()),
             ];
             for c in command::available(app.sharing().is_some()) {
-                lines.push(Line::raw(format!("  {:<16} {}", c.name, c.help)));
+                lines.push(Line::raw(format!("  {:<16} {}", c.name(), c.help())));
             }
             let h = lines.len() as u16 + 2;
             let inner = boxed(frame, screen.centered(66, h), "Help", ACCENT);
+            frame.render_widget(Paragraph::new(lines), tr(inner));
+        }
+        Modal::McpConfig => {
+            let Some(config) = app.mcp_config() else {
+                return;
+            };
+            let width = screen.width.saturating_sub(4).clamp(20, 100);
+            // Long lines (the path) wrap inside the box rather than being cut.
+            let text_w = width.saturating_sub(2);
+            let mut lines = vec![
+                Line::raw("Add this to your MCP client's configuration:"),
+                Line::raw(""),
+            ];
+            for line in config.lines() {
+                for row in path_rows(line, text_w) {
+                    lines.push(Line::styled(row.to_owned(), Style::new().bold()));
+                }
+            }
+            lines.push(Line::raw(""));
+            lines.push(Line::styled(
+                "c copy (OSC 52) · Esc close · never share the endpoint file's content",
+                DIM,
+            ));
+            let h = lines.len() as u16 + 2;
+            let inner = boxed(
+                frame,
+                screen.centered(width, h),
+                "TUIMCP client config",
+                ACCENT,
+            );
             frame.render_widget(Paragraph::new(lines), tr(inner));
         }
         Modal::Palette { query, selected } => {
@@ -387,12 +435,8 @@ fn modal(frame: &mut Frame, app: &App, m: &Modal, screen: Rect) {
             if entries.is_empty() {
                 lines.push(Line::styled("no match", DIM));
             }
-            for (i, name) in entries.iter().enumerate() {
-                let help = command::COMMANDS
-                    .iter()
-                    .find(|c| c.name == *name)
-                    .map(|c| c.help)
-                    .unwrap_or("");
+            for (i, c) in entries.iter().enumerate() {
+                let (name, help) = (c.name(), c.help());
                 let style = if i == *selected {
                     Style::new().fg(Color::Black).bg(ACCENT)
                 } else {

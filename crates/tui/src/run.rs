@@ -249,6 +249,14 @@ async fn owner_loop(
                         closing.push(tokio::spawn(s.revoke()));
                     }
                 }
+                Effect::CopyToClipboard { text } => {
+                    // The terminal copies it (OSC 52); one that does not know the sequence
+                    // ignores it, and /tui-mcp-config still shows the text.
+                    use std::io::Write as _;
+                    let out = guard.terminal.backend_mut();
+                    let _ = out.write_all(crate::share::osc52(&text).as_bytes());
+                    let _ = out.flush();
+                }
                 other => spawn_job(client, other, &done_tx),
             }
         }
@@ -407,7 +415,7 @@ fn spawn_job(client: &Client, effect: Effect, done: &mpsc::UnboundedSender<Done>
                     error: e.to_string(),
                 },
             },
-            Effect::RevokeSharing | Effect::Quit => return,
+            Effect::RevokeSharing | Effect::CopyToClipboard { .. } | Effect::Quit => return,
         };
         let _ = done.send(result);
     });

@@ -259,3 +259,40 @@ fn a_long_draft_scrolls_to_keep_the_cursor_visible() {
     assert_eq!(pos.x, comp.x);
     assert!(s.contains(&long[..comp.width as usize]));
 }
+
+/// macOS's temp root resolves to about this; 86 bytes with the endpoint's own part.
+const LONG: &str =
+    "/private/var/folders/zz/zyxvpxvq6csfxvn_n0000000000000/T/ax-tui-Ab12Cd/endpoint.json";
+
+#[test]
+fn a_long_endpoint_path_wraps_whole_at_80_columns() {
+    let app = ready_app_at(
+        vec![session(1, "list the files", SessionStatus::Idle)],
+        Some(LONG),
+    );
+    let s = screen(&app);
+    let rows: Vec<&str> = s.lines().collect();
+    let bar = app.layout().bar.unwrap();
+    assert!(
+        bar.height >= 2,
+        "the path needs rows of its own at 80 columns"
+    );
+    assert!(rows[1].contains("TUIMCP on:") && rows[1].contains("[Revoke]"));
+    // The path rows, joined, are the whole path: nothing clipped, nothing covered.
+    let joined: String = rows[2..(bar.y + bar.height) as usize]
+        .iter()
+        .map(|r| r.trim_matches('"').trim_end())
+        .collect();
+    assert_eq!(joined, LONG);
+    insta::assert_snapshot!(s);
+}
+
+#[test]
+fn the_mcp_config_modal_shows_the_real_path() {
+    let mut app = ready_app_at(vec![], Some(LONG));
+    typed(&mut app, "/tui-mcp-config");
+    app.handle_input(key(KeyCode::Enter));
+    let s = screen(&app);
+    assert!(s.contains("\"mcpServers\""), "{s}");
+    insta::assert_snapshot!(s);
+}

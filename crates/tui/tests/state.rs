@@ -674,3 +674,126 @@ fn up_down_scroll_the_transcript_with_a_one_line_draft() {
     assert_eq!(app.scroll(), 1, "a multi-line draft takes Up");
     assert_eq!(app.composer().cursor(), 0);
 }
+
+/// Feeds a select_session for `target` through the real TUIMCP controller with this app as
+/// its router; returns the answer.
+fn agent_selects(app: &mut App, target: u32) -> (ax_tuimcp::Response, u64, u64) {
+    use ax_tuimcp::{Controller, Identity, Request, SelectSession, SessionId, WireUuid};
+    let now = std::time::Instant::now();
+    let mut controller = Controller::new(Identity::random(), app.guard_inputs());
+    let view = controller.view(now);
+    let before = controller.revision();
+    let args = SelectSession {
+        request_id: WireUuid::random(),
+        instance_id: view.instance_id,
+        generation: view.generation,
+        expected_revision: view.revision,
+        session_id: SessionId::parse(sid(target).as_str()).unwrap(),
+    };
+    let (reply, mut answer) = tokio::sync::oneshot::channel();
+    if let Some(v) = controller.handle(Request::SelectSession(args), reply, now) {
+        controller.validation_finished(v.ticket, ax_tuimcp::ValidationOutcome::Valid, now, app);
+    }
+    (answer.try_recv().unwrap(), before, controller.revision())
+}
+
+#[test]
+fn an_agent_selecting_the_open_session_leaves_the_screen_alone() {
+    let mut app = ready_app(
+        vec![
+            session(1, "a", SessionStatus::Idle),
+            session(2, "b", SessionStatus::Idle),
+        ],
+        true,
+    );
+    let text: String = (0..100).map(|i| format!("line {i}\n")).collect();
+    open_loaded(
+        &mut app,
+        1,
+        vec![message("m", 1, Role::Assistant, vec![out(&text)])],
+    );
+    let main = app.layout().main;
+    app.handle_input(Input::Mouse(Mouse {
+        kind: MouseKind::ScrollUp,
+        col: main.x + 2,
+        row: main.y + 2,
+    }));
+    assert_eq!(app.scroll(), 3);
+    app.take_effects();
+    let (answer, before, after) = agent_selects(&mut app, 1);
+    let ax_tuimcp::Response::Applied(view) = answer else {
+        panic!("applied expected, got {answer:?}")
+    };
+    assert_eq!(view.session_id.unwrap().as_str(), sid(1).as_str());
+    assert_eq!(after, before, "the same revision: nothing changed");
+    assert_eq!(app.scroll(), 3, "the person's scroll position is kept");
+    assert!(app.notice().is_none(), "no agent notice");
+    assert!(app.take_effects().is_empty(), "no transcript reload");
+    assert!(app.ready());
+    // Another session still navigates, with the notice.
+    let (answer, _, _) = agent_selects(&mut app, 2);
+    assert!(
+        matches!(answer, ax_tuimcp::Response::Applied(_)),
+        "{answer:?}"
+    );
+    assert_eq!(app.route(), &Route::Session(sid(2)));
+    assert_eq!(app.notice().unwrap().kind, NoticeKind::Agent);
+}
+
+#[test]
+fn after_a_revoke_the_sharing_commands_say_it_was_revoked() {
+    let mut app = ready_app(vec![], true);
+    typed(&mut app, "/tui-mcp-revoke");
+    app.handle_input(key(KeyCode::Enter));
+    assert!(app.take_effects().contains(&Effect::RevokeSharing));
+    for command in ["/tui-mcp-revoke", "/tui-mcp-config"] {
+        typed(&mut app, command);
+        app.handle_input(key(KeyCode::Enter));
+        let notice = app.notice().unwrap();
+        assert_eq!(notice.kind, NoticeKind::Error);
+        assert!(notice.text.contains("was revoked"), "{}", notice.text);
+        assert!(!notice.text.contains("not shared"), "{}", notice.text);
+        app.handle_input(ctrl('c'));
+    }
+    let mut never = ready_app(vec![], false);
+    typed(&mut never, "/tui-mcp-revoke");
+    never.handle_input(key(KeyCode::Enter));
+    assert!(never.notice().unwrap().text.contains("not shared"));
+}
+
+#[test]
+fn the_bar_and_tui_mcp_config_copy_the_mcp_client_config() {
+    let mut app = ready_app(vec![], true);
+    let copied = |effects: Vec<Effect>| -> Vec<String> {
+        effects
+            .into_iter()
+            .filter_map(|e| match e {
+                Effect::CopyToClipboard { text } => Some(text),
+                _ => None,
+            })
+            .collect()
+    };
+    // A click on the path copies the config; [Revoke] still revokes only.
+    let path = app.layout().bar_path.unwrap();
+    app.handle_input(click(path.x + 1, path.y));
+    let texts = copied(app.take_effects());
+    assert_eq!(texts.len(), 1);
+    let config: serde_json::Value = serde_json::from_str(&texts[0]).unwrap();
+    assert_eq!(
+        config["mcpServers"]["ax-code-tui"]["args"],
+        serde_json::json!(["mcp", "tui", "--endpoint", ENDPOINT])
+    );
+    assert!(app.sharing().is_some());
+    let copy = app.layout().copy.unwrap();
+    app.handle_input(click(copy.x + 1, copy.y));
+    assert_eq!(copied(app.take_effects()), texts);
+    // /tui-mcp-config shows it in a modal (which blocks agent navigation); c copies it.
+    typed(&mut app, "/tui-mcp-config");
+    app.handle_input(key(KeyCode::Enter));
+    assert_eq!(app.modal(), Some(&Modal::McpConfig));
+    assert!(app.blocked_inputs().modal);
+    assert_eq!(app.mcp_config().as_deref(), Some(texts[0].as_str()));
+    app.handle_input(key(KeyCode::Char('c')));
+    assert_eq!(copied(app.take_effects()), texts);
+    assert!(app.modal().is_none());
+}

@@ -15,14 +15,15 @@ use rmcp::{
         ListToolsResult, PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool,
         ToolAnnotations,
     },
-    service::RequestContext,
+    service::{RequestContext, ServerInitializeError},
 };
 use serde_json::{Value, json};
 
 use crate::{
-    client,
-    endpoint_file::read_endpoint_file,
+    client::{self, Origin},
+    endpoint_file::{EndpointFileError, read_endpoint_file},
     protocol::{Code, Request, Response},
+    stdio::LineTransport,
 };
 
 /// The MCP server name.
@@ -30,29 +31,74 @@ pub const SERVER_NAME: &str = "ax-code-tuimcp";
 
 const INSTRUCTIONS: &str = "Reads and navigates one running AX Code TUI that its user chose to \
 share. Call get_view_context first; pass its instanceId, generation and revision, a \
-session ID and a fresh UUID requestId to select_session. The person stays in charge: \
-navigation is refused while they are active. Never retry blindly: on timeout_unknown or \
-outcome_unknown, read the context to reconcile.";
+session ID and a new random UUID requestId to select_session: every attempt, retries \
+included, needs a new requestId. The person stays in charge: navigation is refused while \
+they are active (blocked: true); back off then (2 s, doubling up to 30 s). Never retry \
+blindly: on timeout_unknown or outcome_unknown, read the context to reconcile.";
 
 const VIEW_DESCRIPTION: &str = "Read the shared TUI's bounded view: instanceId and \
 generation (its identity), revision (changes whenever anything navigation depends on \
 changes), route (home or session), sessionId (only on the session route), ready, and \
 blocked (true while the person is busy in the TUI: navigation will be refused). Read this \
-before every select_session. It never returns transcripts, drafts, titles, paths or \
-credentials. Changes nothing.";
+before every select_session. While blocked is true, back off before reading again: wait \
+2 s, double the wait after each read that is still blocked, at most 30 s. It never returns \
+transcripts, drafts, titles, paths or credentials, and changes nothing. Rejections: \
+target_unavailable with detail tui_unreachable (the TUI is gone: closed, crashed, sharing \
+revoked, or the endpoint path is wrong or unsafe; the person must share again and give you \
+the new path); revoked (sharing ended while you called); busy (the TUI has too many \
+connections open; nothing happened, read again shortly); unauthorized (the endpoint refused \
+this client: another user or a stale endpoint file); invalid_request (this tool takes no \
+arguments); internal_error (a bug).";
 
 const SELECT_DESCRIPTION: &str = "Navigate the shared TUI to a session of its project. \
 Pass instanceId, generation and revision exactly as the latest get_view_context returned \
-them (as expectedRevision), the target sessionId (ses_ and 26 letters or digits, from the \
-ordinary session interfaces) and a fresh random UUID as requestId. Repeating the same \
-requestId with the same arguments returns the original result; with other arguments it is \
-request_conflict. Success (status applied) means the TUI's route changed; drawing and \
-loading the session may still be in progress. Rejections are definitive (nothing was \
-navigated) except timeout_unknown and outcome_unknown: then the navigation may have \
-happened, so call get_view_context to reconcile and never retry blindly. stale_revision or \
-stale_target: read the context again. user_active: the person is using the TUI; wait and \
-read the context again. revoked: sharing ended. This tool cannot type, submit prompts, \
-approve anything or start agent work.";
+them (revision as expectedRevision), the target sessionId (ses_ and 26 letters or digits, \
+from the ordinary session interfaces) and a new random UUID as requestId. Every attempt \
+needs a new requestId, retries included: the TUI stores the result of each requestId, \
+rejections too, and answers a reused requestId with that stored result forever (same \
+arguments) or request_conflict (other arguments). Success (status applied) means the TUI's \
+route is on that session; drawing and loading it may still be in progress. If that session \
+was already open, applied comes back with the same revision and nothing is reloaded. \
+Rejections are definitive (nothing was navigated) except timeout_unknown and \
+outcome_unknown: then the navigation may have happened, so call get_view_context to \
+reconcile and never retry blindly. What each code means and what to do: \
+stale_revision or stale_target: the view changed, or this is another TUI; read the context \
+and try again with a new requestId. user_active: the person is using the TUI (blocked: \
+true); back off: read the context after 2 s, double the wait while blocked stays true (at \
+most 30 s), select again only once blocked is false. not_ready: the TUI is connecting, \
+syncing or still loading a session; read the context until ready is true. busy: another \
+navigation is in flight or the TUI has too many connections open; this attempt did \
+nothing; wait a moment and try again with a new requestId. request_limit: this TUI process \
+took its 128 navigation requests; reading still works, navigating needs a restart of the \
+TUI. target_unavailable: detail unknown_session means the TUI answered and that session \
+does not exist in its project (pick another sessionId); detail tui_unreachable means the \
+TUI is gone (closed, crashed, sharing revoked, or the endpoint path is wrong or unsafe) and \
+nothing was sent. revoked: sharing ended; stop. deadline_exceeded: checking the session \
+with the backend took over 4 s; nothing was navigated; try again with a new requestId. \
+cancelled: you cancelled the call before anything applied. invalid_request: malformed \
+arguments. unauthorized: the endpoint refused this client (another user or a stale \
+endpoint file). internal_error: a bug; nothing was navigated. This tool cannot type, \
+submit prompts, approve anything or start agent work.";
+
+/// Why a `target_unavailable` came back: the two cases need different actions.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Detail {
+    /// The TUI answered: that session is unknown or not in its project.
+    UnknownSession,
+    /// The TUI could not be reached (or its endpoint file failed the checks); nothing sent.
+    TuiUnreachable,
+}
+
+impl Detail {
+    pub const ALL: [Detail; 2] = [Detail::UnknownSession, Detail::TuiUnreachable];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Detail::UnknownSession => "unknown_session",
+            Detail::TuiUnreachable => "tui_unreachable",
+        }
+    }
+}
 
 fn object(value: Value) -> Arc<JsonObject> {
     match value {
@@ -81,6 +127,7 @@ fn view_schema() -> Value {
 /// The output schema: the success shape (`status` = `success`) or a rejection.
 fn output_schema(success: &str) -> Value {
     let codes: Vec<&str> = Code::ALL.iter().map(|c| c.as_str()).collect();
+    let details: Vec<&str> = Detail::ALL.iter().map(|d| d.as_str()).collect();
     json!({
         "type": "object",
         "oneOf": [
@@ -99,7 +146,8 @@ fn output_schema(success: &str) -> Value {
                 "required": ["status", "code"],
                 "properties": {
                     "status": {"const": "rejected"},
-                    "code": {"type": "string", "enum": codes}
+                    "code": {"type": "string", "enum": codes},
+                    "detail": {"type": "string", "enum": details}
                 }
             }
         ]
@@ -185,11 +233,21 @@ pub fn parse_arguments(tool: &str, arguments: Option<JsonObject>) -> Option<Requ
 }
 
 /// The tool result for a response: structured content, the same JSON as text, and
-/// `isError` exactly for rejections.
-pub fn tool_result(response: &Response) -> CallToolResult {
-    let value = response.to_value();
+/// `isError` exactly for rejections. A `target_unavailable` carries a `detail` saying
+/// whether the TUI answered it (unknown session) or could not be reached.
+pub fn tool_result(response: &Response, origin: Origin) -> CallToolResult {
+    let mut value = response.to_value();
     match response {
-        Response::Rejected(_) => CallToolResult::structured_error(value),
+        Response::Rejected(code) => {
+            if *code == Code::TargetUnavailable {
+                let detail = match origin {
+                    Origin::Tui => Detail::UnknownSession,
+                    Origin::Adapter => Detail::TuiUnreachable,
+                };
+                value["detail"] = detail.as_str().into();
+            }
+            CallToolResult::structured_error(value)
+        }
         _ => CallToolResult::structured(value),
     }
 }
@@ -234,21 +292,53 @@ impl ServerHandler for Adapter {
                 None,
             ));
         }
-        let response = match parse_arguments(name, request.arguments) {
-            Some(call) => client::call(&self.endpoint, &call, context.ct.cancelled()).await,
-            None => Response::Rejected(Code::InvalidRequest),
+        let (response, origin) = match parse_arguments(name, request.arguments) {
+            Some(call) => {
+                client::call_with_origin(&self.endpoint, &call, context.ct.cancelled()).await
+            }
+            None => (Response::Rejected(Code::InvalidRequest), Origin::Adapter),
         };
-        Ok(tool_result(&response).into())
+        Ok(tool_result(&response, origin).into())
     }
+}
+
+/// Why the adapter stopped with an error.
+#[derive(Debug, thiserror::Error)]
+pub enum ServeError {
+    /// The endpoint file is missing or unsafe: the person should copy the path again.
+    #[error(transparent)]
+    Endpoint(#[from] EndpointFileError),
+    /// stdin closed before `initialize`: the MCP client went away; nothing is wrong here.
+    #[error("the MCP client went away before it initialized the session (stdin closed)")]
+    ClientGone,
+    /// The MCP session could not start or ended abnormally.
+    #[error("the MCP session failed")]
+    Session(#[source] Box<dyn std::error::Error + Send + Sync>),
 }
 
 /// Runs the adapter on stdin/stdout until stdin closes. Fails at once, with the reason, when
 /// the endpoint file is missing or unsafe.
-pub async fn serve_stdio(endpoint: &Path) -> anyhow::Result<()> {
+pub async fn serve_stdio(endpoint: &Path) -> Result<(), ServeError> {
+    let (read, write) = rmcp::transport::stdio_pipes();
+    serve(endpoint, read, write).await
+}
+
+/// [`serve_stdio`] over any pair of streams (tests).
+pub async fn serve<R, W>(endpoint: &Path, read: R, write: W) -> Result<(), ServeError>
+where
+    R: tokio::io::AsyncRead + Unpin + Send + 'static,
+    W: tokio::io::AsyncWrite + Unpin + Send + 'static,
+{
     read_endpoint_file(endpoint)?;
-    let service = Adapter::new(endpoint.to_owned())
-        .serve(rmcp::transport::stdio_pipes())
-        .await?;
-    service.waiting().await?;
+    let transport = LineTransport::new(read, write);
+    let service = match Adapter::new(endpoint.to_owned()).serve(transport).await {
+        Ok(service) => service,
+        Err(ServerInitializeError::ConnectionClosed(_)) => return Err(ServeError::ClientGone),
+        Err(e) => return Err(ServeError::Session(Box::new(e))),
+    };
+    service
+        .waiting()
+        .await
+        .map_err(|e| ServeError::Session(Box::new(e)))?;
     Ok(())
 }

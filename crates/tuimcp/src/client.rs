@@ -32,6 +32,15 @@ enum Failure {
     Unreadable,
 }
 
+/// Who decided a response.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Origin {
+    /// The TUI answered it.
+    Tui,
+    /// The adapter mapped a failure (nothing reached the TUI, or no readable answer came).
+    Adapter,
+}
+
 /// Calls the TUI behind `endpoint` (the path of `endpoint.json`) once. `cancel` resolves when
 /// the caller gives up.
 pub async fn call(
@@ -42,6 +51,15 @@ pub async fn call(
     call_with_deadline(endpoint, request, cancel, ADAPTER_DEADLINE).await
 }
 
+/// [`call`], also saying who decided the response.
+pub async fn call_with_origin(
+    endpoint: &Path,
+    request: &Request,
+    cancel: impl Future<Output = ()>,
+) -> (Response, Origin) {
+    call_traced(endpoint, request, cancel, ADAPTER_DEADLINE).await
+}
+
 /// [`call`] with an explicit deadline (tests, benchmarks).
 pub async fn call_with_deadline(
     endpoint: &Path,
@@ -49,6 +67,15 @@ pub async fn call_with_deadline(
     cancel: impl Future<Output = ()>,
     deadline: Duration,
 ) -> Response {
+    call_traced(endpoint, request, cancel, deadline).await.0
+}
+
+async fn call_traced(
+    endpoint: &Path,
+    request: &Request,
+    cancel: impl Future<Output = ()>,
+    deadline: Duration,
+) -> (Response, Origin) {
     let deadline = Instant::now() + deadline;
     let sent = AtomicBool::new(false);
     let outcome = tokio::select! {
@@ -71,20 +98,20 @@ pub async fn call_with_deadline(
                 _ => false,
             };
             if fits {
-                return response;
+                return (response, Origin::Tui);
             }
             Err(Failure::Unreadable)
         }
         Err(failure) => Err(failure),
     };
     let code = match (response, is_view) {
-        (Ok(response), _) => return response,
+        (Ok(response), _) => return (response, Origin::Tui),
         (Err(Failure::BeforeSend(code)), _) => code,
         (Err(_), true) => Code::TargetUnavailable,
         (Err(Failure::NoAnswer), false) => Code::TimeoutUnknown,
         (Err(Failure::Unreadable), false) => Code::OutcomeUnknown,
     };
-    Response::Rejected(code)
+    (Response::Rejected(code), Origin::Adapter)
 }
 
 async fn exchange(

@@ -343,6 +343,12 @@ impl Controller {
             self.finish(request_id, Response::Rejected(Code::Busy));
             return None;
         }
+        // Already there: nothing to validate or navigate. The answer is `applied` with the
+        // unchanged view (same revision), and the person's screen is left alone.
+        if self.inputs.location == Location::Session(args.session_id.clone()) {
+            self.finish(request_id, Response::Applied(self.view(now)));
+            return None;
+        }
         let ticket = Ticket(self.next_ticket);
         self.next_ticket += 1;
         let deadline = now + VALIDATION_DEADLINE;
@@ -357,6 +363,27 @@ impl Controller {
             session_id,
             deadline,
         })
+    }
+
+    /// Answers a request that arrived past the connection cap from its stored receipt
+    /// alone: the stored final result for the same arguments, `request_conflict` for other
+    /// arguments, and `busy` when there is no final result yet (nothing new starts).
+    pub fn answer_from_receipt(&self, args: &SelectSession, reply: Reply) {
+        let response = if self.revoked {
+            Response::Rejected(Code::Revoked)
+        } else {
+            match self.receipts.get(&args.request_id) {
+                Some(receipt) if receipt.signature != args.signature() => {
+                    Response::Rejected(Code::RequestConflict)
+                }
+                Some(Receipt {
+                    state: ReceiptState::Done(response),
+                    ..
+                }) => response.clone(),
+                _ => Response::Rejected(Code::Busy),
+            }
+        };
+        let _ = reply.send(response);
     }
 
     /// The guard, in its order: revoked → stale_target → stale_revision → not_ready →

@@ -135,7 +135,7 @@ fn check_stat(
 ///
 /// On Linux the checks walk the path once: `openat2(RESOLVE_NO_SYMLINKS)` opens the directory
 /// (an exact stand-in for `realpath(path) == path` together with the syntax check, see
-/// [`open_canonical_dir`]), and every later check is relative to that handle (`fstatat` with
+/// `open_canonical_dir`), and every later check is relative to that handle (`fstatat` with
 /// `AT_SYMLINK_NOFOLLOW`, `openat` with `O_NOFOLLOW`). Where `openat2` is missing, the
 /// path-based checks run instead; both refuse the same paths.
 pub fn read_endpoint_file(path: &Path) -> Result<(EndpointFile, PathBuf), EndpointFileError> {

@@ -6,7 +6,7 @@ use tokio::io::{AsyncRead, AsyncReadExt};
 use crate::protocol::MAX_FRAME;
 
 /// Why no frame could be read.
-#[derive(Debug, PartialEq, Eq, thiserror::Error)]
+#[derive(Debug, thiserror::Error)]
 pub enum FrameError {
     #[error("frame longer than {MAX_FRAME} bytes")]
     TooLarge,
@@ -14,8 +14,9 @@ pub enum FrameError {
     Trailing,
     #[error("connection closed before the end of the frame")]
     Eof,
-    #[error("read failed: {0}")]
-    Io(String),
+    /// The read itself failed; the source error is kept for the log.
+    #[error("read failed")]
+    Io(#[from] std::io::Error),
 }
 
 /// Checks a complete buffer: one frame, nothing after it. Returns the JSON bytes (without
@@ -36,10 +37,7 @@ pub async fn read_frame<R: AsyncRead + Unpin>(reader: &mut R) -> Result<Vec<u8>,
     let mut buf = Vec::with_capacity(1024);
     let mut chunk = [0u8; 4096];
     loop {
-        let n = reader
-            .read(&mut chunk)
-            .await
-            .map_err(|e| FrameError::Io(e.kind().to_string()))?;
+        let n = reader.read(&mut chunk).await?;
         if n == 0 {
             return Err(FrameError::Eof);
         }
@@ -68,15 +66,42 @@ mod tests {
 
     #[test]
     fn split() {
-        assert_eq!(split_frame(b"{}\n"), Ok(&b"{}"[..]));
-        assert_eq!(split_frame(b"{}\n\n"), Err(FrameError::Trailing));
-        assert_eq!(split_frame(b"{}\nx"), Err(FrameError::Trailing));
-        assert_eq!(split_frame(b"{}"), Err(FrameError::Eof));
+        assert_eq!(split_frame(b"{}\n").unwrap(), &b"{}"[..]);
+        assert!(matches!(split_frame(b"{}\n\n"), Err(FrameError::Trailing)));
+        assert!(matches!(split_frame(b"{}\nx"), Err(FrameError::Trailing)));
+        assert!(matches!(split_frame(b"{}"), Err(FrameError::Eof)));
         let mut big = vec![b' '; MAX_FRAME - 1];
         big.push(b'\n');
         assert!(split_frame(&big).is_ok());
         big.insert(0, b' ');
-        assert_eq!(split_frame(&big), Err(FrameError::TooLarge));
+        assert!(matches!(split_frame(&big), Err(FrameError::TooLarge)));
+    }
+
+    /// A reader whose read fails with a given error.
+    struct Broken;
+
+    impl AsyncRead for Broken {
+        fn poll_read(
+            self: std::pin::Pin<&mut Self>,
+            _: &mut std::task::Context<'_>,
+            _: &mut tokio::io::ReadBuf<'_>,
+        ) -> std::task::Poll<std::io::Result<()>> {
+            std::task::Poll::Ready(Err(std::io::Error::new(
+                std::io::ErrorKind::ConnectionReset,
+                "peer reset the connection",
+            )))
+        }
+    }
+
+    #[tokio::test]
+    async fn a_read_error_keeps_its_source() {
+        let err = read_frame(&mut Broken).await.unwrap_err();
+        let FrameError::Io(source) = &err else {
+            panic!("expected Io, got {err:?}");
+        };
+        assert_eq!(source.kind(), std::io::ErrorKind::ConnectionReset);
+        let chained = std::error::Error::source(&err).map(ToString::to_string);
+        assert_eq!(chained.as_deref(), Some("peer reset the connection"));
     }
 
     #[tokio::test]
@@ -89,11 +114,17 @@ mod tests {
         );
         let mut over = vec![b' '; MAX_FRAME];
         over.push(b'\n');
-        assert_eq!(read_frame(&mut &over[..]).await, Err(FrameError::TooLarge));
-        assert_eq!(
+        assert!(matches!(
+            read_frame(&mut &over[..]).await,
+            Err(FrameError::TooLarge)
+        ));
+        assert!(matches!(
             read_frame(&mut &b"{}\n{}\n"[..]).await,
             Err(FrameError::Trailing)
-        );
-        assert_eq!(read_frame(&mut &b"{}"[..]).await, Err(FrameError::Eof));
+        ));
+        assert!(matches!(
+            read_frame(&mut &b"{}"[..]).await,
+            Err(FrameError::Eof)
+        ));
     }
 }

@@ -6,9 +6,10 @@
 //! | [`controller`] | the only authority over navigation: identity, revision, guard, receipts, single flight |
 //! | [`server`] | the private endpoint inside the TUI: directory, socket, `endpoint.json`, authentication |
 //! | [`sharing`] | a ready-made driver for the task that owns the UI state |
-//! | [`fake`] | a fake TUI (owner loop + fake sessions) for tests and benchmarks |
+//! | `fake` | a fake TUI (owner loop + fake sessions) for tests and benchmarks (feature `test-support`) |
 //! | [`client`] | the adapter's side of the socket, with honest failure mapping |
 //! | [`adapter`] | the stdio MCP server of `ax-code mcp tui` |
+//! | [`stdio`] | its JSON-RPC line transport, which answers every malformed line |
 //!
 //! Nothing here knows about terminals, and the crate depends on nothing else of ours.
 //!
@@ -90,11 +91,13 @@ pub mod adapter;
 pub mod client;
 pub mod controller;
 pub mod endpoint_file;
+#[cfg(feature = "test-support")]
 pub mod fake;
 pub mod frame;
 pub mod protocol;
 pub mod server;
 pub mod sharing;
+pub mod stdio;
 
 pub use controller::{
     Blockers, Commit, Controller, GuardInputs, Identity, Location, Navigator, QUIET_PERIOD,

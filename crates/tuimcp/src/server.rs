@@ -27,13 +27,16 @@ use crate::{
     controller::{Identity, Reply},
     endpoint_file::{self, EndpointFile, SOCKET_NAME},
     frame::{FrameError, read_frame},
-    protocol::{Code, MAX_FRAME, Request, Response},
+    protocol::{Code, MAX_FRAME, Request, Response, SelectSession},
 };
 
 /// At most this many connections are served at once; the next one is answered `busy`.
 pub const MAX_CONNECTIONS: usize = 16;
 /// A connection lives at most this long (controller 4.0 s < adapter 4.5 s < socket 5.0 s).
 pub const SOCKET_DEADLINE: Duration = Duration::from_secs(5);
+/// Past the cap, how long a caller's frame may take to arrive and its stored receipt to be
+/// looked up before the answer is plain `busy`.
+const OVER_CAP_LIMIT: Duration = Duration::from_secs(1);
 /// On close, how long decided answers may take to reach their callers.
 const CLOSE_GRACE: Duration = Duration::from_millis(200);
 /// Socket paths must be shorter than this (the smallest `sun_path` is 104 bytes, on macOS).
@@ -46,6 +49,14 @@ pub enum Inbound {
     ///
     /// [`Controller::handle`]: crate::Controller::handle
     Request { request: Request, reply: Reply },
+    /// A `select_session` that arrived past the connection cap: answer it from a stored
+    /// receipt only ([`Controller::answer_from_receipt`]); it never starts a navigation.
+    ///
+    /// [`Controller::answer_from_receipt`]: crate::Controller::answer_from_receipt
+    Receipt {
+        request: SelectSession,
+        reply: Reply,
+    },
     /// A caller hung up while waiting: call [`Controller::caller_gone`].
     ///
     /// [`Controller::caller_gone`]: crate::Controller::caller_gone
@@ -68,7 +79,7 @@ pub struct EndpointOptions {
 pub enum EndpointError {
     #[error(
         "the TUIMCP socket path {path} is {len} bytes; it must be shorter than {MAX_SOCKET_PATH}. \
-         Start with a shorter private temp root, e.g. `mkdir -m 700 /tmp/ax && TMPDIR=/tmp/ax ax-code --tui-mcp`"
+         Start with a shorter private temp root, e.g. `TMPDIR=$(mktemp -d /tmp/ax.XXXXXX) ax-code --tui-mcp`"
     )]
     PathTooLong { path: PathBuf, len: usize },
     #[error("cannot create the TUIMCP endpoint under {root}: {reason}")]
@@ -246,7 +257,7 @@ async fn accept_loop(
                             });
                         }
                         Err(_) => {
-                            connections.spawn(refuse_busy(stream, uid));
+                            connections.spawn(over_cap(stream, uid, token.clone(), tx.clone()));
                         }
                     }
                 }
@@ -315,13 +326,37 @@ async fn linger(stream: &mut UnixStream) -> std::io::Result<()> {
     Ok(())
 }
 
-async fn refuse_busy(mut stream: UnixStream, uid: u32) {
-    let code = if peer_is_us(&stream, uid) {
-        Code::Busy
-    } else {
-        Code::Unauthorized
-    };
-    write_response(&mut stream, &Response::Rejected(code), true).await;
+/// A connection past the cap. It starts nothing new, but a repeated `requestId` still gets
+/// its stored receipt (an applied navigation must never be answered "busy", which says that
+/// nothing happened); everything else is `busy`. Bounded by [`OVER_CAP_LIMIT`].
+async fn over_cap(mut stream: UnixStream, uid: u32, token: Arc<String>, tx: mpsc::Sender<Inbound>) {
+    if !peer_is_us(&stream, uid) {
+        write_response(&mut stream, &Response::Rejected(Code::Unauthorized), true).await;
+        return;
+    }
+    let busy = Response::Rejected(Code::Busy);
+    let answer = tokio::time::timeout(OVER_CAP_LIMIT, async {
+        let frame = read_frame(&mut stream).await.ok()?;
+        let args = match authenticate(&frame, &token) {
+            Ok(Request::SelectSession(args)) => args,
+            Ok(Request::GetViewContext) => return Some(busy.clone()),
+            Err(code) => return Some(Response::Rejected(code)),
+        };
+        let (reply, answer) = oneshot::channel();
+        // Never waits for room: a full queue means the owner is swamped.
+        tx.try_send(Inbound::Receipt {
+            request: args,
+            reply,
+        })
+        .ok()?;
+        answer.await.ok()
+    })
+    .await;
+    match answer {
+        Ok(Some(response)) => write_response(&mut stream, &response, false).await,
+        // Unread, unauthenticated or unanswered in time: plain `busy`.
+        _ => write_response(&mut stream, &busy, true).await,
+    }
 }
 
 /// Authenticates a frame's JSON and parses its request. Anything that fails before the

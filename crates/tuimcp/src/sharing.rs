@@ -178,6 +178,10 @@ impl<V: SessionValidator> Sharing<V> {
                 }
                 None
             }
+            Step::Inbound(Inbound::Receipt { request, reply }) => {
+                self.controller.answer_from_receipt(&request, reply);
+                None
+            }
             Step::Inbound(Inbound::CallerGone) => {
                 self.controller.caller_gone();
                 None

@@ -3,7 +3,7 @@
 //!
 //! What it guarantees:
 //! - the command runs in its own process group, in the given working directory, with stdin
-//!   closed and an environment built from an allowlist ([`env`]) plus explicit extras;
+//!   closed and an environment built from an allowlist ([`mod@env`]) plus explicit extras;
 //! - stdout and stderr are read by one task and delivered in arrival order as UTF-8 text (a
 //!   character split between two reads waits for its rest);
 //! - output is bounded ([`Bound`]): head and tail with a marker between, or the end only;

@@ -3,6 +3,7 @@
 use std::path::PathBuf;
 
 use anyhow::Context;
+use ax_tuimcp::adapter::ServeError;
 use clap::Args;
 
 #[derive(Debug, Args)]
@@ -18,7 +19,12 @@ pub fn run(args: McpTuiArgs) -> anyhow::Result<()> {
         .enable_all()
         .build()
         .context("cannot start the async runtime")?;
-    runtime
-        .block_on(ax_tuimcp::adapter::serve_stdio(&args.endpoint))
-        .context("cannot serve the shared TUI (copy the endpoint path from the TUIMCP bar of a TUI started with --tui-mcp)")
+    match runtime.block_on(ax_tuimcp::adapter::serve_stdio(&args.endpoint)) {
+        Ok(()) => Ok(()),
+        // Only a bad endpoint file is the path's fault; a client that left is not.
+        Err(e @ ServeError::Endpoint(_)) => Err(e).context(
+            "cannot serve the shared TUI (copy the endpoint path from the TUIMCP bar of a TUI started with --tui-mcp)",
+        ),
+        Err(e) => Err(e.into()),
+    }
 }

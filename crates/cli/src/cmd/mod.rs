@@ -1,6 +1,7 @@
 //! One module per subcommand.
 
 pub mod agents;
+pub mod link;
 pub mod mcp_screen;
 pub mod mcp_tui;
 pub mod serve;

@@ -3,8 +3,8 @@
 //!
 //! The credential is `$AX_CODE_SERVER_PASSWORD`, else a fresh random token written with the
 //! URL to `credentials/<host>_<port>.json` (0600) in the data directory, so `ax-code attach`
-//! run by the same OS user finds it. stdout gets the addresses (the Control UI one with the
-//! generated token in the URL fragment, which browsers never send); logs go to stderr.
+//! run by the same OS user finds it. stdout gets the addresses (the Control UI one with a
+//! one-time sign-in code in the URL fragment, never the credential); logs go to stderr.
 
 use std::{
     io::Write,
@@ -111,10 +111,15 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
         "ax-code backend for {} listening on {url}",
         server.project_dir().display()
     )?;
-    if generated {
-        writeln!(out, "Control UI: {url}/#token={}", server.token())?;
-    } else {
-        writeln!(out, "Control UI: {url}/ (credential: ${PASSWORD_ENV})")?;
+    // A one-time code, not the credential: a link stays in the browser's history.
+    writeln!(
+        out,
+        "Control UI: {url}/#code={} (one-time sign-in link, valid 60 s; \
+         `ax-code link --url {url}` prints a fresh one)",
+        server.sign_in_code()
+    )?;
+    if !generated {
+        writeln!(out, "Credential: ${PASSWORD_ENV}")?;
     }
     out.flush()?;
     drop(out);

@@ -3,7 +3,7 @@
 //!
 //! - [`fs`]: private directories for one test ([`Env`]) and private temp roots;
 //! - [`serve`]: `ax-code serve` with a known credential ([`Serve`]) or a generated one read
-//!   from the printed Control UI link ([`ControlServe`]);
+//!   from its credential file ([`ControlServe`]);
 //! - [`pty`]: the TUI in a pseudo-terminal read back through vt100 ([`Pty`], [`PtyHandle`]);
 //! - [`mcp`]: `ax-code mcp tui` driven over stdio JSON-RPC ([`Adapter`]) and checks of its
 //!   answers;

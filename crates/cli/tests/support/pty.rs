@@ -12,6 +12,18 @@ use portable_pty::{CommandBuilder, PtySize, native_pty_system};
 
 use super::{AX, Env, WAIT, signal};
 
+/// Records OSC 52 clipboard writes, as a terminal would receive them.
+#[derive(Default)]
+pub struct Clipboard {
+    copies: Vec<Vec<u8>>,
+}
+
+impl vt100::Callbacks for Clipboard {
+    fn copy_to_clipboard(&mut self, _: &mut vt100::Screen, _ty: &[u8], data: &[u8]) {
+        self.copies.push(data.to_vec());
+    }
+}
+
 /// The default terminal width.
 pub const COLS: u16 = 120;
 /// The default terminal height.
@@ -50,7 +62,7 @@ pub fn shown_route(screen: &str) -> ShownRoute {
 pub struct Pty {
     pub child: Box<dyn portable_pty::Child + Send + Sync>,
     writer: Arc<Mutex<Box<dyn Write + Send>>>,
-    parser: Arc<Mutex<vt100::Parser>>,
+    parser: Arc<Mutex<vt100::Parser<Clipboard>>>,
     reader: Option<thread::JoinHandle<()>>,
 }
 
@@ -92,10 +104,11 @@ impl Pty {
         drop(pair.slave);
         let mut reader = pair.master.try_clone_reader().unwrap();
         let writer = pair.master.take_writer().unwrap();
-        let parser = Arc::new(Mutex::new(vt100::Parser::new(
+        let parser = Arc::new(Mutex::new(vt100::Parser::new_with_callbacks(
             NonZeroU16::new(rows).unwrap(),
             NonZeroU16::new(cols).unwrap(),
             0,
+            Clipboard::default(),
         )));
         let p = parser.clone();
         let reader = thread::spawn(move || {
@@ -124,6 +137,11 @@ impl Pty {
     /// The screen's text now.
     pub fn screen(&self) -> String {
         self.handle().screen()
+    }
+
+    /// What the TUI asked the terminal to copy (OSC 52), base64 as sent, oldest first.
+    pub fn clipboard(&self) -> Vec<Vec<u8>> {
+        self.parser.lock().unwrap().callbacks().copies.clone()
     }
 
     /// Whether the terminal is on the alternate screen.
@@ -241,7 +259,7 @@ impl Drop for Jiggle {
 #[derive(Clone)]
 pub struct PtyHandle {
     writer: Arc<Mutex<Box<dyn Write + Send>>>,
-    parser: Arc<Mutex<vt100::Parser>>,
+    parser: Arc<Mutex<vt100::Parser<Clipboard>>>,
 }
 
 impl PtyHandle {

@@ -74,17 +74,37 @@ impl Drop for Serve {
     }
 }
 
-/// The URL and token of a `Control UI: URL/#token=TOKEN` line.
+/// The URL and one-time sign-in code of a `Control UI: URL/#code=CODE (…)` line.
 pub fn control_ui_link(line: &str) -> Option<(String, String)> {
     let rest = line.strip_prefix("Control UI: ")?;
-    let (url, token) = rest.split_once("/#token=").expect("token in the fragment");
-    Some((url.to_owned(), token.to_owned()))
+    let link = rest.split_whitespace().next()?;
+    let (url, code) = link
+        .split_once("/#code=")
+        .expect("a one-time code in the fragment");
+    Some((url.to_owned(), code.to_owned()))
 }
 
-/// Spawns a prepared `ax-code serve` command with stdout piped and reads its Control UI
-/// link: (child, URL, token). Kills the child if no link comes within [`WAIT`] (the panic
-/// shows the stdout so far and the file `log`, if any); `lines_seen` receives every stdout
-/// line read up to the link.
+/// The credential `serve` generated for `url`, from its credential file in the data directory
+/// `cmd` runs with (`AX_CODE_DATA_DIR`): the link it prints carries a one-time code only.
+fn generated_credential(cmd: &Command, url: &str) -> Option<String> {
+    let data = cmd
+        .get_envs()
+        .find(|(k, _)| *k == "AX_CODE_DATA_DIR")
+        .and_then(|(_, v)| v)?;
+    let dir = Path::new(data).join("credentials");
+    std::fs::read_dir(dir).ok()?.find_map(|entry| {
+        let text = std::fs::read_to_string(entry.ok()?.path()).ok()?;
+        let record: serde_json::Value = serde_json::from_str(&text).ok()?;
+        (record["url"].as_str() == Some(url))
+            .then(|| record["token"].as_str().map(str::to_owned))?
+    })
+}
+
+/// Spawns a prepared `ax-code serve` command (with a generated credential and
+/// `AX_CODE_DATA_DIR` set) with stdout piped and reads its Control UI link: (child, URL,
+/// credential, read from the credential file). Kills the child if no link comes within
+/// [`WAIT`] (the panic shows the stdout so far and the file `log`, if any); `lines_seen`
+/// receives every stdout line read up to the link.
 pub fn spawn_control_ui(
     mut cmd: Command,
     lines_seen: &mut Vec<String>,
@@ -103,13 +123,18 @@ pub fn spawn_control_ui(
         };
         let link = control_ui_link(&line);
         lines_seen.push(line);
-        if let Some((url, token)) = link {
+        if let Some((url, _code)) = link {
+            let Some(token) = generated_credential(&cmd, &url) else {
+                let _ = child.kill();
+                let _ = child.wait();
+                panic!("no credential file for {url}");
+            };
             return (child, url, token);
         }
     }
 }
 
-/// `ax-code serve --port 0` with a generated token (read from the printed Control UI link),
+/// `ax-code serve --port 0` with a generated token (read from its credential file),
 /// in its own project and data directories.
 pub struct ControlServe {
     pub child: Child,

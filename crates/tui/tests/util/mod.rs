@@ -79,10 +79,15 @@ pub fn typed(app: &mut App, text: &str) {
 
 /// A connected, synced app with the given sessions, 80x24, optionally sharing.
 pub fn ready_app(sessions: Vec<Session>, sharing: bool) -> App {
+    ready_app_at(sessions, sharing.then_some(ENDPOINT))
+}
+
+/// [`ready_app`], sharing with the endpoint at `endpoint` when given.
+pub fn ready_app_at(sessions: Vec<Session>, endpoint: Option<&str>) -> App {
     let mut app = App::new(
         "/home/me/project",
-        sharing.then(|| Sharing {
-            endpoint_path: ENDPOINT.into(),
+        endpoint.map(|path| Sharing {
+            endpoint_path: path.into(),
         }),
     );
     app.resize(80, 24);

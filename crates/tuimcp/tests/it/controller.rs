@@ -117,6 +117,27 @@ fn happy_path_applies_and_rereads() {
 }
 
 #[test]
+fn selecting_the_open_session_changes_nothing_and_says_so() {
+    let mut rig = Rig::new();
+    let (v, _rx) = rig.send(rig.fresh(1), 0);
+    let Commit::Applied(opened) = rig.finish(&v.unwrap(), ValidationOutcome::Valid, 1) else {
+        panic!("applied expected")
+    };
+    assert_eq!(rig.router.calls, 1);
+    // The same session again: no validation, no router call, the view unchanged.
+    let again = rig.fresh(1);
+    let answer = rig.answer(again.clone(), 2);
+    assert_eq!(answer, Response::Applied(opened.clone()));
+    assert_eq!(rig.c.revision(), opened.revision, "nothing changed");
+    assert_eq!(rig.router.calls, 1, "the router was not called");
+    // Its receipt replays like any other, and the guard still applies first.
+    assert_eq!(rig.answer(again, 3), Response::Applied(opened));
+    let mut stale = rig.fresh(1);
+    stale.expected_revision += 1;
+    assert_eq!(code(rig.answer(stale, 4)), Code::StaleRevision);
+}
+
+#[test]
 fn guard_codes_in_order() {
     let mut rig = Rig::new();
     // user_active: each blocker alone.

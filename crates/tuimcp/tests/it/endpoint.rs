@@ -369,6 +369,88 @@ async fn the_seventeenth_connection_gets_busy() {
 }
 
 #[tokio::test]
+async fn past_the_cap_a_stored_receipt_is_still_answered() {
+    let root = temp_root();
+    let tui = fake(options(), root.path()).await;
+    let path = tui.endpoint_path_buf();
+    let socket = socket_of(&path);
+    let token = token_of(&path);
+    let args = select(&view(&path).await, &sid(1));
+    let applied = call(&path, &Request::SelectSession(args.clone())).await;
+    assert!(matches!(applied, Response::Applied(_)), "{applied:?}");
+    let after = view(&path).await;
+    let mut idle = Vec::new();
+    for _ in 0..16 {
+        idle.push(tokio::net::UnixStream::connect(&socket).await.unwrap());
+    }
+    // The repeat gets its receipt, not a "busy" that claims nothing happened.
+    let repeat = request_frame(&token, &Request::SelectSession(args.clone()));
+    assert_eq!(raw_exchange(&socket, &repeat).await, applied.to_frame());
+    // Other arguments under that requestId: request_conflict, as below the cap.
+    let mut other = args.clone();
+    other.session_id = sid(2);
+    let conflict = request_frame(&token, &Request::SelectSession(other));
+    assert_eq!(
+        raw_exchange(&socket, &conflict).await,
+        rejected(Code::RequestConflict)
+    );
+    // Anything new is busy and starts nothing; a wrong token learns only unauthorized.
+    let read = request_frame(&token, &Request::GetViewContext);
+    assert_eq!(raw_exchange(&socket, &read).await, rejected(Code::Busy));
+    let fresh = request_frame(&token, &Request::SelectSession(select(&after, &sid(2))));
+    assert_eq!(raw_exchange(&socket, &fresh).await, rejected(Code::Busy));
+    let forged = request_frame(&"0".repeat(64), &Request::SelectSession(args));
+    assert_eq!(
+        raw_exchange(&socket, &forged).await,
+        rejected(Code::Unauthorized)
+    );
+    drop(idle);
+    assert_eq!(tui.navigations(), 1);
+    tui.shutdown().await;
+}
+
+#[tokio::test]
+async fn the_too_long_path_advice_works_every_time() {
+    let root = temp_root();
+    let mut deep = root.path().to_owned();
+    while deep.as_os_str().len() < 100 {
+        deep.push("long-directory-name");
+    }
+    std::fs::create_dir_all(&deep).unwrap();
+    let err = Endpoint::start(
+        Identity::random(),
+        EndpointOptions {
+            temp_root: Some(deep),
+        },
+    )
+    .await
+    .unwrap_err()
+    .to_string();
+    // The advised command, as the person would paste it, with `ax-code` replaced by a
+    // command that shows the root it got.
+    let advice = err.split('`').nth(1).expect("a command in backticks");
+    let shell = advice.replace("ax-code --tui-mcp", "sh -c 'printf %s \"$TMPDIR\"'");
+    let mut made = Vec::new();
+    for _ in 0..2 {
+        let out = std::process::Command::new("sh")
+            .arg("-c")
+            .arg(&shell)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{advice}: {out:?}");
+        let dir = PathBuf::from(String::from_utf8(out.stdout).unwrap());
+        assert_eq!(mode(&dir), 0o700, "{}", dir.display());
+        let socket_len = dir.join("ax-tui-XXXXXX").join("s").as_os_str().len();
+        assert!(socket_len < 100, "{}", dir.display());
+        made.push(dir);
+    }
+    assert_ne!(made[0], made[1], "each run gets its own private root");
+    for dir in made {
+        std::fs::remove_dir(dir).unwrap();
+    }
+}
+
+#[tokio::test]
 async fn a_peer_with_another_uid_is_refused() {
     if !rustix::process::getuid().is_root() {
         println!("skipped: needs root to run a client as another uid");

@@ -1,0 +1,63 @@
+//! `ax-code link [--url URL]`: prints a fresh one-time sign-in link for the Control UI.
+//!
+//! The link `URL/#code=CODE` carries a code the page exchanges once, within 60 s, for the
+//! credential; the credential itself never appears in a URL or the browser's history. Without
+//! `--url` it asks the registered backend of the current directory's project; with `--url`,
+//! that backend, with the credential from `$AX_CODE_SERVER_PASSWORD` or the local credential
+//! files. The backend proves it holds the credential before the request carries it.
+
+use anyhow::{Context, anyhow};
+use ax_client::Client;
+use clap::Args;
+
+#[derive(Debug, Args)]
+pub struct LinkArgs {
+    /// Backend URL (default: the registered backend of this project).
+    #[arg(long)]
+    pub url: Option<String>,
+}
+
+pub fn run(args: LinkArgs) -> anyhow::Result<()> {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .context("cannot start the async runtime")?;
+    runtime.block_on(link(args))
+}
+
+async fn link(args: LinkArgs) -> anyhow::Result<()> {
+    let client = match args.url {
+        Some(url) => {
+            let token = ax_client::credential_for_url(&url).ok_or_else(|| {
+                anyhow!(
+                    "no credential for {url}: set AX_CODE_SERVER_PASSWORD, or run this as the \
+                     user whose `ax-code serve` wrote it"
+                )
+            })?;
+            Client::new(url, token)?
+        }
+        None => {
+            let cwd = std::env::current_dir().context("cannot read the current directory")?;
+            let data = ax_server::default_data_dir()
+                .context("no data directory: set AX_CODE_DATA_DIR or HOME")?;
+            let (url, token) = ax_client::discover(&cwd, &data).await.ok_or_else(|| {
+                anyhow!(
+                    "no running backend for this project: start one with `ax-code serve` \
+                     here, or pass --url"
+                )
+            })?;
+            Client::new(url, token)?
+        }
+    };
+    let code = client
+        .sign_in_code()
+        .await
+        .context("cannot get a sign-in code")?;
+    println!(
+        "{}/#code={} (one-time sign-in link, valid {} s)",
+        client.url(),
+        code.code,
+        code.expires_in_ms / 1000
+    );
+    Ok(())
+}

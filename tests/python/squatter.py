@@ -1,0 +1,148 @@
+"""A process that takes a dead backend's port: it answers HTTP like a backend would (without
+knowing the credential) and accepts gateway WebSocket connections, and it records every byte
+any client sent it, so a test can tell whether the credential ever reached it.
+
+- `GET /health...` answers a health record with a proof it made up (it cannot compute one);
+- a WebSocket upgrade is accepted, gets a `connect.challenge` and its frames are recorded;
+- anything else answers `200 []`.
+"""
+
+import base64
+import hashlib
+import json
+import socket
+import threading
+import time
+
+WS_GUID = "258EAFA5-E914-47DA-95CA-C5AB0DC11B85"
+
+
+class Squatter:
+    def __init__(self, port, timeout=10.0):
+        self.port = port
+        self.received = []  # (request line, every byte the client sent on that connection)
+        self.lock = threading.Lock()
+        self.sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                self.sock.bind(("127.0.0.1", port))
+                break
+            except OSError:
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.05)
+        self.sock.listen(64)
+        self.closed = False
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self):
+        while not self.closed:
+            try:
+                conn, _ = self.sock.accept()
+            except OSError:
+                return
+            threading.Thread(target=self._serve, args=(conn,), daemon=True).start()
+
+    def _record(self, line, data):
+        with self.lock:
+            self.received.append((line, bytes(data)))
+
+    def _serve(self, conn):
+        data = bytearray()
+        line = ""
+        try:
+            conn.settimeout(5)
+            while b"\r\n\r\n" not in data and len(data) < 65536:
+                chunk = conn.recv(4096)
+                if not chunk:
+                    break
+                data += chunk
+            head, _, rest = bytes(data).partition(b"\r\n\r\n")
+            lines = head.decode("latin-1").split("\r\n")
+            line = lines[0]
+            headers = {}
+            for h in lines[1:]:
+                k, _, v = h.partition(":")
+                headers[k.strip().lower()] = v.strip()
+            length = int(headers.get("content-length", "0") or 0)
+            while len(rest) < min(length, 1 << 20):
+                chunk = conn.recv(4096)
+                if not chunk:
+                    break
+                rest += chunk
+                data += chunk
+            path = line.split(" ")[1] if " " in line else ""
+            if headers.get("upgrade", "").lower() == "websocket":
+                self._websocket(conn, headers, data)
+            elif path.startswith("/health"):
+                body = json.dumps({"ok": True, "version": "0.1.0", "proof": "0" * 64,
+                                   "screenProof": "0" * 64}).encode()
+                self._answer(conn, "application/json", body)
+            else:
+                self._answer(conn, "application/json", b"[]")
+        except OSError:
+            pass
+        finally:
+            self._record(line, data)
+            try:
+                conn.close()
+            except OSError:
+                pass
+
+    @staticmethod
+    def _answer(conn, mime, body):
+        conn.sendall(
+            f"HTTP/1.1 200 OK\r\nContent-Type: {mime}\r\nContent-Length: {len(body)}\r\n"
+            f"Connection: close\r\n\r\n".encode() + body)
+
+    def _websocket(self, conn, headers, data):
+        key = headers.get("sec-websocket-key", "")
+        accept = base64.b64encode(hashlib.sha1((key + WS_GUID).encode()).digest()).decode()
+        conn.sendall(
+            "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+            f"Sec-WebSocket-Accept: {accept}\r\n\r\n".encode())
+        challenge = json.dumps({"type": "event", "event": "connect.challenge", "seq": 1,
+                                "payload": {"nonce": "squatter", "ts": 0}}).encode()
+        conn.sendall(bytes([0x81, len(challenge)]) + challenge)
+        conn.settimeout(3)
+        buf = bytearray()
+        try:
+            while len(buf) < 1 << 20:
+                chunk = conn.recv(4096)
+                if not chunk:
+                    break
+                buf += chunk
+        except OSError:
+            pass
+        # Unmask the client's frames, so the payloads are recorded as sent.
+        i = 0
+        while i + 2 <= len(buf):
+            n = buf[i + 1] & 0x7F
+            j = i + 2
+            if n == 126:
+                n = int.from_bytes(buf[j:j + 2], "big")
+                j += 2
+            elif n == 127:
+                n = int.from_bytes(buf[j:j + 8], "big")
+                j += 8
+            mask = buf[j:j + 4]
+            j += 4
+            payload = bytes(b ^ mask[k % 4] for k, b in enumerate(buf[j:j + n]))
+            data += payload
+            i = j + n
+
+    def requests(self):
+        with self.lock:
+            return [line for line, _ in self.received]
+
+    def saw(self, secret):
+        """Whether any byte sequence any client sent contains `secret`."""
+        needle = secret.encode()
+        with self.lock:
+            return any(needle in data for _, data in self.received)
+
+    def close(self):
+        self.closed = True
+        self.sock.close()
