@@ -990,6 +990,154 @@ mod tests {
     }
 
     /// A version-2 database with the given extra SQL, opened by this build.
+    /// A database written by the version-4 code (the last schema before ACP agents), with
+    /// every kind of row it wrote, opened by this build: nothing is lost, every session reads
+    /// as a `shell` session, and a cut run is still recovered.
+    #[test]
+    fn a_version_4_database_migrates_with_nothing_lost() {
+        let tmp = tempfile::tempdir().unwrap();
+        let parts = [
+            r#"{"type":"text","text":"ls -l"}"#,
+            r#"{"type":"file","path":"a.txt"}"#,
+            r#"{"type":"output","stream":"stdout","text":"out\n"}"#,
+            r#"{"type":"output","stream":"stderr","text":"err\n"}"#,
+            r#"{"type":"truncated","droppedBytes":12}"#,
+            r#"{"type":"exit","code":0}"#,
+            r#"{"type":"exit","signal":9}"#,
+            r#"{"type":"rejected"}"#,
+            r#"{"type":"aborted"}"#,
+            r#"{"type":"interrupted"}"#,
+        ];
+        {
+            let conn = Connection::open(tmp.path().join(DB_FILE)).unwrap();
+            for m in &MIGRATIONS[..4] {
+                conn.execute_batch(m).unwrap();
+            }
+            conn.execute_batch(
+                "PRAGMA user_version = 4;
+                 INSERT INTO project(id, directory) VALUES (1, '/p');
+                 INSERT INTO session(id, project_id, title, created, updated, status, always_allow)
+                   VALUES ('ses_0123456789abABCDEFGHIJKLMN', 1, 'first', 1, 2, 'idle', 1);
+                 INSERT INTO session(id, project_id, title, created, updated, status)
+                   VALUES ('ses_1123456789abABCDEFGHIJKLMN', 1, 'cut', 3, 4, 'busy');
+                 INSERT INTO message VALUES ('msg_u', 'ses_0123456789abABCDEFGHIJKLMN', 1, 'user', 1);
+                 INSERT INTO message VALUES ('msg_a', 'ses_0123456789abABCDEFGHIJKLMN', 2, 'assistant', 1);
+                 INSERT INTO message VALUES ('msg_b', 'ses_1123456789abABCDEFGHIJKLMN', 1, 'assistant', 3);
+                 INSERT INTO permission(id, session_id, command, state, created, attachments)
+                   VALUES ('per_a', 'ses_0123456789abABCDEFGHIJKLMN', 'ls -l', 'approved', 1, '[\"a.txt\"]');
+                 INSERT INTO permission(id, session_id, command, state, created)
+                   VALUES ('per_b', 'ses_1123456789abABCDEFGHIJKLMN', 'sleep 9', 'pending', 3);
+                 INSERT INTO run(session_id, message_id, started) VALUES ('ses_1123456789abABCDEFGHIJKLMN', 'msg_b', 3);
+                 INSERT INTO process_group VALUES (77, 5, 1, NULL);",
+            )
+            .unwrap();
+            for (i, p) in parts.iter().enumerate() {
+                let mid = if i < 2 { "msg_u" } else { "msg_a" };
+                conn.execute(
+                    "INSERT INTO part(message_id, idx, body) VALUES (?1, ?2, ?3)",
+                    params![mid, i as i64, p],
+                )
+                .unwrap();
+            }
+        }
+        let store = Store::open(tmp.path()).unwrap();
+        let first: SessionId = "ses_0123456789abABCDEFGHIJKLMN".parse().unwrap();
+        let sessions = store
+            .read_blocking(|c| list_sessions(c, 1, None))
+            .unwrap();
+        assert_eq!(sessions.len(), 2);
+        for s in &sessions {
+            assert_eq!(s.agent, "shell");
+            assert_eq!(s.agent_state, None);
+        }
+        assert_eq!(sessions[1].title, "first");
+        assert_eq!((sessions[1].created, sessions[1].updated), (1, 2));
+        assert!(store.read_blocking(|c| always_allowed(c, first.as_str())).unwrap());
+        let msgs = store.read_blocking(|c| messages(c, &first)).unwrap();
+        let all: Vec<Part> = msgs.iter().flat_map(|m| m.parts.clone()).collect();
+        let want: Vec<Part> = parts
+            .iter()
+            .map(|p| serde_json::from_str(p).unwrap())
+            .collect();
+        assert_eq!(all, want);
+        assert_eq!(msgs[0].role, ax_protocol::Role::User);
+        let p = store
+            .read_blocking(|c| get_permission(c, first.as_str(), "per_a"))
+            .unwrap()
+            .unwrap();
+        assert_eq!(p.attachments, vec!["a.txt".to_string()]);
+        assert_eq!(p.state, PermissionState::Approved);
+        assert_eq!(p.option_id, None);
+        let pending = store.read_blocking(|c| pending_permissions(c, 1)).unwrap();
+        assert_eq!(pending.len(), 1);
+        // The cut run of the old database is recovered as before.
+        let recovered = store
+            .write_blocking(|c| recover_interrupted(c, 1, 10, |_| false))
+            .unwrap();
+        assert_eq!(recovered.runs, 1);
+        let cut: SessionId = "ses_1123456789abABCDEFGHIJKLMN".parse().unwrap();
+        let msgs = store.read_blocking(|c| messages(c, &cut)).unwrap();
+        assert_eq!(msgs[0].parts, vec![Part::Interrupted]);
+        let orphans = store
+            .write_blocking(|c| take_orphaned_process_groups(c, |_| false))
+            .unwrap();
+        assert_eq!(orphans, vec![(77, 5)]);
+    }
+
+    /// Agent turns are stored as deltas and read back folded, before any plain part.
+    #[test]
+    fn agent_deltas_fold_on_read() {
+        let tmp = tempfile::tempdir().unwrap();
+        let store = Store::open(tmp.path()).unwrap();
+        let id: SessionId = "ses_0123456789abABCDEFGHIJKLMN".parse().unwrap();
+        let deltas = vec![
+            turn::TurnDelta::TextAppended { text: "a".into() },
+            turn::TurnDelta::TextAppended { text: "b".into() },
+            turn::TurnDelta::ThoughtAppended { text: "t".into() },
+        ];
+        store
+            .write_blocking(|c| {
+                let p = project_id(c, "/p")?;
+                insert_session(
+                    c,
+                    p,
+                    &Session {
+                        id: id.clone(),
+                        title: String::new(),
+                        created: 1,
+                        updated: 1,
+                        status: SessionStatus::Idle,
+                        agent: "mock".into(),
+                        agent_state: None,
+                    },
+                )?;
+                insert_message(
+                    c,
+                    &Message {
+                        id: "msg_a".into(),
+                        session_id: id.clone(),
+                        role: ax_protocol::Role::Assistant,
+                        created: 1,
+                        parts: Vec::new(),
+                    },
+                )?;
+                append_deltas(c, "msg_a", deltas.iter().enumerate().map(|(i, d)| (i as u64 + 1, d)))?;
+                append_part(c, "msg_a", 0, &Part::Interrupted)
+            })
+            .unwrap();
+        let msgs = store.read_blocking(|c| messages(c, &id)).unwrap();
+        assert_eq!(
+            msgs[0].parts,
+            vec![
+                Part::Text { text: "ab".into() },
+                Part::Turn(turn::TurnPart::Thought { text: "t".into() }),
+                Part::Interrupted
+            ]
+        );
+        let s = store.read_blocking(|c| get_session(c, 1, id.as_str())).unwrap().unwrap();
+        assert_eq!(s.agent, "mock");
+    }
+
     fn v2_database_with(sql: &str) -> (tempfile::TempDir, Store) {
         let tmp = tempfile::tempdir().unwrap();
         {
