@@ -744,6 +744,18 @@ mod tests {
                 index: 0,
                 part: Part::Truncated { dropped_bytes: 1 },
             },
+            Event::MessageDelta {
+                session_id: id.clone(),
+                message_id: "m".into(),
+                seq: 1,
+                delta: turn::TurnDelta::ToolCallUpdated {
+                    tool_call_id: "t".into(),
+                    fields: turn::ToolCallFields {
+                        status: Some(turn::ToolStatus::Completed),
+                        ..Default::default()
+                    },
+                },
+            },
             Event::PermissionAsked {
                 permission: permission.clone(),
             },
@@ -763,6 +775,7 @@ mod tests {
                 | Event::SessionStatus { .. }
                 | Event::MessageCreated { .. }
                 | Event::MessagePart { .. }
+                | Event::MessageDelta { .. }
                 | Event::PermissionAsked { .. }
                 | Event::PermissionReplied { .. }
                 | Event::Reset => {}

@@ -85,6 +85,8 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     config.bind = SocketAddr::new(ip, args.port);
     config.token = password;
     config.allow_remote = args.allow_remote;
+    // The agents sessions can use; a bad config file is a clear error naming file and line.
+    config.agents = ax_acp::AgentsConfig::load_default().map_err(|e| anyhow::anyhow!("{e}"))?;
     let server = ax_server::start(config)
         .await
         .context("cannot start the backend")?;

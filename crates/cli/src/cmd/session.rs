@@ -27,6 +27,10 @@ pub enum SessionCommand {
     Create {
         #[arg(long)]
         title: Option<String>,
+        /// The session's agent (see `ax-code agents`); fixed for the session's life. The
+        /// config file's `default_agent`, else `shell`, when absent.
+        #[arg(long)]
+        agent: Option<String>,
         #[arg(long)]
         url: Option<String>,
     },
@@ -40,7 +44,7 @@ pub fn run(command: SessionCommand) -> anyhow::Result<()> {
     runtime.block_on(async move {
         match command {
             SessionCommand::List { url, json } => list(url, json).await,
-            SessionCommand::Create { title, url } => create(title, url).await,
+            SessionCommand::Create { title, agent, url } => create(title, agent, url).await,
         }
     })
 }
@@ -90,7 +94,11 @@ async fn list(url: Option<String>, json: bool) -> anyhow::Result<()> {
     Ok(())
 }
 
-async fn create(title: Option<String>, url: Option<String>) -> anyhow::Result<()> {
+async fn create(
+    title: Option<String>,
+    agent: Option<String>,
+    url: Option<String>,
+) -> anyhow::Result<()> {
     let client = match url {
         Some(url) => client_for_url(&url)?,
         None => registered().await?.ok_or_else(|| {
@@ -100,7 +108,9 @@ async fn create(title: Option<String>, url: Option<String>) -> anyhow::Result<()
             )
         })?,
     };
-    let session = client.create_session(title.as_deref()).await?;
+    let session = client
+        .create_session_with(title.as_deref(), agent.as_deref())
+        .await?;
     println!("{}", session.id);
     Ok(())
 }
