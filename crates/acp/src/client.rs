@@ -6,6 +6,15 @@
 //! or an abort answers it, and file and terminal work runs in spawned tasks. The turn's
 //! `session/prompt` request is awaited by a task that never drops it (dropping sends
 //! `$/cancel_request`, which is not a cancel).
+//!
+//! Transport: the SDK's `Lines` over our own bounded stdout line reader and a stdin writer
+//! task, rather than `ByteStreams`: a line has a length bound, a garbage or non-UTF-8 line is
+//! dropped without ending the connection, and stopping can close the agent's stdin.
+//!
+//! Events go to an unbounded channel in order; the caller is expected to drain it (the
+//! backend stores and fans out every event). Updates that arrive before the agent's session
+//! id is known (during `session/new`) are skipped: agents send only command lists and modes
+//! there, which the `session/new` answer carries too.
 
 use std::{
     collections::BTreeMap,
@@ -16,11 +25,11 @@ use std::{
     time::Duration,
 };
 
+use agent_client_protocol::v1::{self, schema};
 use agent_client_protocol::{
     self as acp, Agent, Client, ErrorCode, Handled, Lines, schema::ProtocolVersion,
     v1::ConnectionTo,
 };
-use agent_client_protocol::v1::{self, schema};
 use ax_protocol::turn::{
     self, AuthMethod, Notice, NoticeKind, PermissionChoice, PermissionKind, PermissionOutcome,
     PermissionPart, ToolCallFields, ToolCallPart, ToolStatus, TurnDelta, TurnEnd, TurnPart,
@@ -135,8 +144,9 @@ pub struct SessionInfo {
 pub enum ReplayItem {
     /// Text of one of the person's earlier messages.
     User(String),
-    /// A piece of one of the agent's earlier messages.
-    Agent(TurnDelta),
+    /// A piece of one of the agent's earlier messages (boxed: replay is rare, live deltas
+    /// are not).
+    Agent(Box<TurnDelta>),
 }
 
 /// What the runtime reports, in order.
@@ -188,15 +198,17 @@ pub enum SessionError {
     #[error("the agent needs authentication ({})", describe_auth(.auth_methods))]
     NeedsAuth { auth_methods: Vec<AuthMethod> },
     #[error("the agent refused: {message}")]
-    Agent { message: String, stderr_tail: String },
+    Agent {
+        message: String,
+        stderr_tail: String,
+    },
     #[error("no agent session is open")]
     NoSession,
 }
 
 fn describe_auth(methods: &[AuthMethod]) -> String {
     if methods.is_empty() {
-        return "it offers no method; see its documentation for the key to set in its env"
-            .into();
+        return "it offers no method; see its documentation for the key to set in its env".into();
     }
     methods
         .iter()
@@ -275,7 +287,7 @@ impl Shared {
     /// Reports `delta`: folded into the running turn, or replayed, or outside a turn.
     fn emit(&self, st: &mut State, delta: TurnDelta) {
         let event = if st.replaying {
-            AcpEvent::Replay(ReplayItem::Agent(delta))
+            AcpEvent::Replay(ReplayItem::Agent(Box::new(delta)))
         } else if let Some(turn) = st.turn.as_mut() {
             turn::apply(&mut turn.parts, delta.clone());
             AcpEvent::Delta(delta)
@@ -352,8 +364,12 @@ fn json_error(e: impl std::fmt::Display) -> acp::Error {
     acp::Error::new(ErrorCode::INVALID_PARAMS, e.to_string())
 }
 
-fn respond<T: Serialize>(responder: v1::Responder<serde_json::Value>, result: Result<T, acp::Error>) {
-    let result = result.and_then(|v| serde_json::to_value(v).map_err(acp::Error::into_internal_error));
+fn respond<T: Serialize>(
+    responder: v1::Responder<serde_json::Value>,
+    result: Result<T, acp::Error>,
+) {
+    let result =
+        result.and_then(|v| serde_json::to_value(v).map_err(acp::Error::into_internal_error));
     let _ = match result {
         Ok(v) => responder.respond(v),
         Err(e) => responder.respond_with_error(e),
@@ -387,8 +403,7 @@ fn describe_status(status: io::Result<std::process::ExitStatus>) -> String {
 }
 
 fn handle_update(shared: &Shared, params: &serde_json::Value) {
-    let note: schema::SessionNotification = match schema::SessionNotification::deserialize(params)
-    {
+    let note: schema::SessionNotification = match schema::SessionNotification::deserialize(params) {
         Ok(n) => n,
         Err(e) => {
             let kind = params
@@ -416,7 +431,9 @@ fn handle_update(shared: &Shared, params: &serde_json::Value) {
             if st.replaying {
                 let _ = shared
                     .events
-                    .send(AcpEvent::Replay(ReplayItem::User(map::block_text(&c.content))));
+                    .send(AcpEvent::Replay(ReplayItem::User(map::block_text(
+                        &c.content,
+                    ))));
             }
             return;
         }
@@ -583,7 +600,9 @@ fn handle_request(
                 })
                 .await;
                 let result = match written {
-                    Ok(r) => r.map(|()| schema::WriteTextFileResponse::new()).map_err(fs_error),
+                    Ok(r) => r
+                        .map(|()| schema::WriteTextFileResponse::new())
+                        .map_err(fs_error),
                     Err(e) => Err(acp::Error::into_internal_error(e)),
                 };
                 respond(responder, result);
@@ -609,8 +628,10 @@ fn handle_request(
         "terminal/output" => {
             let result = parse::<schema::TerminalOutputRequest>(params).and_then(|req| {
                 let out = terminals.output(&req.terminal_id.0).map_err(json_error)?;
-                Ok(schema::TerminalOutputResponse::new(out.output, out.truncated)
-                    .exit_status(out.exit.map(exit_status)))
+                Ok(
+                    schema::TerminalOutputResponse::new(out.output, out.truncated)
+                        .exit_status(out.exit.map(exit_status)),
+                )
             });
             respond(responder, result);
         }
@@ -763,7 +784,8 @@ impl AgentHandle {
         let close_stdin = CancellationToken::new();
         let (out_tx, out_rx) = futures::channel::mpsc::unbounded::<String>();
         tokio::spawn(write_stdin(stdin, out_rx, close_stdin.clone()));
-        let sink = out_tx.sink_map_err(|_| io::Error::new(io::ErrorKind::BrokenPipe, "agent stdin closed"));
+        let sink = out_tx
+            .sink_map_err(|_| io::Error::new(io::ErrorKind::BrokenPipe, "agent stdin closed"));
         let lines = process::bounded_lines(stdout, process::MAX_LINE_BYTES);
         let transport = Lines::new(sink, lines);
 
@@ -775,25 +797,23 @@ impl AgentHandle {
                 .v1()
                 .name("ax-code")
                 .on_receive_dispatch(
-                    async move |message: v1::Dispatch, _cx: ConnectionTo<Agent>| {
-                        match message {
-                            acp::Dispatch::Notification(n) => {
-                                if n.method() == "session/update" {
-                                    handle_update(&handler_shared, n.params());
-                                } else {
-                                    tracing::debug!(method = n.method(), "agent notification ignored");
-                                }
-                                Ok(Handled::Yes)
+                    async move |message: v1::Dispatch, _cx: ConnectionTo<Agent>| match message {
+                        acp::Dispatch::Notification(n) => {
+                            if n.method() == "session/update" {
+                                handle_update(&handler_shared, n.params());
+                            } else {
+                                tracing::debug!(method = n.method(), "agent notification ignored");
                             }
-                            acp::Dispatch::Request(req, responder) => {
-                                handle_request(&handler_shared, req.method(), req.params(), responder);
-                                Ok(Handled::Yes)
-                            }
-                            message => Ok(Handled::No {
-                                message,
-                                retry: false,
-                            }),
+                            Ok(Handled::Yes)
                         }
+                        acp::Dispatch::Request(req, responder) => {
+                            handle_request(&handler_shared, req.method(), req.params(), responder);
+                            Ok(Handled::Yes)
+                        }
+                        message => Ok(Handled::No {
+                            message,
+                            retry: false,
+                        }),
                     },
                     acp::on_receive_dispatch!(),
                 )
@@ -847,7 +867,10 @@ impl AgentHandle {
                         .write_text_file(true))
                     .terminal(true),
             )
-            .client_info(schema::Implementation::new("ax-code", env!("CARGO_PKG_VERSION")));
+            .client_info(schema::Implementation::new(
+                "ax-code",
+                env!("CARGO_PKG_VERSION"),
+            ));
         let answer = handle.request(init).await;
         let response = match answer {
             Ok(r) => r,
@@ -1034,7 +1057,9 @@ impl AgentHandle {
                     Ok(r) => {
                         restored = Restored::Loaded;
                         response_modes = r.modes;
-                        config_options = r.config_options.map(|c| serde_json::to_value(c).unwrap_or_default());
+                        config_options = r
+                            .config_options
+                            .map(|c| serde_json::to_value(c).unwrap_or_default());
                         session_id = Some(old.to_string());
                     }
                     Err(Some(e)) if e.code == ErrorCode::AUTH_REQUIRED => {
@@ -1057,7 +1082,9 @@ impl AgentHandle {
                     Ok(r) => {
                         restored = Restored::Resumed;
                         response_modes = r.modes;
-                        config_options = r.config_options.map(|c| serde_json::to_value(c).unwrap_or_default());
+                        config_options = r
+                            .config_options
+                            .map(|c| serde_json::to_value(c).unwrap_or_default());
                         session_id = Some(old.to_string());
                     }
                     Err(Some(e)) if e.code == ErrorCode::AUTH_REQUIRED => {
@@ -1086,7 +1113,9 @@ impl AgentHandle {
                     .await
                     .map_err(|e| self.map_session_error(e))?;
                 response_modes = r.modes;
-                config_options = r.config_options.map(|c| serde_json::to_value(c).unwrap_or_default());
+                config_options = r
+                    .config_options
+                    .map(|c| serde_json::to_value(c).unwrap_or_default());
                 if reopen.is_some() {
                     restored = Restored::NotRestored;
                 }
@@ -1236,20 +1265,23 @@ impl AgentHandle {
             .map(|(k, _)| *k)
             .ok_or_else(|| AnswerError::Unknown(permission_id.to_string()))?;
         let options = &st.parked[&key].1.options;
-        let choice = map::pick(options, kind)
-            .cloned()
-            .ok_or_else(|| AnswerError::NoSuchOption {
-                kind,
-                offered: options.iter().map(|o| o.kind.as_str().to_string()).collect(),
-            })?;
+        let choice =
+            map::pick(options, kind)
+                .cloned()
+                .ok_or_else(|| AnswerError::NoSuchOption {
+                    kind,
+                    offered: options
+                        .iter()
+                        .map(|o| o.kind.as_str().to_string())
+                        .collect(),
+                })?;
         let Some((id, parked)) = st.parked.remove(&key) else {
             return Err(AnswerError::Unknown(permission_id.to_string()));
         };
-        let response = schema::RequestPermissionResponse::new(
-            schema::RequestPermissionOutcome::Selected(schema::SelectedPermissionOutcome::new(
-                choice.option_id.clone(),
-            )),
-        );
+        let response =
+            schema::RequestPermissionResponse::new(schema::RequestPermissionOutcome::Selected(
+                schema::SelectedPermissionOutcome::new(choice.option_id.clone()),
+            ));
         let _ = parked
             .responder
             .respond(serde_json::to_value(response).unwrap_or_default());
@@ -1299,7 +1331,10 @@ impl AgentHandle {
             tokio::time::sleep(watchdog).await;
             let running = shared.lock().turn.as_ref().is_some_and(|t| t.seq == seq);
             if running {
-                tracing::warn!(pgid, "the agent ignored the abort: killing its process group");
+                tracing::warn!(
+                    pgid,
+                    "the agent ignored the abort: killing its process group"
+                );
                 signal_group(pgid, rustix::process::Signal::KILL);
             }
         });
@@ -1350,14 +1385,16 @@ async fn finish_turn(
     let (cancel_requested, stopping) = {
         let st = shared.lock();
         (
-            st.turn.as_ref().is_some_and(|t| t.seq == seq && t.cancel_requested),
+            st.turn
+                .as_ref()
+                .is_some_and(|t| t.seq == seq && t.cancel_requested),
             st.stopping,
         )
     };
     let mut stop_notice = None;
     let end = match result {
         Ok(r) => {
-            let reason = serde_json::to_value(&r.stop_reason)
+            let reason = serde_json::to_value(r.stop_reason)
                 .ok()
                 .and_then(|v| v.as_str().map(str::to_string))
                 .unwrap_or_else(|| "unknown".into());
@@ -1379,14 +1416,12 @@ async fn finish_turn(
         Err(e) => {
             let gone = acp::is_incoming_transport_closed(&e) || acp::is_connection_terminated(&e);
             let message = if gone {
-                let status = tokio::time::timeout(
-                    Duration::from_secs(3),
-                    exit.wait_for(Option::is_some),
-                )
-                .await
-                .ok()
-                .and_then(|r| r.ok().and_then(|s| s.clone()))
-                .unwrap_or_else(|| "closed its output".into());
+                let status =
+                    tokio::time::timeout(Duration::from_secs(3), exit.wait_for(Option::is_some))
+                        .await
+                        .ok()
+                        .and_then(|r| r.ok().and_then(|s| s.clone()))
+                        .unwrap_or_else(|| "closed its output".into());
                 format!("the agent exited mid-turn ({status})")
             } else {
                 format!(
@@ -1414,7 +1449,10 @@ async fn finish_turn(
         );
     }
     if let TurnEnd::NeedsAuth { auth_methods } = &end {
-        let message = format!("the agent needs authentication: {}", describe_auth(auth_methods));
+        let message = format!(
+            "the agent needs authentication: {}",
+            describe_auth(auth_methods)
+        );
         shared.emit(
             &mut st,
             TurnDelta::Notice {

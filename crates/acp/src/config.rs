@@ -156,7 +156,11 @@ pub fn default_config_path(
 
 fn line_of(text: &str, offset: usize) -> usize {
     let end = offset.min(text.len());
-    text.as_bytes()[..end].iter().filter(|b| **b == b'\n').count() + 1
+    text.as_bytes()[..end]
+        .iter()
+        .filter(|b| **b == b'\n')
+        .count()
+        + 1
 }
 
 fn valid_name(name: &str) -> bool {
@@ -225,9 +229,7 @@ impl AgentsConfig {
             if !valid_name(&name) {
                 return Err(invalid(
                     at,
-                    format!(
-                        "agent name {name:?}: use 1 to {MAX_NAME} of a-z, 0-9, `-` and `_`"
-                    ),
+                    format!("agent name {name:?}: use 1 to {MAX_NAME} of a-z, 0-9, `-` and `_`"),
                 ));
             }
             if name == SHELL {
@@ -371,7 +373,9 @@ mod tests {
             panic!()
         };
         assert_eq!(claude.command, "/opt/claude-acp");
-        assert!(matches!(c.get("gemini").unwrap().kind, AgentKind::Acp(ref s) if s.args == ["--acp"]));
+        assert!(
+            matches!(c.get("gemini").unwrap().kind, AgentKind::Acp(ref s) if s.args == ["--acp"])
+        );
         assert_eq!(c.get("shell").unwrap().kind, AgentKind::Shell);
         assert_eq!(parse("").unwrap().default_agent(), "shell");
     }

@@ -145,11 +145,7 @@ pub fn read_text_file(
     }
     let skip = line.unwrap_or(1).saturating_sub(1) as usize;
     let take = limit.map_or(usize::MAX, |l| l as usize);
-    Ok(text
-        .split_inclusive('\n')
-        .skip(skip)
-        .take(take)
-        .collect())
+    Ok(text.split_inclusive('\n').skip(skip).take(take).collect())
 }
 
 /// Whether the deepest existing ancestor of `path` resolves inside the project.
@@ -313,8 +309,15 @@ mod tests {
     fn dot_dot_absolute_outside_and_symlinks_are_refused() {
         let (_d, p, o) = project();
         let secret = o.path().join("secret");
-        let e = read_text_file(&p, &p.join("../").join(o.path().file_name().unwrap()).join("secret"), None, None)
-            .unwrap_err();
+        let e = read_text_file(
+            &p,
+            &p.join("../")
+                .join(o.path().file_name().unwrap())
+                .join("secret"),
+            None,
+            None,
+        )
+        .unwrap_err();
         assert!(matches!(e, FsError::Outside(_)), "{e}");
         let e = read_text_file(&p, &secret, None, None).unwrap_err();
         assert!(e.is_invalid_params(), "{e}");
@@ -328,7 +331,10 @@ mod tests {
         // resolved at the moment of use, so the second request is refused.
         std::fs::create_dir(p.join("sub")).unwrap();
         std::fs::write(p.join("sub/secret"), "inside").unwrap();
-        assert_eq!(read_text_file(&p, &p.join("sub/secret"), None, None).unwrap(), "inside");
+        assert_eq!(
+            read_text_file(&p, &p.join("sub/secret"), None, None).unwrap(),
+            "inside"
+        );
         std::fs::remove_dir_all(p.join("sub")).unwrap();
         std::os::unix::fs::symlink(o.path(), p.join("sub")).unwrap();
         let e = read_text_file(&p, &p.join("sub/secret"), None, None).unwrap_err();
@@ -347,7 +353,12 @@ mod tests {
         // Writing to the link's name replaces the link, never the file it points to.
         write_text_file(&p, &p.join("link"), "replaced").unwrap();
         assert_eq!(std::fs::read_to_string(&secret).unwrap(), "top secret");
-        assert!(!std::fs::symlink_metadata(p.join("link")).unwrap().file_type().is_symlink());
+        assert!(
+            !std::fs::symlink_metadata(p.join("link"))
+                .unwrap()
+                .file_type()
+                .is_symlink()
+        );
     }
 
     #[test]

@@ -21,8 +21,8 @@ pub mod terminal;
 
 pub use agent_client_protocol::v1::schema;
 pub use client::{
-    AcpEvent, AgentHandle, AgentInfo, AnswerError, Mode, Modes, PromptError, ReplayItem,
-    Restored, SessionError, SessionInfo, StartError, StartOptions,
+    AcpEvent, AgentHandle, AgentInfo, AnswerError, Mode, Modes, PromptError, ReplayItem, Restored,
+    SessionError, SessionInfo, StartError, StartOptions,
 };
 pub use config::{AgentEntry, AgentKind, AgentSpec, AgentsConfig, ConfigError};
 pub use map::pick as pick_option;

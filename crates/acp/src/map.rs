@@ -210,7 +210,9 @@ mod tests {
             choice("abort", PermissionKind::RejectOnce),
         ];
         assert_eq!(
-            pick(&codex, PermissionKind::RejectAlways).unwrap().option_id,
+            pick(&codex, PermissionKind::RejectAlways)
+                .unwrap()
+                .option_id,
             "abort"
         );
         assert_eq!(

@@ -130,7 +130,10 @@ pub async fn collect_tail(
     loop {
         match reader.read(&mut buf).await {
             Ok(0) | Err(_) => return,
-            Ok(n) => tail.lock().unwrap_or_else(|p| p.into_inner()).push(&buf[..n]),
+            Ok(n) => tail
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .push(&buf[..n]),
         }
     }
 }
@@ -149,7 +152,7 @@ pub fn bounded_lines(
         done: bool,
     }
     let state = State {
-        reader: BufReader::with_capacity(64 * 1024, reader),
+        reader: BufReader::with_capacity(16 * 1024, reader),
         line: Vec::new(),
         discarding: false,
         done: false,
@@ -185,7 +188,10 @@ pub fn bounded_lines(
             };
             st.reader.consume(consumed);
             if st.line.len() > max {
-                tracing::warn!(bytes = st.line.len(), "agent stdout line over the bound: dropped");
+                tracing::warn!(
+                    bytes = st.line.len(),
+                    "agent stdout line over the bound: dropped"
+                );
                 st.line = Vec::new();
                 st.discarding = true;
             }
@@ -214,7 +220,14 @@ mod tests {
 
     #[test]
     fn env_allowlist() {
-        for ok in ["PATH", "HOME", "LC_ALL", "XDG_RUNTIME_DIR", "TMPDIR", "LANG"] {
+        for ok in [
+            "PATH",
+            "HOME",
+            "LC_ALL",
+            "XDG_RUNTIME_DIR",
+            "TMPDIR",
+            "LANG",
+        ] {
             assert!(allowed_env(OsStr::new(ok)), "{ok}");
         }
         for bad in [
@@ -252,7 +265,7 @@ mod tests {
     async fn lines_are_bounded_and_garbage_is_skipped() {
         let mut input = Vec::new();
         input.extend_from_slice(b"{\"a\":1}\n\n");
-        input.extend_from_slice(&vec![b'x'; 100]);
+        input.extend_from_slice(&[b'x'; 100]);
         input.extend_from_slice(b"\n\xff\xfe\nlast");
         let lines: Vec<String> = bounded_lines(std::io::Cursor::new(input), 50)
             .map(|l| l.unwrap())

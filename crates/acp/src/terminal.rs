@@ -178,9 +178,7 @@ impl Terminals for LocalTerminals {
         });
         let id = format!(
             "term-{}",
-            self.next
-                .fetch_add(1, std::sync::atomic::Ordering::Relaxed)
-                + 1
+            self.next.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1
         );
         self.terms.lock().unwrap_or_else(|p| p.into_inner()).insert(
             id.clone(),
@@ -281,7 +279,10 @@ mod tests {
     async fn output_keeps_the_end_and_exit_is_reported() {
         let t = LocalTerminals::new();
         let id = t
-            .create(spec("printf 'aaaaaaaaaa0123456789'; echo \"$AX_TERM_TEST\" >&2; exit 7", Some(12)))
+            .create(spec(
+                "printf 'aaaaaaaaaa0123456789'; echo \"$AX_TERM_TEST\" >&2; exit 7",
+                Some(12),
+            ))
             .unwrap();
         let exit = t.wait_for_exit(&id).await.unwrap();
         assert_eq!(exit.exit_code, Some(7));

@@ -89,7 +89,10 @@ args = ["--acp"]
 
 fn line_of<'a>(out: &'a str, name: &str) -> &'a str {
     out.lines()
-        .find(|l| l.get(2..).is_some_and(|l| l.starts_with(&format!("{name} "))))
+        .find(|l| {
+            l.get(2..)
+                .is_some_and(|l| l.starts_with(&format!("{name} ")))
+        })
         .unwrap_or_else(|| panic!("no line for {name} in:\n{out}"))
 }
 
@@ -101,7 +104,10 @@ fn lists() {
     let exe = std::env::current_exe().unwrap();
     let mock = line_of(&stdout, "mock");
     assert!(mock.starts_with("* mock"), "the default is marked: {mock}");
-    assert!(mock.contains(&format!("found: {}", exe.display())), "{mock}");
+    assert!(
+        mock.contains(&format!("found: {}", exe.display())),
+        "{mock}"
+    );
     let ghost = line_of(&stdout, "ghost");
     assert!(ghost.contains("no-such-agent-command-xyz --acp"), "{ghost}");
     assert!(ghost.ends_with("not found"), "{ghost}");
@@ -124,8 +130,14 @@ fn check() {
     let out = ax(&s, &["agents", "check", "mock"]);
     let stdout = text(&out.stdout);
     assert!(out.status.success(), "{}\n{}", stdout, text(&out.stderr));
-    assert!(stdout.contains("name:         ax-mock-agent (ax-code mock agent)"), "{stdout}");
-    assert!(stdout.contains(&format!("version:      {}", env!("CARGO_PKG_VERSION"))), "{stdout}");
+    assert!(
+        stdout.contains("name:         ax-mock-agent (ax-code mock agent)"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains(&format!("version:      {}", env!("CARGO_PKG_VERSION"))),
+        "{stdout}"
+    );
     assert!(stdout.contains("protocol:     ACP 1"), "{stdout}");
     assert!(stdout.contains("load session: no"), "{stdout}");
     assert!(stdout.contains("capabilities: {"), "{stdout}");
@@ -160,17 +172,26 @@ fn check_failures() {
     let out = ax(&s, &["agents", "check", "ghost"]);
     assert!(!out.status.success());
     let err = text(&out.stderr);
-    assert!(err.contains("\"no-such-agent-command-xyz\" not found"), "{err}");
+    assert!(
+        err.contains("\"no-such-agent-command-xyz\" not found"),
+        "{err}"
+    );
 
     let out = ax(&s, &["agents", "check", "claude"]);
     assert!(!out.status.success());
     let err = text(&out.stderr);
-    assert!(err.contains("npm install -g @zed-industries/claude-agent-acp"), "{err}");
+    assert!(
+        err.contains("npm install -g @zed-industries/claude-agent-acp"),
+        "{err}"
+    );
 
     let out = ax(&s, &["agents", "check", "oldproto"]);
     assert!(!out.status.success());
     let err = text(&out.stderr);
-    assert!(err.contains("does not speak ACP protocol version 1"), "{err}");
+    assert!(
+        err.contains("does not speak ACP protocol version 1"),
+        "{err}"
+    );
 
     let out = ax(&s, &["agents", "check", "nobody"]);
     assert!(!out.status.success());

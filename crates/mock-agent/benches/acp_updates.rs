@@ -43,7 +43,9 @@ fn rss_bytes() -> u64 {
     pages * 4096
 }
 
-async fn session(dir: &std::path::Path) -> (AgentHandle, tokio::sync::mpsc::UnboundedReceiver<AcpEvent>) {
+async fn session(
+    dir: &std::path::Path,
+) -> (AgentHandle, tokio::sync::mpsc::UnboundedReceiver<AcpEvent>) {
     let (mut agent, events) = AgentHandle::start(&spec(), StartOptions::new(dir))
         .await
         .expect("mock agent starts");
@@ -77,13 +79,22 @@ async fn throughput(dir: &std::path::Path, n: u64) -> (f64, f64) {
 async fn latency(dir: &std::path::Path, n: u64, rate: u64) -> (f64, f64, f64, f64) {
     let (agent, mut events) = session(dir).await;
     let cpu0 = cpu();
-    agent.prompt_text(&format!("flood-timed {n} {rate}")).unwrap();
+    agent
+        .prompt_text(&format!("flood-timed {n} {rate}"))
+        .unwrap();
     let mut lat = Vec::with_capacity(n as usize);
     loop {
         match events.recv().await.expect("events") {
             AcpEvent::Delta(TurnDelta::TextAppended { text }) => {
-                let now = SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_nanos();
-                if let Some(ts) = text.trim().strip_prefix('t').and_then(|t| t.parse::<u128>().ok()) {
+                let now = SystemTime::now()
+                    .duration_since(UNIX_EPOCH)
+                    .unwrap()
+                    .as_nanos();
+                if let Some(ts) = text
+                    .trim()
+                    .strip_prefix('t')
+                    .and_then(|t| t.parse::<u128>().ok())
+                {
                     lat.push(now.saturating_sub(ts) as f64 / 1e6);
                 }
             }
@@ -95,7 +106,12 @@ async fn latency(dir: &std::path::Path, n: u64, rate: u64) -> (f64, f64, f64, f6
     agent.stop().await;
     lat.sort_by(|a, b| a.total_cmp(b));
     let pick = |q: f64| lat[((lat.len() as f64 - 1.0) * q) as usize];
-    (pick(0.5), pick(0.99), pick(1.0), cpu_used.as_secs_f64() * 1e6 / n as f64)
+    (
+        pick(0.5),
+        pick(0.99),
+        pick(1.0),
+        cpu_used.as_secs_f64() * 1e6 / n as f64,
+    )
 }
 
 async fn idle_memory(dir: &std::path::Path, k: usize) -> f64 {

@@ -50,7 +50,8 @@
 //! starts sessions in that mode (modes: `default`, `acceptEdits`, `bypassPermissions`);
 //! `AX_MOCK_STATE_DIR=DIR` keeps each session's history there, and with it
 //! `AX_MOCK_LOAD=1` advertises `loadSession` (replaying the history) and `AX_MOCK_RESUME=1`
-//! advertises `session/resume`.
+//! advertises `session/resume`. `AX_MOCK_IGNORE_EOF=1` keeps running after stdin closes
+//! (as Claude's and Codex's adapters do) and `AX_MOCK_IGNORE_TERM=1` ignores SIGTERM.
 
 use std::{
     collections::HashMap,
@@ -166,8 +167,16 @@ fn permission_options(set: &str) -> Vec<schema::PermissionOption> {
     match set {
         "codex" => vec![
             o("approved", "Yes", K::AllowOnce),
-            o("approved-for-session", "Yes, for this session", K::AllowAlways),
-            o("abort", "No, and tell Codex what to do differently", K::RejectOnce),
+            o(
+                "approved-for-session",
+                "Yes, for this session",
+                K::AllowAlways,
+            ),
+            o(
+                "abort",
+                "No, and tell Codex what to do differently",
+                K::RejectOnce,
+            ),
         ],
         "gemini" => vec![
             o("proceed_once", "Allow", K::AllowOnce),
@@ -286,7 +295,8 @@ impl Turn {
                     schema::RequestPermissionOutcome::Selected(s) => {
                         let option = s.option_id.0.to_string();
                         self.say(format!("permission {id}: {option}\n"))?;
-                        let allowed = !matches!(option.as_str(), "reject" | "abort" | "cancel" | "o3" | "o4");
+                        let allowed =
+                            !matches!(option.as_str(), "reject" | "abort" | "cancel" | "o3" | "o4");
                         self.tool_status(
                             id,
                             if allowed {
@@ -378,7 +388,10 @@ impl Turn {
                 ))?;
                 if cmd == "term-kill" {
                     self.cx
-                        .send_request(schema::KillTerminalRequest::new(self.sid.clone(), tid.clone()))
+                        .send_request(schema::KillTerminalRequest::new(
+                            self.sid.clone(),
+                            tid.clone(),
+                        ))
                         .block_task()
                         .await?;
                 }
@@ -392,7 +405,10 @@ impl Turn {
                     .await?;
                 let out = self
                     .cx
-                    .send_request(schema::TerminalOutputRequest::new(self.sid.clone(), tid.clone()))
+                    .send_request(schema::TerminalOutputRequest::new(
+                        self.sid.clone(),
+                        tid.clone(),
+                    ))
                     .block_task()
                     .await?;
                 self.cx
@@ -411,13 +427,16 @@ impl Turn {
                 ))?;
             }
             "env" => {
-                let mut names: Vec<String> =
-                    std::env::vars_os().map(|(k, _)| k.to_string_lossy().into_owned()).collect();
+                let mut names: Vec<String> = std::env::vars_os()
+                    .map(|(k, _)| k.to_string_lossy().into_owned())
+                    .collect();
                 names.sort();
                 self.say(format!("env: {}", names.join(",")))?;
             }
             "mode" => {
-                let mode = self.mock.sessions.lock().unwrap()[&*self.sid.0].mode.clone();
+                let mode = self.mock.sessions.lock().unwrap()[&*self.sid.0]
+                    .mode
+                    .clone();
                 self.say(format!("mode: {mode}"))?;
             }
             "usage" => self.update(schema::SessionUpdate::UsageUpdate(
@@ -544,7 +563,9 @@ async fn call_mcp_tool(
     let mut stdin = child.stdin.take().ok_or("no stdin")?;
     let mut lines = tokio::io::BufReader::new(child.stdout.take().ok_or("no stdout")?).lines();
     let mut next_id = 0;
-    let mut call = async |method: &str, params: serde_json::Value| -> Result<serde_json::Value, String> {
+    let mut call = async |method: &str,
+                          params: serde_json::Value|
+           -> Result<serde_json::Value, String> {
         next_id += 1;
         let msg = serde_json::json!({"jsonrpc": "2.0", "id": next_id, "method": method, "params": params});
         stdin
@@ -578,7 +599,11 @@ async fn call_mcp_tool(
         .map(|t| t.iter().filter_map(|t| t["name"].as_str()).collect())
         .unwrap_or_default();
     let names = names.join(",");
-    let result = call("tools/call", serde_json::json!({"name": tool, "arguments": arguments})).await?;
+    let result = call(
+        "tools/call",
+        serde_json::json!({"name": tool, "arguments": arguments}),
+    )
+    .await?;
     let text: String = result["content"]
         .as_array()
         .map(|c| c.iter().filter_map(|c| c["text"].as_str()).collect())
@@ -638,7 +663,12 @@ async fn run_turn(
         })
         .collect::<Vec<_>>()
         .join("\n");
-    if !mock.sessions.lock().unwrap().contains_key(&*req.session_id.0) {
+    if !mock
+        .sessions
+        .lock()
+        .unwrap()
+        .contains_key(&*req.session_id.0)
+    {
         return Err(schema::Error::session_not_found(req.session_id.clone()).into());
     }
     let mut turn = Turn {
@@ -670,21 +700,47 @@ pub fn run() -> ! {
 
 async fn serve() -> i32 {
     let mock = Arc::new(Mock::default());
+    if env_flag("AX_MOCK_IGNORE_TERM")
+        && let Ok(mut term) =
+            tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
+    {
+        tokio::spawn(async move {
+            while term.recv().await.is_some() {
+                eprintln!("mock-agent: ignoring SIGTERM");
+            }
+        });
+    }
 
     // stdout is one writer task: the SDK's lines and the raw lines `garbage` injects.
     let (raw_tx, mut raw_rx) = futures::channel::mpsc::unbounded::<Vec<u8>>();
     *mock.raw.lock().unwrap() = Some(raw_tx.clone());
     let writer = tokio::spawn(async move {
         let mut out = tokio::io::stdout();
-        while let Some(mut line) = raw_rx.next().await {
-            line.push(b'\n');
-            if out.write_all(&line).await.is_err() || out.flush().await.is_err() {
+        let mut buf = Vec::new();
+        while let Some(line) = raw_rx.next().await {
+            // Everything queued goes out in one write: tokio's stdout costs a blocking-pool
+            // round trip per write.
+            buf.clear();
+            buf.extend_from_slice(&line);
+            buf.push(b'\n');
+            while buf.len() < 256 * 1024 {
+                match raw_rx.try_recv() {
+                    Ok(more) => {
+                        buf.extend_from_slice(&more);
+                        buf.push(b'\n');
+                    }
+                    _ => break,
+                }
+            }
+            if out.write_all(&buf).await.is_err() || out.flush().await.is_err() {
                 break;
             }
         }
     });
     let sink = raw_tx
-        .with(|s: String| futures::future::ready(Ok::<_, futures::channel::mpsc::SendError>(s.into_bytes())))
+        .with(|s: String| {
+            futures::future::ready(Ok::<_, futures::channel::mpsc::SendError>(s.into_bytes()))
+        })
         .sink_map_err(|_| std::io::Error::other("stdout closed"));
     let stdin = tokio::io::BufReader::new(tokio::io::stdin()).lines();
     let incoming = futures::stream::unfold(stdin, |mut lines| async move {
@@ -851,6 +907,11 @@ async fn serve() -> i32 {
         .await;
     drop(mock);
     let _ = tokio::time::timeout(Duration::from_secs(1), writer).await;
+    if env_flag("AX_MOCK_IGNORE_EOF") {
+        // Like some real adapters: keep running after stdin closes.
+        eprintln!("mock-agent: stdin closed, staying alive");
+        std::future::pending::<()>().await;
+    }
     match result {
         Ok(()) => 0,
         Err(e) => {

@@ -27,7 +27,11 @@ async fn no_credential_of_the_parent_reaches_the_agent_or_its_terminals() {
         .iter()
         .map(String::as_str)
         .collect();
-    for banned in ["AX_CODE_SERVER_PASSWORD", "ANTHROPIC_API_KEY", "GITHUB_TOKEN"] {
+    for banned in [
+        "AX_CODE_SERVER_PASSWORD",
+        "ANTHROPIC_API_KEY",
+        "GITHUB_TOKEN",
+    ] {
         assert!(!names.contains(&banned), "{banned} leaked: {names:?}");
     }
     assert!(names.contains(&"MOCK_CONFIGURED_KEY"), "{names:?}");
@@ -36,7 +40,12 @@ async fn no_credential_of_the_parent_reaches_the_agent_or_its_terminals() {
 
     let turn = run(&mut fx, "term 100000 env").await;
     let out = turn.text();
-    for banned in ["AX_CODE_SERVER_PASSWORD", "ANTHROPIC_API_KEY", "GITHUB_TOKEN", "MOCK_CONFIGURED_KEY"] {
+    for banned in [
+        "AX_CODE_SERVER_PASSWORD",
+        "ANTHROPIC_API_KEY",
+        "GITHUB_TOKEN",
+        "MOCK_CONFIGURED_KEY",
+    ] {
         assert!(!out.contains(banned), "{banned} reached a terminal: {out}");
     }
     assert!(out.contains("PATH="), "{out}");

@@ -4,8 +4,8 @@ mod support;
 
 use ax_acp::{AcpEvent, AnswerError, PromptError, ReplayItem, Restored, SessionError, StartError};
 use ax_protocol::turn::{
-    NoticeKind, PermissionKind, PermissionOutcome, PlanStatus, ToolContent, ToolStatus,
-    TurnDelta, TurnEnd, TurnPart,
+    NoticeKind, PermissionKind, PermissionOutcome, PlanStatus, ToolContent, ToolStatus, TurnDelta,
+    TurnEnd, TurnPart,
 };
 use support::*;
 
@@ -129,7 +129,11 @@ async fn permissions_allow_once_allow_always_reject_once() {
     let mut fx = start(&[]).await;
     for (kind, option, status) in [
         (PermissionKind::AllowOnce, "allow", ToolStatus::Completed),
-        (PermissionKind::AllowAlways, "allow_always", ToolStatus::Completed),
+        (
+            PermissionKind::AllowAlways,
+            "allow_always",
+            ToolStatus::Completed,
+        ),
         (PermissionKind::RejectOnce, "reject", ToolStatus::Failed),
     ] {
         fx.agent.prompt_text("permission p1 claude").unwrap();
@@ -172,17 +176,24 @@ async fn agent_without_reject_always_and_several_permissions_in_one_turn() {
     let p = permission(&mut fx.events, &mut deltas).await;
     assert_eq!(p.tool_call.tool_call_id, "g1");
     assert_eq!(p.tool_call.title, "run step g1\nwith a second line");
-    assert_eq!(p.tool_call.raw_input.as_ref().unwrap()["command"], "run step g1\nwith a second line");
+    assert_eq!(
+        p.tool_call.raw_input.as_ref().unwrap()["command"],
+        "run step g1\nwith a second line"
+    );
     let sent = fx
         .agent
         .answer_permission(&p.permission_id, PermissionKind::AllowAlways)
         .unwrap();
     assert_eq!(sent.option_id, "proceed_always");
-    assert_eq!(answer(&mut fx, &mut deltas, PermissionKind::RejectAlways).await, "o4");
+    assert_eq!(
+        answer(&mut fx, &mut deltas, PermissionKind::RejectAlways).await,
+        "o4"
+    );
     // Codex offers no reject_always: the narrower reject_once option is sent and named.
     let p = permission(&mut fx.events, &mut deltas).await;
     assert_eq!(
-        fx.agent.answer_permission(&p.permission_id, PermissionKind::RejectAlways),
+        fx.agent
+            .answer_permission(&p.permission_id, PermissionKind::RejectAlways),
         Ok(ax_protocol::turn::PermissionChoice {
             option_id: "abort".into(),
             name: "No, and tell Codex what to do differently".into(),
@@ -212,14 +223,16 @@ async fn an_option_the_agent_does_not_offer_is_refused_and_stays_pending() {
     let mut deltas = Vec::new();
     let p = permission(&mut fx.events, &mut deltas).await;
     assert_eq!(
-        fx.agent.answer_permission(&p.permission_id, PermissionKind::RejectAlways),
+        fx.agent
+            .answer_permission(&p.permission_id, PermissionKind::RejectAlways),
         Err(AnswerError::NoSuchOption {
             kind: PermissionKind::RejectAlways,
             offered: vec!["allow_once".into()]
         })
     );
     assert!(matches!(
-        fx.agent.answer_permission("perm-999", PermissionKind::AllowOnce),
+        fx.agent
+            .answer_permission("perm-999", PermissionKind::AllowOnce),
         Err(AnswerError::Unknown(_))
     ));
     assert_eq!(fx.agent.pending_permissions().len(), 1);
@@ -254,7 +267,8 @@ async fn abort_while_a_permission_is_pending_answers_it_cancelled() {
     assert_eq!(turn.text(), "permission p1: cancelled\n");
     assert_eq!(tool(&turn.parts, "t0").status, ToolStatus::Cancelled);
     assert!(matches!(
-        fx.agent.answer_permission(&p.permission_id, PermissionKind::AllowOnce),
+        fx.agent
+            .answer_permission(&p.permission_id, PermissionKind::AllowOnce),
         Err(AnswerError::Unknown(_))
     ));
     assert!(fx.agent.pending_permissions().is_empty());
@@ -264,7 +278,9 @@ async fn abort_while_a_permission_is_pending_answers_it_cancelled() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_watchdog_kills_an_agent_that_ignores_cancel() {
     let mut fx = start(&[]).await;
-    fx.agent.prompt_text("tool t1 stuck\nignore-cancel").unwrap();
+    fx.agent
+        .prompt_text("tool t1 stuck\nignore-cancel")
+        .unwrap();
     let mut deltas = Vec::new();
     // Wait until the agent is inside the turn.
     loop {
@@ -304,7 +320,9 @@ async fn the_watchdog_kills_an_agent_that_ignores_cancel() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn crash_mid_turn_ends_failed_with_the_stderr_tail_and_a_new_process_works() {
     let mut fx = start(&[]).await;
-    fx.agent.prompt_text("text before the crash\ncrash").unwrap();
+    fx.agent
+        .prompt_text("text before the crash\ncrash")
+        .unwrap();
     let mut saw_exit = false;
     let turn = loop {
         match next(&mut fx.events).await {
@@ -334,7 +352,10 @@ async fn crash_mid_turn_ends_failed_with_the_stderr_tail_and_a_new_process_works
         turn.1
     );
     if !saw_exit {
-        assert!(matches!(next(&mut fx.events).await, AcpEvent::Exited { .. }));
+        assert!(matches!(
+            next(&mut fx.events).await,
+            AcpEvent::Exited { .. }
+        ));
     }
     assert_eq!(fx.agent.prompt_text("text hi"), Err(PromptError::Exited));
     // The session stays usable: the next prompt runs on a new process.
@@ -350,7 +371,12 @@ async fn crash_mid_turn_ends_failed_with_the_stderr_tail_and_a_new_process_works
 async fn garbage_on_stdout_is_survived() {
     let mut fx = start(&[]).await;
     let turn = run(&mut fx, "garbage\ntext still here").await;
-    assert_eq!(turn.end, TurnEnd::Completed { stop_reason: "end_turn".into() });
+    assert_eq!(
+        turn.end,
+        TurnEnd::Completed {
+            stop_reason: "end_turn".into()
+        }
+    );
     assert_eq!(turn.text(), "still here");
     let turn = run(&mut fx, "text and again").await;
     assert_eq!(turn.text(), "and again");
@@ -365,10 +391,7 @@ async fn another_protocol_version_is_refused_clearly() {
         Err(e) => e,
     };
     let msg = err.to_string();
-    assert!(
-        matches!(err, StartError::ProtocolVersion { .. }),
-        "{err:?}"
-    );
+    assert!(matches!(err, StartError::ProtocolVersion { .. }), "{err:?}");
     assert!(msg.contains("protocol version"), "{msg}");
 }
 
@@ -394,7 +417,11 @@ async fn an_agent_that_needs_auth_says_so_with_its_methods() {
     // -32000 on a prompt ends that turn needs_auth; the session stays usable.
     let mut fx = start(&[]).await;
     let turn = run(&mut fx, "auth").await;
-    assert!(matches!(turn.end, TurnEnd::NeedsAuth { .. }), "{:?}", turn.end);
+    assert!(
+        matches!(turn.end, TurnEnd::NeedsAuth { .. }),
+        "{:?}",
+        turn.end
+    );
     assert!(matches!(
         turn.parts.last(),
         Some(TurnPart::Notice(n)) if n.kind == NoticeKind::Auth
@@ -414,7 +441,10 @@ async fn reopen_loads_with_replay_else_resumes_else_says_context_was_lost() {
     let mut fx = start(&env).await;
     assert!(fx.agent.info().load_session);
     let id = fx.agent.session().unwrap().session_id.clone();
-    assert_eq!(run(&mut fx, "text first answer").await.text(), "first answer");
+    assert_eq!(
+        run(&mut fx, "text first answer").await.text(),
+        "first answer"
+    );
     fx.agent.stop().await;
 
     // A new process, session/load: the history comes back as replay, never as a live turn.
@@ -430,9 +460,9 @@ async fn reopen_loads_with_replay_else_resumes_else_says_context_was_lost() {
         replay,
         vec![
             AcpEvent::Replay(ReplayItem::User("text first answer".into())),
-            AcpEvent::Replay(ReplayItem::Agent(TurnDelta::TextAppended {
+            AcpEvent::Replay(ReplayItem::Agent(Box::new(TurnDelta::TextAppended {
                 text: "first answer".into()
-            })),
+            }))),
         ]
     );
     agent.prompt_text("text second").unwrap();
@@ -458,7 +488,11 @@ async fn reopen_loads_with_replay_else_resumes_else_says_context_was_lost() {
     match next(&mut events).await {
         AcpEvent::Idle(TurnDelta::Notice { notice }) => {
             assert_eq!(notice.kind, NoticeKind::Info);
-            assert!(notice.message.contains("not restored"), "{}", notice.message);
+            assert!(
+                notice.message.contains("not restored"),
+                "{}",
+                notice.message
+            );
         }
         other => panic!("{other:?}"),
     }
@@ -485,9 +519,16 @@ async fn files_through_the_agent_stay_inside_the_project() {
     let outside = tempfile::tempdir().unwrap();
     std::fs::write(outside.path().join("secret"), "s3cret").unwrap();
 
-    let turn = run(&mut fx, &format!("write {}/notes/a.txt hello there", p.display())).await;
+    let turn = run(
+        &mut fx,
+        &format!("write {}/notes/a.txt hello there", p.display()),
+    )
+    .await;
     assert_eq!(turn.text(), "write: ok");
-    assert_eq!(std::fs::read_to_string(p.join("notes/a.txt")).unwrap(), "hello there");
+    assert_eq!(
+        std::fs::read_to_string(p.join("notes/a.txt")).unwrap(),
+        "hello there"
+    );
     let turn = run(&mut fx, &format!("read {}/notes/a.txt", p.display())).await;
     assert_eq!(turn.text(), "read: ok hello there");
 
@@ -498,7 +539,11 @@ async fn files_through_the_agent_stay_inside_the_project() {
         let turn = run(&mut fx, &format!("read {path}")).await;
         assert_eq!(turn.text(), "read: error -32602", "{path}");
     }
-    let turn = run(&mut fx, &format!("write {}/x.txt pwned", outside.path().display())).await;
+    let turn = run(
+        &mut fx,
+        &format!("write {}/x.txt pwned", outside.path().display()),
+    )
+    .await;
     assert_eq!(turn.text(), "write: error -32602");
     assert!(!outside.path().join("x.txt").exists());
 
@@ -506,7 +551,11 @@ async fn files_through_the_agent_stay_inside_the_project() {
     std::os::unix::fs::symlink(outside.path(), p.join("notes/link")).unwrap();
     let turn = run(&mut fx, &format!("read {}/notes/link/secret", p.display())).await;
     assert_eq!(turn.text(), "read: error -32602");
-    let turn = run(&mut fx, &format!("write {}/notes/link/planted yes", p.display())).await;
+    let turn = run(
+        &mut fx,
+        &format!("write {}/notes/link/planted yes", p.display()),
+    )
+    .await;
     assert_eq!(turn.text(), "write: error -32602");
     assert!(!outside.path().join("planted").exists());
 
@@ -531,7 +580,10 @@ async fn terminals_keep_the_end_wait_kill_and_release() {
         }]
     );
     let turn = run(&mut fx, "term-kill sleep 30").await;
-    assert_eq!(turn.text(), "term: exit=- signal=SIGKILL truncated=false output=");
+    assert_eq!(
+        turn.text(),
+        "term: exit=- signal=SIGKILL truncated=false output="
+    );
     let turn = run(&mut fx, "term 100 echo \"$PWD\"").await;
     assert_eq!(
         turn.text(),
@@ -546,7 +598,9 @@ async fn terminals_keep_the_end_wait_kill_and_release() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn stop_ends_a_busy_agent_and_its_turn() {
     let mut fx = start(&[]).await;
-    fx.agent.prompt_text("permission p1 claude\nignore-cancel").unwrap();
+    fx.agent
+        .prompt_text("permission p1 claude\nignore-cancel")
+        .unwrap();
     let mut deltas = Vec::new();
     let _ = permission(&mut fx.events, &mut deltas).await;
     let started = std::time::Instant::now();
@@ -564,7 +618,9 @@ async fn twenty_sessions_at_once_with_permissions_have_no_cross_talk() {
         tasks.push(tokio::spawn(async move {
             let mut fx = start(&[]).await;
             fx.agent
-                .prompt_text(&format!("text s{i}\nchunks 50\npermission p{i} claude\ntext end{i}"))
+                .prompt_text(&format!(
+                    "text s{i}\nchunks 50\npermission p{i} claude\ntext end{i}"
+                ))
                 .unwrap();
             let mut deltas = Vec::new();
             let p = permission(&mut fx.events, &mut deltas).await;
@@ -605,4 +661,34 @@ async fn the_agent_can_call_the_mcp_servers_the_session_gives_it() {
         "mcp: tools=screen result=screen called with {\"op\":\"split\"}"
     );
     agent.stop().await;
+}
+
+/// Stops the agent and returns how its process ended, as the exit event reports it.
+async fn stop_and_status(mut fx: Fixture) -> (String, std::time::Duration) {
+    let t0 = std::time::Instant::now();
+    fx.agent.stop().await;
+    let took = t0.elapsed();
+    assert!(!fx.agent.is_alive());
+    loop {
+        if let AcpEvent::Exited { status, .. } = next(&mut fx.events).await {
+            return (status, took);
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn stop_closes_stdin_then_terms_then_kills_the_group() {
+    // An agent that exits when stdin closes: no signal needed.
+    let (status, _) = stop_and_status(start(&[]).await).await;
+    assert_eq!(status, "exit status 0");
+    // One that keeps running after stdin closes gets SIGTERM after stop_term_after.
+    let (status, took) = stop_and_status(start(&[("AX_MOCK_IGNORE_EOF", "1")]).await).await;
+    assert_eq!(status, "killed by signal 15");
+    assert!(took >= std::time::Duration::from_millis(300), "{took:?}");
+    // One that also ignores SIGTERM gets SIGKILL after stop_kill_after more.
+    let (status, took) =
+        stop_and_status(start(&[("AX_MOCK_IGNORE_EOF", "1"), ("AX_MOCK_IGNORE_TERM", "1")]).await)
+            .await;
+    assert_eq!(status, "killed by signal 9");
+    assert!(took >= std::time::Duration::from_millis(800), "{took:?}");
 }

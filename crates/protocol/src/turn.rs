@@ -340,13 +340,10 @@ pub fn apply(parts: &mut Vec<TurnPart>, delta: TurnDelta) {
             }
         },
         TurnDelta::PlanReplaced { entries } => {
-            let plan = parts
-                .iter_mut()
-                .rev()
-                .find_map(|p| match p {
-                    TurnPart::Plan { entries } => Some(entries),
-                    _ => None,
-                });
+            let plan = parts.iter_mut().rev().find_map(|p| match p {
+                TurnPart::Plan { entries } => Some(entries),
+                _ => None,
+            });
             match plan {
                 Some(existing) => *existing = entries,
                 None => parts.push(TurnPart::Plan { entries }),
@@ -604,12 +601,15 @@ mod tests {
         assert_eq!(v["stderrTail"], "boom");
         let reloaded: Vec<TurnPart> =
             serde_json::from_str(&serde_json::to_string(&fold(&[d])).unwrap()).unwrap();
-        assert_eq!(reloaded, fold(&[TurnDelta::ToolCallUpdated {
-            tool_call_id: "t1".into(),
-            fields: ToolCallFields {
-                raw_input: Some(serde_json::json!({"command": "ls\n-la"})),
-                ..ToolCallFields::default()
-            },
-        }]));
+        assert_eq!(
+            reloaded,
+            fold(&[TurnDelta::ToolCallUpdated {
+                tool_call_id: "t1".into(),
+                fields: ToolCallFields {
+                    raw_input: Some(serde_json::json!({"command": "ls\n-la"})),
+                    ..ToolCallFields::default()
+                },
+            }])
+        );
     }
 }

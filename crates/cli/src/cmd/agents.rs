@@ -120,7 +120,10 @@ fn check(config: &AgentsConfig, name: &str) -> anyhow::Result<()> {
                     _ => String::new(),
                 };
                 if !tail.trim().is_empty() {
-                    eprintln!("--- the agent's error output (end) ---\n{}", tail.trim_end());
+                    eprintln!(
+                        "--- the agent's error output (end) ---\n{}",
+                        tail.trim_end()
+                    );
                 }
                 bail!("{e}");
             }
@@ -145,9 +148,18 @@ fn check(config: &AgentsConfig, name: &str) -> anyhow::Result<()> {
             }
         );
         println!("protocol:     ACP {}", info.protocol_version);
-        println!("load session: {}", if info.load_session { "yes" } else { "no" });
-        println!("resume:       {}", if info.resume_session { "yes" } else { "no" });
-        println!("capabilities: {}", serde_json::to_string(&info.capabilities)?);
+        println!(
+            "load session: {}",
+            if info.load_session { "yes" } else { "no" }
+        );
+        println!(
+            "resume:       {}",
+            if info.resume_session { "yes" } else { "no" }
+        );
+        println!(
+            "capabilities: {}",
+            serde_json::to_string(&info.capabilities)?
+        );
         if info.auth_methods.is_empty() {
             println!("auth methods: none");
         } else {

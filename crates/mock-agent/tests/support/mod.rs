@@ -46,7 +46,10 @@ pub async fn try_start(
 pub async fn start(env: &[(&str, &str)]) -> Fixture {
     let project = tempfile::tempdir().unwrap();
     let (mut agent, events) = try_start(env, project.path()).await.expect("agent starts");
-    agent.open_session(Vec::new(), None).await.expect("session opens");
+    agent
+        .open_session(Vec::new(), None)
+        .await
+        .expect("session opens");
     Fixture {
         project,
         agent,
@@ -89,7 +92,10 @@ impl Turn {
         for d in &self.deltas {
             apply(&mut folded, d.clone());
         }
-        assert_eq!(folded, self.parts, "the fold of the deltas equals the turn's parts");
+        assert_eq!(
+            folded, self.parts,
+            "the fold of the deltas equals the turn's parts"
+        );
     }
 }
 
