@@ -86,6 +86,8 @@ export class Api {
   listSessions() { return this.request('GET', '/session'); }
   createSession(title) { return this.request('POST', '/session', title ? { title } : {}); }
   session(id) { return this.request('GET', `/session/${encodeURIComponent(id)}`); }
+  renameSession(id, title) { return this.request('PATCH', `/session/${encodeURIComponent(id)}`, { title }); }
+  deleteSession(id) { return this.request('DELETE', `/session/${encodeURIComponent(id)}`); }
   messages(id) { return this.request('GET', `/session/${encodeURIComponent(id)}/message`); }
   prompt(id, text) {
     return this.request('POST', `/session/${encodeURIComponent(id)}/prompt`, { parts: [{ type: 'text', text }] });

@@ -491,7 +491,9 @@ class ControlUi {
     const list = $('session-list');
     const current = activePane(this.layout).session;
     const shown = new Set(allPanes(this.layout).map((p) => p.session));
-    const items = [...this.store.sessions.values()].map((s) => {
+    // Most recent activity first, like the TUI and `ax-code session list`.
+    const sorted = [...this.store.sessions.values()].sort((a, b) => b.updated - a.updated || (b.id > a.id ? 1 : -1));
+    const items = sorted.map((s) => {
       const btn = h('button', {
         type: 'button',
         class: 'session-item',
@@ -503,10 +505,32 @@ class ControlUi {
       h('span', { class: 'session-title', text: s.title || s.id }),
       h('span', { class: 'session-meta', text: `${shown.has(s.id) ? 'shown · ' : ''}${relativeTime(s.updated)}` }));
       btn.addEventListener('click', () => this.actions.navigate(s.id));
-      return h('li', {}, btn);
+      return h('li', { class: 'session-row' }, btn, this.sessionControls(s));
     });
     if (items.length === 0) items.push(h('li', { class: 'muted', text: 'No sessions yet.' }));
     list.replaceChildren(...items);
+  }
+
+  /** Rename and delete buttons of one sidebar row; the list updates from the event stream. */
+  sessionControls(s) {
+    const name = s.title || s.id;
+    const act = (what, run) => run().catch((e) => this.toast(`${what} failed: ${e.message}`));
+    const rename = h('button', {
+      type: 'button', class: 'icon session-control', 'data-testid': 'session-rename',
+      title: `Rename “${name}”`, 'aria-label': `Rename ${name}`, text: '✎',
+    });
+    rename.addEventListener('click', () => {
+      const title = prompt('New title', s.title);
+      if (title && title.trim() && title !== s.title) act('Rename', () => this.api.renameSession(s.id, title.trim()));
+    });
+    const del = h('button', {
+      type: 'button', class: 'icon session-control', 'data-testid': 'session-delete',
+      title: `Delete “${name}”`, 'aria-label': `Delete ${name}`, text: '🗑',
+    });
+    del.addEventListener('click', () => {
+      if (confirm(`Delete “${name}” and its transcript?`)) act('Delete', () => this.api.deleteSession(s.id));
+    });
+    return h('span', { class: 'session-controls' }, rename, del);
   }
 
   panesShowing(sessionId) {

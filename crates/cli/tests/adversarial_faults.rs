@@ -162,12 +162,12 @@ fn tui_sigkilled_with_a_select_in_flight_leaves_an_unreachable_endpoint() {
     let gone = t.adapter.context();
     assert_eq!(
         gone,
-        json!({"status": "rejected", "code": "target_unavailable"})
+        json!({"status": "rejected", "code": "target_unavailable", "detail": "tui_unreachable"})
     );
     let gone = t.adapter.call("select_session", args);
     assert_eq!(
         gone,
-        json!({"status": "rejected", "code": "target_unavailable"})
+        json!({"status": "rejected", "code": "target_unavailable", "detail": "tui_unreachable"})
     );
 
     // A restarted TUI has a new endpoint and a new identity.
@@ -219,7 +219,7 @@ fn tui_sigstopped_the_adapter_keeps_its_deadlines_and_sigcont_recovers() {
     // Each answers by the adapter's own deadline (4.5 s; WAIT bounds the test).
     assert_eq!(
         adapter.finish_call(read),
-        json!({"status": "rejected", "code": "target_unavailable"})
+        json!({"status": "rejected", "code": "target_unavailable", "detail": "tui_unreachable"})
     );
     assert_eq!(
         adapter.finish_call(select),
@@ -270,7 +270,7 @@ fn endpoint_swapped_for_a_symlink_or_deleted_under_a_live_adapter_is_refused() {
     tui.wait_text("swap-target");
     let mut adapter = Adapter::spawn(&env, &endpoint);
     let view = adapter.wait_context("ready", unblocked);
-    let unavailable = json!({"status": "rejected", "code": "target_unavailable"});
+    let unavailable = json!({"status": "rejected", "code": "target_unavailable", "detail": "tui_unreachable"});
 
     // The directory moves away and a symlink takes its name: same files, reached through a
     // link. The adapter refuses before sending anything.

@@ -175,7 +175,17 @@ fn another_os_user_can_reach_no_secret_no_socket_and_no_api() {
         let (child, url, token) = spawn_control_ui(cmd, &mut Vec::new(), None);
         (Reaped(child), url, token)
     };
-    let tui = Pty::spawn_sized(&env, &["--tui-mcp"], None, 36, 160);
+    // Another project (one backend per project: in serve's, the TUI would attach to it).
+    let tui_project = env.project.join("tui-project");
+    std::fs::create_dir(&tui_project).unwrap();
+    chmod(&tui_project, 0o755);
+    let tui = Pty::spawn_sized(
+        &env,
+        &["--tui-mcp", tui_project.to_str().unwrap()],
+        None,
+        36,
+        160,
+    );
     let endpoint = tui.endpoint_path();
     tui.wait_text("● connected");
     let endpoint_dir = endpoint.parent().unwrap().to_owned();

@@ -359,7 +359,7 @@ fn kill_9_mid_run_then_restart_marks_the_run_interrupted() {
 }
 
 #[test]
-fn a_second_backend_for_the_project_leaves_a_live_run_alone() {
+fn a_second_backend_for_the_project_is_refused_and_leaves_a_live_run_alone() {
     let dirs = Dirs::new();
     let first = dirs.serve();
     let rt = tokio::runtime::Runtime::new().unwrap();
@@ -397,9 +397,12 @@ fn a_second_backend_for_the_project_leaves_a_live_run_alone() {
         .parse()
         .unwrap();
 
-    // Same project, same data directory, another port (e.g. a TUI beside `serve`).
-    let second = dirs.serve();
-    assert_ne!(second.url, first.url);
+    // Same project, same data directory: one backend per project, so the second is refused,
+    // naming the first, and touches nothing (its recovery never runs).
+    let refused = dirs.run(dirs.project.path(), &["serve", "--port", "0"]);
+    assert!(!refused.status.success());
+    let said = String::from_utf8_lossy(&refused.stderr);
+    assert!(said.contains(&first.url), "{said}");
     assert!(!process_gone(pid), "the first backend's command still runs");
     rt.block_on(async {
         let session = first.client().get_session(&id).await.unwrap();
@@ -409,6 +412,5 @@ fn a_second_backend_for_the_project_leaves_a_live_run_alone() {
         assert!(first.client().abort(&id).await.unwrap().aborted);
     });
     eventually("the command is aborted", || process_gone(pid));
-    second.stop();
     first.stop();
 }

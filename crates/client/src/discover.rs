@@ -34,6 +34,24 @@ fn records(dir: &Path) -> Vec<(PathBuf, SystemTime)> {
     files
 }
 
+/// Whether `pid` is gone. A process of another user still counts as alive (EPERM).
+fn pid_gone(pid: u32) -> bool {
+    let Some(pid) = rustix::process::Pid::from_raw(pid as i32) else {
+        return true;
+    };
+    rustix::process::test_kill_process(pid) == Err(rustix::io::Errno::SRCH)
+}
+
+/// Removes a `servers/` record whose process is gone (a crash or `kill -9` left it) and says
+/// so. A live pid proves nothing (pids are reused): callers still ask the backend itself.
+fn remove_if_dead(path: &Path, record: &ServerRecord) -> bool {
+    let dead = pid_gone(record.pid);
+    if dead {
+        let _ = fs::remove_file(path);
+    }
+    dead
+}
+
 fn read_json<T: serde::de::DeserializeOwned>(path: &Path) -> Option<T> {
     // Records hold secrets: only read small regular files.
     let meta = fs::symlink_metadata(path).ok()?;
@@ -54,7 +72,7 @@ pub async fn discover(project_dir: &Path, data_dir: &Path) -> Option<(String, St
         let Some(record) = read_json::<ServerRecord>(&path) else {
             continue;
         };
-        if record.project != project {
+        if record.project != project || remove_if_dead(&path, &record) {
             continue;
         }
         let Ok(client) = Client::new(&record.url, &record.token) else {
@@ -100,6 +118,7 @@ pub fn credential_for_url_in(url: &str, data_dir: &Path) -> Option<String> {
     for (path, _) in records(&data_dir.join(SERVERS_DIR)) {
         if let Some(record) = read_json::<ServerRecord>(&path)
             && same_origin(&record.url, url)
+            && !remove_if_dead(&path, &record)
         {
             return Some(record.token);
         }
@@ -148,6 +167,7 @@ pub fn screen_credential_for_url_in(url: &str, data_dir: &Path) -> ScreenLookup 
     for (path, _) in records(&data_dir.join(SERVERS_DIR)) {
         if let Some(record) = read_json::<ServerRecord>(&path)
             && same_origin(&record.url, url)
+            && !remove_if_dead(&path, &record)
         {
             match record.screen_token {
                 Some(t) => return ScreenLookup::Found(t),
@@ -186,7 +206,7 @@ pub async fn discover_screen(project_dir: &Path, data_dir: &Path) -> ScreenDisco
         let Some(record) = read_json::<ServerRecord>(&path) else {
             continue;
         };
-        if record.project != project {
+        if record.project != project || remove_if_dead(&path, &record) {
             continue;
         }
         let Some(screen) = record.screen_token else {
@@ -230,6 +250,45 @@ pub enum ScreenDiscovery {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_record_of_a_dead_process_is_removed_not_used() {
+        let data = std::env::temp_dir().join(format!("ax-stale-{}", std::process::id()));
+        let servers = data.join(SERVERS_DIR);
+        fs::create_dir_all(&servers).unwrap();
+        // A real process that has exited and been reaped: its pid is free.
+        let mut child = std::process::Command::new("true").spawn().unwrap();
+        let dead = child.id();
+        child.wait().unwrap();
+        let record = |pid: u32, token: &str| ServerRecord {
+            project: "/p".into(),
+            url: "http://127.0.0.1:1".into(),
+            token: token.into(),
+            pid,
+            screen_token: Some("s".repeat(64)),
+        };
+        let stale = servers.join(format!("{dead}-1.json"));
+        fs::write(
+            &stale,
+            serde_json::to_vec(&record(dead, "stale-token")).unwrap(),
+        )
+        .unwrap();
+        assert_eq!(credential_for_url_in("http://127.0.0.1:1", &data), None);
+        assert!(!stale.exists(), "the stale record is removed when read");
+        // A live process's record is used.
+        let live = servers.join("live-1.json");
+        let me = std::process::id();
+        fs::write(
+            &live,
+            serde_json::to_vec(&record(me, "live-token")).unwrap(),
+        )
+        .unwrap();
+        assert_eq!(
+            credential_for_url_in("http://127.0.0.1:1", &data).as_deref(),
+            Some("live-token")
+        );
+        fs::remove_dir_all(&data).unwrap();
+    }
 
     #[test]
     fn loopback_names_are_one_origin() {

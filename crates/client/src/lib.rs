@@ -49,7 +49,8 @@ use std::{sync::Arc, time::Duration};
 
 use ax_protocol::{
     AbortResult, CreateSession, ErrorBody, Health, Message, Permission, PermissionAnswer,
-    PermissionReply, Project, Prompt, PromptAccepted, PromptPart, Session, SessionId,
+    PermissionReply, Project, Prompt, PromptAccepted, PromptPart, RenameSession, Session,
+    SessionId,
 };
 use reqwest::{Method, RequestBuilder, header};
 use serde::{Serialize, de::DeserializeOwned};
@@ -72,7 +73,8 @@ const REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
 pub struct Client {
     http: reqwest::Client,
     base: String,
-    token: String,
+    /// Shared by clones, so [`Client::set_token`] reaches every holder (the TUI's validator).
+    token: Arc<std::sync::RwLock<String>>,
     verification: Arc<proof::Verification>,
 }
 
@@ -105,7 +107,7 @@ impl Client {
         Ok(Client {
             http,
             base,
-            token: token.into(),
+            token: Arc::new(std::sync::RwLock::new(token.into())),
             verification: Arc::default(),
         })
     }
@@ -115,10 +117,28 @@ impl Client {
         &self.base
     }
 
+    fn token(&self) -> String {
+        self.token.read().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
+    /// Replaces the credential for this client and its clones (e.g. re-read from the local
+    /// credential file after the backend restarted with a new one). The server must prove it
+    /// holds the new one before it is sent; event streams started later use it.
+    pub fn set_token(&self, token: impl Into<String>) {
+        *self.token.write().unwrap_or_else(|e| e.into_inner()) = token.into();
+        self.verification.set(false);
+    }
+
+    /// Whether `token` is the credential this client holds (compared in constant time).
+    pub fn holds_token(&self, token: &str) -> bool {
+        use subtle::ConstantTimeEq;
+        bool::from(self.token().as_bytes().ct_eq(token.as_bytes()))
+    }
+
     fn request(&self, method: Method, path: &str) -> RequestBuilder {
         self.http
             .request(method, format!("{}{path}", self.base))
-            .header(header::AUTHORIZATION, format!("Bearer {}", self.token))
+            .header(header::AUTHORIZATION, format!("Bearer {}", self.token()))
     }
 
     /// Whether the server has proven it holds the credential since the last transport error
@@ -132,7 +152,7 @@ impl Client {
     /// credential to another channel (the gateway's connect frame) call this first.
     pub async fn verify(&self) -> Result<Health, ClientError> {
         self.verification
-            .check_now(&self.http, &self.base, &self.token)
+            .check_now(&self.http, &self.base, &self.token())
             .await
     }
 
@@ -144,7 +164,7 @@ impl Client {
         proof::check(
             &self.http,
             &self.base,
-            &self.token,
+            &self.token(),
             proof::ProofField::Screen,
         )
         .await
@@ -153,7 +173,7 @@ impl Client {
     async fn send<T: DeserializeOwned>(&self, builder: RequestBuilder) -> Result<T, ClientError> {
         // Nothing carrying the credential leaves before the server proved it holds it.
         self.verification
-            .ensure(&self.http, &self.base, &self.token)
+            .ensure(&self.http, &self.base, &self.token())
             .await?;
         let lost = |e: reqwest::Error| {
             // Whoever answers next must prove itself again.
@@ -242,6 +262,22 @@ impl Client {
         self.get(&format!("/session/{id}")).await
     }
 
+    /// Gives the session a new title.
+    pub async fn rename_session(
+        &self,
+        id: &SessionId,
+        title: &str,
+    ) -> Result<Session, ClientError> {
+        let body = RenameSession {
+            title: title.to_owned(),
+        };
+        self.send(
+            self.request(Method::PATCH, &format!("/session/{id}"))
+                .json(&body),
+        )
+        .await
+    }
+
     /// Deletes the session and its messages (killing a running command first).
     pub async fn delete_session(&self, id: &SessionId) -> Result<Session, ClientError> {
         self.send(self.request(Method::DELETE, &format!("/session/{id}")))
@@ -314,7 +350,7 @@ impl Client {
         events::spawn(
             self.http.clone(),
             self.base.clone(),
-            self.token.clone(),
+            self.token(),
             self.verification.clone(),
             last_id,
         )

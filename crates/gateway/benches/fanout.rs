@@ -20,7 +20,10 @@ use std::{
     time::{Duration, Instant},
 };
 
-use ax_gateway::{Gateway, GatewayConfig, SessionDirectory};
+use ax_gateway::{
+    ClientMode, ConnectOptions, Gateway, GatewayClient, GatewayConfig, Method, Scope,
+    SessionDirectory,
+};
 use axum::{
     Router,
     extract::{
@@ -105,8 +108,7 @@ fn server() {
                 "/gateway",
                 get(
                     |State((g, _)): State<(Gateway, Bare)>, ws: WebSocketUpgrade| async move {
-                        ws.read_buffer_size(4096)
-                            .write_buffer_size(4096)
+                        g.configure_upgrade(ws)
                             .on_upgrade(move |s| g.serve_socket(s))
                     },
                 ),
@@ -166,7 +168,17 @@ async fn read_json(ws: &mut Ws) -> serde_json::Value {
     }
 }
 
-/// A gateway client past the handshake.
+/// The agent: the gateway crate's typed client.
+async fn agent_client(addr: SocketAddr) -> GatewayClient {
+    let options = ConnectOptions::new(TOKEN, ClientMode::Agent, vec![Scope::Write]);
+    GatewayClient::connect(&format!("ws://{addr}/gateway"), options)
+        .await
+        .unwrap()
+}
+
+/// A UI of the fleet past the handshake. Kept as a raw socket on purpose: the fleet is the
+/// measuring instrument and only counts frames; the typed client would parse every event of
+/// 1,000 connections on the two cores the server runs on.
 async fn gateway_client(addr: SocketAddr, mode: &str, caps: &[&str], scopes: &[&str]) -> Ws {
     let (mut ws, _) = tokio_tungstenite::connect_async(format!("ws://{addr}/gateway"))
         .await
@@ -310,21 +322,18 @@ async fn grow_bare(addr: SocketAddr, fleet: &mut Fleet, to: usize) {
 }
 
 /// Time from sending one command until the last UI of the fleet has it, `rounds` times.
-async fn rounds_gateway(agent: &mut Ws, fleet: &Fleet, rounds: usize) -> Vec<Duration> {
+async fn rounds_gateway(agent: &GatewayClient, fleet: &Fleet, rounds: usize) -> Vec<Duration> {
     let mut times = Vec::with_capacity(rounds);
-    let req = json!({"type": "req", "id": "x", "method": "ui.command",
-        "params": {"command": {"kind": "focus", "sessionKey": SESSION}}})
-    .to_string();
+    let params = json!({"command": {"kind": "focus", "sessionKey": SESSION}});
     for _ in 0..rounds {
         let target = fleet.counter.seen.load(Ordering::Acquire) + fleet.size;
         fleet.counter.target.store(target, Ordering::Release);
         let t0 = Instant::now();
-        agent.send(Message::text(req.clone())).await.unwrap();
+        let pending = agent.send(Method::UiCommand, params.clone()).await.unwrap();
         wait_count(&fleet.counter, target).await;
         times.push(t0.elapsed());
-        // Drain the agent's response so its socket never backs up.
-        let res = read_json(agent).await;
-        assert_eq!(res["ok"], true);
+        // The response is read too, so nothing backs up.
+        pending.response().await.unwrap();
     }
     times
 }
@@ -369,7 +378,7 @@ fn client() {
         println!("gateway fan-out benchmark (server pid {pid}, {addr})");
         println!("{:>6}  {:>22}  {:>22}", "UIs", "gateway median / p99", "bare WS median / p99");
 
-        let mut agent = gateway_client(addr, "agent", &[], &["operator.write"]).await;
+        let agent = agent_client(addr).await;
         let (mut trigger, _) = tokio_tungstenite::connect_async(format!("ws://{addr}/bare-trigger"))
             .await
             .unwrap();
@@ -378,7 +387,7 @@ fn client() {
         for (n, rounds) in [(1usize, 400usize), (100, 200)] {
             grow_gateway(addr, &mut gw, n).await;
             grow_bare(addr, &mut bare, n).await;
-            let g = stats(rounds_gateway(&mut agent, &gw, rounds).await);
+            let g = stats(rounds_gateway(&agent, &gw, rounds).await);
             let b = stats(rounds_bare(&mut trigger, &bare, rounds).await);
             println!(
                 "{n:>6}  {:>10.3?} / {:>9.3?}  {:>10.3?} / {:>9.3?}",
@@ -395,14 +404,14 @@ fn client() {
         let connect = grow_gateway(addr, &mut gw, 1000).await;
         tokio::time::sleep(Duration::from_millis(1000)).await;
         let rss_after = proc_rss_kib(pid);
-        let mut agent = gateway_client(addr, "agent", &[], &["operator.write"]).await;
+        let agent = agent_client(addr).await;
 
         let bare_before = proc_rss_kib(pid);
         grow_bare(addr, &mut bare, 1000).await;
         tokio::time::sleep(Duration::from_millis(1000)).await;
         let bare_per_conn = proc_rss_kib(pid).saturating_sub(bare_before) as f64 / 900.0;
         let cpu0 = proc_cpu(pid);
-        let g_times = rounds_gateway(&mut agent, &gw, 200).await;
+        let g_times = rounds_gateway(&agent, &gw, 200).await;
         let cpu1 = proc_cpu(pid);
         let b_times = rounds_bare(&mut trigger, &bare, 200).await;
         let cpu2 = proc_cpu(pid);

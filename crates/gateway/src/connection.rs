@@ -30,10 +30,11 @@ use crate::{
         ResponseFrame,
     },
     handshake::{
-        CAP_UI_COMMANDS, ClientMode, ConnectParams, EVENTS, Features, HelloAuth, HelloOk, METHODS,
-        Policy, Role, ServerInfo,
+        CAP_UI_COMMANDS, ClientMode, ConnectParams, Features, HelloAuth, HelloOk, Policy, Role,
+        ServerInfo, SessionCheckParams, SessionCheckResponse,
     },
     hub::ConnEntry,
+    method::{Event, Method},
     outbound::{Out, Outbound},
     scope::{Scope, Scopes},
     terminal::{self, KillParams, RunParams, TerminalSlot},
@@ -45,8 +46,9 @@ pub const MAX_PREHANDSHAKE_FRAME: usize = 64 * 1024;
 /// Waited `ui.command` requests one connection may have open.
 const MAX_WAITS_PER_CONN: usize = 8;
 
-/// Close codes (RFC 6455).
+/// Close codes (RFC 6455 §7.4.1).
 const CLOSE_NORMAL: u16 = 1000;
+const CLOSE_INVALID_DATA: u16 = 1007;
 const CLOSE_POLICY: u16 = 1008;
 const CLOSE_TOO_BIG: u16 = 1009;
 
@@ -60,6 +62,17 @@ struct Accepted {
     params: ConnectParams,
     scopes: Scopes,
     request_id: String,
+}
+
+/// Why reading the socket failed, when the WebSocket layer says so: a frame over its cap or
+/// a text frame that is not UTF-8 get the close code the standard names, with a reason.
+fn read_failure(e: &axum::Error) -> Option<(u16, &'static str)> {
+    use tokio_tungstenite::tungstenite::Error as WsError;
+    match std::error::Error::source(e)?.downcast_ref::<WsError>()? {
+        WsError::Capacity(_) => Some((CLOSE_TOO_BIG, "frame too large")),
+        WsError::Utf8(_) => Some((CLOSE_INVALID_DATA, "text frame is not valid UTF-8")),
+        _ => None,
+    }
 }
 
 /// A connection past `hello-ok`: only what the connection keeps. The `connect` params (with
@@ -79,7 +92,7 @@ async fn open(shared: Arc<Shared>, mut socket: WebSocket) -> Option<Opened> {
     let tuning = &shared.tuning;
     let handshake = tokio::time::timeout(tuning.handshake_timeout, async {
         let challenge = json!({"nonce": crate::random_hex(16), "ts": crate::now_ms()});
-        let frame = EventPrefix::new("connect.challenge", &challenge).finish(1);
+        let frame = EventPrefix::new(Event::ConnectChallenge.as_str(), &challenge).finish(1);
         socket
             .send(Message::Text(frame.into()))
             .await
@@ -121,8 +134,8 @@ async fn open(shared: Arc<Shared>, mut socket: WebSocket) -> Option<Opened> {
             conn_id: conn_id.clone(),
         },
         features: Features {
-            methods: METHODS.iter().map(|m| m.to_string()).collect(),
-            events: EVENTS.iter().map(|e| e.to_string()).collect(),
+            methods: Method::advertised().map(|m| m.as_str().into()).collect(),
+            events: Event::ALL.iter().map(|e| e.as_str().into()).collect(),
         },
         auth: HelloAuth {
             role: Role::Operator,
@@ -146,8 +159,10 @@ async fn open(shared: Arc<Shared>, mut socket: WebSocket) -> Option<Opened> {
     if !matches!(sent, Ok(Ok(()))) {
         return None;
     }
+    // Receiving `ui.command` (what the page shows) needs at least read.
     let ui_target = accepted.params.client.mode == ClientMode::Ui
-        && accepted.params.caps.iter().any(|c| c == CAP_UI_COMMANDS);
+        && accepted.params.caps.iter().any(|c| c == CAP_UI_COMMANDS)
+        && accepted.scopes.satisfies(Scope::Read);
     Some(Opened {
         socket,
         scopes: accepted.scopes,
@@ -203,7 +218,12 @@ fn run(shared: Arc<Shared>, opened: Opened) -> impl Future<Output = ()> + Send +
     };
 
     let (sink, stream) = socket.split();
-    let writer = tokio::spawn(write_loop(sink, out.clone()));
+    let writer = tokio::spawn(write_loop(
+        sink,
+        out.clone(),
+        entry.conn_id.clone(),
+        tuning.close_grace,
+    ));
 
     let conn = Conn {
         shared: shared.clone(),
@@ -214,26 +234,37 @@ fn run(shared: Arc<Shared>, opened: Opened) -> impl Future<Output = ()> + Send +
     };
     async move {
         let _cleanup = cleanup;
-        let graceful = conn.read_loop(stream).await;
+        let mut stream = stream;
+        let graceful = conn.read_loop(&mut stream).await;
         shared.hub.unregister(key);
         // Boxed: the timers of the shutdown need no room in an idle connection's task.
-        Box::pin(finish(writer, &out, graceful)).await;
+        let grace = shared.tuning.close_grace;
+        Box::pin(finish(writer, &out, graceful, stream, grace)).await;
     }
 }
 
-/// Lets the writer send what was queued up to the close frame (`graceful`), or stops it.
-async fn finish(mut writer: tokio::task::JoinHandle<()>, out: &Outbound, graceful: bool) {
-    if graceful {
-        if tokio::time::timeout(Duration::from_secs(2), &mut writer)
-            .await
-            .is_err()
-        {
-            out.kill(CLOSE_NORMAL, "closing");
-            writer.abort();
-        }
-    } else {
+/// Lets the writer send what was queued up to the close frame (`graceful`), or stops it, and
+/// reads (and drops) what the peer still sends until it closes too: a socket closed with
+/// unread data is reset, and the reset discards the close frame that is still on its way (the
+/// one that tells the peer why). All of it within `grace`.
+async fn finish(
+    mut writer: tokio::task::JoinHandle<()>,
+    out: &Outbound,
+    graceful: bool,
+    mut stream: SplitStream<WebSocket>,
+    grace: Duration,
+) {
+    if !graceful {
         out.kill(CLOSE_NORMAL, "closing");
-        let _ = tokio::time::timeout(Duration::from_secs(2), writer).await;
+    }
+    let drain = async { while let Some(Ok(_)) = stream.next().await {} };
+    let both = async {
+        let _ = (&mut writer).await;
+        drain.await;
+    };
+    if tokio::time::timeout(grace, both).await.is_err() {
+        out.kill(CLOSE_NORMAL, "closing");
+        writer.abort();
     }
 }
 
@@ -261,6 +292,13 @@ async fn handshake(shared: &Shared, socket: &mut WebSocket) -> Result<Accepted, 
             Some(Ok(Message::Binary(_))) => {
                 return Err(reject("", "first frame must be a connect request (text)"));
             }
+            Some(Err(e)) if let Some((code, reason)) = read_failure(&e) => {
+                return Err(Rejection {
+                    id: String::new(),
+                    error: ErrorShape::invalid(format!("invalid frame before connect: {reason}")),
+                    close_code: code,
+                });
+            }
             Some(Ok(Message::Close(_))) | Some(Err(_)) | None => {
                 return Err(Rejection {
                     id: String::new(),
@@ -285,10 +323,10 @@ async fn handshake(shared: &Shared, socket: &mut WebSocket) -> Result<Accepted, 
         error: e,
         close_code: CLOSE_POLICY,
     })?;
-    if req.method != "connect" {
+    if Method::from_name(&req.method) != Some(Method::Connect) {
         return Err(reject(&req.id, "first request must be connect"));
     }
-    let params: ConnectParams = parse_params(req.params, "connect")
+    let params: ConnectParams = parse_params(req.params, Method::Connect)
         .and_then(|p: ConnectParams| {
             p.check_bounds()
                 .map_err(|m| ErrorShape::invalid(format!("invalid connect params: {m}")))?;
@@ -314,17 +352,17 @@ async fn handshake(shared: &Shared, socket: &mut WebSocket) -> Result<Accepted, 
     let expected = shared.config.token.as_bytes();
     // The backend token grants every scope, a limited token its own; every candidate is
     // compared in constant time (no early exit on a match).
-    let mut allowed: Option<Scopes> = None;
+    let mut allowed: Option<(Scopes, bool)> = None;
     if !expected.is_empty() && bool::from(expected.ct_eq(given)) {
-        allowed = Some(Scopes::all());
+        allowed = Some((Scopes::all(), false));
     }
     for limited in &shared.limited {
         let t = limited.token.as_bytes();
         if !t.is_empty() && bool::from(t.ct_eq(given)) && allowed.is_none() {
-            allowed = Some(limited.scopes);
+            allowed = Some((limited.scopes, true));
         }
     }
-    let Some(allowed) = allowed else {
+    let Some((allowed, is_limited)) = allowed else {
         return Err(Rejection {
             id: req.id,
             error: ErrorShape::new(ErrorCode::Forbidden, "authentication failed")
@@ -332,6 +370,19 @@ async fn handshake(shared: &Shared, socket: &mut WebSocket) -> Result<Accepted, 
             close_code: CLOSE_POLICY,
         });
     };
+    // A limited credential (the agent's screen credential) sends commands; were it a UI it
+    // could acknowledge its own commands and pass for a person's open page.
+    if is_limited && params.client.mode == ClientMode::Ui {
+        return Err(Rejection {
+            id: req.id,
+            error: ErrorShape::new(
+                ErrorCode::Forbidden,
+                "this credential cannot connect as a ui client",
+            )
+            .with_details(json!({"code": "UI_NOT_ALLOWED"})),
+            close_code: CLOSE_POLICY,
+        });
+    }
     // A client gets what it asked for, no more, and no more than its token allows.
     let asked: Scopes = params.scopes.iter().copied().collect();
     let scopes = asked.intersect(allowed);
@@ -382,7 +433,10 @@ pub fn parse_request(text: &str) -> Result<RequestFrame, (String, ErrorShape)> {
     }
 }
 
-fn parse_params<T: DeserializeOwned>(params: Option<Value>, method: &str) -> Result<T, ErrorShape> {
+fn parse_params<T: DeserializeOwned>(
+    params: Option<Value>,
+    method: impl std::fmt::Display,
+) -> Result<T, ErrorShape> {
     serde_json::from_value(params.unwrap_or_else(|| json!({})))
         .map_err(|e| ErrorShape::invalid(format!("invalid {method} params: {e}")))
 }
@@ -421,7 +475,7 @@ struct Conn {
 
 impl Conn {
     /// Returns `true` when the server queued a close (the writer should finish the queue).
-    async fn read_loop(&self, mut stream: SplitStream<WebSocket>) -> bool {
+    async fn read_loop(&self, stream: &mut SplitStream<WebSocket>) -> bool {
         let cancel = self.entry.out.cancel_token().clone();
         // One registration for the connection's life, not one per frame.
         let cancelled = cancel.cancelled();
@@ -445,8 +499,23 @@ impl Conn {
                     self.respond_err("", ErrorShape::invalid("binary frames are not supported"));
                 }
                 Some(Ok(Message::Ping(_) | Message::Pong(_))) => {}
+                Some(Err(e)) if let Some((code, reason)) = read_failure(&e) => {
+                    if code == CLOSE_TOO_BIG {
+                        self.respond_err("", self.too_large(None));
+                    }
+                    self.entry.out.push(Out::Close(code, reason.into()));
+                    return true;
+                }
                 Some(Ok(Message::Close(_))) | Some(Err(_)) | None => return false,
             }
+        }
+    }
+
+    fn too_large(&self, len: Option<usize>) -> ErrorShape {
+        let max = self.shared.tuning.max_payload;
+        match len {
+            Some(len) => ErrorShape::invalid(format!("frame too large: {len} bytes (limit {max})")),
+            None => ErrorShape::invalid(format!("frame too large (limit {max} bytes)")),
         }
     }
 
@@ -462,15 +531,8 @@ impl Conn {
 
     /// Handle one text frame; `false` means stop reading (a close is queued).
     fn handle_text(&self, text: &str) -> bool {
-        let max = self.shared.tuning.max_payload;
-        if text.len() > max {
-            self.respond_err(
-                "",
-                ErrorShape::invalid(format!(
-                    "frame too large: {} bytes (limit {max})",
-                    text.len()
-                )),
-            );
+        if text.len() > self.shared.tuning.max_payload {
+            self.respond_err("", self.too_large(Some(text.len())));
             self.entry
                 .out
                 .push(Out::Close(CLOSE_TOO_BIG, "frame too large".into()));
@@ -499,22 +561,38 @@ impl Conn {
 
     fn dispatch(&self, req: &RequestFrame) -> Result<(), ErrorShape> {
         let params = req.params.clone();
-        match req.method.as_str() {
-            "connect" => Err(ErrorShape::invalid("already connected")),
-            "ping" => {
+        let Some(method) = Method::from_name(&req.method) else {
+            return Err(ErrorShape::new(
+                ErrorCode::NotFound,
+                format!("unknown method: {}", req.method),
+            ));
+        };
+        match method {
+            Method::Connect => Err(ErrorShape::invalid("already connected")),
+            Method::Ping => {
                 self.need(Scope::Read)?;
                 self.respond(&req.id, json!({"ts": crate::now_ms()}));
                 Ok(())
             }
-            "ui.command" => self.ui_command(req, params),
-            "ui.command.result" => {
+            Method::SessionCheck => {
+                self.need(Scope::Read)?;
+                let p: SessionCheckParams = parse_params(params, method)?;
+                let exists =
+                    p.is_well_formed() && self.shared.config.sessions.contains(&p.session_key);
+                let payload =
+                    serde_json::to_value(SessionCheckResponse { exists }).unwrap_or(Value::Null);
+                self.respond(&req.id, payload);
+                Ok(())
+            }
+            Method::UiCommand => self.ui_command(req, params),
+            Method::UiCommandResult => {
                 if !self.entry.ui_target {
                     return Err(ErrorShape::new(
                         ErrorCode::Forbidden,
                         "ui.command.result is only for ui clients with the ui-commands cap",
                     ));
                 }
-                let p: UiCommandResultParams = parse_params(params, "ui.command.result")?;
+                let p: UiCommandResultParams = parse_params(params, method)?;
                 if p.command_id.len() > MAX_ID_LEN
                     || p.reason
                         .as_ref()
@@ -533,9 +611,9 @@ impl Conn {
                 self.respond(&req.id, json!({"accepted": accepted}));
                 Ok(())
             }
-            "terminal.run" => {
+            Method::TerminalRun => {
                 self.need(Scope::Admin)?;
-                let p: RunParams = parse_params(params, "terminal.run")?;
+                let p: RunParams = parse_params(params, method)?;
                 let run_id = format!("run_{}", crate::random_hex(6));
                 let forward = terminal::run(
                     self.terminal.clone(),
@@ -548,23 +626,19 @@ impl Conn {
                 tokio::spawn(forward);
                 Ok(())
             }
-            "terminal.kill" => {
+            Method::TerminalKill => {
                 self.need(Scope::Admin)?;
-                let _: KillParams = parse_params(params, "terminal.kill")?;
+                let _: KillParams = parse_params(params, method)?;
                 let killed = self.terminal.kill();
                 self.respond(&req.id, json!({"ok": true, "killed": killed}));
                 Ok(())
             }
-            other => Err(ErrorShape::new(
-                ErrorCode::NotFound,
-                format!("unknown method: {other}"),
-            )),
         }
     }
 
     fn ui_command(&self, req: &RequestFrame, params: Option<Value>) -> Result<(), ErrorShape> {
         self.need(Scope::Write)?;
-        let p: UiCommandParams = parse_params(params, "ui.command")?;
+        let p: UiCommandParams = parse_params(params, Method::UiCommand)?;
         p.validate(self.shared.config.sessions.as_ref())
             .map_err(|m| ErrorShape::invalid(format!("invalid ui.command params: {m}")))?;
         let wait = p.wait == Some(true);
@@ -618,7 +692,15 @@ impl Conn {
     }
 }
 
-async fn write_loop(mut sink: SplitSink<WebSocket, Message>, out: Arc<Outbound>) {
+/// `close_grace`: how long a connection cut from the server side may take to accept its close
+/// frame. A slow consumer's socket is full when it is cut; waiting lets the frame with the
+/// reason follow the data once the peer reads again, instead of an unexplained 1006.
+async fn write_loop(
+    mut sink: SplitSink<WebSocket, Message>,
+    out: Arc<Outbound>,
+    conn_id: String,
+    close_grace: Duration,
+) {
     // The challenge was seq 1.
     let mut seq: u64 = 1;
     let cancel = out.cancel_token().clone();
@@ -648,7 +730,8 @@ async fn write_loop(mut sink: SplitSink<WebSocket, Message>, out: Arc<Outbound>)
                     }
                     Out::Tick => {
                         seq += 1;
-                        let t = EventPrefix::new("tick", &json!({"ts": crate::now_ms()}));
+                        let t =
+                            EventPrefix::new(Event::Tick.as_str(), &json!({"ts": crate::now_ms()}));
                         sink.feed(Message::Text(t.finish(seq).into())).await?;
                         // Answered by any live WebSocket peer, browsers included.
                         sink.feed(Message::Ping(Default::default())).await?;
@@ -681,9 +764,12 @@ async fn write_loop(mut sink: SplitSink<WebSocket, Message>, out: Arc<Outbound>)
         }
     }
     if !closed_by_queue && let Some(kill) = out.kill_reason() {
-        // Best effort: a stalled peer may not take even this.
+        if kill.code == CLOSE_POLICY {
+            tracing::warn!(conn_id = %conn_id, reason = %kill.reason, "gateway connection cut");
+        }
+        // Bounded: a peer that never reads again does not keep the task.
         let _ = tokio::time::timeout(
-            Duration::from_millis(500),
+            close_grace,
             sink.send(close_message(kill.code, &kill.reason)),
         )
         .await;

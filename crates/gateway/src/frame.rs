@@ -120,7 +120,7 @@ pub enum ServerFrame {
 }
 
 /// The machine-readable error codes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "SCREAMING_SNAKE_CASE")]
 pub enum ErrorCode {
     InvalidRequest,
@@ -168,6 +168,18 @@ impl ErrorShape {
 
     pub fn invalid(message: impl Into<String>) -> Self {
         ErrorShape::new(ErrorCode::InvalidRequest, message)
+    }
+}
+
+impl std::fmt::Display for ErrorShape {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}: {}", self.code.as_str(), self.message)
+    }
+}
+
+impl std::fmt::Display for ErrorCode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
     }
 }
 

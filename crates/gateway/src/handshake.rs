@@ -142,24 +142,26 @@ pub struct Policy {
     pub tick_interval_ms: u64,
 }
 
-/// Methods a client may call after `connect`.
-pub const METHODS: &[&str] = &[
-    "ping",
-    "ui.command",
-    "ui.command.result",
-    "terminal.run",
-    "terminal.kill",
-];
+/// Params of `session.check` (closed).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct SessionCheckParams {
+    pub session_key: String,
+}
 
-/// Events the gateway sends.
-pub const EVENTS: &[&str] = &[
-    "connect.challenge",
-    "tick",
-    "ui.command",
-    "terminal.output",
-    "terminal.truncated",
-    "terminal.exit",
-];
+impl SessionCheckParams {
+    /// Session IDs are short; a longer key is not asked of the directory at all.
+    pub fn is_well_formed(&self) -> bool {
+        !self.session_key.is_empty() && self.session_key.len() <= MAX_SHORT
+    }
+}
+
+/// The `session.check` answer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct SessionCheckResponse {
+    pub exists: bool,
+}
 
 #[cfg(test)]
 mod tests {

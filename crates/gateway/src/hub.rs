@@ -109,7 +109,7 @@ impl Hub {
         }
         let payload = serde_json::to_value(event)
             .map_err(|e| ErrorShape::new(ErrorCode::Internal, format!("encode: {e}")))?;
-        let prefix = EventPrefix::new("ui.command", &payload);
+        let prefix = EventPrefix::new(crate::method::Event::UiCommand.as_str(), &payload);
 
         // Register before sending: a fast UI may answer before the loop below ends.
         let rx = if wait {

@@ -22,19 +22,19 @@
 //! });
 //! let app: Router = Router::new()
 //!     .route("/gateway", get(|State(g): State<Gateway>, ws: WebSocketUpgrade| async move {
-//!         ws.read_buffer_size(4096)
-//!             .write_buffer_size(4096)
-//!             .max_message_size(ax_gateway::MAX_PAYLOAD)
-//!             .on_upgrade(move |socket| g.serve_socket(socket))
+//!         g.configure_upgrade(ws).on_upgrade(move |socket| g.serve_socket(socket))
 //!     }))
 //!     .with_state(gateway);
 //! ```
 //!
-//! Module map: [`frame`] (wire frames, error codes), [`handshake`] (`connect`, `hello-ok`),
-//! [`scope`], [`ui_command`] (command types and acknowledgements), `hub` (registry and
-//! fan-out), `outbound` (bounded per-connection queues), `connection` (reader and writer
-//! tasks), `terminal` (the operator terminal's wire side; the backend runs the commands
-//! through a [`TerminalHost`]).
+//! The other side is [`client::GatewayClient`] (handshake, requests by id, events), and on it
+//! [`screen::ScreenServer`], the `screen` MCP tool.
+//!
+//! Module map: [`frame`] (wire frames, error codes), [`method`] (method and event names),
+//! [`handshake`] (`connect`, `hello-ok`), [`scope`], [`ui_command`] (command types and
+//! acknowledgements), `hub` (registry and fan-out), `outbound` (bounded per-connection queues),
+//! `connection` (reader and writer tasks), `terminal` (the operator terminal's wire side; the backend
+//! runs the commands through a [`TerminalHost`]), [`client`], [`screen`].
 
 use std::{
     future::Future,
@@ -45,24 +45,30 @@ use std::{
     time::{Duration, Instant},
 };
 
-use axum::extract::ws::WebSocket;
+use axum::extract::ws::{WebSocket, WebSocketUpgrade};
 
+pub mod client;
 mod connection;
 pub mod frame;
 pub mod handshake;
 mod hub;
+pub mod method;
 mod outbound;
 pub mod scope;
+pub mod screen;
 mod terminal;
 pub mod ui_command;
 
+pub use client::{ClientError, ConnectOptions, GatewayClient, Pending};
 pub use connection::{MAX_PREHANDSHAKE_FRAME, parse_request};
 pub use frame::{
     ErrorCode, ErrorShape, EventFrame, PROTOCOL, RequestFrame, ResponseFrame, ServerFrame,
 };
 pub use handshake::{
     CAP_UI_COMMANDS, ClientInfo, ClientMode, ConnectAuth, ConnectParams, HelloOk, Role,
+    SessionCheckParams, SessionCheckResponse,
 };
+pub use method::{Event, Method};
 pub use scope::{Scope, Scopes};
 pub use terminal::{
     MAX_COMMAND as TERMINAL_MAX_COMMAND, MAX_OUTPUT as TERMINAL_MAX_OUTPUT, TerminalEvent,
@@ -77,6 +83,17 @@ pub use ui_command::{
 /// upgrade should pass it as `max_message_size`, so a larger frame is refused before it is
 /// buffered whole.
 pub const MAX_PAYLOAD: usize = 256 * 1024;
+
+/// How far past [`Tuning::max_payload`] the WebSocket layer still reads a message whole, so
+/// the gateway itself refuses it (an error response, then 1009 with a reason) and the peer
+/// gets both: when the layer's cap cuts a frame mid-way, the unread rest makes the close a
+/// reset that can swallow them.
+const WS_CAP_HEADROOM: usize = 64 * 1024;
+
+/// `tracing` filter directives that every subscriber of a process hosting or using the
+/// gateway adds: the WebSocket library prints whole frames at trace level, and the first
+/// frame of a connection carries its credential.
+pub const LOG_DIRECTIVES: &[&str] = &["tungstenite=debug", "tokio_tungstenite=debug"];
 
 /// Tells the gateway whether a session exists in the served project.
 pub trait SessionDirectory: Send + Sync + 'static {
@@ -96,8 +113,9 @@ pub struct GatewayConfig {
 }
 
 /// A credential besides [`GatewayConfig::token`] that grants at most `scopes` (the backend's
-/// screen credential: read and write, never admin). Compared in constant time; its `Debug`
-/// never shows the token.
+/// screen credential: read and write, never admin), and never connects as a `ui` client: an
+/// agent holding it could otherwise acknowledge its own commands as if a page were open.
+/// Compared in constant time; its `Debug` never shows the token.
 #[derive(Clone)]
 pub struct LimitedToken {
     pub token: String,
@@ -130,6 +148,9 @@ pub struct Tuning {
     pub wait_timeout: Duration,
     /// Largest frame accepted after the handshake.
     pub max_payload: usize,
+    /// How long a connection cut by the gateway (slow consumer, dead peer) may take to accept
+    /// its close frame before the socket is dropped.
+    pub close_grace: Duration,
 }
 
 impl Default for Tuning {
@@ -142,6 +163,7 @@ impl Default for Tuning {
             queue_bytes: 1 << 20,
             wait_timeout: Duration::from_secs(2),
             max_payload: MAX_PAYLOAD,
+            close_grace: Duration::from_secs(10),
         }
     }
 }
@@ -225,6 +247,17 @@ impl Gateway {
     /// `on_upgrade(move |socket| gateway.serve_socket(socket))`.
     pub fn serve_socket(&self, socket: WebSocket) -> impl Future<Output = ()> + Send + use<> {
         connection::serve(self.shared.clone(), socket)
+    }
+
+    /// The upgrade settings the gateway expects: 4 KiB buffers (an idle connection costs a
+    /// few KiB, not 134) and a message cap a little above [`Tuning::max_payload`], so that
+    /// the gateway's own size check answers an oversized frame.
+    pub fn configure_upgrade(&self, ws: WebSocketUpgrade) -> WebSocketUpgrade {
+        let cap = self.shared.tuning.max_payload.max(MAX_PREHANDSHAKE_FRAME) + WS_CAP_HEADROOM;
+        ws.read_buffer_size(4096)
+            .write_buffer_size(4096)
+            .max_message_size(cap)
+            .max_frame_size(cap)
     }
 
     /// Connections past the handshake.

@@ -182,6 +182,13 @@ pub struct CreateSession {
     pub agent: Option<String>,
 }
 
+/// `PATCH /session/{id}` body: the new title (1 to 200 characters, no control characters).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct RenameSession {
+    pub title: String,
+}
+
 text_enum! {
     /// Who wrote a message.
     pub enum Role {
@@ -696,7 +703,7 @@ mod tests {
             id: "per_0123456789abABCDEFGHIJKLMN".into(),
             session_id: id.clone(),
             command: "ls".into(),
-            attachments: Vec::new(),
+            attachments: vec!["a.txt".into()],
             state: PermissionState::Pending,
             created: 1,
             tool_call: None,

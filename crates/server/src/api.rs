@@ -2,7 +2,8 @@
 
 use ax_protocol::{
     AbortResult, CreateSession, Event, Health, Message, Permission, PermissionAnswer, Project,
-    Prompt, PromptAccepted, Session, SessionId, SessionStatus, SetMode, proof,
+    Prompt, PromptAccepted, PromptPart, RenameSession, Session, SessionId, SessionStatus,
+    SetMode, proof,
 };
 use axum::{
     Json, Router,
@@ -44,7 +45,12 @@ pub fn protected(app: Shared) -> Router<Shared> {
     Router::new()
         .route("/project", get(project))
         .route("/session", get(list_sessions).post(create_session))
-        .route("/session/{id}", get(get_session).delete(delete_session))
+        .route(
+            "/session/{id}",
+            get(get_session)
+                .patch(rename_session)
+                .delete(delete_session),
+        )
         .route("/session/{id}/message", get(messages))
         .route("/session/{id}/prompt", post(prompt))
         .route("/session/{id}/abort", post(abort))
@@ -123,18 +129,7 @@ async fn create_session(
     input: Result<Json<CreateSession>, JsonRejection>,
 ) -> ApiResult<Response> {
     let input = body(input)?;
-    let title = input.title.unwrap_or_default();
-    if title.chars().count() > app.limits.title_chars {
-        return Err(Failure::bad_request(format!(
-            "a title has at most {} characters",
-            app.limits.title_chars
-        )));
-    }
-    if title.chars().any(char::is_control) {
-        return Err(Failure::bad_request(
-            "a title may not contain control characters",
-        ));
-    }
+    let title = check_title(&app, &input.title.unwrap_or_default())?;
     let agent = match input.agent {
         Some(name) => {
             if app.agents.get(&name).is_none() {
@@ -152,7 +147,7 @@ async fn create_session(
     let now = ids::now_ms();
     let session = Session {
         id: ids::session_id(),
-        title: title.trim().to_owned(),
+        title,
         created: now,
         updated: now,
         status: SessionStatus::Idle,
@@ -168,6 +163,68 @@ async fn create_session(
         session: session.clone(),
     });
     Ok((StatusCode::CREATED, Json(session)).into_response())
+}
+
+/// A title as stored: trimmed, bounded, without control characters.
+fn check_title(app: &Shared, title: &str) -> ApiResult<String> {
+    if title.chars().count() > app.limits.title_chars {
+        return Err(Failure::bad_request(format!(
+            "a title has at most {} characters",
+            app.limits.title_chars
+        )));
+    }
+    if title.chars().any(char::is_control) {
+        return Err(Failure::bad_request(
+            "a title may not contain control characters",
+        ));
+    }
+    Ok(title.trim().to_owned())
+}
+
+/// The title a session gets from its first prompt: the first non-blank line of its text,
+/// control characters dropped, shortened to 60 characters with an ellipsis.
+fn title_from_prompt(prompt: &Prompt) -> Option<String> {
+    const MAX: usize = 60;
+    let line = prompt.parts.iter().find_map(|p| match p {
+        PromptPart::Text { text } => text.lines().find(|l| !l.trim().is_empty()),
+        PromptPart::File { .. } => None,
+    })?;
+    let clean: String = line
+        .trim()
+        .chars()
+        .map(|c| if c.is_control() { ' ' } else { c })
+        .collect();
+    let mut title: String = clean.chars().take(MAX).collect();
+    if clean.chars().count() > MAX {
+        title.push('…');
+    }
+    Some(title)
+}
+
+/// `PATCH /session/{id}` with `{"title"}`: renames; `session.updated` goes to everyone.
+async fn rename_session(
+    State(app): State<Shared>,
+    Path(id): Path<String>,
+    input: Result<Json<RenameSession>, JsonRejection>,
+) -> ApiResult<Json<Session>> {
+    let id = session_id(&id)?;
+    let input = body(input)?;
+    let title = check_title(&app, &input.title)?;
+    if title.is_empty() {
+        return Err(Failure::bad_request("a title may not be empty"));
+    }
+    let project = app.project_id;
+    let sid = id.to_string();
+    let now = ids::now_ms();
+    let session = app
+        .store
+        .write(move |c| store::rename_session(c, project, &sid, &title, now))
+        .await?
+        .ok_or_else(|| Failure::session_not_found(id.as_str()))?;
+    app.bus.publish(Event::SessionUpdated {
+        session: session.clone(),
+    });
+    Ok(Json(session))
 }
 
 async fn find_session(app: &Shared, id: &SessionId) -> ApiResult<Session> {
@@ -229,7 +286,20 @@ async fn prompt(
 ) -> ApiResult<Response> {
     let id = session_id(&id)?;
     let input = body(input)?;
-    let accepted: PromptAccepted = runner::start(&app, id, input).await?;
+    let title = title_from_prompt(&input);
+    let accepted: PromptAccepted = runner::start(&app, id.clone(), input).await?;
+    // Every session gets a title from its first prompt, however it was created.
+    if let Some(title) = title {
+        let project = app.project_id;
+        let sid = id.to_string();
+        let titled = app
+            .store
+            .write(move |c| store::title_if_untitled(c, project, &sid, &title))
+            .await?;
+        if let Some(session) = titled {
+            app.bus.publish(Event::SessionUpdated { session });
+        }
+    }
     Ok((StatusCode::ACCEPTED, Json(accepted)).into_response())
 }
 

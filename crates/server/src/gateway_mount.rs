@@ -66,22 +66,18 @@ async fn upgrade(
 ) -> Response {
     let shutdown = app.shutdown.clone();
     // Small buffers keep an idle connection at a few KiB; the message cap stops a client from
-    // making us buffer megabytes before the gateway's own size checks run.
-    ws.read_buffer_size(4096)
-        .write_buffer_size(4096)
-        .max_message_size(ax_gateway::MAX_PAYLOAD)
-        .max_frame_size(ax_gateway::MAX_PAYLOAD)
-        .on_upgrade(move |socket| {
-            // The socket goes straight into the gateway's future; an `async move` block that
-            // captured it would keep a moved-out copy for the connection's whole life.
-            let serve = gateway.serve_socket(socket);
-            async move {
-                tokio::select! {
-                    () = serve => {}
-                    () = shutdown.cancelled() => {}
-                }
+    // making us buffer megabytes, yet lets the gateway's own size check answer first.
+    gateway.configure_upgrade(ws).on_upgrade(move |socket| {
+        // The socket goes straight into the gateway's future; an `async move` block that
+        // captured it would keep a moved-out copy for the connection's whole life.
+        let serve = gateway.serve_socket(socket);
+        async move {
+            tokio::select! {
+                () = serve => {}
+                () = shutdown.cancelled() => {}
             }
-        })
+        }
+    })
 }
 
 pub fn router(app: Shared, gateway: Gateway) -> Router<Shared> {

@@ -25,7 +25,12 @@
 //! - `POST /signin/code` (credential) mints a one-time Control UI sign-in code; `POST /signin`
 //!   `{"code"}` (no credential) exchanges it once, within [`ServerConfig::sign_in_ttl`], for
 //!   `{"token"}` (see `signin`).
-//! - `POST /session` answers 201 with the `Session`; `GET /session?limit=N` gives a page.
+//! - `POST /session` answers 201 with the `Session`; `GET /session?limit=N` gives a page,
+//!   most recent activity (`updated`) first. `PATCH /session/{id}` with `{"title"}` renames
+//!   (strict body, 1 to 200 characters) and publishes `session.updated`. An untitled session
+//!   takes a title from the first line of its first accepted prompt.
+//! - One backend per project: [`start`] takes the project's lock ([`project::ProjectLock`])
+//!   and fails with [`StartError::Lock`] naming the running backend.
 //! - `POST /session/{id}/prompt` answers 202 with `PromptAccepted` (the stored user message,
 //!   the reply message ID, the pending `Permission` unless the session said `always`). The
 //!   text parts, joined with newlines, are the command line. File parts name files inside the
@@ -70,6 +75,7 @@ mod error;
 mod events;
 mod gateway_mount;
 mod ids;
+pub mod project;
 pub mod registry;
 mod runner;
 mod secure;
@@ -81,6 +87,7 @@ mod terminal;
 
 pub use ax_agents::{Agent, AgentOutput, AgentRequest, RunEnd, ShellAgent};
 pub use ax_protocol::local::data_dir as default_data_dir;
+pub use project::project_root;
 pub use state::Limits;
 
 /// How to run a backend.
@@ -151,11 +158,15 @@ impl fmt::Debug for ServerConfig {
 /// Why a backend could not start.
 #[derive(Debug, thiserror::Error)]
 pub enum StartError {
-    #[error("project directory {path}: {source}")]
+    // The cause is in the message, not also a `source`, so a chain prints it once.
+    #[error("project directory {path}: {error}")]
     Project {
         path: PathBuf,
-        source: std::io::Error,
+        error: std::io::Error,
     },
+    /// Another backend serves the project (one backend per project).
+    #[error(transparent)]
+    Lock(#[from] project::LockError),
     #[error(
         "refusing to listen on {0}: not a loopback address; pass the explicit remote flag \
          (and keep the credential secret) to expose the backend"
@@ -165,10 +176,10 @@ pub enum StartError {
     BadToken,
     #[error(transparent)]
     Store(#[from] store::StoreError),
-    #[error("cannot listen on {addr}: {source}")]
+    #[error("cannot listen on {addr}: {error}")]
     Bind {
         addr: SocketAddr,
-        source: std::io::Error,
+        error: std::io::Error,
     },
     #[error("cannot register the backend in the data directory: {0}")]
     Register(std::io::Error),
@@ -211,6 +222,8 @@ pub struct RunningServer {
     server: Option<JoinHandle<std::io::Result<()>>>,
     registration: Option<registry::Registration>,
     sign_in: Arc<signin::Codes>,
+    /// Dropped last: the project is served until the rest has stopped.
+    _lock: project::ProjectLock,
 }
 
 impl fmt::Debug for RunningServer {
@@ -283,14 +296,14 @@ impl Drop for RunningServer {
 /// Opens the store, recovers interrupted runs, binds, and serves in the background.
 pub async fn start(config: ServerConfig) -> Result<RunningServer, StartError> {
     let project_dir =
-        std::fs::canonicalize(&config.project_dir).map_err(|source| StartError::Project {
+        std::fs::canonicalize(&config.project_dir).map_err(|error| StartError::Project {
             path: config.project_dir.clone(),
-            source,
+            error,
         })?;
     if !project_dir.is_dir() {
         return Err(StartError::Project {
             path: project_dir,
-            source: std::io::Error::other("not a directory"),
+            error: std::io::Error::other("not a directory"),
         });
     }
     if !config.bind.ip().is_loopback() && !config.allow_remote {
@@ -301,6 +314,9 @@ pub async fn start(config: ServerConfig) -> Result<RunningServer, StartError> {
         Some(_) => return Err(StartError::BadToken),
         None => generate_token(),
     };
+
+    // One backend per project, held until this one is gone.
+    let lock = project::ProjectLock::acquire(&config.data_dir, &project_dir)?;
 
     let data_dir = config.data_dir.clone();
     let directory = project_dir.to_string_lossy().into_owned();
@@ -332,15 +348,20 @@ pub async fn start(config: ServerConfig) -> Result<RunningServer, StartError> {
 
     let listener = tokio::net::TcpListener::bind(config.bind)
         .await
-        .map_err(|source| StartError::Bind {
+        .map_err(|error| StartError::Bind {
             addr: config.bind,
-            source,
+            error,
         })?;
-    let addr = listener.local_addr().map_err(|source| StartError::Bind {
+    let addr = listener.local_addr().map_err(|error| StartError::Bind {
         addr: config.bind,
-        source,
+        error,
     })?;
     let url = local_url(addr);
+    // Best effort: only the refusal message of a second backend reads it.
+    let _ = lock.record(&project::LockHolder {
+        pid: std::process::id(),
+        url: url.clone(),
+    });
     let allowed_hosts = addr.ip().is_loopback().then(|| {
         let port = addr.port();
         vec![
@@ -432,11 +453,13 @@ pub async fn start(config: ServerConfig) -> Result<RunningServer, StartError> {
         server: Some(server),
         registration,
         sign_in,
+        _lock: lock,
     })
 }
 
-/// Sessions of `project_dir` read straight from the store, read-only, newest first (for
-/// `ax-code session list` when no backend runs). An empty list when nothing was stored.
+/// Sessions of `project_dir` read straight from the store, read-only, most recently active
+/// first (for `ax-code session list` when no backend runs). An empty list when nothing was
+/// stored.
 pub fn list_sessions_offline(
     data_dir: &Path,
     project_dir: &Path,

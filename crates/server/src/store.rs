@@ -86,7 +86,11 @@ CREATE TABLE process_group (
     owner_start INTEGER
 );
 "#,
-    // v5: ACP agents. A session's agent (fixed at creation), the agent's own session id (to
+    // v5: lists sort by last activity.
+    r#"
+CREATE INDEX session_by_activity ON session(project_id, updated DESC, id DESC);
+"#,
+    // v6: ACP agents. A session's agent (fixed at creation), the agent's own session id (to
     // reopen it), what it told us (modes, auth methods: JSON `AgentState`); an agent
     // permission's tool call, options and the option sent (JSON); an agent message's turn as
     // append-only deltas, folded on read (`ax_protocol::turn::apply`).
@@ -120,10 +124,10 @@ pub enum StoreError {
         found: i64,
         supported: i64,
     },
-    #[error("cannot prepare the data directory {path}: {source}")]
+    #[error("cannot prepare the data directory {path}: {error}")]
     DataDir {
         path: PathBuf,
-        source: std::io::Error,
+        error: std::io::Error,
     },
     /// The data directory cannot be read (e.g. another user's): not the same as "empty".
     #[error("cannot read the data directory {path}: {error}")]
@@ -176,16 +180,23 @@ fn check_version(conn: &Connection, path: &Path) -> Result<i64> {
 }
 
 fn migrate(conn: &mut Connection, path: &Path) -> Result<()> {
+    // Another backend may be migrating the same fresh file right now: wait for its locks
+    // rather than failing at once (this alters nothing in the file).
+    conn.busy_timeout(std::time::Duration::from_secs(5))?;
     // The version check comes before anything that could alter the file (even WAL mode).
-    let found = check_version(conn, path)?;
+    check_version(conn, path)?;
     conn.pragma_update(None, "journal_mode", "WAL")?;
     configure(conn)?;
+    // One write transaction taken up front (BEGIN IMMEDIATE) for all steps, and the version
+    // read again inside it: of two backends starting at once, the second waits, then sees the
+    // schema the first wrote and runs nothing twice ("table project already exists").
+    let tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
+    let found = check_version(&tx, path)?;
     for (i, sql) in MIGRATIONS.iter().enumerate().skip(found as usize) {
-        let tx = conn.transaction()?;
         tx.execute_batch(sql)?;
         tx.pragma_update(None, "user_version", (i + 1) as i64)?;
-        tx.commit()?;
     }
+    tx.commit()?;
     Ok(())
 }
 
@@ -205,16 +216,16 @@ fn create_private_db(path: &Path) -> std::io::Result<()> {
 impl Store {
     /// Opens (creating and migrating as needed) the database in `data_dir`, made 0700.
     pub fn open(data_dir: &Path) -> Result<Store> {
-        crate::secure::private_dir(data_dir).map_err(|source| StoreError::DataDir {
+        crate::secure::private_dir(data_dir).map_err(|error| StoreError::DataDir {
             path: data_dir.to_owned(),
-            source,
+            error,
         })?;
         let path = data_dir.join(DB_FILE);
         // Created 0600 before SQLite sees it; its -wal and -shm files inherit the mode.
-        if let Err(source) = create_private_db(&path) {
+        if let Err(error) = create_private_db(&path) {
             return Err(StoreError::DataDir {
                 path: path.clone(),
-                source,
+                error,
             });
         }
         let mut write = Connection::open(&path)?;
@@ -409,11 +420,11 @@ pub fn insert_session(conn: &Connection, project: i64, session: &Session) -> Res
     Ok(())
 }
 
-/// Newest first.
+/// Most recent activity (`updated`) first; the TUI sorts the same way.
 pub fn list_sessions(conn: &Connection, project: i64, limit: Option<u32>) -> Result<Vec<Session>> {
     let mut stmt = conn.prepare_cached(&format!(
         "SELECT {SESSION_COLUMNS} FROM session WHERE project_id = ?1 \
-         ORDER BY created DESC, id DESC LIMIT ?2"
+         ORDER BY updated DESC, id DESC LIMIT ?2"
     ))?;
     let limit = limit.map_or(-1, i64::from);
     let rows = stmt.query_map(params![project, limit], session_from_row)?;
@@ -512,6 +523,38 @@ pub fn append_deltas<'a>(
         stmt.execute(params![message_id, seq as i64, serde_json::to_string(delta)?])?;
     }
     Ok(())
+}
+
+/// Sets the title and bumps `updated`; the session as it is now, `None` when unknown.
+pub fn rename_session(
+    conn: &Connection,
+    project: i64,
+    id: &str,
+    title: &str,
+    now: Millis,
+) -> Result<Option<Session>> {
+    conn.execute(
+        "UPDATE session SET title = ?1, updated = max(updated, ?2) WHERE project_id = ?3 AND id = ?4",
+        params![title, now, project, id],
+    )?;
+    get_session(conn, project, id)
+}
+
+/// Gives an untitled session `title` (from its first prompt); `None` when it already had one.
+pub fn title_if_untitled(
+    conn: &Connection,
+    project: i64,
+    id: &str,
+    title: &str,
+) -> Result<Option<Session>> {
+    let n = conn.execute(
+        "UPDATE session SET title = ?1 WHERE project_id = ?2 AND id = ?3 AND title = ''",
+        params![title, project, id],
+    )?;
+    if n == 0 {
+        return Ok(None);
+    }
+    get_session(conn, project, id)
 }
 
 pub fn delete_session(conn: &mut Connection, project: i64, id: &str) -> Result<bool> {
@@ -990,11 +1033,11 @@ mod tests {
     }
 
     /// A version-2 database with the given extra SQL, opened by this build.
-    /// A database written by the version-4 code (the last schema before ACP agents), with
+    /// A database written by the version-5 code (the last schema before ACP agents), with
     /// every kind of row it wrote, opened by this build: nothing is lost, every session reads
     /// as a `shell` session, and a cut run is still recovered.
     #[test]
-    fn a_version_4_database_migrates_with_nothing_lost() {
+    fn a_version_5_database_migrates_with_nothing_lost() {
         let tmp = tempfile::tempdir().unwrap();
         let parts = [
             r#"{"type":"text","text":"ls -l"}"#,
@@ -1010,11 +1053,11 @@ mod tests {
         ];
         {
             let conn = Connection::open(tmp.path().join(DB_FILE)).unwrap();
-            for m in &MIGRATIONS[..4] {
+            for m in &MIGRATIONS[..5] {
                 conn.execute_batch(m).unwrap();
             }
             conn.execute_batch(
-                "PRAGMA user_version = 4;
+                "PRAGMA user_version = 5;
                  INSERT INTO project(id, directory) VALUES (1, '/p');
                  INSERT INTO session(id, project_id, title, created, updated, status, always_allow)
                    VALUES ('ses_0123456789abABCDEFGHIJKLMN', 1, 'first', 1, 2, 'idle', 1);

@@ -59,6 +59,11 @@ pub enum Modal {
     Help,
     /// The MCP client configuration for this TUI's endpoint (`/tui-mcp-config`).
     McpConfig,
+    /// "Delete this session?" (y/Enter deletes, n/Esc keeps it).
+    ConfirmDelete {
+        session: SessionId,
+        title: String,
+    },
 }
 
 /// Who a notice is from.
@@ -110,6 +115,13 @@ pub enum Effect {
         permission_id: String,
         reply: PermissionReply,
     },
+    RenameSession {
+        session: SessionId,
+        title: String,
+    },
+    DeleteSession {
+        session: SessionId,
+    },
     /// Close the TUIMCP endpoint for good.
     RevokeSharing,
     /// Put `text` on the clipboard through the terminal (OSC 52).
@@ -160,6 +172,12 @@ pub struct App {
     /// Message events of the open session held back while its transcript loads.
     pub(crate) transcript_buffer: Option<Vec<Event>>,
     pub(crate) effects: Vec<Effect>,
+    /// Changes whenever a session appears in or leaves the list; part of the guard inputs,
+    /// so a TUIMCP revision read before a deletion is stale.
+    pub(crate) sessions_epoch: u64,
+    /// The backend's URL and, while it does not answer, why (shown while connecting).
+    pub(crate) backend_url: String,
+    pub(crate) down_cause: Option<String>,
 }
 
 impl App {
@@ -193,6 +211,9 @@ impl App {
             sync_buffer: None,
             transcript_buffer: None,
             effects: Vec::new(),
+            sessions_epoch: 0,
+            backend_url: String::new(),
+            down_cause: None,
         }
     }
 
@@ -239,6 +260,13 @@ impl App {
     }
     pub fn workspace(&self) -> &str {
         &self.workspace
+    }
+    pub fn backend_url(&self) -> &str {
+        &self.backend_url
+    }
+    /// Why the backend does not answer, while it does not.
+    pub fn down_cause(&self) -> Option<&str> {
+        self.down_cause.as_deref()
     }
     /// The terminal size the state lays out for.
     pub fn size(&self) -> (u16, u16) {
@@ -333,6 +361,7 @@ impl App {
             route_loaded: self.transcript_loaded,
             blockers: self.blocked_inputs(),
             workspace: self.workspace.clone(),
+            sessions: self.sessions_epoch,
         }
     }
 
@@ -362,6 +391,15 @@ impl App {
 
     pub fn set_workspace(&mut self, workspace: impl Into<String>) {
         self.workspace = workspace.into();
+    }
+
+    pub fn set_backend_url(&mut self, url: impl Into<String>) {
+        self.backend_url = url.into();
+    }
+
+    /// Why the backend does not answer (`None` once it does).
+    pub fn set_down_cause(&mut self, cause: Option<String>) {
+        self.down_cause = cause;
     }
 
     /// Expires notices.
@@ -525,12 +563,44 @@ impl App {
                     self.notify(NoticeKind::Error, e);
                 }
             }
+            Command::Rename => {
+                let title = invocation.arg.unwrap_or_default();
+                if let Some(session) = self.command_target("rename") {
+                    self.effects.push(Effect::RenameSession { session, title });
+                }
+            }
+            Command::Delete => {
+                if let Some(session) = self.command_target("delete") {
+                    let title = self
+                        .sessions
+                        .iter()
+                        .find(|s| s.id == session)
+                        .map(|s| s.title.clone())
+                        .unwrap_or_default();
+                    self.modal = Some(Modal::ConfirmDelete { session, title });
+                }
+            }
             Command::Help => self.modal = Some(Modal::Help),
             Command::Quit => self.begin_exit(),
             Command::TuiMcpConfig if self.sharing.is_some() => self.modal = Some(Modal::McpConfig),
             Command::TuiMcpRevoke => self.revoke_sharing(),
             Command::TuiMcpConfig => {}
         }
+    }
+
+    /// The session a command acts on: the open one, else the one selected at home.
+    fn command_target(&mut self, what: &str) -> Option<SessionId> {
+        let target = match &self.route {
+            Route::Session(id) => Some(id.clone()),
+            Route::Home => self.selected_index().and_then(|_| self.selected.clone()),
+        };
+        if target.is_none() {
+            self.notify(
+                NoticeKind::Error,
+                format!("no session to {what}: open or select one"),
+            );
+        }
+        target
     }
 
     pub(crate) fn reply(&mut self, reply: PermissionReply) {

@@ -10,6 +10,10 @@ pub enum Command {
     Sessions,
     /// Attach a file to the next prompt (takes the path).
     Attach,
+    /// Rename the open (or, at home, the selected) session (takes the title).
+    Rename,
+    /// Delete the open (or selected) session, after a confirmation.
+    Delete,
     Help,
     Quit,
     /// Show the MCP client configuration for this TUI's endpoint (only while sharing).
@@ -37,10 +41,12 @@ pub struct Invocation {
 
 impl Command {
     /// Every command, in palette and `/help` order.
-    pub const ALL: [Command; 7] = [
+    pub const ALL: [Command; 9] = [
         Command::New,
         Command::Sessions,
         Command::Attach,
+        Command::Rename,
+        Command::Delete,
         Command::Help,
         Command::Quit,
         Command::TuiMcpConfig,
@@ -52,6 +58,8 @@ impl Command {
             Command::New => "/new",
             Command::Sessions => "/sessions",
             Command::Attach => "/attach",
+            Command::Rename => "/rename",
+            Command::Delete => "/delete",
             Command::Help => "/help",
             Command::Quit => "/quit",
             Command::TuiMcpConfig => "/tui-mcp-config",
@@ -64,6 +72,8 @@ impl Command {
             Command::New => "start a new session",
             Command::Sessions => "show the session list",
             Command::Attach => "attach a file: /attach PATH",
+            Command::Rename => "new title: /rename TITLE",
+            Command::Delete => "delete this session (asks first)",
             Command::Help => "keys and commands",
             Command::Quit => "exit ax-code",
             Command::TuiMcpConfig => "MCP client config of this TUI",
@@ -75,13 +85,14 @@ impl Command {
     pub fn usage(self) -> &'static str {
         match self {
             Command::Attach => "/attach PATH",
+            Command::Rename => "/rename TITLE",
             other => other.name(),
         }
     }
 
     /// Needs an argument, so the palette types it into the composer instead of running it.
     pub fn takes_arg(self) -> bool {
-        matches!(self, Command::Attach)
+        matches!(self, Command::Attach | Command::Rename)
     }
 
     /// Listed only while the TUI is shared.
@@ -167,6 +178,16 @@ mod tests {
             run(Command::TuiMcpConfig)
         );
         assert!(parse("/nope", SharingState::On).is_err());
+        assert_eq!(
+            parse("/rename  new title ", off),
+            Ok(Invocation {
+                command: Command::Rename,
+                arg: Some("new title".into())
+            })
+        );
+        assert!(parse("/rename", off).is_err());
+        assert_eq!(parse("/delete", off), run(Command::Delete));
+        assert!(parse("/delete now", off).is_err());
     }
 
     #[test]

@@ -157,6 +157,15 @@ impl App {
                 KeyCode::Esc | KeyCode::Enter | KeyCode::Char('q') => None,
                 _ => Some(Modal::McpConfig),
             },
+            Modal::ConfirmDelete { session, title } => match key.code {
+                KeyCode::Char('y') | KeyCode::Enter => {
+                    self.effects
+                        .push(crate::app::Effect::DeleteSession { session });
+                    None
+                }
+                KeyCode::Char('n') | KeyCode::Esc => None,
+                _ => Some(Modal::ConfirmDelete { session, title }),
+            },
             Modal::Palette {
                 mut query,
                 mut selected,
@@ -232,7 +241,7 @@ impl App {
                 query.extend(text.chars().filter(|c| !c.is_control()).take(room));
                 *selected = 0;
             }
-            Some(Modal::Help | Modal::McpConfig) => {}
+            Some(Modal::Help | Modal::McpConfig | Modal::ConfirmDelete { .. }) => {}
             None if approval => {}
             None => self.composer.paste(text),
         }

@@ -56,4 +56,4 @@ pub mod transcript;
 
 pub use app::{App, Effect, Route};
 pub use keys::{chip_spans, palette_entries};
-pub use run::{Options, run};
+pub use run::{CredentialSource, Options, run};

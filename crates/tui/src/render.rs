@@ -154,7 +154,8 @@ fn home(frame: &mut Frame, app: &App, r: Rect) {
                     format!("{:<title_w$}", clip(title, title_w)),
                     Style::new().bold(),
                 ),
-                Span::styled(format!(" {}  {}", format_utc_minutes(s.created), s.id), DIM),
+                // Last activity: the list is sorted by it.
+                Span::styled(format!(" {}  {}", format_utc_minutes(s.updated), s.id), DIM),
             ]);
             if Some(i) == selected {
                 row.style(Style::new().bg(Color::Indexed(236)))
@@ -330,6 +331,17 @@ fn status_line(frame: &mut Frame, app: &App, r: Rect) {
             };
             Line::from(Span::styled(format!(" {} ", n.text), style))
         }
+        None if app.connection() != Connection::Connected && app.down_cause().is_some() => {
+            // While the backend does not answer: where, and why.
+            Line::from(Span::styled(
+                format!(
+                    " {}: {} ",
+                    app.backend_url(),
+                    app.down_cause().unwrap_or_default()
+                ),
+                Style::new().fg(Color::Yellow),
+            ))
+        }
         None => {
             let hints: &[(&str, &str)] = match app.route() {
                 Route::Home => &[
@@ -420,6 +432,21 @@ fn modal(frame: &mut Frame, app: &App, m: &Modal, screen: Rect) {
                 "TUIMCP client config",
                 ACCENT,
             );
+            frame.render_widget(Paragraph::new(lines), tr(inner));
+        }
+        Modal::ConfirmDelete { session, title } => {
+            let inner = boxed(frame, screen.centered(64, 7), "Delete session?", Color::Red);
+            let name = if title.is_empty() {
+                "(untitled)"
+            } else {
+                title
+            };
+            let lines = vec![
+                Line::styled(clip(name, 60), Style::new().bold()),
+                Line::styled(session.to_string(), DIM),
+                Line::raw("Its transcript is deleted too; a running command is stopped."),
+                Line::styled("y or Enter: delete · n or Esc: keep", DIM),
+            ];
             frame.render_widget(Paragraph::new(lines), tr(inner));
         }
         Modal::Palette { query, selected } => {
@@ -524,11 +551,32 @@ fn overlay(frame: &mut Frame, app: &App, o: Overlay, screen: Rect) {
         ),
         Overlay::Exit => ("ax-code", "Shutting down…".to_owned()),
     };
-    let inner = boxed(frame, screen.centered(44, 5), title, ACCENT);
-    frame.render_widget(
-        Paragraph::new(vec![Line::raw(""), Line::raw(text).centered()]),
-        tr(inner),
+    let detailed = o == Overlay::Startup && !app.backend_url().is_empty();
+    let width = if detailed {
+        screen.width.saturating_sub(4).clamp(44, 100)
+    } else {
+        44
+    };
+    let mut lines = vec![Line::raw(""), Line::raw(text).centered()];
+    if detailed {
+        lines.push(Line::styled(clip(app.backend_url(), width as usize - 2), DIM).centered());
+        if let Some(cause) = app.down_cause() {
+            lines.push(
+                Line::styled(
+                    clip(cause, width as usize - 2),
+                    Style::new().fg(Color::Yellow),
+                )
+                .centered(),
+            );
+        }
+    }
+    let inner = boxed(
+        frame,
+        screen.centered(width, lines.len() as u16 + 3),
+        title,
+        ACCENT,
     );
+    frame.render_widget(Paragraph::new(lines), tr(inner));
 }
 
 fn clip(s: &str, max: usize) -> String {

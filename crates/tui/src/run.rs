@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::Context as _;
 use ax_client::{Client, ClientError, EventStream};
-use ax_protocol::{Message, Permission, Prompt, PromptPart, Session, SessionId};
+use ax_protocol::{Message, Permission, Prompt, Session, SessionId};
 use ax_tuimcp::{EndpointOptions, Sharing as TuiMcp, Step};
 use futures_util::StreamExt;
 use futures_util::future::BoxFuture;
@@ -32,6 +32,12 @@ const TICK: Duration = Duration::from_millis(200);
 const STREAM_RESTART: Duration = Duration::from_secs(2);
 /// How long the exit overlay waits for sharing to close.
 const CLOSE_LIMIT: Duration = Duration::from_secs(3);
+/// While the backend does not answer, how often it is asked why (shown on screen).
+const PROBE_EVERY: Duration = Duration::from_secs(1);
+
+/// Re-reads the backend credential (e.g. the local credential file `ax-code serve` rewrites
+/// with a new generated credential when it restarts).
+pub type CredentialSource = Box<dyn Fn() -> Option<String> + Send>;
 
 /// How to run the TUI.
 pub struct Options {
@@ -44,6 +50,11 @@ pub struct Options {
     /// Awaited on the way out while the exit overlay still shows (e.g. stopping an embedded
     /// backend); awaited on early errors too.
     pub on_exit: Option<BoxFuture<'static, ()>>,
+    /// Called when the server no longer proves the credential held (or refuses it): a
+    /// different answer replaces it and the stream reconnects at once. `None`: it never changes.
+    pub refresh_credential: Option<CredentialSource>,
+    /// Exit with an error once the backend has not answered for this long (`None`: never).
+    pub give_up_after: Option<Duration>,
 }
 
 /// A finished background job.
@@ -68,6 +79,11 @@ enum Done {
         permission_id: String,
         error: String,
     },
+    /// A rename or delete failed.
+    Failed { error: String },
+    /// Why the backend does not answer; `credential` when it answers but does not prove (or
+    /// refuses) the credential held.
+    Probed { result: Result<(), (bool, String)> },
 }
 
 type Mcp = TuiMcp<BackendValidator>;
@@ -76,11 +92,46 @@ type Mcp = TuiMcp<BackendValidator>;
 pub async fn run(options: Options) -> anyhow::Result<()> {
     let client = options.client;
     let mut on_exit = options.on_exit;
-    let result = run_inner(&client, options.share, options.endpoint, &mut on_exit).await;
+    let reconnect = Reconnect {
+        refresh: options.refresh_credential,
+        give_up_after: options.give_up_after,
+    };
+    let result = run_inner(
+        &client,
+        options.share,
+        options.endpoint,
+        &mut on_exit,
+        &reconnect,
+    )
+    .await;
     if let Some(f) = on_exit.take() {
         f.await;
     }
     result
+}
+
+/// How the TUI follows a backend that went away.
+struct Reconnect {
+    refresh: Option<CredentialSource>,
+    give_up_after: Option<Duration>,
+}
+
+impl Reconnect {
+    /// Re-reads the credential; whether a different one was found (and is now used).
+    fn refresh(&self, client: &Client) -> bool {
+        match self.refresh.as_ref().and_then(|f| f()) {
+            Some(token) if !client.holds_token(&token) => {
+                client.set_token(token);
+                true
+            }
+            _ => false,
+        }
+    }
+}
+
+/// Whether an error means "this server does not take (or prove) our credential".
+fn credential_refused(e: &ClientError) -> bool {
+    e.is_not_proven() || e.status() == Some(401)
 }
 
 async fn run_inner(
@@ -88,6 +139,7 @@ async fn run_inner(
     share: bool,
     endpoint: EndpointOptions,
     on_exit: &mut Option<BoxFuture<'static, ()>>,
+    reconnect: &Reconnect,
 ) -> anyhow::Result<()> {
     // Sharing starts before the terminal is taken, so a failure prints plainly.
     let mut mcp: Option<Mcp> = if share {
@@ -103,7 +155,8 @@ async fn run_inner(
         endpoint_path: s.endpoint_path().display().to_string(),
     });
     let mut app = App::new(String::new(), sharing);
-    let result = owner_loop(client, &mut app, &mut mcp, on_exit).await;
+    app.set_backend_url(client.url());
+    let result = owner_loop(client, &mut app, &mut mcp, on_exit, reconnect).await;
     // Exit closes the endpoint whatever happened.
     if let Some(mut s) = mcp.take() {
         let _ = tokio::time::timeout(CLOSE_LIMIT, s.revoke()).await;
@@ -116,6 +169,7 @@ async fn owner_loop(
     app: &mut App,
     mcp: &mut Option<Mcp>,
     on_exit: &mut Option<BoxFuture<'static, ()>>,
+    reconnect: &Reconnect,
 ) -> anyhow::Result<()> {
     let mut guard = TerminalGuard::enter().context("cannot set up the terminal")?;
     let size = guard.terminal.size()?;
@@ -134,6 +188,8 @@ async fn owner_loop(
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let mut dirty = true;
     let mut last_draw = Instant::now() - FRAME;
+    let mut probing = false;
+    let mut last_probe = Instant::now();
 
     loop {
         if let Some(s) = mcp.as_mut() {
@@ -173,14 +229,22 @@ async fn owner_loop(
                     Some(Ok(envelope)) => {
                         if !connected {
                             connected = true;
+                            app.set_down_cause(None);
                             app.on_stream_connected();
                         }
                         app.on_event(envelope.event);
                     }
                     Some(Err(e)) => {
                         stream_gone(app, &mut events, &mut connected, &mut down_since);
-                        app.notify(crate::app::NoticeKind::Error, format!("event stream: {e}"));
-                        restart_stream_at = Some(Instant::now() + STREAM_RESTART);
+                        app.set_down_cause(Some(e.to_string()));
+                        // A restarted backend with a new credential: re-read it and go on.
+                        if credential_refused(&e) && reconnect.refresh(client) {
+                            events = Some(client.events(None));
+                            restart_stream_at = None;
+                        } else {
+                            app.notify(crate::app::NoticeKind::Error, format!("event stream: {e}"));
+                            restart_stream_at = Some(Instant::now() + STREAM_RESTART);
+                        }
                     }
                     None => {
                         stream_gone(app, &mut events, &mut connected, &mut down_since);
@@ -190,7 +254,21 @@ async fn owner_loop(
                 dirty = true;
             }
             Some(done) = done_rx.recv() => {
-                apply_done(app, done);
+                if let Done::Probed { result } = done {
+                    probing = false;
+                    match result {
+                        Ok(()) => app.set_down_cause(None),
+                        Err((refused, cause)) => {
+                            app.set_down_cause(Some(cause));
+                            if refused && reconnect.refresh(client) {
+                                events = Some(client.events(None));
+                                restart_stream_at = None;
+                            }
+                        }
+                    }
+                } else {
+                    apply_done(app, done);
+                }
                 dirty = true;
             }
             step = next_step(mcp) => {
@@ -227,6 +305,23 @@ async fn owner_loop(
                 if restart_stream_at.is_some_and(|at| now >= at) {
                     restart_stream_at = None;
                     events = Some(client.events(None));
+                }
+                if !connected {
+                    if let Some(limit) = reconnect.give_up_after
+                        && now.duration_since(down_since) >= limit
+                    {
+                        let cause = app.down_cause().unwrap_or("no answer").to_owned();
+                        return Err(anyhow::anyhow!(
+                            "gave up: the backend at {} has not answered for {} s ({cause})",
+                            client.url(),
+                            limit.as_secs()
+                        ));
+                    }
+                    if !probing && now.duration_since(last_probe) >= PROBE_EVERY {
+                        probing = true;
+                        last_probe = now;
+                        spawn_probe(client, &done_tx);
+                    }
                 }
                 if (app.connection(), app.notice().is_some()) != before {
                     dirty = true;
@@ -278,6 +373,19 @@ async fn owner_loop(
     }
     drop(guard);
     Ok(())
+}
+
+/// Asks the backend why it does not answer (no credential is sent: a proof check).
+fn spawn_probe(client: &Client, done: &mpsc::UnboundedSender<Done>) {
+    let client = client.clone();
+    let done = done.clone();
+    tokio::spawn(async move {
+        let result = match client.verify().await {
+            Ok(_) => Ok(()),
+            Err(e) => Err((credential_refused(&e), e.to_string())),
+        };
+        let _ = done.send(Done::Probed { result });
+    });
 }
 
 fn stream_gone(
@@ -333,22 +441,9 @@ fn apply_done(app: &mut App, done: Done) {
             permission_id,
             error,
         } => app.on_reply_failed(&permission_id, error),
+        Done::Failed { error } => app.notify(crate::app::NoticeKind::Error, error),
+        Done::Probed { .. } => {}
     }
-}
-
-/// A title for a session started by a prompt: its first line, shortened.
-fn title_for(parts: &[PromptPart]) -> Option<String> {
-    parts.iter().find_map(|p| match p {
-        PromptPart::Text { text } => {
-            let line = text.lines().find(|l| !l.trim().is_empty())?.trim();
-            let mut t: String = line.chars().take(60).collect();
-            if line.chars().count() > 60 {
-                t.push('…');
-            }
-            Some(t)
-        }
-        PromptPart::File { .. } => None,
-    })
 }
 
 fn spawn_job(client: &Client, effect: Effect, done: &mpsc::UnboundedSender<Done>) {
@@ -382,14 +477,8 @@ fn spawn_job(client: &Client, effect: Effect, done: &mpsc::UnboundedSender<Done>
                 let result = async {
                     let id = match session {
                         Some(id) => id,
-                        None => {
-                            let title = title_for(&parts);
-                            client
-                                .create_session(title.as_deref())
-                                .await
-                                .map_err(msg)?
-                                .id
-                        }
+                        // The backend titles it from this first prompt.
+                        None => client.create_session(None).await.map_err(msg)?.id,
                     };
                     client.prompt(&id, &Prompt { parts }).await.map_err(msg)?;
                     Ok(id)
@@ -413,6 +502,21 @@ fn spawn_job(client: &Client, effect: Effect, done: &mpsc::UnboundedSender<Done>
                 Err(e) => Done::ReplyFailed {
                     permission_id,
                     error: e.to_string(),
+                },
+            },
+            // Success shows through the event stream (session.updated / session.deleted).
+            Effect::RenameSession { session, title } => {
+                match client.rename_session(&session, &title).await {
+                    Ok(_) => return,
+                    Err(e) => Done::Failed {
+                        error: format!("rename failed: {e}"),
+                    },
+                }
+            }
+            Effect::DeleteSession { session } => match client.delete_session(&session).await {
+                Ok(_) => return,
+                Err(e) => Done::Failed {
+                    error: format!("delete failed: {e}"),
                 },
             },
             Effect::RevokeSharing | Effect::CopyToClipboard { .. } | Effect::Quit => return,

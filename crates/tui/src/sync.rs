@@ -1,6 +1,7 @@
 //! The backend side of the state: the event stream's connection, full resyncs, streamed
 //! events and the answers to background jobs. Stale answers are dropped by generation.
 
+use std::collections::HashSet;
 use std::time::Duration;
 
 use ax_protocol::{Event, Message, Permission, PermissionState, Session, SessionId};
@@ -69,6 +70,12 @@ impl App {
         }
         match result {
             Ok((sessions, permissions)) => {
+                let before: HashSet<&SessionId> = self.sessions.iter().map(|s| &s.id).collect();
+                if sessions.len() != before.len()
+                    || sessions.iter().any(|s| !before.contains(&s.id))
+                {
+                    self.sessions_epoch += 1;
+                }
                 self.sessions = sessions;
                 sort_sessions(&mut self.sessions);
                 self.permissions = permissions
@@ -195,7 +202,11 @@ impl App {
                 self.upsert(session);
             }
             Event::SessionDeleted { session_id } => {
+                let before = self.sessions.len();
                 self.sessions.retain(|s| s.id != session_id);
+                if self.sessions.len() != before {
+                    self.sessions_epoch += 1;
+                }
                 self.permissions.retain(|p| p.session_id != session_id);
                 if self.route == Route::Session(session_id.clone()) {
                     self.go_home();
@@ -273,7 +284,10 @@ impl App {
     pub(crate) fn upsert(&mut self, session: Session) {
         match self.sessions.iter_mut().find(|s| s.id == session.id) {
             Some(s) => *s = session,
-            None => self.sessions.push(session),
+            None => {
+                self.sessions.push(session);
+                self.sessions_epoch += 1;
+            }
         }
         sort_sessions(&mut self.sessions);
         if self.selected.is_none() {
@@ -282,7 +296,7 @@ impl App {
     }
 }
 
-/// Newest first.
+/// Most recent activity first, the same order as the backend's list (`ax-code session list`).
 fn sort_sessions(sessions: &mut [Session]) {
-    sessions.sort_by(|a, b| b.created.cmp(&a.created).then_with(|| b.id.cmp(&a.id)));
+    sessions.sort_by(|a, b| b.updated.cmp(&a.updated).then_with(|| b.id.cmp(&a.id)));
 }

@@ -100,6 +100,9 @@ pub struct GuardInputs {
     pub blockers: Blockers,
     /// Identifies the workspace (e.g. its path). Compared only, never shown to an agent.
     pub workspace: String,
+    /// Changes whenever a session appears in or leaves the UI's list (a counter), so a
+    /// revision read before a session was deleted is stale.
+    pub sessions: u64,
 }
 
 impl GuardInputs {
@@ -112,6 +115,7 @@ impl GuardInputs {
             route_loaded: true,
             blockers: Blockers::default(),
             workspace: workspace.into(),
+            sessions: 0,
         }
     }
 

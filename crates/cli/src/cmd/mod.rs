@@ -14,9 +14,20 @@ pub fn log_for_stdio_mcp() {
     let _ = tracing_subscriber::fmt()
         .with_writer(std::io::stderr)
         .with_ansi(false)
-        .with_env_filter(
+        .with_env_filter(quiet_frames(
             tracing_subscriber::EnvFilter::try_from_default_env()
                 .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
-        )
+        ))
         .try_init();
+}
+
+/// Caps the WebSocket library's logs, which print whole frames (a gateway `connect` carries
+/// the credential) at trace level: see `ax_gateway::LOG_DIRECTIVES`.
+pub fn quiet_frames(mut filter: tracing_subscriber::EnvFilter) -> tracing_subscriber::EnvFilter {
+    for directive in ax_gateway::LOG_DIRECTIVES {
+        if let Ok(d) = directive.parse() {
+            filter = filter.add_directive(d);
+        }
+    }
+    filter
 }

@@ -24,7 +24,8 @@ pub struct ServeArgs {
     /// Port to bind (0 picks a free one; the URL is printed).
     #[arg(long, default_value_t = 4096)]
     pub port: u16,
-    /// Project directory (default: the current directory).
+    /// Project directory (default: the current directory); the project is its nearest
+    /// enclosing git work tree root, else the directory itself.
     #[arg(long)]
     pub dir: Option<PathBuf>,
     /// Allow a non-loopback --hostname. Anyone who can reach the port then only needs the
@@ -38,7 +39,7 @@ pub fn init_logging() {
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
     let _ = tracing_subscriber::fmt()
-        .with_env_filter(filter)
+        .with_env_filter(super::quiet_frames(filter))
         .with_writer(std::io::stderr)
         .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .try_init();
@@ -72,10 +73,12 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
             args.hostname
         );
     }
-    let project = match args.dir {
+    let dir = match args.dir {
         Some(dir) => dir,
         None => std::env::current_dir().context("cannot read the current directory")?,
     };
+    let project = ax_server::project_root(&dir)
+        .with_context(|| format!("cannot use {} as a project", dir.display()))?;
     let data_dir =
         ax_server::default_data_dir().context("no data directory: set AX_CODE_DATA_DIR or HOME")?;
     let password = std::env::var(PASSWORD_ENV).ok().filter(|p| !p.is_empty());
@@ -87,9 +90,20 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     config.allow_remote = args.allow_remote;
     // The agents sessions can use; a bad config file is a clear error naming file and line.
     config.agents = ax_acp::AgentsConfig::load_default().map_err(|e| anyhow::anyhow!("{e}"))?;
-    let server = ax_server::start(config)
-        .await
-        .context("cannot start the backend")?;
+    let server = match ax_server::start(config).await {
+        Ok(server) => server,
+        Err(ax_server::StartError::Bind { addr, error })
+            if error.kind() == std::io::ErrorKind::AddrInUse =>
+        {
+            bail!(
+                "cannot start the backend: port {} on {} is already in use; pick another with \
+                 --port N, or --port 0 for a free one",
+                addr.port(),
+                addr.ip()
+            )
+        }
+        Err(e) => return Err(anyhow::Error::new(e).context("cannot start the backend")),
+    };
     let url = server.url().to_owned();
     let port = server.local_addr().port();
     let host = server.local_addr().ip().to_string();
@@ -136,19 +150,22 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// Ctrl+C, SIGTERM or SIGHUP (its terminal closed): all end in the same clean shutdown.
 async fn wait_for_signal() {
-    use tokio::signal::unix::{SignalKind, signal};
-    let mut term = signal(SignalKind::terminate()).ok();
-    let term = async {
-        match term.as_mut() {
+    use tokio::signal::unix::{Signal, SignalKind, signal};
+    async fn recv(s: &mut Option<Signal>) {
+        match s.as_mut() {
             Some(s) => {
                 s.recv().await;
             }
             None => std::future::pending().await,
         }
-    };
+    }
+    let mut term = signal(SignalKind::terminate()).ok();
+    let mut hangup = signal(SignalKind::hangup()).ok();
     tokio::select! {
         _ = tokio::signal::ctrl_c() => {}
-        () = term => {}
+        () = recv(&mut term) => {}
+        () = recv(&mut hangup) => {}
     }
 }

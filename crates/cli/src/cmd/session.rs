@@ -1,20 +1,23 @@
-//! `ax-code session list|create`: how a person or an agent learns session IDs.
+//! `ax-code session list|create|rename|delete`: how a person or an agent learns and manages
+//! session IDs.
 //!
-//! Without `--url` they use the registered backend of the current directory's project (the
-//! data directory's `servers/` records, checked by asking the backend); `list` with no backend
-//! running reads the local store read-only. With `--url` they ask that backend, with the
-//! credential from `$AX_CODE_SERVER_PASSWORD` or the local credential files.
+//! The project is the nearest enclosing git work tree root of the current directory, else the
+//! directory itself (see `ax_server::project_root`). Without `--url` the commands use the
+//! registered backend of that project (the data directory's `servers/` records, checked by
+//! asking the backend); `list` with no backend running reads the local store read-only. With
+//! `--url` they ask that backend, with the credential from `$AX_CODE_SERVER_PASSWORD` or the
+//! local credential files.
 
 use std::path::PathBuf;
 
 use anyhow::{Context, anyhow};
 use ax_client::Client;
-use ax_protocol::{Session, time::format_utc_minutes};
+use ax_protocol::{Session, SessionId, time::format_utc_minutes};
 use clap::Subcommand;
 
 #[derive(Debug, Subcommand)]
 pub enum SessionCommand {
-    /// List the project's sessions, newest first.
+    /// List the project's sessions, most recently active first.
     List {
         /// Backend URL (default: the registered backend of this project, else the local store).
         #[arg(long)]
@@ -25,12 +28,32 @@ pub enum SessionCommand {
     },
     /// Create a session and print its ID.
     Create {
+        /// Title of the session (default: taken from its first prompt).
         #[arg(long)]
         title: Option<String>,
         /// The session's agent (see `ax-code agents`); fixed for the session's life. The
         /// config file's `default_agent`, else `shell`, when absent.
         #[arg(long)]
         agent: Option<String>,
+        /// Backend URL (default: the registered backend of this project).
+        #[arg(long)]
+        url: Option<String>,
+    },
+    /// Give a session a new title.
+    Rename {
+        /// The session's ID (`ax-code session list` shows them).
+        id: String,
+        /// The new title.
+        title: String,
+        /// Backend URL (default: the registered backend of this project).
+        #[arg(long)]
+        url: Option<String>,
+    },
+    /// Delete a session and its transcript (a running command is stopped first).
+    Delete {
+        /// The session's ID (`ax-code session list` shows them).
+        id: String,
+        /// Backend URL (default: the registered backend of this project).
         #[arg(long)]
         url: Option<String>,
     },
@@ -45,16 +68,42 @@ pub fn run(command: SessionCommand) -> anyhow::Result<()> {
         match command {
             SessionCommand::List { url, json } => list(url, json).await,
             SessionCommand::Create { title, agent, url } => create(title, agent, url).await,
+            SessionCommand::Rename { id, title, url } => {
+                let id = parse_id(&id)?;
+                let session = client(url).await?.rename_session(&id, &title).await?;
+                println!("{}  {}", session.id, session.title);
+                Ok(())
+            }
+            SessionCommand::Delete { id, url } => {
+                let id = parse_id(&id)?;
+                let session = client(url).await?.delete_session(&id).await?;
+                println!("deleted {}  {}", session.id, display_title(&session));
+                Ok(())
+            }
         }
     })
+}
+
+fn parse_id(raw: &str) -> anyhow::Result<SessionId> {
+    raw.parse()
+        .map_err(|e: ax_protocol::SessionIdError| anyhow!("{raw:?} is not a session ID: {e}"))
 }
 
 fn data_dir() -> anyhow::Result<PathBuf> {
     ax_server::default_data_dir().context("no data directory: set AX_CODE_DATA_DIR or HOME")
 }
 
-fn client_for_url(url: &str) -> anyhow::Result<Client> {
-    let token = ax_client::credential_for_url(url).ok_or_else(|| {
+/// The project of the current directory (its git work tree root, else itself).
+fn project() -> anyhow::Result<PathBuf> {
+    let cwd = std::env::current_dir().context("cannot read the current directory")?;
+    ax_server::project_root(&cwd).with_context(|| format!("project of {}", cwd.display()))
+}
+
+/// A client for `--url`: the URL checked, then the credential looked up.
+async fn client_for_url(url: &str) -> anyhow::Result<Client> {
+    let url = super::tui::check_backend_url(url)?;
+    super::tui::check_reachable(&url).await?;
+    let token = ax_client::credential_for_url(&url).ok_or_else(|| {
         anyhow!(
             "no credential for {url}: set AX_CODE_SERVER_PASSWORD, or run this as the user \
              whose `ax-code serve` wrote it"
@@ -63,31 +112,58 @@ fn client_for_url(url: &str) -> anyhow::Result<Client> {
     Ok(Client::new(url, token)?)
 }
 
-/// The registered backend of the current directory's project, if one answers.
-async fn registered() -> anyhow::Result<Option<Client>> {
-    let cwd = std::env::current_dir().context("cannot read the current directory")?;
-    Ok(match ax_client::discover(&cwd, &data_dir()?).await {
+/// The registered backend of the project, if one answers.
+async fn registered(project: &std::path::Path) -> anyhow::Result<Option<Client>> {
+    Ok(match ax_client::discover(project, &data_dir()?).await {
         Some((url, token)) => Some(Client::new(url, token)?),
         None => None,
     })
 }
 
+/// `--url`'s backend, else the project's running one.
+async fn client(url: Option<String>) -> anyhow::Result<Client> {
+    match url {
+        Some(url) => client_for_url(&url).await,
+        None => {
+            let project = project()?;
+            registered(&project).await?.ok_or_else(|| {
+                anyhow!(
+                    "no running backend for the project {}: start one with `ax-code serve` \
+                     there, or pass --url",
+                    project.display()
+                )
+            })
+        }
+    }
+}
+
 async fn list(url: Option<String>, json: bool) -> anyhow::Result<()> {
-    let sessions = match url {
-        Some(url) => client_for_url(&url)?.list_sessions().await?,
-        None => match registered().await? {
-            Some(client) => client.list_sessions().await?,
-            None => {
-                let cwd = std::env::current_dir()?;
-                let data = data_dir()?;
-                tokio::task::spawn_blocking(move || ax_server::list_sessions_offline(&data, &cwd))
+    let (sessions, source) = match url {
+        Some(url) => {
+            let client = client_for_url(&url).await?;
+            (client.list_sessions().await?, client.url().to_owned())
+        }
+        None => {
+            let project = project()?;
+            let shown = project.display().to_string();
+            match registered(&project).await? {
+                Some(client) => (client.list_sessions().await?, shown),
+                None => {
+                    let data = data_dir()?;
+                    let sessions = tokio::task::spawn_blocking(move || {
+                        ax_server::list_sessions_offline(&data, &project)
+                    })
                     .await?
-                    .context("cannot read the session store")?
+                    .context("cannot read the session store")?;
+                    (sessions, shown)
+                }
             }
-        },
+        }
     };
     if json {
         println!("{}", serde_json::to_string_pretty(&sessions)?);
+    } else if sessions.is_empty() {
+        eprintln!("no sessions yet in {source}: create one with `ax-code session create`");
     } else {
         print_table(&sessions);
     }
@@ -99,33 +175,30 @@ async fn create(
     agent: Option<String>,
     url: Option<String>,
 ) -> anyhow::Result<()> {
-    let client = match url {
-        Some(url) => client_for_url(&url)?,
-        None => registered().await?.ok_or_else(|| {
-            anyhow!(
-                "no running backend for this project: start one with `ax-code serve` here, \
-                 or pass --url"
-            )
-        })?,
-    };
-    let session = client
+    let session = client(url)
+        .await?
         .create_session_with(title.as_deref(), agent.as_deref())
         .await?;
     println!("{}", session.id);
     Ok(())
 }
 
-fn print_table(sessions: &[Session]) {
-    if sessions.is_empty() {
-        eprintln!("no sessions yet: create one with `ax-code session create`");
-        return;
+fn display_title(s: &Session) -> &str {
+    if s.title.is_empty() {
+        "(untitled)"
+    } else {
+        &s.title
     }
+}
+
+/// One line per session: ID, last activity, title.
+fn print_table(sessions: &[Session]) {
     for s in sessions {
-        let title = if s.title.is_empty() {
-            "(untitled)"
-        } else {
-            &s.title
-        };
-        println!("{}  {} UTC  {}", s.id, format_utc_minutes(s.updated), title);
+        println!(
+            "{}  {} UTC  {}",
+            s.id,
+            format_utc_minutes(s.updated),
+            display_title(s)
+        );
     }
 }

@@ -1,18 +1,27 @@
 //! `ax-code [DIR]` and `ax-code attach URL`: the terminal UI.
 //!
-//! `ax-code [DIR]` starts an embedded backend for DIR on `127.0.0.1:0` with a fresh random
-//! credential (registered in the data directory, so `ax-code session list|create` run in DIR
-//! find it), then the TUI on it. `ax-code attach URL` takes the credential from
-//! `AX_CODE_SERVER_PASSWORD` or the local credential file; it never appears on a command line.
+//! `ax-code [DIR]` serves the project of DIR (its git work tree root, else DIR itself). When a
+//! backend for that project already runs (`ax-code serve` there, found in the data
+//! directory's `servers/` registry after it proved it holds the recorded credential), the TUI
+//! attaches to it: one backend per project. Otherwise it starts an embedded backend on
+//! `127.0.0.1:0` with a fresh random credential (registered, so `ax-code session list|create`
+//! run there find it). `ax-code attach URL` takes the credential from
+//! `AX_CODE_SERVER_PASSWORD` or the local credential file, and re-reads that file when a
+//! restarted backend no longer proves the old one; it never appears on a command line.
 //! No logs are written while the TUI owns the terminal.
 
+use std::time::Duration;
+
 use anyhow::{Context, bail};
-use ax_client::Client;
+use ax_client::{Client, ClientError};
 use ax_server::ServerConfig;
 use ax_tuimcp::EndpointOptions;
 use clap::Args;
 
 use crate::TuiArgs;
+
+/// How long a TUI attached to a running backend waits for it to answer again.
+const DEFAULT_GIVE_UP: Duration = Duration::from_secs(300);
 
 #[derive(Debug, Args)]
 pub struct AttachArgs {
@@ -21,6 +30,10 @@ pub struct AttachArgs {
     /// Share this TUI with an external agent over MCP (opt-in, revocable).
     #[arg(long)]
     pub tui_mcp: bool,
+    /// Give up (exit with a message) after the backend has not answered for this many
+    /// seconds; 0 waits forever.
+    #[arg(long, value_name = "SECONDS", default_value_t = 300)]
+    pub give_up_after: u64,
 }
 
 fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
@@ -45,16 +58,75 @@ fn require_terminal() -> anyhow::Result<()> {
     Ok(())
 }
 
+/// A backend URL as typed, checked: `http://HOST:PORT`. Says what is wrong otherwise (a
+/// missing scheme gets the URL it probably meant).
+pub fn check_backend_url(raw: &str) -> anyhow::Result<String> {
+    let raw = raw.trim();
+    if !raw.contains("://") {
+        let looks_like_host = raw.contains(':') || raw.contains('.') || raw == "localhost";
+        if looks_like_host && !raw.contains(char::is_whitespace) {
+            bail!("{raw:?} has no scheme: did you mean http://{raw} ?");
+        }
+        bail!(
+            "{raw:?} is not a backend URL: expected http://HOST:PORT, e.g. http://localhost:4096"
+        );
+    }
+    match Client::new(raw, "") {
+        Ok(client) => Ok(client.url().to_owned()),
+        Err(ClientError::BadUrl(detail)) => {
+            bail!("not a backend URL: {detail} (expected http://HOST:PORT)")
+        }
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// Fails with a plain "nothing answers" when no server listens at `url` (before any credential
+/// lookup, so that is not blamed). No credential is sent: the check asks `/health` only.
+pub async fn check_reachable(url: &str) -> anyhow::Result<()> {
+    let probe = Client::new(url, "")?;
+    match probe.verify().await {
+        Err(ClientError::Transport(cause)) => {
+            bail!("nothing answers at {url} ({cause}); is `ax-code serve` running there?")
+        }
+        // An answer of any kind (a proof for another credential included) means someone
+        // listens; whether it is our backend is checked with the real credential later.
+        _ => Ok(()),
+    }
+}
+
+/// The credential re-reader for a backend found through local records: the same lookup as at
+/// start, so a restarted `serve` with a newly generated credential is followed.
+fn refresher(url: String) -> ax_tui::CredentialSource {
+    Box::new(move || ax_client::credential_for_url(&url))
+}
+
 pub fn run_embedded(args: TuiArgs) -> anyhow::Result<()> {
     check_sharing_supported(args.tui_mcp)?;
     require_terminal()?;
-    let project = match args.dir {
+    let dir = match args.dir {
         Some(dir) => dir,
         None => std::env::current_dir().context("cannot read the current directory")?,
     };
+    let project = ax_server::project_root(&dir)
+        .with_context(|| format!("cannot use {} as a project", dir.display()))?;
     let data_dir =
         ax_server::default_data_dir().context("no data directory: set AX_CODE_DATA_DIR or HOME")?;
     runtime()?.block_on(async move {
+        // A backend already serves this project: attach to it instead of opening the same
+        // database a second time (`discover` made it prove the recorded credential).
+        if let Some((url, token)) = ax_client::discover(&project, &data_dir).await {
+            let client = Client::new(url.as_str(), token)?;
+            return ax_tui::run(ax_tui::Options {
+                client,
+                share: args.tui_mcp,
+                endpoint: EndpointOptions::default(),
+                on_exit: None,
+                refresh_credential: Some(refresher(url)),
+                // The other backend may stop for good (e.g. its TUI quit).
+                give_up_after: Some(DEFAULT_GIVE_UP),
+            })
+            .await;
+        }
         // Port 0 and no token: a free loopback port and a fresh random credential.
         let mut config = ServerConfig::new(project.clone(), data_dir);
         config.agents =
@@ -69,6 +141,8 @@ pub fn run_embedded(args: TuiArgs) -> anyhow::Result<()> {
             endpoint: EndpointOptions::default(),
             // The backend stops while the exit overlay shows.
             on_exit: Some(Box::pin(server.shutdown())),
+            refresh_credential: None,
+            give_up_after: None,
         })
         .await
     })
@@ -76,16 +150,18 @@ pub fn run_embedded(args: TuiArgs) -> anyhow::Result<()> {
 
 pub fn run_attach(args: AttachArgs) -> anyhow::Result<()> {
     check_sharing_supported(args.tui_mcp)?;
-    require_terminal()?;
-    let token = ax_client::credential_for_url(&args.url).with_context(|| {
+    // What is wrong is said in order: the URL, then nothing listening, then no credential.
+    let url = check_backend_url(&args.url)?;
+    let runtime = runtime()?;
+    runtime.block_on(check_reachable(&url))?;
+    let token = ax_client::credential_for_url(&url).with_context(|| {
         format!(
-            "no credential for {}: set AX_CODE_SERVER_PASSWORD, or start that backend with \
-             `ax-code serve` as this user so its credential file is found",
-            args.url
+            "no credential for {url}: set AX_CODE_SERVER_PASSWORD, or start that backend with \
+             `ax-code serve` as this user so its credential file is found"
         )
     })?;
-    let client = Client::new(args.url.as_str(), token)?;
-    let runtime = runtime()?;
+    require_terminal()?;
+    let client = Client::new(url.as_str(), token)?;
     // A server that answers without proving it holds the credential (another program on the
     // port) is refused before the TUI starts; one that is merely down is waited for inside.
     if let Err(e) = runtime.block_on(client.verify())
@@ -98,5 +174,7 @@ pub fn run_attach(args: AttachArgs) -> anyhow::Result<()> {
         share: args.tui_mcp,
         endpoint: EndpointOptions::default(),
         on_exit: None,
+        refresh_credential: Some(refresher(url)),
+        give_up_after: (args.give_up_after > 0).then(|| Duration::from_secs(args.give_up_after)),
     }))
 }

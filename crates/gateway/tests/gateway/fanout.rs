@@ -181,7 +181,7 @@ async fn ack_params_are_closed() {
 }
 
 /// A UI whose socket has a tiny receive buffer, so that not reading fills the path quickly.
-async fn stalled_ui(addr: std::net::SocketAddr) -> Client {
+async fn stalled_ui(addr: std::net::SocketAddr) -> (Client, String) {
     let sock = tokio::net::TcpSocket::new_v4().unwrap();
     sock.set_recv_buffer_size(4096).unwrap();
     let stream = sock.connect(addr).await.unwrap();
@@ -200,19 +200,25 @@ async fn stalled_ui(addr: std::net::SocketAddr) -> Client {
         )
         .await;
     assert_eq!(res["ok"], true);
-    c
+    let conn_id = res["payload"]["server"]["connId"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    (c, conn_id)
 }
 
 #[tokio::test]
 async fn a_stalled_ui_is_cut_and_does_not_hold_up_the_others() {
+    let logs = crate::util::logs();
     let gw = start_with(Tuning {
         queue_frames: 64,
         queue_bytes: 32 * 1024,
+        close_grace: Duration::from_secs(30),
         ..Tuning::default()
     })
     .await;
     let mut healthy = Client::connected(gw.addr, "ui", &["ui-commands"], ALL).await;
-    let mut stalled = stalled_ui(gw.addr).await;
+    let (mut stalled, stalled_id) = stalled_ui(gw.addr).await;
     let mut agent = Client::connected(gw.addr, "agent", &[], WRITE).await;
     assert!(eventually(|| gw.gateway.ui_client_count() == 2).await);
 
@@ -260,11 +266,77 @@ async fn a_stalled_ui_is_cut_and_does_not_hold_up_the_others() {
     assert_eq!(got, sent);
     reader.abort();
 
-    // The stalled UI, when it finally reads, finds its connection ended.
+    // The stalled UI, when it finally reads, finds its connection closed with 1008 and why
+    // (not cut silently), and the gateway logged it at warn with the connection id.
     let ended = tokio::time::timeout(Duration::from_secs(20), stalled.until_end())
         .await
         .expect("stalled connection never ended");
-    if let Ended::Close(Some(frame)) = &ended {
-        assert!(frame.reason.contains("slow consumer"), "{frame:?}");
+    match &ended {
+        Ended::Close(Some(frame)) => {
+            assert_eq!(u16::from(frame.code), 1008, "{frame:?}");
+            assert!(frame.reason.contains("slow consumer"), "{frame:?}");
+        }
+        other => panic!(
+            "the slow consumer was cut without a close frame: {other:?}\n{}",
+            logs.text()
+        ),
     }
+    let text = logs.text();
+    assert!(
+        text.lines()
+            .any(|l| l.contains("WARN") && l.contains(&stalled_id) && l.contains("slow consumer")),
+        "no warning names {stalled_id}:\n{text}"
+    );
+}
+
+#[tokio::test]
+async fn the_typed_client_subscribes_to_events_and_answers_them() {
+    use ax_gateway::{ClientMode, Method, Scope, UiCommandParams};
+    let gw = start().await;
+    let ui = crate::util::typed(
+        gw.addr,
+        ClientMode::Ui,
+        &["ui-commands"],
+        &[Scope::Read],
+        TOKEN,
+    )
+    .await
+    .unwrap();
+    let mut events = ui.subscribe();
+    let agent = crate::util::typed(gw.addr, ClientMode::Agent, &[], &[Scope::Write], TOKEN)
+        .await
+        .unwrap();
+    assert!(eventually(|| gw.gateway.ui_client_count() == 1).await);
+
+    let params: UiCommandParams = serde_json::from_value(
+        json!({"command": {"kind": "focus", "sessionKey": SESSION_A}, "wait": true}),
+    )
+    .unwrap();
+    let answer = tokio::spawn(async move { agent.ui_command(&params).await });
+    let event = loop {
+        let e = tokio::time::timeout(crate::util::WAIT, events.recv())
+            .await
+            .expect("an event in time")
+            .unwrap();
+        if e.event == "ui.command" {
+            break e;
+        }
+    };
+    // The challenge was seq 1; nothing was skipped on the way.
+    assert!(event.seq >= 2);
+    let payload = event.payload.unwrap();
+    assert_eq!(payload["command"]["sessionKey"], SESSION_A);
+    let ack = ui
+        .request(
+            Method::UiCommandResult,
+            json!({"commandId": payload["commandId"], "outcome": "applied"}),
+        )
+        .await
+        .unwrap();
+    assert_eq!(ack, json!({"accepted": true}));
+    let res = answer.await.unwrap().unwrap();
+    assert_eq!(res.delivered, 1);
+    let outcomes = res.outcomes.unwrap();
+    assert_eq!(outcomes[0].outcome, ax_gateway::Outcome::Applied);
+    assert_eq!(outcomes[0].conn_id, ui.hello().server.conn_id);
 }

@@ -4,5 +4,6 @@
 mod fanout;
 mod limited;
 mod protocol;
+mod security;
 mod terminal;
 mod util;

@@ -8,8 +8,8 @@ use std::{
 };
 
 use ax_gateway::{
-    Gateway, GatewayConfig, LimitedToken, Scope, SessionDirectory, TerminalEvent, TerminalHost,
-    TerminalStartError, TerminalStream, Tuning,
+    ClientMode, ConnectOptions, Gateway, GatewayClient, GatewayConfig, LimitedToken, Scope,
+    SessionDirectory, TerminalEvent, TerminalHost, TerminalStartError, TerminalStream, Tuning,
 };
 use axum::{
     Router,
@@ -142,8 +142,8 @@ pub async fn start_with(tuning: Tuning) -> TestGateway {
             "/gateway",
             get(
                 |State(g): State<Gateway>, ws: WebSocketUpgrade| async move {
-                    ws.read_buffer_size(4096)
-                        .write_buffer_size(4096)
+                    // The backend's settings, message cap included.
+                    g.configure_upgrade(ws)
                         .on_upgrade(move |socket| async move { g.serve_socket(socket).await })
                 },
             ),
@@ -304,6 +304,23 @@ impl Client {
     }
 }
 
+/// A well-behaved client past the handshake: the crate's own typed client.
+pub async fn typed(
+    addr: SocketAddr,
+    mode: ClientMode,
+    caps: &[&str],
+    scopes: &[Scope],
+    token: &str,
+) -> Result<GatewayClient, ax_gateway::ClientError> {
+    let options = ConnectOptions::new(token, mode, scopes.to_vec()).with_caps(caps.iter().copied());
+    tokio::time::timeout(
+        WAIT,
+        GatewayClient::connect(&format!("ws://{addr}/gateway"), options),
+    )
+    .await
+    .expect("typed connect timed out")
+}
+
 pub fn connect_params(mode: &str, caps: &[&str], scopes: &[&str], token: &str) -> Value {
     json!({
         "minProtocol": 1,
@@ -328,4 +345,51 @@ pub async fn eventually(mut f: impl FnMut() -> bool) -> bool {
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
     f()
+}
+
+/// Every log line of this test binary, at trace level with the filter directives a process
+/// hosting the gateway adds ([`ax_gateway::LOG_DIRECTIVES`]), the `log` records of the
+/// WebSocket library included. Installed on first use.
+pub fn logs() -> &'static Logs {
+    static LOGS: std::sync::OnceLock<Logs> = std::sync::OnceLock::new();
+    LOGS.get_or_init(|| {
+        let logs = Logs(Arc::new(std::sync::Mutex::new(Vec::new())));
+        let mut filter = tracing_subscriber::EnvFilter::new("trace");
+        for d in ax_gateway::LOG_DIRECTIVES {
+            filter = filter.add_directive(d.parse().unwrap());
+        }
+        tracing_subscriber::fmt()
+            .with_env_filter(filter)
+            .with_ansi(false)
+            .with_writer(logs.clone())
+            .try_init()
+            .expect("the log capture is the only subscriber of this binary");
+        logs
+    })
+}
+
+#[derive(Clone)]
+pub struct Logs(Arc<std::sync::Mutex<Vec<u8>>>);
+
+impl Logs {
+    pub fn text(&self) -> String {
+        String::from_utf8_lossy(&self.0.lock().unwrap()).into_owned()
+    }
+}
+
+impl std::io::Write for Logs {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(buf);
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+impl<'a> tracing_subscriber::fmt::MakeWriter<'a> for Logs {
+    type Writer = Logs;
+    fn make_writer(&'a self) -> Logs {
+        self.clone()
+    }
 }

@@ -5,6 +5,7 @@ mod auth;
 mod events;
 mod gateway;
 mod input;
+mod manage;
 mod runs;
 mod sessions;
 mod terminal;

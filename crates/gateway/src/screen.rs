@@ -1,0 +1,570 @@
+//! The `screen` MCP tool: arranges every connected Control UI through the gateway.
+//!
+//! [`ScreenServer`] is an rmcp [`ServerHandler`] with one tool. It is parameterised by
+//! - a [`Connector`] that opens a [`GatewayClient`] per call (the CLI's finds and proves the
+//!   backend first; the credential is limited to `operator.write`);
+//! - an optional default session (the agent's own): the target of session actions when the
+//!   call names none, and the pane to split beside; sent only with actions that use a session;
+//! - a [`ScreenGate`]: always on (`ax-code mcp screen`), or switched per turn (an agent in a
+//!   session may arrange the screen only while the turn came from a Control UI). While off,
+//!   the tool is not listed and a call is refused with a clear error.
+//!
+//! The actions are one enum, [`ScreenAction`]; the input and output schemas are derived.
+
+use std::{future::Future, sync::Arc, time::Duration};
+
+use rmcp::{
+    ErrorData, RoleServer, ServerHandler,
+    handler::server::common::{schema_for_output, schema_for_type},
+    model::{
+        CallToolRequestParams, CallToolResponse, CallToolResult, Implementation, JsonObject,
+        ListToolsResult, PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool,
+        ToolAnnotations,
+    },
+    service::{NotificationContext, RequestContext},
+};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use tokio::sync::watch;
+
+use crate::{
+    client::{ClientError, GatewayClient},
+    frame::ErrorCode,
+    ui_command::{
+        Dock, PanelKind, SplitDirection, UiCommand, UiCommandParams, UiCommandResponse, UiOutcome,
+    },
+};
+
+/// The MCP server name.
+pub const SERVER_NAME: &str = "ax-code-screen";
+/// The tool's name.
+pub const TOOL_NAME: &str = "screen";
+/// One call, connection included, takes at most this long.
+const CALL_TIMEOUT: Duration = Duration::from_secs(10);
+
+const INSTRUCTIONS: &str = "Arranges the AX Code Control UI (browser) for the person: split, \
+focus, close or navigate session panes, show or hide the sidebar, the operator terminal and \
+the browser panel. Every connected Control UI applies the command; the result says what each \
+did. Session IDs come from `ax-code session list`. It changes presentation only: it cannot \
+read the screen, click, type, or approve anything.";
+
+const DESCRIPTION: &str = "Change the layout of every connected AX Code Control UI. \
+Actions: split_right / split_down (open the target session in a new pane beside or below \
+the pane of the agent's own session, else the active pane), close_pane (close the pane \
+showing the target session; the last pane stays), focus (activate the pane showing the \
+target session), navigate (show the target session in the active pane), sidebar_show / \
+sidebar_hide, terminal_show / terminal_hide and browser_show / browser_hide (the operator \
+terminal and browser panels; dock \"bottom\" or \"right\" only when showing). sessionKey (a \
+session ID, ses_…) is the target for split, close_pane, focus and navigate; it defaults to \
+the current session. The result lists, per UI (connId), outcome applied, ignored (with a \
+reason) or no_answer. Fails with UNAVAILABLE when no Control UI is connected.";
+
+/// What a disabled tool answers.
+const DISABLED: &str = "the screen tool is not enabled for this turn: only a turn started from \
+a Control UI (a client that advertises ui-commands) may arrange the screen";
+
+/// One action of the tool. The wire names (snake_case) exist only here.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+#[schemars(inline)]
+pub enum ScreenAction {
+    SplitRight,
+    SplitDown,
+    ClosePane,
+    Focus,
+    Navigate,
+    SidebarShow,
+    SidebarHide,
+    TerminalShow,
+    TerminalHide,
+    BrowserShow,
+    BrowserHide,
+}
+
+impl ScreenAction {
+    /// Every action, in the order the schema lists them.
+    pub const ALL: [ScreenAction; 11] = [
+        ScreenAction::SplitRight,
+        ScreenAction::SplitDown,
+        ScreenAction::ClosePane,
+        ScreenAction::Focus,
+        ScreenAction::Navigate,
+        ScreenAction::SidebarShow,
+        ScreenAction::SidebarHide,
+        ScreenAction::TerminalShow,
+        ScreenAction::TerminalHide,
+        ScreenAction::BrowserShow,
+        ScreenAction::BrowserHide,
+    ];
+
+    /// Whether the action acts on a session (and so takes `sessionKey` and the default).
+    pub fn uses_session(self) -> bool {
+        matches!(
+            self.command(None, None),
+            UiCommand::Split { .. }
+                | UiCommand::ClosePane { .. }
+                | UiCommand::Focus { .. }
+                | UiCommand::Navigate { .. }
+        )
+    }
+
+    /// Whether `dock` applies (showing a panel).
+    pub fn takes_dock(self) -> bool {
+        matches!(
+            self.command(None, None),
+            UiCommand::Panel { open: true, .. }
+        )
+    }
+
+    /// The gateway command for this action.
+    pub fn command(self, session_key: Option<String>, dock: Option<Dock>) -> UiCommand {
+        let panel = |panel, open| UiCommand::Panel {
+            panel,
+            open,
+            dock: if open { dock } else { None },
+        };
+        match self {
+            ScreenAction::SplitRight => UiCommand::Split {
+                direction: SplitDirection::Right,
+                session_key,
+            },
+            ScreenAction::SplitDown => UiCommand::Split {
+                direction: SplitDirection::Down,
+                session_key,
+            },
+            ScreenAction::ClosePane => UiCommand::ClosePane { session_key },
+            ScreenAction::Focus => UiCommand::Focus { session_key },
+            ScreenAction::Navigate => UiCommand::Navigate { session_key },
+            ScreenAction::SidebarShow => UiCommand::Sidebar { visible: true },
+            ScreenAction::SidebarHide => UiCommand::Sidebar { visible: false },
+            ScreenAction::TerminalShow => panel(PanelKind::Terminal, true),
+            ScreenAction::TerminalHide => panel(PanelKind::Terminal, false),
+            ScreenAction::BrowserShow => panel(PanelKind::Browser, true),
+            ScreenAction::BrowserHide => panel(PanelKind::Browser, false),
+        }
+    }
+
+    fn name(self) -> String {
+        serde_json::to_value(self)
+            .ok()
+            .and_then(|v| v.as_str().map(str::to_string))
+            .unwrap_or_default()
+    }
+}
+
+/// The tool's arguments (closed).
+#[derive(Debug, Clone, PartialEq, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ScreenInput {
+    /// What to change.
+    pub action: ScreenAction,
+    /// The target session (ses_ and 26 letters or digits) for split_right, split_down,
+    /// close_pane, focus and navigate; default: the current session.
+    #[serde(default)]
+    #[schemars(regex(pattern = r"^ses_[0-9A-Za-z]{26}$"))]
+    pub session_key: Option<String>,
+    /// Where to dock the panel; only with terminal_show or browser_show.
+    #[serde(default)]
+    pub dock: Option<Dock>,
+}
+
+/// The error part of a failed call's result.
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ScreenErrorBody {
+    pub code: ErrorCode,
+    pub message: String,
+}
+
+/// The tool's result: the gateway's `ui.command` answer, or `ok: false` with an error.
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ScreenOutput {
+    pub ok: bool,
+    /// Control UIs the command was sent to.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub delivered: Option<usize>,
+    /// What each Control UI did.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub outcomes: Option<Vec<UiOutcome>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<ScreenErrorBody>,
+}
+
+/// A failed call: the gateway's error code (or the same vocabulary for local causes).
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("{code}: {message}")]
+pub struct ScreenError {
+    pub code: ErrorCode,
+    pub message: String,
+}
+
+impl ScreenError {
+    pub fn new(code: ErrorCode, message: impl Into<String>) -> Self {
+        ScreenError {
+            code,
+            message: message.into(),
+        }
+    }
+
+    pub fn invalid(message: impl Into<String>) -> Self {
+        ScreenError::new(ErrorCode::InvalidRequest, message)
+    }
+
+    pub fn unavailable(message: impl Into<String>) -> Self {
+        ScreenError::new(ErrorCode::Unavailable, message)
+    }
+}
+
+impl From<ClientError> for ScreenError {
+    fn from(e: ClientError) -> Self {
+        match e {
+            // The gateway's own message, without a code prefix.
+            ClientError::Gateway(shape) => ScreenError::new(shape.code, shape.message),
+            other => ScreenError::new(other.code(), other.to_string()),
+        }
+    }
+}
+
+/// Opens a gateway connection for one call.
+pub trait Connector: Send + Sync + 'static {
+    fn connect(&self) -> impl Future<Output = Result<GatewayClient, ScreenError>> + Send;
+}
+
+/// Whether the tool is offered.
+#[derive(Debug, Clone)]
+pub enum ScreenGate {
+    /// Always listed and callable.
+    Always,
+    /// Listed and callable while the value is `true`; each change is announced to the MCP
+    /// client with `notifications/tools/list_changed`.
+    Switch(watch::Receiver<bool>),
+}
+
+impl ScreenGate {
+    fn enabled(&self) -> bool {
+        match self {
+            ScreenGate::Always => true,
+            ScreenGate::Switch(rx) => *rx.borrow(),
+        }
+    }
+}
+
+fn is_session_id(key: &str) -> bool {
+    key.len() == 30
+        && key.starts_with("ses_")
+        && key[4..].bytes().all(|b| b.is_ascii_alphanumeric())
+}
+
+/// Checks an input against what the schema cannot say and maps it to the gateway params.
+/// `default_session` is sent (as the source session) only with actions that use a session.
+pub fn command_params(
+    input: &ScreenInput,
+    default_session: Option<&str>,
+) -> Result<UiCommandParams, ScreenError> {
+    let action = input.action;
+    if let Some(key) = &input.session_key {
+        if !is_session_id(key) {
+            return Err(ScreenError::invalid(
+                "sessionKey must be a session ID (ses_ followed by 26 letters or digits)",
+            ));
+        }
+        if !action.uses_session() {
+            return Err(ScreenError::invalid(format!(
+                "sessionKey does not apply to {}",
+                action.name()
+            )));
+        }
+    }
+    if input.dock.is_some() && !action.takes_dock() {
+        return Err(ScreenError::invalid(
+            "dock is allowed only with terminal_show or browser_show",
+        ));
+    }
+    Ok(UiCommandParams {
+        command: action.command(input.session_key.clone(), input.dock),
+        session_key: default_session
+            .filter(|_| action.uses_session())
+            .map(str::to_string),
+        wait: Some(true),
+    })
+}
+
+fn tool() -> Tool {
+    Tool::new(TOOL_NAME, DESCRIPTION, schema_for_type::<ScreenInput>())
+        .with_title("Arrange the Control UI")
+        .with_raw_output_schema(schema_for_output::<ScreenOutput>())
+        .with_annotations(
+            ToolAnnotations::with_title("Arrange the Control UI")
+                .read_only(false)
+                .destructive(false)
+                .idempotent(false)
+                .open_world(false),
+        )
+}
+
+fn success(res: UiCommandResponse) -> ScreenOutput {
+    ScreenOutput {
+        ok: res.ok,
+        delivered: Some(res.delivered),
+        outcomes: res.outcomes,
+        error: None,
+    }
+}
+
+fn result_of(out: Result<ScreenOutput, ScreenError>) -> CallToolResult {
+    let (out, failed) = match out {
+        Ok(o) => (o, false),
+        Err(e) => (
+            ScreenOutput {
+                ok: false,
+                delivered: None,
+                outcomes: None,
+                error: Some(ScreenErrorBody {
+                    code: e.code,
+                    message: e.message,
+                }),
+            },
+            true,
+        ),
+    };
+    let value = serde_json::to_value(&out).unwrap_or(Value::Null);
+    if failed {
+        CallToolResult::structured_error(value)
+    } else {
+        CallToolResult::structured(value)
+    }
+}
+
+/// The `screen` MCP server.
+pub struct ScreenServer<C> {
+    connector: Arc<C>,
+    default_session: Option<String>,
+    gate: ScreenGate,
+}
+
+impl<C: Connector> ScreenServer<C> {
+    pub fn new(connector: C, default_session: Option<String>, gate: ScreenGate) -> Self {
+        ScreenServer {
+            connector: Arc::new(connector),
+            default_session,
+            gate,
+        }
+    }
+
+    /// Checks the default session against the backend: a session of another project or one
+    /// that no longer exists is refused here with a clear message, not by every later call.
+    pub async fn check_default_session(&self) -> Result<(), ScreenError> {
+        let Some(session) = &self.default_session else {
+            return Ok(());
+        };
+        if !is_session_id(session) {
+            return Err(ScreenError::invalid(format!(
+                "{session:?} is not a session ID (ses_ followed by 26 letters or digits)"
+            )));
+        }
+        let exists = tokio::time::timeout(CALL_TIMEOUT, async {
+            let client = self.connector.connect().await?;
+            let exists = client.session_exists(session).await;
+            client.close().await;
+            Ok::<bool, ScreenError>(exists?)
+        })
+        .await
+        .map_err(|_| ScreenError::from(ClientError::Timeout))??;
+        if exists {
+            Ok(())
+        } else {
+            Err(ScreenError::invalid(format!(
+                "session {session} is not a session of this backend's project (deleted, or of \
+                 another project): pick one from `ax-code session list`"
+            )))
+        }
+    }
+
+    /// The tools to list: `screen` while the gate is open, none otherwise.
+    pub fn tools(&self) -> Vec<Tool> {
+        if self.gate.enabled() {
+            vec![tool()]
+        } else {
+            Vec::new()
+        }
+    }
+
+    /// One tool call with raw arguments.
+    pub async fn call(&self, arguments: Option<JsonObject>) -> Result<ScreenOutput, ScreenError> {
+        if !self.gate.enabled() {
+            return Err(ScreenError::new(ErrorCode::Forbidden, DISABLED));
+        }
+        let input: ScreenInput =
+            serde_json::from_value(Value::Object(arguments.unwrap_or_default()))
+                .map_err(|e| ScreenError::invalid(format!("invalid screen arguments: {e}")))?;
+        let params = command_params(&input, self.default_session.as_deref())?;
+        tokio::time::timeout(CALL_TIMEOUT, async {
+            let client = self.connector.connect().await?;
+            let res = client.ui_command(&params).await;
+            client.close().await;
+            Ok(success(res?))
+        })
+        .await
+        .map_err(|_| ScreenError::from(ClientError::Timeout))?
+    }
+}
+
+impl<C: Connector> ServerHandler for ScreenServer<C> {
+    fn get_info(&self) -> ServerConfig {
+        let tools = ServerCapabilities::builder().enable_tools();
+        let capabilities = match self.gate {
+            ScreenGate::Always => tools.build(),
+            ScreenGate::Switch(_) => tools.enable_tool_list_changed().build(),
+        };
+        ServerConfig::new(capabilities)
+            .with_server_info(Implementation::new(SERVER_NAME, env!("CARGO_PKG_VERSION")))
+            .with_instructions(INSTRUCTIONS)
+    }
+
+    async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
+        let ScreenGate::Switch(rx) = &self.gate else {
+            return;
+        };
+        let mut rx = rx.clone();
+        let peer = context.peer;
+        tokio::spawn(async move {
+            while rx.changed().await.is_ok() {
+                if peer.notify_tool_list_changed().await.is_err() {
+                    break;
+                }
+            }
+        });
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, ErrorData> {
+        Ok(ListToolsResult::with_all_items(self.tools()))
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        if request.name.as_ref() != TOOL_NAME {
+            let shown: String = request.name.chars().take(64).collect();
+            return Err(ErrorData::invalid_params(
+                format!("unknown tool: {shown}"),
+                None,
+            ));
+        }
+        Ok(result_of(self.call(request.arguments).await).into())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    const S: &str = "ses_0123456789abABCDEFGHIJKLMN";
+
+    fn params(v: Value, default: Option<&str>) -> Result<UiCommandParams, String> {
+        let i: ScreenInput = serde_json::from_value(v).map_err(|e| e.to_string())?;
+        command_params(&i, default).map_err(|e| e.message)
+    }
+
+    #[test]
+    fn every_action_maps_to_its_command() {
+        let p = params(json!({"action": "split_down", "sessionKey": S}), None).unwrap();
+        assert_eq!(
+            p.command,
+            UiCommand::Split {
+                direction: SplitDirection::Down,
+                session_key: Some(S.into())
+            }
+        );
+        let p = params(json!({"action": "terminal_show", "dock": "right"}), None).unwrap();
+        assert_eq!(
+            p.command,
+            UiCommand::Panel {
+                panel: PanelKind::Terminal,
+                open: true,
+                dock: Some(Dock::Right)
+            }
+        );
+        for a in ScreenAction::ALL {
+            assert!(params(json!({"action": a}), None).is_ok(), "{a:?}");
+        }
+    }
+
+    #[test]
+    fn the_default_session_goes_only_with_session_actions() {
+        let p = params(json!({"action": "sidebar_hide"}), Some(S)).unwrap();
+        assert_eq!(p.session_key, None);
+        let p = params(json!({"action": "terminal_show"}), Some(S)).unwrap();
+        assert_eq!(p.session_key, None);
+        let p = params(json!({"action": "focus"}), Some(S)).unwrap();
+        assert_eq!(p.session_key.as_deref(), Some(S));
+        assert_eq!(p.wait, Some(true));
+    }
+
+    #[test]
+    fn bad_inputs_are_refused() {
+        for bad in [
+            json!({"action": "terminal_hide", "dock": "right"}),
+            json!({"action": "focus", "dock": "right"}),
+            json!({"action": "sidebar_show", "sessionKey": S}),
+            json!({"action": "focus", "sessionKey": "nope"}),
+            json!({"action": "zoom"}),
+            json!({"action": "focus", "extra": 1}),
+            json!({"action": "browser_show", "dock": "left"}),
+        ] {
+            assert!(params(bad.clone(), None).is_err(), "{bad}");
+        }
+    }
+
+    /// A connector for tests that never reaches a gateway.
+    struct NoGateway;
+    impl Connector for NoGateway {
+        async fn connect(&self) -> Result<GatewayClient, ScreenError> {
+            Err(ScreenError::unavailable("no gateway in this test"))
+        }
+    }
+
+    #[tokio::test]
+    async fn a_closed_gate_hides_the_tool_and_refuses_calls_before_connecting() {
+        let (open, gate) = watch::channel(false);
+        let server = ScreenServer::new(NoGateway, Some(S.into()), ScreenGate::Switch(gate));
+        let args = || json!({"action": "sidebar_show"}).as_object().cloned();
+        assert!(server.tools().is_empty());
+        let err = server.call(args()).await.unwrap_err();
+        assert_eq!(err.code, ErrorCode::Forbidden);
+        assert!(err.message.contains("not enabled"), "{err}");
+
+        open.send(true).unwrap();
+        assert_eq!(server.tools().len(), 1);
+        // Now the call goes on to the connector.
+        let err = server.call(args()).await.unwrap_err();
+        assert_eq!(err.code, ErrorCode::Unavailable);
+        assert_eq!(err.message, "no gateway in this test");
+        // Bad arguments are refused before connecting, also with the gate open.
+        let err = server
+            .call(json!({"action": "zoom"}).as_object().cloned())
+            .await
+            .unwrap_err();
+        assert_eq!(err.code, ErrorCode::InvalidRequest);
+    }
+
+    #[test]
+    fn the_schema_is_derived_closed_and_lists_the_actions_once() {
+        let schema = Value::Object(tool().input_schema.as_ref().clone());
+        assert_eq!(schema["additionalProperties"], false, "{schema}");
+        let names: Vec<String> = ScreenAction::ALL.iter().map(|a| a.name()).collect();
+        assert_eq!(schema["properties"]["action"]["enum"], json!(names));
+        assert_eq!(schema["required"], json!(["action"]));
+        let out = Value::Object(tool().output_schema.unwrap().as_ref().clone());
+        assert_eq!(out["additionalProperties"], false, "{out}");
+        assert_eq!(out["required"], json!(["ok"]));
+    }
+}
