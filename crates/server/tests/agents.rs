@@ -20,6 +20,9 @@ fn main() {
     if std::env::var_os("AX_TEST_BE_MOCK_AGENT").is_some() {
         ax_mock_agent::run();
     }
+    // A credential in the backend's own environment must reach no agent and no terminal.
+    // SAFETY: set before any other thread of this process exists.
+    unsafe { std::env::set_var("AX_CODE_SERVER_PASSWORD", "secret-must-not-leak") };
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -43,6 +46,9 @@ fn main() {
         }),
         ("restart_reopens_without_showing_replay_twice", || {
             Box::pin(restart_reopens_without_showing_replay_twice())
+        }),
+        ("fs_terminal_and_env_through_the_backend", || {
+            Box::pin(fs_terminal_and_env_through_the_backend())
         }),
         ("twenty_sessions_at_once_no_cross_talk", || {
             Box::pin(twenty_sessions_at_once_no_cross_talk())
@@ -623,4 +629,36 @@ async fn twenty_sessions_at_once_no_cross_talk() {
         let stored = b.client.messages(id).await.unwrap();
         assert_eq!(reply_of(&stored, &replies[id]).parts, as_parts(&parts[id]));
     }
+}
+
+async fn fs_terminal_and_env_through_the_backend() {
+    let b = Backend::start("").await;
+    std::fs::write(b.project_dir.join("in.txt"), "hello").unwrap();
+    let mut events = b.events().await;
+    let id = b.mock_session().await;
+    let script = "read in.txt\nwrite out/new.txt written\nread ../outside.txt\n\
+                  term 5 printf 0123456789\nterm 100000 env\nenv";
+    let accepted = b.client.prompt_text(&id, script).await.unwrap();
+    let live = follow(&b, &mut events, &id, &accepted.reply_id, |_| None).await;
+    let text = text_of(&live.parts);
+    assert!(text.contains("read: ok hello"), "{text}");
+    assert!(text.contains("write: ok"), "{text}");
+    assert_eq!(
+        std::fs::read_to_string(b.project_dir.join("out/new.txt")).unwrap(),
+        "written"
+    );
+    assert!(text.contains("read: error -32602"), "outside the project: {text}");
+    assert!(
+        text.contains("truncated=true output=56789"),
+        "the terminal keeps the end: {text}"
+    );
+    assert!(text.contains("PATH="), "the terminal ran env: {text}");
+    assert!(text.contains("env: "), "{text}");
+    assert!(!text.contains("AX_CODE_SERVER_PASSWORD"), "{text}");
+    assert!(!text.contains("secret-must-not-leak"), "{text}");
+    assert!(
+        live.parts.iter().any(|p| matches!(p, TurnPart::ToolCall(t)
+            if t.content.iter().any(|c| matches!(c, turn::ToolContent::Terminal { .. })))),
+        "a terminal tool call shows its terminal"
+    );
 }
