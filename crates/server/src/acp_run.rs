@@ -28,6 +28,9 @@ use crate::{
 /// Deltas taken from the agent's stream before they are stored and published together.
 const BURST: usize = 4096;
 
+/// Largest text delta made by merging queued chunks.
+const MERGE_BYTES: usize = 64 * 1024;
+
 /// Longest stderr tail shown in a notice when the agent fails.
 const NOTICE_TAIL_BYTES: usize = 4096;
 
@@ -183,6 +186,22 @@ struct Turn {
 
 impl Turn {
     fn delta(&mut self, batch: &mut Vec<Item>, delta: TurnDelta) {
+        // Chunks that queued up together go out as one delta (folding `a` then `b` is
+        // folding `a + b`): a burst costs a few events and rows, not one per chunk, and a
+        // slow event consumer is not flooded.
+        if let Some(Item::Delta(_, last)) = batch.last_mut() {
+            match (last, &delta) {
+                (TurnDelta::TextAppended { text: a }, TurnDelta::TextAppended { text: b })
+                | (
+                    TurnDelta::ThoughtAppended { text: a },
+                    TurnDelta::ThoughtAppended { text: b },
+                ) if a.len() + b.len() <= MERGE_BYTES => {
+                    a.push_str(b);
+                    return;
+                }
+                _ => {}
+            }
+        }
         self.seq += 1;
         batch.push(Item::Delta(self.seq, delta));
     }
