@@ -205,7 +205,10 @@ mod tests {
             "TMPDIR",
             "LANG",
         ] {
-            assert!(ax_agents::process::env::is_allowed(std::ffi::OsStr::new(ok)), "{ok}");
+            assert!(
+                ax_agents::process::env::is_allowed(std::ffi::OsStr::new(ok)),
+                "{ok}"
+            );
         }
         for bad in [
             "AX_CODE_SERVER_PASSWORD",
@@ -215,7 +218,10 @@ mod tests {
             "LD_PRELOAD",
             "PATHX",
         ] {
-            assert!(!ax_agents::process::env::is_allowed(std::ffi::OsStr::new(bad)), "{bad}");
+            assert!(
+                !ax_agents::process::env::is_allowed(std::ffi::OsStr::new(bad)),
+                "{bad}"
+            );
         }
     }
 

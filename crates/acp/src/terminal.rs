@@ -151,9 +151,7 @@ impl Terminals for LocalTerminals {
         })?;
         let id = format!(
             "term-{}",
-            self.next
-                .fetch_add(1, std::sync::atomic::Ordering::Relaxed)
-                + 1
+            self.next.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1
         );
         self.terms.lock().unwrap_or_else(|p| p.into_inner()).insert(
             id.clone(),

@@ -270,7 +270,8 @@ fn endpoint_swapped_for_a_symlink_or_deleted_under_a_live_adapter_is_refused() {
     tui.wait_text("swap-target");
     let mut adapter = Adapter::spawn(&env, &endpoint);
     let view = adapter.wait_context("ready", unblocked);
-    let unavailable = json!({"status": "rejected", "code": "target_unavailable", "detail": "tui_unreachable"});
+    let unavailable =
+        json!({"status": "rejected", "code": "target_unavailable", "detail": "tui_unreachable"});
 
     // The directory moves away and a symlink takes its name: same files, reached through a
     // link. The adapter refuses before sending anything.

@@ -210,6 +210,9 @@ text_enum! {
 }
 
 /// One ordered piece of a message.
+// An agent's tool call is the large variant; parts live in a message's Vec, served whole, so
+// matching by value (no box) is worth the size here.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(
     tag = "type",
@@ -358,7 +361,9 @@ impl PermissionReply {
             PermissionReply::Always | PermissionReply::AllowAlways => {
                 turn::PermissionKind::AllowAlways
             }
-            PermissionReply::Reject | PermissionReply::RejectOnce => turn::PermissionKind::RejectOnce,
+            PermissionReply::Reject | PermissionReply::RejectOnce => {
+                turn::PermissionKind::RejectOnce
+            }
             PermissionReply::RejectAlways => turn::PermissionKind::RejectAlways,
         }
     }

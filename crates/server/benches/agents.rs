@@ -124,26 +124,19 @@ async fn bench() {
     println!("added latency agent stdout → SSE client at 5,000 updates/s:");
     let mut lat = Vec::with_capacity(25_000);
     let cpu0 = cpu_us();
-    let got = turn(
-        &client,
-        &mut events,
-        &id,
-        "flood-timed 25000 5000",
-        |d| {
-            if let TurnDelta::TextAppended { text } = d {
-                let now = std::time::SystemTime::now()
-                    .duration_since(std::time::UNIX_EPOCH)
-                    .unwrap()
-                    .as_nanos() as i128;
-                for stamp in text.split_whitespace() {
-                    if let Some(ns) = stamp.strip_prefix('t').and_then(|s| s.parse::<i128>().ok())
-                    {
-                        lat.push((now - ns) as f64 / 1e6);
-                    }
+    let got = turn(&client, &mut events, &id, "flood-timed 25000 5000", |d| {
+        if let TurnDelta::TextAppended { text } = d {
+            let now = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .unwrap()
+                .as_nanos() as i128;
+            for stamp in text.split_whitespace() {
+                if let Some(ns) = stamp.strip_prefix('t').and_then(|s| s.parse::<i128>().ok()) {
+                    lat.push((now - ns) as f64 / 1e6);
                 }
             }
-        },
-    )
+        }
+    })
     .await;
     let cpu = cpu_us() - cpu0;
     lat.sort_by(|a, b| a.partial_cmp(b).unwrap());

@@ -65,10 +65,9 @@ pub async fn start(
         checked.text.clone(),
     ))];
     for a in &checked.attachments {
-        blocks.push(schema::ContentBlock::ResourceLink(schema::ResourceLink::new(
-            a.shown.clone(),
-            format!("file://{}", a.resolved.display()),
-        )));
+        blocks.push(schema::ContentBlock::ResourceLink(
+            schema::ResourceLink::new(a.shown.clone(), format!("file://{}", a.resolved.display())),
+        ));
     }
     let (control, inbox) = mpsc::unbounded_channel();
     {
@@ -505,7 +504,9 @@ impl Turn {
                 message: e.to_string(),
                 stderr_tail: slot.handle.stderr_tail(),
             };
-            return self.finish(end, false, batch, acks, &mut inbox, Some(&slot)).await;
+            return self
+                .finish(end, false, batch, acks, &mut inbox, Some(&slot))
+                .await;
         }
         let shutdown = self.app.shutdown.clone();
         let mut events = slot.events.lock().await;
@@ -624,7 +625,10 @@ impl Turn {
             && !slot.handle.is_alive()
         {
             let mut slots = self.app.agent_slots();
-            if slots.get(&self.session).is_some_and(|s| Arc::ptr_eq(s, slot)) {
+            if slots
+                .get(&self.session)
+                .is_some_and(|s| Arc::ptr_eq(s, slot))
+            {
                 slots.remove(&self.session);
             }
         }

@@ -2,8 +2,8 @@
 
 use ax_protocol::{
     AbortResult, CreateSession, Event, Health, Message, Permission, PermissionAnswer, Project,
-    Prompt, PromptAccepted, PromptPart, RenameSession, Session, SessionId, SessionStatus,
-    SetMode, proof,
+    Prompt, PromptAccepted, PromptPart, RenameSession, Session, SessionId, SessionStatus, SetMode,
+    proof,
 };
 use axum::{
     Json, Router,

@@ -49,7 +49,9 @@ impl Default for Limits {
 /// What a run's task is waiting for or doing.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Phase {
-    Pending { permission_id: String },
+    Pending {
+        permission_id: String,
+    },
     Busy,
     /// An ACP agent's turn: busy while its `session/prompt` is outstanding; permissions are
     /// answered through [`Control::AgentReply`].

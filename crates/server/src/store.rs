@@ -520,7 +520,11 @@ pub fn append_deltas<'a>(
     let mut stmt =
         conn.prepare_cached("INSERT INTO delta(message_id, seq, body) VALUES (?1, ?2, ?3)")?;
     for (seq, delta) in deltas {
-        stmt.execute(params![message_id, seq as i64, serde_json::to_string(delta)?])?;
+        stmt.execute(params![
+            message_id,
+            seq as i64,
+            serde_json::to_string(delta)?
+        ])?;
     }
     Ok(())
 }
@@ -1085,9 +1089,7 @@ mod tests {
         }
         let store = Store::open(tmp.path()).unwrap();
         let first: SessionId = "ses_0123456789abABCDEFGHIJKLMN".parse().unwrap();
-        let sessions = store
-            .read_blocking(|c| list_sessions(c, 1, None))
-            .unwrap();
+        let sessions = store.read_blocking(|c| list_sessions(c, 1, None)).unwrap();
         assert_eq!(sessions.len(), 2);
         for s in &sessions {
             assert_eq!(s.agent, "shell");
@@ -1095,7 +1097,11 @@ mod tests {
         }
         assert_eq!(sessions[1].title, "first");
         assert_eq!((sessions[1].created, sessions[1].updated), (1, 2));
-        assert!(store.read_blocking(|c| always_allowed(c, first.as_str())).unwrap());
+        assert!(
+            store
+                .read_blocking(|c| always_allowed(c, first.as_str()))
+                .unwrap()
+        );
         let msgs = store.read_blocking(|c| messages(c, &first)).unwrap();
         let all: Vec<Part> = msgs.iter().flat_map(|m| m.parts.clone()).collect();
         let want: Vec<Part> = parts
@@ -1133,7 +1139,7 @@ mod tests {
         let tmp = tempfile::tempdir().unwrap();
         let store = Store::open(tmp.path()).unwrap();
         let id: SessionId = "ses_0123456789abABCDEFGHIJKLMN".parse().unwrap();
-        let deltas = vec![
+        let deltas = [
             turn::TurnDelta::TextAppended { text: "a".into() },
             turn::TurnDelta::TextAppended { text: "b".into() },
             turn::TurnDelta::ThoughtAppended { text: "t".into() },
@@ -1164,7 +1170,11 @@ mod tests {
                         parts: Vec::new(),
                     },
                 )?;
-                append_deltas(c, "msg_a", deltas.iter().enumerate().map(|(i, d)| (i as u64 + 1, d)))?;
+                append_deltas(
+                    c,
+                    "msg_a",
+                    deltas.iter().enumerate().map(|(i, d)| (i as u64 + 1, d)),
+                )?;
                 append_part(c, "msg_a", 0, &Part::Interrupted)
             })
             .unwrap();
@@ -1177,7 +1187,10 @@ mod tests {
                 Part::Interrupted
             ]
         );
-        let s = store.read_blocking(|c| get_session(c, 1, id.as_str())).unwrap().unwrap();
+        let s = store
+            .read_blocking(|c| get_session(c, 1, id.as_str()))
+            .unwrap()
+            .unwrap();
         assert_eq!(s.agent, "mock");
     }
 

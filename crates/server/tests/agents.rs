@@ -16,6 +16,8 @@ use ax_server::{RunningServer, ServerConfig};
 
 const WAIT: Duration = Duration::from_secs(20);
 
+type TestFn = fn() -> std::pin::Pin<Box<dyn Future<Output = ()>>>;
+
 fn main() {
     if std::env::var_os("AX_TEST_BE_MOCK_AGENT").is_some() {
         ax_mock_agent::run();
@@ -28,7 +30,7 @@ fn main() {
         .build()
         .unwrap();
     let only = std::env::args().nth(1).filter(|a| !a.starts_with('-'));
-    let tests: Vec<(&str, fn() -> std::pin::Pin<Box<dyn Future<Output = ()>>>)> = vec![
+    let tests: Vec<(&str, TestFn)> = vec![
         ("every_part_kind_streams_and_reloads_equal", || {
             Box::pin(every_part_kind_streams_and_reloads_equal())
         }),
@@ -178,7 +180,11 @@ async fn follow(
                 } if session_id == *id => {
                     assert_eq!(message_id, reply, "a delta of another message");
                     seen = true;
-                    assert_eq!(seq, *next_seq.get_or_insert(seq), "deltas in order, none lost");
+                    assert_eq!(
+                        seq,
+                        *next_seq.get_or_insert(seq),
+                        "deltas in order, none lost"
+                    );
                     next_seq = Some(seq + 1);
                     turn::apply(&mut out.parts, delta);
                 }
@@ -252,7 +258,14 @@ async fn every_part_kind_streams_and_reloads_equal() {
             TurnPart::Notice(_) => "notice",
         })
         .collect();
-    for kind in ["text", "thought", "tool_call", "plan", "permission", "notice"] {
+    for kind in [
+        "text",
+        "thought",
+        "tool_call",
+        "plan",
+        "permission",
+        "notice",
+    ] {
         assert!(kinds.contains(&kind), "{kind} streamed: {kinds:?}");
     }
     let text = text_of(&live.parts);
@@ -260,17 +273,25 @@ async fn every_part_kind_streams_and_reloads_equal() {
     assert!(text.contains("c299 "), "{text}");
     assert!(text.contains("permission p1: allow"), "{text}");
     assert!(
-        live.parts.iter().any(|p| matches!(p, TurnPart::Notice(n) if n.kind == NoticeKind::Stop)),
+        live.parts
+            .iter()
+            .any(|p| matches!(p, TurnPart::Notice(n) if n.kind == NoticeKind::Stop)),
         "stop reason other than end_turn is a notice"
     );
     let stored = b.client.messages(&id).await.unwrap();
-    assert_eq!(reply_of(&stored, &accepted.reply_id).parts, as_parts(&live.parts));
+    assert_eq!(
+        reply_of(&stored, &accepted.reply_id).parts,
+        as_parts(&live.parts)
+    );
     let session = b.client.get_session(&id).await.unwrap();
     assert_eq!(session.agent, "mock");
     assert_eq!(session.status, SessionStatus::Idle);
     b.restart().await;
     let reloaded = b.client.messages(&id).await.unwrap();
-    assert_eq!(reloaded, stored, "a reload after a restart equals what streamed");
+    assert_eq!(
+        reloaded, stored,
+        "a reload after a restart equals what streamed"
+    );
 }
 
 async fn agent_is_fixed_at_creation_and_checked() {
@@ -280,7 +301,11 @@ async fn agent_is_fixed_at_creation_and_checked() {
     match b.client.create_session_with(None, Some("nope")).await {
         Err(ClientError::Api { status, error }) => {
             assert_eq!(status, 400);
-            assert!(error.message.contains("unknown agent `nope`"), "{}", error.message);
+            assert!(
+                error.message.contains("unknown agent `nope`"),
+                "{}",
+                error.message
+            );
             assert!(error.message.contains("mock"), "{}", error.message);
         }
         other => panic!("unknown agent must be 400: {other:?}"),
@@ -290,7 +315,10 @@ async fn agent_is_fixed_at_creation_and_checked() {
     let server = b.server.as_ref().unwrap();
     for (path, body) in [
         ("/session".to_string(), r#"{"agent":"mock","x":1}"#),
-        (format!("/session/{}/mode", default.id), r#"{"modeId":"a","x":1}"#),
+        (
+            format!("/session/{}/mode", default.id),
+            r#"{"modeId":"a","x":1}"#,
+        ),
     ] {
         let r = http
             .post(format!("{}{path}", server.url()))
@@ -339,7 +367,10 @@ async fn agent_is_fixed_at_creation_and_checked() {
     let modes = session.agent_state.unwrap().modes.expect("modes shown");
     assert_eq!(modes.current, "default");
     let switched = b.client.set_mode(&id, "acceptEdits").await.unwrap();
-    assert_eq!(switched.agent_state.unwrap().modes.unwrap().current, "acceptEdits");
+    assert_eq!(
+        switched.agent_state.unwrap().modes.unwrap().current,
+        "acceptEdits"
+    );
     assert!(b.client.set_mode(&id, "nope").await.is_err());
     let accepted = b.client.prompt_text(&id, "mode").await.unwrap();
     let live = follow(&b, &mut events, &id, &accepted.reply_id, |_| None).await;
@@ -360,7 +391,10 @@ async fn permissions_are_answered_by_kind() {
         PermissionReply::RejectOnce,
     ];
     let accepted = b.client.prompt_text(&id, script).await.unwrap();
-    let live = follow(&b, &mut events, &id, &accepted.reply_id, |i| Some(answers[i])).await;
+    let live = follow(&b, &mut events, &id, &accepted.reply_id, |i| {
+        Some(answers[i])
+    })
+    .await;
     let text = text_of(&live.parts);
     for want in [
         "permission a: allow",
@@ -371,17 +405,27 @@ async fn permissions_are_answered_by_kind() {
     }
     assert_eq!(live.asked.len(), 4);
     let bare = &live.asked[3];
-    assert!(bare.tool_call.is_some(), "a bare request shows its own toolCall");
+    assert!(
+        bare.tool_call.is_some(),
+        "a bare request shows its own toolCall"
+    );
     // Each answered exactly once.
     let again = b
         .client
         .reply_permission(&id, &live.asked[0].id, PermissionReply::AllowOnce)
         .await;
-    assert!(matches!(again, Err(ClientError::Api { status: 409, .. })), "{again:?}");
+    assert!(
+        matches!(again, Err(ClientError::Api { status: 409, .. })),
+        "{again:?}"
+    );
     assert!(b.client.permissions().await.unwrap().is_empty());
     // An agent without reject_always: the narrower reject is sent (Codex's `abort`, which
     // ends its whole turn `cancelled`).
-    let accepted = b.client.prompt_text(&id, "permission e codex").await.unwrap();
+    let accepted = b
+        .client
+        .prompt_text(&id, "permission e codex")
+        .await
+        .unwrap();
     let asked = next_asked(&mut events).await;
     assert_eq!(asked.options.len(), 3, "the agent's options are shown");
     let answered = b
@@ -393,18 +437,28 @@ async fn permissions_are_answered_by_kind() {
     assert_eq!(answered.state, PermissionState::Rejected);
     follow(&b, &mut events, &id, &accepted.reply_id, |_| None).await;
     // An agent that offers no reject at all: a clear 400, the request still pending.
-    let accepted = b.client.prompt_text(&id, "permission f allow-only").await.unwrap();
+    let accepted = b
+        .client
+        .prompt_text(&id, "permission f allow-only")
+        .await
+        .unwrap();
     let asked = next_asked(&mut events).await;
     let refused = b
         .client
         .reply_permission(&id, &asked.id, PermissionReply::RejectOnce)
         .await;
-    assert!(matches!(refused, Err(ClientError::Api { status: 400, .. })), "{refused:?}");
+    assert!(
+        matches!(refused, Err(ClientError::Api { status: 400, .. })),
+        "{refused:?}"
+    );
     let pending = b.client.permissions().await.unwrap();
     assert_eq!(pending.len(), 1);
     // A second prompt while busy: 409.
     let busy = b.client.prompt_text(&id, "text x").await;
-    assert!(matches!(busy, Err(ClientError::Api { status: 409, .. })), "{busy:?}");
+    assert!(
+        matches!(busy, Err(ClientError::Api { status: 409, .. })),
+        "{busy:?}"
+    );
     let answered = b
         .client
         .reply_permission(&id, &asked.id, PermissionReply::Once)
@@ -431,7 +485,11 @@ async fn abort_while_pending_cancels_and_watchdog_kills() {
     let b = Backend::start("").await;
     let mut events = b.events().await;
     let id = b.mock_session().await;
-    let accepted = b.client.prompt_text(&id, "tool t0 make\npermission p claude").await.unwrap();
+    let accepted = b
+        .client
+        .prompt_text(&id, "tool t0 make\npermission p claude")
+        .await
+        .unwrap();
     let pid = within(async {
         loop {
             let e = events.next().await.unwrap().unwrap();
@@ -458,9 +516,16 @@ async fn abort_while_pending_cancels_and_watchdog_kills() {
         .client
         .reply_permission(&id, &pid, PermissionReply::AllowOnce)
         .await;
-    assert!(matches!(after, Err(ClientError::Api { status: 409, .. })), "{after:?}");
+    assert!(
+        matches!(after, Err(ClientError::Api { status: 409, .. })),
+        "{after:?}"
+    );
     // An agent that ignores the cancel is killed by the watchdog; the session stays usable.
-    let accepted = b.client.prompt_text(&id, "text waiting\nignore-cancel").await.unwrap();
+    let accepted = b
+        .client
+        .prompt_text(&id, "text waiting\nignore-cancel")
+        .await
+        .unwrap();
     within(async {
         loop {
             let e = events.next().await.unwrap().unwrap();
@@ -472,7 +537,10 @@ async fn abort_while_pending_cancels_and_watchdog_kills() {
     .await;
     let started = std::time::Instant::now();
     assert!(b.client.abort(&id).await.unwrap().aborted);
-    assert!(started.elapsed() >= Duration::from_secs(1), "the watchdog waited");
+    assert!(
+        started.elapsed() >= Duration::from_secs(1),
+        "the watchdog waited"
+    );
     let accepted = b.client.prompt_text(&id, "text again").await.unwrap();
     let live = follow(&b, &mut events, &id, &accepted.reply_id, |_| None).await;
     assert!(text_of(&live.parts).contains("again"));
@@ -482,7 +550,11 @@ async fn crash_auth_and_version_are_clear_states() {
     let b = Backend::start("").await;
     let mut events = b.events().await;
     let id = b.mock_session().await;
-    let accepted = b.client.prompt_text(&id, "text before\ncrash").await.unwrap();
+    let accepted = b
+        .client
+        .prompt_text(&id, "text before\ncrash")
+        .await
+        .unwrap();
     let live = follow(&b, &mut events, &id, &accepted.reply_id, |_| None).await;
     assert!(text_of(&live.parts).contains("before"), "nothing lost");
     let notices: Vec<&str> = live
@@ -493,14 +565,24 @@ async fn crash_auth_and_version_are_clear_states() {
             _ => None,
         })
         .collect();
-    assert!(notices.iter().any(|n| n.contains("exited mid-turn")), "{notices:?}");
+    assert!(
+        notices.iter().any(|n| n.contains("exited mid-turn")),
+        "{notices:?}"
+    );
     assert!(
         notices.iter().any(|n| n.contains("error output ends with")),
         "the stderr tail is shown: {notices:?}"
     );
-    let accepted = b.client.prompt_text(&id, "garbage\ntext after").await.unwrap();
+    let accepted = b
+        .client
+        .prompt_text(&id, "garbage\ntext after")
+        .await
+        .unwrap();
     let live = follow(&b, &mut events, &id, &accepted.reply_id, |_| None).await;
-    assert!(text_of(&live.parts).contains("after"), "usable after a crash and garbage");
+    assert!(
+        text_of(&live.parts).contains("after"),
+        "usable after a crash and garbage"
+    );
 
     // Authentication required: a visible state with the agent's methods.
     let auth = Backend::start(", AX_MOCK_REQUIRE_AUTH = \"1\"").await;
@@ -508,7 +590,11 @@ async fn crash_auth_and_version_are_clear_states() {
     let id = auth.mock_session().await;
     let accepted = auth.client.prompt_text(&id, "text x").await.unwrap();
     let live = follow(&auth, &mut events, &id, &accepted.reply_id, |_| None).await;
-    assert!(live.parts.iter().any(|p| matches!(p, TurnPart::Notice(n) if n.kind == NoticeKind::Auth)));
+    assert!(
+        live.parts
+            .iter()
+            .any(|p| matches!(p, TurnPart::Notice(n) if n.kind == NoticeKind::Auth))
+    );
     let session = auth.client.get_session(&id).await.unwrap();
     assert_eq!(session.status, SessionStatus::NeedsAuth);
     assert!(!session.agent_state.unwrap().auth_methods.is_empty());
@@ -520,7 +606,9 @@ async fn crash_auth_and_version_are_clear_states() {
     let accepted = old.client.prompt_text(&id, "text x").await.unwrap();
     let live = follow(&old, &mut events, &id, &accepted.reply_id, |_| None).await;
     assert!(
-        live.parts.iter().any(|p| matches!(p, TurnPart::Notice(n) if n.message.contains("protocol version"))),
+        live.parts
+            .iter()
+            .any(|p| matches!(p, TurnPart::Notice(n) if n.message.contains("protocol version"))),
         "{:?}",
         live.parts
     );
@@ -539,14 +627,25 @@ async fn restart_reopens_without_showing_replay_twice() {
     let mut b = Backend::start(&env).await;
     let id = b.mock_session().await;
     let mut events = b.events().await;
-    let first = b.client.prompt_text(&id, "text first answer").await.unwrap();
+    let first = b
+        .client
+        .prompt_text(&id, "text first answer")
+        .await
+        .unwrap();
     follow(&b, &mut events, &id, &first.reply_id, |_| None).await;
     let before = b.client.messages(&id).await.unwrap();
     b.restart().await;
     let mut events = b.events().await;
-    let second = b.client.prompt_text(&id, "text second answer").await.unwrap();
+    let second = b
+        .client
+        .prompt_text(&id, "text second answer")
+        .await
+        .unwrap();
     let live = follow(&b, &mut events, &id, &second.reply_id, |_| None).await;
-    assert!(!text_of(&live.parts).contains("first"), "replay not shown in the new turn");
+    assert!(
+        !text_of(&live.parts).contains("first"),
+        "replay not shown in the new turn"
+    );
     let after = b.client.messages(&id).await.unwrap();
     assert_eq!(after.len(), 4, "two turns, each once: {after:?}");
     assert_eq!(after[..2], before[..]);
@@ -562,7 +661,9 @@ async fn restart_reopens_without_showing_replay_twice() {
     let second = plain.client.prompt_text(&id, "text two").await.unwrap();
     let live = follow(&plain, &mut events, &id, &second.reply_id, |_| None).await;
     assert!(
-        live.parts.iter().any(|p| matches!(p, TurnPart::Notice(n) if n.message.contains("not restored"))),
+        live.parts
+            .iter()
+            .any(|p| matches!(p, TurnPart::Notice(n) if n.message.contains("not restored"))),
         "{:?}",
         live.parts
     );
@@ -610,7 +711,10 @@ async fn twenty_sessions_at_once_no_cross_talk() {
                         .await
                         .unwrap();
                 }
-                Event::SessionStatus { session_id, status } if status == SessionStatus::Idle => {
+                Event::SessionStatus {
+                    session_id,
+                    status: SessionStatus::Idle,
+                } => {
                     idle.insert(session_id);
                 }
                 _ => {}
@@ -647,7 +751,10 @@ async fn fs_terminal_and_env_through_the_backend() {
         std::fs::read_to_string(b.project_dir.join("out/new.txt")).unwrap(),
         "written"
     );
-    assert!(text.contains("read: error -32602"), "outside the project: {text}");
+    assert!(
+        text.contains("read: error -32602"),
+        "outside the project: {text}"
+    );
     assert!(
         text.contains("truncated=true output=56789"),
         "the terminal keeps the end: {text}"

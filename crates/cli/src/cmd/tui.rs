@@ -129,8 +129,7 @@ pub fn run_embedded(args: TuiArgs) -> anyhow::Result<()> {
         }
         // Port 0 and no token: a free loopback port and a fresh random credential.
         let mut config = ServerConfig::new(project.clone(), data_dir);
-        config.agents =
-            ax_acp::AgentsConfig::load_default().map_err(|e| anyhow::anyhow!("{e}"))?;
+        config.agents = ax_acp::AgentsConfig::load_default().map_err(|e| anyhow::anyhow!("{e}"))?;
         let server = ax_server::start(config)
             .await
             .with_context(|| format!("cannot start the backend for {}", project.display()))?;
