@@ -451,6 +451,22 @@ async fn permissions_are_answered_by_kind() {
         matches!(refused, Err(ClientError::Api { status: 400, .. })),
         "{refused:?}"
     );
+    // The screen credential (what agent-facing surfaces hold) cannot answer it.
+    let server = b.server.as_ref().unwrap();
+    let http = reqwest::Client::builder().no_proxy().build().unwrap();
+    let r = http
+        .post(format!(
+            "{}/session/{id}/permission/{}",
+            server.url(),
+            asked.id
+        ))
+        .bearer_auth(server.screen_token())
+        .header("content-type", "application/json")
+        .body(r#"{"reply":"allow_once"}"#)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 401, "the screen credential cannot answer");
     let pending = b.client.permissions().await.unwrap();
     assert_eq!(pending.len(), 1);
     // A second prompt while busy: 409.
