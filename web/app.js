@@ -5,10 +5,10 @@ import { Api } from './api.js';
 import { h, relativeTime } from './dom.js';
 import { GatewayClient } from './gateway.js';
 import {
-  STORAGE_KEY, activePane, affectedPanes, allPanes, applyCommand, closePane, defaultLayout, locate,
-  sanitize,
+  STORAGE_KEY, activePane, affectedPanes, allPanes, applyCommand, balance, closePane, defaultLayout,
+  locate, nextPane, sanitize,
 } from './layout.js';
-import { fillApprovals, fillTranscript, renderPane } from './panes.js';
+import { fillApprovals, fillTranscript, renderPane, splitter } from './panes.js';
 import { BrowserPanel, TerminalPanel, placePanels } from './panels.js';
 import { ServerProof } from './proof.js';
 
@@ -18,6 +18,11 @@ const $ = (id) => document.getElementById(id);
 const QUIET_MS = 1500;
 /** Layout commands that move what is under the person's hands. */
 const GUARDED = new Set(['navigate', 'split', 'close-pane', 'focus']);
+/** Below this width (style.css agrees) the sidebar and docks are overlays and one pane shows. */
+const NARROW = window.matchMedia('(max-width: 999px)');
+/** Smallest sizes a splitter leaves a column or a pane (style.css min-width / min-height). */
+const MIN_COLUMN_PX = 180;
+const MIN_PANE_PX = 120;
 
 // ---- sign-in ---------------------------------------------------------------------------
 
@@ -177,25 +182,36 @@ class ControlUi {
     });
   }
 
+  /** This tab's own layout; a new tab starts from the layout any tab saved last. */
   loadLayout() {
-    try {
-      const raw = localStorage.getItem(STORAGE_KEY);
-      if (raw) {
-        this.freshLayout = false;
-        return sanitize(JSON.parse(raw));
+    this.freshLayout = false;
+    for (const storage of [sessionStorage, localStorage]) {
+      try {
+        const raw = storage.getItem(STORAGE_KEY);
+        if (raw) {
+          const layout = sanitize(JSON.parse(raw));
+          // A narrow window opens on the pane, not on the sidebar overlay.
+          if (storage === localStorage && NARROW.matches) layout.sidebar = false;
+          return layout;
+        }
+      } catch {
+        /* try the next one, then the default */
       }
-    } catch {
-      /* fall through to the default */
     }
     this.freshLayout = true;
-    return defaultLayout();
+    const layout = defaultLayout();
+    if (NARROW.matches) layout.sidebar = false;
+    return layout;
   }
 
   saveLayout() {
-    try {
-      localStorage.setItem(STORAGE_KEY, JSON.stringify(this.layout));
-    } catch {
-      /* storage full or disabled: the layout still works for this page */
+    const text = JSON.stringify(this.layout);
+    for (const storage of [sessionStorage, localStorage]) {
+      try {
+        storage.setItem(STORAGE_KEY, text);
+      } catch {
+        /* storage full or disabled: the layout still works for this page */
+      }
     }
   }
 
@@ -213,6 +229,7 @@ class ControlUi {
     for (const type of ['keydown', 'pointerdown', 'pointermove', 'wheel', 'paste', 'input']) {
       document.addEventListener(type, note, { capture: true, passive: true, signal: this.abort.signal });
     }
+    NARROW.addEventListener('change', () => this.render(), { signal: this.abort.signal });
     this.render();
     try {
       await this.resync();
@@ -402,6 +419,7 @@ class ControlUi {
           const pane = locate(self.layout, paneId)?.pane;
           if (pane) pane.session = s.id;
           self.layout.active = paneId;
+          if (NARROW.matches) self.layout.sidebar = false;
           self.store.messages.set(s.id, []);
           self.setLayout(self.layout);
         } catch (e) {
@@ -410,7 +428,29 @@ class ControlUi {
       },
       navigate(sessionId) {
         activePane(self.layout).session = sessionId;
+        // The sidebar overlay of a narrow window has done its job.
+        if (NARROW.matches) self.layout.sidebar = false;
         self.setLayout(self.layout);
+      },
+      /** Make the pane `step` places on the active one, and its composer, focused. */
+      focusNext(step) {
+        const pane = nextPane(self.layout, step);
+        self.actions.activate(pane.id);
+        const el = document.querySelector(`[data-testid="pane"][data-pane-id="${pane.id}"]`);
+        const target = el?.querySelector('[data-testid="composer-input"]') ?? el?.querySelector('button');
+        target?.focus();
+      },
+      balance() {
+        self.setLayout(balance(self.layout));
+      },
+      toggleSidebar() {
+        self.layout.sidebar = !self.layout.sidebar;
+        self.setLayout(self.layout);
+      },
+      toggleTerminal() {
+        const open = !self.layout.panels.terminal.open;
+        self.actions.setPanel('terminal', open);
+        if (open) self.terminal.input.focus();
       },
       prompt: (sessionId, text) => self.api.prompt(sessionId, text),
       async abort(sessionId) {
@@ -454,6 +494,7 @@ class ControlUi {
     const sidebar = $('sidebar');
     sidebar.hidden = !L.sidebar;
     sidebar.dataset.hidden = String(!L.sidebar);
+    $('sidebar-backdrop').hidden = !(L.sidebar && NARROW.matches);
     $('toggle-sidebar').setAttribute('aria-pressed', String(L.sidebar));
     $('toggle-terminal').setAttribute('aria-pressed', String(L.panels.terminal.open));
     $('toggle-browser').setAttribute('aria-pressed', String(L.panels.browser.open));
@@ -466,10 +507,19 @@ class ControlUi {
       ? { pane: focusedPane.dataset.paneId, session: focusedPane.dataset.session, start: focused.selectionStart, end: focused.selectionEnd }
       : null;
     const area = $('panes');
-    const ctx = (pane) => ({ store: this.store, active: pane.id === L.active, drafts: this.drafts, actions: this.actions });
-    area.replaceChildren(...L.columns.map((col) =>
-      h('div', { class: 'column', 'data-testid': 'column', style: { flexGrow: String(col.weight) } },
-        col.panes.map((pane) => renderPane(pane, ctx(pane))))));
+    const count = allPanes(L).length;
+    const ctx = (pane) => ({ store: this.store, active: pane.id === L.active, drafts: this.drafts, actions: this.actions, count });
+    const children = [];
+    L.columns.forEach((col, ci) => {
+      if (ci > 0) children.push(this.splitterBetween(L.columns[ci - 1], col));
+      const cells = [];
+      col.panes.forEach((pane, pi) => {
+        if (pi > 0) cells.push(this.splitterBetween(col.panes[pi - 1], pane));
+        cells.push(renderPane(pane, ctx(pane)));
+      });
+      children.push(h('div', { class: 'column', 'data-testid': 'column', style: { flexGrow: String(col.weight) } }, cells));
+    });
+    area.replaceChildren(...children);
     for (const pane of allPanes(L)) {
       if (pane.session && !this.store.messages.has(pane.session)) this.loadMessages(pane.session);
     }
@@ -485,6 +535,25 @@ class ControlUi {
         this.restoringFocus = false;
       }
     }
+  }
+
+  /**
+   * The splitter between two neighbouring columns or panes (`a` before `b`): the weights it
+   * sets are the person's own, saved for this tab.
+   */
+  splitterBetween(a, b) {
+    const col = 'panes' in a;
+    return splitter({
+      kind: col ? 'col' : 'row',
+      label: col ? 'Resize columns' : 'Resize panes',
+      min: col ? MIN_COLUMN_PX : MIN_PANE_PX,
+      weights: () => [a.weight, b.weight],
+      onCommit: (wa, wb) => {
+        a.weight = wa;
+        b.weight = wb;
+        this.saveLayout();
+      },
+    });
   }
 
   renderSidebar() {
@@ -556,31 +625,56 @@ class ControlUi {
     for (const el of this.panesShowing(sessionId)) {
       const pane = locate(this.layout, el.dataset.paneId)?.pane;
       if (!pane) continue;
-      const fresh = renderPane(pane, { store: this.store, active: pane.id === this.layout.active, drafts: this.drafts, actions: this.actions });
+      const fresh = renderPane(pane, {
+        store: this.store, active: pane.id === this.layout.active, drafts: this.drafts, actions: this.actions, count: allPanes(this.layout).length,
+      });
       el.querySelector('.pane-head')?.replaceWith(fresh.querySelector('.pane-head'));
       el.setAttribute('aria-label', fresh.getAttribute('aria-label'));
     }
   }
 
   gatewayStatus(state, detail) {
-    const el = $('gateway-status');
-    el.dataset.state = state;
-    el.textContent = { connected: 'Live', connecting: 'Connecting…', down: 'Reconnecting…', unauthorized: 'Refused' }[state] ?? state;
-    el.title = detail ?? '';
+    $('connection').dataset.gateway = state;
+    this.gatewayDetail = detail ?? '';
+    this.showConnection();
     if (state === 'unauthorized') signOut('The gateway refused the access token.');
   }
 
   streamStatus(state) {
-    $('stream-status').dataset.state = state;
-    $('stream-status').textContent = state === 'live' ? 'Events' : 'Events (reconnecting)';
+    $('connection').dataset.stream = state;
+    this.showConnection();
     // Events may have been missed while the stream was down.
     if (state === 'live' && this.streamWasDown) this.resync().catch(() => {});
     this.streamWasDown = state !== 'live';
   }
 
+  /**
+   * One indicator for both connections (the gateway, for agents' commands and the terminal;
+   * the event stream, for sessions): live only when both are. Its tooltip says which is not.
+   */
+  showConnection() {
+    const el = $('connection');
+    const gateway = el.dataset.gateway;
+    const stream = el.dataset.stream;
+    let state;
+    if (gateway === 'unauthorized') state = 'refused';
+    else if (gateway === 'connected' && stream === 'live') state = 'live';
+    else if (!this.everLive) state = 'connecting';
+    else state = 'reconnecting';
+    if (state === 'live') this.everLive = true;
+    el.dataset.state = state;
+    el.textContent = { live: 'Live', connecting: 'Connecting…', reconnecting: 'Reconnecting…', refused: 'Refused' }[state];
+    const parts = [
+      `Agent gateway: ${gateway === 'connected' ? 'connected' : gateway}${this.gatewayDetail ? ` (${this.gatewayDetail})` : ''}`,
+      `Session events: ${stream === 'live' ? 'live' : 'reconnecting'}`,
+    ];
+    el.title = parts.join('\n');
+  }
+
   toast(text) {
     const t = $('toast');
     t.textContent = text;
+    t.title = text;
     t.hidden = false;
     clearTimeout(this.toastTimer);
     this.toastTimer = setTimeout(() => { t.hidden = true; }, 4000);
@@ -599,6 +693,63 @@ function describe(c) {
   }
 }
 
+// ---- keyboard shortcuts ----------------------------------------------------------------
+
+/**
+ * Every shortcut, for the handler and the help overlay alike. Alt with a key position
+ * (KeyboardEvent.code), so they work with any keyboard layout and never in the way of typing.
+ */
+const SHORTCUTS = [
+  { code: 'Backslash', keys: 'Alt+\\', what: 'Split the active pane to the right', run: (a) => a.actions.split(a.layout.active, 'right') },
+  { code: 'Minus', keys: 'Alt+-', what: 'Split the active pane down', run: (a) => a.actions.split(a.layout.active, 'down') },
+  { code: 'BracketRight', keys: 'Alt+]', what: 'Focus the next pane', run: (a) => a.actions.focusNext(1) },
+  { code: 'BracketLeft', keys: 'Alt+[', what: 'Focus the previous pane', run: (a) => a.actions.focusNext(-1) },
+  { code: 'Equal', keys: 'Alt+=', what: 'Balance panes', run: (a) => a.actions.balance() },
+  { code: 'KeyB', keys: 'Alt+B', what: 'Show or hide the session sidebar', run: (a) => a.actions.toggleSidebar() },
+  { code: 'KeyT', keys: 'Alt+T', what: 'Show or hide the operator terminal', run: (a) => a.actions.toggleTerminal() },
+  { code: 'Slash', keys: 'Alt+/', what: 'Show these shortcuts', run: () => showShortcuts(true) },
+];
+
+let focusBeforeShortcuts = null;
+
+function showShortcuts(open) {
+  const dialog = $('shortcuts');
+  if (open) {
+    if (dialog.hidden) focusBeforeShortcuts = document.activeElement;
+    $('shortcut-list').replaceChildren(...SHORTCUTS.flatMap((s) => [
+      h('dt', {}, h('kbd', { text: s.keys })),
+      h('dd', { text: s.what }),
+    ]));
+    dialog.hidden = false;
+    $('close-shortcuts').focus();
+  } else if (!dialog.hidden) {
+    dialog.hidden = true;
+    // Back where the person was, when that is still on the page.
+    if (focusBeforeShortcuts?.isConnected) focusBeforeShortcuts.focus();
+    focusBeforeShortcuts = null;
+  }
+}
+
+document.addEventListener('keydown', (ev) => {
+  if (!app || $('app').hidden || ev.isComposing) return;
+  if (ev.key === 'Escape') {
+    if (!$('shortcuts').hidden) {
+      ev.preventDefault();
+      showShortcuts(false);
+    } else if (NARROW.matches && app.layout.sidebar) {
+      ev.preventDefault();
+      app.actions.toggleSidebar();
+    }
+    return;
+  }
+  if (!ev.altKey || ev.ctrlKey || ev.metaKey) return;
+  const shortcut = SHORTCUTS.find((s) => s.code === ev.code);
+  if (!shortcut) return;
+  ev.preventDefault();
+  if (shortcut.code !== 'Slash') showShortcuts(false);
+  shortcut.run(app);
+});
+
 // ---- wiring ----------------------------------------------------------------------------
 
 let app = null;
@@ -614,12 +765,14 @@ function boot() {
   app.start();
 }
 
-$('toggle-sidebar').addEventListener('click', () => {
-  if (!app) return;
-  app.layout.sidebar = !app.layout.sidebar;
-  app.setLayout(app.layout);
-});
+$('toggle-sidebar').addEventListener('click', () => app?.actions.toggleSidebar());
 $('toggle-terminal').addEventListener('click', () => app?.actions.setPanel('terminal', !app.layout.panels.terminal.open));
+$('balance-panes').addEventListener('click', () => app?.actions.balance());
+$('show-shortcuts').addEventListener('click', () => showShortcuts(true));
+$('close-shortcuts').addEventListener('click', () => showShortcuts(false));
+$('sidebar-backdrop').addEventListener('click', () => {
+  if (app?.layout.sidebar) app.actions.toggleSidebar();
+});
 $('toggle-browser').addEventListener('click', () => app?.actions.setPanel('browser', !app.layout.panels.browser.open));
 $('new-session').addEventListener('click', () => app?.actions.createInPane(app.layout.active));
 $('sign-out').addEventListener('click', () => signOut());

@@ -4,6 +4,11 @@
 // one session. Weights are relative sizes (flex-grow). Panels (terminal, browser) are docked
 // bottom or right and may be hidden.
 
+/**
+ * Each browser tab keeps its own layout in sessionStorage under this key (it survives a reload
+ * of that tab, and two tabs never overwrite each other). The layout a tab saved last is also
+ * kept in localStorage under the same key: a new tab starts from it.
+ */
 export const STORAGE_KEY = 'ax-code.layout.v1';
 const DOCKS = ['bottom', 'right'];
 const PANELS = ['terminal', 'browser'];
@@ -72,6 +77,21 @@ export function sanitize(raw) {
   } catch {
     return defaultLayout();
   }
+}
+
+/**
+ * What the person typed in the browser panel's address field, as an http(s) URL, or null.
+ * An address without a scheme (`127.0.0.1:4711/health`, `localhost:3000`, `example.org`) gets
+ * `http://`; any other scheme (`javascript:`, `file:`, `data:` …) is refused.
+ */
+export function normalizeAddress(text) {
+  const t = typeof text === 'string' ? text.trim() : '';
+  if (!t || t.length > 4096) return null;
+  // "host:port…" looks like a scheme to the URL parser but is not one.
+  const hostPort = /^[\w.-]+:\d+(?:[/?#]|$)/.test(t);
+  const hasScheme = !hostPort && /^[a-z][a-z0-9+.-]*:/i.test(t);
+  const href = safeUrl(hasScheme ? t : `http://${t}`);
+  return href && new URL(href).hostname ? href : null;
 }
 
 /** Only http(s) addresses may be shown in the browser panel. */
@@ -199,6 +219,38 @@ export function applyCommand(current, payload) {
     default:
       return ignored(current, `unknown command kind: ${String(command.kind)}`);
   }
+}
+
+/** Every column the same width and, within each column, every pane the same height. */
+export function balance(current) {
+  const layout = structuredClone(current);
+  for (const col of layout.columns) {
+    col.weight = 1;
+    for (const pane of col.panes) pane.weight = 1;
+  }
+  return layout;
+}
+
+/** The pane `step` places after the active one in reading order (columns, then top to bottom). */
+export function nextPane(layout, step) {
+  const panes = allPanes(layout);
+  const at = panes.findIndex((p) => p.id === layout.active);
+  return panes[(((at + step) % panes.length) + panes.length) % panes.length];
+}
+
+/**
+ * New weights for two neighbours (columns, or panes in a column) whose sizes are `sizeA` and
+ * `sizeB` pixels when the splitter between them moves by `delta` pixels; neither gets smaller
+ * than `min` pixels. The pair keeps its total weight, so nothing else moves.
+ */
+export function splitWeights(weightA, weightB, sizeA, sizeB, delta, min) {
+  const total = sizeA + sizeB;
+  if (!(total > 0)) return [weightA, weightB];
+  const lo = Math.min(min, total / 2);
+  const a = Math.min(Math.max(sizeA + delta, lo), total - lo);
+  const sum = weightA + weightB;
+  const wa = Math.round((sum * a / total) * 1e6) / 1e6;
+  return [wa, Math.max(sum - wa, 1e-6)];
 }
 
 /** Remove a pane; its space goes to its neighbour, and the active pane moves if needed. */

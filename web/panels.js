@@ -2,7 +2,7 @@
 // the bottom and right docks, so their contents survive layout changes.
 
 import { h } from './dom.js';
-import { safeUrl } from './layout.js';
+import { normalizeAddress } from './layout.js';
 
 const MAX_TERMINAL_TEXT = 256 * 1024;
 
@@ -98,28 +98,33 @@ export class BrowserPanel {
     this.el = el;
     this.dockBtn = dockBtn;
     this.actions = actions;
+    // A text field, not type=url: the browser's own check refuses `127.0.0.1:4711/health`
+    // before normalizeAddress can add the scheme.
     this.address = h('input', {
-      type: 'url', class: 'address', inputmode: 'url', spellcheck: 'false', 'aria-label': 'Address',
+      type: 'text', class: 'address', autocapitalize: 'off', autocomplete: 'off', inputmode: 'url', spellcheck: 'false', 'aria-label': 'Address',
       placeholder: 'http://localhost:3000', 'data-testid': 'browser-address',
     });
     this.error = h('span', { class: 'address-error', role: 'alert' });
     const form = h('form', { class: 'address-bar' }, this.address, h('button', { type: 'submit', class: 'primary', text: 'Go' }), this.error);
     form.addEventListener('submit', (ev) => { ev.preventDefault(); this.go(this.address.value.trim()); });
-    // Sandboxed without allow-same-origin: the page runs as an opaque origin, apart from this UI.
-    this.frame = h('iframe', {
-      class: 'browser-frame', title: 'Browser panel page', sandbox: 'allow-scripts allow-forms',
-      referrerpolicy: 'no-referrer', 'data-testid': 'browser-frame',
-    });
+    this.frame = this.makeFrame();
     this.empty = h('p', { class: 'muted browser-empty', text: 'Enter an http or https address.' });
     this.el.append(form, this.empty, this.frame);
     this.url = '';
+    this.open = false;
+  }
+
+  makeFrame() {
+    // Sandboxed without allow-same-origin: the page runs as an opaque origin, apart from this UI.
+    return h('iframe', {
+      class: 'browser-frame', title: 'Browser panel page', sandbox: 'allow-scripts allow-forms',
+      referrerpolicy: 'no-referrer', 'data-testid': 'browser-frame',
+    });
   }
 
   go(text) {
     this.error.textContent = '';
-    // "localhost:3000" has no scheme; "javascript:…" has one and is refused.
-    const hasScheme = /^[a-z][a-z0-9+.-]*:/i.test(text) && !/^[\w.-]+:\d+(\/|$)/.test(text);
-    const href = text ? (hasScheme ? safeUrl(text) : safeUrl(`http://${text}`)) : null;
+    const href = normalizeAddress(text);
     if (!href) {
       this.error.textContent = 'Only http and https addresses can be shown.';
       return;
@@ -131,9 +136,28 @@ export class BrowserPanel {
   show(href) {
     this.url = href;
     this.address.value = href;
-    this.empty.hidden = Boolean(href);
+    this.load();
+  }
+
+  /** Called when the panel is shown or hidden: a hidden panel has no page loaded. */
+  setOpen(open) {
+    this.open = open;
+    this.load();
+  }
+
+  load() {
+    const href = this.open ? this.url : '';
+    this.empty.hidden = Boolean(this.url);
     this.frame.hidden = !href;
-    if (href && this.frame.getAttribute('src') !== href) this.frame.setAttribute('src', href);
+    if (href) {
+      if (this.frame.getAttribute('src') !== href) this.frame.setAttribute('src', href);
+    } else if (this.frame.hasAttribute('src')) {
+      // Removing the attribute would leave the page running: a fresh frame unloads it.
+      const fresh = this.makeFrame();
+      fresh.hidden = true;
+      this.frame.replaceWith(fresh);
+      this.frame = fresh;
+    }
   }
 }
 
@@ -144,6 +168,7 @@ export function placePanels(layout, panels, docks) {
     const dock = docks[state.dock];
     if (panel.el.parentElement !== dock) dock.append(panel.el);
     panel.el.hidden = !state.open;
+    panel.setOpen?.(state.open);
     panel.el.dataset.hidden = String(!state.open);
     panel.el.dataset.dock = state.dock;
     const other = state.dock === 'bottom' ? 'right' : 'bottom';

@@ -1,6 +1,7 @@
 // One pane: a session's live transcript, its pending approvals and its composer.
 
 import { h } from './dom.js';
+import { splitWeights } from './layout.js';
 
 const STATUS_LABEL = { idle: 'idle', pending: 'waiting for approval', busy: 'running' };
 /** Approval buttons ignore clicks this long after what the pane shows changed or moved. */
@@ -8,7 +9,7 @@ export const ARM_MS = 500;
 
 /**
  * @param {object} pane      layout pane {id, session, weight}
- * @param {object} ctx       {store, active, drafts, actions}
+ * @param {object} ctx       {store, active, drafts, actions, count (panes in the layout)}
  */
 export function renderPane(pane, ctx) {
   const { store, actions } = ctx;
@@ -41,6 +42,10 @@ export function renderPane(pane, ctx) {
         h('button', { class: 'icon', type: 'button', title: 'Split right', 'aria-label': 'Split right', onclick: () => actions.split(pane.id, 'right'), text: '◫' }),
         h('button', { class: 'icon', type: 'button', title: 'Split down', 'aria-label': 'Split down', onclick: () => actions.split(pane.id, 'down'), text: '⬓' }),
         h('button', { class: 'icon', type: 'button', title: 'Close pane', 'aria-label': 'Close pane', onclick: () => actions.close(pane.id), text: '✕' }),
+        // A narrow window shows only the active pane: this reaches the others.
+        ctx.count > 1
+          ? h('button', { class: 'icon narrow-only', type: 'button', title: 'Next pane (Alt+])', 'aria-label': 'Next pane', 'data-testid': 'next-pane', onclick: () => actions.focusNext(1), text: '⇥' })
+          : null,
       ),
     ),
   );
@@ -203,4 +208,73 @@ export function fillApprovals(el, permissions, sessionId, actions, fresh = false
         : null,
       h('div', { class: 'approval-actions' }, buttons)));
   }
+}
+
+/** Arrow keys move a focused splitter by this many pixels. */
+const SPLITTER_STEP = 32;
+
+/**
+ * A splitter between two neighbours: columns (`kind` 'col', dragged sideways) or panes in a
+ * column ('row', dragged up and down). Dragging (pointer events, captured) or the arrow keys
+ * resize the elements on either side live; `onCommit(growA, growB)` gets their new weights
+ * once the drag ends. `weights()` gives the pair's weights now, `min` their smallest size.
+ */
+export function splitter({ kind, label, weights, onCommit, min }) {
+  const vertical = kind === 'col';
+  const el = h('div', {
+    class: `splitter splitter-${kind}`,
+    role: 'separator',
+    tabindex: 0,
+    'aria-orientation': vertical ? 'vertical' : 'horizontal',
+    'aria-label': label,
+    title: `${label} (drag, or arrow keys)`,
+    'data-testid': 'splitter',
+    'data-kind': kind,
+  });
+  const size = (node) => {
+    const r = node.getBoundingClientRect();
+    return vertical ? r.width : r.height;
+  };
+  const pair = () => [el.previousElementSibling, el.nextElementSibling];
+  let drag = null;
+  const move = (delta) => {
+    const [a, b] = pair();
+    if (!a || !b) return null;
+    const [wa, wb] = weights();
+    const [na, nb] = splitWeights(wa, wb, drag?.sizeA ?? size(a), drag?.sizeB ?? size(b), delta, min);
+    a.style.flexGrow = String(na);
+    b.style.flexGrow = String(nb);
+    return [na, nb];
+  };
+  el.addEventListener('pointerdown', (ev) => {
+    if (ev.button !== 0) return;
+    const [a, b] = pair();
+    if (!a || !b) return;
+    ev.preventDefault();
+    el.setPointerCapture(ev.pointerId);
+    drag = { start: vertical ? ev.clientX : ev.clientY, sizeA: size(a), sizeB: size(b), last: null };
+    el.dataset.dragging = 'true';
+  });
+  el.addEventListener('pointermove', (ev) => {
+    if (!drag) return;
+    drag.last = move((vertical ? ev.clientX : ev.clientY) - drag.start);
+  });
+  const end = () => {
+    if (!drag) return;
+    const last = drag.last;
+    drag = null;
+    delete el.dataset.dragging;
+    if (last) onCommit(...last);
+  };
+  el.addEventListener('pointerup', end);
+  el.addEventListener('pointercancel', end);
+  el.addEventListener('keydown', (ev) => {
+    const keys = vertical ? { ArrowLeft: -1, ArrowRight: 1 } : { ArrowUp: -1, ArrowDown: 1 };
+    const dir = keys[ev.key];
+    if (!dir) return;
+    ev.preventDefault();
+    const done = move(dir * SPLITTER_STEP);
+    if (done) onCommit(...done);
+  });
+  return el;
 }

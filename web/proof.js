@@ -1,19 +1,38 @@
 // The server proof, checked before anything carrying the credential leaves the page.
 //
 // The backend answers `GET /health?proof=<nonce>` with `proof`: lowercase hex of
-// HMAC-SHA256(key = credential, message = proofMessage(nonce)), which only a holder of the
-// credential can compute (the same check as the Rust client, ax_protocol::proof). After any
-// disconnect the page asks again with a fresh nonce, so a process that took a dead backend's
-// port never receives the credential.
+// HMAC-SHA256(key = credential, message = proofMessage(nonce, address)), where `address` is the
+// backend's own socket address on the connection that carried the check (`127.0.0.1:4096`,
+// `[::1]:4096`). Only a holder of the credential can compute it, and a process on another
+// address that relays the check to the real backend gets a proof for the backend's address, not
+// its own (the same check as the Rust client, ax_protocol::proof). After any disconnect the page
+// asks again with a fresh nonce, so a process that took a dead backend's port never receives the
+// credential.
 
 /** The message prefix of the proof (ax_protocol::HEALTH_PROOF_PREFIX). */
-export const PROOF_PREFIX = 'ax-code-server-proof-v1:';
+export const PROOF_PREFIX = 'ax-code-server-proof-v2:';
 /** A /health answer is far smaller; a bigger one is not a backend's. */
 const MAX_HEALTH_CHARS = 16 * 1024;
 
 /** The bytes the proof is computed over: the one place the derivation lives. */
-export function proofMessage(nonce) {
-  return PROOF_PREFIX + nonce;
+export function proofMessage(nonce, address) {
+  return PROOF_PREFIX + nonce + '@' + address;
+}
+
+/**
+ * The server addresses a proof may be bound to for a page served from `host` (`location.host`):
+ * the host itself when it is an IP literal (`127.0.0.1:P`, `[::1]:P`); for `localhost`, either
+ * loopback address, since the browser may reach either and the backend holds both on its port.
+ * Empty for any other name: the page cannot know which address the backend behind it listens
+ * on, so it cannot check the proof.
+ */
+export function proofAddresses(host) {
+  const m = /^(\[[0-9a-f:.]+\]|[0-9.]+|localhost)(?::(\d{1,5}))?$/.exec(String(host).toLowerCase());
+  if (!m) return [];
+  const port = m[2] ?? '80';
+  if (m[1] === 'localhost') return [`127.0.0.1:${port}`, `[::1]:${port}`];
+  if (!m[1].startsWith('[') && !/^\d{1,3}(\.\d{1,3}){3}$/.test(m[1])) return [];
+  return [`${m[1]}:${port}`];
 }
 
 export function toHex(bytes) {
@@ -25,13 +44,13 @@ export function newNonce() {
   return toHex(crypto.getRandomValues(new Uint8Array(32)));
 }
 
-/** Lowercase hex of HMAC-SHA256(key = credential, message = proofMessage(nonce)). */
-export async function computeProof(credential, nonce) {
+/** Lowercase hex of HMAC-SHA256(key = credential, message = proofMessage(nonce, address)). */
+export async function computeProof(credential, nonce, address) {
   const enc = new TextEncoder();
   const key = await crypto.subtle.importKey(
     'raw', enc.encode(credential), { name: 'HMAC', hash: 'SHA-256' }, false, ['sign'],
   );
-  return toHex(await crypto.subtle.sign('HMAC', key, enc.encode(proofMessage(nonce))));
+  return toHex(await crypto.subtle.sign('HMAC', key, enc.encode(proofMessage(nonce, address))));
 }
 
 /** Equality whose time does not depend on where the strings differ. */
@@ -95,6 +114,10 @@ export class ServerProof {
     if (!globalThis.crypto?.subtle) {
       throw this.fail('this page is not a secure context, so it cannot check the server; open it as http://127.0.0.1 or http://localhost, or through HTTPS', true);
     }
+    const addresses = proofAddresses(location.host);
+    if (addresses.length === 0) {
+      throw this.fail(`the page cannot check the server at ${location.host}: open the Control UI as http://127.0.0.1:PORT, http://[::1]:PORT or http://localhost:PORT`);
+    }
     const nonce = newNonce();
     let res;
     try {
@@ -117,8 +140,13 @@ export class ServerProof {
       throw this.fail('/health did not answer a health record');
     }
     if (typeof health?.proof !== 'string') throw this.fail('/health answered without a proof');
-    const expected = await computeProof(this.credential, nonce);
-    if (!sameText(health.proof, expected)) throw this.fail('/health answered a wrong proof');
+    let proven = false;
+    for (const address of addresses) {
+      // Every candidate is computed and compared, whichever matches.
+      const expected = await computeProof(this.credential, nonce, address);
+      proven = sameText(health.proof, expected) || proven;
+    }
+    if (!proven) throw this.fail('/health answered a wrong proof');
     if (epoch === this.epoch) {
       this.verified = true;
       this.everProven = true;

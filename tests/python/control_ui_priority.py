@@ -87,8 +87,8 @@ async def run(binary):
         page = Page(driver)
         driver.get(backend.url + "/")
         wait_for(lambda: driver.find_element(By.ID, "token"), "the sign-in form shows").send_keys(backend.token + Keys.ENTER)
-        wait_for(lambda: driver.find_element(By.CSS_SELECTOR, '[data-testid="gateway-status"]')
-                 .get_attribute("data-state") == "connected", "the Control UI is connected")
+        wait_for(lambda: driver.find_element(By.CSS_SELECTOR, '[data-testid="connection"]')
+                 .get_attribute("data-gateway") == "connected", "the Control UI is connected")
         wait_for(lambda: page.sidebar_item(a), "alpha is listed").click()
         wait_for(lambda: page.shown() == a, "the person opened alpha")
 

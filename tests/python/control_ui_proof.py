@@ -32,8 +32,11 @@ def stored_token(driver):
     return driver.execute_script("return sessionStorage.getItem('ax-code.token')")
 
 
-def state(driver, testid):
-    return driver.find_element(By.CSS_SELECTOR, f'[data-testid="{testid}"]').get_attribute("data-state")
+def state(driver, which):
+    """The state of one connection (`gateway-status` or `stream-status`), as the page's one
+    connection indicator records it."""
+    attr = {"gateway-status": "data-gateway", "stream-status": "data-stream"}[which]
+    return driver.find_element(By.CSS_SELECTOR, '[data-testid="connection"]').get_attribute(attr)
 
 
 def sign_in(driver, backend):
@@ -46,23 +49,42 @@ def sign_in(driver, backend):
     check(stored_token(driver) == backend.token, "the credential is in sessionStorage")
 
 
+def page_call(driver, expression):
+    """Evaluates `expression` (using `m`, the page's proof.js module) in the page."""
+    return driver.execute_async_script("""
+        const done = arguments[arguments.length - 1];
+        import('/assets/proof.js')
+          .then((m) => %s)
+          .then(done, (e) => done('error: ' + e));
+    """ % expression)
+
+
 def proof_vector(driver):
     text = open(PROOF_RS).read()
     vector = re.search(r'const PROOF_VECTOR: &str = "([0-9a-f]{64})"', text).group(1)
-    computed = driver.execute_async_script("""
-        const done = arguments[arguments.length - 1];
-        import('/assets/proof.js')
-          .then((m) => m.computeProof('test-credential-0123456789', '0123456789abcdef'.repeat(4)))
-          .then(done, (e) => done('error: ' + e));
-    """)
+    vector_v6 = re.search(r'const PROOF_VECTOR_V6: &str =\s*"([0-9a-f]{64})"', text).group(1)
+    nonce = "'0123456789abcdef'.repeat(4)"
+    computed = page_call(driver, f"m.computeProof('test-credential-0123456789', {nonce}, '127.0.0.1:4096')")
     check(computed == vector, f"the page's proof matches the Rust vector ({computed})")
-    other = driver.execute_async_script("""
-        const done = arguments[arguments.length - 1];
-        import('/assets/proof.js')
-          .then((m) => m.computeProof('test-credential-0123456780', '0123456789abcdef'.repeat(4)))
-          .then(done, (e) => done('error: ' + e));
-    """)
+    computed_v6 = page_call(driver, f"m.computeProof('test-credential-0123456789', {nonce}, '[::1]:4096')")
+    check(computed_v6 == vector_v6, f"the page's IPv6 proof matches the Rust vector ({computed_v6})")
+    other = page_call(driver, f"m.computeProof('test-credential-0123456780', {nonce}, '127.0.0.1:4096')")
     check(other != vector and len(other) == 64, "another credential gives another proof")
+    elsewhere = page_call(driver, f"m.computeProof('test-credential-0123456789', {nonce}, '127.0.0.1:4097')")
+    check(elsewhere != vector and len(elsewhere) == 64, "another address gives another proof")
+    # Which server addresses the page accepts a proof for, by the host it was opened as.
+    for host, expected in [
+        ("127.0.0.1:4096", ["127.0.0.1:4096"]),
+        ("[::1]:4096", ["[::1]:4096"]),
+        ("localhost:4096", ["127.0.0.1:4096", "[::1]:4096"]),
+        ("LOCALHOST:4096", ["127.0.0.1:4096", "[::1]:4096"]),
+        ("127.0.0.1", ["127.0.0.1:80"]),
+        ("ax.example:4096", []),
+        ("localhost.ax.example:4096", []),
+        ("1.2.3:4096", []),
+    ]:
+        got = page_call(driver, f"m.proofAddresses({host!r})")
+        check(got == expected, f"a page at {host} accepts a proof for {expected} (got {got})")
 
 
 def run(binary):

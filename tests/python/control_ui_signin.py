@@ -27,7 +27,7 @@ from axtest import Backend, browser, check, run_checks, wait_for
 
 
 def connected(driver):
-    return driver.find_element(By.CSS_SELECTOR, '[data-testid="gateway-status"]').get_attribute("data-state") == "connected"
+    return driver.find_element(By.CSS_SELECTOR, '[data-testid="connection"]').get_attribute("data-gateway") == "connected"
 
 
 def stored_token(driver):

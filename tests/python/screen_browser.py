@@ -64,7 +64,7 @@ class Page:
         return self.testid(name).get_attribute("data-dock")
 
     def connected(self):
-        return self.testid("gateway-status").get_attribute("data-state") == "connected"
+        return self.testid("connection").get_attribute("data-gateway") == "connected"
 
 
 async def run(binary, artifacts):

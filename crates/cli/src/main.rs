@@ -40,10 +40,10 @@ enum Command {
     /// The project's sessions.
     #[command(subcommand)]
     Session(cmd::session::SessionCommand),
-    /// The configured agents; `agents check NAME` starts one and prints what it offers.
-    Agents(cmd::agents::AgentsArgs),
     /// Print a fresh one-time sign-in link for the Control UI.
     Link(cmd::link::LinkArgs),
+    /// The configured agents; `agents check NAME` starts one and prints what it offers.
+    Agents(cmd::agents::AgentsArgs),
 }
 
 #[derive(Debug, Subcommand)]
@@ -63,8 +63,8 @@ fn main() -> ExitCode {
         Some(Command::Mcp(McpCommand::Tui(args))) => cmd::mcp_tui::run(args),
         Some(Command::Mcp(McpCommand::Screen(args))) => cmd::mcp_screen::run(args),
         Some(Command::Session(command)) => cmd::session::run(command),
-        Some(Command::Agents(args)) => cmd::agents::run(args),
         Some(Command::Link(args)) => cmd::link::run(args),
+        Some(Command::Agents(args)) => cmd::agents::run(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

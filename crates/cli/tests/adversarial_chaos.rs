@@ -620,7 +620,9 @@ fn person_step(screen: &PtyHandle, log: &Shared, rng: &mut Rng, may_navigate: bo
         80..=89 if may_navigate => {
             let s = screen.screen();
             match shown_route(&s) {
-                ShownRoute::Session(_) if !s.contains("┌ Commands") => {
+                // On a running turn Esc aborts it (docs/tui.md §3): not a navigation.
+                ShownRoute::Session(_) if !s.contains("┌ Commands") && !s.contains("Esc abort") =>
+                {
                     log.lock().unwrap().person_nav.push(Instant::now());
                     screen.send("\x1b");
                 }

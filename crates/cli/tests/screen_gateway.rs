@@ -192,7 +192,7 @@ fn screen_command(s: &ControlServe, cwd: &Path, url: Option<&str>) -> Command {
 async fn mcp_screen_finds_the_credential_without_the_environment() {
     let s = ControlServe::start();
     let elsewhere = tempfile::tempdir().unwrap();
-    // By URL, from the credential file `serve` wrote: the gateway answers (no UI yet), so
+    // By URL, from the `screen/` record `serve` wrote: the gateway answers (no UI yet), so
     // the handshake with the found credential succeeded.
     for (cwd, url) in [
         (elsewhere.path(), Some(s.url.as_str())),
@@ -230,25 +230,38 @@ async fn mcp_screen_finds_the_credential_without_the_environment() {
 #[tokio::test]
 async fn mcp_screen_uses_only_the_screen_credential() {
     let s = ControlServe::start();
-    // A data directory holding the `serve` credential file with its full credential replaced
-    // by garbage: mcp screen still gets through, so it reads only `screenToken`.
+    // A data directory holding only the backend's `screen/` record (no `servers/`, no
+    // `credentials/`): mcp screen still gets through, so that file is all it reads. The
+    // record holds the screen credential and not the full one.
     let data = tempfile::tempdir().unwrap();
-    let creds = data.path().join("credentials");
-    std::fs::create_dir(&creds).unwrap();
+    let screen_dir = data.path().join("screen");
+    std::fs::create_dir(&screen_dir).unwrap();
     let mut copied = 0;
-    for entry in std::fs::read_dir(s.data.path().join("credentials")).unwrap() {
+    for entry in std::fs::read_dir(s.data.path().join("screen")).unwrap() {
         let path = entry.unwrap().path();
-        let mut record: Value = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+        let text = std::fs::read_to_string(&path).unwrap();
+        assert!(
+            !text.contains(&s.token),
+            "{path:?} holds the full credential"
+        );
+        let record: Value = serde_json::from_str(&text).unwrap();
         assert!(
             record["screenToken"].is_string(),
             "{path:?} lacks screenToken"
         );
-        assert_ne!(record["screenToken"], record["token"]);
-        record["token"] = json!("not-the-credential-0000000000");
-        std::fs::write(creds.join(path.file_name().unwrap()), record.to_string()).unwrap();
+        std::fs::write(screen_dir.join(path.file_name().unwrap()), text).unwrap();
         copied += 1;
     }
-    assert!(copied > 0, "serve wrote no credential file");
+    assert!(copied > 0, "serve wrote no screen record");
+    for dir in ["servers", "credentials"] {
+        for entry in std::fs::read_dir(s.data.path().join(dir)).unwrap() {
+            let text = std::fs::read_to_string(entry.unwrap().path()).unwrap();
+            assert!(
+                !text.contains("screenToken"),
+                "{dir}/ holds the screen credential"
+            );
+        }
+    }
     let elsewhere = tempfile::tempdir().unwrap();
     let mut cmd = screen_command(&s, elsewhere.path(), Some(&s.url));
     cmd.env("AX_CODE_DATA_DIR", data.path());
@@ -268,13 +281,15 @@ async fn mcp_screen_uses_only_the_screen_credential() {
         "the gateway handshake with the screen credential failed: {result}"
     );
 
-    // A record of an older backend (no screenToken) is refused with a clear message.
-    for entry in std::fs::read_dir(&creds).unwrap() {
+    // Without the screen record (as with a backend of an older version, whose records held
+    // `screenToken` beside the full credential) it is refused with a clear message, though
+    // the full credential is recorded.
+    std::fs::remove_dir_all(&screen_dir).unwrap();
+    let creds = data.path().join("credentials");
+    std::fs::create_dir(&creds).unwrap();
+    for entry in std::fs::read_dir(s.data.path().join("credentials")).unwrap() {
         let path = entry.unwrap().path();
-        let mut record: Value = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
-        record.as_object_mut().unwrap().remove("screenToken");
-        record["token"] = json!(s.token);
-        std::fs::write(&path, record.to_string()).unwrap();
+        std::fs::copy(&path, creds.join(path.file_name().unwrap())).unwrap();
     }
     let mut cmd = screen_command(&s, elsewhere.path(), Some(&s.url));
     cmd.env("AX_CODE_DATA_DIR", data.path());
@@ -286,7 +301,10 @@ async fn mcp_screen_uses_only_the_screen_credential() {
     let message = result["structuredContent"]["error"]["message"]
         .as_str()
         .unwrap();
-    assert!(message.contains("restart the backend"), "{message}");
+    assert!(
+        message.contains("restart a backend of an older version"),
+        "{message}"
+    );
     assert!(!result.to_string().contains(&s.token));
 }
 

@@ -35,10 +35,11 @@ fn main() {
     let nonce = "0123456789abcdef".repeat(4);
     let token = ax_server::generate_token();
     let n = 200_000u32;
+    let addr: std::net::SocketAddr = "127.0.0.1:4096".parse().unwrap();
     let t = Instant::now();
     let mut sink = 0usize;
     for _ in 0..n {
-        sink += expected_proof(&token, &nonce).len();
+        sink += expected_proof(&token, &nonce, addr).len();
     }
     let per = t.elapsed() / n;
     println!(

@@ -21,8 +21,12 @@
 //! sends `Authorization: Bearer <token>` to a server that has not proven it holds that token:
 //! it asks `GET /health?proof=<nonce>` (no credential, a fresh random 256-bit nonce each time)
 //! and checks, in constant time, that the answer carries HMAC-SHA256(key = token, message =
-//! `"ax-code-server-proof-v1:" + nonce`) (see [`expected_proof`]). Otherwise the call fails
-//! with [`ClientError::NotProven`] and nothing carrying the credential is sent.
+//! `"ax-code-server-proof-v2:" + nonce + "@" + address`) (see [`expected_proof`]), where the
+//! address is the peer this check's connection actually reached. Otherwise the call fails with
+//! [`ClientError::NotProven`] and nothing carrying the credential is sent. A relay on another
+//! address (say `[::1]:PORT` beside a backend on `127.0.0.1:PORT`) that forwards the check to
+//! the real backend gets a proof for the backend's address, which the client refuses. After a
+//! good check a host name such as `localhost` is pinned to the proven address.
 //!
 //! When it checks (one `/health` round trip each time; no cost per request while verified):
 //! - before the first authenticated request of a [`Client`] (its clones share the state);
@@ -36,9 +40,15 @@
 //! with no transport error seen in between (the connection pool quietly opens a new
 //! connection), is not caught. With the event stream always connected, as in the TUI, a dead
 //! backend breaks the stream at once, which marks the client unverified, so the window is the
-//! moment between the backend's death and the stream noticing it. Also not caught: a relay
-//! that forwards the `/health` check to the real backend listening elsewhere with the same
-//! credential (only possible with a fixed `AX_CODE_SERVER_PASSWORD` reused on another port).
+//! moment between the backend's death and the stream noticing it.
+//!
+//! # Which credential goes where
+//!
+//! The local lookups ([`credential_for_url`], [`discover`]) match a record by its exact URL
+//! (`localhost`, `127.0.0.1` and `[::1]` are different URLs) and read the screen credential
+//! from its own files only (`screen/`). For a URL on this machine only those records count (a
+//! backend started with `AX_CODE_SERVER_PASSWORD` recorded it); the variable itself is read
+//! only for a backend on another machine, which has no records here.
 
 mod discover;
 mod error;
@@ -58,10 +68,7 @@ use serde::{Serialize, de::DeserializeOwned};
 /// The proof a server holding a credential answers, and the screen credential derived from
 /// it: computed in `ax_protocol::proof`, the same code the backend uses.
 pub use ax_protocol::proof::{health_proof as expected_proof, screen_credential};
-pub use discover::{
-    ScreenDiscovery, ScreenLookup, credential_for_url, credential_for_url_in, discover,
-    discover_screen, same_origin, screen_credential_for_url, screen_credential_for_url_in,
-};
+pub use discover::{Found, Kind, credential_for_url, credential_for_url_in, discover};
 pub use error::ClientError;
 pub use events::EventStream;
 
@@ -97,8 +104,13 @@ impl Client {
                 "{base}: expected http://HOST:PORT"
             )));
         }
+        let verification = Arc::new(proof::Verification::default());
         let http = reqwest::Client::builder()
             .connect_timeout(Duration::from_secs(5))
+            // Below the backend's idle timeout, so a pooled connection is not reused just as
+            // the backend closes it.
+            .pool_idle_timeout(Duration::from_secs(5))
+            .dns_resolver(verification.pin.clone())
             .no_proxy()
             // The backend never redirects; a server that does is not followed.
             .redirect(reqwest::redirect::Policy::none())
@@ -108,7 +120,7 @@ impl Client {
             http,
             base,
             token: Arc::new(std::sync::RwLock::new(token.into())),
-            verification: Arc::default(),
+            verification,
         })
     }
 
@@ -168,6 +180,7 @@ impl Client {
             proof::ProofField::Screen,
         )
         .await
+        .map(|(health, _)| health)
     }
 
     async fn send<T: DeserializeOwned>(&self, builder: RequestBuilder) -> Result<T, ClientError> {

@@ -1,15 +1,28 @@
 //! The server proof: before the credential goes anywhere, the server answers
 //! `GET /health?proof=<nonce>` with HMAC-SHA256(key = credential, message =
-//! `"ax-code-server-proof-v1:" + nonce`), which only a holder of the credential can compute.
-//! The nonce is fresh and random per check, so an old answer cannot be replayed.
+//! `"ax-code-server-proof-v2:" + nonce + "@" + the server's address`), which only a holder of
+//! the credential can compute. The nonce is fresh and random per check, so an old answer cannot
+//! be replayed; the address is the peer the client actually connected to, so a relay that
+//! forwards the check to the real backend gets a proof for the backend's address, not its own.
+//!
+//! After a good check the client pins the proven address for its host name ([`Pin`]), so
+//! later connections to a name such as `localhost` go where the proof was made, not to
+//! whichever address the resolver lists first.
 
 use std::{
-    sync::atomic::{AtomicBool, Ordering},
+    net::{IpAddr, SocketAddr},
+    sync::{
+        Mutex,
+        atomic::{AtomicBool, Ordering},
+    },
     time::Duration,
 };
 
 use ax_protocol::{Health, proof::to_hex};
-use reqwest::StatusCode;
+use reqwest::{
+    StatusCode,
+    dns::{Addrs, Name, Resolve, Resolving},
+};
 use subtle::ConstantTimeEq;
 
 use crate::ClientError;
@@ -26,6 +39,35 @@ pub(crate) struct Verification {
     verified: AtomicBool,
     /// Serializes checks, so concurrent first requests cost one round trip, not one each.
     check: tokio::sync::Mutex<()>,
+    /// The client's resolver, pinned to the address of the last good check.
+    pub(crate) pin: std::sync::Arc<Pin>,
+}
+
+/// The client's resolver for host names: the system's until a proof check succeeds, then only
+/// the proven address. (URLs with an IP address never reach a resolver.)
+#[derive(Debug, Default)]
+pub(crate) struct Pin {
+    addr: Mutex<Option<IpAddr>>,
+}
+
+impl Pin {
+    fn set(&self, addr: SocketAddr) {
+        *self.addr.lock().unwrap_or_else(|e| e.into_inner()) = Some(addr.ip());
+    }
+}
+
+impl Resolve for Pin {
+    fn resolve(&self, name: Name) -> Resolving {
+        let pinned = *self.addr.lock().unwrap_or_else(|e| e.into_inner());
+        let host = name.as_str().to_owned();
+        Box::pin(async move {
+            let addrs: Vec<SocketAddr> = match pinned {
+                Some(ip) => vec![SocketAddr::new(ip, 0)],
+                None => tokio::net::lookup_host((host.as_str(), 0)).await?.collect(),
+            };
+            Ok(Box::new(addrs.into_iter()) as Addrs)
+        })
+    }
 }
 
 impl Verification {
@@ -63,7 +105,10 @@ impl Verification {
     ) -> Result<Health, ClientError> {
         let result = check(http, base, token, ProofField::Full).await;
         self.set(result.is_ok());
-        result
+        result.map(|(health, server)| {
+            self.pin.set(server);
+            health
+        })
     }
 }
 
@@ -83,15 +128,16 @@ pub(crate) fn nonce() -> Result<String, getrandom::Error> {
     Ok(to_hex(&bytes))
 }
 
-/// One `GET /health?proof=<fresh nonce>` round trip, without the credential. `Ok` only when the
-/// answer carries the right proof; a server that cannot be reached is a transport error, any
+/// One `GET /health?proof=<fresh nonce>` round trip, without the credential. `Ok` (with the
+/// address the proof was made for) only when the answer carries the right proof for the
+/// address this check connected to; a server that cannot be reached is a transport error, any
 /// other answer is [`ClientError::NotProven`].
 pub(crate) async fn check(
     http: &reqwest::Client,
     base: &str,
     token: &str,
     field: ProofField,
-) -> Result<Health, ClientError> {
+) -> Result<(Health, SocketAddr), ClientError> {
     let not_proven = |reason: &str| ClientError::NotProven {
         url: base.to_owned(),
         reason: reason.to_owned(),
@@ -103,6 +149,10 @@ pub(crate) async fn check(
         .send()
         .await
         .map_err(ClientError::transport)?;
+    // The peer this connection reached: the proof must be bound to it, whatever the Host said.
+    let Some(server) = response.remote_addr() else {
+        return Err(not_proven("the connection has no peer address"));
+    };
     if response.status() != StatusCode::OK {
         return Err(not_proven(&format!(
             "/health answered HTTP {}",
@@ -131,11 +181,14 @@ pub(crate) async fn check(
     let Some(proof) = proof else {
         return Err(not_proven("/health answered without a proof"));
     };
-    let expected = ax_protocol::proof::health_proof(token, &nonce);
+    let expected = ax_protocol::proof::health_proof(token, &nonce, server);
     if !bool::from(proof.as_bytes().ct_eq(expected.as_bytes())) {
-        return Err(not_proven("/health answered a wrong proof"));
+        return Err(not_proven(&format!(
+            "/health answered a wrong proof for {}",
+            ax_protocol::proof::proof_address(server)
+        )));
     }
-    Ok(health)
+    Ok((health, server))
 }
 
 #[cfg(test)]

@@ -1,8 +1,9 @@
 //! The server proves it holds the credential before the client sends it: a real backend
-//! answers the `/health` proof, and a "squatter" (a plain TCP listener that records every
-//! request head and answers `/health` without a valid proof) never receives an
-//! `Authorization` header: not from ordinary requests, not from the event stream, and not
-//! after the real backend died and the squatter took its port.
+//! answers the `/health` proof, bound to its own address on the connection, and a "squatter"
+//! (a plain TCP listener that records every request head and answers `/health` without a valid
+//! proof, or relays it to the real backend) never receives an `Authorization` header: not from
+//! ordinary requests, not from the event stream, not after the real backend died and the
+//! squatter took its port, and not by relaying the check from the other loopback family.
 
 use std::{
     future::Future,
@@ -60,9 +61,13 @@ enum Answer {
     Garbage,
     /// `404` for `/health`.
     NotFound,
-    /// Not a squatter: forwards every request to the real backend at this address (so the
-    /// recorder shows what a client sends to a real backend).
+    /// A relay: forwards every request, `/health?proof=` included, to the real backend at
+    /// this address (Host rewritten to the backend's), so it answers the backend's own proof.
     Forward(SocketAddr),
+    /// Not a squatter: a holder of the credential that proves it for its own address and
+    /// forwards everything else to the real backend (so the recorder shows what a client
+    /// sends to a real backend).
+    ProveAndForward(SocketAddr),
 }
 
 fn answers(replay: String) -> [Answer; 5] {
@@ -94,6 +99,11 @@ impl Squatter {
         Squatter::on(TcpListener::bind("127.0.0.1:0").await.unwrap(), answer)
     }
 
+    /// On `ip`, any free port.
+    async fn start_on(ip: &str, answer: Answer) -> Squatter {
+        Squatter::on(TcpListener::bind((ip, 0)).await.unwrap(), answer)
+    }
+
     /// Takes `addr` (a port a backend just freed), retrying briefly while it is still held.
     async fn take(addr: SocketAddr, answer: Answer) -> Squatter {
         let mut tries = 0;
@@ -110,7 +120,8 @@ impl Squatter {
     }
 
     fn on(listener: TcpListener, answer: Answer) -> Squatter {
-        let url = format!("http://{}", listener.local_addr().unwrap());
+        let own = listener.local_addr().unwrap();
+        let url = format!("http://{own}");
         let heads = Arc::new(Mutex::new(Vec::new()));
         let recorded = heads.clone();
         let task = tokio::spawn(async move {
@@ -134,11 +145,18 @@ impl Squatter {
                     }
                     let text = String::from_utf8_lossy(&head).into_owned();
                     recorded.lock().unwrap().push(text.clone());
-                    if let Answer::Forward(backend) = answer {
-                        forward(conn, &text, backend).await;
-                        return;
+                    match answer {
+                        Answer::Forward(backend) => {
+                            forward(conn, &text, backend).await;
+                            return;
+                        }
+                        Answer::ProveAndForward(backend) if !text.starts_with("GET /health") => {
+                            forward(conn, &text, backend).await;
+                            return;
+                        }
+                        _ => {}
                     }
-                    let response = respond(&text, &answer);
+                    let response = respond(&text, &answer, own);
                     let _ = conn.write_all(response.as_bytes()).await;
                     let _ = conn.shutdown().await;
                 });
@@ -205,13 +223,14 @@ async fn forward(mut conn: tokio::net::TcpStream, head: &str, backend: SocketAdd
     .await;
 }
 
-fn respond(head: &str, answer: &Answer) -> String {
+fn respond(head: &str, answer: &Answer, own: SocketAddr) -> String {
     let target = head.split(' ').nth(1).unwrap_or("/");
     let (status, body) = if let Some(query) = target.strip_prefix("/health") {
         let nonce = query.strip_prefix("?proof=").unwrap_or("");
         let proof = match answer {
             Answer::NoProof => None,
-            Answer::OtherKey => Some(expected_proof("another-credential-0123456789", nonce)),
+            Answer::OtherKey => Some(expected_proof("another-credential-0123456789", nonce, own)),
+            Answer::ProveAndForward(_) => Some(expected_proof(TOKEN, nonce, own)),
             Answer::Replay(proof) => Some(proof.clone()),
             Answer::Garbage => Some("z".repeat(64)),
             Answer::Forward(_) => unreachable!("forwarded before"),
@@ -285,10 +304,15 @@ async fn a_real_backend_answers_a_valid_proof() {
         .await
         .unwrap();
     assert!(health.ok);
-    assert_eq!(health.proof, Some(expected_proof(TOKEN, &nonce)));
+    let addr = b.server.local_addr();
+    assert_eq!(health.proof, Some(expected_proof(TOKEN, &nonce, addr)));
     assert_ne!(
         health.proof,
-        Some(expected_proof("another-credential-0123456789", &nonce))
+        Some(expected_proof(
+            "another-credential-0123456789",
+            &nonce,
+            addr
+        ))
     );
 
     // Without a nonce, /health is what it was: no proof.
@@ -479,7 +503,7 @@ async fn after_a_transport_error_the_client_proves_the_server_again() {
 #[tokio::test]
 async fn one_proof_check_then_no_cost_per_request_while_verified() {
     let b = backend().await;
-    let recorder = Squatter::start(Answer::Forward(b.server.local_addr())).await;
+    let recorder = Squatter::start(Answer::ProveAndForward(b.server.local_addr())).await;
     let client = Client::new(&recorder.url, TOKEN).unwrap();
     for _ in 0..5 {
         within(client.list_sessions()).await.unwrap();
@@ -520,4 +544,87 @@ async fn one_proof_check_then_no_cost_per_request_while_verified() {
     assert!(lines[1].starts_with("GET /event "), "{lines:?}");
     drop(events);
     b.server.shutdown().await;
+}
+
+/// The attack of the red-team report: a process on another address (the other loopback family,
+/// or another port) relays `/health?proof=` to the real backend and returns its answer. The
+/// backend's proof is bound to the backend's own address, so the client refuses it and sends
+/// nothing carrying the credential, from requests or from the event stream.
+#[tokio::test]
+async fn a_relay_of_the_proof_from_another_address_never_receives_the_credential() {
+    let b = backend().await;
+    for ip in ["::1", "127.0.0.1"] {
+        let relay = Squatter::start_on(ip, Answer::Forward(b.server.local_addr())).await;
+        // Control: through the relay, /health does carry a valid proof, for the backend's address.
+        let nonce = "cd".repeat(32);
+        let health: ax_protocol::Health =
+            reqwest::get(format!("{}/health?proof={nonce}", relay.url))
+                .await
+                .unwrap()
+                .json()
+                .await
+                .unwrap();
+        assert_eq!(
+            health.proof,
+            Some(expected_proof(TOKEN, &nonce, b.server.local_addr()))
+        );
+        relay.heads.lock().unwrap().clear();
+
+        let client = Client::new(&relay.url, TOKEN).unwrap();
+        assert_not_proven(within(client.list_sessions()).await, &relay.url);
+        assert_not_proven(within(client.create_session(None)).await, &relay.url);
+        let mut events = client.events(None);
+        match within(events.next()).await {
+            Some(Err(e)) => assert_not_proven(Err::<(), _>(e), &relay.url),
+            other => panic!("expected a NotProven error, got {other:?}"),
+        }
+        relay.assert_was_asked_for_a_proof();
+        relay.assert_never_got_the_credential();
+        assert!(
+            relay
+                .heads()
+                .iter()
+                .all(|h| h.starts_with("GET /health?proof=")),
+            "only proof checks went out: {:?}",
+            relay.heads()
+        );
+    }
+    b.server.shutdown().await;
+}
+
+/// The backend takes the other loopback family on its port too, answers there with a proof
+/// for that address, and a fixed port whose sibling another program holds refuses to start.
+#[tokio::test]
+async fn the_backend_holds_both_loopback_families_or_does_not_start() {
+    let b = backend().await;
+    let port = b.server.local_addr().port();
+    let v6 = SocketAddr::from((std::net::Ipv6Addr::LOCALHOST, port));
+    match TcpListener::bind(v6).await {
+        Err(e) if e.kind() == std::io::ErrorKind::AddrInUse => {}
+        Err(e) if e.kind() == std::io::ErrorKind::AddrNotAvailable => {
+            eprintln!("no IPv6 loopback on this machine: nothing to squat, nothing to check");
+            return;
+        }
+        other => panic!("[::1]:{port} should be the backend's, got {other:?}"),
+    }
+    // Over IPv6 it is the same backend, proving itself for [::1]:PORT.
+    let client = Client::new(format!("http://[::1]:{port}"), TOKEN).unwrap();
+    within(client.list_sessions()).await.unwrap();
+    b.server.shutdown().await;
+
+    // A squatter that took [::1]:P first: the backend refuses to start on 127.0.0.1:P.
+    let squatter = TcpListener::bind((std::net::Ipv6Addr::LOCALHOST, 0))
+        .await
+        .unwrap();
+    let port = squatter.local_addr().unwrap().port();
+    let project = tempfile::tempdir().unwrap();
+    let data = tempfile::tempdir().unwrap();
+    let mut config = ax_server::ServerConfig::new(project.path(), data.path());
+    config.register = false;
+    config.bind = SocketAddr::from(([127, 0, 0, 1], port));
+    let err = ax_server::start(config).await.unwrap_err().to_string();
+    assert!(
+        err.contains(&format!("[::1]:{port} is taken by another program")),
+        "{err}"
+    );
 }

@@ -1,14 +1,13 @@
 //! The screen credential as `ax-code mcp screen` finds and checks it: a real registered
-//! backend writes it into its `servers/` record and credential file, proves it in
-//! `screenProof`, and the lookups never hand out the full credential.
+//! backend writes it into a `screen/` record of its own (not beside the full credential),
+//! proves it in `screenProof`, and the screen lookups read only those records.
 
 use std::{future::Future, time::Duration};
 
 use ax_client::{
-    Client, ScreenDiscovery, ScreenLookup, discover_screen, expected_proof, screen_credential,
-    screen_credential_for_url_in,
+    Client, Found, Kind, credential_for_url_in, discover, expected_proof, screen_credential,
 };
-use ax_protocol::local::{CredentialFile, CredentialRecord, ServerRecord};
+use ax_protocol::local::{CredentialRecord, ScreenRecord, ServerRecord};
 
 const TOKEN: &str = "the-real-credential-0123456789abcdef";
 const WAIT: Duration = Duration::from_secs(20);
@@ -59,8 +58,12 @@ async fn health_proves_the_screen_credential_too() {
             .unwrap()
     })
     .await;
-    assert_eq!(health.screen_proof, Some(expected_proof(&screen, &nonce)));
-    assert_eq!(health.proof, Some(expected_proof(TOKEN, &nonce)));
+    let addr = b.server.local_addr();
+    assert_eq!(
+        health.screen_proof,
+        Some(expected_proof(&screen, &nonce, addr))
+    );
+    assert_eq!(health.proof, Some(expected_proof(TOKEN, &nonce, addr)));
     assert_ne!(health.screen_proof, health.proof);
 
     // The typed checks: each credential is proven by its own field only.
@@ -86,35 +89,76 @@ async fn health_proves_the_screen_credential_too() {
 }
 
 #[tokio::test]
-async fn the_records_carry_only_a_screen_credential_to_mcp_screen() {
+async fn the_screen_credential_lives_in_a_file_of_its_own() {
     let b = backend(true).await;
     let url = b.server.url().to_owned();
     let screen = screen_credential(TOKEN);
 
-    let record: ServerRecord = serde_json::from_slice(
-        &std::fs::read(b.server.registration_path().expect("registered")).unwrap(),
-    )
-    .unwrap();
-    assert_eq!(record.screen_token.as_deref(), Some(screen.as_str()));
+    // The full record has no screen credential; the screen record has nothing but it.
+    let full = std::fs::read_to_string(b.server.registration_path().expect("registered")).unwrap();
+    let record: ServerRecord = serde_json::from_str(&full).unwrap();
+    assert_eq!(record.token, TOKEN);
+    assert!(!full.contains(&screen));
+    let screen_path = b.server.screen_record_path().expect("registered");
+    assert_ne!(
+        screen_path.parent(),
+        b.server.registration_path().unwrap().parent()
+    );
+    let text = std::fs::read_to_string(screen_path).unwrap();
+    assert!(
+        !text.contains(TOKEN),
+        "the screen record holds the full credential"
+    );
+    let record: ScreenRecord = serde_json::from_str(&text).unwrap();
+    assert_eq!(record.screen_token, screen);
+    assert_eq!(record.url, url);
 
-    match screen_credential_for_url_in(&url, b.data.path()) {
-        ScreenLookup::Found(t) => assert_eq!(t, screen),
-        other => panic!("expected the screen credential, got {other:?}"),
-    }
-    match within(discover_screen(b.project.path(), b.data.path())).await {
-        ScreenDiscovery::Found {
-            url: u,
-            screen_token,
-        } => {
-            assert_eq!(u, url);
-            assert_eq!(screen_token, screen);
-        }
-        other => panic!("expected the backend, got {other:?}"),
-    }
-
-    // The credential file `serve` writes carries it too.
-    let other_data = tempfile::tempdir().unwrap();
+    assert_eq!(
+        credential_for_url_in(Kind::Screen, &url, b.data.path()),
+        Some(screen.clone())
+    );
+    assert_eq!(
+        credential_for_url_in(Kind::Full, &url, b.data.path()).as_deref(),
+        Some(TOKEN)
+    );
+    assert_eq!(
+        within(discover(Kind::Screen, b.project.path(), b.data.path())).await,
+        Some(Found {
+            url: url.clone(),
+            credential: screen.clone(),
+        })
+    );
+    // Only the exact URL matches: another loopback name for the same port is another URL.
     let port = b.server.local_addr().port();
+    for other in [
+        format!("http://localhost:{port}"),
+        format!("http://[::1]:{port}"),
+    ] {
+        assert_eq!(
+            credential_for_url_in(Kind::Screen, &other, b.data.path()),
+            None
+        );
+        assert_eq!(
+            credential_for_url_in(Kind::Full, &other, b.data.path()),
+            None
+        );
+    }
+
+    // The screen lookup reads `screen/` only: with the screen records gone it finds nothing,
+    // though the full credential is still recorded.
+    std::fs::remove_dir_all(b.data.path().join("screen")).unwrap();
+    assert_eq!(
+        credential_for_url_in(Kind::Screen, &url, b.data.path()),
+        None
+    );
+    assert_eq!(
+        within(discover(Kind::Screen, b.project.path(), b.data.path())).await,
+        None
+    );
+    assert!(credential_for_url_in(Kind::Full, &url, b.data.path()).is_some());
+
+    // The credential file `serve` writes holds the URL and the full credential only.
+    let other_data = tempfile::tempdir().unwrap();
     let path = ax_server::registry::write_credential(
         other_data.path(),
         "127.0.0.1",
@@ -125,54 +169,14 @@ async fn the_records_carry_only_a_screen_credential_to_mcp_screen() {
         },
     )
     .unwrap();
-    let file: CredentialFile = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
-    assert_eq!(file.screen_token.as_deref(), Some(screen.as_str()));
+    let text = std::fs::read_to_string(&path).unwrap();
+    assert!(!text.contains(&screen));
     assert_eq!(
-        screen_credential_for_url_in(&url, other_data.path()),
-        ScreenLookup::Found(screen.clone())
-    );
-    // The full-credential lookup still reads the new file.
-    assert_eq!(
-        ax_client::credential_for_url_in(&url, other_data.path()).as_deref(),
+        credential_for_url_in(Kind::Full, &url, other_data.path()).as_deref(),
         Some(TOKEN)
     );
-}
-
-#[tokio::test]
-async fn records_of_an_older_backend_ask_for_a_restart() {
-    let b = backend(false).await;
-    let url = b.server.url().to_owned();
-    let project = std::fs::canonicalize(b.project.path()).unwrap();
-    let data = tempfile::tempdir().unwrap();
-    std::fs::create_dir_all(data.path().join("servers")).unwrap();
-    // A record as an older backend wrote it: no screenToken.
-    let old = serde_json::json!({
-        "project": project.to_string_lossy(),
-        "url": url,
-        "token": TOKEN,
-        "pid": std::process::id(),
-    });
-    let path = data.path().join("servers/1-1.json");
-    std::fs::write(&path, old.to_string()).unwrap();
-    let parsed: ServerRecord = serde_json::from_value(old).unwrap();
-    assert_eq!(parsed.screen_token, None);
-
     assert_eq!(
-        screen_credential_for_url_in(&url, data.path()),
-        ScreenLookup::OldRecord
-    );
-    assert_eq!(
-        within(discover_screen(b.project.path(), data.path())).await,
-        ScreenDiscovery::OldRecord
-    );
-    // The full-credential lookup still reads it (for the other commands).
-    assert_eq!(
-        ax_client::credential_for_url_in(&url, data.path()).as_deref(),
-        Some(TOKEN)
-    );
-    // Nothing at all for another URL.
-    assert_eq!(
-        screen_credential_for_url_in("http://127.0.0.1:1", data.path()),
-        ScreenLookup::Missing
+        credential_for_url_in(Kind::Screen, &url, other_data.path()),
+        None
     );
 }

@@ -437,8 +437,10 @@ pub enum Event {
 ///
 /// `GET /health?proof=<nonce>` (64 lowercase hex characters, fresh and random per check) also
 /// answers `proof`: lowercase hex of HMAC-SHA256 with the credential as the key over
-/// `"ax-code-server-proof-v1:" + nonce`. Clients check it before they send the credential, so
-/// whoever took a dead backend's port never receives it.
+/// `"ax-code-server-proof-v2:" + nonce + "@" + the server's socket address on that connection`
+/// (see [`proof::health_proof`]). Clients check it against the address they connected to
+/// before they send the credential, so whoever took a dead backend's port, or relays the check
+/// to the real backend from another address, never receives it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct Health {
@@ -455,7 +457,7 @@ pub struct Health {
 }
 
 /// The message prefix of the `/health` proof (see [`Health`]).
-pub const HEALTH_PROOF_PREFIX: &str = "ax-code-server-proof-v1:";
+pub const HEALTH_PROOF_PREFIX: &str = "ax-code-server-proof-v2:";
 
 /// The screen credential is lowercase hex of HMAC-SHA256(key = the backend credential,
 /// message = this). The gateway grants it at most `operator.read` and `operator.write`; the

@@ -1,5 +1,6 @@
 //! Files the backend shares with local clients through the data directory: where that
-//! directory is, the `servers/` registry records and the `serve` credential file.
+//! directory is, the `servers/` registry records (full credential), the `screen/` records
+//! (screen credential only) and the `serve` credential file.
 //!
 //! These are not HTTP wire types, but the server writes them and the client and the CLI read
 //! them, so their shape lives here, strict like everything else.
@@ -14,6 +15,8 @@ pub const DATA_DIR_ENV: &str = "AX_CODE_DATA_DIR";
 pub const PASSWORD_ENV: &str = "AX_CODE_SERVER_PASSWORD";
 /// Sub-directory of the data directory with one record per running backend.
 pub const SERVERS_DIR: &str = "servers";
+/// Sub-directory of the data directory with one screen-credential record per running backend.
+pub const SCREEN_DIR: &str = "screen";
 /// Sub-directory of the data directory with the credentials `ax-code serve` generated.
 pub const CREDENTIALS_DIR: &str = "credentials";
 
@@ -37,7 +40,8 @@ pub fn data_dir() -> Option<PathBuf> {
 }
 
 /// `servers/<pid>-<port>.json`: a running backend (created 0600, removed on a clean exit).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+/// It holds the full credential; `ax-code mcp screen` never reads it (see [`ScreenRecord`]).
+#[derive(Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct ServerRecord {
     /// Canonical absolute project directory.
@@ -47,31 +51,48 @@ pub struct ServerRecord {
     /// The bearer credential.
     pub token: String,
     pub pid: u32,
-    /// The screen credential (gateway only, at most `operator.write`; see
-    /// `ax_protocol::SCREEN_CREDENTIAL_MESSAGE`). Absent in records of older backends.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub screen_token: Option<String>,
+}
+
+/// `screen/<pid>-<port>.json`: the screen credential of a running backend (gateway only, at
+/// most `operator.write`; see `ax_protocol::SCREEN_CREDENTIAL_MESSAGE`), in a file of its own
+/// so that what reads it (`ax-code mcp screen`, or a sandbox granted this file) never reads
+/// the full credential. Created 0600, removed on a clean exit.
+#[derive(Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ScreenRecord {
+    /// Canonical absolute project directory.
+    pub project: String,
+    /// Base URL, e.g. `http://127.0.0.1:4096`.
+    pub url: String,
+    /// The screen credential.
+    pub screen_token: String,
+    pub pid: u32,
 }
 
 /// `credentials/<host>_<port>.json`: written by `ax-code serve` when it generated the token, so
 /// `ax-code attach URL` run by the same OS user finds it without a secret on the command line.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct CredentialRecord {
     pub url: String,
     pub token: String,
 }
 
-/// What a `credentials/` file holds: the [`CredentialRecord`] the writer gave plus the screen
-/// credential derived from it (absent in files of older versions). Readers parse this type.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct CredentialFile {
-    pub url: String,
-    pub token: String,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub screen_token: Option<String>,
+macro_rules! debug_without_secret {
+    ($ty:ident, $secret:ident, $($field:ident),*) => {
+        impl std::fmt::Debug for $ty {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.debug_struct(stringify!($ty))
+                    $(.field(stringify!($field), &self.$field))*
+                    .field(stringify!($secret), &"<redacted>")
+                    .finish()
+            }
+        }
+    };
 }
+debug_without_secret!(ServerRecord, token, project, url, pid);
+debug_without_secret!(ScreenRecord, screen_token, project, url, pid);
+debug_without_secret!(CredentialRecord, token, url);
 
 /// File name (without directory) of the credential record for `host:port`.
 pub fn credential_file_name(host: &str, port: u16) -> String {

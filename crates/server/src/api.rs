@@ -6,7 +6,7 @@ use ax_protocol::{
     proof,
 };
 use axum::{
-    Json, Router,
+    Extension, Json, Router,
     extract::{
         DefaultBodyLimit, Path, Query, State,
         rejection::{JsonRejection, QueryRejection},
@@ -18,7 +18,7 @@ use axum::{
 };
 use serde::Deserialize;
 
-use crate::{auth, error::Failure, ids, runner, sse, state::Shared, store};
+use crate::{auth, error::Failure, ids, listen::LocalAddr, runner, sse, state::Shared, store};
 
 type ApiResult<T> = Result<T, Failure>;
 
@@ -70,18 +70,21 @@ pub struct HealthQuery {
 }
 
 /// Liveness, without the credential. With `?proof=<nonce>` (64 lowercase hex characters) the
-/// answer also carries `proof`, [`proof::health_proof`] of the nonce, so a client can tell this is the
-/// backend holding its credential before it sends the credential (see `ax_protocol::Health`).
+/// answer also carries `proof`, [`proof::health_proof`] of the nonce bound to this server's
+/// address on the connection, so a client can tell this is the backend holding its credential,
+/// listening where the client connected, before it sends the credential (see
+/// `ax_protocol::Health`).
 pub async fn health(
     State(app): State<Shared>,
+    Extension(LocalAddr(local)): Extension<LocalAddr>,
     query: Result<Query<HealthQuery>, QueryRejection>,
 ) -> ApiResult<Json<Health>> {
     let Query(query) = query.map_err(|r| Failure::bad_request(r.body_text()))?;
     let (proof, screen_proof) = match query.proof {
         None => (None, None),
         Some(nonce) if proof::is_nonce(&nonce) => (
-            Some(proof::health_proof(&app.token, &nonce)),
-            Some(proof::health_proof(&app.screen_token, &nonce)),
+            Some(proof::health_proof(&app.token, &nonce, local)),
+            Some(proof::health_proof(&app.screen_token, &nonce, local)),
         ),
         Some(_) => {
             return Err(Failure::bad_request(

@@ -12,8 +12,10 @@ use subtle::ConstantTimeEq;
 
 use crate::{error::Failure, state::Shared};
 
-/// Checks Host (on loopback: one of the served names with the port) and, when present,
-/// Origin (must be this server's own origin, `http://` + the Host).
+/// Checks Host (one of the served names: the bound address and the loopback names with the
+/// port, and the names allowed with `--allow-host`) and, when present, Origin (this server's
+/// own origin: `http://` + the Host, or for an `--allow-host` name also `https://` + the Host,
+/// as a browser behind a TLS-terminating proxy sends it).
 pub fn check_host_origin(app: &Shared, headers: &HeaderMap) -> Result<(), Failure> {
     let host = headers
         .get(header::HOST)
@@ -22,19 +24,20 @@ pub fn check_host_origin(app: &Shared, headers: &HeaderMap) -> Result<(), Failur
     let Some(host) = host else {
         return Err(Failure::forbidden("a Host header is required"));
     };
-    if let Some(allowed) = &app.allowed_hosts
-        && !allowed.contains(&host)
-    {
+    if !app.allowed_hosts.contains(&host) {
         return Err(Failure::forbidden(format!(
             "Host {host:?} is not served here; use one of {}",
-            allowed.join(", ")
+            app.allowed_hosts.join(", ")
         )));
     }
     if let Some(origin) = headers.get(header::ORIGIN) {
         let expected = format!("http://{host}");
-        let ok = origin
-            .to_str()
-            .is_ok_and(|o| o.eq_ignore_ascii_case(&expected));
+        let ok = origin.to_str().is_ok_and(|o| {
+            o.eq_ignore_ascii_case(&expected)
+                || (app.proxied_hosts.contains(&host)
+                    && o.strip_prefix("https://")
+                        .is_some_and(|rest| rest.eq_ignore_ascii_case(&host)))
+        });
         if !ok {
             return Err(Failure::forbidden(format!(
                 "cross-origin requests are refused; expected Origin {expected}"
@@ -67,9 +70,13 @@ pub fn has_credential(app: &Shared, headers: &HeaderMap) -> bool {
         && bool::from(token.trim().as_bytes().ct_eq(app.token.as_bytes()))
 }
 
-/// Layer for the API routes.
+/// Layer for the API routes. A connection that carried the credential is the person's: the
+/// cap on unauthenticated connections no longer counts or evicts it.
 pub async fn bearer(State(app): State<Shared>, request: Request, next: Next) -> Response {
     if has_credential(&app, request.headers()) {
+        if let Some(conn) = request.extensions().get::<crate::listen::Conn>() {
+            conn.authenticated();
+        }
         next.run(request).await
     } else {
         Failure::unauthorized().into_response()

@@ -16,9 +16,11 @@
 //!
 //! API notes beyond the route table of docs/backend.md §3 (wire types in `ax_protocol`):
 //! - `GET /health?proof=<64 hex>` (no credential) adds `proof`, HMAC-SHA256 keyed by the
-//!   credential over `ax-code-server-proof-v1:<nonce>`: the backend proves it holds the
-//!   credential before a client sends it, so a process squatting a dead backend's port
-//!   never receives it (`ax_client` checks this; see its docs for the residual window).
+//!   credential over `ax-code-server-proof-v2:<nonce>@<address>`, where the address is the
+//!   server's own on the accepted socket: the backend proves it holds the credential before a
+//!   client sends it, so a process squatting a dead backend's port, or relaying the check to
+//!   the real backend from another address, never receives it (`ax_client` checks this against
+//!   the address it connected to; see its docs for the residual window).
 //!   It also adds `screenProof`, the same HMAC keyed by the screen credential
 //!   ([`RunningServer::screen_token`], gateway only, at most `operator.write`), which is what
 //!   `ax-code mcp screen` holds and checks.
@@ -53,7 +55,9 @@
 //! Tour: [`store`] (schema, migrations, queries) · `runner` (prompt → permission → run; the
 //! agents and the one process module are in `ax_agents`) ·
 //! `terminal` (the gateway's operator terminal) · `api` (routes) · `sse` (`/event`) ·
-//! `events` (ID'd ring + fan-out) · `auth` (Host/Origin, bearer) · [`registry`] (`servers/`).
+//! `events` (ID'd ring + fan-out) · `auth` (Host/Origin, bearer) · `listen` (sibling
+//! loopback binds, timeouts, the connection cap) · [`registry`] (`servers/`, `screen/`) ·
+//! [`project`] (project root, one backend per project).
 
 use std::{
     fmt,
@@ -75,6 +79,7 @@ mod error;
 mod events;
 mod gateway_mount;
 mod ids;
+mod listen;
 pub mod project;
 pub mod registry;
 mod runner;
@@ -87,6 +92,7 @@ mod terminal;
 
 pub use ax_agents::{Agent, AgentOutput, AgentRequest, RunEnd, ShellAgent};
 pub use ax_protocol::local::data_dir as default_data_dir;
+pub use listen::BindError;
 pub use project::project_root;
 pub use state::Limits;
 
@@ -103,8 +109,12 @@ pub struct ServerConfig {
     pub token: Option<String>,
     /// Write a `servers/` record (project, URL, token, pid) while running.
     pub register: bool,
-    /// Allow binding a non-loopback address (Host is then not restricted; the credential is).
+    /// Allow binding a non-loopback address. The Host check stays on: the bound address, the
+    /// loopback names and [`ServerConfig::allowed_hosts`].
     pub allow_remote: bool,
+    /// Further names accepted in the Host header (`--allow-host`), e.g. the name a
+    /// TLS-terminating proxy forwards; each is accepted alone and with the port.
+    pub allowed_hosts: Vec<String>,
     /// How many recent events `/event` keeps for `Last-Event-ID` resumption.
     pub event_ring: usize,
     /// Interval of SSE heartbeat comments.
@@ -131,6 +141,7 @@ impl ServerConfig {
             token: None,
             register: true,
             allow_remote: false,
+            allowed_hosts: Vec::new(),
             event_ring: 4096,
             heartbeat: Duration::from_secs(10),
             limits: Limits::default(),
@@ -150,6 +161,7 @@ impl fmt::Debug for ServerConfig {
             .field("token", &self.token.as_ref().map(|_| "<redacted>"))
             .field("register", &self.register)
             .field("allow_remote", &self.allow_remote)
+            .field("allowed_hosts", &self.allowed_hosts)
             .field("agent", &self.agent.name())
             .finish_non_exhaustive()
     }
@@ -176,11 +188,10 @@ pub enum StartError {
     BadToken,
     #[error(transparent)]
     Store(#[from] store::StoreError),
-    #[error("cannot listen on {addr}: {error}")]
-    Bind {
-        addr: SocketAddr,
-        error: std::io::Error,
-    },
+    #[error(transparent)]
+    Bind(#[from] listen::BindError),
+    #[error("--allow-host {0:?}: expected a host name or address, optionally with :PORT")]
+    BadHostName(String),
     #[error("cannot register the backend in the data directory: {0}")]
     Register(std::io::Error),
 }
@@ -209,6 +220,43 @@ fn local_url(addr: SocketAddr) -> String {
         IpAddr::V4(ip) => format!("http://{ip}:{}", addr.port()),
         IpAddr::V6(ip) => format!("http://[{ip}]:{}", addr.port()),
     }
+}
+
+/// Whether `name` can be a Host header value: letters, digits, `.-_:[]`, bounded.
+fn host_name_ok(name: &str) -> bool {
+    (1..=255).contains(&name.len())
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b".-_:[]".contains(&b))
+}
+
+/// Each allowed name alone and with the port, lowercase.
+fn named_hosts(port: u16, names: &[String]) -> Vec<String> {
+    names
+        .iter()
+        .flat_map(|name| {
+            let name = name.to_ascii_lowercase();
+            [format!("{name}:{port}"), name]
+        })
+        .collect()
+}
+
+/// The Host values served: the loopback names (when reachable over loopback), the bound address
+/// (when it is a specific one) and each allowed name, alone and with the port; lowercase.
+fn served_hosts(addr: SocketAddr, extra: &[String]) -> Vec<String> {
+    let port = addr.port();
+    let mut hosts = Vec::new();
+    if addr.ip().is_loopback() || addr.ip().is_unspecified() {
+        hosts.extend(["localhost", "127.0.0.1", "[::1]"].map(|h| format!("{h}:{port}")));
+    }
+    if !addr.ip().is_unspecified() {
+        let bound = local_url(addr);
+        hosts.push(bound.trim_start_matches("http://").to_owned());
+    }
+    hosts.extend(named_hosts(port, extra));
+    hosts.sort();
+    hosts.dedup();
+    hosts
 }
 
 /// A running backend.
@@ -274,6 +322,11 @@ impl RunningServer {
         self.registration.as_ref().map(|r| r.path())
     }
 
+    /// The `screen/` record (screen credential only), when registered.
+    pub fn screen_record_path(&self) -> Option<&Path> {
+        self.registration.as_ref().map(|r| r.screen_path())
+    }
+
     /// Stops accepting, ends event streams, interrupts running commands (their messages get
     /// an `interrupted` part), waits for all of it, and removes the registry record.
     pub async fn shutdown(mut self) {
@@ -308,6 +361,9 @@ pub async fn start(config: ServerConfig) -> Result<RunningServer, StartError> {
     }
     if !config.bind.ip().is_loopback() && !config.allow_remote {
         return Err(StartError::NotLoopback(config.bind));
+    }
+    if let Some(bad) = config.allowed_hosts.iter().find(|h| !host_name_ok(h)) {
+        return Err(StartError::BadHostName(bad.clone()));
     }
     let token = match config.token {
         Some(t) if token_ok(&t) => t,
@@ -346,30 +402,20 @@ pub async fn start(config: ServerConfig) -> Result<RunningServer, StartError> {
     .await
     .map_err(|e| store::StoreError::Task(e.to_string()))??;
 
-    let listener = tokio::net::TcpListener::bind(config.bind)
-        .await
-        .map_err(|error| StartError::Bind {
+    let listeners = listen::bind(config.bind).await?;
+    let addr = listeners[0]
+        .local_addr()
+        .map_err(|source| listen::BindError::Bind {
             addr: config.bind,
-            error,
+            source,
         })?;
-    let addr = listener.local_addr().map_err(|error| StartError::Bind {
-        addr: config.bind,
-        error,
-    })?;
     let url = local_url(addr);
     // Best effort: only the refusal message of a second backend reads it.
     let _ = lock.record(&project::LockHolder {
         pid: std::process::id(),
         url: url.clone(),
     });
-    let allowed_hosts = addr.ip().is_loopback().then(|| {
-        let port = addr.port();
-        vec![
-            format!("localhost:{port}"),
-            format!("127.0.0.1:{port}"),
-            format!("[::1]:{port}"),
-        ]
-    });
+    let allowed_hosts = served_hosts(addr, &config.allowed_hosts);
 
     let stop = CancellationToken::new();
     let tasks = TaskTracker::new();
@@ -384,6 +430,7 @@ pub async fn start(config: ServerConfig) -> Result<RunningServer, StartError> {
         token: token.clone(),
         screen_token: crate::screen_credential(&token),
         allowed_hosts,
+        proxied_hosts: named_hosts(addr.port(), &config.allowed_hosts),
         limits: config.limits,
         heartbeat: config.heartbeat,
         runs: Mutex::new(Default::default()),
@@ -417,12 +464,12 @@ pub async fn start(config: ServerConfig) -> Result<RunningServer, StartError> {
         ))
         .layer(middleware::from_fn(api::log_request))
         .with_state(app);
-    let shutdown = stop.clone();
-    let server = tokio::spawn(async move {
-        axum::serve(listener, router)
-            .with_graceful_shutdown(shutdown.cancelled_owned())
-            .await
-    });
+    let server = tokio::spawn(listen::serve(
+        listeners,
+        router,
+        config.limits,
+        stop.clone(),
+    ));
 
     let registration = if config.register {
         let record = ax_protocol::local::ServerRecord {
@@ -430,7 +477,6 @@ pub async fn start(config: ServerConfig) -> Result<RunningServer, StartError> {
             url: url.clone(),
             token: token.clone(),
             pid: std::process::id(),
-            screen_token: Some(crate::screen_credential(&token)),
         };
         match registry::Registration::create(&config.data_dir, &record, addr.port()) {
             Ok(r) => Some(r),

@@ -25,6 +25,12 @@ pub struct Limits {
     pub prompt_parts: usize,
     pub title_chars: usize,
     pub output_bytes_per_message: usize,
+    /// Time to read a request head, also the longest a kept-alive connection may sit idle
+    /// between requests.
+    pub header_read_timeout: Duration,
+    /// Open connections that have not carried the credential; the next one evicts the oldest
+    /// idle one. Also capped at a quarter of the file-descriptor limit.
+    pub unauthenticated_connections: usize,
     /// How long an abort waits for the run to end before it says the run did not stop.
     pub abort_wait: Duration,
     /// After an abort, how long an ACP agent has to end its turn before its process group is
@@ -40,6 +46,8 @@ impl Default for Limits {
             prompt_parts: 64,
             title_chars: 200,
             output_bytes_per_message: 1024 * 1024,
+            header_read_timeout: Duration::from_secs(10),
+            unauthenticated_connections: 256,
             abort_wait: Duration::from_secs(15),
             agent_watchdog: Duration::from_secs(15),
         }
@@ -94,9 +102,12 @@ pub struct App {
     pub token: String,
     /// The screen credential derived from `token` (gateway only, read and write scopes).
     pub screen_token: String,
-    /// `host:port` values accepted in the Host header; `None` accepts any (non-loopback bind
-    /// explicitly allowed, where the credential is the protection).
-    pub allowed_hosts: Option<Vec<String>>,
+    /// Values accepted in the Host header (lowercase): the bound address and the loopback
+    /// names with the port, plus the names the person allowed. Never empty, never "any".
+    pub allowed_hosts: Vec<String>,
+    /// The `--allow-host` names (alone and with the port, lowercase), for which an `https://`
+    /// Origin is accepted too (a TLS-terminating proxy in front).
+    pub proxied_hosts: Vec<String>,
     pub limits: Limits,
     pub heartbeat: Duration,
     /// Active runs by session; a std mutex, held for map operations only.

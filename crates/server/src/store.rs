@@ -200,6 +200,29 @@ fn migrate(conn: &mut Connection, path: &Path) -> Result<()> {
     Ok(())
 }
 
+/// Runs `open` again while SQLite answers "database is locked" without waiting, for at most
+/// 10 s. The busy timeout covers ordinary lock waits, but switching a fresh file to WAL and
+/// upgrading a read lock inside a transaction fail at once when another backend is opening
+/// the same new file (two `serve` started together).
+fn retry_while_busy<T>(mut open: impl FnMut() -> Result<T>) -> Result<T> {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    let mut pause = std::time::Duration::from_millis(5);
+    loop {
+        match open() {
+            Err(StoreError::Sqlite(rusqlite::Error::SqliteFailure(e, _)))
+                if matches!(
+                    e.code,
+                    rusqlite::ErrorCode::DatabaseBusy | rusqlite::ErrorCode::DatabaseLocked
+                ) && std::time::Instant::now() < deadline =>
+            {
+                std::thread::sleep(pause);
+                pause = (pause * 2).min(std::time::Duration::from_millis(200));
+            }
+            other => return other,
+        }
+    }
+}
+
 fn create_private_db(path: &Path) -> std::io::Result<()> {
     use rustix::fs::{Mode, OFlags};
     match rustix::fs::open(
@@ -228,13 +251,16 @@ impl Store {
                 error,
             });
         }
-        let mut write = Connection::open(&path)?;
-        migrate(&mut write, &path)?;
-        let read = Connection::open_with_flags(
-            &path,
-            OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
-        )?;
-        configure(&read)?;
+        let (write, read) = retry_while_busy(|| {
+            let mut write = Connection::open(&path)?;
+            migrate(&mut write, &path)?;
+            let read = Connection::open_with_flags(
+                &path,
+                OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+            )?;
+            configure(&read)?;
+            Ok((write, read))
+        })?;
         Ok(Store {
             write: Arc::new(Mutex::new(write)),
             read: Arc::new(Mutex::new(read)),

@@ -16,7 +16,7 @@ use ax_tuimcp::{Blockers, GuardInputs, Location};
 
 use crate::command::{Command, Invocation, SharingState};
 use crate::composer::Composer;
-use crate::layout::Layout;
+use crate::layout::{COMPOSER_MAX_ROWS, Layout};
 use crate::transcript::Transcript;
 
 /// How long a notice stays on the status line.
@@ -57,6 +57,8 @@ pub enum Modal {
         selected: usize,
     },
     Help,
+    /// Ctrl+C while a session is busy: quitting would leave it running unattended.
+    ConfirmQuit,
     /// The MCP client configuration for this TUI's endpoint (`/tui-mcp-config`).
     McpConfig,
     /// "Delete this session?" (y/Enter deletes, n/Esc keeps it).
@@ -115,6 +117,15 @@ pub enum Effect {
         permission_id: String,
         reply: PermissionReply,
     },
+    /// Stop the session's running turn.
+    Abort {
+        session: SessionId,
+    },
+    /// Check an attachment at once: it exists, is a file, and is inside the project.
+    CheckAttachment {
+        workspace: String,
+        path: String,
+    },
     RenameSession {
         session: SessionId,
         title: String,
@@ -172,6 +183,16 @@ pub struct App {
     /// Message events of the open session held back while its transcript loads.
     pub(crate) transcript_buffer: Option<Vec<Event>>,
     pub(crate) effects: Vec<Effect>,
+    /// The clock drawing and timing use; set by [`App::tick`].
+    pub(crate) now: Instant,
+    pub(crate) progress: crate::progress::Progress,
+    /// Sessions whose abort was asked for and that are not idle yet.
+    pub(crate) aborting: HashSet<SessionId>,
+    /// (permission id, rows scrolled) of the approval dialog.
+    pub(crate) approval_scroll: (String, usize),
+    pub(crate) help_scroll: usize,
+    /// The last prompt sent from this TUI, for ↑ on an empty composer.
+    pub(crate) last_prompt: Option<String>,
     /// Changes whenever a session appears in or leaves the list; part of the guard inputs,
     /// so a TUIMCP revision read before a deletion is stale.
     pub(crate) sessions_epoch: u64,
@@ -211,6 +232,12 @@ impl App {
             sync_buffer: None,
             transcript_buffer: None,
             effects: Vec::new(),
+            now: Instant::now(),
+            progress: Default::default(),
+            aborting: HashSet::new(),
+            approval_scroll: (String::new(), 0),
+            help_scroll: 0,
+            last_prompt: None,
             sessions_epoch: 0,
             backend_url: String::new(),
             down_cause: None,
@@ -305,6 +332,11 @@ impl App {
             .min_by_key(|p| p.created)
     }
 
+    /// Rows the help modal is scrolled by.
+    pub fn help_scroll(&self) -> usize {
+        self.help_scroll
+    }
+
     pub fn approval_choice(&self) -> usize {
         self.approval_choice
     }
@@ -328,6 +360,7 @@ impl App {
             composer_missing: self.overlay.is_some(),
             draft: self.composer.has_draft(),
             attachment: self.composer.has_attachments(),
+            // The approval dialog (scrolled or not) and the quit confirmation are modals too.
             modal: self.modal.is_some() || self.pending_approval().is_some(),
             session_busy: self
                 .sessions
@@ -372,7 +405,8 @@ impl App {
             self.size.1,
             self.sharing.as_ref().map(|s| s.endpoint_path.as_str()),
             self.composer.has_attachments(),
-            self.composer.line_count(),
+            self.composer
+                .visual_row_count(self.size.0.saturating_sub(2) as usize, COMPOSER_MAX_ROWS),
         )
     }
 
@@ -402,8 +436,9 @@ impl App {
         self.down_cause = cause;
     }
 
-    /// Expires notices.
+    /// Advances the clock (spinners, elapsed times) and expires notices.
     pub fn tick(&mut self, now: Instant) {
+        self.now = now;
         if self
             .notice
             .as_ref()
@@ -522,6 +557,7 @@ impl App {
             }
             return;
         }
+        self.last_prompt = Some(draft.clone());
         let mut parts = vec![PromptPart::Text { text: draft }];
         parts.extend(
             self.composer
@@ -557,12 +593,8 @@ impl App {
         match invocation.command {
             Command::New => self.new_session(),
             Command::Sessions => self.go_home(),
-            Command::Attach => {
-                let path = invocation.arg.unwrap_or_default();
-                if let Err(e) = self.composer.attach(&path) {
-                    self.notify(NoticeKind::Error, e);
-                }
-            }
+            Command::Attach => self.attach(invocation.arg.unwrap_or_default()),
+            Command::Abort => self.abort_open(),
             Command::Rename => {
                 let title = invocation.arg.unwrap_or_default();
                 if let Some(session) = self.command_target("rename") {
@@ -580,12 +612,81 @@ impl App {
                     self.modal = Some(Modal::ConfirmDelete { session, title });
                 }
             }
-            Command::Help => self.modal = Some(Modal::Help),
+            Command::Help => {
+                self.help_scroll = 0;
+                self.modal = Some(Modal::Help)
+            }
             Command::Quit => self.begin_exit(),
             Command::TuiMcpConfig if self.sharing.is_some() => self.modal = Some(Modal::McpConfig),
             Command::TuiMcpRevoke => self.revoke_sharing(),
             Command::TuiMcpConfig => {}
         }
+    }
+
+    /// Adds the chip now and checks the file at once; a failed check removes it again with
+    /// the reason (`on_attachment_checked`).
+    pub(crate) fn attach(&mut self, path: String) {
+        match self.composer.attach(&path) {
+            Ok(()) => self.effects.push(Effect::CheckAttachment {
+                workspace: self.workspace.clone(),
+                path,
+            }),
+            Err(e) => self.notify(NoticeKind::Error, e),
+        }
+    }
+
+    /// The answer to [`Effect::CheckAttachment`].
+    pub fn on_attachment_checked(&mut self, path: &str, result: Result<(), String>) {
+        if let Err(e) = result
+            && let Some(i) = self.composer.attachments().iter().position(|p| p == path)
+        {
+            self.composer.remove_attachment(i);
+            self.notify(NoticeKind::Error, format!("cannot attach {path}: {e}"));
+        }
+    }
+
+    /// Whether the open session is running a turn (busy, not waiting for approval).
+    pub fn open_session_busy(&self) -> bool {
+        self.open_session()
+            .is_some_and(|s| s.status == SessionStatus::Busy)
+    }
+
+    /// Aborts the open session's turn (Esc, Ctrl+C, `/abort`).
+    pub(crate) fn abort_open(&mut self) {
+        let Some(s) = self.open_session() else {
+            self.notify(NoticeKind::Error, "/abort works in a session");
+            return;
+        };
+        if s.status == SessionStatus::Idle {
+            self.notify(NoticeKind::Error, "nothing is running in this session");
+            return;
+        }
+        let id = s.id.clone();
+        self.aborting.insert(id.clone());
+        self.effects.push(Effect::Abort { session: id });
+        self.notify(NoticeKind::Info, "aborting the turn…");
+    }
+
+    /// The answer to [`Effect::Abort`].
+    pub fn on_aborted(&mut self, session: &SessionId, result: Result<bool, String>) {
+        match result {
+            Ok(true) => {}
+            Ok(false) => {
+                self.aborting.remove(session);
+                self.notify(NoticeKind::Info, "nothing was running");
+            }
+            Err(e) => {
+                self.aborting.remove(session);
+                self.notify(NoticeKind::Error, format!("abort failed: {e}"));
+            }
+        }
+    }
+
+    /// Whether any session is in a turn (busy or waiting for approval).
+    pub fn any_session_working(&self) -> bool {
+        self.sessions
+            .iter()
+            .any(|s| s.status != SessionStatus::Idle)
     }
 
     /// The session a command acts on: the open one, else the one selected at home.

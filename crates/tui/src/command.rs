@@ -10,6 +10,8 @@ pub enum Command {
     Sessions,
     /// Attach a file to the next prompt (takes the path).
     Attach,
+    /// Stop the open session's running turn (also Esc).
+    Abort,
     /// Rename the open (or, at home, the selected) session (takes the title).
     Rename,
     /// Delete the open (or selected) session, after a confirmation.
@@ -41,10 +43,11 @@ pub struct Invocation {
 
 impl Command {
     /// Every command, in palette and `/help` order.
-    pub const ALL: [Command; 9] = [
+    pub const ALL: [Command; 10] = [
         Command::New,
         Command::Sessions,
         Command::Attach,
+        Command::Abort,
         Command::Rename,
         Command::Delete,
         Command::Help,
@@ -58,6 +61,7 @@ impl Command {
             Command::New => "/new",
             Command::Sessions => "/sessions",
             Command::Attach => "/attach",
+            Command::Abort => "/abort",
             Command::Rename => "/rename",
             Command::Delete => "/delete",
             Command::Help => "/help",
@@ -72,6 +76,7 @@ impl Command {
             Command::New => "start a new session",
             Command::Sessions => "show the session list",
             Command::Attach => "attach a file: /attach PATH",
+            Command::Abort => "stop the running turn (also Esc)",
             Command::Rename => "new title: /rename TITLE",
             Command::Delete => "delete this session (asks first)",
             Command::Help => "keys and commands",

@@ -293,6 +293,71 @@ impl Composer {
     pub fn line_count(&self) -> usize {
         self.draft.split('\n').count()
     }
+
+    /// The draft wrapped to `width` cells: byte ranges of the rows. A line that exactly fills
+    /// its last row gets an empty row after it, where the cursor goes at its end. A wide char
+    /// is never split and zero-width chars stay with the char before them.
+    pub fn visual_rows(&self, width: usize) -> Vec<(usize, usize)> {
+        visual_rows(&self.draft, width, usize::MAX)
+    }
+
+    /// Rows the wrapped draft needs, counted up to `max` (the composer's height bound).
+    pub fn visual_row_count(&self, width: usize, max: usize) -> usize {
+        visual_rows(&self.draft, width, max)
+            .len()
+            .clamp(1, max.max(1))
+    }
+
+    /// (row, column) of the cursor in [`Composer::visual_rows`].
+    pub fn cursor_visual(&self, width: usize) -> (usize, usize) {
+        let rows = self.visual_rows(width);
+        let at = self.cursor;
+        for (i, &(start, end)) in rows.iter().enumerate() {
+            let last_of_line = rows.get(i + 1).is_none_or(|next| next.0 != end);
+            if start <= at && (at < end || (at == end && last_of_line)) {
+                let col = self.draft[start..at]
+                    .chars()
+                    .map(|c| c.width().unwrap_or(0))
+                    .sum();
+                return (i, col);
+            }
+        }
+        (rows.len().saturating_sub(1), 0)
+    }
+}
+
+/// See [`Composer::visual_rows`]; stops after `max` rows.
+fn visual_rows(text: &str, width: usize, max: usize) -> Vec<(usize, usize)> {
+    let width = width.max(1);
+    let mut rows = Vec::new();
+    let mut line_start = 0;
+    for line in text.split('\n') {
+        let mut start = line_start;
+        let mut used = 0;
+        for (i, c) in line.char_indices() {
+            let w = c.width().unwrap_or(0);
+            if w > 0 && used + w > width && used > 0 {
+                rows.push((start, line_start + i));
+                if rows.len() >= max {
+                    return rows;
+                }
+                start = line_start + i;
+                used = 0;
+            }
+            used += w;
+        }
+        let end = line_start + line.len();
+        rows.push((start, end));
+        if used >= width {
+            rows.push((end, end));
+        }
+        if rows.len() >= max {
+            rows.truncate(max);
+            return rows;
+        }
+        line_start = end + 1;
+    }
+    rows
 }
 
 #[cfg(test)]
@@ -502,6 +567,25 @@ mod tests {
             "one five",
             "Ctrl+W eats the newline and the word before"
         );
+    }
+
+    #[test]
+    fn the_draft_wraps_and_the_cursor_follows() {
+        let mut c = typed("abcdefgh\nxy");
+        assert_eq!(c.visual_rows(3), [(0, 3), (3, 6), (6, 8), (9, 11)]);
+        assert_eq!(c.cursor_visual(3), (3, 2));
+        c.move_up();
+        c.move_end();
+        assert_eq!(c.cursor_visual(3), (2, 2));
+        // A row filled exactly: the cursor at its end goes to a fresh row.
+        let c = typed("abcdef");
+        assert_eq!(c.visual_rows(3), [(0, 3), (3, 6), (6, 6)]);
+        assert_eq!(c.cursor_visual(3), (2, 0));
+        assert_eq!(c.visual_row_count(3, 2), 2);
+        // Wide chars are never split.
+        let c = typed("日本語");
+        assert_eq!(c.visual_rows(5), [(0, 6), (6, 9)]);
+        assert_eq!(Composer::default().visual_rows(4), [(0, 0)]);
     }
 
     #[test]

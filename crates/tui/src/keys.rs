@@ -29,12 +29,7 @@ impl App {
             None => {}
         }
         if key == Key::ctrl('c') {
-            if self.composer.has_draft() || self.modal.is_some() {
-                self.composer.clear_draft();
-                self.modal = None;
-            } else {
-                self.begin_exit();
-            }
+            self.ctrl_c();
             return;
         }
         if let Some(modal) = self.modal.take() {
@@ -85,7 +80,20 @@ impl App {
             (Route::Home, KeyCode::PageDown) => self.move_selection(self.list_height() as isize),
             (Route::Home, KeyCode::Home) => self.move_selection(isize::MIN / 2),
             (Route::Home, KeyCode::End) => self.move_selection(isize::MAX / 2),
-            (Route::Session(_), KeyCode::Esc) => self.go_home(),
+            (Route::Session(_), KeyCode::Esc) => {
+                // Esc interrupts a running turn; a second Esc (or an idle session) goes home.
+                if self.open_session_busy() && !self.open_aborting() {
+                    self.abort_open();
+                } else {
+                    self.go_home();
+                }
+            }
+            (Route::Session(_), KeyCode::Up)
+                if !self.composer.has_draft() && self.last_prompt.is_some() =>
+            {
+                let last = self.last_prompt.clone().unwrap_or_default();
+                self.composer.paste(&last);
+            }
             (Route::Session(_), KeyCode::Up) => self.scroll_by(1),
             (Route::Session(_), KeyCode::Down) => self.scroll_by(-1),
             (Route::Session(_), KeyCode::PageUp) => {
@@ -142,12 +150,54 @@ impl App {
         self.submit();
     }
 
+    /// Ctrl+C, in order: never quits past an open approval; closes a modal; clears a draft;
+    /// aborts the open session's running turn; asks before quitting while any session works;
+    /// otherwise quits.
+    fn ctrl_c(&mut self) {
+        if self.modal.is_none() && self.pending_approval().is_some() {
+            self.notify(
+                NoticeKind::Info,
+                "an approval is open: answer it (y/a/n) or press Esc to leave it for later",
+            );
+        } else if self.modal.is_some() {
+            self.modal = None;
+        } else if self.composer.has_draft() {
+            self.composer.clear_draft();
+        } else if self.open_session_busy() && !self.open_aborting() {
+            self.abort_open();
+        } else if self.any_session_working() {
+            self.modal = Some(Modal::ConfirmQuit);
+        } else {
+            self.begin_exit();
+        }
+    }
+
     /// Handles a key inside a modal; returns the modal if it stays open.
     fn modal_key(&mut self, modal: Modal, key: Key) -> Option<Modal> {
         match modal {
             Modal::Help => match key.code {
                 KeyCode::Esc | KeyCode::Enter | KeyCode::Char('q') => None,
+                KeyCode::Up => {
+                    self.help_scroll = self.help_scroll.saturating_sub(1);
+                    Some(Modal::Help)
+                }
+                KeyCode::Down | KeyCode::PageDown => {
+                    self.help_scroll += if key.code == KeyCode::Down { 1 } else { 10 };
+                    Some(Modal::Help)
+                }
+                KeyCode::PageUp | KeyCode::Home => {
+                    self.help_scroll = 0;
+                    Some(Modal::Help)
+                }
                 _ => Some(Modal::Help),
+            },
+            Modal::ConfirmQuit => match key.code {
+                KeyCode::Char('y') | KeyCode::Enter => {
+                    self.begin_exit();
+                    None
+                }
+                KeyCode::Char('n') | KeyCode::Esc => None,
+                _ => Some(Modal::ConfirmQuit),
             },
             Modal::McpConfig => match key.code {
                 KeyCode::Char('c') | KeyCode::Char('y') => {
@@ -215,6 +265,12 @@ impl App {
 
     fn approval_key(&mut self, key: Key) {
         match key.code {
+            KeyCode::Up => self.scroll_approval(-1),
+            KeyCode::Down => self.scroll_approval(1),
+            KeyCode::PageUp => self.scroll_approval(-self.approval_page()),
+            KeyCode::PageDown | KeyCode::Char(' ') => self.scroll_approval(self.approval_page()),
+            KeyCode::Home => self.scroll_approval(isize::MIN / 2),
+            KeyCode::End => self.scroll_approval(isize::MAX / 2),
             KeyCode::Left | KeyCode::BackTab => {
                 self.approval_choice = self.approval_choice.saturating_sub(1)
             }
@@ -241,7 +297,9 @@ impl App {
                 query.extend(text.chars().filter(|c| !c.is_control()).take(room));
                 *selected = 0;
             }
-            Some(Modal::Help | Modal::McpConfig | Modal::ConfirmDelete { .. }) => {}
+            Some(
+                Modal::Help | Modal::ConfirmQuit | Modal::McpConfig | Modal::ConfirmDelete { .. },
+            ) => {}
             None if approval => {}
             None => self.composer.paste(text),
         }
@@ -264,7 +322,23 @@ impl App {
             self.copy_mcp_config();
             return;
         }
-        if self.modal.is_some() || self.pending_approval().is_some() {
+        if matches!(self.modal, Some(Modal::Help)) {
+            match m.kind {
+                MouseKind::ScrollUp => self.help_scroll = self.help_scroll.saturating_sub(3),
+                MouseKind::ScrollDown => self.help_scroll += 3,
+                _ => {}
+            }
+            return;
+        }
+        if self.modal.is_none() && self.pending_approval().is_some() {
+            match m.kind {
+                MouseKind::ScrollUp => self.scroll_approval(-3),
+                MouseKind::ScrollDown => self.scroll_approval(3),
+                _ => {}
+            }
+            return;
+        }
+        if self.modal.is_some() {
             return;
         }
         let inner = layout.main.inner();
@@ -295,6 +369,12 @@ impl App {
             }
             _ => {}
         }
+    }
+
+    /// Whether an abort of the open session's turn is already on its way.
+    fn open_aborting(&self) -> bool {
+        self.open_session()
+            .is_some_and(|s| self.aborting.contains(&s.id))
     }
 
     fn move_selection(&mut self, delta: isize) {

@@ -6,6 +6,9 @@
 //! | [`app`] | the UI state: routes, sessions, transcript, composer, modals, overlays, connection |
 //! | `keys` | what each input does to the state |
 //! | `sync` | backend side of the state: connection, resync, streamed events, job answers |
+//! | [`ansi`] | command output: SGR styles kept, `\r` overwrites, every other escape dropped |
+//! | [`markdown`], [`highlight`] | agent text as Markdown, code blocks highlighted |
+//! | [`approval`], [`progress`], [`attach`] | the honest approval dialog; turn timing and spinner; `/attach` checked at once |
 //! | [`transcript`] | display lines of the open session with a row index (draw cost = visible rows) |
 //! | [`composer`], [`command`], [`layout`] | the draft and chips, slash commands, screen geometry |
 //! | [`render`] | ratatui drawing, side-effect free |
@@ -41,12 +44,18 @@
 //! assert!(term.backend().to_string().contains("Sessions (0)"));
 //! ```
 
+pub mod ansi;
 pub mod app;
+pub mod approval;
+pub mod attach;
 pub mod command;
 pub mod composer;
+pub mod highlight;
 pub mod input;
 mod keys;
 pub mod layout;
+pub mod markdown;
+pub mod progress;
 pub mod render;
 mod run;
 pub mod share;

@@ -10,18 +10,52 @@ use ratatui::style::{Color, Modifier, Style};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Clear, Paragraph};
 
-use crate::app::{APPROVAL_CHOICES, App, Connection, Modal, NoticeKind, Overlay, Route};
+use crate::app::{App, Connection, Modal, NoticeKind, Overlay, Route};
 use crate::command;
 use crate::keys::{chip_label, palette_entries};
 use crate::layout::{
     BAR_LABEL, COMPOSER_MAX_ROWS, COPY_LABEL, Layout, REVOKE_LABEL, Rect, path_rows,
 };
+use crate::progress::{format_duration, spinner};
 use crate::transcript::LineStyle;
 
 const ACCENT: Color = Color::Cyan;
 const DIM: Style = Style::new().fg(Color::DarkGray);
 
-fn tr(r: Rect) -> TRect {
+/// Every key that works, for the help modal.
+pub const HELP_KEYS: &[(&str, &str)] = &[
+    (
+        "Enter, Alt+Enter",
+        "send (or open the selected session) · new line (^J)",
+    ),
+    ("←→ ^←→ Alt+B/F", "move in the prompt by char or word"),
+    (
+        "Home/End ^A/^E",
+        "line start/end · ^W ^U erase word / to line start",
+    ),
+    (
+        "Backspace, ×",
+        "empty prompt: remove the last chip · click × removes one",
+    ),
+    ("↑ (empty prompt)", "in a session: recall the last prompt"),
+    (
+        "↑↓ PgUp/PgDn",
+        "sessions: select · transcript: scroll · also mouse wheel",
+    ),
+    ("Home/End", "first/last session · transcript top/bottom"),
+    (
+        "Esc",
+        "abort the running turn; otherwise back to the sessions",
+    ),
+    ("^C", "close a dialog, clear the prompt, abort, or quit"),
+    ("^N ^P", "new session · command palette"),
+    (
+        "approval",
+        "↑↓ PgUp/PgDn wheel scroll · ←→ Enter or y/a/n answer",
+    ),
+];
+
+pub(crate) fn tr(r: Rect) -> TRect {
     TRect::new(r.x, r.y, r.width, r.height)
 }
 
@@ -169,13 +203,7 @@ fn home(frame: &mut Frame, app: &App, r: Rect) {
 
 fn session(frame: &mut Frame, app: &App, r: Rect) {
     let s = app.open_session();
-    let (state, sstyle) = match (s.map(|s| s.status), app.pending_approval()) {
-        (_, Some(_)) | (Some(SessionStatus::Pending), _) => {
-            ("waiting for approval", Style::new().fg(Color::Magenta))
-        }
-        (Some(SessionStatus::Busy), _) => ("busy", Style::new().fg(Color::Yellow)),
-        _ => ("idle", Style::new().fg(Color::Green)),
-    };
+    let (state, sstyle) = session_state(app);
     let title = s.map(|s| s.title.as_str()).filter(|t| !t.is_empty());
     let id = match app.route() {
         Route::Session(id) => id.as_str(),
@@ -202,10 +230,20 @@ fn session(frame: &mut Frame, app: &App, r: Rect) {
         frame.render_widget(Paragraph::new(Span::styled(text, DIM)), tr(inner));
         return;
     }
-    let rows = app.transcript().visible(inner.height as usize, app.scroll);
+    let rows = app
+        .transcript()
+        .visible_spans(inner.height as usize, app.scroll);
     let lines: Vec<Line> = rows
         .into_iter()
-        .map(|(style, text)| Line::from(Span::styled(text, line_style(style))))
+        .map(|(style, pieces)| {
+            let base = line_style(style);
+            Line::from(
+                pieces
+                    .into_iter()
+                    .map(|(text, ansi)| Span::styled(text, base.patch(ansi)))
+                    .collect::<Vec<_>>(),
+            )
+        })
         .collect();
     frame.render_widget(Paragraph::new(lines), tr(inner));
     if app.scroll > 0 && r.width > 20 {
@@ -219,6 +257,39 @@ fn session(frame: &mut Frame, app: &App, r: Rect) {
             )),
             tr(at),
         );
+    }
+}
+
+/// The open session's state for its header: a spinner and the elapsed time while a turn runs,
+/// the last turn's duration when idle.
+fn session_state(app: &App) -> (String, Style) {
+    let Some(s) = app.open_session() else {
+        return ("idle".into(), Style::new().fg(Color::Green));
+    };
+    let elapsed = app.progress().elapsed(&s.id, app.now());
+    let timer = |e: Option<std::time::Duration>| {
+        e.map(|e| format!("{} {}", spinner(e), format_duration(e)))
+            .unwrap_or_default()
+    };
+    if app.pending_approval().is_some() || s.status == SessionStatus::Pending {
+        let t = timer(elapsed);
+        return (
+            format!("waiting for approval {t}").trim_end().to_owned(),
+            Style::new().fg(Color::Magenta),
+        );
+    }
+    match s.status {
+        SessionStatus::Busy => (
+            format!("busy {} · Esc abort", timer(elapsed)),
+            Style::new().fg(Color::Yellow),
+        ),
+        _ => match app.progress().last_turn(&s.id) {
+            Some(d) => (
+                format!("idle · last turn {}", format_duration(d)),
+                Style::new().fg(Color::Green),
+            ),
+            None => ("idle".into(), Style::new().fg(Color::Green)),
+        },
     }
 }
 
@@ -271,54 +342,23 @@ fn composer(frame: &mut Frame, app: &App, r: Rect) {
         };
         frame.render_widget(Paragraph::new(Span::styled(hint, DIM)), tr(inner));
     } else {
-        // Show the tail of the draft unless the cursor is above it, and scroll sideways so the
-        // cursor's column is on screen; the same column offset applies to every visible row.
-        let all: Vec<&str> = c.draft().split('\n').collect();
-        let rows = COMPOSER_MAX_ROWS.min(inner.height as usize).max(1);
-        let (cur_line, cur_col) = c.cursor_line_col();
-        let from = all.len().saturating_sub(rows).min(cur_line);
+        // The draft wraps; show the rows around the cursor (the tail unless it is above).
         let w = (inner.width as usize).max(1);
-        let skip = (cur_col + 1).saturating_sub(w);
+        let all = c.visual_rows(w);
+        let rows = COMPOSER_MAX_ROWS.min(inner.height as usize).max(1);
+        let (cur_row, cur_col) = c.cursor_visual(w);
+        let from = all.len().saturating_sub(rows).min(cur_row);
         let lines: Vec<Line> = all[from..(from + rows).min(all.len())]
             .iter()
-            .map(|l| Line::raw(skip_columns(l, skip)))
+            .map(|&(a, b)| Line::raw(&c.draft()[a..b]))
             .collect();
         frame.render_widget(Paragraph::new(lines), tr(inner));
         if app.overlay().is_none() && app.modal().is_none() && app.pending_approval().is_none() {
-            let x = inner.x + (cur_col - skip) as u16;
-            let y = inner.y + (cur_line - from) as u16;
+            let x = inner.x + cur_col.min(w.saturating_sub(1)) as u16;
+            let y = inner.y + (cur_row - from) as u16;
             frame.set_cursor_position((x, y));
         }
     }
-}
-
-/// `line` without its first `cols` display columns. A wide char cut in half becomes spaces for
-/// its visible half, and zero-width chars go with the char before them, so the columns of what
-/// is drawn match the cursor's.
-fn skip_columns(line: &str, cols: usize) -> String {
-    let mut w = 0;
-    let mut out = String::new();
-    let mut shown = cols == 0;
-    for ch in line.chars() {
-        let cw = unicode_width::UnicodeWidthChar::width(ch).unwrap_or(0);
-        if cw == 0 {
-            if shown {
-                out.push(ch);
-            }
-            continue;
-        }
-        if w >= cols {
-            out.push(ch);
-            shown = true;
-        } else {
-            shown = false;
-            if w + cw > cols {
-                out.extend(std::iter::repeat_n(' ', w + cw - cols));
-            }
-        }
-        w += cw;
-    }
-    out
 }
 
 fn status_line(frame: &mut Frame, app: &App, r: Rect) {
@@ -351,6 +391,12 @@ fn status_line(frame: &mut Frame, app: &App, r: Rect) {
                     ("^P", "commands"),
                     ("^C", "quit"),
                 ],
+                Route::Session(_) if app.open_session_busy() => &[
+                    ("Esc", "abort the turn"),
+                    ("PgUp/Dn", "scroll"),
+                    ("/sessions", "leave it running"),
+                    ("^P", "commands"),
+                ],
                 Route::Session(_) => &[
                     ("Esc", "sessions"),
                     ("↑↓ PgUp/Dn", "scroll"),
@@ -373,7 +419,7 @@ fn status_line(frame: &mut Frame, app: &App, r: Rect) {
     frame.render_widget(Paragraph::new(line), tr(r));
 }
 
-fn boxed(frame: &mut Frame, r: Rect, title: &str, color: Color) -> Rect {
+pub(crate) fn boxed(frame: &mut Frame, r: Rect, title: &str, color: Color) -> Rect {
     frame.render_widget(Clear, tr(r));
     let block = Block::bordered()
         .title(Span::styled(format!(" {title} "), Style::new().bold()))
@@ -385,23 +431,57 @@ fn boxed(frame: &mut Frame, r: Rect, title: &str, color: Color) -> Rect {
 fn modal(frame: &mut Frame, app: &App, m: &Modal, screen: Rect) {
     match m {
         Modal::Help => {
-            let mut lines = vec![
-                Line::styled("Keys", Style::new().bold()),
-                Line::raw("  Enter      open the selected session / send the prompt"),
-                Line::raw("  Alt+Enter  new line in the prompt (also Ctrl+J)"),
-                Line::raw("  ←→         move in the prompt; by word with Ctrl+←→ or Alt+B/F"),
-                Line::raw("  Home/End   line start/end (also Ctrl+A/E); Ctrl+W/U erase back"),
-                Line::raw("  Esc        back to the sessions"),
-                Line::raw("  Ctrl+N     new session     Ctrl+P  command palette"),
-                Line::raw("  Ctrl+C     clear the prompt, or quit"),
-                Line::raw(""),
-                Line::styled("Commands", Style::new().bold()),
-            ];
-            for c in command::available(app.sharing().is_some()) {
-                lines.push(Line::raw(format!("  {:<16} {}", c.name(), c.help())));
+            // Keys first (no heading, so everything fits 80x24 while sharing), then commands.
+            let mut lines = Vec::new();
+            for (k, what) in HELP_KEYS {
+                lines.push(Line::from(vec![
+                    Span::styled(format!("  {k:<17}"), Style::new().fg(ACCENT)),
+                    Span::raw(*what),
+                ]));
             }
-            let h = lines.len() as u16 + 2;
-            let inner = boxed(frame, screen.centered(66, h), "Help", ACCENT);
+            lines.push(Line::styled("Commands", Style::new().bold()));
+            for c in command::available(app.sharing().is_some()) {
+                lines.push(Line::raw(format!("  {:<17}{}", c.name(), c.help())));
+            }
+            let want = lines.len() as u16 + 2;
+            let area = screen.centered(78, want);
+            let visible = area.height.saturating_sub(2) as usize;
+            let max = lines.len().saturating_sub(visible);
+            let from = app.help_scroll().min(max);
+            let title = if max > 0 {
+                "Help (↑↓ PgDn scroll, Esc close)"
+            } else {
+                "Help (Esc close)"
+            };
+            let inner = boxed(frame, area, title, ACCENT);
+            let shown: Vec<Line> = lines.into_iter().skip(from).collect();
+            frame.render_widget(Paragraph::new(shown), tr(inner));
+        }
+        Modal::ConfirmQuit => {
+            let inner = boxed(frame, screen.centered(62, 8), "Quit?", Color::Yellow);
+            let working = app
+                .sessions()
+                .iter()
+                .filter(|s| s.status != SessionStatus::Idle)
+                .count();
+            let lines = vec![
+                Line::styled(
+                    format!("{working} session(s) still working."),
+                    Style::new().bold(),
+                ),
+                Line::raw("If this TUI started the backend, quitting stops their work;"),
+                Line::raw("with `ax-code attach` the backend keeps running them."),
+                Line::raw(""),
+                Line::from(vec![
+                    Span::styled(
+                        " [y] Quit ",
+                        Style::new().fg(Color::Black).bg(Color::Yellow),
+                    ),
+                    Span::raw("  "),
+                    Span::styled(" [n] Stay ", Style::new().fg(Color::Yellow)),
+                    Span::styled("   Enter quits · Esc stays", DIM),
+                ]),
+            ];
             frame.render_widget(Paragraph::new(lines), tr(inner));
         }
         Modal::McpConfig => {
@@ -477,63 +557,10 @@ fn modal(frame: &mut Frame, app: &App, m: &Modal, screen: Rect) {
     }
 }
 
-fn approval(frame: &mut Frame, app: &App, screen: Rect) {
-    let Some(p) = app.pending_approval() else {
-        return;
-    };
-    // The files the command gets are part of what is approved: list them (a few, then a
-    // count), so the person sees every file name the approval covers or knows there are more.
-    const SHOWN: usize = 4;
-    let mut files = Vec::new();
-    if !p.attachments.is_empty() {
-        files.push(Line::raw(format!(
-            "with {} attached file{}:",
-            p.attachments.len(),
-            if p.attachments.len() == 1 { "" } else { "s" }
-        )));
-        for path in p.attachments.iter().take(SHOWN) {
-            files.push(Line::styled(
-                format!("  @ {}", clip(path, 56)),
-                Style::new().bold(),
-            ));
-        }
-        if p.attachments.len() > SHOWN {
-            files.push(Line::styled(
-                format!("  … and {} more", p.attachments.len() - SHOWN),
-                DIM,
-            ));
-        }
+fn approval(frame: &mut Frame, app: &App, _screen: Rect) {
+    if let Some(p) = app.pending_approval() {
+        crate::approval::draw(frame, app, p);
     }
-    let inner = boxed(
-        frame,
-        screen.centered(64, 8 + files.len() as u16),
-        "Approval needed",
-        Color::Magenta,
-    );
-    let mut buttons = Vec::new();
-    for (i, (_, label)) in APPROVAL_CHOICES.iter().enumerate() {
-        let style = if i == app.approval_choice() {
-            Style::new().fg(Color::Black).bg(Color::Magenta).bold()
-        } else {
-            Style::new().fg(Color::Magenta)
-        };
-        buttons.push(Span::styled(format!(" {label} "), style));
-        buttons.push(Span::raw("  "));
-    }
-    let mut lines = vec![
-        Line::raw("The agent wants to run:"),
-        Line::styled(format!("  $ {}", clip(&p.command, 56)), Style::new().bold()),
-    ];
-    lines.extend(files);
-    lines.extend([
-        Line::raw(""),
-        Line::from(buttons),
-        Line::styled(
-            "←→ choose · Enter confirm · y once · a always · n reject",
-            DIM,
-        ),
-    ]);
-    frame.render_widget(Paragraph::new(lines), tr(inner));
 }
 
 fn overlay(frame: &mut Frame, app: &App, o: Overlay, screen: Rect) {
@@ -586,29 +613,5 @@ fn clip(s: &str, max: usize) -> String {
         let mut out: String = s.chars().take(max.saturating_sub(1)).collect();
         out.push('…');
         out
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::skip_columns;
-
-    #[test]
-    fn skip_columns_keeps_cursor_columns_aligned() {
-        assert_eq!(skip_columns("abcdef", 0), "abcdef");
-        assert_eq!(skip_columns("abcdef", 2), "cdef");
-        assert_eq!(
-            skip_columns("a日本", 2),
-            " 本",
-            "half a wide char is a space"
-        );
-        assert_eq!(
-            skip_columns("ae\u{301}x", 2),
-            "x",
-            "the accent goes with its letter"
-        );
-        assert_eq!(skip_columns("ae\u{301}x", 1), "e\u{301}x");
-        assert_eq!(skip_columns("\u{301}a", 0), "\u{301}a");
-        assert_eq!(skip_columns("ab", 5), "");
     }
 }

@@ -79,6 +79,14 @@ enum Done {
         permission_id: String,
         error: String,
     },
+    Aborted {
+        session: SessionId,
+        result: Result<bool, String>,
+    },
+    AttachmentChecked {
+        path: String,
+        result: Result<(), String>,
+    },
     /// A rename or delete failed.
     Failed { error: String },
     /// Why the backend does not answer; `credential` when it answers but does not prove (or
@@ -323,7 +331,8 @@ async fn owner_loop(
                         spawn_probe(client, &done_tx);
                     }
                 }
-                if (app.connection(), app.notice().is_some()) != before {
+                // A running turn's spinner and elapsed time move with the clock.
+                if (app.connection(), app.notice().is_some()) != before || app.animating() {
                     dirty = true;
                 }
             }
@@ -441,6 +450,8 @@ fn apply_done(app: &mut App, done: Done) {
             permission_id,
             error,
         } => app.on_reply_failed(&permission_id, error),
+        Done::Aborted { session, result } => app.on_aborted(&session, result),
+        Done::AttachmentChecked { path, result } => app.on_attachment_checked(&path, result),
         Done::Failed { error } => app.notify(crate::app::NoticeKind::Error, error),
         Done::Probed { .. } => {}
     }
@@ -504,6 +515,19 @@ fn spawn_job(client: &Client, effect: Effect, done: &mpsc::UnboundedSender<Done>
                     error: e.to_string(),
                 },
             },
+            Effect::Abort { session } => {
+                let result = client.abort(&session).await.map(|r| r.aborted).map_err(msg);
+                Done::Aborted { session, result }
+            }
+            Effect::CheckAttachment { workspace, path } => {
+                let p = path.clone();
+                let result = tokio::task::spawn_blocking(move || {
+                    crate::attach::check(std::path::Path::new(&workspace), &p)
+                })
+                .await
+                .unwrap_or_else(|e| Err(e.to_string()));
+                Done::AttachmentChecked { path, result }
+            }
             // Success shows through the event stream (session.updated / session.deleted).
             Effect::RenameSession { session, title } => {
                 match client.rename_session(&session, &title).await {

@@ -76,6 +76,20 @@ impl App {
                 {
                     self.sessions_epoch += 1;
                 }
+                // Timing only: what changed while the stream was down is not announced.
+                for s in &sessions {
+                    let old = self
+                        .sessions
+                        .iter()
+                        .find(|o| o.id == s.id)
+                        .map(|o| o.status);
+                    self.progress.observe(&s.id, old, s.status, self.now);
+                    if s.status == ax_protocol::SessionStatus::Idle {
+                        self.aborting.remove(&s.id);
+                    }
+                }
+                self.progress
+                    .retain(|id| sessions.iter().any(|s| &s.id == id));
                 self.sessions = sessions;
                 sort_sessions(&mut self.sessions);
                 self.permissions = permissions
@@ -218,7 +232,11 @@ impl App {
             }
             Event::SessionStatus { session_id, status } => {
                 if let Some(s) = self.sessions.iter_mut().find(|s| s.id == session_id) {
+                    let old = s.status;
                     s.status = status;
+                    if old != status {
+                        self.status_changed(&session_id, Some(old), status);
+                    }
                 }
             }
             Event::PermissionAsked { permission } => {
@@ -282,6 +300,14 @@ impl App {
     }
 
     pub(crate) fn upsert(&mut self, session: Session) {
+        let old = self
+            .sessions
+            .iter()
+            .find(|s| s.id == session.id)
+            .map(|s| s.status);
+        if old.unwrap_or(ax_protocol::SessionStatus::Idle) != session.status {
+            self.status_changed(&session.id, old, session.status);
+        }
         match self.sessions.iter_mut().find(|s| s.id == session.id) {
             Some(s) => *s = session,
             None => {

@@ -6,7 +6,10 @@
 //! is appended, so one line can never make a frame expensive.
 
 use ax_protocol::{Message, Part, Role, Stream};
+use ratatui::style::Style;
 use unicode_width::UnicodeWidthChar;
+
+use crate::ansi::{AnsiParser, Op};
 
 /// Logical lines longer than this are continued on a new line.
 pub const MAX_LINE_CHARS: usize = 2048;
@@ -35,6 +38,9 @@ struct TextLine {
     /// Every char is exactly one cell wide, so rows are a division.
     uniform: bool,
     chars: u32,
+    /// ANSI styles of command output: (byte offset, style) where each run starts. `None` for
+    /// a line drawn entirely in its [`LineStyle`], which is most lines.
+    runs: Option<Vec<(u32, Style)>>,
 }
 
 #[derive(Debug, Clone)]
@@ -43,6 +49,10 @@ struct MessageCursor {
     parts: u32,
     /// An output line still waiting for its newline.
     open_line: Option<usize>,
+    /// Char column in the open line after a `\r` or backspace; `None` at its end.
+    open_col: Option<u32>,
+    /// Escape-sequence state per stream (stdout, stderr), carried across chunks.
+    ansi: [AnsiParser; 2],
 }
 
 /// What happened to a streamed part.
@@ -140,6 +150,8 @@ impl Transcript {
             id: m.id.clone(),
             parts: 0,
             open_line: None,
+            open_col: None,
+            ansi: Default::default(),
         });
         for (i, part) in m.parts.iter().enumerate() {
             self.apply_part(&m.id, i as u32, part);
@@ -165,6 +177,7 @@ impl Transcript {
             Part::Output { stream, text } => self.append_output(pos, *stream, text),
             other => {
                 self.messages[pos].open_line = None;
+                self.messages[pos].open_col = None;
                 match other {
                     Part::Text { text } => {
                         for l in text.split('\n') {
@@ -198,58 +211,152 @@ impl Transcript {
         PartOutcome::Applied
     }
 
+    /// Command output: ANSI styles become runs, `\r` and backspace overwrite within the open
+    /// line, every other escape is dropped (see `ansi.rs`).
     fn append_output(&mut self, pos: usize, stream: Stream, text: &str) {
-        let style = match stream {
-            Stream::Stdout => LineStyle::Stdout,
-            Stream::Stderr => LineStyle::Stderr,
+        let (style, which) = match stream {
+            Stream::Stdout => (LineStyle::Stdout, 0),
+            Stream::Stderr => (LineStyle::Stderr, 1),
         };
-        let mut pieces = text.split('\n').peekable();
-        let mut first = true;
-        while let Some(piece) = pieces.next() {
-            let last = pieces.peek().is_none();
-            if last && piece.is_empty() {
-                // The text ended with a newline (or was empty): nothing is left open.
-                if !first {
-                    self.messages[pos].open_line = None;
+        let mut parser = std::mem::take(&mut self.messages[pos].ansi[which]);
+        parser.feed(text, |op| match op {
+            Op::Text(t, ansi) => self.output_text(pos, style, t, ansi),
+            Op::Newline => {
+                if self.open_line_of(pos).is_none() {
+                    // An empty line.
+                    self.push(style, "");
                 }
-                break;
+                let cur = &mut self.messages[pos];
+                cur.open_line = None;
+                cur.open_col = None;
             }
-            match self.messages[pos].open_line {
-                Some(idx) if idx + 1 == self.lines.len() => self.extend_last(piece),
-                _ => self.push(style, piece),
+            Op::CarriageReturn => {
+                if self.open_line_of(pos).is_some() {
+                    self.messages[pos].open_col = Some(0);
+                }
             }
-            // Only the final piece lacks a newline; it stays open for the next chunk.
-            self.messages[pos].open_line = last.then(|| self.lines.len() - 1);
-            first = false;
-        }
+            Op::Backspace => {
+                if let Some(idx) = self.open_line_of(pos) {
+                    let end = self.lines[idx].chars;
+                    let col = self.messages[pos].open_col.unwrap_or(end);
+                    self.messages[pos].open_col = Some(col.saturating_sub(1));
+                }
+            }
+            Op::EraseLine(mode) => {
+                if let Some(idx) = self.open_line_of(pos) {
+                    let col = self.messages[pos].open_col.unwrap_or(self.lines[idx].chars);
+                    self.edit_last(|cells| crate::ansi::erase(cells, col as usize, mode));
+                    self.messages[pos].open_col = (col < self.lines[idx].chars).then_some(col);
+                }
+            }
+        });
+        self.messages[pos].ansi[which] = parser;
     }
 
-    fn push(&mut self, style: LineStyle, raw: &str) {
+    /// The open output line of message `pos`, if it is still the last line.
+    fn open_line_of(&self, pos: usize) -> Option<usize> {
+        self.messages[pos]
+            .open_line
+            .filter(|&idx| idx + 1 == self.lines.len())
+    }
+
+    fn output_text(&mut self, pos: usize, style: LineStyle, text: &str, ansi: Style) {
+        match (self.open_line_of(pos), self.messages[pos].open_col) {
+            (Some(idx), Some(col)) => {
+                // Overwrite from the cursor, like a terminal after `\r`.
+                let mut new_col = col as usize;
+                self.edit_last(|cells| {
+                    for c in text.chars() {
+                        if new_col >= MAX_LINE_CHARS {
+                            break;
+                        }
+                        if new_col < cells.len() {
+                            cells[new_col] = (c, ansi);
+                        } else {
+                            cells.push((c, ansi));
+                        }
+                        new_col += 1;
+                    }
+                });
+                let end = self.lines[idx].chars as usize;
+                self.messages[pos].open_col = (new_col < end).then_some(new_col as u32);
+            }
+            (Some(_), None) => self.extend_last(text, ansi),
+            (None, _) => self.push_styled(style, text, ansi),
+        }
+        // Only the last line can be open.
+        self.messages[pos].open_line = Some(self.lines.len() - 1);
+    }
+
+    /// Rewrites the last line cell by cell (bounded by [`MAX_LINE_CHARS`]).
+    fn edit_last(&mut self, f: impl FnOnce(&mut Vec<(char, Style)>)) {
+        let Some(line) = self.lines.pop() else {
+            return;
+        };
+        self.rows_end.pop();
+        let mut cells: Vec<(char, Style)> = Vec::with_capacity(line.chars as usize);
+        let mut runs = line.runs.as_deref().unwrap_or(&[]);
+        let mut cur = Style::default();
+        for (i, c) in line.text.char_indices() {
+            while let Some(((at, s), rest)) = runs.split_first()
+                && *at as usize <= i
+            {
+                cur = *s;
+                runs = rest;
+            }
+            cells.push((c, cur));
+        }
+        f(&mut cells);
+        let mut rebuilt = TextLine {
+            style: line.style,
+            text: String::new(),
+            width: 0,
+            uniform: true,
+            chars: 0,
+            runs: None,
+        };
+        for (c, s) in cells {
+            let start = rebuilt.text.len();
+            push_char(&mut rebuilt, c);
+            note_run(&mut rebuilt, start, s);
+        }
+        self.commit_new(rebuilt);
+    }
+
+    fn push_styled(&mut self, style: LineStyle, raw: &str, ansi: Style) {
         let mut line = TextLine {
             style,
             text: String::new(),
             width: 0,
             uniform: true,
             chars: 0,
+            runs: None,
         };
         let rest = fill(&mut line, raw);
+        note_run(&mut line, 0, ansi);
         self.commit_new(line);
         if let Some(rest) = rest {
-            self.push(style, rest);
+            self.push_styled(style, rest, ansi);
         }
     }
 
-    fn extend_last(&mut self, raw: &str) {
+    fn push(&mut self, style: LineStyle, raw: &str) {
+        self.push_styled(style, raw, Style::default());
+    }
+
+    fn extend_last(&mut self, raw: &str, ansi: Style) {
         let Some(mut line) = self.lines.pop() else {
-            self.push(LineStyle::Stdout, raw);
+            self.push_styled(LineStyle::Stdout, raw, ansi);
             return;
         };
         self.rows_end.pop();
         let style = line.style;
+        let start = line.text.len();
         let rest = fill(&mut line, raw);
+        note_run(&mut line, start, ansi);
         self.commit_new(line);
         if let Some(rest) = rest {
-            self.push(style, rest);
+            self.push_styled(style, rest, ansi);
         }
     }
 
@@ -276,6 +383,38 @@ impl Transcript {
             for slice in wrap_rows(&line.text, self.wrap) {
                 if row >= start && row < end {
                     out.push((line.style, slice));
+                }
+                row += 1;
+                if row >= end {
+                    break;
+                }
+            }
+            idx += 1;
+        }
+        out
+    }
+
+    /// Like [`Transcript::visible`], with each row cut into (text, ANSI style) pieces; the
+    /// style is to be patched onto the row's [`LineStyle`].
+    pub fn visible_spans(
+        &self,
+        height: usize,
+        scroll: usize,
+    ) -> Vec<(LineStyle, Vec<(&str, Style)>)> {
+        let total = self.total_rows();
+        if height == 0 || total == 0 {
+            return Vec::new();
+        }
+        let end = total.saturating_sub(scroll.min(self.max_scroll(height)));
+        let start = end.saturating_sub(height);
+        let mut out = Vec::with_capacity(end - start);
+        let mut idx = self.rows_end.partition_point(|&e| e <= start);
+        let mut row = if idx == 0 { 0 } else { self.rows_end[idx - 1] };
+        while row < end && idx < self.lines.len() {
+            let line = &self.lines[idx];
+            for slice in wrap_rows(&line.text, self.wrap) {
+                if row >= start && row < end {
+                    out.push((line.style, split_runs(line, slice)));
                 }
                 row += 1;
                 if row >= end {
@@ -323,6 +462,55 @@ fn fill<'a>(line: &mut TextLine, raw: &'a str) -> Option<&'a str> {
         }
     }
     None
+}
+
+/// Records that text from byte `start` on is drawn in `style`.
+fn note_run(line: &mut TextLine, start: usize, style: Style) {
+    if start >= line.text.len() {
+        return;
+    }
+    let current = line
+        .runs
+        .as_ref()
+        .and_then(|r| r.last())
+        .map(|(_, s)| *s)
+        .unwrap_or_default();
+    if current != style {
+        line.runs
+            .get_or_insert_with(Default::default)
+            .push((start as u32, style));
+    }
+}
+
+/// Cuts one wrapped row (a slice of `line.text`) into pieces of equal ANSI style.
+fn split_runs<'a>(line: &'a TextLine, row: &'a str) -> Vec<(&'a str, Style)> {
+    let Some(runs) = line.runs.as_deref() else {
+        return vec![(row, Style::default())];
+    };
+    let from = row.as_ptr() as usize - line.text.as_ptr() as usize;
+    let to = from + row.len();
+    let mut out = Vec::new();
+    let mut style = Style::default();
+    let mut at = from;
+    for &(start, s) in runs {
+        let start = start as usize;
+        if start <= from {
+            style = s;
+            continue;
+        }
+        if start >= to {
+            break;
+        }
+        if start > at {
+            out.push((&line.text[at..start], style));
+        }
+        at = start;
+        style = s;
+    }
+    if at < to || out.is_empty() {
+        out.push((&line.text[at..to], style));
+    }
+    out
 }
 
 fn push_char(line: &mut TextLine, c: char) {
@@ -467,7 +655,7 @@ mod tests {
             Role::Assistant,
             vec![out("\u{1b}[31mred\u{1b}[0m\u{7}\n")],
         ));
-        assert_eq!(rows(&t, 5, 0), vec!["agent", "red\u{fffd}"]);
+        assert_eq!(rows(&t, 5, 0), vec!["agent", "red"]);
     }
 
     #[test]

@@ -157,7 +157,9 @@ fn help_modal() {
     app.handle_input(key(KeyCode::Enter));
     let s = screen(&app);
     assert!(s.contains("/tui-mcp-revoke") && s.contains("Alt+Enter"));
-    assert!(s.contains("Alt+B/F") && s.contains("Ctrl+A/E"));
+    assert!(s.contains("Alt+B/F") && s.contains("^A/^E"));
+    assert!(s.contains("PgUp/PgDn") && s.contains("mouse wheel") && s.contains("chip"));
+    assert!(s.contains("/abort"));
     insta::assert_snapshot!(s);
 }
 
@@ -245,19 +247,22 @@ fn a_long_draft_scrolls_to_keep_the_cursor_visible() {
         (comp.x + 6, comp.y),
         "at the end of \"line 1\""
     );
-    // A line wider than the box scrolls sideways with the cursor.
+    // A line wider than the box wraps and the composer grows; nothing scrolls sideways.
     let mut app = sample();
     let long: String = (0..120)
         .map(|i| char::from(b'a' + (i % 26) as u8))
         .collect();
+    let one_row = app.layout().composer.height;
     typed(&mut app, &long);
+    let comp = app.layout().composer.inner();
+    assert_eq!(app.layout().composer.height, one_row + 1, "grew by a row");
     let (s, pos) = screen_with_cursor(&app);
-    assert_eq!(pos.x, comp.x + comp.width - 1);
-    assert!(s.contains(&long[120 - (comp.width as usize - 1)..]));
+    let w = comp.width as usize;
+    assert!(s.contains(&long[..w]) && s.contains(&long[w..]), "{s}");
+    assert_eq!((pos.x, pos.y), (comp.x + (120 - w) as u16, comp.y + 1));
     app.handle_input(key(KeyCode::Home));
-    let (s, pos) = screen_with_cursor(&app);
-    assert_eq!(pos.x, comp.x);
-    assert!(s.contains(&long[..comp.width as usize]));
+    let (_, pos) = screen_with_cursor(&app);
+    assert_eq!((pos.x, pos.y), (comp.x, comp.y));
 }
 
 /// macOS's temp root resolves to about this; 86 bytes with the endpoint's own part.

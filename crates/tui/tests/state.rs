@@ -244,6 +244,12 @@ fn submitting_clears_on_success_and_keeps_on_failure() {
     let mut app = ready_app(vec![session(1, "a", SessionStatus::Idle)], false);
     typed(&mut app, "/attach a.txt");
     app.handle_input(key(KeyCode::Enter));
+    // The file is checked at once (the chip shows meanwhile).
+    assert!(matches!(
+        app.take_effects().as_slice(),
+        [Effect::CheckAttachment { path, .. }] if path == "a.txt"
+    ));
+    app.on_attachment_checked("a.txt", Ok(()));
     typed(&mut app, "echo hi");
     app.handle_input(Input::Key(ax_tui::input::Key {
         code: KeyCode::Enter,

@@ -28,25 +28,23 @@ pub fn run(args: LinkArgs) -> anyhow::Result<()> {
 async fn link(args: LinkArgs) -> anyhow::Result<()> {
     let client = match args.url {
         Some(url) => {
-            let token = ax_client::credential_for_url(&url).ok_or_else(|| {
-                anyhow!(
-                    "no credential for {url}: set AX_CODE_SERVER_PASSWORD, or run this as the \
-                     user whose `ax-code serve` wrote it"
-                )
-            })?;
+            let token = ax_client::credential_for_url(ax_client::Kind::Full, &url)
+                .ok_or_else(|| anyhow!("{}", super::session::no_credential(&url)))?;
             Client::new(url, token)?
         }
         None => {
             let cwd = std::env::current_dir().context("cannot read the current directory")?;
             let data = ax_server::default_data_dir()
                 .context("no data directory: set AX_CODE_DATA_DIR or HOME")?;
-            let (url, token) = ax_client::discover(&cwd, &data).await.ok_or_else(|| {
-                anyhow!(
-                    "no running backend for this project: start one with `ax-code serve` \
-                     here, or pass --url"
-                )
-            })?;
-            Client::new(url, token)?
+            let found = ax_client::discover(ax_client::Kind::Full, &cwd, &data)
+                .await
+                .ok_or_else(|| {
+                    anyhow!(
+                        "no running backend for this project: start one with `ax-code serve` \
+                         here, or pass --url"
+                    )
+                })?;
+            Client::new(found.url, found.credential)?
         }
     };
     let code = client

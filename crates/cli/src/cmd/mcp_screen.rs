@@ -7,11 +7,11 @@
 //!
 //! It holds only the screen credential (HMAC-SHA256 of the backend credential, see
 //! `ax_protocol::SCREEN_CREDENTIAL_MESSAGE`): the gateway grants it at most `operator.write`
-//! (no operator terminal) and the HTTP API refuses it. It is derived from
-//! `$AX_CODE_SERVER_PASSWORD` (the password is dropped at once), else read as `screenToken`
-//! from the backend's local records (`servers/` registry or the `serve` credential file) for
-//! the URL; without `--url`, the registered backend of the current directory's project is
-//! used. The full credential is never read. It never appears in arguments, logs or results.
+//! (no operator terminal) and the HTTP API refuses it. It is read from the backend's `screen/`
+//! record (a file of its own) for exactly the URL; without `--url`, the registered backend of
+//! the current directory's project is used. Only for a backend on another machine is it
+//! derived from `$AX_CODE_SERVER_PASSWORD` (the password is dropped at once). The full
+//! credential is never read. It never appears in arguments, logs or results.
 
 use anyhow::Context;
 use ax_gateway::{
@@ -31,9 +31,6 @@ pub struct McpScreenArgs {
     #[arg(long)]
     pub session: Option<String>,
 }
-
-const RESTART: &str = "the backend's records have no screen credential (written by an older \
-version): restart the backend (`ax-code serve`), or set AX_CODE_SERVER_PASSWORD";
 
 /// Where the backend is and how to prove it; resolved on first use and kept. `token` is the
 /// screen credential, never the full one.
@@ -74,45 +71,41 @@ impl LocalBackend {
             return Ok(t.clone());
         }
         let t = match &self.url {
-            Some(url) => {
-                let token = match ax_client::screen_credential_for_url(url) {
-                    ax_client::ScreenLookup::Found(t) => t,
-                    ax_client::ScreenLookup::OldRecord => {
-                        return Err(unavailable(RESTART));
-                    }
-                    ax_client::ScreenLookup::Missing => {
-                        return Err(unavailable(format!(
-                            "no credential for {url}: set AX_CODE_SERVER_PASSWORD for this server"
-                        )));
-                    }
-                };
-                Target {
+            Some(url) => match ax_client::credential_for_url(ax_client::Kind::Screen, url) {
+                Some(token) => Target {
                     url: url.clone(),
                     token,
+                },
+                None => {
+                    return Err(unavailable(format!(
+                        "no screen credential for {url}: no backend registered exactly this URL \
+                         (use the URL `ax-code serve` printed; restart a backend of an older \
+                         version); AX_CODE_SERVER_PASSWORD is used only for a backend on \
+                         another machine"
+                    )));
                 }
-            }
+            },
             None => {
                 let cwd = std::env::current_dir()
                     .map_err(|e| unavailable(format!("current directory: {e}")))?;
                 let data = ax_protocol::local::data_dir().ok_or_else(|| {
                     unavailable("no data directory: set AX_CODE_DATA_DIR or HOME")
                 })?;
-                match ax_client::discover_screen(&cwd, &data).await {
-                    ax_client::ScreenDiscovery::Found { url, screen_token } => Target {
-                        url,
-                        token: screen_token,
+                match ax_client::discover(ax_client::Kind::Screen, &cwd, &data).await {
+                    Some(found) => Target {
+                        url: found.url,
+                        token: found.credential,
                     },
-                    ax_client::ScreenDiscovery::OldRecord => {
-                        return Err(unavailable(RESTART));
-                    }
-                    ax_client::ScreenDiscovery::Missing => {
+                    None => {
                         return Err(unavailable(
-                            "no running backend for this project: start `ax-code serve` or pass --url",
+                            "no running backend for this project: start `ax-code serve` (or \
+                             restart one of an older version) or pass --url",
                         ));
                     }
                 }
             }
         };
+        super::redact_secret(&t.token);
         *cached = Some(t.clone());
         Ok(t)
     }

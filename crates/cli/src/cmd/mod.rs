@@ -1,4 +1,4 @@
-//! One module per subcommand.
+//! One module per subcommand, and the one logging setup they share.
 
 pub mod agents;
 pub mod link;
@@ -8,16 +8,29 @@ pub mod serve;
 pub mod session;
 pub mod tui;
 
+use std::{
+    io::{self, Write},
+    sync::RwLock,
+};
+
 /// Logging for the stdio MCP servers: stdout carries JSON-RPC only, so logs go to stderr,
 /// plain (no colour codes), warnings and errors unless `RUST_LOG` says otherwise.
 pub fn log_for_stdio_mcp() {
+    init_logging("warn", false);
+}
+
+/// Logs to stderr, `default` unless `RUST_LOG` says otherwise, through [`Redacting`] at every
+/// level. Crates that log whole WebSocket messages at trace level (a connect frame carries a
+/// credential) are capped at debug, whatever `RUST_LOG` asks.
+pub fn init_logging(default: &str, ansi: bool) {
+    let filter = quiet_frames(
+        tracing_subscriber::EnvFilter::try_from_default_env()
+            .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default)),
+    );
     let _ = tracing_subscriber::fmt()
-        .with_writer(std::io::stderr)
-        .with_ansi(false)
-        .with_env_filter(quiet_frames(
-            tracing_subscriber::EnvFilter::try_from_default_env()
-                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
-        ))
+        .with_env_filter(filter)
+        .with_writer(|| Redacting(io::stderr()))
+        .with_ansi(ansi)
         .try_init();
 }
 
@@ -30,4 +43,106 @@ pub fn quiet_frames(mut filter: tracing_subscriber::EnvFilter) -> tracing_subscr
         }
     }
     filter
+}
+
+/// Secrets this process knows (and their hex forms), replaced in every log line.
+static SECRETS: RwLock<Vec<String>> = RwLock::new(Vec::new());
+
+/// Never log `secret`: every later log line has it (or its lowercase hex) replaced.
+pub fn redact_secret(secret: &str) {
+    if secret.len() < 8 {
+        return;
+    }
+    let hex = ax_protocol::proof::to_hex(secret.as_bytes());
+    let mut secrets = SECRETS.write().unwrap_or_else(|e| e.into_inner());
+    for s in [secret.to_owned(), hex] {
+        if !secrets.contains(&s) {
+            secrets.push(s);
+        }
+    }
+}
+
+const REDACTED: &str = "<redacted>";
+
+/// `line` with the registered secrets replaced, and with whatever follows a credential marker
+/// (`Bearer `, `token=`, `"token":"`, `password=`) up to the next delimiter.
+pub fn redact(line: &str) -> String {
+    let mut out = line.to_owned();
+    for secret in SECRETS.read().unwrap_or_else(|e| e.into_inner()).iter() {
+        if out.contains(secret.as_str()) {
+            out = out.replace(secret.as_str(), REDACTED);
+        }
+    }
+    for marker in [
+        "bearer ",
+        "token=",
+        "\"token\":\"",
+        "\"token\": \"",
+        "password=",
+    ] {
+        out = redact_after(&out, marker);
+    }
+    out
+}
+
+/// Replaces the value after each (ASCII case-insensitive) `marker`, up to whitespace, a quote,
+/// `&`, `,`, `;` or the end.
+fn redact_after(line: &str, marker: &str) -> String {
+    let lower = line.to_ascii_lowercase();
+    let mut out = String::with_capacity(line.len());
+    let mut rest = 0;
+    while let Some(found) = lower[rest..].find(marker) {
+        let start = rest + found + marker.len();
+        out.push_str(&line[rest..start]);
+        let end = line[start..]
+            .find(|c: char| c.is_whitespace() || "\"'&,;\\".contains(c))
+            .map_or(line.len(), |n| start + n);
+        if end > start && &line[start..end] != REDACTED {
+            out.push_str(REDACTED);
+        } else {
+            out.push_str(&line[start..end]);
+        }
+        rest = end;
+    }
+    out.push_str(&line[rest..]);
+    out
+}
+
+/// A writer that redacts what it writes (the formatter writes one whole event per call).
+pub struct Redacting<W: Write>(pub W);
+
+impl<W: Write> Write for Redacting<W> {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        let text = String::from_utf8_lossy(buf);
+        self.0.write_all(redact(&text).as_bytes())?;
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        self.0.flush()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn markers_and_registered_secrets_are_redacted() {
+        redact_secret("s3cret-registered-value");
+        let line = "auth Authorization: Bearer abc.def-123 next \
+                    url=http://h/#token=zzzz&x=1 frame {\"token\":\"qqqq\",\"a\":1} \
+                    also s3cret-registered-value and 73336372";
+        let out = redact(line);
+        for leaked in ["abc.def-123", "zzzz", "qqqq", "s3cret-registered-value"] {
+            assert!(!out.contains(leaked), "{leaked} in {out}");
+        }
+        assert!(out.contains("Bearer <redacted> next"), "{out}");
+        assert!(out.contains("&x=1"), "{out}");
+        assert!(out.contains(",\"a\":1}"), "{out}");
+        let hex = ax_protocol::proof::to_hex(b"s3cret-registered-value");
+        assert!(!redact(&format!("payload: 0x00{hex}ff")).contains(&hex));
+        // Idempotent.
+        assert_eq!(redact(&out), out);
+    }
 }

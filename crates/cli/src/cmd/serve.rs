@@ -1,5 +1,10 @@
-//! `ax-code serve [--hostname H] [--port 4096] [--dir DIR] [--allow-remote]`: a headless
-//! backend with the gateway and the Control UI.
+//! `ax-code serve [--hostname H] [--port 4096] [--dir DIR] [--allow-remote] [--allow-host NAME]`:
+//! a headless backend with the gateway and the Control UI.
+//!
+//! It listens on the requested address and its loopback sibling (`127.0.0.1` and `[::1]`) on
+//! the same port, and refuses to start when another program holds the sibling. The Host header
+//! must always name the backend: the loopback names, the bound address, or a `--allow-host`
+//! name; `--allow-remote` does not turn that off.
 //!
 //! The credential is `$AX_CODE_SERVER_PASSWORD`, else a fresh random token written with the
 //! URL to `credentials/<host>_<port>.json` (0600) in the data directory, so `ax-code attach`
@@ -32,17 +37,21 @@ pub struct ServeArgs {
     /// credential.
     #[arg(long)]
     pub allow_remote: bool,
+    /// Also accept this name in the Host header (repeatable), e.g. the name a TLS-terminating
+    /// proxy in front of the backend forwards.
+    #[arg(long = "allow-host", value_name = "NAME")]
+    pub allow_host: Vec<String>,
 }
 
-/// Logs to stderr (`RUST_LOG` overrides the `info` default).
+/// Printed (and logged) when the backend listens beyond loopback.
+pub const REMOTE_WARNING: &str = "warning: --allow-remote serves plain HTTP: the credential \
+travels in clear to anyone who can watch the network between the browser or client and this \
+machine. Put a TLS-terminating reverse proxy in front of the backend and pass its name with \
+--allow-host NAME.";
+
+/// Logs to stderr (`RUST_LOG` overrides the `info` default), credentials redacted.
 pub fn init_logging() {
-    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
-    let _ = tracing_subscriber::fmt()
-        .with_env_filter(super::quiet_frames(filter))
-        .with_writer(std::io::stderr)
-        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
-        .try_init();
+    super::init_logging("info", std::io::IsTerminal::is_terminal(&std::io::stderr()));
 }
 
 fn parse_host(hostname: &str) -> anyhow::Result<IpAddr> {
@@ -83,17 +92,25 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
         ax_server::default_data_dir().context("no data directory: set AX_CODE_DATA_DIR or HOME")?;
     let password = std::env::var(PASSWORD_ENV).ok().filter(|p| !p.is_empty());
     let generated = password.is_none();
+    // Known before anything can log it.
+    let token = password.unwrap_or_else(ax_server::generate_token);
+    super::redact_secret(&token);
+    super::redact_secret(&ax_server::screen_credential(&token));
 
     let mut config = ax_server::ServerConfig::new(project, data_dir.clone());
     config.bind = SocketAddr::new(ip, args.port);
-    config.token = password;
+    config.token = Some(token);
     config.allow_remote = args.allow_remote;
     // The agents sessions can use; a bad config file is a clear error naming file and line.
     config.agents = ax_acp::AgentsConfig::load_default().map_err(|e| anyhow::anyhow!("{e}"))?;
+    config.allowed_hosts = args.allow_host;
+    if args.allow_remote {
+        eprintln!("{REMOTE_WARNING}");
+    }
     let server = match ax_server::start(config).await {
         Ok(server) => server,
-        Err(ax_server::StartError::Bind { addr, error })
-            if error.kind() == std::io::ErrorKind::AddrInUse =>
+        Err(ax_server::StartError::Bind(ax_server::BindError::Bind { addr, source }))
+            if source.kind() == std::io::ErrorKind::AddrInUse =>
         {
             bail!(
                 "cannot start the backend: port {} on {} is already in use; pick another with \

@@ -5,8 +5,8 @@
 //! directory itself (see `ax_server::project_root`). Without `--url` the commands use the
 //! registered backend of that project (the data directory's `servers/` records, checked by
 //! asking the backend); `list` with no backend running reads the local store read-only. With
-//! `--url` they ask that backend, with the credential from `$AX_CODE_SERVER_PASSWORD` or the
-//! local credential files.
+//! `--url` they ask that backend, with the credential recorded for exactly that URL (or
+//! `$AX_CODE_SERVER_PASSWORD` for a backend on another machine).
 
 use std::path::PathBuf;
 
@@ -103,21 +103,28 @@ fn project() -> anyhow::Result<PathBuf> {
 async fn client_for_url(url: &str) -> anyhow::Result<Client> {
     let url = super::tui::check_backend_url(url)?;
     super::tui::check_reachable(&url).await?;
-    let token = ax_client::credential_for_url(&url).ok_or_else(|| {
-        anyhow!(
-            "no credential for {url}: set AX_CODE_SERVER_PASSWORD, or run this as the user \
-             whose `ax-code serve` wrote it"
-        )
-    })?;
+    let token = ax_client::credential_for_url(ax_client::Kind::Full, &url)
+        .ok_or_else(|| anyhow!("{}", no_credential(&url)))?;
     Ok(Client::new(url, token)?)
+}
+
+/// Why no credential was found for `url`, and what to do.
+pub fn no_credential(url: &str) -> String {
+    format!(
+        "no credential for {url}: no backend registered exactly this URL in the data directory \
+         (use the URL `ax-code serve` printed, and run this as the same user); \
+         AX_CODE_SERVER_PASSWORD is sent only to a registered backend or one on another machine"
+    )
 }
 
 /// The registered backend of the project, if one answers.
 async fn registered(project: &std::path::Path) -> anyhow::Result<Option<Client>> {
-    Ok(match ax_client::discover(project, &data_dir()?).await {
-        Some((url, token)) => Some(Client::new(url, token)?),
-        None => None,
-    })
+    Ok(
+        match ax_client::discover(ax_client::Kind::Full, project, &data_dir()?).await {
+            Some(found) => Some(Client::new(found.url, found.credential)?),
+            None => None,
+        },
+    )
 }
 
 /// `--url`'s backend, else the project's running one.

@@ -97,7 +97,7 @@ pub async fn check_reachable(url: &str) -> anyhow::Result<()> {
 /// The credential re-reader for a backend found through local records: the same lookup as at
 /// start, so a restarted `serve` with a newly generated credential is followed.
 fn refresher(url: String) -> ax_tui::CredentialSource {
-    Box::new(move || ax_client::credential_for_url(&url))
+    Box::new(move || ax_client::credential_for_url(ax_client::Kind::Full, &url))
 }
 
 pub fn run_embedded(args: TuiArgs) -> anyhow::Result<()> {
@@ -114,8 +114,9 @@ pub fn run_embedded(args: TuiArgs) -> anyhow::Result<()> {
     runtime()?.block_on(async move {
         // A backend already serves this project: attach to it instead of opening the same
         // database a second time (`discover` made it prove the recorded credential).
-        if let Some((url, token)) = ax_client::discover(&project, &data_dir).await {
-            let client = Client::new(url.as_str(), token)?;
+        if let Some(found) = ax_client::discover(ax_client::Kind::Full, &project, &data_dir).await {
+            let url = found.url;
+            let client = Client::new(url.as_str(), found.credential)?;
             return ax_tui::run(ax_tui::Options {
                 client,
                 share: args.tui_mcp,
@@ -153,12 +154,8 @@ pub fn run_attach(args: AttachArgs) -> anyhow::Result<()> {
     let url = check_backend_url(&args.url)?;
     let runtime = runtime()?;
     runtime.block_on(check_reachable(&url))?;
-    let token = ax_client::credential_for_url(&url).with_context(|| {
-        format!(
-            "no credential for {url}: set AX_CODE_SERVER_PASSWORD, or start that backend with \
-             `ax-code serve` as this user so its credential file is found"
-        )
-    })?;
+    let token = ax_client::credential_for_url(ax_client::Kind::Full, &url)
+        .with_context(|| super::session::no_credential(&url))?;
     require_terminal()?;
     let client = Client::new(url.as_str(), token)?;
     // A server that answers without proving it holds the credential (another program on the

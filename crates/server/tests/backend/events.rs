@@ -116,7 +116,7 @@ async fn heartbeats_keep_an_idle_stream_alive() {
 #[tokio::test]
 async fn the_client_resumes_a_dropped_stream_without_losing_events() {
     let b = Backend::start().await;
-    let proxy = crate::util::Proxy::start(b.server.local_addr()).await;
+    let proxy = crate::util::Proxy::start(b.server.local_addr(), b.server.token()).await;
     let through = ax_client::Client::new(&proxy.url, b.server.token()).unwrap();
     let mut events = through.events(None);
     within(async {

@@ -139,10 +139,15 @@ pub struct Proxy {
 }
 
 impl Proxy {
-    pub async fn start(backend: std::net::SocketAddr) -> Proxy {
+    /// A proxy to `backend` that holds its credential `token`: it answers the `/health`
+    /// proof itself, for its own address (a relay of the backend's answer would be refused,
+    /// since that proof is bound to the backend's address), and forwards everything else.
+    pub async fn start(backend: std::net::SocketAddr, token: &str) -> Proxy {
         use tokio::io::{AsyncReadExt, AsyncWriteExt};
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let port = listener.local_addr().unwrap().port();
+        let own = listener.local_addr().unwrap();
+        let port = own.port();
+        let token = token.to_owned();
         let (cut, _) = tokio::sync::watch::channel(0u64);
         let (open, _) = tokio::sync::watch::channel(true);
         let heads = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
@@ -155,6 +160,7 @@ impl Proxy {
                 let mut cut_rx = cut_tx.subscribe();
                 let mut open_rx = open_tx.subscribe();
                 let heads = heads2.clone();
+                let token = token.clone();
                 tokio::spawn(async move {
                     let _ = open_rx.wait_for(|open| *open).await;
                     cut_rx.borrow_and_update();
@@ -170,6 +176,22 @@ impl Proxy {
                         head.push(byte[0]);
                     }
                     let text = String::from_utf8_lossy(&head).into_owned();
+                    if let Some(rest) = text.strip_prefix("GET /health?proof=") {
+                        let nonce = rest.split(' ').next().unwrap_or("");
+                        let body = serde_json::json!({
+                            "ok": true,
+                            "version": "proxy",
+                            "proof": ax_protocol::proof::health_proof(&token, nonce, own),
+                        })
+                        .to_string();
+                        let answer = format!(
+                            "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\n\
+                             content-length: {}\r\nconnection: close\r\n\r\n{body}",
+                            body.len()
+                        );
+                        let _ = inbound.write_all(answer.as_bytes()).await;
+                        return;
+                    }
                     let mut lines: Vec<String> = text
                         .split("\r\n")
                         .filter(|line| !line.to_ascii_lowercase().starts_with("connection:"))

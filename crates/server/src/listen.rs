@@ -1,0 +1,429 @@
+//! Listening: every loopback family of the requested host on one port, and an accept loop that
+//! a flood of idle connections cannot freeze.
+//!
+//! - **Siblings.** A backend asked for `127.0.0.1:P` also listens on `[::1]:P` (and the other
+//!   way round; `0.0.0.0:P` also takes `[::1]:P`). Otherwise anyone could bind the free sibling
+//!   and receive what clients send to `localhost:P` when `localhost` resolves to it first. A
+//!   fixed port whose sibling is taken refuses to start ([`BindError::SiblingTaken`]); port 0
+//!   draws another port. Refusing beats running on one family: beside a squatter, clients
+//!   that reach it would be refused by the proof at best, and the person could not tell why.
+//!   A machine without IPv6 loopback has no sibling to take, so then the backend listens on
+//!   IPv4 alone (logged at info).
+//! - **Connections.** Each connection reads its request head within
+//!   [`Limits::header_read_timeout`], which hyper also applies while a kept-alive connection
+//!   waits for its next request (the idle timeout). Connections that have not carried the
+//!   credential are capped ([`Limits::unauthenticated_connections`], and at most a quarter of
+//!   the file-descriptor limit): the next one evicts the oldest idle one. At start the soft
+//!   `RLIMIT_NOFILE` is raised to the hard limit. When `accept` fails for lack of descriptors
+//!   the loop evicts the oldest unauthenticated connection idle for a second or more and waits
+//!   for a connection to close (at most [`EXHAUSTED_PAUSE`]) before it accepts again: no hot
+//!   loop, no stop.
+
+use std::{
+    collections::HashMap,
+    io,
+    net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr},
+    sync::{Arc, Mutex, Once},
+    time::{Duration, Instant},
+};
+
+use axum::Router;
+use hyper::{body::Incoming, server::conn::http1, service::service_fn};
+use hyper_util::{
+    rt::{TokioIo, TokioTimer},
+    service::TowerToHyperService,
+};
+use tokio::{net::TcpListener, sync::Notify};
+use tokio_util::{sync::CancellationToken, task::TaskTracker};
+
+use crate::state::Limits;
+
+/// How long the accept loop waits for a connection to close after running out of descriptors.
+pub const EXHAUSTED_PAUSE: Duration = Duration::from_millis(100);
+/// Out of descriptors, only connections idle this long are evicted: a connection accepted a
+/// moment ago has most likely a request on its way (the person's, waiting its turn).
+const EXHAUSTED_MIN_IDLE: Duration = Duration::from_secs(1);
+/// Port-0 binds try this many ports before giving up on one whose sibling is free.
+const PORT_TRIES: usize = 16;
+
+/// Why the listeners could not be set up.
+#[derive(Debug, thiserror::Error)]
+pub enum BindError {
+    #[error("cannot listen on {addr}")]
+    Bind { addr: SocketAddr, source: io::Error },
+    #[error(
+        "{sibling} is taken by another program while {addr} was free: clients that reach \
+         `localhost:{port}` over the other address family would talk to it, so the backend does \
+         not start; stop that program or choose another port",
+        port = addr.port()
+    )]
+    SiblingTaken {
+        addr: SocketAddr,
+        sibling: SocketAddr,
+    },
+}
+
+/// The loopback address of the other family for a host whose clients may say `localhost`.
+fn sibling(ip: IpAddr) -> Option<IpAddr> {
+    match ip {
+        IpAddr::V4(v4) if v4 == Ipv4Addr::LOCALHOST || v4.is_unspecified() => {
+            Some(IpAddr::V6(Ipv6Addr::LOCALHOST))
+        }
+        IpAddr::V6(v6) if v6 == Ipv6Addr::LOCALHOST => Some(IpAddr::V4(Ipv4Addr::LOCALHOST)),
+        _ => None,
+    }
+}
+
+/// Whether binding failed because the machine has no such address (no IPv6 loopback).
+fn unavailable(e: &io::Error) -> bool {
+    e.kind() == io::ErrorKind::AddrNotAvailable
+        || e.raw_os_error() == Some(rustix::io::Errno::AFNOSUPPORT.raw_os_error())
+}
+
+/// Binds `requested` and its loopback sibling on the same port. The first listener is the
+/// requested one.
+pub async fn bind(requested: SocketAddr) -> Result<Vec<TcpListener>, BindError> {
+    let tries = if requested.port() == 0 { PORT_TRIES } else { 1 };
+    let mut last = None;
+    for _ in 0..tries {
+        let primary = TcpListener::bind(requested)
+            .await
+            .map_err(|source| BindError::Bind {
+                addr: requested,
+                source,
+            })?;
+        let addr = primary.local_addr().map_err(|source| BindError::Bind {
+            addr: requested,
+            source,
+        })?;
+        let Some(other) = sibling(addr.ip()) else {
+            return Ok(vec![primary]);
+        };
+        let other = SocketAddr::new(other, addr.port());
+        match TcpListener::bind(other).await {
+            Ok(second) => return Ok(vec![primary, second]),
+            Err(e) if unavailable(&e) => {
+                tracing::info!(%other, "no such address on this machine; listening on {addr} alone");
+                return Ok(vec![primary]);
+            }
+            Err(e) if e.kind() == io::ErrorKind::AddrInUse => {
+                last = Some(BindError::SiblingTaken {
+                    addr,
+                    sibling: other,
+                });
+            }
+            Err(source) => {
+                return Err(BindError::Bind {
+                    addr: other,
+                    source,
+                });
+            }
+        }
+    }
+    Err(last.expect("at least one try"))
+}
+
+/// Raises the soft `RLIMIT_NOFILE` to the hard limit (once per process) and returns the soft
+/// limit in force.
+pub fn raise_nofile_limit() -> Option<u64> {
+    use rustix::process::{Resource, getrlimit, setrlimit};
+    static RAISE: Once = Once::new();
+    RAISE.call_once(|| {
+        let mut limit = getrlimit(Resource::Nofile);
+        if limit.current < limit.maximum {
+            let from = limit.current;
+            limit.current = limit.maximum;
+            match setrlimit(Resource::Nofile, limit) {
+                Ok(()) => tracing::debug!(?from, to = ?limit.maximum, "raised RLIMIT_NOFILE"),
+                Err(e) => tracing::debug!(%e, "cannot raise RLIMIT_NOFILE"),
+            }
+        }
+    });
+    getrlimit(Resource::Nofile).current
+}
+
+/// The server's address on the connection a request came over (its local address on the
+/// accepted socket): what the `/health` proof is bound to.
+#[derive(Debug, Clone, Copy)]
+pub struct LocalAddr(pub SocketAddr);
+
+/// One connection's entry in the [`Tracker`], as a request extension.
+#[derive(Clone)]
+pub struct Conn {
+    id: u64,
+    tracker: Arc<Tracker>,
+}
+
+impl Conn {
+    /// The connection carried the credential: it is the person's, never evicted or capped.
+    pub fn authenticated(&self) {
+        if let Some(e) = self.tracker.lock().conns.get_mut(&self.id) {
+            e.authenticated = true;
+        }
+    }
+
+    fn request(&self, started: bool) {
+        let mut inner = self.tracker.lock();
+        if let Some(e) = inner.conns.get_mut(&self.id) {
+            if started {
+                e.in_flight += 1;
+            } else {
+                e.in_flight = e.in_flight.saturating_sub(1);
+            }
+            e.last_active = Instant::now();
+        }
+    }
+}
+
+struct Entry {
+    authenticated: bool,
+    in_flight: u32,
+    last_active: Instant,
+    evict: CancellationToken,
+}
+
+#[derive(Default)]
+struct Inner {
+    next_id: u64,
+    conns: HashMap<u64, Entry>,
+}
+
+/// The open connections, for the cap and eviction.
+#[derive(Default)]
+pub struct Tracker {
+    inner: Mutex<Inner>,
+    /// Signalled whenever a connection closes.
+    closed: Notify,
+}
+
+impl Tracker {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Inner> {
+        self.inner.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Evicts the unauthenticated connection idle the longest, if it has been idle for at
+    /// least `min_idle`; false when there is none.
+    fn evict_oldest_idle(&self, min_idle: Duration) -> bool {
+        let inner = self.lock();
+        let now = Instant::now();
+        let oldest = inner
+            .conns
+            .values()
+            .filter(|e| !e.authenticated && e.in_flight == 0 && !e.evict.is_cancelled())
+            .filter(|e| now.duration_since(e.last_active) >= min_idle)
+            .min_by_key(|e| e.last_active);
+        match oldest {
+            Some(e) => {
+                e.evict.cancel();
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Registers a new connection unless the cap is reached and no idle one can make room.
+    fn admit(self: &Arc<Self>, cap: usize) -> Option<(Conn, CancellationToken)> {
+        let unauthenticated = self
+            .lock()
+            .conns
+            .values()
+            .filter(|e| !e.authenticated && !e.evict.is_cancelled())
+            .count();
+        if unauthenticated >= cap && !self.evict_oldest_idle(Duration::ZERO) {
+            return None;
+        }
+        let mut inner = self.lock();
+        let id = inner.next_id;
+        inner.next_id += 1;
+        let evict = CancellationToken::new();
+        inner.conns.insert(
+            id,
+            Entry {
+                authenticated: false,
+                in_flight: 0,
+                last_active: Instant::now(),
+                evict: evict.clone(),
+            },
+        );
+        Some((
+            Conn {
+                id,
+                tracker: self.clone(),
+            },
+            evict,
+        ))
+    }
+
+    fn remove(&self, id: u64) {
+        self.lock().conns.remove(&id);
+        self.closed.notify_waiters();
+    }
+}
+
+/// Whether an `accept` error means the process (or system) ran out of descriptors or memory.
+fn exhausted(e: &io::Error) -> bool {
+    use rustix::io::Errno;
+    [Errno::MFILE, Errno::NFILE, Errno::NOBUFS, Errno::NOMEM]
+        .iter()
+        .any(|n| e.raw_os_error() == Some(n.raw_os_error()))
+}
+
+/// Serves `router` on every listener until `stop`; then stops accepting, lets each connection
+/// finish its current exchange (event streams end on the same token) and returns.
+pub async fn serve(
+    listeners: Vec<TcpListener>,
+    router: Router,
+    limits: Limits,
+    stop: CancellationToken,
+) -> io::Result<()> {
+    let nofile = raise_nofile_limit().unwrap_or(u64::MAX);
+    let cap = limits
+        .unauthenticated_connections
+        .min(usize::try_from(nofile / 4).unwrap_or(usize::MAX))
+        .max(1);
+    let tracker = Arc::new(Tracker::default());
+    let connections = TaskTracker::new();
+    let service = TowerToHyperService::new(router);
+    let mut accepting = tokio::task::JoinSet::new();
+    for listener in listeners {
+        accepting.spawn(accept_loop(
+            listener,
+            service.clone(),
+            limits.header_read_timeout,
+            cap,
+            tracker.clone(),
+            connections.clone(),
+            stop.clone(),
+        ));
+    }
+    while accepting.join_next().await.is_some() {}
+    connections.close();
+    connections.wait().await;
+    Ok(())
+}
+
+async fn accept_loop(
+    listener: TcpListener,
+    service: TowerToHyperService<Router>,
+    header_read_timeout: Duration,
+    cap: usize,
+    tracker: Arc<Tracker>,
+    connections: TaskTracker,
+    stop: CancellationToken,
+) {
+    let mut exhausted_since: Option<Instant> = None;
+    loop {
+        let accepted = tokio::select! {
+            r = listener.accept() => r,
+            () = stop.cancelled() => return,
+        };
+        let (stream, _peer) = match accepted {
+            Ok(a) => a,
+            Err(e) if exhausted(&e) => {
+                if exhausted_since.is_none() {
+                    tracing::warn!(%e, "out of file descriptors; evicting idle connections");
+                    exhausted_since = Some(Instant::now());
+                }
+                tracker.evict_oldest_idle(EXHAUSTED_MIN_IDLE);
+                let closed = tracker.closed.notified();
+                tokio::select! {
+                    () = closed => {}
+                    () = tokio::time::sleep(EXHAUSTED_PAUSE) => {}
+                    () = stop.cancelled() => return,
+                }
+                continue;
+            }
+            // A connection that failed before we took it (reset, aborted): take the next one.
+            Err(e) => {
+                tracing::debug!(%e, "accept failed");
+                continue;
+            }
+        };
+        if let Some(since) = exhausted_since.take() {
+            tracing::info!(
+                ms = since.elapsed().as_millis() as u64,
+                "accepting connections again"
+            );
+        }
+        let Ok(local) = stream.local_addr() else {
+            continue;
+        };
+        let Some((conn, evict)) = tracker.admit(cap) else {
+            tracing::debug!("too many unauthenticated connections, none idle: refused one");
+            continue;
+        };
+        let service = service.clone();
+        let stop = stop.clone();
+        connections.spawn(async move {
+            let id = conn.id;
+            let tracker = conn.tracker.clone();
+            let per_request = conn.clone();
+            let handler = service_fn(move |mut request: hyper::Request<Incoming>| {
+                let service = service.clone();
+                let conn = per_request.clone();
+                request.extensions_mut().insert(LocalAddr(local));
+                request.extensions_mut().insert(conn.clone());
+                async move {
+                    conn.request(true);
+                    let response = hyper::service::Service::call(&service, request).await;
+                    conn.request(false);
+                    response
+                }
+            });
+            let connection = http1::Builder::new()
+                .timer(TokioTimer::new())
+                .header_read_timeout(header_read_timeout)
+                .serve_connection(TokioIo::new(stream), handler)
+                .with_upgrades();
+            tokio::pin!(connection);
+            tokio::select! {
+                _ = connection.as_mut() => {}
+                // Evicted: dropped at once, whatever it was doing (it had no request in flight).
+                () = evict.cancelled() => {}
+                () = stop.cancelled() => {
+                    connection.as_mut().graceful_shutdown();
+                    let _ = connection.await;
+                }
+            }
+            tracker.remove(id);
+        });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn siblings_are_the_other_loopback_family() {
+        let v4 = IpAddr::V4(Ipv4Addr::LOCALHOST);
+        let v6 = IpAddr::V6(Ipv6Addr::LOCALHOST);
+        assert_eq!(sibling(v4), Some(v6));
+        assert_eq!(sibling(v6), Some(v4));
+        assert_eq!(sibling(IpAddr::V4(Ipv4Addr::UNSPECIFIED)), Some(v6));
+        assert_eq!(sibling("127.0.0.2".parse().unwrap()), None);
+        assert_eq!(sibling("192.0.2.1".parse().unwrap()), None);
+    }
+
+    #[test]
+    fn the_cap_evicts_the_oldest_idle_unauthenticated_connection() {
+        let tracker = Arc::new(Tracker::default());
+        let (first, first_evict) = tracker.admit(2).unwrap();
+        let (second, second_evict) = tracker.admit(2).unwrap();
+        second.request(true); // in flight: not idle
+        // Full: the third evicts the only idle one, the first.
+        let (_third, third_evict) = tracker.admit(2).unwrap();
+        assert!(first_evict.is_cancelled());
+        assert!(!second_evict.is_cancelled());
+        tracker.remove(first.id);
+        // Full again, and the only idle one left is the newest.
+        second.request(true);
+        let (_fourth, _) = tracker.admit(2).unwrap();
+        assert!(third_evict.is_cancelled());
+        // An authenticated connection does not count and is never evicted.
+        second.authenticated();
+        second.request(false);
+        second.request(false);
+        assert!(!second_evict.is_cancelled());
+    }
+}

@@ -1,0 +1,655 @@
+//! Agent text as Markdown: parsed with `pulldown-cmark`, drawn as styled ratatui lines wrapped
+//! to a width.
+//!
+//! Headings, paragraphs, nested bullet and numbered lists, task lists, emphasis, strong,
+//! strikethrough, inline code, links (their target shown after the text), images (alt text and
+//! target), block quotes, rules, tables and fenced code blocks (highlighted by
+//! [`crate::highlight`]). Raw HTML is shown as text, never interpreted. Every control
+//! character of the agent's text becomes U+FFFD (tabs become spaces), so nothing the agent
+//! writes can reach the terminal as an escape sequence.
+
+use pulldown_cmark::{CodeBlockKind, Event, HeadingLevel, Options, Parser, Tag, TagEnd};
+use ratatui::style::{Color, Modifier, Style};
+use ratatui::text::{Line, Span};
+use unicode_width::{UnicodeWidthChar, UnicodeWidthStr};
+
+use crate::highlight::highlight;
+
+const DIM: Style = Style::new().fg(Color::DarkGray);
+const CODE: Style = Style::new().fg(Color::Yellow);
+const LINK: Style = Style::new()
+    .fg(Color::Blue)
+    .add_modifier(Modifier::UNDERLINED);
+const QUOTE: Style = Style::new().fg(Color::Gray).add_modifier(Modifier::ITALIC);
+
+/// Renders `markdown` into lines of at most `width` cells.
+pub fn render(markdown: &str, width: u16) -> Vec<Line<'static>> {
+    let options =
+        Options::ENABLE_TABLES | Options::ENABLE_STRIKETHROUGH | Options::ENABLE_TASKLISTS;
+    let mut r = Renderer::new(width.max(8) as usize);
+    for event in Parser::new_ext(markdown, options) {
+        r.event(event);
+    }
+    r.flush();
+    r.lines
+}
+
+/// Replaces control characters (tab: spaces) so agent text can never drive the terminal.
+pub fn sanitize(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        match c {
+            '\t' => out.push_str("    "),
+            c if c.is_control() => out.push('\u{fffd}'),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+struct ListLevel {
+    /// The next number of a numbered list.
+    next: Option<u64>,
+    /// Columns the item's text is indented by (the marker's width).
+    indent: usize,
+}
+
+struct Table {
+    rows: Vec<Vec<String>>,
+    header_rows: usize,
+    cell: String,
+}
+
+struct Renderer {
+    width: usize,
+    lines: Vec<Line<'static>>,
+    /// The current block's inline text, cut at hard breaks.
+    inline: Vec<Vec<Span<'static>>>,
+    styles: Vec<Style>,
+    /// Open links: (target, index in `inline`'s last segment where their text starts).
+    links: Vec<(String, usize)>,
+    lists: Vec<ListLevel>,
+    /// The marker of a list item whose first line is not out yet.
+    marker: Option<String>,
+    quote: usize,
+    code: Option<(String, String)>,
+    heading: Option<HeadingLevel>,
+    table: Option<Table>,
+    gap: bool,
+}
+
+impl Renderer {
+    fn new(width: usize) -> Renderer {
+        Renderer {
+            width,
+            lines: Vec::new(),
+            inline: vec![Vec::new()],
+            styles: Vec::new(),
+            links: Vec::new(),
+            lists: Vec::new(),
+            marker: None,
+            quote: 0,
+            code: None,
+            heading: None,
+            table: None,
+            gap: false,
+        }
+    }
+
+    fn style(&self) -> Style {
+        let mut s = if self.quote > 0 { QUOTE } else { Style::new() };
+        if let Some(level) = self.heading {
+            s = s.patch(heading_style(level));
+        }
+        for st in &self.styles {
+            s = s.patch(*st);
+        }
+        s
+    }
+
+    fn text(&mut self, text: &str, style: Style) {
+        if let Some(t) = &mut self.table {
+            t.cell.push_str(&sanitize(text));
+            return;
+        }
+        let seg = self.inline.last_mut().expect("never empty");
+        seg.push(Span::styled(sanitize(text), style));
+    }
+
+    /// A blank line between blocks (not before the first one).
+    fn block_start(&mut self) {
+        self.flush();
+        if self.gap && !self.lines.is_empty() {
+            let (prefix, _) = self.prefix(false);
+            self.lines.push(Line::from(prefix));
+        }
+        self.gap = false;
+    }
+
+    fn block_end(&mut self) {
+        self.flush();
+        self.gap = true;
+    }
+
+    /// The prefix of a line: quote bars and list indentation, with the pending item marker
+    /// on an item's first line.
+    fn prefix(&mut self, first: bool) -> (Vec<Span<'static>>, usize) {
+        let mut spans = Vec::new();
+        let mut w = 0;
+        for _ in 0..self.quote {
+            spans.push(Span::styled("│ ", DIM));
+            w += 2;
+        }
+        let levels = self.lists.len();
+        for (i, l) in self.lists.iter().enumerate() {
+            if i + 1 == levels && first && self.marker.is_some() {
+                let m = self.marker.take().expect("checked");
+                w += m.width();
+                spans.push(Span::styled(m, Style::new().fg(Color::Cyan)));
+            } else {
+                w += l.indent;
+                spans.push(Span::raw(" ".repeat(l.indent)));
+            }
+        }
+        (spans, w)
+    }
+
+    /// Wraps the pending inline text into lines.
+    fn flush(&mut self) {
+        let segments = std::mem::replace(&mut self.inline, vec![Vec::new()]);
+        if segments.iter().all(|s| s.is_empty()) && self.marker.is_none() {
+            return;
+        }
+        let mut first = true;
+        for seg in segments {
+            let (p1, w1) = self.prefix(first);
+            let (pn, wn) = self.prefix(false);
+            first = false;
+            wrap_into(&mut self.lines, seg, (p1, w1), (pn, wn), self.width);
+        }
+    }
+
+    fn event(&mut self, event: Event<'_>) {
+        if let Some((lang, buf)) = &mut self.code {
+            match event {
+                Event::Text(t) => buf.push_str(&t),
+                Event::End(TagEnd::CodeBlock) => {
+                    let (lang, buf) = (lang.clone(), std::mem::take(buf));
+                    self.code = None;
+                    self.code_block(&lang, &buf);
+                    self.block_end();
+                }
+                _ => {}
+            }
+            return;
+        }
+        match event {
+            Event::Start(tag) => self.start(tag),
+            Event::End(tag) => self.end(tag),
+            Event::Text(t) => {
+                let s = self.style();
+                self.text(&t, s);
+            }
+            Event::Code(t) => {
+                let s = self.style().patch(CODE);
+                self.text(&t, s);
+            }
+            Event::Html(t) | Event::InlineHtml(t) => {
+                // Shown as the text it is; a terminal has nothing to interpret.
+                let s = self.style().patch(DIM);
+                for (i, l) in t.trim_end_matches('\n').split('\n').enumerate() {
+                    if i > 0 {
+                        self.inline.push(Vec::new());
+                    }
+                    self.text(l, s);
+                }
+            }
+            Event::SoftBreak => {
+                let s = self.style();
+                self.text(" ", s);
+            }
+            Event::HardBreak => self.inline.push(Vec::new()),
+            Event::Rule => {
+                self.block_start();
+                let (mut prefix, w) = self.prefix(false);
+                prefix.push(Span::styled(
+                    "─".repeat(self.width.saturating_sub(w).max(1)),
+                    DIM,
+                ));
+                self.lines.push(Line::from(prefix));
+                self.gap = true;
+            }
+            Event::TaskListMarker(done) => {
+                let s = if done {
+                    Style::new().fg(Color::Green)
+                } else {
+                    DIM
+                };
+                self.text(if done { "[x] " } else { "[ ] " }, s);
+            }
+            Event::FootnoteReference(t) => {
+                let s = self.style().patch(DIM);
+                self.text(&format!("[^{t}]"), s);
+            }
+            Event::InlineMath(t) | Event::DisplayMath(t) => {
+                let s = self.style().patch(CODE);
+                self.text(&t, s);
+            }
+        }
+    }
+
+    fn start(&mut self, tag: Tag<'_>) {
+        match tag {
+            // A paragraph right after an item's marker starts on the marker's line.
+            Tag::Paragraph if self.marker.is_some() => {}
+            Tag::Paragraph => self.block_start(),
+            Tag::Heading { level, .. } => {
+                self.block_start();
+                self.heading = Some(level);
+            }
+            Tag::BlockQuote(_) => {
+                self.block_start();
+                self.quote += 1;
+            }
+            Tag::CodeBlock(kind) => {
+                self.block_start();
+                let lang = match kind {
+                    CodeBlockKind::Fenced(info) => info.to_string(),
+                    CodeBlockKind::Indented => String::new(),
+                };
+                self.code = Some((lang, String::new()));
+            }
+            Tag::List(start) => {
+                if self.lists.is_empty() {
+                    self.block_start();
+                } else {
+                    self.flush();
+                }
+                let indent = match start {
+                    Some(n) => format!("{n}. ").width(),
+                    None => 2,
+                };
+                self.lists.push(ListLevel {
+                    next: start,
+                    indent,
+                });
+            }
+            Tag::Item => {
+                self.flush();
+                self.gap = false;
+                if let Some(l) = self.lists.last_mut() {
+                    let m = match &mut l.next {
+                        Some(n) => {
+                            let m = format!("{n}. ");
+                            *n += 1;
+                            m
+                        }
+                        None => "• ".to_owned(),
+                    };
+                    // Wider numbers push the text right; keep the marker's own width.
+                    l.indent = l.indent.max(m.width());
+                    self.marker = Some(format!("{m:<w$}", w = l.indent));
+                }
+            }
+            Tag::Emphasis => self
+                .styles
+                .push(Style::new().add_modifier(Modifier::ITALIC)),
+            Tag::Strong => self.styles.push(Style::new().add_modifier(Modifier::BOLD)),
+            Tag::Strikethrough => self
+                .styles
+                .push(Style::new().add_modifier(Modifier::CROSSED_OUT)),
+            Tag::Link { dest_url, .. } => {
+                let at = self.inline.last().map_or(0, |s| s.len());
+                self.links.push((dest_url.to_string(), at));
+                self.styles.push(LINK);
+            }
+            Tag::Image { dest_url, .. } => {
+                let at = self.inline.last().map_or(0, |s| s.len());
+                self.links.push((dest_url.to_string(), at));
+                let s = self.style().patch(DIM);
+                self.text("[image: ", s);
+                self.styles.push(DIM);
+            }
+            Tag::Table(_) => {
+                self.block_start();
+                self.table = Some(Table {
+                    rows: Vec::new(),
+                    header_rows: 0,
+                    cell: String::new(),
+                });
+            }
+            Tag::TableHead | Tag::TableRow => {
+                if let Some(t) = &mut self.table {
+                    t.rows.push(Vec::new());
+                }
+            }
+            Tag::TableCell => {}
+            // Footnote definitions, metadata, definition lists, …: their text flows inline.
+            _ => {}
+        }
+    }
+
+    fn end(&mut self, tag: TagEnd) {
+        match tag {
+            TagEnd::Paragraph => {
+                if self.lists.is_empty() {
+                    self.block_end();
+                } else {
+                    self.flush();
+                    self.gap = true;
+                }
+            }
+            TagEnd::Heading(_) => {
+                self.flush();
+                self.heading = None;
+                self.gap = true;
+            }
+            TagEnd::BlockQuote(_) => {
+                self.flush();
+                self.quote = self.quote.saturating_sub(1);
+                self.gap = true;
+            }
+            TagEnd::List(_) => {
+                self.flush();
+                self.lists.pop();
+                self.gap = self.lists.is_empty();
+            }
+            TagEnd::Item => {
+                self.flush();
+                self.marker = None;
+            }
+            TagEnd::Emphasis | TagEnd::Strong | TagEnd::Strikethrough => {
+                self.styles.pop();
+            }
+            TagEnd::Link => {
+                self.styles.pop();
+                if let Some((dest, at)) = self.links.pop() {
+                    let text: String = self
+                        .inline
+                        .last()
+                        .map(|s| s.iter().skip(at).map(|s| s.content.as_ref()).collect())
+                        .unwrap_or_default();
+                    // An autolink shows its target already.
+                    if !dest.is_empty() && text != dest && format!("mailto:{text}") != dest {
+                        self.text(&format!(" ({dest})"), DIM);
+                    }
+                }
+            }
+            TagEnd::Image => {
+                self.styles.pop();
+                if let Some((dest, _)) = self.links.pop() {
+                    self.text(&format!("] ({dest})"), DIM);
+                }
+            }
+            TagEnd::TableCell => {
+                if let Some(t) = &mut self.table {
+                    let cell = std::mem::take(&mut t.cell);
+                    if let Some(row) = t.rows.last_mut() {
+                        row.push(cell);
+                    }
+                }
+            }
+            TagEnd::TableHead => {
+                if let Some(t) = &mut self.table {
+                    t.header_rows = t.rows.len();
+                }
+            }
+            TagEnd::Table => {
+                if let Some(t) = self.table.take() {
+                    self.draw_table(t);
+                }
+                self.gap = true;
+            }
+            _ => {}
+        }
+    }
+
+    fn code_block(&mut self, lang: &str, code: &str) {
+        let (prefix, w) = self.prefix(false);
+        let lang_label = lang.split(',').next().unwrap_or("").trim();
+        if !lang_label.is_empty() {
+            let mut l = prefix.clone();
+            l.push(Span::styled(format!("  {}", sanitize(lang_label)), DIM));
+            self.lines.push(Line::from(l));
+        }
+        let avail = self.width.saturating_sub(w + 2).max(1);
+        for pieces in highlight(lang, code) {
+            // Hard-wrapped: code keeps its spacing.
+            let mut row: Vec<Span<'static>> = Vec::new();
+            let mut used = 0;
+            let mut rows = Vec::new();
+            for (text, style) in pieces {
+                let mut buf = String::new();
+                for c in sanitize(&text).chars() {
+                    let cw = c.width().unwrap_or(0);
+                    if used + cw > avail && used > 0 {
+                        if !buf.is_empty() {
+                            row.push(Span::styled(std::mem::take(&mut buf), style));
+                        }
+                        rows.push(std::mem::take(&mut row));
+                        used = 0;
+                    }
+                    buf.push(c);
+                    used += cw;
+                }
+                if !buf.is_empty() {
+                    row.push(Span::styled(buf, style));
+                }
+            }
+            rows.push(row);
+            for r in rows {
+                let mut l = prefix.clone();
+                l.push(Span::styled("▏ ", DIM));
+                l.extend(r);
+                self.lines.push(Line::from(l));
+            }
+        }
+    }
+
+    fn draw_table(&mut self, t: Table) {
+        let cols = t.rows.iter().map(Vec::len).max().unwrap_or(0);
+        let mut widths = vec![0; cols];
+        for row in &t.rows {
+            for (i, c) in row.iter().enumerate() {
+                widths[i] = widths[i].max(c.width());
+            }
+        }
+        let (prefix, pw) = self.prefix(false);
+        for (r, row) in t.rows.iter().enumerate() {
+            let mut spans = Vec::new();
+            for (i, w) in widths.iter().enumerate() {
+                if i > 0 {
+                    spans.push(Span::styled(" │ ", DIM));
+                }
+                let cell = row.get(i).map(String::as_str).unwrap_or("");
+                let pad = w.saturating_sub(cell.width());
+                let style = if r < t.header_rows {
+                    Style::new().add_modifier(Modifier::BOLD)
+                } else {
+                    Style::new()
+                };
+                spans.push(Span::styled(format!("{cell}{}", " ".repeat(pad)), style));
+            }
+            wrap_into(
+                &mut self.lines,
+                spans,
+                (prefix.clone(), pw),
+                (prefix.clone(), pw),
+                self.width,
+            );
+            if r + 1 == t.header_rows {
+                let rule: Vec<String> = widths.iter().map(|w| "─".repeat(*w)).collect();
+                let mut l = prefix.clone();
+                l.push(Span::styled(rule.join("─┼─"), DIM));
+                self.lines.push(Line::from(l));
+            }
+        }
+    }
+}
+
+fn heading_style(level: HeadingLevel) -> Style {
+    match level {
+        HeadingLevel::H1 => Style::new()
+            .fg(Color::Cyan)
+            .add_modifier(Modifier::BOLD | Modifier::UNDERLINED),
+        HeadingLevel::H2 => Style::new().fg(Color::Cyan).add_modifier(Modifier::BOLD),
+        _ => Style::new().add_modifier(Modifier::BOLD),
+    }
+}
+
+/// A word (its styled pieces: a word may change style midway, `**bold**ness`) or a run of
+/// spaces.
+enum Token {
+    Word(Vec<(String, Style)>),
+    Space(String, Style),
+}
+
+fn tokens(spans: Vec<Span<'static>>) -> Vec<Token> {
+    let mut out: Vec<Token> = Vec::new();
+    for span in spans {
+        for c in span.content.chars() {
+            match (c == ' ', out.last_mut()) {
+                (true, Some(Token::Space(t, st))) if *st == span.style => t.push(c),
+                (true, _) => out.push(Token::Space(c.to_string(), span.style)),
+                (false, Some(Token::Word(parts))) => match parts.last_mut() {
+                    Some((t, st)) if *st == span.style => t.push(c),
+                    _ => parts.push((c.to_string(), span.style)),
+                },
+                (false, _) => out.push(Token::Word(vec![(c.to_string(), span.style)])),
+            }
+        }
+    }
+    out
+}
+
+/// Appends to a line, joining a piece to the last span when the style is the same.
+fn push_piece(line: &mut Vec<Span<'static>>, text: &str, style: Style) {
+    if text.is_empty() {
+        return;
+    }
+    match line.last_mut() {
+        Some(last) if last.style == style => last.content.to_mut().push_str(text),
+        _ => line.push(Span::styled(text.to_owned(), style)),
+    }
+}
+
+/// Word-wraps styled spans to `width` with a first-line and a continuation prefix. Words
+/// longer than a line are cut by character (never inside a wide char).
+fn wrap_into(
+    out: &mut Vec<Line<'static>>,
+    spans: Vec<Span<'static>>,
+    first: (Vec<Span<'static>>, usize),
+    rest: (Vec<Span<'static>>, usize),
+    width: usize,
+) {
+    let (mut line, mut used) = (first.0, first.1);
+    let mut start_w = used;
+    let break_line = |out: &mut Vec<Line<'static>>, line: &mut Vec<Span<'static>>| {
+        out.push(Line::from(std::mem::replace(line, rest.0.clone())));
+        rest.1
+    };
+    for token in tokens(spans) {
+        match token {
+            Token::Space(text, style) => {
+                let w = text.width();
+                if used > start_w && used + w <= width {
+                    push_piece(&mut line, &text, style);
+                    used += w;
+                } else if used > start_w {
+                    used = break_line(out, &mut line);
+                    start_w = used;
+                }
+            }
+            Token::Word(parts) => {
+                let w: usize = parts.iter().map(|(t, _)| t.width()).sum();
+                if used + w > width && used > start_w {
+                    used = break_line(out, &mut line);
+                    start_w = used;
+                }
+                if used + w <= width {
+                    for (t, st) in &parts {
+                        push_piece(&mut line, t, *st);
+                    }
+                    used += w;
+                    continue;
+                }
+                // A word longer than the line: cut it.
+                for (t, st) in parts {
+                    for c in t.chars() {
+                        let cw = c.width().unwrap_or(0);
+                        if used + cw > width && used > start_w {
+                            used = break_line(out, &mut line);
+                            start_w = used;
+                        }
+                        let mut b = [0; 4];
+                        push_piece(&mut line, c.encode_utf8(&mut b), st);
+                        used += cw;
+                    }
+                }
+            }
+        }
+    }
+    out.push(Line::from(line));
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn plain(lines: &[Line]) -> Vec<String> {
+        lines
+            .iter()
+            .map(|l| l.spans.iter().map(|s| s.content.as_ref()).collect())
+            .collect()
+    }
+
+    #[test]
+    fn wraps_to_the_width() {
+        let lines = render("one two three four five six seven", 12);
+        for l in plain(&lines) {
+            assert!(l.trim_end().width() <= 12, "{l:?}");
+        }
+        assert_eq!(
+            plain(&lines)
+                .iter()
+                .map(|l| l.trim_end())
+                .collect::<Vec<_>>(),
+            ["one two", "three four", "five six", "seven"]
+        );
+    }
+
+    #[test]
+    fn control_characters_never_pass() {
+        let lines = render(
+            "a\x1b[31mred\x07 `c\x1bd`\n\n```sh\necho \x1b]0;t\x07\n```\n[x](\x1b)",
+            40,
+        );
+        for l in &lines {
+            for s in &l.spans {
+                assert!(
+                    !s.content.chars().any(|c| c.is_control()),
+                    "{:?}",
+                    s.content
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn lists_number_and_nest() {
+        let lines = plain(&render(
+            "1. one\n2. two\n   - inner\n     - deeper\n3. three",
+            40,
+        ));
+        assert_eq!(
+            lines.iter().map(|l| l.trim_end()).collect::<Vec<_>>(),
+            [
+                "1. one",
+                "2. two",
+                "   • inner",
+                "     • deeper",
+                "3. three"
+            ]
+        );
+    }
+}
