@@ -231,7 +231,8 @@ mod tests {
         let t = LocalTerminals::new();
         let id = t
             .create(spec(
-                "printf 'aaaaaaaaaa0123456789'; echo \"$AX_TERM_TEST\" >&2; exit 7",
+                // One stream: the order across stdout and stderr is the reader's, not the command's.
+                "printf 'aaaaaaaaaa0123456789'; echo \"$AX_TERM_TEST\"; exit 7",
                 Some(12),
             ))
             .unwrap();
