@@ -1,12 +1,7 @@
 //! Starting agent processes: own process group, allowlisted environment, bounded stderr tail,
 //! bounded stdout lines, and signals to the whole group.
 
-use std::{
-    collections::VecDeque,
-    ffi::{OsStr, OsString},
-    path::Path,
-    process::Stdio,
-};
+use std::{collections::VecDeque, path::Path, process::Stdio};
 
 use futures::Stream;
 use tokio::io::{AsyncBufReadExt, AsyncRead, BufReader};
@@ -20,39 +15,21 @@ pub const STDERR_TAIL_BYTES: usize = 64 * 1024;
 /// (A 10 MiB file written through `fs/write_text_file` is about that much JSON.)
 pub const MAX_LINE_BYTES: usize = 32 * 1024 * 1024;
 
-/// Whether a variable of the parent's environment may reach an agent or a terminal.
-pub fn allowed_env(key: &OsStr) -> bool {
-    let Some(key) = key.to_str() else {
-        return false;
-    };
-    matches!(
-        key,
-        "PATH" | "HOME" | "USER" | "LOGNAME" | "SHELL" | "LANG" | "TERM" | "TMPDIR"
-    ) || key.starts_with("LC_")
-        || key.starts_with("XDG_")
-}
-
-/// The parent's allowlisted variables.
-pub fn allowlisted_env() -> Vec<(OsString, OsString)> {
-    std::env::vars_os()
-        .filter(|(k, _)| allowed_env(k))
-        .collect()
-}
-
-/// The command for an agent: project directory, own process group, the allowlisted
-/// environment plus the agent's configured `env`, all three standard streams piped.
+/// The command for an agent, built on the one process module (`ax_agents::process`):
+/// project directory, own process group, the allowlisted environment plus the agent's
+/// configured `env`, all three standard streams piped.
 pub fn agent_command(spec: &AgentSpec, project_dir: &Path) -> tokio::process::Command {
-    let mut command = tokio::process::Command::new(&spec.command);
+    let mut command_spec =
+        ax_agents::process::CommandSpec::new(&spec.command, project_dir).args(&spec.args);
+    for (k, v) in &spec.env {
+        command_spec = command_spec.env(k, v);
+    }
+    let mut command = command_spec.command();
     command
-        .args(&spec.args)
-        .current_dir(project_dir)
-        .env_clear()
-        .envs(allowlisted_env())
-        .envs(&spec.env)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
-        .process_group(0)
+        // The exit task owns the child and kills the group itself.
         .kill_on_drop(false);
     command
 }
@@ -228,7 +205,10 @@ mod tests {
             "TMPDIR",
             "LANG",
         ] {
-            assert!(allowed_env(OsStr::new(ok)), "{ok}");
+            assert!(
+                ax_agents::process::env::is_allowed(std::ffi::OsStr::new(ok)),
+                "{ok}"
+            );
         }
         for bad in [
             "AX_CODE_SERVER_PASSWORD",
@@ -238,7 +218,10 @@ mod tests {
             "LD_PRELOAD",
             "PATHX",
         ] {
-            assert!(!allowed_env(OsStr::new(bad)), "{bad}");
+            assert!(
+                !ax_agents::process::env::is_allowed(std::ffi::OsStr::new(bad)),
+                "{bad}"
+            );
         }
     }
 

@@ -1,19 +1,15 @@
-//! `terminal/*`: what the runtime needs from a process module, behind one small trait, and a
-//! simple implementation. (The backend can swap in its shared process module by implementing
-//! [`Terminals`]; nothing else in this crate starts terminal processes.)
+//! `terminal/*`: what the runtime needs from a process module, behind one small trait, and its
+//! implementation on the one process module of the tree (`ax_agents::process`, shared with the
+//! `shell` agent and the operator terminal).
 
 use std::{
     collections::HashMap,
-    os::unix::process::ExitStatusExt,
     path::PathBuf,
-    process::Stdio,
     sync::{Arc, Mutex},
 };
 
+use ax_agents::process;
 use futures::future::BoxFuture;
-use tokio::sync::watch;
-
-use crate::process::{Tail, allowlisted_env, collect_tail, signal_group};
 
 /// Output kept per terminal when the agent names no `outputByteLimit`.
 pub const DEFAULT_OUTPUT_LIMIT: u64 = 1024 * 1024;
@@ -80,14 +76,15 @@ pub trait Terminals: Send + Sync + 'static {
     fn release_all(&self);
 }
 
+/// One terminal: a process started through the one process module (`ax_agents::process`),
+/// keeping the end of its output as `outputByteLimit` asks.
 struct Term {
-    pgid: u32,
-    output: Arc<Mutex<Tail>>,
-    exit: watch::Receiver<Option<ExitInfo>>,
+    process: Arc<process::Process>,
 }
 
-/// Runs each terminal command directly: own process group, allowlisted environment, output
-/// bounded keeping the end, reaped by a task of its own.
+/// Terminals of one agent session, run through `ax_agents::process` (process group,
+/// allowlisted environment, bounded output keeping the end, reaped on exit). Dropping it
+/// kills every terminal still running.
 #[derive(Default)]
 pub struct LocalTerminals {
     terms: Mutex<HashMap<String, Term>>,
@@ -99,11 +96,11 @@ impl LocalTerminals {
         Self::default()
     }
 
-    fn with<R>(&self, id: &str, f: impl FnOnce(&Term) -> R) -> Result<R, TerminalError> {
+    fn get(&self, id: &str) -> Result<Arc<process::Process>, TerminalError> {
         let terms = self.terms.lock().unwrap_or_else(|p| p.into_inner());
         terms
             .get(id)
-            .map(f)
+            .map(|t| t.process.clone())
             .ok_or_else(|| TerminalError::Unknown(id.to_string()))
     }
 }
@@ -123,6 +120,13 @@ fn signal_name(signal: i32) -> String {
     name.to_string()
 }
 
+fn exit_info(status: process::ExitStatus) -> ExitInfo {
+    ExitInfo {
+        exit_code: status.code.and_then(|c| u32::try_from(c).ok()),
+        signal: status.signal.map(signal_name),
+    }
+}
+
 impl Terminals for LocalTerminals {
     fn create(&self, spec: TerminalSpec) -> Result<String, TerminalError> {
         if self.terms.lock().unwrap_or_else(|p| p.into_inner()).len() >= MAX_TERMINALS {
@@ -132,50 +136,19 @@ impl Terminals for LocalTerminals {
             .output_byte_limit
             .unwrap_or(DEFAULT_OUTPUT_LIMIT)
             .min(MAX_OUTPUT_LIMIT) as usize;
-        let mut command = tokio::process::Command::new(&spec.command);
-        command
+        let mut command = process::CommandSpec::new(&spec.command, &spec.cwd)
             .args(&spec.args)
-            .current_dir(&spec.cwd)
-            .env_clear()
-            .envs(allowlisted_env())
-            .envs(spec.env.iter().map(|(k, v)| (k, v)))
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .process_group(0);
-        let mut child = command.spawn().map_err(|source| TerminalError::Spawn {
+            .bound(process::Bound::Tail { limit });
+        for (k, v) in &spec.env {
+            command = command.env(k, v);
+        }
+        let started = process::spawn(command).map_err(|e| TerminalError::Spawn {
             command: spec.command.clone(),
-            source,
+            source: match e {
+                process::SpawnError::Io { source, .. } => source,
+                other => std::io::Error::other(other.to_string()),
+            },
         })?;
-        let pgid = child.id().unwrap_or(0);
-        let output = Arc::new(Mutex::new(Tail::new(limit)));
-        let mut pumps = Vec::new();
-        if let Some(out) = child.stdout.take() {
-            pumps.push(tokio::spawn(collect_tail(out, output.clone())));
-        }
-        if let Some(err) = child.stderr.take() {
-            pumps.push(tokio::spawn(collect_tail(err, output.clone())));
-        }
-        let (exit_tx, exit_rx) = watch::channel(None);
-        tokio::spawn(async move {
-            let status = child.wait().await;
-            // Background children of the command would keep the pipes open forever.
-            signal_group(pgid, rustix::process::Signal::KILL);
-            for pump in pumps {
-                let _ = pump.await;
-            }
-            let info = match status {
-                Ok(s) => ExitInfo {
-                    exit_code: s.code().map(|c| c as u32),
-                    signal: s.signal().map(signal_name),
-                },
-                Err(_) => ExitInfo {
-                    exit_code: None,
-                    signal: None,
-                },
-            };
-            let _ = exit_tx.send(Some(info));
-        });
         let id = format!(
             "term-{}",
             self.next.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1
@@ -183,47 +156,29 @@ impl Terminals for LocalTerminals {
         self.terms.lock().unwrap_or_else(|p| p.into_inner()).insert(
             id.clone(),
             Term {
-                pgid,
-                output,
-                exit: exit_rx,
+                process: Arc::new(started),
             },
         );
         Ok(id)
     }
 
     fn output(&self, id: &str) -> Result<TerminalOutput, TerminalError> {
-        self.with(id, |t| {
-            let tail = t.output.lock().unwrap_or_else(|p| p.into_inner());
-            TerminalOutput {
-                output: tail.text(),
-                truncated: tail.truncated(),
-                exit: t.exit.borrow().clone(),
-            }
+        let snapshot = self.get(id)?.snapshot();
+        Ok(TerminalOutput {
+            output: snapshot.text(),
+            truncated: snapshot.truncated(),
+            exit: snapshot.exit.map(exit_info),
         })
     }
 
     fn wait_for_exit(&self, id: &str) -> BoxFuture<'static, Result<ExitInfo, TerminalError>> {
-        let rx = self.with(id, |t| t.exit.clone());
-        let id = id.to_string();
-        Box::pin(async move {
-            let mut rx = rx?;
-            let got = rx.wait_for(Option::is_some).await;
-            match got {
-                Ok(v) => Ok(v.clone().unwrap_or(ExitInfo {
-                    exit_code: None,
-                    signal: None,
-                })),
-                Err(_) => Err(TerminalError::Unknown(id)),
-            }
-        })
+        let found = self.get(id);
+        Box::pin(async move { Ok(exit_info(found?.wait_for_exit().await)) })
     }
 
     fn kill(&self, id: &str) -> Result<(), TerminalError> {
-        self.with(id, |t| {
-            if t.exit.borrow().is_none() {
-                signal_group(t.pgid, rustix::process::Signal::KILL);
-            }
-        })
+        self.get(id)?.kill();
+        Ok(())
     }
 
     fn release(&self, id: &str) -> Result<(), TerminalError> {
@@ -233,9 +188,7 @@ impl Terminals for LocalTerminals {
             .unwrap_or_else(|p| p.into_inner())
             .remove(id)
             .ok_or_else(|| TerminalError::Unknown(id.to_string()))?;
-        if term.exit.borrow().is_none() {
-            signal_group(term.pgid, rustix::process::Signal::KILL);
-        }
+        term.process.kill();
         Ok(())
     }
 
@@ -248,9 +201,7 @@ impl Terminals for LocalTerminals {
             .map(|(_, t)| t)
             .collect();
         for t in terms {
-            if t.exit.borrow().is_none() {
-                signal_group(t.pgid, rustix::process::Signal::KILL);
-            }
+            t.process.kill();
         }
     }
 }
@@ -280,7 +231,8 @@ mod tests {
         let t = LocalTerminals::new();
         let id = t
             .create(spec(
-                "printf 'aaaaaaaaaa0123456789'; echo \"$AX_TERM_TEST\" >&2; exit 7",
+                // One stream: the order across stdout and stderr is the reader's, not the command's.
+                "printf 'aaaaaaaaaa0123456789'; echo \"$AX_TERM_TEST\"; exit 7",
                 Some(12),
             ))
             .unwrap();

@@ -247,10 +247,28 @@ impl Client {
     }
 
     pub async fn create_session(&self, title: Option<&str>) -> Result<Session, ClientError> {
+        self.create_session_with(title, None).await
+    }
+
+    /// Creates a session with a named agent (`None`: the backend's default agent).
+    pub async fn create_session_with(
+        &self,
+        title: Option<&str>,
+        agent: Option<&str>,
+    ) -> Result<Session, ClientError> {
         let body = CreateSession {
             title: title.map(str::to_owned),
+            agent: agent.map(str::to_owned),
         };
         self.post("/session", &body).await
+    }
+
+    /// Switches the session's agent to another of its modes.
+    pub async fn set_mode(&self, id: &SessionId, mode_id: &str) -> Result<Session, ClientError> {
+        let body = ax_protocol::SetMode {
+            mode_id: mode_id.to_owned(),
+        };
+        self.post(&format!("/session/{id}/mode"), &body).await
     }
 
     pub async fn get_session(&self, id: &SessionId) -> Result<Session, ClientError> {

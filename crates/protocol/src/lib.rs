@@ -91,13 +91,16 @@ text_enum! {
         Pending => "pending",
         /// A command is running.
         Busy => "busy",
+        /// The session's agent needs authentication before it can work (see
+        /// [`AgentState::auth_methods`]); the next prompt tries again.
+        NeedsAuth => "needs_auth",
     }
 }
 
 impl SessionStatus {
     /// Whether a new prompt would be refused (one run per session at a time).
     pub fn is_active(self) -> bool {
-        !matches!(self, SessionStatus::Idle)
+        matches!(self, SessionStatus::Pending | SessionStatus::Busy)
     }
 }
 
@@ -110,6 +113,54 @@ pub struct Session {
     pub created: Millis,
     pub updated: Millis,
     pub status: SessionStatus,
+    /// The session's agent, fixed when the session was created (`shell` for sessions stored
+    /// before agents could be chosen).
+    #[serde(default = "shell_agent")]
+    pub agent: String,
+    /// What the agent told us (modes, authentication methods); absent until it ran.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent_state: Option<AgentState>,
+}
+
+fn shell_agent() -> String {
+    "shell".into()
+}
+
+/// An ACP agent's state as a session shows it.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct AgentState {
+    /// The agent's modes and the current one, if it offers modes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub modes: Option<AgentModes>,
+    /// How to authenticate, while the session is `needs_auth`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub auth_methods: Vec<turn::AuthMethod>,
+}
+
+/// The modes an agent offers.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct AgentModes {
+    pub current: String,
+    pub available: Vec<AgentMode>,
+}
+
+/// One mode of an agent.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct AgentMode {
+    pub id: String,
+    pub name: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+}
+
+/// `POST /session/{id}/mode` body.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct SetMode {
+    pub mode_id: String,
 }
 
 /// The project a backend serves.
@@ -126,6 +177,9 @@ pub struct Project {
 pub struct CreateSession {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub title: Option<String>,
+    /// The agent's name (see `ax-code agents`); the configured default when absent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent: Option<String>,
 }
 
 /// `PATCH /session/{id}` body: the new title (1 to 200 characters, no control characters).
@@ -156,6 +210,9 @@ text_enum! {
 }
 
 /// One ordered piece of a message.
+// An agent's tool call is the large variant; parts live in a message's Vec, served whole, so
+// matching by value (no box) is worth the size here.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(
     tag = "type",
@@ -185,6 +242,21 @@ pub enum Part {
     Aborted,
     /// The run was cut short by a backend restart.
     Interrupted,
+    /// A part of an ACP agent's message (`thought`, `tool_call`, `plan`, `permission`,
+    /// `notice`; its `text` reads back as [`Part::Text`], the same JSON).
+    #[serde(untagged)]
+    Turn(turn::TurnPart),
+}
+
+impl Part {
+    /// The message part for an agent's turn part (text maps to [`Part::Text`], whose JSON is
+    /// the same, so a part reads back equal to what was sent).
+    pub fn from_turn(part: turn::TurnPart) -> Part {
+        match part {
+            turn::TurnPart::Text { text } => Part::Text { text },
+            other => Part::Turn(other),
+        }
+    }
 }
 
 /// A transcript entry.
@@ -241,6 +313,15 @@ pub struct Permission {
     pub attachments: Vec<String>,
     pub state: PermissionState,
     pub created: Millis,
+    /// For an ACP agent: the tool call it is about.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool_call: Option<turn::ToolCallPart>,
+    /// For an ACP agent: the options it offers.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub options: Vec<turn::PermissionChoice>,
+    /// For an ACP agent, once answered: the id of the option that was sent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub option_id: Option<String>,
 }
 
 text_enum! {
@@ -252,6 +333,39 @@ text_enum! {
         Always => "always",
         /// Refuse it.
         Reject => "reject",
+        /// The agent's `allow_once` option (for the `shell` agent: `once`).
+        AllowOnce => "allow_once",
+        /// The agent's `allow_always` option (for the `shell` agent: `always`).
+        AllowAlways => "allow_always",
+        /// The agent's `reject_once` option (for the `shell` agent: `reject`).
+        RejectOnce => "reject_once",
+        /// The agent's `reject_always` option (for the `shell` agent: `reject`).
+        RejectAlways => "reject_always",
+    }
+}
+
+impl PermissionReply {
+    /// The shell agent's reading: once, always or reject.
+    pub fn shell(self) -> PermissionReply {
+        match self {
+            PermissionReply::Once | PermissionReply::AllowOnce => PermissionReply::Once,
+            PermissionReply::Always | PermissionReply::AllowAlways => PermissionReply::Always,
+            _ => PermissionReply::Reject,
+        }
+    }
+
+    /// The ACP option kind it asks for.
+    pub fn kind(self) -> turn::PermissionKind {
+        match self {
+            PermissionReply::Once | PermissionReply::AllowOnce => turn::PermissionKind::AllowOnce,
+            PermissionReply::Always | PermissionReply::AllowAlways => {
+                turn::PermissionKind::AllowAlways
+            }
+            PermissionReply::Reject | PermissionReply::RejectOnce => {
+                turn::PermissionKind::RejectOnce
+            }
+            PermissionReply::RejectAlways => turn::PermissionKind::RejectAlways,
+        }
     }
 }
 
@@ -296,6 +410,15 @@ pub enum Event {
         message_id: String,
         index: u32,
         part: Part,
+    },
+    /// A change to an ACP agent's message: fold `delta` into its parts with
+    /// [`turn::apply`] (`seq` counts the message's deltas from 1).
+    #[serde(rename = "message.delta", rename_all = "camelCase")]
+    MessageDelta {
+        session_id: SessionId,
+        message_id: String,
+        seq: u64,
+        delta: turn::TurnDelta,
     },
     #[serde(rename = "permission.asked")]
     PermissionAsked { permission: Permission },
@@ -519,6 +642,12 @@ mod tests {
             Part::Rejected,
             Part::Aborted,
             Part::Interrupted,
+            Part::Turn(turn::TurnPart::Thought { text: "th".into() }),
+            Part::Turn(turn::TurnPart::ToolCall(turn::ToolCallPart {
+                tool_call_id: "t1".into(),
+                title: "ls".into(),
+                ..Default::default()
+            })),
         ];
         for p in &parts {
             match p {
@@ -529,10 +658,23 @@ mod tests {
                 | Part::Exit { .. }
                 | Part::Rejected
                 | Part::Aborted
-                | Part::Interrupted => {}
+                | Part::Interrupted
+                | Part::Turn(_) => {}
             }
         }
         parts
+    }
+
+    #[test]
+    fn agent_parts_read_back_equal() {
+        for part in every_part() {
+            let json = serde_json::to_string(&part).unwrap();
+            assert_eq!(serde_json::from_str::<Part>(&json).unwrap(), part, "{json}");
+        }
+        let text = Part::from_turn(turn::TurnPart::Text { text: "a".into() });
+        assert_eq!(text, Part::Text { text: "a".into() });
+        assert!(serde_json::from_str::<Part>(r#"{"type":"thought","text":"a","x":1}"#).is_err());
+        assert!(serde_json::from_str::<Part>(r#"{"type":"nope"}"#).is_err());
     }
 
     #[test]
@@ -544,6 +686,18 @@ mod tests {
             created: 1,
             updated: 2,
             status: SessionStatus::Busy,
+            agent: "shell".into(),
+            agent_state: Some(AgentState {
+                modes: Some(AgentModes {
+                    current: "default".into(),
+                    available: vec![AgentMode {
+                        id: "default".into(),
+                        name: "Default".into(),
+                        description: None,
+                    }],
+                }),
+                auth_methods: Vec::new(),
+            }),
         };
         let message = Message {
             id: "msg_0123456789abABCDEFGHIJKLMN".into(),
@@ -559,6 +713,9 @@ mod tests {
             attachments: vec!["a.txt".into()],
             state: PermissionState::Pending,
             created: 1,
+            tool_call: None,
+            options: Vec::new(),
+            option_id: Some("allow".into()),
         };
         let mut values = vec![
             serde_json::to_value(&session).unwrap(),
@@ -601,6 +758,18 @@ mod tests {
                 index: 0,
                 part: Part::Truncated { dropped_bytes: 1 },
             },
+            Event::MessageDelta {
+                session_id: id.clone(),
+                message_id: "m".into(),
+                seq: 1,
+                delta: turn::TurnDelta::ToolCallUpdated {
+                    tool_call_id: "t".into(),
+                    fields: turn::ToolCallFields {
+                        status: Some(turn::ToolStatus::Completed),
+                        ..Default::default()
+                    },
+                },
+            },
             Event::PermissionAsked {
                 permission: permission.clone(),
             },
@@ -620,6 +789,7 @@ mod tests {
                 | Event::SessionStatus { .. }
                 | Event::MessageCreated { .. }
                 | Event::MessagePart { .. }
+                | Event::MessageDelta { .. }
                 | Event::PermissionAsked { .. }
                 | Event::PermissionReplied { .. }
                 | Event::Reset => {}

@@ -45,6 +45,8 @@ fn populate(data: &std::path::Path, project: &std::path::Path, n: usize) {
                     created,
                     updated: created,
                     status: SessionStatus::Idle,
+                    agent: "shell".into(),
+                    agent_state: None,
                 };
                 store::insert_session(&tx, project, &session)?;
             }

@@ -2,7 +2,8 @@
 
 use ax_protocol::{
     AbortResult, CreateSession, Event, Health, Message, Permission, PermissionAnswer, Project,
-    Prompt, PromptAccepted, PromptPart, RenameSession, Session, SessionId, SessionStatus, proof,
+    Prompt, PromptAccepted, PromptPart, RenameSession, Session, SessionId, SessionStatus, SetMode,
+    proof,
 };
 use axum::{
     Extension, Json, Router,
@@ -53,6 +54,7 @@ pub fn protected(app: Shared) -> Router<Shared> {
         .route("/session/{id}/message", get(messages))
         .route("/session/{id}/prompt", post(prompt))
         .route("/session/{id}/abort", post(abort))
+        .route("/session/{id}/mode", post(set_mode))
         .route("/permission", get(permissions))
         .route("/session/{id}/permission/{pid}", post(reply_permission))
         .route("/event", get(sse::events))
@@ -131,6 +133,20 @@ async fn create_session(
 ) -> ApiResult<Response> {
     let input = body(input)?;
     let title = check_title(&app, &input.title.unwrap_or_default())?;
+    let agent = match input.agent {
+        Some(name) => {
+            if app.agents.get(&name).is_none() {
+                let known: Vec<String> = app.agents.iter().map(|e| e.name.clone()).collect();
+                return Err(Failure::bad_request(format!(
+                    "unknown agent `{}`; configured agents: {} (see `ax-code agents`)",
+                    name.chars().take(64).collect::<String>(),
+                    known.join(", ")
+                )));
+            }
+            name
+        }
+        None => app.agents.default_agent().to_owned(),
+    };
     let now = ids::now_ms();
     let session = Session {
         id: ids::session_id()?,
@@ -138,6 +154,8 @@ async fn create_session(
         created: now,
         updated: now,
         status: SessionStatus::Idle,
+        agent,
+        agent_state: None,
     };
     let project = app.project_id;
     let stored = session.clone();
@@ -247,6 +265,7 @@ async fn delete_session(
     if !deleted {
         return Err(Failure::session_not_found(id.as_str()));
     }
+    crate::acp_run::stop_agent(&app, &id).await;
     app.bus.publish(Event::SessionDeleted { session_id: id });
     Ok(Json(session))
 }
@@ -292,6 +311,19 @@ async fn abort(State(app): State<Shared>, Path(id): Path<String>) -> ApiResult<J
     find_session(&app, &id).await?;
     let aborted = runner::abort(&app, &id).await?;
     Ok(Json(AbortResult { aborted }))
+}
+
+async fn set_mode(
+    State(app): State<Shared>,
+    Path(id): Path<String>,
+    input: Result<Json<SetMode>, JsonRejection>,
+) -> ApiResult<Json<Session>> {
+    let id = session_id(&id)?;
+    let input = body(input)?;
+    find_session(&app, &id).await?;
+    Ok(Json(
+        crate::acp_run::set_mode(&app, &id, &input.mode_id).await?,
+    ))
 }
 
 async fn permissions(State(app): State<Shared>) -> ApiResult<Json<Vec<Permission>>> {

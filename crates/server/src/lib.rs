@@ -71,6 +71,7 @@ use axum::{Router, middleware, routing::get};
 use tokio::task::JoinHandle;
 use tokio_util::{sync::CancellationToken, task::TaskTracker};
 
+mod acp_run;
 mod api;
 mod auth;
 mod control_ui;
@@ -120,8 +121,11 @@ pub struct ServerConfig {
     pub heartbeat: Duration,
     /// Request bounds.
     pub limits: Limits,
-    /// The agent every session uses.
+    /// The `shell` agent's implementation.
     pub agent: Arc<dyn Agent>,
+    /// The named agents sessions can be created with (`POST /session {"agent"}`), and the
+    /// default one. The presets alone unless the caller loads the user's config file.
+    pub agents: ax_acp::AgentsConfig,
     /// How long a one-time Control UI sign-in code stays valid (`POST /signin/code`).
     pub sign_in_ttl: Duration,
 }
@@ -142,6 +146,7 @@ impl ServerConfig {
             heartbeat: Duration::from_secs(10),
             limits: Limits::default(),
             agent: Arc::new(ShellAgent),
+            agents: ax_acp::AgentsConfig::builtin(),
             sign_in_ttl: Duration::from_secs(60),
         }
     }
@@ -424,6 +429,8 @@ pub async fn start(config: ServerConfig) -> Result<RunningServer, StartError> {
         project_dir: project_dir.clone(),
         bus: events::EventBus::new(config.event_ring),
         agent: config.agent,
+        agents: config.agents,
+        agent_slots: Mutex::new(Default::default()),
         token: token.clone(),
         screen_token: crate::screen_credential(&token),
         allowed_hosts,
@@ -436,6 +443,15 @@ pub async fn start(config: ServerConfig) -> Result<RunningServer, StartError> {
         version: env!("CARGO_PKG_VERSION").to_owned(),
     });
 
+    {
+        // Agent processes stop with the backend (their sessions reopen at the next prompt).
+        let app = app.clone();
+        let stopping = stop.clone();
+        tasks.spawn(async move {
+            stopping.cancelled().await;
+            acp_run::stop_all(&app).await;
+        });
+    }
     let sign_in = Arc::new(signin::Codes::new(config.sign_in_ttl));
     let gateway = gateway_mount::gateway(&app)?;
     let router = Router::new()

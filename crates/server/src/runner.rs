@@ -94,11 +94,24 @@ fn busy_message(id: &SessionId, phase: &Phase) -> String {
         Phase::Busy => {
             format!("session {id} is busy running its previous prompt; wait or abort first")
         }
+        Phase::Agent => {
+            format!("session {id} is busy with its agent's turn; wait or abort first")
+        }
     }
 }
 
 /// Stores the prompt, asks permission (unless the session allows always) and starts the run.
 pub async fn start(app: &Shared, id: SessionId, prompt: Prompt) -> Result<PromptAccepted, Failure> {
+    let session = {
+        let (project, sid) = (app.project_id, id.to_string());
+        app.store
+            .read(move |c| store::get_session(c, project, &sid))
+            .await?
+            .ok_or_else(|| Failure::session_not_found(id.as_str()))?
+    };
+    if session.agent != ax_acp::config::SHELL {
+        return crate::acp_run::start(app, id, session, prompt).await;
+    }
     let checked = check_prompt(app, prompt)?;
     let project = app.project_id;
     let sid = id.to_string();
@@ -142,6 +155,9 @@ pub async fn start(app: &Shared, id: SessionId, prompt: Prompt) -> Result<Prompt
             .collect(),
         state: PermissionState::Pending,
         created: now,
+        tool_call: None,
+        options: Vec::new(),
+        option_id: None,
     });
     let phase = match &permission {
         Some(p) => Phase::Pending {
@@ -384,6 +400,7 @@ impl Run {
             let (reply, ack) = tokio::select! {
                 control = inbox.recv() => match control {
                     Some(Control::Reply { reply, ack }) => (reply, ack),
+                    Some(Control::AgentReply { reply, ack, .. }) => (reply.shell(), ack),
                     Some(Control::Abort { ack }) => {
                         self.set_permission(&mut permission, PermissionState::Cancelled).await;
                         self.append(Part::Aborted).await;
@@ -453,7 +470,7 @@ impl Run {
                         stop.get_or_insert(Stop::Aborted);
                         acks.push(ack);
                     }
-                    Some(Control::Reply { ack, .. }) => {
+                    Some(Control::Reply { ack, .. } | Control::AgentReply { ack, .. }) => {
                         let _ = ack.send(Err(Failure::conflict("the command already runs")));
                     }
                     None => inbox_open = false,
@@ -494,7 +511,7 @@ impl Run {
         while let Ok(control) = inbox.try_recv() {
             match control {
                 Control::Abort { ack } => acks.push(ack),
-                Control::Reply { ack, .. } => {
+                Control::Reply { ack, .. } | Control::AgentReply { ack, .. } => {
                     let _ = ack.send(Err(Failure::conflict("the run already ended")));
                 }
             }
@@ -510,6 +527,31 @@ pub async fn reply(
     pid: &str,
     reply: PermissionReply,
 ) -> Result<Permission, Failure> {
+    let agent = {
+        let runs = app.runs();
+        match runs.get(id) {
+            Some(RunHandle {
+                phase: Phase::Agent,
+                control,
+            }) => Some(control.clone()),
+            _ => None,
+        }
+    };
+    if let Some(control) = agent {
+        let (ack, answer) = oneshot::channel();
+        let sent = control.send(Control::AgentReply {
+            permission_id: pid.to_owned(),
+            reply,
+            ack,
+        });
+        if sent.is_ok()
+            && let Ok(Ok(result)) = tokio::time::timeout(Duration::from_secs(10), answer).await
+        {
+            return result;
+        }
+        // The turn ended meanwhile: answered from the store below.
+    }
+    let reply = reply.shell();
     let control = {
         let runs = app.runs();
         match runs.get(id) {
@@ -560,22 +602,30 @@ pub async fn reply(
 /// `Ok(false)` when nothing ran, an error when it did not end within
 /// [`crate::Limits::abort_wait`] (it was told to stop and may still be stopping).
 pub async fn abort(app: &Shared, id: &SessionId) -> Result<bool, Failure> {
-    let control = app.runs().get(id).map(|r| r.control.clone());
-    let Some(control) = control else {
+    let control = app
+        .runs()
+        .get(id)
+        .map(|r| (r.control.clone(), r.phase == Phase::Agent));
+    let Some((control, agent)) = control else {
         return Ok(false);
+    };
+    let wait = if agent {
+        crate::acp_run::abort_wait(app)
+    } else {
+        app.limits.abort_wait
     };
     let (ack, done) = oneshot::channel();
     if control.send(Control::Abort { ack }).is_err() {
         // The run's task ended between the lookup and the send: nothing runs any more.
         return Ok(false);
     }
-    match tokio::time::timeout(app.limits.abort_wait, done).await {
+    match tokio::time::timeout(wait, done).await {
         Ok(Ok(())) => Ok(true),
         // The run's task dropped the answer: it is gone, so nothing runs.
         Ok(Err(_)) => Ok(true),
         Err(_) => Err(Failure::conflict(format!(
             "session {id}: the run was told to stop but has not ended after {} s; it may still be stopping",
-            app.limits.abort_wait.as_secs_f32()
+            wait.as_secs_f32()
         ))),
     }
 }

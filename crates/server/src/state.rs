@@ -33,6 +33,9 @@ pub struct Limits {
     pub unauthenticated_connections: usize,
     /// How long an abort waits for the run to end before it says the run did not stop.
     pub abort_wait: Duration,
+    /// After an abort, how long an ACP agent has to end its turn before its process group is
+    /// killed (an abort of an agent turn waits this long plus 5 s).
+    pub agent_watchdog: Duration,
 }
 
 impl Default for Limits {
@@ -46,6 +49,7 @@ impl Default for Limits {
             header_read_timeout: Duration::from_secs(10),
             unauthenticated_connections: 256,
             abort_wait: Duration::from_secs(15),
+            agent_watchdog: Duration::from_secs(15),
         }
     }
 }
@@ -53,8 +57,13 @@ impl Default for Limits {
 /// What a run's task is waiting for or doing.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Phase {
-    Pending { permission_id: String },
+    Pending {
+        permission_id: String,
+    },
     Busy,
+    /// An ACP agent's turn: busy while its `session/prompt` is outstanding; permissions are
+    /// answered through [`Control::AgentReply`].
+    Agent,
 }
 
 /// A message to a run's task.
@@ -65,6 +74,12 @@ pub enum Control {
     },
     Abort {
         ack: oneshot::Sender<()>,
+    },
+    /// The person answers one of an agent turn's pending permissions.
+    AgentReply {
+        permission_id: String,
+        reply: PermissionReply,
+        ack: oneshot::Sender<Result<Permission, Failure>>,
     },
 }
 
@@ -80,6 +95,10 @@ pub struct App {
     pub project_dir: PathBuf,
     pub bus: EventBus,
     pub agent: Arc<dyn Agent>,
+    /// The named agents sessions can be created with.
+    pub agents: ax_acp::AgentsConfig,
+    /// Running ACP agent processes by session (one per session that has work).
+    pub agent_slots: Mutex<HashMap<SessionId, Arc<crate::acp_run::AgentSlot>>>,
     pub token: String,
     /// The screen credential derived from `token` (gateway only, read and write scopes).
     pub screen_token: String,
@@ -101,5 +120,11 @@ pub struct App {
 impl App {
     pub fn runs(&self) -> std::sync::MutexGuard<'_, HashMap<SessionId, RunHandle>> {
         self.runs.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    pub fn agent_slots(
+        &self,
+    ) -> std::sync::MutexGuard<'_, HashMap<SessionId, Arc<crate::acp_run::AgentSlot>>> {
+        self.agent_slots.lock().unwrap_or_else(|e| e.into_inner())
     }
 }

@@ -11,7 +11,8 @@ use std::{
 };
 
 use ax_protocol::{
-    Message, Millis, Part, Permission, PermissionState, Session, SessionId, SessionStatus,
+    AgentState, Message, Millis, Part, Permission, PermissionState, Session, SessionId,
+    SessionStatus, turn,
 };
 use rusqlite::{Connection, OpenFlags, OptionalExtension, params};
 
@@ -88,6 +89,22 @@ CREATE TABLE process_group (
     // v5: lists sort by last activity.
     r#"
 CREATE INDEX session_by_activity ON session(project_id, updated DESC, id DESC);
+"#,
+    // v6: ACP agents. A session's agent (fixed at creation), the agent's own session id (to
+    // reopen it), what it told us (modes, auth methods: JSON `AgentState`); an agent
+    // permission's tool call, options and the option sent (JSON); an agent message's turn as
+    // append-only deltas, folded on read (`ax_protocol::turn::apply`).
+    r#"
+ALTER TABLE session ADD COLUMN agent TEXT NOT NULL DEFAULT 'shell';
+ALTER TABLE session ADD COLUMN agent_session TEXT;
+ALTER TABLE session ADD COLUMN agent_state TEXT;
+ALTER TABLE permission ADD COLUMN detail TEXT;
+CREATE TABLE delta (
+    message_id TEXT NOT NULL REFERENCES message(id) ON DELETE CASCADE,
+    seq INTEGER NOT NULL,
+    body TEXT NOT NULL,
+    PRIMARY KEY (message_id, seq)
+) WITHOUT ROWID;
 "#,
 ];
 
@@ -347,27 +364,44 @@ where
     })
 }
 
-fn session_from_row(
-    row: &rusqlite::Row<'_>,
-) -> rusqlite::Result<(String, String, i64, i64, String)> {
+type SessionRow = (String, String, i64, i64, String, String, Option<String>);
+
+/// The columns [`session_from_row`] reads, in order.
+const SESSION_COLUMNS: &str = "id, title, created, updated, status, agent, agent_state";
+
+fn session_from_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<SessionRow> {
     Ok((
         row.get(0)?,
         row.get(1)?,
         row.get(2)?,
         row.get(3)?,
         row.get(4)?,
+        row.get(5)?,
+        row.get(6)?,
     ))
 }
 
 fn build_session(
-    (id, title, created, updated, status): (String, String, i64, i64, String),
+    (id, title, created, updated, status, agent, agent_state): SessionRow,
 ) -> Result<Session> {
+    let agent_state = agent_state
+        .map(|text| {
+            serde_json::from_str::<AgentState>(&text).map_err(|e| StoreError::Malformed {
+                table: "session",
+                row: id.clone(),
+                column: "agent_state",
+                problem: e.to_string(),
+            })
+        })
+        .transpose()?;
     Ok(Session {
         status: decode("session", &id, "status", &status)?,
         id: decode("session", &id, "id", &id)?,
         title,
         created,
         updated,
+        agent,
+        agent_state,
     })
 }
 
@@ -397,14 +431,16 @@ pub fn find_project(conn: &Connection, directory: &str) -> Result<Option<i64>> {
 
 pub fn insert_session(conn: &Connection, project: i64, session: &Session) -> Result<()> {
     conn.execute(
-        "INSERT INTO session(id, project_id, title, created, updated, status) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+        "INSERT INTO session(id, project_id, title, created, updated, status, agent) \
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
         params![
             session.id.as_str(),
             project,
             session.title,
             session.created,
             session.updated,
-            session.status.as_str()
+            session.status.as_str(),
+            session.agent
         ],
     )?;
     Ok(())
@@ -412,10 +448,10 @@ pub fn insert_session(conn: &Connection, project: i64, session: &Session) -> Res
 
 /// Most recent activity (`updated`) first; the TUI sorts the same way.
 pub fn list_sessions(conn: &Connection, project: i64, limit: Option<u32>) -> Result<Vec<Session>> {
-    let mut stmt = conn.prepare_cached(
-        "SELECT id, title, created, updated, status FROM session WHERE project_id = ?1 \
-         ORDER BY updated DESC, id DESC LIMIT ?2",
-    )?;
+    let mut stmt = conn.prepare_cached(&format!(
+        "SELECT {SESSION_COLUMNS} FROM session WHERE project_id = ?1 \
+         ORDER BY updated DESC, id DESC LIMIT ?2"
+    ))?;
     let limit = limit.map_or(-1, i64::from);
     let rows = stmt.query_map(params![project, limit], session_from_row)?;
     rows.map(|r| build_session(r?)).collect()
@@ -423,9 +459,9 @@ pub fn list_sessions(conn: &Connection, project: i64, limit: Option<u32>) -> Res
 
 pub fn get_session(conn: &Connection, project: i64, id: &str) -> Result<Option<Session>> {
     let row = conn
-        .prepare_cached(
-            "SELECT id, title, created, updated, status FROM session WHERE project_id = ?1 AND id = ?2",
-        )?
+        .prepare_cached(&format!(
+            "SELECT {SESSION_COLUMNS} FROM session WHERE project_id = ?1 AND id = ?2"
+        ))?
         .query_row(params![project, id], session_from_row)
         .optional()?;
     row.map(build_session).transpose()
@@ -469,6 +505,54 @@ pub fn set_status(
         params![status.as_str(), now, id],
     )?;
     get_session(conn, project, id)
+}
+
+/// Stores what the agent told us about itself for this session.
+pub fn set_agent_state(conn: &Connection, id: &str, state: &AgentState) -> Result<()> {
+    conn.execute(
+        "UPDATE session SET agent_state = ?1 WHERE id = ?2",
+        params![serde_json::to_string(state)?, id],
+    )?;
+    Ok(())
+}
+
+/// The agent's own session id, kept to reopen the agent's session later.
+pub fn agent_session(conn: &Connection, id: &str) -> Result<Option<String>> {
+    Ok(conn
+        .query_row(
+            "SELECT agent_session FROM session WHERE id = ?1",
+            [id],
+            |r| r.get::<_, Option<String>>(0),
+        )
+        .optional()?
+        .flatten())
+}
+
+pub fn set_agent_session(conn: &Connection, id: &str, agent_session: &str) -> Result<()> {
+    conn.execute(
+        "UPDATE session SET agent_session = ?1 WHERE id = ?2",
+        params![agent_session, id],
+    )?;
+    Ok(())
+}
+
+/// Appends turn deltas of an agent message (`seq` from 1, per message). Call it inside a
+/// transaction: one per burst of deltas.
+pub fn append_deltas<'a>(
+    conn: &Connection,
+    message_id: &str,
+    deltas: impl IntoIterator<Item = (u64, &'a turn::TurnDelta)>,
+) -> Result<()> {
+    let mut stmt =
+        conn.prepare_cached("INSERT INTO delta(message_id, seq, body) VALUES (?1, ?2, ?3)")?;
+    for (seq, delta) in deltas {
+        stmt.execute(params![
+            message_id,
+            seq as i64,
+            serde_json::to_string(delta)?
+        ])?;
+    }
+    Ok(())
 }
 
 /// Sets the title and bumps `updated`; the session as it is now, `None` when unknown.
@@ -568,6 +652,32 @@ pub fn messages(conn: &Connection, session: &SessionId) -> Result<Vec<Message>> 
             parts: Vec::new(),
         });
     }
+    // An agent message's turn: its deltas folded, then any plain part (a restart's
+    // `interrupted`), which can only come after them.
+    let mut turns: Vec<Vec<turn::TurnPart>> = vec![Vec::new(); out.len()];
+    let mut stmt = conn.prepare_cached(
+        "SELECT d.message_id, d.body FROM delta d JOIN message m ON m.id = d.message_id \
+         WHERE m.session_id = ?1 ORDER BY m.seq, d.seq",
+    )?;
+    let rows = stmt.query_map([session.as_str()], |r| {
+        Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?))
+    })?;
+    for row in rows {
+        let (mid, body) = row?;
+        let delta: turn::TurnDelta =
+            serde_json::from_str(&body).map_err(|e| StoreError::Malformed {
+                table: "delta",
+                row: mid.clone(),
+                column: "body",
+                problem: e.to_string(),
+            })?;
+        if let Some(&i) = index.get(&mid) {
+            turn::apply(&mut turns[i], delta);
+        }
+    }
+    for (message, parts) in out.iter_mut().zip(turns) {
+        message.parts.extend(parts.into_iter().map(Part::from_turn));
+    }
     let mut stmt = conn.prepare_cached(
         "SELECT p.message_id, p.body FROM part p JOIN message m ON m.id = p.message_id \
          WHERE m.session_id = ?1 ORDER BY m.seq, p.idx",
@@ -592,16 +702,49 @@ pub fn messages(conn: &Connection, session: &SessionId) -> Result<Vec<Message>> 
 
 pub fn insert_permission(conn: &Connection, p: &Permission) -> Result<()> {
     conn.execute(
-        "INSERT INTO permission(id, session_id, command, state, created, attachments) \
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+        "INSERT INTO permission(id, session_id, command, state, created, attachments, detail) \
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
         params![
             p.id,
             p.session_id.as_str(),
             p.command,
             p.state.as_str(),
             p.created,
-            serde_json::to_string(&p.attachments)?
+            serde_json::to_string(&p.attachments)?,
+            encode_detail(p)?
         ],
+    )?;
+    Ok(())
+}
+
+/// An agent permission's tool call, options and sent option, as stored in `detail`.
+#[derive(serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct Detail {
+    #[serde(default)]
+    tool_call: Option<turn::ToolCallPart>,
+    #[serde(default)]
+    options: Vec<turn::PermissionChoice>,
+    #[serde(default)]
+    option_id: Option<String>,
+}
+
+fn encode_detail(p: &Permission) -> Result<Option<String>> {
+    if p.tool_call.is_none() && p.options.is_empty() && p.option_id.is_none() {
+        return Ok(None);
+    }
+    Ok(Some(serde_json::to_string(&Detail {
+        tool_call: p.tool_call.clone(),
+        options: p.options.clone(),
+        option_id: p.option_id.clone(),
+    })?))
+}
+
+/// Stores an agent permission's answer: its state and the option that was sent.
+pub fn answer_permission(conn: &Connection, p: &Permission) -> Result<()> {
+    conn.execute(
+        "UPDATE permission SET state = ?1, detail = ?2 WHERE id = ?3",
+        params![p.state.as_str(), encode_detail(p)?, p.id],
     )?;
     Ok(())
 }
@@ -614,7 +757,7 @@ pub fn set_permission_state(conn: &Connection, id: &str, state: PermissionState)
     Ok(())
 }
 
-type PermissionRow = (String, String, String, String, i64, String);
+type PermissionRow = (String, String, String, String, i64, String, Option<String>);
 
 fn permission_from_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<PermissionRow> {
     Ok((
@@ -624,12 +767,26 @@ fn permission_from_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<PermissionRow>
         r.get(3)?,
         r.get(4)?,
         r.get(5)?,
+        r.get(6)?,
     ))
 }
 
 fn build_permission(
-    (id, sid, command, state, created, attachments): PermissionRow,
+    (id, sid, command, state, created, attachments, detail): PermissionRow,
 ) -> Result<Permission> {
+    let detail = match detail {
+        Some(text) => serde_json::from_str(&text).map_err(|e| StoreError::Malformed {
+            table: "permission",
+            row: id.clone(),
+            column: "detail",
+            problem: e.to_string(),
+        })?,
+        None => Detail {
+            tool_call: None,
+            options: Vec::new(),
+            option_id: None,
+        },
+    };
     let attachments = serde_json::from_str(&attachments).map_err(|e| StoreError::Malformed {
         table: "permission",
         row: id.clone(),
@@ -643,13 +800,16 @@ fn build_permission(
         command,
         attachments,
         created,
+        tool_call: detail.tool_call,
+        options: detail.options,
+        option_id: detail.option_id,
     })
 }
 
 pub fn get_permission(conn: &Connection, session: &str, id: &str) -> Result<Option<Permission>> {
     let row = conn
         .query_row(
-            "SELECT id, session_id, command, state, created, attachments FROM permission \
+            "SELECT id, session_id, command, state, created, attachments, detail FROM permission \
              WHERE session_id = ?1 AND id = ?2",
             params![session, id],
             permission_from_row,
@@ -661,7 +821,8 @@ pub fn get_permission(conn: &Connection, session: &str, id: &str) -> Result<Opti
 /// Pending approvals of the project's sessions, oldest first.
 pub fn pending_permissions(conn: &Connection, project: i64) -> Result<Vec<Permission>> {
     let mut stmt = conn.prepare_cached(
-        "SELECT p.id, p.session_id, p.command, p.state, p.created, p.attachments FROM permission p \
+        "SELECT p.id, p.session_id, p.command, p.state, p.created, p.attachments, p.detail \
+         FROM permission p \
          JOIN session s ON s.id = p.session_id \
          WHERE s.project_id = ?1 AND p.state = 'pending' ORDER BY p.created, p.id",
     )?;
@@ -824,7 +985,8 @@ pub fn recover_interrupted(
     // the remaining run rows belong to live backends.
     tx.execute(
         "UPDATE session SET status = 'idle', updated = max(updated, ?2) \
-         WHERE project_id = ?1 AND status != 'idle' AND id NOT IN (SELECT session_id FROM run)",
+         WHERE project_id = ?1 AND status IN ('busy', 'pending') \
+         AND id NOT IN (SELECT session_id FROM run)",
         params![project, now],
     )?;
     tx.execute(
@@ -901,6 +1063,163 @@ mod tests {
     }
 
     /// A version-2 database with the given extra SQL, opened by this build.
+    /// A database written by the version-5 code (the last schema before ACP agents), with
+    /// every kind of row it wrote, opened by this build: nothing is lost, every session reads
+    /// as a `shell` session, and a cut run is still recovered.
+    #[test]
+    fn a_version_5_database_migrates_with_nothing_lost() {
+        let tmp = tempfile::tempdir().unwrap();
+        let parts = [
+            r#"{"type":"text","text":"ls -l"}"#,
+            r#"{"type":"file","path":"a.txt"}"#,
+            r#"{"type":"output","stream":"stdout","text":"out\n"}"#,
+            r#"{"type":"output","stream":"stderr","text":"err\n"}"#,
+            r#"{"type":"truncated","droppedBytes":12}"#,
+            r#"{"type":"exit","code":0}"#,
+            r#"{"type":"exit","signal":9}"#,
+            r#"{"type":"rejected"}"#,
+            r#"{"type":"aborted"}"#,
+            r#"{"type":"interrupted"}"#,
+        ];
+        {
+            let conn = Connection::open(tmp.path().join(DB_FILE)).unwrap();
+            for m in &MIGRATIONS[..5] {
+                conn.execute_batch(m).unwrap();
+            }
+            conn.execute_batch(
+                "PRAGMA user_version = 5;
+                 INSERT INTO project(id, directory) VALUES (1, '/p');
+                 INSERT INTO session(id, project_id, title, created, updated, status, always_allow)
+                   VALUES ('ses_0123456789abABCDEFGHIJKLMN', 1, 'first', 1, 2, 'idle', 1);
+                 INSERT INTO session(id, project_id, title, created, updated, status)
+                   VALUES ('ses_1123456789abABCDEFGHIJKLMN', 1, 'cut', 3, 4, 'busy');
+                 INSERT INTO message VALUES ('msg_u', 'ses_0123456789abABCDEFGHIJKLMN', 1, 'user', 1);
+                 INSERT INTO message VALUES ('msg_a', 'ses_0123456789abABCDEFGHIJKLMN', 2, 'assistant', 1);
+                 INSERT INTO message VALUES ('msg_b', 'ses_1123456789abABCDEFGHIJKLMN', 1, 'assistant', 3);
+                 INSERT INTO permission(id, session_id, command, state, created, attachments)
+                   VALUES ('per_a', 'ses_0123456789abABCDEFGHIJKLMN', 'ls -l', 'approved', 1, '[\"a.txt\"]');
+                 INSERT INTO permission(id, session_id, command, state, created)
+                   VALUES ('per_b', 'ses_1123456789abABCDEFGHIJKLMN', 'sleep 9', 'pending', 3);
+                 INSERT INTO run(session_id, message_id, started) VALUES ('ses_1123456789abABCDEFGHIJKLMN', 'msg_b', 3);
+                 INSERT INTO process_group VALUES (77, 5, 1, NULL);",
+            )
+            .unwrap();
+            for (i, p) in parts.iter().enumerate() {
+                let mid = if i < 2 { "msg_u" } else { "msg_a" };
+                conn.execute(
+                    "INSERT INTO part(message_id, idx, body) VALUES (?1, ?2, ?3)",
+                    params![mid, i as i64, p],
+                )
+                .unwrap();
+            }
+        }
+        let store = Store::open(tmp.path()).unwrap();
+        let first: SessionId = "ses_0123456789abABCDEFGHIJKLMN".parse().unwrap();
+        let sessions = store.read_blocking(|c| list_sessions(c, 1, None)).unwrap();
+        assert_eq!(sessions.len(), 2);
+        for s in &sessions {
+            assert_eq!(s.agent, "shell");
+            assert_eq!(s.agent_state, None);
+        }
+        assert_eq!(sessions[1].title, "first");
+        assert_eq!((sessions[1].created, sessions[1].updated), (1, 2));
+        assert!(
+            store
+                .read_blocking(|c| always_allowed(c, first.as_str()))
+                .unwrap()
+        );
+        let msgs = store.read_blocking(|c| messages(c, &first)).unwrap();
+        let all: Vec<Part> = msgs.iter().flat_map(|m| m.parts.clone()).collect();
+        let want: Vec<Part> = parts
+            .iter()
+            .map(|p| serde_json::from_str(p).unwrap())
+            .collect();
+        assert_eq!(all, want);
+        assert_eq!(msgs[0].role, ax_protocol::Role::User);
+        let p = store
+            .read_blocking(|c| get_permission(c, first.as_str(), "per_a"))
+            .unwrap()
+            .unwrap();
+        assert_eq!(p.attachments, vec!["a.txt".to_string()]);
+        assert_eq!(p.state, PermissionState::Approved);
+        assert_eq!(p.option_id, None);
+        let pending = store.read_blocking(|c| pending_permissions(c, 1)).unwrap();
+        assert_eq!(pending.len(), 1);
+        // The cut run of the old database is recovered as before.
+        let recovered = store
+            .write_blocking(|c| recover_interrupted(c, 1, 10, |_| false))
+            .unwrap();
+        assert_eq!(recovered.runs, 1);
+        let cut: SessionId = "ses_1123456789abABCDEFGHIJKLMN".parse().unwrap();
+        let msgs = store.read_blocking(|c| messages(c, &cut)).unwrap();
+        assert_eq!(msgs[0].parts, vec![Part::Interrupted]);
+        let orphans = store
+            .write_blocking(|c| take_orphaned_process_groups(c, |_| false))
+            .unwrap();
+        assert_eq!(orphans, vec![(77, 5)]);
+    }
+
+    /// Agent turns are stored as deltas and read back folded, before any plain part.
+    #[test]
+    fn agent_deltas_fold_on_read() {
+        let tmp = tempfile::tempdir().unwrap();
+        let store = Store::open(tmp.path()).unwrap();
+        let id: SessionId = "ses_0123456789abABCDEFGHIJKLMN".parse().unwrap();
+        let deltas = [
+            turn::TurnDelta::TextAppended { text: "a".into() },
+            turn::TurnDelta::TextAppended { text: "b".into() },
+            turn::TurnDelta::ThoughtAppended { text: "t".into() },
+        ];
+        store
+            .write_blocking(|c| {
+                let p = project_id(c, "/p")?;
+                insert_session(
+                    c,
+                    p,
+                    &Session {
+                        id: id.clone(),
+                        title: String::new(),
+                        created: 1,
+                        updated: 1,
+                        status: SessionStatus::Idle,
+                        agent: "mock".into(),
+                        agent_state: None,
+                    },
+                )?;
+                insert_message(
+                    c,
+                    &Message {
+                        id: "msg_a".into(),
+                        session_id: id.clone(),
+                        role: ax_protocol::Role::Assistant,
+                        created: 1,
+                        parts: Vec::new(),
+                    },
+                )?;
+                append_deltas(
+                    c,
+                    "msg_a",
+                    deltas.iter().enumerate().map(|(i, d)| (i as u64 + 1, d)),
+                )?;
+                append_part(c, "msg_a", 0, &Part::Interrupted)
+            })
+            .unwrap();
+        let msgs = store.read_blocking(|c| messages(c, &id)).unwrap();
+        assert_eq!(
+            msgs[0].parts,
+            vec![
+                Part::Text { text: "ab".into() },
+                Part::Turn(turn::TurnPart::Thought { text: "t".into() }),
+                Part::Interrupted
+            ]
+        );
+        let s = store
+            .read_blocking(|c| get_session(c, 1, id.as_str()))
+            .unwrap()
+            .unwrap();
+        assert_eq!(s.agent, "mock");
+    }
+
     fn v2_database_with(sql: &str) -> (tempfile::TempDir, Store) {
         let tmp = tempfile::tempdir().unwrap();
         {

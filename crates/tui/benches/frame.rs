@@ -51,6 +51,8 @@ fn app_with(lines: usize) -> App {
         created: 1,
         updated: 1,
         status: SessionStatus::Busy,
+        agent: "shell".into(),
+        agent_state: None,
     };
     app.on_synced(g, Ok((vec![session], vec![])));
     app.navigate_by_agent(sid());

@@ -41,7 +41,7 @@ impl Progress {
         now: Instant,
     ) -> Change {
         match new {
-            SessionStatus::Idle => match self.running.remove(id) {
+            SessionStatus::Idle | SessionStatus::NeedsAuth => match self.running.remove(id) {
                 Some(since) => {
                     let took = now.saturating_duration_since(since);
                     self.last_turn.insert(id.clone(), took);

@@ -173,6 +173,7 @@ fn home(frame: &mut Frame, app: &App, r: Rect) {
                 SessionStatus::Busy => ("● busy   ", Style::new().fg(Color::Yellow)),
                 SessionStatus::Pending => ("? waiting", Style::new().fg(Color::Magenta).bold()),
                 SessionStatus::Idle => ("         ", Style::new()),
+                SessionStatus::NeedsAuth => ("! auth   ", Style::new().fg(Color::Red)),
             };
             let title = if s.title.is_empty() {
                 "(untitled)"

@@ -250,7 +250,10 @@ impl App {
                 self.permissions.retain(|p| p.id != permission_id);
                 self.replying.remove(&permission_id);
             }
-            Event::Reset | Event::MessageCreated { .. } | Event::MessagePart { .. } => {}
+            Event::Reset
+            | Event::MessageCreated { .. }
+            | Event::MessagePart { .. }
+            | Event::MessageDelta { .. } => {}
         }
         self.keep_selection_visible();
     }

@@ -202,6 +202,8 @@ impl Transcript {
                     Part::Interrupted => {
                         self.push(LineStyle::Marker, "[interrupted by a backend restart]")
                     }
+                    // Agent turns are rendered by the agents UI work; a marker until then.
+                    Part::Turn(_) => self.push(LineStyle::Marker, "[agent part]"),
                     Part::Output { .. } => unreachable!("handled above"),
                 }
             }

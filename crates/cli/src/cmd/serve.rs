@@ -104,6 +104,8 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     config.bind = SocketAddr::new(ip, args.port);
     config.token = Some(token);
     config.allow_remote = args.allow_remote;
+    // The agents sessions can use; a bad config file is a clear error naming file and line.
+    config.agents = ax_acp::AgentsConfig::load_default().map_err(|e| anyhow::anyhow!("{e}"))?;
     config.allowed_hosts = args.allow_host;
     if args.allow_remote {
         eprintln!("{REMOTE_WARNING}");

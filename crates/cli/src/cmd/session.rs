@@ -31,6 +31,10 @@ pub enum SessionCommand {
         /// Title of the session (default: taken from its first prompt).
         #[arg(long)]
         title: Option<String>,
+        /// The session's agent (see `ax-code agents`); fixed for the session's life. The
+        /// config file's `default_agent`, else `shell`, when absent.
+        #[arg(long)]
+        agent: Option<String>,
         /// Backend URL (default: the registered backend of this project).
         #[arg(long)]
         url: Option<String>,
@@ -63,7 +67,7 @@ pub fn run(command: SessionCommand) -> anyhow::Result<()> {
     runtime.block_on(async move {
         match command {
             SessionCommand::List { url, json } => list(url, json).await,
-            SessionCommand::Create { title, url } => create(title, url).await,
+            SessionCommand::Create { title, agent, url } => create(title, agent, url).await,
             SessionCommand::Rename { id, title, url } => {
                 let id = parse_id(&id)?;
                 let session = client(url).await?.rename_session(&id, &title).await?;
@@ -173,8 +177,15 @@ async fn list(url: Option<String>, json: bool) -> anyhow::Result<()> {
     Ok(())
 }
 
-async fn create(title: Option<String>, url: Option<String>) -> anyhow::Result<()> {
-    let session = client(url).await?.create_session(title.as_deref()).await?;
+async fn create(
+    title: Option<String>,
+    agent: Option<String>,
+    url: Option<String>,
+) -> anyhow::Result<()> {
+    let session = client(url)
+        .await?
+        .create_session_with(title.as_deref(), agent.as_deref())
+        .await?;
     println!("{}", session.id);
     Ok(())
 }

@@ -129,7 +129,8 @@ pub fn run_embedded(args: TuiArgs) -> anyhow::Result<()> {
             .await;
         }
         // Port 0 and no token: a free loopback port and a fresh random credential.
-        let config = ServerConfig::new(project.clone(), data_dir);
+        let mut config = ServerConfig::new(project.clone(), data_dir);
+        config.agents = ax_acp::AgentsConfig::load_default().map_err(|e| anyhow::anyhow!("{e}"))?;
         let server = ax_server::start(config)
             .await
             .with_context(|| format!("cannot start the backend for {}", project.display()))?;

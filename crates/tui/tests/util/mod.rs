@@ -24,6 +24,8 @@ pub fn session(n: u32, title: &str, status: SessionStatus) -> Session {
         created: 1_764_450_000_000 + i64::from(n) * 60_000,
         updated: 1_764_450_000_000 + i64::from(n) * 60_000,
         status,
+        agent: "shell".into(),
+        agent_state: None,
     }
 }
 
@@ -35,6 +37,9 @@ pub fn permission(id: &str, n: u32, command: &str) -> Permission {
         attachments: Vec::new(),
         state: PermissionState::Pending,
         created: 1,
+        tool_call: None,
+        options: Vec::new(),
+        option_id: None,
     }
 }
 

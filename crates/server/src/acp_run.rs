@@ -1,0 +1,798 @@
+//! Sessions whose agent is an ACP agent (see docs/agents.md): one agent process per session
+//! that has work (started at its first prompt, through `ax_acp`), one turn at a time.
+//!
+//! A turn's task owns the session's run slot (busy while `session/prompt` is outstanding, so
+//! a second prompt is 409) and the agent's event stream. Deltas are taken in bursts: each
+//! burst is stored in one transaction (append-only rows, folded with `turn::apply` on read,
+//! so a reload equals what streamed) and then published as `message.delta` events, one per
+//! delta. Permission requests get backend ids (`per_…`), a stored `Permission` row and the
+//! usual `permission.asked`/`permission.replied` events; the person answers by option kind.
+
+use std::{collections::HashMap, sync::Arc, time::Duration};
+
+use ax_acp::{AcpEvent, AgentHandle, AgentKind, AgentSpec, SessionError, StartOptions, schema};
+use ax_protocol::{
+    AgentMode, AgentModes, AgentState, Event, Message, Permission, PermissionReply,
+    PermissionState, Prompt, PromptAccepted, Role, Session, SessionId, SessionStatus,
+    turn::{Notice, NoticeKind, PermissionKind, PermissionOutcome, TurnDelta, TurnEnd},
+};
+use tokio::sync::{mpsc, oneshot};
+
+use crate::{
+    error::Failure,
+    ids, runner,
+    state::{Control, Phase, RunHandle, Shared},
+    store,
+};
+
+/// Deltas taken from the agent's stream before they are stored and published together.
+const BURST: usize = 4096;
+
+/// Largest text delta made by merging queued chunks.
+const MERGE_BYTES: usize = 64 * 1024;
+
+/// Longest stderr tail shown in a notice when the agent fails.
+const NOTICE_TAIL_BYTES: usize = 4096;
+
+/// A running agent process of one session.
+pub struct AgentSlot {
+    pub handle: AgentHandle,
+    events: tokio::sync::Mutex<mpsc::UnboundedReceiver<AcpEvent>>,
+}
+
+/// The spec of the session's agent, or why it cannot run.
+fn spec_of(app: &Shared, agent: &str) -> Result<AgentSpec, Failure> {
+    match app.agents.get(agent).map(|e| &e.kind) {
+        Some(AgentKind::Acp(spec)) => Ok(spec.clone()),
+        Some(AgentKind::Shell) => Err(Failure::internal("the shell agent is not an ACP agent")),
+        None => Err(Failure::conflict(format!(
+            "this session's agent `{agent}` is not configured any more; add it back to the \
+             config file or create a session with another agent"
+        ))),
+    }
+}
+
+/// Stores the prompt and the (empty) reply, takes the run slot and starts the turn.
+pub async fn start(
+    app: &Shared,
+    id: SessionId,
+    session: Session,
+    prompt: Prompt,
+) -> Result<PromptAccepted, Failure> {
+    let spec = spec_of(app, &session.agent)?;
+    let checked = runner::check_prompt(app, prompt)?;
+    let mut blocks = vec![schema::ContentBlock::Text(schema::TextContent::new(
+        checked.text.clone(),
+    ))];
+    for a in &checked.attachments {
+        blocks.push(schema::ContentBlock::ResourceLink(
+            schema::ResourceLink::new(a.shown.clone(), format!("file://{}", a.resolved.display())),
+        ));
+    }
+    // Minted before the run slot is taken, so a failure leaves nothing to undo.
+    let (user_id, reply_id) = (ids::message_id()?, ids::message_id()?);
+    let (control, inbox) = mpsc::unbounded_channel();
+    {
+        let mut runs = app.runs();
+        if runs.contains_key(&id) {
+            return Err(Failure::conflict(format!(
+                "session {id} is busy with its agent's turn; wait or abort first"
+            )));
+        }
+        runs.insert(
+            id.clone(),
+            RunHandle {
+                phase: Phase::Agent,
+                control,
+            },
+        );
+    }
+    let now = ids::now_ms();
+    let user = Message {
+        id: user_id,
+        session_id: id.clone(),
+        role: Role::User,
+        created: now,
+        parts: checked.parts,
+    };
+    let reply = Message {
+        id: reply_id,
+        session_id: id.clone(),
+        role: Role::Assistant,
+        created: now,
+        parts: Vec::new(),
+    };
+    let project = app.project_id;
+    let stored = {
+        let (user, reply) = (user.clone(), reply.clone());
+        let sid = id.to_string();
+        app.store
+            .write(move |c| {
+                let tx = c.transaction()?;
+                store::insert_message(&tx, &user)?;
+                store::insert_message(&tx, &reply)?;
+                store::begin_run(
+                    &tx,
+                    &sid,
+                    &reply.id,
+                    now,
+                    ax_agents::process::this_process(),
+                )?;
+                let session = store::set_status(&tx, project, &sid, SessionStatus::Busy, now)?;
+                tx.commit()?;
+                Ok(session)
+            })
+            .await
+    };
+    let session = match stored {
+        Ok(Some(s)) => s,
+        Ok(None) => {
+            app.runs().remove(&id);
+            return Err(Failure::session_not_found(id.as_str()));
+        }
+        Err(e) => {
+            app.runs().remove(&id);
+            return Err(e.into());
+        }
+    };
+    app.bus.publish(Event::MessageCreated {
+        message: user.clone(),
+    });
+    app.bus.publish(Event::MessageCreated {
+        message: reply.clone(),
+    });
+    app.bus.publish(Event::SessionUpdated { session });
+    app.bus.publish(Event::SessionStatus {
+        session_id: id.clone(),
+        status: SessionStatus::Busy,
+    });
+    let turn = Turn {
+        app: app.clone(),
+        session: id,
+        reply_id: reply.id.clone(),
+        seq: 0,
+        status: SessionStatus::Busy,
+        perms: HashMap::new(),
+        acp_ids: HashMap::new(),
+        interrupted: false,
+    };
+    app.tasks.spawn(turn.drive(spec, blocks, inbox));
+    Ok(PromptAccepted {
+        message: user,
+        reply_id: reply.id,
+        permission: None,
+    })
+}
+
+/// One item of a stored-then-published burst.
+enum Item {
+    Delta(u64, TurnDelta),
+    Asked(Permission),
+    Answered(Permission),
+}
+
+struct Turn {
+    app: Shared,
+    session: SessionId,
+    reply_id: String,
+    /// Deltas of the reply message so far.
+    seq: u64,
+    status: SessionStatus,
+    /// The turn's permissions by backend id.
+    perms: HashMap<String, Permission>,
+    /// The agent's permission ids by backend id.
+    acp_ids: HashMap<String, String>,
+    interrupted: bool,
+}
+
+impl Turn {
+    fn delta(&mut self, batch: &mut Vec<Item>, delta: TurnDelta) {
+        // Chunks that queued up together go out as one delta (folding `a` then `b` is
+        // folding `a + b`): a burst costs a few events and rows, not one per chunk, and a
+        // slow event consumer is not flooded.
+        if let Some(Item::Delta(_, last)) = batch.last_mut() {
+            match (last, &delta) {
+                (TurnDelta::TextAppended { text: a }, TurnDelta::TextAppended { text: b })
+                | (
+                    TurnDelta::ThoughtAppended { text: a },
+                    TurnDelta::ThoughtAppended { text: b },
+                ) if a.len() + b.len() <= MERGE_BYTES => {
+                    a.push_str(b);
+                    return;
+                }
+                _ => {}
+            }
+        }
+        self.seq += 1;
+        batch.push(Item::Delta(self.seq, delta));
+    }
+
+    fn notice(&mut self, batch: &mut Vec<Item>, kind: NoticeKind, message: String) {
+        self.delta(
+            batch,
+            TurnDelta::Notice {
+                notice: Notice { kind, message },
+            },
+        );
+    }
+
+    /// Takes one agent event into `batch`; returns the turn's end when it ended.
+    fn take(&mut self, event: AcpEvent, batch: &mut Vec<Item>) -> Option<TurnEnd> {
+        match event {
+            AcpEvent::Delta(d) | AcpEvent::Idle(d) => {
+                match self.rename(d, batch) {
+                    Ok(d) => self.delta(batch, d),
+                    // No randomness for a permission id: the request is not shown (so it
+                    // cannot be answered by a guessed id); the person sees why and can abort,
+                    // which answers it cancelled.
+                    Err(e) => self.notice(
+                        batch,
+                        NoticeKind::Error,
+                        format!("an approval request of the agent could not be shown: {e}"),
+                    ),
+                }
+                None
+            }
+            // Replayed history is already stored: shown once, from our store.
+            AcpEvent::Replay(_) => None,
+            AcpEvent::TurnEnded { end, .. } => Some(end),
+            AcpEvent::Exited { .. } => None,
+        }
+    }
+
+    /// Gives the agent's permission ids backend ids (unique across sessions and restarts)
+    /// and keeps the permission rows in step.
+    fn rename(&mut self, delta: TurnDelta, batch: &mut Vec<Item>) -> Result<TurnDelta, Failure> {
+        Ok(match delta {
+            TurnDelta::PermissionAsked { mut permission } => {
+                let id = ids::permission_id()?;
+                self.acp_ids
+                    .insert(id.clone(), std::mem::take(&mut permission.permission_id));
+                permission.permission_id = id.clone();
+                let record = Permission {
+                    id: id.clone(),
+                    session_id: self.session.clone(),
+                    command: permission.tool_call.title.clone(),
+                    attachments: Vec::new(),
+                    state: PermissionState::Pending,
+                    created: ids::now_ms(),
+                    tool_call: Some(permission.tool_call.clone()),
+                    options: permission.options.clone(),
+                    option_id: None,
+                };
+                self.perms.insert(id, record.clone());
+                batch.push(Item::Asked(record));
+                TurnDelta::PermissionAsked { permission }
+            }
+            TurnDelta::PermissionAnswered {
+                permission_id,
+                outcome,
+            } => {
+                let id = self
+                    .acp_ids
+                    .iter()
+                    .find(|(_, acp)| **acp == permission_id)
+                    .map(|(id, _)| id.clone())
+                    .unwrap_or(permission_id);
+                self.acp_ids.remove(&id);
+                if let Some(p) = self.perms.get_mut(&id) {
+                    let (state, option) = settle(&outcome);
+                    p.state = state;
+                    p.option_id = option;
+                    batch.push(Item::Answered(p.clone()));
+                }
+                TurnDelta::PermissionAnswered {
+                    permission_id: id,
+                    outcome,
+                }
+            }
+            other => other,
+        })
+    }
+
+    /// Stores `batch` in one transaction, then publishes it.
+    async fn flush(&mut self, batch: Vec<Item>) {
+        if batch.is_empty() {
+            return;
+        }
+        let pending = self
+            .perms
+            .values()
+            .any(|p| p.state == PermissionState::Pending);
+        let status = if pending {
+            SessionStatus::Pending
+        } else {
+            SessionStatus::Busy
+        };
+        let new_status = (status != self.status).then_some(status);
+        self.status = status;
+        let mid = self.reply_id.clone();
+        let sid = self.session.to_string();
+        let project = self.app.project_id;
+        let stored = self
+            .app
+            .store
+            .write(move |c| {
+                let tx = c.transaction()?;
+                store::append_deltas(
+                    &tx,
+                    &mid,
+                    batch.iter().filter_map(|i| match i {
+                        Item::Delta(seq, d) => Some((*seq, d)),
+                        _ => None,
+                    }),
+                )?;
+                for item in &batch {
+                    match item {
+                        Item::Asked(p) => store::insert_permission(&tx, p)?,
+                        Item::Answered(p) => store::answer_permission(&tx, p)?,
+                        Item::Delta(..) => {}
+                    }
+                }
+                let session = match new_status {
+                    Some(s) => store::set_status(&tx, project, &sid, s, ids::now_ms())?,
+                    None => None,
+                };
+                tx.commit()?;
+                Ok((batch, session))
+            })
+            .await;
+        let (batch, session) = match stored {
+            Ok(x) => x,
+            Err(e) => {
+                tracing::error!(error = %e, "storing an agent's turn failed");
+                return;
+            }
+        };
+        for item in batch {
+            self.app.bus.publish(match item {
+                Item::Delta(seq, delta) => Event::MessageDelta {
+                    session_id: self.session.clone(),
+                    message_id: self.reply_id.clone(),
+                    seq,
+                    delta,
+                },
+                Item::Asked(permission) => Event::PermissionAsked { permission },
+                Item::Answered(p) => Event::PermissionReplied {
+                    session_id: self.session.clone(),
+                    permission_id: p.id,
+                    state: p.state,
+                },
+            });
+        }
+        if let Some(session) = session {
+            self.app.bus.publish(Event::SessionUpdated { session });
+            self.app.bus.publish(Event::SessionStatus {
+                session_id: self.session.clone(),
+                status,
+            });
+        }
+    }
+
+    /// The person's answer, by option kind.
+    fn answer(
+        &mut self,
+        slot: &AgentSlot,
+        permission_id: &str,
+        reply: PermissionReply,
+    ) -> Result<Permission, Failure> {
+        let Some(record) = self.perms.get(permission_id) else {
+            return Err(Failure::not_found(format!(
+                "no permission {permission_id} in session {}",
+                self.session
+            )));
+        };
+        let Some(acp_id) = self.acp_ids.get(permission_id) else {
+            return Err(Failure::conflict(format!(
+                "permission {permission_id} is no longer pending (it is {})",
+                record.state
+            )));
+        };
+        match slot.handle.answer_permission(acp_id, reply.kind()) {
+            Ok(choice) => {
+                let mut answered = record.clone();
+                let (state, option) = settle(&PermissionOutcome::Selected {
+                    option_id: choice.option_id,
+                    kind: choice.kind,
+                });
+                answered.state = state;
+                answered.option_id = option;
+                Ok(answered)
+            }
+            Err(ax_acp::AnswerError::Unknown(_)) => Err(Failure::conflict(format!(
+                "permission {permission_id} is no longer pending"
+            ))),
+            Err(e) => Err(Failure::bad_request(e.to_string())),
+        }
+    }
+
+    /// Starts the agent (or reuses the running one) and opens its session.
+    async fn agent(&mut self, spec: &AgentSpec) -> Result<Arc<AgentSlot>, TurnEnd> {
+        let running = self.app.agent_slots().get(&self.session).cloned();
+        if let Some(slot) = running {
+            if slot.handle.is_alive() {
+                return Ok(slot);
+            }
+            self.app.agent_slots().remove(&self.session);
+        }
+        let mut options = StartOptions::new(&self.app.project_dir);
+        options.watchdog = self.app.limits.agent_watchdog;
+        let (mut handle, events) = match AgentHandle::start(spec, options).await {
+            Ok(x) => x,
+            Err(e) => {
+                let tail = match &e {
+                    ax_acp::StartError::ProtocolVersion { stderr_tail, .. }
+                    | ax_acp::StartError::Handshake { stderr_tail, .. } => stderr_tail.clone(),
+                    _ => String::new(),
+                };
+                return Err(TurnEnd::Failed {
+                    message: e.to_string(),
+                    stderr_tail: tail,
+                });
+            }
+        };
+        let sid = self.session.to_string();
+        let reopen = {
+            let sid = sid.clone();
+            self.app
+                .store
+                .read(move |c| store::agent_session(c, &sid))
+                .await
+                .unwrap_or_else(|e| {
+                    tracing::error!(error = %e, "reading the agent's session id failed");
+                    None
+                })
+        };
+        let opened = handle.open_session(Vec::new(), reopen.as_deref()).await;
+        let info = match opened {
+            Ok(info) => info,
+            Err(e) => {
+                let end = match e {
+                    SessionError::NeedsAuth { auth_methods } => TurnEnd::NeedsAuth { auth_methods },
+                    other => TurnEnd::Failed {
+                        message: other.to_string(),
+                        stderr_tail: handle.stderr_tail(),
+                    },
+                };
+                self.app.tasks.spawn(async move { handle.stop().await });
+                return Err(end);
+            }
+        };
+        let state = AgentState {
+            modes: info.modes.as_ref().map(|m| AgentModes {
+                current: m.current.clone(),
+                available: m
+                    .available
+                    .iter()
+                    .map(|a| AgentMode {
+                        id: a.id.clone(),
+                        name: a.name.clone(),
+                        description: a.description.clone(),
+                    })
+                    .collect(),
+            }),
+            auth_methods: Vec::new(),
+        };
+        let pgid = handle.process_group();
+        let start = ax_agents::process::process_start_time(pgid);
+        let agent_session = info.session_id.clone();
+        if let Err(e) = self
+            .app
+            .store
+            .write(move |c| {
+                store::set_agent_session(c, &sid, &agent_session)?;
+                store::set_agent_state(c, &sid, &state)?;
+                store::set_run_process(c, &sid, pgid, start)
+            })
+            .await
+        {
+            tracing::error!(error = %e, "storing the agent's session failed");
+        }
+        let slot = Arc::new(AgentSlot {
+            handle,
+            events: tokio::sync::Mutex::new(events),
+        });
+        self.app
+            .agent_slots()
+            .insert(self.session.clone(), slot.clone());
+        Ok(slot)
+    }
+
+    async fn drive(
+        mut self,
+        spec: AgentSpec,
+        blocks: Vec<schema::ContentBlock>,
+        mut inbox: mpsc::UnboundedReceiver<Control>,
+    ) {
+        let mut batch = Vec::new();
+        let mut acks = Vec::new();
+        let slot = match self.agent(&spec).await {
+            Ok(slot) => slot,
+            Err(end) => return self.finish(end, false, batch, acks, &mut inbox, None).await,
+        };
+        if let Err(e) = slot.handle.prompt(blocks) {
+            let end = TurnEnd::Failed {
+                message: e.to_string(),
+                stderr_tail: slot.handle.stderr_tail(),
+            };
+            return self
+                .finish(end, false, batch, acks, &mut inbox, Some(&slot))
+                .await;
+        }
+        let shutdown = self.app.shutdown.clone();
+        let mut events = slot.events.lock().await;
+        let (end, from_runtime) = loop {
+            tokio::select! {
+                event = events.recv() => {
+                    let Some(event) = event else {
+                        break (TurnEnd::Failed {
+                            message: "the agent's connection ended".into(),
+                            stderr_tail: slot.handle.stderr_tail(),
+                        }, false);
+                    };
+                    let mut end = self.take(event, &mut batch);
+                    while end.is_none() && batch.len() < BURST {
+                        match events.try_recv() {
+                            Ok(event) => end = self.take(event, &mut batch),
+                            Err(_) => break,
+                        }
+                    }
+                    self.flush(std::mem::take(&mut batch)).await;
+                    if let Some(end) = end {
+                        break (end, true);
+                    }
+                }
+                control = inbox.recv() => match control {
+                    Some(Control::Abort { ack }) => {
+                        slot.handle.cancel();
+                        acks.push(ack);
+                    }
+                    Some(Control::AgentReply { permission_id, reply, ack }) => {
+                        let _ = ack.send(self.answer(&slot, &permission_id, reply));
+                    }
+                    Some(Control::Reply { ack, .. }) => {
+                        let _ = ack.send(Err(Failure::conflict("this is an agent's turn")));
+                    }
+                    None => {}
+                },
+                () = shutdown.cancelled(), if !self.interrupted => {
+                    self.interrupted = true;
+                    let slot = slot.clone();
+                    self.app.tasks.spawn(async move { slot.handle.stop().await });
+                }
+            }
+        };
+        drop(events);
+        self.finish(end, from_runtime, batch, acks, &mut inbox, Some(&slot))
+            .await;
+    }
+
+    /// Ends the turn: notices for a failure, the status (idle or needs_auth), the run slot
+    /// freed, aborts answered.
+    /// `from_runtime`: the end came from the agent runtime, which already put its notice in
+    /// the turn.
+    async fn finish(
+        mut self,
+        end: TurnEnd,
+        from_runtime: bool,
+        mut batch: Vec<Item>,
+        mut acks: Vec<oneshot::Sender<()>>,
+        inbox: &mut mpsc::UnboundedReceiver<Control>,
+        slot: Option<&Arc<AgentSlot>>,
+    ) {
+        let mut auth = None;
+        match end {
+            TurnEnd::Failed {
+                message,
+                stderr_tail,
+            } => {
+                if !from_runtime {
+                    self.notice(&mut batch, NoticeKind::Error, message);
+                }
+                let tail = tail_of(&stderr_tail);
+                if !tail.is_empty() {
+                    self.notice(
+                        &mut batch,
+                        NoticeKind::Error,
+                        format!("the agent's error output ends with:\n{tail}"),
+                    );
+                }
+            }
+            TurnEnd::NeedsAuth { auth_methods } => {
+                if !from_runtime {
+                    self.notice(
+                        &mut batch,
+                        NoticeKind::Auth,
+                        format!(
+                            "the agent needs authentication: {}",
+                            auth_methods
+                                .iter()
+                                .map(|m| m.name.clone())
+                                .collect::<Vec<_>>()
+                                .join(", ")
+                        ),
+                    );
+                }
+                auth = Some(auth_methods);
+            }
+            TurnEnd::Cancelled | TurnEnd::Completed { .. } => {}
+        }
+        if self.interrupted {
+            self.notice(
+                &mut batch,
+                NoticeKind::Info,
+                "the backend stopped; the turn was cut short".into(),
+            );
+        }
+        // Nothing stays pending once the turn is over.
+        for p in self.perms.values_mut() {
+            if p.state == PermissionState::Pending {
+                p.state = PermissionState::Cancelled;
+                batch.push(Item::Answered(p.clone()));
+            }
+        }
+        self.flush(batch).await;
+        if let Some(slot) = slot
+            && !slot.handle.is_alive()
+        {
+            let mut slots = self.app.agent_slots();
+            if slots
+                .get(&self.session)
+                .is_some_and(|s| Arc::ptr_eq(s, slot))
+            {
+                slots.remove(&self.session);
+            }
+        }
+        let sid = self.session.to_string();
+        let project = self.app.project_id;
+        let status = if auth.is_some() {
+            SessionStatus::NeedsAuth
+        } else {
+            SessionStatus::Idle
+        };
+        let stored = self
+            .app
+            .store
+            .write(move |c| {
+                let tx = c.transaction()?;
+                let current = store::get_session(&tx, project, &sid)?;
+                if let Some(current) = current {
+                    let mut state = current.agent_state.unwrap_or_default();
+                    let methods = auth.unwrap_or_default();
+                    if state.auth_methods != methods {
+                        state.auth_methods = methods;
+                        store::set_agent_state(&tx, &sid, &state)?;
+                    }
+                }
+                store::end_run(&tx, &sid)?;
+                let session = store::set_status(&tx, project, &sid, status, ids::now_ms())?;
+                tx.commit()?;
+                Ok(session)
+            })
+            .await;
+        self.app.runs().remove(&self.session);
+        match stored {
+            Ok(Some(session)) => {
+                self.app.bus.publish(Event::SessionUpdated { session });
+            }
+            Ok(None) => {}
+            Err(e) => tracing::error!(error = %e, "ending an agent's turn failed"),
+        }
+        self.app.bus.publish(Event::SessionStatus {
+            session_id: self.session.clone(),
+            status,
+        });
+        while let Ok(control) = inbox.try_recv() {
+            match control {
+                Control::Abort { ack } => acks.push(ack),
+                Control::Reply { ack, .. } | Control::AgentReply { ack, .. } => {
+                    let _ = ack.send(Err(Failure::conflict("the turn already ended")));
+                }
+            }
+        }
+        for ack in acks {
+            let _ = ack.send(());
+        }
+    }
+}
+
+/// A permission's state and sent option for an outcome.
+fn settle(outcome: &PermissionOutcome) -> (PermissionState, Option<String>) {
+    match outcome {
+        PermissionOutcome::Selected { option_id, kind } => (
+            match kind {
+                PermissionKind::AllowOnce | PermissionKind::AllowAlways => {
+                    PermissionState::Approved
+                }
+                PermissionKind::RejectOnce | PermissionKind::RejectAlways => {
+                    PermissionState::Rejected
+                }
+            },
+            Some(option_id.clone()),
+        ),
+        _ => (PermissionState::Cancelled, None),
+    }
+}
+
+/// The end of `tail`, at most [`NOTICE_TAIL_BYTES`], cut at a character boundary.
+fn tail_of(tail: &str) -> &str {
+    let tail = tail.trim_end();
+    let mut start = tail.len().saturating_sub(NOTICE_TAIL_BYTES);
+    while !tail.is_char_boundary(start) {
+        start += 1;
+    }
+    &tail[start..]
+}
+
+/// `POST /session/{id}/mode`: switches the running agent's mode.
+pub async fn set_mode(app: &Shared, id: &SessionId, mode_id: &str) -> Result<Session, Failure> {
+    let slot = app.agent_slots().get(id).cloned();
+    let Some(slot) = slot.filter(|s| s.handle.is_alive()) else {
+        return Err(Failure::conflict(
+            "the session's agent is not running; its modes can be switched once it runs \
+             (after a prompt)",
+        ));
+    };
+    let Some(modes) = slot.handle.modes() else {
+        return Err(Failure::bad_request("this agent offers no modes"));
+    };
+    if !modes.available.iter().any(|m| m.id == mode_id) {
+        return Err(Failure::bad_request(format!(
+            "unknown mode `{mode_id}`; the agent offers: {}",
+            modes
+                .available
+                .iter()
+                .map(|m| m.id.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
+        )));
+    }
+    slot.handle
+        .set_mode(mode_id)
+        .await
+        .map_err(|e| Failure::conflict(format!("the agent refused the mode: {e}")))?;
+    let project = app.project_id;
+    let sid = id.to_string();
+    let mode_id = mode_id.to_owned();
+    let session = app
+        .store
+        .write(move |c| {
+            let tx = c.transaction()?;
+            if let Some(s) = store::get_session(&tx, project, &sid)? {
+                let mut state = s.agent_state.unwrap_or_default();
+                if let Some(m) = state.modes.as_mut() {
+                    m.current = mode_id;
+                }
+                store::set_agent_state(&tx, &sid, &state)?;
+            }
+            let s = store::get_session(&tx, project, &sid)?;
+            tx.commit()?;
+            Ok(s)
+        })
+        .await?
+        .ok_or_else(|| Failure::session_not_found(id.as_str()))?;
+    app.bus.publish(Event::SessionUpdated {
+        session: session.clone(),
+    });
+    Ok(session)
+}
+
+/// Stops the session's agent process, if one runs (session deleted, backend stopping).
+pub async fn stop_agent(app: &Shared, id: &SessionId) {
+    let slot = app.agent_slots().remove(id);
+    if let Some(slot) = slot {
+        slot.handle.stop().await;
+    }
+}
+
+/// Stops every agent process (backend shutdown).
+pub async fn stop_all(app: &Shared) {
+    let slots: Vec<_> = app.agent_slots().drain().map(|(_, s)| s).collect();
+    let stops = slots.iter().map(|s| s.handle.stop());
+    futures_util::future::join_all(stops).await;
+}
+
+/// How long an abort of an agent's turn may take: the watchdog plus a margin.
+pub fn abort_wait(app: &Shared) -> Duration {
+    app.limits.agent_watchdog + Duration::from_secs(5)
+}

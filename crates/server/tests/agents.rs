@@ -1,0 +1,787 @@
+//! ACP agents in backend sessions, end to end: real HTTP, real SQLite files, the real mock
+//! agent as a subprocess.
+//!
+//! This test binary is also the mock ACP agent: started with `AX_TEST_BE_MOCK_AGENT=1` (set
+//! through the agent's configured `env`) it serves ACP instead of running the tests. Hence
+//! its own `main` (`harness = false`).
+
+use std::{path::Path, time::Duration};
+
+use ax_client::{Client, ClientError, EventStream};
+use ax_protocol::{
+    Event, Message, Part, PermissionReply, PermissionState, SessionId, SessionStatus,
+    turn::{self, NoticeKind, TurnPart},
+};
+use ax_server::{RunningServer, ServerConfig};
+
+const WAIT: Duration = Duration::from_secs(20);
+
+type TestFn = fn() -> std::pin::Pin<Box<dyn Future<Output = ()>>>;
+
+fn main() {
+    if std::env::var_os("AX_TEST_BE_MOCK_AGENT").is_some() {
+        ax_mock_agent::run();
+    }
+    // A credential in the backend's own environment must reach no agent and no terminal.
+    // SAFETY: set before any other thread of this process exists.
+    unsafe { std::env::set_var("AX_CODE_SERVER_PASSWORD", "secret-must-not-leak") };
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let only = std::env::args().nth(1).filter(|a| !a.starts_with('-'));
+    let tests: Vec<(&str, TestFn)> = vec![
+        ("every_part_kind_streams_and_reloads_equal", || {
+            Box::pin(every_part_kind_streams_and_reloads_equal())
+        }),
+        ("agent_is_fixed_at_creation_and_checked", || {
+            Box::pin(agent_is_fixed_at_creation_and_checked())
+        }),
+        ("permissions_are_answered_by_kind", || {
+            Box::pin(permissions_are_answered_by_kind())
+        }),
+        ("abort_while_pending_cancels_and_watchdog_kills", || {
+            Box::pin(abort_while_pending_cancels_and_watchdog_kills())
+        }),
+        ("crash_auth_and_version_are_clear_states", || {
+            Box::pin(crash_auth_and_version_are_clear_states())
+        }),
+        ("restart_reopens_without_showing_replay_twice", || {
+            Box::pin(restart_reopens_without_showing_replay_twice())
+        }),
+        ("fs_terminal_and_env_through_the_backend", || {
+            Box::pin(fs_terminal_and_env_through_the_backend())
+        }),
+        ("twenty_sessions_at_once_no_cross_talk", || {
+            Box::pin(twenty_sessions_at_once_no_cross_talk())
+        }),
+    ];
+    for (name, test) in tests {
+        if only.as_deref().is_some_and(|o| !name.contains(o)) {
+            continue;
+        }
+        println!("test {name} ...");
+        rt.block_on(test());
+        println!("test {name} ... ok");
+    }
+}
+
+struct Backend {
+    _project: tempfile::TempDir,
+    data: tempfile::TempDir,
+    project_dir: std::path::PathBuf,
+    server: Option<RunningServer>,
+    client: Client,
+    env: String,
+}
+
+/// A config naming the mock agent `mock` (this binary), with extra `env` entries.
+fn config(env: &str) -> ax_acp::AgentsConfig {
+    let exe = std::env::current_exe().unwrap();
+    let text = format!(
+        "[agents.mock]\ncommand = {:?}\nenv = {{ AX_TEST_BE_MOCK_AGENT = \"1\"{env} }}\n",
+        exe.to_string_lossy()
+    );
+    ax_acp::AgentsConfig::parse(Path::new("test-config.toml"), &text).unwrap()
+}
+
+async fn serve(project: &Path, data: &Path, env: &str) -> RunningServer {
+    let mut c = ServerConfig::new(project, data);
+    c.register = false;
+    c.agents = config(env);
+    c.limits.agent_watchdog = Duration::from_secs(2);
+    ax_server::start(c).await.expect("backend starts")
+}
+
+impl Backend {
+    async fn start(env: &str) -> Backend {
+        let project = tempfile::tempdir().unwrap();
+        let data = tempfile::tempdir().unwrap();
+        let server = serve(project.path(), data.path(), env).await;
+        let client = Client::new(server.url(), server.token()).unwrap();
+        Backend {
+            project_dir: project.path().to_owned(),
+            _project: project,
+            data,
+            server: Some(server),
+            client,
+            env: env.to_owned(),
+        }
+    }
+
+    /// Stops the backend and starts a new one on the same data.
+    async fn restart(&mut self) {
+        if let Some(s) = self.server.take() {
+            s.shutdown().await;
+        }
+        let server = serve(&self.project_dir, self.data.path(), &self.env).await;
+        self.client = Client::new(server.url(), server.token()).unwrap();
+        self.server = Some(server);
+    }
+
+    async fn events(&self) -> EventStream {
+        let events = self.client.events(None);
+        within(async {
+            while !events.is_connected() {
+                tokio::time::sleep(Duration::from_millis(10)).await;
+            }
+        })
+        .await;
+        events
+    }
+
+    async fn mock_session(&self) -> SessionId {
+        self.client
+            .create_session_with(Some("t"), Some("mock"))
+            .await
+            .unwrap()
+            .id
+    }
+}
+
+async fn within<T>(f: impl Future<Output = T>) -> T {
+    tokio::time::timeout(WAIT, f).await.expect("timed out")
+}
+
+/// What one turn streamed: its deltas folded, and how the session status ended.
+struct Streamed {
+    parts: Vec<TurnPart>,
+    asked: Vec<ax_protocol::Permission>,
+}
+
+/// Follows `reply`'s deltas until the session is idle (or needs auth) again; answers each
+/// permission with `answer(index)` when given.
+async fn follow(
+    b: &Backend,
+    events: &mut EventStream,
+    id: &SessionId,
+    reply: &str,
+    mut answer: impl FnMut(usize) -> Option<PermissionReply>,
+) -> Streamed {
+    let mut out = Streamed {
+        parts: Vec::new(),
+        asked: Vec::new(),
+    };
+    // A caller that already read the first deltas (waiting for a permission) follows on.
+    let mut next_seq = None;
+    // Status events of an earlier turn may still be queued: only those after this turn's
+    // message or deltas count.
+    let mut seen = false;
+    within(async {
+        loop {
+            let e = events.next().await.expect("open").expect("no error");
+            match e.event {
+                Event::MessageCreated { message } if message.id == reply => seen = true,
+                Event::MessageDelta {
+                    session_id,
+                    message_id,
+                    seq,
+                    delta,
+                } if session_id == *id => {
+                    assert_eq!(message_id, reply, "a delta of another message");
+                    seen = true;
+                    assert_eq!(
+                        seq,
+                        *next_seq.get_or_insert(seq),
+                        "deltas in order, none lost"
+                    );
+                    next_seq = Some(seq + 1);
+                    turn::apply(&mut out.parts, delta);
+                }
+                Event::MessageDelta { .. } => {}
+                Event::PermissionAsked { permission } if permission.session_id == *id => {
+                    let n = out.asked.len();
+                    out.asked.push(permission.clone());
+                    if let Some(reply) = answer(n) {
+                        let answered = b
+                            .client
+                            .reply_permission(id, &permission.id, reply)
+                            .await
+                            .unwrap();
+                        assert!(answered.option_id.is_some(), "the reply names the option");
+                    }
+                }
+                Event::SessionStatus { session_id, status }
+                    if seen
+                        && session_id == *id
+                        && matches!(status, SessionStatus::Idle | SessionStatus::NeedsAuth) =>
+                {
+                    return;
+                }
+                _ => {}
+            }
+        }
+    })
+    .await;
+    out
+}
+
+fn as_parts(parts: &[TurnPart]) -> Vec<Part> {
+    parts.iter().cloned().map(Part::from_turn).collect()
+}
+
+fn reply_of<'a>(messages: &'a [Message], id: &str) -> &'a Message {
+    messages.iter().find(|m| m.id == id).expect("reply stored")
+}
+
+fn text_of(parts: &[TurnPart]) -> String {
+    parts
+        .iter()
+        .filter_map(|p| match p {
+            TurnPart::Text { text } => Some(text.as_str()),
+            _ => None,
+        })
+        .collect()
+}
+
+async fn every_part_kind_streams_and_reloads_equal() {
+    let mut b = Backend::start("").await;
+    let id = b.mock_session().await;
+    let mut events = b.events().await;
+    let script = "thought let me see\ntext hello \nchunks 300\nplan a|b|c\ntool t1 ls -l\n\
+                  tool-done t1\ndiff src/a.rs old new\npermission p1 claude\nusage\n\
+                  stop max_tokens";
+    let accepted = b.client.prompt_text(&id, script).await.unwrap();
+    let live = follow(&b, &mut events, &id, &accepted.reply_id, |_| {
+        Some(PermissionReply::AllowOnce)
+    })
+    .await;
+    let kinds: Vec<&str> = live
+        .parts
+        .iter()
+        .map(|p| match p {
+            TurnPart::Text { .. } => "text",
+            TurnPart::Thought { .. } => "thought",
+            TurnPart::ToolCall(_) => "tool_call",
+            TurnPart::Plan { .. } => "plan",
+            TurnPart::Permission(_) => "permission",
+            TurnPart::Notice(_) => "notice",
+        })
+        .collect();
+    for kind in [
+        "text",
+        "thought",
+        "tool_call",
+        "plan",
+        "permission",
+        "notice",
+    ] {
+        assert!(kinds.contains(&kind), "{kind} streamed: {kinds:?}");
+    }
+    let text = text_of(&live.parts);
+    assert!(text.starts_with("helloc0 c1 "), "{text}");
+    assert!(text.contains("c299 "), "{text}");
+    assert!(text.contains("permission p1: allow"), "{text}");
+    assert!(
+        live.parts
+            .iter()
+            .any(|p| matches!(p, TurnPart::Notice(n) if n.kind == NoticeKind::Stop)),
+        "stop reason other than end_turn is a notice"
+    );
+    let stored = b.client.messages(&id).await.unwrap();
+    assert_eq!(
+        reply_of(&stored, &accepted.reply_id).parts,
+        as_parts(&live.parts)
+    );
+    let session = b.client.get_session(&id).await.unwrap();
+    assert_eq!(session.agent, "mock");
+    assert_eq!(session.status, SessionStatus::Idle);
+    b.restart().await;
+    let reloaded = b.client.messages(&id).await.unwrap();
+    assert_eq!(
+        reloaded, stored,
+        "a reload after a restart equals what streamed"
+    );
+}
+
+async fn agent_is_fixed_at_creation_and_checked() {
+    let b = Backend::start("").await;
+    let default = b.client.create_session(None).await.unwrap();
+    assert_eq!(default.agent, "shell");
+    match b.client.create_session_with(None, Some("nope")).await {
+        Err(ClientError::Api { status, error }) => {
+            assert_eq!(status, 400);
+            assert!(
+                error.message.contains("unknown agent `nope`"),
+                "{}",
+                error.message
+            );
+            assert!(error.message.contains("mock"), "{}", error.message);
+        }
+        other => panic!("unknown agent must be 400: {other:?}"),
+    }
+    // Unknown fields on the new bodies are refused.
+    let http = reqwest::Client::builder().no_proxy().build().unwrap();
+    let server = b.server.as_ref().unwrap();
+    for (path, body) in [
+        ("/session".to_string(), r#"{"agent":"mock","x":1}"#),
+        (
+            format!("/session/{}/mode", default.id),
+            r#"{"modeId":"a","x":1}"#,
+        ),
+    ] {
+        let r = http
+            .post(format!("{}{path}", server.url()))
+            .bearer_auth(server.token())
+            .header("content-type", "application/json")
+            .body(body)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status(), 400, "{path} {body}");
+    }
+    // The shell agent keeps working as one agent among others.
+    let mut events = b.events().await;
+    let accepted = b.client.prompt_text(&default.id, "echo hi").await.unwrap();
+    let p = accepted.permission.expect("shell asks");
+    b.client
+        .reply_permission(&default.id, &p.id, PermissionReply::AllowOnce)
+        .await
+        .unwrap();
+    within(async {
+        loop {
+            let e = events.next().await.unwrap().unwrap();
+            if let Event::SessionStatus { session_id, status } = e.event
+                && session_id == default.id
+                && status == SessionStatus::Idle
+            {
+                break;
+            }
+        }
+    })
+    .await;
+    let messages = b.client.messages(&default.id).await.unwrap();
+    assert!(
+        reply_of(&messages, &accepted.reply_id)
+            .parts
+            .contains(&Part::Exit {
+                code: Some(0),
+                signal: None
+            })
+    );
+    // Modes: switched on the running agent, strict.
+    let id = b.mock_session().await;
+    let accepted = b.client.prompt_text(&id, "mode").await.unwrap();
+    follow(&b, &mut events, &id, &accepted.reply_id, |_| None).await;
+    let session = b.client.get_session(&id).await.unwrap();
+    let modes = session.agent_state.unwrap().modes.expect("modes shown");
+    assert_eq!(modes.current, "default");
+    let switched = b.client.set_mode(&id, "acceptEdits").await.unwrap();
+    assert_eq!(
+        switched.agent_state.unwrap().modes.unwrap().current,
+        "acceptEdits"
+    );
+    assert!(b.client.set_mode(&id, "nope").await.is_err());
+    let accepted = b.client.prompt_text(&id, "mode").await.unwrap();
+    let live = follow(&b, &mut events, &id, &accepted.reply_id, |_| None).await;
+    assert!(text_of(&live.parts).contains("mode: acceptEdits"));
+}
+
+async fn permissions_are_answered_by_kind() {
+    let b = Backend::start("").await;
+    let mut events = b.events().await;
+    let id = b.mock_session().await;
+    // Several in one turn, each option set, a bare request (no prior tool_call).
+    let script = "permission a claude\npermission b gemini\npermission c full\n\
+                  permission-bare d gemini";
+    let answers = [
+        PermissionReply::AllowOnce,
+        PermissionReply::AllowAlways,
+        PermissionReply::RejectAlways,
+        PermissionReply::RejectOnce,
+    ];
+    let accepted = b.client.prompt_text(&id, script).await.unwrap();
+    let live = follow(&b, &mut events, &id, &accepted.reply_id, |i| {
+        Some(answers[i])
+    })
+    .await;
+    let text = text_of(&live.parts);
+    for want in [
+        "permission a: allow",
+        "permission b: proceed_always",
+        "permission d: cancel",
+    ] {
+        assert!(text.contains(want), "{want} in {text}");
+    }
+    assert_eq!(live.asked.len(), 4);
+    let bare = &live.asked[3];
+    assert!(
+        bare.tool_call.is_some(),
+        "a bare request shows its own toolCall"
+    );
+    // Each answered exactly once.
+    let again = b
+        .client
+        .reply_permission(&id, &live.asked[0].id, PermissionReply::AllowOnce)
+        .await;
+    assert!(
+        matches!(again, Err(ClientError::Api { status: 409, .. })),
+        "{again:?}"
+    );
+    assert!(b.client.permissions().await.unwrap().is_empty());
+    // An agent without reject_always: the narrower reject is sent (Codex's `abort`, which
+    // ends its whole turn `cancelled`).
+    let accepted = b
+        .client
+        .prompt_text(&id, "permission e codex")
+        .await
+        .unwrap();
+    let asked = next_asked(&mut events).await;
+    assert_eq!(asked.options.len(), 3, "the agent's options are shown");
+    let answered = b
+        .client
+        .reply_permission(&id, &asked.id, PermissionReply::RejectAlways)
+        .await
+        .unwrap();
+    assert_eq!(answered.option_id.as_deref(), Some("abort"));
+    assert_eq!(answered.state, PermissionState::Rejected);
+    follow(&b, &mut events, &id, &accepted.reply_id, |_| None).await;
+    // An agent that offers no reject at all: a clear 400, the request still pending.
+    let accepted = b
+        .client
+        .prompt_text(&id, "permission f allow-only")
+        .await
+        .unwrap();
+    let asked = next_asked(&mut events).await;
+    let refused = b
+        .client
+        .reply_permission(&id, &asked.id, PermissionReply::RejectOnce)
+        .await;
+    assert!(
+        matches!(refused, Err(ClientError::Api { status: 400, .. })),
+        "{refused:?}"
+    );
+    // The screen credential (what agent-facing surfaces hold) cannot answer it.
+    let server = b.server.as_ref().unwrap();
+    let http = reqwest::Client::builder().no_proxy().build().unwrap();
+    let r = http
+        .post(format!(
+            "{}/session/{id}/permission/{}",
+            server.url(),
+            asked.id
+        ))
+        .bearer_auth(server.screen_token())
+        .header("content-type", "application/json")
+        .body(r#"{"reply":"allow_once"}"#)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 401, "the screen credential cannot answer");
+    let pending = b.client.permissions().await.unwrap();
+    assert_eq!(pending.len(), 1);
+    // A second prompt while busy: 409.
+    let busy = b.client.prompt_text(&id, "text x").await;
+    assert!(
+        matches!(busy, Err(ClientError::Api { status: 409, .. })),
+        "{busy:?}"
+    );
+    let answered = b
+        .client
+        .reply_permission(&id, &asked.id, PermissionReply::Once)
+        .await
+        .unwrap();
+    assert_eq!(answered.option_id.as_deref(), Some("ok"));
+    let live = follow(&b, &mut events, &id, &accepted.reply_id, |_| None).await;
+    assert!(text_of(&live.parts).contains("permission f: ok"));
+}
+
+async fn next_asked(events: &mut EventStream) -> ax_protocol::Permission {
+    within(async {
+        loop {
+            let e = events.next().await.unwrap().unwrap();
+            if let Event::PermissionAsked { permission } = e.event {
+                break permission;
+            }
+        }
+    })
+    .await
+}
+
+async fn abort_while_pending_cancels_and_watchdog_kills() {
+    let b = Backend::start("").await;
+    let mut events = b.events().await;
+    let id = b.mock_session().await;
+    let accepted = b
+        .client
+        .prompt_text(&id, "tool t0 make\npermission p claude")
+        .await
+        .unwrap();
+    let pid = within(async {
+        loop {
+            let e = events.next().await.unwrap().unwrap();
+            if let Event::PermissionAsked { permission } = e.event {
+                break permission.id;
+            }
+        }
+    })
+    .await;
+    assert!(b.client.abort(&id).await.unwrap().aborted);
+    let messages = b.client.messages(&id).await.unwrap();
+    let parts = &reply_of(&messages, &accepted.reply_id).parts;
+    let permission = parts.iter().find_map(|p| match p {
+        Part::Turn(TurnPart::Permission(p)) => Some(p),
+        _ => None,
+    });
+    assert_eq!(
+        permission.unwrap().outcome,
+        turn::PermissionOutcome::Cancelled
+    );
+    assert!(parts.iter().any(|p| matches!(p,
+        Part::Turn(TurnPart::ToolCall(t)) if t.tool_call_id == "t0" && t.status == turn::ToolStatus::Cancelled)));
+    let after = b
+        .client
+        .reply_permission(&id, &pid, PermissionReply::AllowOnce)
+        .await;
+    assert!(
+        matches!(after, Err(ClientError::Api { status: 409, .. })),
+        "{after:?}"
+    );
+    // An agent that ignores the cancel is killed by the watchdog; the session stays usable.
+    let accepted = b
+        .client
+        .prompt_text(&id, "text waiting\nignore-cancel")
+        .await
+        .unwrap();
+    within(async {
+        loop {
+            let e = events.next().await.unwrap().unwrap();
+            if matches!(e.event, Event::MessageDelta { ref message_id, .. } if *message_id == accepted.reply_id) {
+                break;
+            }
+        }
+    })
+    .await;
+    let started = std::time::Instant::now();
+    assert!(b.client.abort(&id).await.unwrap().aborted);
+    assert!(
+        started.elapsed() >= Duration::from_secs(1),
+        "the watchdog waited"
+    );
+    let accepted = b.client.prompt_text(&id, "text again").await.unwrap();
+    let live = follow(&b, &mut events, &id, &accepted.reply_id, |_| None).await;
+    assert!(text_of(&live.parts).contains("again"));
+}
+
+async fn crash_auth_and_version_are_clear_states() {
+    let b = Backend::start("").await;
+    let mut events = b.events().await;
+    let id = b.mock_session().await;
+    let accepted = b
+        .client
+        .prompt_text(&id, "text before\ncrash")
+        .await
+        .unwrap();
+    let live = follow(&b, &mut events, &id, &accepted.reply_id, |_| None).await;
+    assert!(text_of(&live.parts).contains("before"), "nothing lost");
+    let notices: Vec<&str> = live
+        .parts
+        .iter()
+        .filter_map(|p| match p {
+            TurnPart::Notice(n) if n.kind == NoticeKind::Error => Some(n.message.as_str()),
+            _ => None,
+        })
+        .collect();
+    assert!(
+        notices.iter().any(|n| n.contains("exited mid-turn")),
+        "{notices:?}"
+    );
+    assert!(
+        notices.iter().any(|n| n.contains("error output ends with")),
+        "the stderr tail is shown: {notices:?}"
+    );
+    let accepted = b
+        .client
+        .prompt_text(&id, "garbage\ntext after")
+        .await
+        .unwrap();
+    let live = follow(&b, &mut events, &id, &accepted.reply_id, |_| None).await;
+    assert!(
+        text_of(&live.parts).contains("after"),
+        "usable after a crash and garbage"
+    );
+
+    // Authentication required: a visible state with the agent's methods.
+    let auth = Backend::start(", AX_MOCK_REQUIRE_AUTH = \"1\"").await;
+    let mut events = auth.events().await;
+    let id = auth.mock_session().await;
+    let accepted = auth.client.prompt_text(&id, "text x").await.unwrap();
+    let live = follow(&auth, &mut events, &id, &accepted.reply_id, |_| None).await;
+    assert!(
+        live.parts
+            .iter()
+            .any(|p| matches!(p, TurnPart::Notice(n) if n.kind == NoticeKind::Auth))
+    );
+    let session = auth.client.get_session(&id).await.unwrap();
+    assert_eq!(session.status, SessionStatus::NeedsAuth);
+    assert!(!session.agent_state.unwrap().auth_methods.is_empty());
+
+    // Another protocol version: refused with a clear message, the session usable.
+    let old = Backend::start(", AX_MOCK_PROTOCOL_VERSION = \"2\"").await;
+    let mut events = old.events().await;
+    let id = old.mock_session().await;
+    let accepted = old.client.prompt_text(&id, "text x").await.unwrap();
+    let live = follow(&old, &mut events, &id, &accepted.reply_id, |_| None).await;
+    assert!(
+        live.parts
+            .iter()
+            .any(|p| matches!(p, TurnPart::Notice(n) if n.message.contains("protocol version"))),
+        "{:?}",
+        live.parts
+    );
+    assert_eq!(
+        old.client.get_session(&id).await.unwrap().status,
+        SessionStatus::Idle
+    );
+}
+
+async fn restart_reopens_without_showing_replay_twice() {
+    let state = tempfile::tempdir().unwrap();
+    let env = format!(
+        ", AX_MOCK_STATE_DIR = {:?}, AX_MOCK_LOAD = \"1\"",
+        state.path().to_string_lossy()
+    );
+    let mut b = Backend::start(&env).await;
+    let id = b.mock_session().await;
+    let mut events = b.events().await;
+    let first = b
+        .client
+        .prompt_text(&id, "text first answer")
+        .await
+        .unwrap();
+    follow(&b, &mut events, &id, &first.reply_id, |_| None).await;
+    let before = b.client.messages(&id).await.unwrap();
+    b.restart().await;
+    let mut events = b.events().await;
+    let second = b
+        .client
+        .prompt_text(&id, "text second answer")
+        .await
+        .unwrap();
+    let live = follow(&b, &mut events, &id, &second.reply_id, |_| None).await;
+    assert!(
+        !text_of(&live.parts).contains("first"),
+        "replay not shown in the new turn"
+    );
+    let after = b.client.messages(&id).await.unwrap();
+    assert_eq!(after.len(), 4, "two turns, each once: {after:?}");
+    assert_eq!(after[..2], before[..]);
+
+    // Without loadSession: a new agent session and a notice.
+    let mut plain = Backend::start("").await;
+    let id = plain.mock_session().await;
+    let mut events = plain.events().await;
+    let first = plain.client.prompt_text(&id, "text one").await.unwrap();
+    follow(&plain, &mut events, &id, &first.reply_id, |_| None).await;
+    plain.restart().await;
+    let mut events = plain.events().await;
+    let second = plain.client.prompt_text(&id, "text two").await.unwrap();
+    let live = follow(&plain, &mut events, &id, &second.reply_id, |_| None).await;
+    assert!(
+        live.parts
+            .iter()
+            .any(|p| matches!(p, TurnPart::Notice(n) if n.message.contains("not restored"))),
+        "{:?}",
+        live.parts
+    );
+}
+
+async fn twenty_sessions_at_once_no_cross_talk() {
+    let b = Backend::start("").await;
+    let mut ids = Vec::new();
+    for _ in 0..20 {
+        ids.push(b.mock_session().await);
+    }
+    let mut events = b.events().await;
+    let mut replies = std::collections::HashMap::new();
+    for (i, id) in ids.iter().enumerate() {
+        let script = if i % 3 == 0 {
+            format!("text <s{i}>\npermission p{i} claude\nchunks 20")
+        } else {
+            format!("text <s{i}>\nchunks 50")
+        };
+        let accepted = b.client.prompt_text(id, &script).await.unwrap();
+        replies.insert(id.clone(), accepted.reply_id);
+    }
+    let mut parts: std::collections::HashMap<SessionId, Vec<TurnPart>> = Default::default();
+    let mut idle = std::collections::HashSet::new();
+    within(async {
+        while idle.len() < ids.len() {
+            let e = events.next().await.unwrap().unwrap();
+            match e.event {
+                Event::MessageDelta {
+                    session_id,
+                    message_id,
+                    delta,
+                    ..
+                } => {
+                    assert_eq!(replies[&session_id], message_id, "no cross-talk");
+                    turn::apply(parts.entry(session_id).or_default(), delta);
+                }
+                Event::PermissionAsked { permission } => {
+                    b.client
+                        .reply_permission(
+                            &permission.session_id,
+                            &permission.id,
+                            PermissionReply::AllowOnce,
+                        )
+                        .await
+                        .unwrap();
+                }
+                Event::SessionStatus {
+                    session_id,
+                    status: SessionStatus::Idle,
+                } => {
+                    idle.insert(session_id);
+                }
+                _ => {}
+            }
+        }
+    })
+    .await;
+    for (i, id) in ids.iter().enumerate() {
+        let text = text_of(&parts[id]);
+        assert!(text.starts_with(&format!("<s{i}>")), "{text}");
+        for (j, _) in ids.iter().enumerate() {
+            if j != i {
+                assert!(!text.contains(&format!("<s{j}>")), "session {i} saw s{j}");
+            }
+        }
+        let stored = b.client.messages(id).await.unwrap();
+        assert_eq!(reply_of(&stored, &replies[id]).parts, as_parts(&parts[id]));
+    }
+}
+
+async fn fs_terminal_and_env_through_the_backend() {
+    let b = Backend::start("").await;
+    std::fs::write(b.project_dir.join("in.txt"), "hello").unwrap();
+    let mut events = b.events().await;
+    let id = b.mock_session().await;
+    let script = "read in.txt\nwrite out/new.txt written\nread ../outside.txt\n\
+                  term 5 printf 0123456789\nterm 100000 env\nenv";
+    let accepted = b.client.prompt_text(&id, script).await.unwrap();
+    let live = follow(&b, &mut events, &id, &accepted.reply_id, |_| None).await;
+    let text = text_of(&live.parts);
+    assert!(text.contains("read: ok hello"), "{text}");
+    assert!(text.contains("write: ok"), "{text}");
+    assert_eq!(
+        std::fs::read_to_string(b.project_dir.join("out/new.txt")).unwrap(),
+        "written"
+    );
+    assert!(
+        text.contains("read: error -32602"),
+        "outside the project: {text}"
+    );
+    assert!(
+        text.contains("truncated=true output=56789"),
+        "the terminal keeps the end: {text}"
+    );
+    assert!(text.contains("PATH="), "the terminal ran env: {text}");
+    assert!(text.contains("env: "), "{text}");
+    assert!(!text.contains("AX_CODE_SERVER_PASSWORD"), "{text}");
+    assert!(!text.contains("secret-must-not-leak"), "{text}");
+    assert!(
+        live.parts.iter().any(|p| matches!(p, TurnPart::ToolCall(t)
+            if t.content.iter().any(|c| matches!(c, turn::ToolContent::Terminal { .. })))),
+        "a terminal tool call shows its terminal"
+    );
+}
