@@ -94,7 +94,8 @@ async fn first_pid(events: &mut process::OutputEvents) -> u32 {
 #[tokio::test]
 async fn runs_in_the_directory_and_reports_the_exit() {
     let dir = tempfile::tempdir().unwrap();
-    let spec = CommandSpec::shell("pwd; echo \"$1\" >&2; exit 7", dir.path()).arg("first arg");
+    // Both lines on stdout: the order between two pipes is whichever the reader sees first.
+    let spec = CommandSpec::shell("pwd; echo \"$1\"; exit 7", dir.path()).arg("first arg");
     let (proc, mut events) = process::spawn_with_events(spec).unwrap();
     let got = all_events(&mut events).await;
     let exit = proc.wait_for_exit().await;
