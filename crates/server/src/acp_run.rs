@@ -108,7 +108,7 @@ pub async fn start(
         let sid = id.to_string();
         app.store
             .write(move |c| {
-                let tx = c.transaction()?;
+                let tx = store::begin_write(c)?;
                 store::insert_message(&tx, &user)?;
                 store::insert_message(&tx, &reply)?;
                 store::begin_run(
@@ -313,7 +313,7 @@ impl Turn {
             .app
             .store
             .write(move |c| {
-                let tx = c.transaction()?;
+                let tx = store::begin_write(c)?;
                 store::append_deltas(
                     &tx,
                     &mid,
@@ -654,7 +654,7 @@ impl Turn {
             .app
             .store
             .write(move |c| {
-                let tx = c.transaction()?;
+                let tx = store::begin_write(c)?;
                 let current = store::get_session(&tx, project, &sid)?;
                 if let Some(current) = current {
                     let mut state = current.agent_state.unwrap_or_default();
@@ -757,7 +757,7 @@ pub async fn set_mode(app: &Shared, id: &SessionId, mode_id: &str) -> Result<Ses
     let session = app
         .store
         .write(move |c| {
-            let tx = c.transaction()?;
+            let tx = store::begin_write(c)?;
             if let Some(s) = store::get_session(&tx, project, &sid)? {
                 let mut state = s.agent_state.unwrap_or_default();
                 if let Some(m) = state.modes.as_mut() {

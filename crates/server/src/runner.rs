@@ -204,7 +204,7 @@ pub async fn start(app: &Shared, id: SessionId, prompt: Prompt) -> Result<Prompt
             let sid = id.to_string();
             app.store
                 .write(move |c| {
-                    let tx = c.transaction()?;
+                    let tx = store::begin_write(c)?;
                     store::insert_message(&tx, &user)?;
                     store::insert_message(&tx, &reply)?;
                     if let Some(p) = &permission {

@@ -223,6 +223,14 @@ fn retry_while_busy<T>(mut open: impl FnMut() -> Result<T>) -> Result<T> {
     }
 }
 
+/// Starts a write transaction that takes the write lock at once (`BEGIN IMMEDIATE`). A deferred
+/// transaction that reads first and writes later fails at once with "database is locked" when
+/// another backend on the same file wrote in between; an immediate one waits its turn under the
+/// busy timeout instead.
+pub fn begin_write(conn: &mut Connection) -> Result<rusqlite::Transaction<'_>> {
+    Ok(conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?)
+}
+
 fn create_private_db(path: &Path) -> std::io::Result<()> {
     use rustix::fs::{Mode, OFlags};
     match rustix::fs::open(
@@ -891,7 +899,7 @@ pub fn take_orphaned_process_groups(
     conn: &mut Connection,
     is_alive: impl Fn(Owner) -> bool,
 ) -> Result<Vec<(u32, u64)>> {
-    let tx = conn.transaction()?;
+    let tx = begin_write(conn)?;
     let rows: Vec<(i64, i64, i64, Option<i64>)> = {
         let mut stmt =
             tx.prepare("SELECT pgid, pgid_start, owner_pid, owner_start FROM process_group")?;
@@ -929,7 +937,7 @@ pub fn recover_interrupted(
     now: Millis,
     is_alive: impl Fn(Owner) -> bool,
 ) -> Result<Recovered> {
-    let tx = conn.transaction()?;
+    let tx = begin_write(conn)?;
     type Row = (
         String,
         String,
