@@ -28,8 +28,14 @@ fn check_request(request: &Request) {
     let frame = request_frame(TOKEN, request);
     assert!(frame.len() <= MAX_FRAME, "a request frame fits the limit");
     let body = split_frame(&frame).expect("a request frame splits");
-    assert_eq!(authenticate(body, TOKEN).as_ref(), Ok(request));
-    assert_eq!(authenticate(body, OTHER), Err(Code::Unauthorized));
+    assert_eq!(
+        authenticate(body, &ax_tuimcp::Secret::new(TOKEN.to_owned())).as_ref(),
+        Ok(request)
+    );
+    assert_eq!(
+        authenticate(body, &ax_tuimcp::Secret::new(OTHER.to_owned())),
+        Err(Code::Unauthorized)
+    );
     if let (Request::SelectSession(a), Request::SelectSession(b)) = (request, &back) {
         assert_eq!(a.signature(), b.signature());
         assert_eq!(a.signature().split('|').count(), 5);
@@ -65,9 +71,12 @@ fuzz_target!(|data: &[u8]| {
     };
 
     // The envelope and the request, as the TUI's endpoint sees them.
-    match authenticate(body, TOKEN) {
+    match authenticate(body, &ax_tuimcp::Secret::new(TOKEN.to_owned())) {
         Ok(request) => {
-            assert_eq!(authenticate(body, OTHER), Err(Code::Unauthorized));
+            assert_eq!(
+                authenticate(body, &ax_tuimcp::Secret::new(OTHER.to_owned())),
+                Err(Code::Unauthorized)
+            );
             check_request(&request);
         }
         Err(code) => assert!(matches!(code, Code::Unauthorized | Code::InvalidRequest)),
