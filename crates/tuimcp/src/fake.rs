@@ -31,6 +31,7 @@ pub struct FakeOptions {
     pub gate_validations: bool,
     /// The router fails on every navigation.
     pub fail_navigation: bool,
+    /// Where the fake's endpoint goes.
     pub endpoint: EndpointOptions,
 }
 
@@ -172,14 +173,17 @@ impl FakeTui {
         self.endpoint.path()
     }
 
+    /// [`FakeTui::endpoint_path`], owned.
     pub fn endpoint_path_buf(&self) -> PathBuf {
         self.endpoint.path().to_owned()
     }
 
+    /// The fake's live endpoint.
     pub fn endpoint(&self) -> &Endpoint {
         &self.endpoint
     }
 
+    /// Who the fake TUI is (what a correct request names).
     pub fn identity(&self) -> Identity {
         self.identity
     }
