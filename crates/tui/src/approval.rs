@@ -38,7 +38,9 @@ pub struct Geometry {
     pub body_height: usize,
     /// The attached files: a count line, the first few names, "… and N more".
     pub file_rows: Vec<String>,
+    /// What “Always allow” covers, wrapped.
     pub always_rows: Vec<String>,
+    /// The key hints, wrapped.
     pub hint_rows: Vec<String>,
 }
 
