@@ -70,7 +70,7 @@ macro_rules! text_enum {
     };
 }
 
-/// Text that names no variant of a [`text_enum!`] enum.
+/// Text that names no variant of a `text_enum!` enum.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("unknown {kind} {found:?}")]
 pub struct UnknownVariant {
