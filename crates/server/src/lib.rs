@@ -170,8 +170,8 @@ impl fmt::Debug for ServerConfig {
 /// Why a backend could not start.
 #[derive(Debug, thiserror::Error)]
 pub enum StartError {
+    /// The project directory does not exist, cannot be resolved, or is not a directory.
     // The cause is in the message, not also a `source`, so a chain prints it once.
-    /// The project directory does not exist or cannot be resolved.
     #[error("project directory {path}: {error}")]
     Project {
         /// The directory as given.
