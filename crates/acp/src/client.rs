@@ -70,6 +70,7 @@ pub struct StartOptions {
 }
 
 impl StartOptions {
+    /// The defaults the backend uses, for `project_dir`.
     pub fn new(project_dir: impl Into<PathBuf>) -> Self {
         StartOptions {
             project_dir: project_dir.into(),
@@ -86,14 +87,21 @@ impl StartOptions {
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct AgentInfo {
+    /// The agent's name for itself (`agentInfo.name`; the configured name if it sent none).
     pub name: String,
+    /// A display title, if the agent sent one.
     pub title: Option<String>,
+    /// The agent's version, for bug reports.
     pub version: String,
+    /// The ACP version it agreed to (the one we speak; any other fails the start).
     pub protocol_version: u16,
+    /// Whether it can replay a session (`session/load`), so a reopen shows history.
     pub load_session: bool,
+    /// Whether it can continue a session without replay (`session/resume`).
     pub resume_session: bool,
     /// `agentCapabilities` as the agent sent them.
     pub capabilities: serde_json::Value,
+    /// How to authenticate, if the agent needs it.
     pub auth_methods: Vec<AuthMethod>,
 }
 
@@ -101,8 +109,11 @@ pub struct AgentInfo {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Mode {
+    /// The agent's id for the mode.
     pub id: String,
+    /// The label shown to the person.
     pub name: String,
+    /// The agent's one-line explanation, if any.
     pub description: Option<String>,
 }
 
@@ -110,7 +121,9 @@ pub struct Mode {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Modes {
+    /// The id of the mode the agent is in.
     pub current: String,
+    /// Every mode the person may switch to.
     pub available: Vec<Mode>,
 }
 
@@ -134,8 +147,11 @@ pub enum Restored {
 pub struct SessionInfo {
     /// The agent's session id (store it to reopen later).
     pub session_id: String,
+    /// The agent's modes, if it offers any.
     pub modes: Option<Modes>,
+    /// The agent's `configOptions` as it sent them, if any.
     pub config_options: Option<serde_json::Value>,
+    /// Whether earlier history came back, and how.
     pub restored: Restored,
 }
 
@@ -159,35 +175,63 @@ pub enum AcpEvent {
     /// A change that arrived outside any turn (e.g. a mode change, the not-restored notice).
     Idle(TurnDelta),
     /// The turn ended; `parts` is the fold of every delta it streamed.
-    TurnEnded { end: TurnEnd, parts: Vec<TurnPart> },
+    TurnEnded {
+        /// How it ended.
+        end: TurnEnd,
+        /// The fold of every delta the turn streamed.
+        parts: Vec<TurnPart>,
+    },
     /// The agent process ended (intentionally or not).
-    Exited { status: String, stderr_tail: String },
+    Exited {
+        /// The exit status as text (code or signal).
+        status: String,
+        /// The end of the agent's error output, for diagnosis.
+        stderr_tail: String,
+    },
 }
 
 /// The agent could not be started or initialized.
 #[derive(Debug, thiserror::Error)]
 pub enum StartError {
+    /// The project directory cannot be the agent's working directory.
     #[error("the project directory {path} is not usable: {source}")]
-    Project { path: PathBuf, source: io::Error },
-    #[error("cannot start agent `{name}` ({command}): {source}")]
-    Spawn {
-        name: String,
-        command: String,
+    Project {
+        /// The directory.
+        path: PathBuf,
+        /// Why it is not usable.
         source: io::Error,
     },
+    /// The agent's command could not be started.
+    #[error("cannot start agent `{name}` ({command}): {source}")]
+    Spawn {
+        /// The agent's configured name.
+        name: String,
+        /// The command that was run.
+        command: String,
+        /// Why it could not start.
+        source: io::Error,
+    },
+    /// The agent speaks another ACP version.
     #[error(
         "agent `{name}` does not speak ACP protocol version {PROTOCOL_VERSION}, the one \
          ax-code speaks ({detail}); update the agent or ax-code"
     )]
     ProtocolVersion {
+        /// The agent's configured name.
         name: String,
+        /// What the agent answered.
         detail: String,
+        /// The end of the agent's error output.
         stderr_tail: String,
     },
+    /// `initialize` failed, timed out, or the agent exited first.
     #[error("agent `{name}` failed to initialize: {message}")]
     Handshake {
+        /// The agent's configured name.
         name: String,
+        /// What went wrong.
         message: String,
+        /// The end of the agent's error output.
         stderr_tail: String,
     },
 }
@@ -195,13 +239,21 @@ pub enum StartError {
 /// Opening the agent session failed.
 #[derive(Debug, thiserror::Error)]
 pub enum SessionError {
+    /// The agent wants the person to authenticate first.
     #[error("the agent needs authentication ({})", describe_auth(.auth_methods))]
-    NeedsAuth { auth_methods: Vec<AuthMethod> },
+    NeedsAuth {
+        /// The ways it offers.
+        auth_methods: Vec<AuthMethod>,
+    },
+    /// The agent answered with an error.
     #[error("the agent refused: {message}")]
     Agent {
+        /// The agent's error message.
         message: String,
+        /// The end of the agent's error output.
         stderr_tail: String,
     },
+    /// An operation that needs an open session came first.
     #[error("no agent session is open")]
     NoSession,
 }
@@ -223,10 +275,13 @@ fn describe_auth(methods: &[AuthMethod]) -> String {
 /// A prompt that cannot start.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum PromptError {
+    /// A turn is already running (one at a time per session).
     #[error("the agent is busy with a turn; wait or abort first")]
     Busy,
+    /// No session was opened yet.
     #[error("no agent session is open")]
     NoSession,
+    /// The agent is gone; the session must be reopened.
     #[error("the agent process has exited")]
     Exited,
 }
@@ -234,11 +289,15 @@ pub enum PromptError {
 /// A permission answer that cannot be given.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum AnswerError {
+    /// No pending request has this permission id (answered, cancelled, or never asked).
     #[error("no pending permission {0}")]
     Unknown(String),
+    /// The request has no option of the kind the person chose.
     #[error("the agent offers no {} option here (offered: {})", .kind.as_str(), .offered.join(", "))]
     NoSuchOption {
+        /// The kind the person chose.
         kind: PermissionKind,
+        /// The kinds the agent offered, by wire name.
         offered: Vec<String>,
     },
 }

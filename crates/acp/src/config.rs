@@ -40,8 +40,11 @@ pub enum AgentKind {
 /// An ACP agent's command line and extra environment.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct AgentSpec {
+    /// The name a session picks it by.
     pub name: String,
+    /// The program: a path with a `/` as is, else looked up on `PATH`.
     pub command: String,
+    /// Its arguments.
     pub args: Vec<String>,
     /// Added to the allowlisted environment (e.g. the agent's API key).
     pub env: BTreeMap<String, String>,
@@ -50,15 +53,20 @@ pub struct AgentSpec {
 /// Where a configured agent came from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Origin {
+    /// Known to ax-code without configuration.
     Builtin,
+    /// Defined or overridden in the agents file.
     ConfigFile,
 }
 
 /// One named agent.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct AgentEntry {
+    /// The name a session picks it by.
     pub name: String,
+    /// The shell agent, or an ACP agent's command line.
     pub kind: AgentKind,
+    /// Where it was defined (shown by `ax-code agents`).
     pub origin: Origin,
 }
 
@@ -74,16 +82,22 @@ pub struct AgentsConfig {
 /// A configuration that cannot be used.
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {
+    /// The file exists but could not be read.
     #[error("{path}: cannot read: {source}")]
     Read {
+        /// The agents file.
         path: PathBuf,
+        /// Why it could not be read.
         source: std::io::Error,
     },
     /// `line` is 1-based; 0 when the location is unknown.
     #[error("{path}:{line}: {message}")]
     Invalid {
+        /// The agents file.
         path: PathBuf,
+        /// Where in it (1-based; 0 when unknown).
         line: usize,
+        /// What is wrong and what was expected.
         message: String,
     },
 }

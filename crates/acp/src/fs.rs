@@ -21,21 +21,33 @@ pub const MAX_FILE_BYTES: u64 = 10 * 1024 * 1024;
 /// Why a file request was refused.
 #[derive(Debug, thiserror::Error)]
 pub enum FsError {
+    /// The path resolves outside the project (also through a symlink).
     #[error("{0} is outside the project directory")]
     Outside(String),
+    /// Not absolute, or it holds parts that cannot name a file.
     #[error("{0}: not a usable path")]
     BadPath(String),
+    /// Over [`MAX_FILE_BYTES`].
     #[error("{path} is larger than {MAX_FILE_BYTES} bytes")]
-    TooLarge { path: String },
+    TooLarge {
+        /// The file, as the agent named it.
+        path: String,
+    },
+    /// A directory, device or other non-file.
     #[error("{0} is not a regular file")]
     NotAFile(String),
+    /// Agents read and write text only.
     #[error("{0} is not UTF-8 text")]
     NotText(String),
+    /// The file does not exist.
     #[error("{0}: no such file")]
     NotFound(String),
+    /// Any other I/O failure.
     #[error("{path}: {source}")]
     Io {
+        /// The file, as the agent named it.
         path: String,
+        /// What the system said.
         source: std::io::Error,
     },
 }

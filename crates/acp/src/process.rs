@@ -50,6 +50,7 @@ pub struct Tail {
 }
 
 impl Tail {
+    /// An empty tail that keeps at most `cap` bytes.
     pub fn new(cap: usize) -> Self {
         Tail {
             buf: VecDeque::new(),
@@ -58,6 +59,7 @@ impl Tail {
         }
     }
 
+    /// Appends `bytes`, dropping the oldest bytes over the cap.
     pub fn push(&mut self, bytes: &[u8]) {
         let bytes = if bytes.len() > self.cap {
             self.dropped += (bytes.len() - self.cap) as u64;

@@ -21,18 +21,22 @@ pub const MAX_TERMINALS: usize = 32;
 /// What to run.
 #[derive(Debug, Clone)]
 pub struct TerminalSpec {
+    /// The program, as the agent named it.
     pub command: String,
+    /// Its arguments.
     pub args: Vec<String>,
     /// Added to the allowlisted environment.
     pub env: Vec<(String, String)>,
     /// Already checked to be inside the project.
     pub cwd: PathBuf,
+    /// How much output to keep (the end); [`DEFAULT_OUTPUT_LIMIT`] when absent, at most [`MAX_OUTPUT_LIMIT`].
     pub output_byte_limit: Option<u64>,
 }
 
 /// How a terminal's command ended.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ExitInfo {
+    /// The exit status, when the command exited on its own.
     pub exit_code: Option<u32>,
     /// The signal name, e.g. `SIGKILL`.
     pub signal: Option<String>,
@@ -41,21 +45,29 @@ pub struct ExitInfo {
 /// What `terminal/output` answers.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TerminalOutput {
+    /// The output kept, lossily decoded as UTF-8.
     pub output: String,
+    /// Whether earlier output was dropped to stay within the limit.
     pub truncated: bool,
+    /// How the command ended, if it has.
     pub exit: Option<ExitInfo>,
 }
 
 /// A terminal request that cannot be served.
 #[derive(Debug, thiserror::Error)]
 pub enum TerminalError {
+    /// No terminal has this id (never created, or released).
     #[error("no terminal {0}")]
     Unknown(String),
+    /// The command could not be started.
     #[error("cannot start {command}: {source}")]
     Spawn {
+        /// The program.
         command: String,
+        /// Why it could not start.
         source: std::io::Error,
     },
+    /// The session holds [`MAX_TERMINALS`] already.
     #[error("too many terminals (at most {MAX_TERMINALS} per session)")]
     TooMany,
 }
@@ -92,6 +104,7 @@ pub struct LocalTerminals {
 }
 
 impl LocalTerminals {
+    /// No terminals yet.
     pub fn new() -> Self {
         Self::default()
     }

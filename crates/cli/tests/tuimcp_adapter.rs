@@ -400,7 +400,18 @@ async fn mcp_cancellation_cancels_the_pending_navigation() {
     let replay = structured(&adapter.call("select_session", args.clone()).await);
     assert_eq!(replay, json!({"status": "rejected", "code": "cancelled"}));
     tui.release_validations(10);
-    tokio::time::sleep(Duration::from_millis(100)).await;
+    // The controller decides every validation exactly once; after that none can navigate.
+    for _ in 0..500 {
+        if tui.validations_settled() == 1 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    assert_eq!(
+        tui.validations_settled(),
+        1,
+        "the cancelled validation is decided"
+    );
     assert_eq!(tui.navigations(), 0);
     let (status, _) = adapter.finish().await;
     assert!(status.success());

@@ -78,7 +78,18 @@ async fn the_official_python_sdk_drives_the_adapter() {
         printed.join("\n")
     );
     tui.release_validations(10);
-    tokio::time::sleep(Duration::from_millis(50)).await;
+    // The controller decides every validation exactly once; after that none can navigate.
+    for _ in 0..500 {
+        if tui.validations_settled() == tui.validations_started() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    assert_eq!(
+        tui.validations_settled(),
+        tui.validations_started(),
+        "every validation is decided"
+    );
     assert_eq!(
         tui.navigations(),
         1,

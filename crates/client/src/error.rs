@@ -3,20 +3,30 @@
 
 use ax_protocol::ApiError;
 
+/// Why a call to the backend failed. Messages never hold the credential.
 #[derive(Debug, thiserror::Error)]
 pub enum ClientError {
     /// The backend answered with an API error.
     #[error("the backend answered {status}: {error}")]
-    Api { status: u16, error: ApiError },
+    Api {
+        /// The HTTP status.
+        status: u16,
+        /// The backend's code and message.
+        error: ApiError,
+    },
     /// The backend answered with an error status and no API error body.
     #[error("the backend answered HTTP {status}")]
-    Status { status: u16 },
+    Status {
+        /// The HTTP status.
+        status: u16,
+    },
     /// The backend could not be reached or the connection broke.
     #[error("cannot reach the backend: {0}")]
     Transport(String),
     /// A response did not have the expected shape.
     #[error("unexpected response from the backend: {0}")]
     Decode(String),
+    /// The URL does not parse, or is not `http://HOST:PORT`.
     #[error("bad backend URL {0}")]
     BadUrl(String),
     /// The server at `url` did not answer the `/health` proof check with a proof of the
@@ -27,7 +37,12 @@ pub enum ClientError {
         "the server at {url} could not prove it holds the credential; the credential was not \
          sent ({reason})"
     )]
-    NotProven { url: String, reason: String },
+    NotProven {
+        /// The server that was checked.
+        url: String,
+        /// What it answered instead of a valid proof.
+        reason: String,
+    },
 }
 
 impl ClientError {

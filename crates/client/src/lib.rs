@@ -232,6 +232,7 @@ impl Client {
         self.verify().await
     }
 
+    /// The project the backend serves.
     pub async fn project(&self) -> Result<Project, ClientError> {
         self.get("/project").await
     }
@@ -246,6 +247,7 @@ impl Client {
         self.get(&format!("/session?limit={limit}")).await
     }
 
+    /// Creates a session with the backend's default agent (`title`: the backend picks one when `None`).
     pub async fn create_session(&self, title: Option<&str>) -> Result<Session, ClientError> {
         self.create_session_with(title, None).await
     }
@@ -282,6 +284,7 @@ impl Client {
             .await
     }
 
+    /// One session, as stored now.
     pub async fn get_session(&self, id: &SessionId) -> Result<Session, ClientError> {
         self.get(&format!("/session/{id}")).await
     }
@@ -308,10 +311,12 @@ impl Client {
             .await
     }
 
+    /// The session's transcript, oldest first.
     pub async fn messages(&self, id: &SessionId) -> Result<Vec<Message>, ClientError> {
         self.get(&format!("/session/{id}/message")).await
     }
 
+    /// Sends a prompt; the answer says what was stored and which approval, if any, the agent waits for.
     pub async fn prompt(
         &self,
         id: &SessionId,
@@ -351,6 +356,7 @@ impl Client {
         self.get("/permission").await
     }
 
+    /// Answers a pending permission request of the session.
     pub async fn reply_permission(
         &self,
         id: &SessionId,

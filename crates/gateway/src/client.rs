@@ -65,7 +65,12 @@ pub enum ClientError {
     Gateway(ErrorShape),
     /// The connection ended; the close frame's code and reason when there was one.
     #[error("the gateway closed the connection{}", close_suffix(*.code, .reason))]
-    Closed { code: Option<u16>, reason: String },
+    Closed {
+        /// The close frame's code, if one came.
+        code: Option<u16>,
+        /// The close frame's reason; empty if none.
+        reason: String,
+    },
     /// A frame that is not what the protocol promises.
     #[error("unexpected gateway frame: {0}")]
     Protocol(String),
@@ -114,9 +119,13 @@ impl From<tungstenite::Error> for ClientError {
 /// What the client says about itself in `connect`. `Debug` never shows the token.
 #[derive(Clone)]
 pub struct ConnectOptions {
+    /// The backend credential or the screen credential; `Debug` hides it.
     pub token: String,
+    /// Who is connecting (sent in `connect.client`).
     pub client: ClientInfo,
+    /// Capabilities to advertise, e.g. `ui-commands`.
     pub caps: Vec<String>,
+    /// The scopes to ask for; the gateway grants at most what the credential allows.
     pub scopes: Vec<Scope>,
     /// Bound on the whole handshake.
     pub handshake_timeout: Duration,
@@ -150,11 +159,13 @@ impl ConnectOptions {
         }
     }
 
+    /// Sets `client.id` (shown in the gateway's logs and outcomes).
     pub fn with_client_id(mut self, id: impl Into<String>) -> Self {
         self.client.id = id.into();
         self
     }
 
+    /// Replaces the advertised capabilities.
     pub fn with_caps<I: IntoIterator<Item = S>, S: Into<String>>(mut self, caps: I) -> Self {
         self.caps = caps.into_iter().map(Into::into).collect();
         self

@@ -18,15 +18,20 @@ pub const MAX_METHOD_LEN: usize = 64;
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct RequestFrame {
+    /// Always `"req"`.
     #[serde(rename = "type")]
     pub kind: RequestTag,
+    /// Chosen by the client; the response carries it back (at most [`MAX_ID_LEN`] bytes).
     pub id: String,
+    /// What to do (at most [`MAX_METHOD_LEN`] bytes).
     pub method: String,
+    /// The method's arguments; each method's shape is closed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub params: Option<Value>,
 }
 
 impl RequestFrame {
+    /// A request with `params`.
     pub fn new(id: impl Into<String>, method: impl Into<String>, params: Value) -> Self {
         RequestFrame {
             kind: RequestTag::Req,
@@ -41,6 +46,7 @@ impl RequestFrame {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum RequestTag {
+    /// `"req"`.
     Req,
 }
 
@@ -48,17 +54,23 @@ pub enum RequestTag {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ResponseFrame {
+    /// Always `"res"`.
     #[serde(rename = "type")]
     pub kind: ResponseTag,
+    /// The request's `id`.
     pub id: String,
+    /// Whether the request succeeded: then `payload`, else `error`.
     pub ok: bool,
+    /// The answer, on success.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub payload: Option<Value>,
+    /// What went wrong, on failure.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<ErrorShape>,
 }
 
 impl ResponseFrame {
+    /// An `ok` response carrying `payload`.
     pub fn success(id: impl Into<String>, payload: Value) -> Self {
         ResponseFrame {
             kind: ResponseTag::Res,
@@ -69,6 +81,7 @@ impl ResponseFrame {
         }
     }
 
+    /// A failed response carrying `error`.
     pub fn failure(id: impl Into<String>, error: ErrorShape) -> Self {
         ResponseFrame {
             kind: ResponseTag::Res,
@@ -89,6 +102,7 @@ impl ResponseFrame {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum ResponseTag {
+    /// `"res"`.
     Res,
 }
 
@@ -96,11 +110,15 @@ pub enum ResponseTag {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct EventFrame {
+    /// Always `"event"`.
     #[serde(rename = "type")]
     pub kind: EventTag,
+    /// The event's name, e.g. `tick` or `ui.command`.
     pub event: String,
+    /// The event's data.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub payload: Option<Value>,
+    /// Counts from 1 per connection, so a client sees a gap.
     pub seq: u64,
 }
 
@@ -108,6 +126,7 @@ pub struct EventFrame {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum EventTag {
+    /// `"event"`.
     Event,
 }
 
@@ -115,22 +134,34 @@ pub enum EventTag {
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(untagged)]
 pub enum ServerFrame {
+    /// The answer to a request.
     Response(ResponseFrame),
+    /// An event the client did not ask for in this frame.
     Event(EventFrame),
 }
 
 /// The machine-readable error codes.
+#[allow(
+    missing_docs,
+    reason = "a doc comment on a variant becomes a schema description and turns the schema's `enum` list into a `oneOf`; the variants are explained in plain comments"
+)]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "SCREAMING_SNAKE_CASE")]
 pub enum ErrorCode {
+    // The request is malformed or its arguments are wrong; do not retry as is.
     InvalidRequest,
+    // The connection lacks the scope, or the client kind may not do this.
     Forbidden,
+    // Nothing can serve it now (no Control UI, no terminal host); retrying later may help.
     Unavailable,
+    // What it names does not exist.
     NotFound,
+    // A bug in the gateway.
     Internal,
 }
 
 impl ErrorCode {
+    /// The wire name, e.g. `INVALID_REQUEST`.
     pub fn as_str(self) -> &'static str {
         match self {
             ErrorCode::InvalidRequest => "INVALID_REQUEST",
@@ -146,13 +177,17 @@ impl ErrorCode {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ErrorShape {
+    /// What kind of failure (clients act on this).
     pub code: ErrorCode,
+    /// For the person or the log; never holds a credential.
     pub message: String,
+    /// Structured context, when there is some.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub details: Option<Value>,
 }
 
 impl ErrorShape {
+    /// An error without details.
     pub fn new(code: ErrorCode, message: impl Into<String>) -> Self {
         ErrorShape {
             code,
@@ -161,11 +196,13 @@ impl ErrorShape {
         }
     }
 
+    /// Adds structured context.
     pub fn with_details(mut self, details: Value) -> Self {
         self.details = Some(details);
         self
     }
 
+    /// An `INVALID_REQUEST` error.
     pub fn invalid(message: impl Into<String>) -> Self {
         ErrorShape::new(ErrorCode::InvalidRequest, message)
     }

@@ -14,13 +14,20 @@ const MAX_SHORT: usize = 128;
 #[derive(Clone, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct ConnectParams {
+    /// The lowest protocol version the client speaks.
     pub min_protocol: u32,
+    /// The highest protocol version the client speaks; the range must include [`PROTOCOL`](crate::PROTOCOL).
     pub max_protocol: u32,
+    /// Who is connecting.
     pub client: ClientInfo,
+    /// Capabilities the client advertises, e.g. `ui-commands`.
     #[serde(default)]
     pub caps: Vec<String>,
+    /// Always `operator`.
     pub role: Role,
+    /// The scopes asked for; the grant is these ∩ what the credential allows.
     pub scopes: Vec<Scope>,
+    /// The credential.
     pub auth: ConnectAuth,
 }
 
@@ -65,9 +72,13 @@ impl std::fmt::Debug for ConnectParams {
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct ClientInfo {
+    /// The client's name for itself (logs, outcomes).
     pub id: String,
+    /// The client's version (logs).
     pub version: String,
+    /// The client's OS (logs).
     pub platform: String,
+    /// What kind of client it is.
     pub mode: ClientMode,
 }
 
@@ -75,9 +86,13 @@ pub struct ClientInfo {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum ClientMode {
+    /// A Control UI page: receives `ui.command` events.
     Ui,
+    /// A command-line client.
     Cli,
+    /// An agent's tool, e.g. `ax-code mcp screen`.
     Agent,
+    /// A test client.
     Test,
 }
 
@@ -85,6 +100,7 @@ pub enum ClientMode {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Role {
+    /// The one role: a person's tools acting for the person.
     Operator,
 }
 
@@ -92,6 +108,7 @@ pub enum Role {
 #[derive(Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ConnectAuth {
+    /// The backend credential or a limited one; compared in constant time.
     pub token: String,
 }
 
@@ -105,24 +122,35 @@ impl std::fmt::Debug for ConnectAuth {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct HelloOk {
+    /// The protocol version the connection speaks.
     pub protocol: u32,
+    /// Who answers.
     pub server: ServerInfo,
+    /// What the connection may call and will receive.
     pub features: Features,
+    /// What was granted.
     pub auth: HelloAuth,
+    /// Limits the client must keep to.
     pub policy: Policy,
 }
 
+/// The gateway that answered the handshake.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct ServerInfo {
+    /// The backend's version.
     pub version: String,
+    /// Names this connection (e.g. in `ui.command` outcomes).
     pub conn_id: String,
 }
 
+/// What this gateway offers.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct Features {
+    /// Method names the gateway serves.
     pub methods: Vec<String>,
+    /// Event names the gateway may send.
     pub events: Vec<String>,
 }
 
@@ -130,15 +158,19 @@ pub struct Features {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct HelloAuth {
+    /// Always `operator`.
     pub role: Role,
+    /// The scopes granted.
     pub scopes: Vec<Scope>,
 }
 
+/// Limits of the connection.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct Policy {
     /// Largest frame accepted after the handshake, in bytes.
     pub max_payload: usize,
+    /// How often the gateway sends `tick`; a client that hears nothing for longer can assume the connection is dead.
     pub tick_interval_ms: u64,
 }
 
@@ -146,6 +178,7 @@ pub struct Policy {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct SessionCheckParams {
+    /// The session ID to look up.
     pub session_key: String,
 }
 
@@ -160,6 +193,7 @@ impl SessionCheckParams {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct SessionCheckResponse {
+    /// Whether the session exists in the served project.
     pub exists: bool,
 }
 

@@ -97,6 +97,7 @@ pub const LOG_DIRECTIVES: &[&str] = &["tungstenite=debug", "tokio_tungstenite=de
 
 /// Tells the gateway whether a session exists in the served project.
 pub trait SessionDirectory: Send + Sync + 'static {
+    /// Whether `session_id` names a session of the served project.
     fn contains(&self, session_id: &str) -> bool;
 }
 
@@ -118,7 +119,9 @@ pub struct GatewayConfig {
 /// Compared in constant time; its `Debug` never shows the token.
 #[derive(Clone)]
 pub struct LimitedToken {
+    /// The credential; `Debug` hides it.
     pub token: String,
+    /// The most it grants.
     pub scopes: Scopes,
 }
 
@@ -214,10 +217,12 @@ pub struct Gateway {
 }
 
 impl Gateway {
+    /// A gateway with the default [`Tuning`].
     pub fn new(config: GatewayConfig) -> Self {
         Gateway::with_tuning(config, Tuning::default())
     }
 
+    /// A gateway with its limits and timings set (tests shorten them).
     pub fn with_tuning(config: GatewayConfig, tuning: Tuning) -> Self {
         Gateway::with_limited_tokens(config, tuning, Vec::new())
     }

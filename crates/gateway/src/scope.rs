@@ -5,17 +5,22 @@ use serde::{Deserialize, Serialize};
 /// One operator scope.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum Scope {
+    /// May check the connection and sessions (`ping`, `session.check`).
     #[serde(rename = "operator.read")]
     Read,
+    /// May arrange the Control UIs (`ui.command`); implies read.
     #[serde(rename = "operator.write")]
     Write,
+    /// May also run commands in the operator terminal; implies write and read.
     #[serde(rename = "operator.admin")]
     Admin,
 }
 
 impl Scope {
+    /// Every scope, weakest first.
     pub const ALL: [Scope; 3] = [Scope::Read, Scope::Write, Scope::Admin];
 
+    /// The wire name, e.g. `operator.write`.
     pub fn as_str(self) -> &'static str {
         match self {
             Scope::Read => "operator.read",
@@ -38,10 +43,12 @@ impl Scope {
 pub struct Scopes(u8);
 
 impl Scopes {
+    /// Every scope.
     pub fn all() -> Self {
         Scope::ALL.into_iter().collect()
     }
 
+    /// Whether `scope` itself was granted (no implication; see [`Scopes::satisfies`]).
     pub fn contains(self, scope: Scope) -> bool {
         self.0 & scope.bit() != 0
     }
@@ -55,10 +62,12 @@ impl Scopes {
         }
     }
 
+    /// The scopes in both sets.
     pub fn intersect(self, other: Scopes) -> Scopes {
         Scopes(self.0 & other.0)
     }
 
+    /// The granted scopes, weakest first.
     pub fn to_vec(self) -> Vec<Scope> {
         Scope::ALL
             .into_iter()

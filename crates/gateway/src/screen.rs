@@ -65,20 +65,35 @@ const DISABLED: &str = "the screen tool is not enabled for this turn: only a tur
 a Control UI (a client that advertises ui-commands) may arrange the screen";
 
 /// One action of the tool. The wire names (snake_case) exist only here.
+#[allow(
+    missing_docs,
+    reason = "a doc comment on a variant becomes a schema description and turns the schema's `enum` list into a `oneOf`; the variants are explained in plain comments"
+)]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 #[schemars(inline)]
 pub enum ScreenAction {
+    // Split beside the session's pane, to the right.
     SplitRight,
+    // Split beside the session's pane, below.
     SplitDown,
+    // Close the session's pane.
     ClosePane,
+    // Focus the session's pane.
     Focus,
+    // Show the session in the focused pane.
     Navigate,
+    // Show the sidebar.
     SidebarShow,
+    // Hide the sidebar.
     SidebarHide,
+    // Open the terminal panel.
     TerminalShow,
+    // Close the terminal panel.
     TerminalHide,
+    // Open the browser panel.
     BrowserShow,
+    // Close the browser panel.
     BrowserHide,
 }
 
@@ -173,7 +188,9 @@ pub struct ScreenInput {
 #[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ScreenErrorBody {
+    /// The gateway's error code, or the same vocabulary for a local cause.
     pub code: ErrorCode,
+    /// What went wrong.
     pub message: String,
 }
 
@@ -181,6 +198,7 @@ pub struct ScreenErrorBody {
 #[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ScreenOutput {
+    /// False when the call failed; `error` says why.
     pub ok: bool,
     /// Control UIs the command was sent to.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -188,6 +206,7 @@ pub struct ScreenOutput {
     /// What each Control UI did.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub outcomes: Option<Vec<UiOutcome>>,
+    /// Why the call failed, when `ok` is false.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error: Option<ScreenErrorBody>,
 }
@@ -196,11 +215,14 @@ pub struct ScreenOutput {
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 #[error("{code}: {message}")]
 pub struct ScreenError {
+    /// The gateway's error code, or the same vocabulary for a local cause.
     pub code: ErrorCode,
+    /// What went wrong.
     pub message: String,
 }
 
 impl ScreenError {
+    /// An error with this code.
     pub fn new(code: ErrorCode, message: impl Into<String>) -> Self {
         ScreenError {
             code,
@@ -208,10 +230,12 @@ impl ScreenError {
         }
     }
 
+    /// An `INVALID_REQUEST` error (bad arguments; the agent can fix them).
     pub fn invalid(message: impl Into<String>) -> Self {
         ScreenError::new(ErrorCode::InvalidRequest, message)
     }
 
+    /// An `UNAVAILABLE` error (no gateway or no Control UI; retrying later may help).
     pub fn unavailable(message: impl Into<String>) -> Self {
         ScreenError::new(ErrorCode::Unavailable, message)
     }
@@ -229,6 +253,7 @@ impl From<ClientError> for ScreenError {
 
 /// Opens a gateway connection for one call.
 pub trait Connector: Send + Sync + 'static {
+    /// A fresh, handshaken connection, or why there is none.
     fn connect(&self) -> impl Future<Output = Result<GatewayClient, ScreenError>> + Send;
 }
 
@@ -345,6 +370,7 @@ pub struct ScreenServer<C> {
 }
 
 impl<C: Connector> ScreenServer<C> {
+    /// A server that opens a connection per call through `connector`; `default_session` is the target when the agent names none.
     pub fn new(connector: C, default_session: Option<String>, gate: ScreenGate) -> Self {
         ScreenServer {
             connector: Arc::new(connector),

@@ -13,6 +13,7 @@ pub const MAX_REASON: usize = 512;
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct UiCommandParams {
+    /// What to do.
     pub command: UiCommand,
     /// The agent's own (source) session: which pane to split beside.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -26,8 +27,11 @@ pub struct UiCommandParams {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "kebab-case", deny_unknown_fields)]
 pub enum UiCommand {
+    /// Split beside the session's pane.
     Split {
+        /// Where the new pane goes.
         direction: SplitDirection,
+        /// The session whose pane is split.
         #[serde(
             rename = "sessionKey",
             default,
@@ -35,7 +39,9 @@ pub enum UiCommand {
         )]
         session_key: Option<String>,
     },
+    /// Close the session's pane.
     ClosePane {
+        /// The session whose pane closes.
         #[serde(
             rename = "sessionKey",
             default,
@@ -43,7 +49,9 @@ pub enum UiCommand {
         )]
         session_key: Option<String>,
     },
+    /// Focus the session's pane.
     Focus {
+        /// The session to focus.
         #[serde(
             rename = "sessionKey",
             default,
@@ -51,7 +59,9 @@ pub enum UiCommand {
         )]
         session_key: Option<String>,
     },
+    /// Show the session in the focused pane.
     Navigate {
+        /// The session to show.
         #[serde(
             rename = "sessionKey",
             default,
@@ -59,12 +69,18 @@ pub enum UiCommand {
         )]
         session_key: Option<String>,
     },
+    /// Show or hide the sidebar.
     Sidebar {
+        /// Shown when true.
         visible: bool,
     },
+    /// Open or close a panel.
     Panel {
+        /// Which panel.
         panel: PanelKind,
+        /// Opened when true.
         open: bool,
+        /// Where to dock it; only when opening.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         dock: Option<Dock>,
     },
@@ -83,24 +99,37 @@ impl UiCommand {
     }
 }
 
+/// Where a split puts the new pane.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum SplitDirection {
+    /// Beside, to the right.
     Right,
+    /// Below.
     Down,
 }
 
+/// A panel of the Control UI.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum PanelKind {
+    /// The operator terminal.
     Terminal,
+    /// The embedded browser.
     Browser,
 }
 
+/// Where a panel docks.
+#[allow(
+    missing_docs,
+    reason = "a doc comment on a variant becomes a schema description and turns the schema's `enum` list into a `oneOf`; the variants are explained in plain comments"
+)]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum Dock {
+    // Along the bottom.
     Bottom,
+    // Along the right side.
     Right,
 }
 
@@ -134,9 +163,12 @@ impl UiCommandParams {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct UiCommandEvent {
+    /// The command.
     pub command: UiCommand,
+    /// The agent's own (source) session, as in the params.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub session_key: Option<String>,
+    /// Names the command; the UI's `ui.command.result` repeats it.
     pub command_id: String,
 }
 
@@ -144,7 +176,9 @@ pub struct UiCommandEvent {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum AckOutcome {
+    /// The UI did it.
     Applied,
+    /// The UI did not (the `reason` says why).
     Ignored,
 }
 
@@ -152,18 +186,28 @@ pub enum AckOutcome {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct UiCommandResultParams {
+    /// The event's `commandId`.
     pub command_id: String,
+    /// What the UI did.
     pub outcome: AckOutcome,
+    /// Why it ignored the command (at most [`MAX_REASON`] bytes).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
 }
 
 /// One UI's outcome in a waited `ui.command` response.
+#[allow(
+    missing_docs,
+    reason = "a doc comment on a variant becomes a schema description and turns the schema's `enum` list into a `oneOf`; the variants are explained in plain comments"
+)]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Outcome {
+    // The UI did it.
     Applied,
+    // The UI did not.
     Ignored,
+    // The UI did not answer within the wait.
     NoAnswer,
 }
 
@@ -176,11 +220,15 @@ impl From<AckOutcome> for Outcome {
     }
 }
 
+/// One Control UI's answer to a command.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct UiOutcome {
+    /// The UI's connection (from its `hello-ok`).
     pub conn_id: String,
+    /// What it did.
     pub outcome: Outcome,
+    /// Why it ignored the command, if it said.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
 }
@@ -189,8 +237,11 @@ pub struct UiOutcome {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct UiCommandResponse {
+    /// Always `true` (a failure is an error response).
     pub ok: bool,
+    /// How many Control UIs the command was sent to.
     pub delivered: usize,
+    /// Each UI's answer, when the request asked to wait.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub outcomes: Option<Vec<UiOutcome>>,
 }

@@ -483,7 +483,22 @@ async fn reopen_loads_with_replay_else_resumes_else_says_context_was_lost() {
     let (mut agent, mut events) = try_start(&env, fx.project.path()).await.unwrap();
     let info = agent.open_session(Vec::new(), Some(&id)).await.unwrap();
     assert_eq!(info.restored, Restored::Resumed);
-    assert!(events.try_recv().is_err(), "no replay on resume");
+    // A turn after the resume: every event up to its end arrives after any replay would
+    // have, and none is a replay.
+    agent.prompt_text("text third").unwrap();
+    let mut seen = Vec::new();
+    loop {
+        let event = next(&mut events).await;
+        let ended = matches!(event, AcpEvent::TurnEnded { .. });
+        seen.push(event);
+        if ended {
+            break;
+        }
+    }
+    assert!(
+        !seen.iter().any(|e| matches!(e, AcpEvent::Replay(_))),
+        "no replay on resume: {seen:?}"
+    );
     agent.stop().await;
 
     // Neither: a new session and a visible notice.

@@ -70,7 +70,7 @@ macro_rules! text_enum {
     };
 }
 
-/// Text that names no variant of a [`text_enum!`] enum.
+/// Text that names no variant of a `text_enum!` enum.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("unknown {kind} {found:?}")]
 pub struct UnknownVariant {
@@ -108,10 +108,15 @@ impl SessionStatus {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct Session {
+    /// Stable for the session's life; the key in every path and event about it.
     pub id: SessionId,
+    /// Shown in lists; set at creation or by a rename.
     pub title: String,
+    /// When the session was created.
     pub created: Millis,
+    /// When anything in the session last changed (lists sort by it).
     pub updated: Millis,
+    /// Whether a run is going on, waits for the person, or the agent needs attention.
     pub status: SessionStatus,
     /// The session's agent, fixed when the session was created (`shell` for sessions stored
     /// before agents could be chosen).
@@ -195,7 +200,9 @@ pub struct AgentState {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct AgentModes {
+    /// The id of the mode the agent is in now.
     pub current: String,
+    /// Every mode the person may switch to, in the agent's order.
     pub available: Vec<AgentMode>,
 }
 
@@ -203,8 +210,11 @@ pub struct AgentModes {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct AgentMode {
+    /// The agent's id for the mode; what `SetMode` sends back.
     pub id: String,
+    /// The label shown to the person.
     pub name: String,
+    /// The agent's one-line explanation, if it gave one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub description: Option<String>,
 }
@@ -213,6 +223,7 @@ pub struct AgentMode {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct SetMode {
+    /// One of the agent's [`AgentMode::id`]s.
     pub mode_id: String,
 }
 
@@ -228,6 +239,7 @@ pub struct Project {
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct CreateSession {
+    /// The title to show; the backend picks one when absent.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub title: Option<String>,
     /// The agent's name (see `ax-code agents`); the configured default when absent.
@@ -239,6 +251,7 @@ pub struct CreateSession {
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct RenameSession {
+    /// Replaces the old title whole.
     pub title: String,
 }
 
@@ -275,17 +288,33 @@ text_enum! {
 )]
 pub enum Part {
     /// Text the person wrote.
-    Text { text: String },
+    Text {
+        /// As typed, unchanged.
+        text: String,
+    },
     /// An attachment: a path inside the project.
-    File { path: String },
+    File {
+        /// Relative to the project directory.
+        path: String,
+    },
     /// A chunk of the agent's command output, in arrival order.
-    Output { stream: Stream, text: String },
+    Output {
+        /// Which pipe the chunk came from.
+        stream: Stream,
+        /// The chunk, decoded as UTF-8 (invalid bytes replaced).
+        text: String,
+    },
     /// The per-message output bound was hit; later output was dropped.
-    Truncated { dropped_bytes: u64 },
+    Truncated {
+        /// How many bytes of output were not kept.
+        dropped_bytes: u64,
+    },
     /// The run ended. `code` is the exit status, `signal` the terminating signal, if any.
     Exit {
+        /// The exit status, when the process exited on its own.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         code: Option<i32>,
+        /// The signal number, when a signal ended the process.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         signal: Option<i32>,
     },
@@ -316,10 +345,15 @@ impl Part {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct Message {
+    /// Unique within the backend; events about the message name it.
     pub id: String,
+    /// The session the message belongs to.
     pub session_id: SessionId,
+    /// Who wrote it.
     pub role: Role,
+    /// When it was stored.
     pub created: Millis,
+    /// In order; `message.part` and `message.delta` events extend them.
     pub parts: Vec<Part>,
 }
 
@@ -327,14 +361,23 @@ pub struct Message {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "lowercase", deny_unknown_fields)]
 pub enum PromptPart {
-    Text { text: String },
-    File { path: String },
+    /// Text the person typed.
+    Text {
+        /// As typed, unchanged.
+        text: String,
+    },
+    /// A file to attach, relative to the project.
+    File {
+        /// Must resolve inside the project directory, or the prompt is refused.
+        path: String,
+    },
 }
 
 /// `POST /session/{id}/prompt` body.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct Prompt {
+    /// Text and attachments, in the order the person gave them.
     pub parts: Vec<PromptPart>,
 }
 
@@ -356,7 +399,9 @@ text_enum! {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct Permission {
+    /// Unique within the backend; the `{pid}` of the answer's path.
     pub id: String,
+    /// The session whose run asks.
     pub session_id: SessionId,
     /// What is asked: the command line the agent wants to run.
     pub command: String,
@@ -364,7 +409,9 @@ pub struct Permission {
     /// was sent (the agent checks again, and refuses to run, if one resolves elsewhere when
     /// the command starts). Empty when nothing is attached.
     pub attachments: Vec<String>,
+    /// Pending until the person answers or the run ends.
     pub state: PermissionState,
+    /// When the request was made.
     pub created: Millis,
     /// For an ACP agent: the tool call it is about.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -426,6 +473,7 @@ impl PermissionReply {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct PermissionAnswer {
+    /// The person's answer.
     pub reply: PermissionReply,
 }
 
@@ -435,6 +483,7 @@ pub struct PermissionAnswer {
 pub struct EventEnvelope {
     /// Strictly increasing per backend process.
     pub id: u64,
+    /// What happened.
     pub event: Event,
 }
 
@@ -442,43 +491,77 @@ pub struct EventEnvelope {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "type", deny_unknown_fields)]
 pub enum Event {
+    /// A session was created.
     #[serde(rename = "session.created")]
-    SessionCreated { session: Session },
+    SessionCreated {
+        /// The new session as stored.
+        session: Session,
+    },
+    /// A session's title, agent state or timestamps changed.
     #[serde(rename = "session.updated")]
-    SessionUpdated { session: Session },
+    SessionUpdated {
+        /// The session after the change.
+        session: Session,
+    },
+    /// A session and its messages were deleted.
     #[serde(rename = "session.deleted", rename_all = "camelCase")]
-    SessionDeleted { session_id: SessionId },
+    SessionDeleted {
+        /// The deleted session.
+        session_id: SessionId,
+    },
+    /// A session's status changed (without the whole session).
     #[serde(rename = "session.status", rename_all = "camelCase")]
     SessionStatus {
+        /// The session that changed.
         session_id: SessionId,
+        /// Its new status.
         status: SessionStatus,
     },
     /// A new message (its parts so far).
     #[serde(rename = "message.created")]
-    MessageCreated { message: Message },
+    MessageCreated {
+        /// The message as stored so far.
+        message: Message,
+    },
     /// A part appended to a message; `index` is its position in `parts`.
     #[serde(rename = "message.part", rename_all = "camelCase")]
     MessagePart {
+        /// The session of the message.
         session_id: SessionId,
+        /// The message the part is appended to.
         message_id: String,
+        /// The part's position in the message's parts.
         index: u32,
+        /// The appended part.
         part: Part,
     },
     /// A change to an ACP agent's message: fold `delta` into its parts with
     /// [`turn::apply`] (`seq` counts the message's deltas from 1).
     #[serde(rename = "message.delta", rename_all = "camelCase")]
     MessageDelta {
+        /// The session of the message.
         session_id: SessionId,
+        /// The agent's message that changed.
         message_id: String,
+        /// Counts from 1 per message, so a client sees a gap.
         seq: u64,
+        /// The change to fold in.
         delta: turn::TurnDelta,
     },
+    /// A run asks the person before it goes on.
     #[serde(rename = "permission.asked")]
-    PermissionAsked { permission: Permission },
+    PermissionAsked {
+        /// The request, `pending`.
+        permission: Permission,
+    },
+    /// A permission request was answered or cancelled.
     #[serde(rename = "permission.replied", rename_all = "camelCase")]
     PermissionReplied {
+        /// The session of the request.
         session_id: SessionId,
+        /// The request, by [`Permission::id`].
         permission_id: String,
+        /// How it ended.
         state: PermissionState,
     },
     /// The stream could not replay the gap since `Last-Event-ID`: resync everything.
@@ -497,6 +580,7 @@ pub enum Event {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct Health {
+    /// Always `true`: an answer at all means the backend is up.
     pub ok: bool,
     /// The backend's version.
     pub version: String,
@@ -522,7 +606,9 @@ pub const SCREEN_CREDENTIAL_MESSAGE: &str = "ax-code-screen-credential-v1";
 #[derive(Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct SignInCode {
+    /// Single use; a secret until exchanged, so `Debug` hides it.
     pub code: String,
+    /// How long the code stays valid.
     pub expires_in_ms: u64,
 }
 
@@ -538,6 +624,7 @@ impl std::fmt::Debug for SignInCode {
 #[derive(Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct SignInExchange {
+    /// The code from [`SignInCode`]; `Debug` hides it.
     pub code: String,
 }
 
@@ -551,6 +638,7 @@ impl std::fmt::Debug for SignInExchange {
 #[derive(Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct SignInGrant {
+    /// The backend credential; `Debug` hides it.
     pub token: String,
 }
 
@@ -585,6 +673,7 @@ pub struct AbortResult {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ErrorBody {
+    /// What went wrong.
     pub error: ApiError,
 }
 
@@ -592,7 +681,9 @@ pub struct ErrorBody {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ApiError {
+    /// Stable and machine-readable, e.g. `not_found`; clients match on it.
     pub code: String,
+    /// For the person; may change between versions.
     pub message: String,
 }
 

@@ -50,6 +50,7 @@ pub struct ServerRecord {
     pub url: String,
     /// The bearer credential.
     pub token: String,
+    /// The backend's process id, so a stale record (dead process) can be removed.
     pub pid: u32,
 }
 
@@ -66,6 +67,7 @@ pub struct ScreenRecord {
     pub url: String,
     /// The screen credential.
     pub screen_token: String,
+    /// The backend's process id, so a stale record (dead process) can be removed.
     pub pid: u32,
 }
 
@@ -74,7 +76,9 @@ pub struct ScreenRecord {
 #[derive(Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct CredentialRecord {
+    /// Base URL of the backend, e.g. `http://127.0.0.1:4096`.
     pub url: String,
+    /// The bearer credential `ax-code serve` generated for it.
     pub token: String,
 }
 

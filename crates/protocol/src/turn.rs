@@ -3,7 +3,7 @@
 //! A turn streams as [`TurnDelta`]s (an appended chunk, a changed field), never the whole part
 //! each time, so a long answer costs O(chunk) per event. [`apply`] folds a delta into the parts;
 //! the live view and a transcript reloaded from storage are both built by folding the same
-//! deltas, so they are equal by construction. See `docs/ARCHITECTURE.md` (agents).
+//! deltas, so they are equal by construction. See `docs/agents.md` (§4, the turn model).
 //!
 //! Every shape is strict (`deny_unknown_fields`) and camelCase, like the rest of the API.
 
@@ -14,13 +14,22 @@ use serde::{Deserialize, Serialize};
 #[serde(tag = "type", rename_all = "snake_case", deny_unknown_fields)]
 pub enum TurnPart {
     /// The agent's answer; consecutive chunks append to one part.
-    Text { text: String },
+    Text {
+        /// The chunk (consecutive chunks are already joined).
+        text: String,
+    },
     /// The agent's reasoning, shown dimmed and folded.
-    Thought { text: String },
+    Thought {
+        /// The reasoning text so far.
+        text: String,
+    },
     /// A tool call, keyed by its `toolCallId`.
     ToolCall(ToolCallPart),
     /// The agent's plan; each plan update replaces it.
-    Plan { entries: Vec<PlanEntry> },
+    Plan {
+        /// The whole plan, in the agent's order.
+        entries: Vec<PlanEntry>,
+    },
     /// The agent asked the person before a tool call.
     Permission(PermissionPart),
     /// Something the person should see that is not the agent's answer.
@@ -31,15 +40,25 @@ pub enum TurnPart {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
 #[serde(rename_all = "snake_case")]
 pub enum ToolKind {
+    /// Reads files or data.
     Read,
+    /// Changes files.
     Edit,
+    /// Removes files.
     Delete,
+    /// Moves or renames files.
     Move,
+    /// Looks for something.
     Search,
+    /// Runs a command.
     Execute,
+    /// The agent's own reasoning step.
     Think,
+    /// Fetches from the network.
     Fetch,
+    /// Changes the agent's mode.
     SwitchMode,
+    /// Anything else, and any kind we do not know.
     #[default]
     Other,
 }
@@ -48,11 +67,16 @@ pub enum ToolKind {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
 #[serde(rename_all = "snake_case")]
 pub enum ToolStatus {
+    /// Not started yet.
     #[default]
     Pending,
+    /// Running.
     InProgress,
+    /// Finished well.
     Completed,
+    /// Finished with an error.
     Failed,
+    /// The person aborted the turn while the call was open.
     Cancelled,
 }
 
@@ -68,25 +92,36 @@ impl ToolStatus {
 #[serde(tag = "type", rename_all = "snake_case", deny_unknown_fields)]
 pub enum ToolContent {
     /// Text (other content blocks are shown by a short description).
-    Text { text: String },
+    Text {
+        /// The text as the agent sent it.
+        text: String,
+    },
     /// A file edit: `oldText` is absent for a new file.
     #[serde(rename_all = "camelCase")]
     Diff {
+        /// The edited file, as the agent named it.
         path: String,
+        /// The file before; absent for a new file.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         old_text: Option<String>,
+        /// The file after.
         new_text: String,
     },
     /// A terminal the agent created; its live output comes from the terminal itself.
     #[serde(rename_all = "camelCase")]
-    Terminal { terminal_id: String },
+    Terminal {
+        /// The agent's id for the terminal.
+        terminal_id: String,
+    },
 }
 
 /// A file a tool call touches.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct ToolLocation {
+    /// The file, as the agent named it.
     pub path: String,
+    /// The line it concerns, 1-based, if the agent said.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub line: Option<u32>,
 }
@@ -95,17 +130,24 @@ pub struct ToolLocation {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct ToolCallPart {
+    /// The agent's id; later updates name the call by it.
     pub tool_call_id: String,
+    /// A one-line summary for the person.
     pub title: String,
+    /// What the call is for.
     pub kind: ToolKind,
+    /// Where it stands.
     pub status: ToolStatus,
+    /// What the call produced so far (text, diffs, terminals).
     #[serde(default)]
     pub content: Vec<ToolContent>,
+    /// The files it touches.
     #[serde(default)]
     pub locations: Vec<ToolLocation>,
     /// The tool's full input as the agent sent it (the whole command, the paths).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub raw_input: Option<serde_json::Value>,
+    /// The tool's result as the agent sent it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub raw_output: Option<serde_json::Value>,
 }
@@ -115,18 +157,25 @@ pub struct ToolCallPart {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct ToolCallFields {
+    /// A new title.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub title: Option<String>,
+    /// A new kind.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub kind: Option<ToolKind>,
+    /// A new status.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub status: Option<ToolStatus>,
+    /// The whole new content list.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub content: Option<Vec<ToolContent>>,
+    /// The whole new location list.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub locations: Option<Vec<ToolLocation>>,
+    /// The tool's input, when it changed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub raw_input: Option<serde_json::Value>,
+    /// The tool's output, when it arrived.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub raw_output: Option<serde_json::Value>,
 }
@@ -163,9 +212,12 @@ impl ToolCallFields {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
 #[serde(rename_all = "snake_case")]
 pub enum PlanPriority {
+    /// Do this first.
     High,
+    /// The agent gave no priority, or a middling one.
     #[default]
     Medium,
+    /// Can wait.
     Low,
 }
 
@@ -173,9 +225,12 @@ pub enum PlanPriority {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
 #[serde(rename_all = "snake_case")]
 pub enum PlanStatus {
+    /// Not started.
     #[default]
     Pending,
+    /// Being worked on.
     InProgress,
+    /// Done.
     Completed,
 }
 
@@ -183,8 +238,11 @@ pub enum PlanStatus {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct PlanEntry {
+    /// What the step is, in the agent's words.
     pub content: String,
+    /// How urgent the agent thinks it is.
     pub priority: PlanPriority,
+    /// How far it got.
     pub status: PlanStatus,
 }
 
@@ -192,9 +250,13 @@ pub struct PlanEntry {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum PermissionKind {
+    /// Allow this one call.
     AllowOnce,
+    /// Allow this call and every later one like it.
     AllowAlways,
+    /// Refuse this one call.
     RejectOnce,
+    /// Refuse this call and every later one like it.
     RejectAlways,
 }
 
@@ -214,8 +276,11 @@ impl PermissionKind {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct PermissionChoice {
+    /// The agent's id for the option; what the answer sends back.
     pub option_id: String,
+    /// The label the agent gave it.
     pub name: String,
+    /// What choosing it means, so a reply by kind can pick it.
     pub kind: PermissionKind,
 }
 
@@ -228,7 +293,9 @@ pub enum PermissionOutcome {
     /// The person chose; `optionId` is what the agent received.
     #[serde(rename_all = "camelCase")]
     Selected {
+        /// The chosen option's id, as sent to the agent.
         option_id: String,
+        /// The chosen option's kind.
         kind: PermissionKind,
     },
     /// The turn was aborted or ended before an answer.
@@ -244,7 +311,9 @@ pub struct PermissionPart {
     /// The tool call it is about: the stored one merged with the request's own fields (some
     /// agents send no `tool_call` before asking).
     pub tool_call: ToolCallPart,
+    /// What the person may choose from, as the agent offered it.
     pub options: Vec<PermissionChoice>,
+    /// Pending until answered or cancelled.
     pub outcome: PermissionOutcome,
 }
 
@@ -270,7 +339,9 @@ pub enum NoticeKind {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct Notice {
+    /// What it is about (the view styles it by this).
     pub kind: NoticeKind,
+    /// One line for the person.
     pub message: String,
 }
 
@@ -279,30 +350,52 @@ pub struct Notice {
 #[serde(tag = "type", rename_all = "snake_case", deny_unknown_fields)]
 pub enum TurnDelta {
     /// Appends to the last part if it is text, else starts a text part.
-    TextAppended { text: String },
+    TextAppended {
+        /// The chunk to append.
+        text: String,
+    },
     /// Appends to the last part if it is a thought, else starts a thought part.
-    ThoughtAppended { text: String },
+    ThoughtAppended {
+        /// The chunk to append.
+        text: String,
+    },
     /// A new tool call (a repeated id replaces the stored call).
     #[serde(rename_all = "camelCase")]
-    ToolCallCreated { tool_call: ToolCallPart },
+    ToolCallCreated {
+        /// The call as the agent sent it.
+        tool_call: ToolCallPart,
+    },
     /// Fields of a tool call changed (an unknown id starts a tool call part).
     #[serde(rename_all = "camelCase")]
     ToolCallUpdated {
+        /// The call that changed.
         tool_call_id: String,
+        /// What changed.
         fields: ToolCallFields,
     },
     /// The plan, whole (replaces the turn's plan part, or starts one).
-    PlanReplaced { entries: Vec<PlanEntry> },
+    PlanReplaced {
+        /// The whole plan.
+        entries: Vec<PlanEntry>,
+    },
     /// The agent asks the person.
-    PermissionAsked { permission: PermissionPart },
+    PermissionAsked {
+        /// The request, `pending`.
+        permission: PermissionPart,
+    },
     /// A permission request was answered or cancelled.
     #[serde(rename_all = "camelCase")]
     PermissionAnswered {
+        /// The request, by [`PermissionPart::permission_id`].
         permission_id: String,
+        /// How it ended.
         outcome: PermissionOutcome,
     },
     /// A notice.
-    Notice { notice: Notice },
+    Notice {
+        /// What to show.
+        notice: Notice,
+    },
 }
 
 /// Folds `delta` into `parts`.
@@ -381,16 +474,24 @@ pub enum TurnEnd {
     /// The agent answered the prompt; `stopReason` as the agent said (`end_turn`, `max_tokens`,
     /// `max_turn_requests`, `refusal`).
     #[serde(rename_all = "camelCase")]
-    Completed { stop_reason: String },
+    Completed {
+        /// Why the agent stopped, in its words.
+        stop_reason: String,
+    },
     /// The person aborted the turn.
     Cancelled,
     /// The agent needs authentication before it can work.
     #[serde(rename_all = "camelCase")]
-    NeedsAuth { auth_methods: Vec<AuthMethod> },
+    NeedsAuth {
+        /// The ways to authenticate the agent offers.
+        auth_methods: Vec<AuthMethod>,
+    },
     /// The agent failed or exited mid-turn; `stderrTail` is the end of its error output.
     #[serde(rename_all = "camelCase")]
     Failed {
+        /// What failed, for the person.
         message: String,
+        /// The end of the agent's error output, for diagnosis.
         #[serde(default, skip_serializing_if = "String::is_empty")]
         stderr_tail: String,
     },
@@ -400,8 +501,11 @@ pub enum TurnEnd {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct AuthMethod {
+    /// The agent's id for the method.
     pub id: String,
+    /// The label shown to the person.
     pub name: String,
+    /// The agent's explanation, if it gave one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub description: Option<String>,
 }

@@ -170,28 +170,37 @@ impl fmt::Debug for ServerConfig {
 /// Why a backend could not start.
 #[derive(Debug, thiserror::Error)]
 pub enum StartError {
+    /// The project directory does not exist, cannot be resolved, or is not a directory.
     // The cause is in the message, not also a `source`, so a chain prints it once.
     #[error("project directory {path}: {error}")]
     Project {
+        /// The directory as given.
         path: PathBuf,
+        /// Why it cannot be used.
         error: std::io::Error,
     },
     /// Another backend serves the project (one backend per project).
     #[error(transparent)]
     Lock(#[from] project::LockError),
+    /// A non-loopback listen address without the explicit remote flag.
     #[error(
         "refusing to listen on {0}: not a loopback address; pass the explicit remote flag \
          (and keep the credential secret) to expose the backend"
     )]
     NotLoopback(SocketAddr),
+    /// The given credential is too short, too long, or has unusable characters.
     #[error("the credential must be 16 to 512 printable ASCII characters without spaces")]
     BadToken,
+    /// The database could not be opened or migrated.
     #[error(transparent)]
     Store(#[from] store::StoreError),
+    /// The listeners could not be set up.
     #[error(transparent)]
     Bind(#[from] listen::BindError),
+    /// An `--allow-host` value that is not a host name or address.
     #[error("--allow-host {0:?}: expected a host name or address, optionally with :PORT")]
     BadHostName(String),
+    /// The server or screen record could not be written.
     #[error("cannot register the backend in the data directory: {0}")]
     Register(std::io::Error),
     /// No credential was given and none can be generated.
@@ -305,6 +314,7 @@ impl RunningServer {
         crate::screen_credential(&self.token)
     }
 
+    /// The address the backend listens on (the port is real even when 0 was asked for).
     pub fn local_addr(&self) -> SocketAddr {
         self.addr
     }

@@ -49,8 +49,15 @@ const PORT_TRIES: usize = 16;
 /// Why the listeners could not be set up.
 #[derive(Debug, thiserror::Error)]
 pub enum BindError {
+    /// The address cannot be bound (in use, or not allowed).
     #[error("cannot listen on {addr}")]
-    Bind { addr: SocketAddr, source: io::Error },
+    Bind {
+        /// The address.
+        addr: SocketAddr,
+        /// What the system said.
+        source: io::Error,
+    },
+    /// The other loopback family's address with the same port belongs to another program.
     #[error(
         "{sibling} is taken by another program while {addr} was free: clients that reach \
          `localhost:{port}` over the other address family would talk to it, so the backend does \
@@ -58,7 +65,9 @@ pub enum BindError {
         port = addr.port()
     )]
     SiblingTaken {
+        /// The address the backend bound.
         addr: SocketAddr,
+        /// The other family's address, taken.
         sibling: SocketAddr,
     },
 }

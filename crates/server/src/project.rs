@@ -42,6 +42,7 @@ pub fn project_root(dir: &Path) -> io::Result<PathBuf> {
 /// Who holds a project's lock, as written in its lock file.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct LockHolder {
+    /// The holder's process id.
     pub pid: u32,
     /// Empty until the holder is listening.
     #[serde(default)]
@@ -60,11 +61,19 @@ pub enum LockError {
     /// Another backend serves the project; `holder` is what its lock file says, if readable.
     #[error("{}", busy_message(.project, .holder.as_ref()))]
     Busy {
+        /// The canonical project directory.
         project: PathBuf,
+        /// What the lock file says, if it is readable.
         holder: Option<LockHolder>,
     },
+    /// The lock file could not be created or locked.
     #[error("cannot lock the project in {path}: {error}")]
-    Io { path: PathBuf, error: io::Error },
+    Io {
+        /// The lock file.
+        path: PathBuf,
+        /// What the system said.
+        error: io::Error,
+    },
 }
 
 fn busy_message(project: &Path, holder: Option<&LockHolder>) -> String {

@@ -20,10 +20,15 @@ pub type Shared = Arc<App>;
 /// Bounds on what a request may carry.
 #[derive(Debug, Clone, Copy)]
 pub struct Limits {
+    /// Largest request body.
     pub body_bytes: usize,
+    /// Largest total text of one prompt.
     pub prompt_text_bytes: usize,
+    /// Most parts in one prompt.
     pub prompt_parts: usize,
+    /// Longest session title, in characters.
     pub title_chars: usize,
+    /// Output kept per reply message; beyond it a truncation marker says how much was dropped.
     pub output_bytes_per_message: usize,
     /// Time to read a request head, also the longest a kept-alive connection may sit idle
     /// between requests.

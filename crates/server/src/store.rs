@@ -116,45 +116,62 @@ ALTER TABLE session ADD COLUMN standing TEXT;
 /// The schema version this build writes.
 pub const SCHEMA_VERSION: i64 = MIGRATIONS.len() as i64;
 
+/// Why the store failed. A row it cannot read is an error, never a default.
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
+    /// SQLite itself failed.
     #[error("SQLite: {0}")]
     Sqlite(#[from] rusqlite::Error),
+    /// The database was written by a newer ax-code; it is left untouched.
     #[error(
         "the database {path} has schema version {found}, newer than this ax-code supports \
          ({supported}); it was left untouched: run a newer ax-code"
     )]
     NewerSchema {
+        /// The database file.
         path: PathBuf,
+        /// Its schema version.
         found: i64,
+        /// The newest this build knows ([`SCHEMA_VERSION`]).
         supported: i64,
     },
+    /// The data directory could not be created or made private.
     #[error("cannot prepare the data directory {path}: {error}")]
     DataDir {
+        /// The directory.
         path: PathBuf,
+        /// What the system said.
         error: std::io::Error,
     },
     /// The data directory cannot be read (e.g. another user's): not the same as "empty".
     #[error("cannot read the data directory {path}: {error}")]
     Unreadable {
+        /// The directory.
         path: PathBuf,
+        /// What the system said.
         error: std::io::Error,
     },
     /// A stored value this build cannot read: never guessed into a default.
     #[error("stored data is malformed: table {table}, row {row:?}, column {column}: {problem}")]
     Malformed {
+        /// The table of the row.
         table: &'static str,
         /// The row's key, for finding it with the sqlite3 shell.
         row: String,
+        /// The column that cannot be read.
         column: &'static str,
+        /// What is wrong with the value.
         problem: String,
     },
+    /// A part could not be serialised.
     #[error("cannot encode a part for storage: {0}")]
     Encode(#[from] serde_json::Error),
+    /// The blocking task running a query failed (panicked or was cancelled).
     #[error("a store task failed: {0}")]
     Task(String),
 }
 
+/// A store result.
 pub type Result<T, E = StoreError> = std::result::Result<T, E>;
 
 /// Cloneable handle to the database.
@@ -527,6 +544,7 @@ pub fn find_project(conn: &Connection, directory: &str) -> Result<Option<i64>> {
         .optional()?)
 }
 
+/// Stores a new session of `project`.
 pub fn insert_session(conn: &Connection, project: i64, session: &Session) -> Result<()> {
     conn.execute(
         "INSERT INTO session(id, project_id, title, created, updated, status, agent) \
@@ -555,6 +573,7 @@ pub fn list_sessions(conn: &Connection, project: i64, limit: Option<u32>) -> Res
     rows.map(|r| build_session(r?)).collect()
 }
 
+/// The session, if it belongs to `project`.
 pub fn get_session(conn: &Connection, project: i64, id: &str) -> Result<Option<Session>> {
     let row = conn
         .prepare_cached(&format!(
@@ -585,6 +604,7 @@ pub fn always_allowed(conn: &Connection, id: &str) -> Result<bool> {
         != 0)
 }
 
+/// Every later command of the session runs without asking (the person answered "always").
 pub fn set_always_allowed(conn: &Connection, id: &str) -> Result<()> {
     conn.execute("UPDATE session SET always_allow = 1 WHERE id = ?1", [id])?;
     Ok(())
@@ -626,6 +646,7 @@ pub fn agent_session(conn: &Connection, id: &str) -> Result<Option<String>> {
         .flatten())
 }
 
+/// Remembers the agent's own session id, so a restarted backend can reopen it.
 pub fn set_agent_session(conn: &Connection, id: &str, agent_session: &str) -> Result<()> {
     conn.execute(
         "UPDATE session SET agent_session = ?1 WHERE id = ?2",
@@ -685,6 +706,7 @@ pub fn title_if_untitled(
     get_session(conn, project, id)
 }
 
+/// Deletes the session (its messages, parts and permissions go with it); whether it existed.
 pub fn delete_session(conn: &mut Connection, project: i64, id: &str) -> Result<bool> {
     let n = conn.execute(
         "DELETE FROM session WHERE project_id = ?1 AND id = ?2",
@@ -719,6 +741,7 @@ pub fn insert_message(tx: &Connection, message: &Message) -> Result<()> {
     Ok(())
 }
 
+/// Appends part `index` to a message.
 pub fn append_part(conn: &Connection, message_id: &str, index: u32, part: &Part) -> Result<()> {
     conn.prepare_cached("INSERT INTO part(message_id, idx, body) VALUES (?1, ?2, ?3)")?
         .execute(params![message_id, index, encode_part(part)?])?;
@@ -798,6 +821,7 @@ pub fn messages(conn: &Connection, session: &SessionId) -> Result<Vec<Message>> 
     Ok(out)
 }
 
+/// Stores a new permission request.
 pub fn insert_permission(conn: &Connection, p: &Permission) -> Result<()> {
     conn.execute(
         "INSERT INTO permission(id, session_id, command, state, created, attachments, detail) \
@@ -847,6 +871,7 @@ pub fn answer_permission(conn: &Connection, p: &Permission) -> Result<()> {
     Ok(())
 }
 
+/// Records the answer (or cancellation) of a permission request.
 pub fn set_permission_state(conn: &Connection, id: &str, state: PermissionState) -> Result<()> {
     conn.execute(
         "UPDATE permission SET state = ?1 WHERE id = ?2",
@@ -904,6 +929,7 @@ fn build_permission(
     })
 }
 
+/// The permission request, if it belongs to `session`.
 pub fn get_permission(conn: &Connection, session: &str, id: &str) -> Result<Option<Permission>> {
     let row = conn
         .query_row(
@@ -932,6 +958,7 @@ pub fn pending_permissions(conn: &Connection, project: i64) -> Result<Vec<Permis
 /// [`ax_agents::process::process_start_time`]).
 pub type Owner = (u32, Option<u64>);
 
+/// Records that a run of `session` started, producing `message_id`, owned by `owner`; a backend restarted after a crash finds it and marks the run interrupted.
 pub fn begin_run(
     conn: &Connection,
     session: &str,
@@ -961,6 +988,7 @@ pub fn set_run_process(
     Ok(())
 }
 
+/// Forgets the session's run: it ended.
 pub fn end_run(conn: &Connection, session: &str) -> Result<()> {
     conn.execute("DELETE FROM run WHERE session_id = ?1", [session])?;
     Ok(())

@@ -23,8 +23,17 @@ fn main() {
         ax_mock_agent::run();
     }
     // A credential in the backend's own environment must reach no agent and no terminal.
-    // SAFETY: set before any other thread of this process exists.
-    unsafe { std::env::set_var("AX_CODE_SERVER_PASSWORD", "secret-must-not-leak") };
+    // Changing this process's environment is unsafe, so the harness runs itself again with
+    // the credential set.
+    const CREDENTIAL: &str = "secret-must-not-leak";
+    if std::env::var_os("AX_CODE_SERVER_PASSWORD").is_none_or(|v| v != CREDENTIAL) {
+        let status = std::process::Command::new(std::env::current_exe().unwrap())
+            .args(std::env::args_os().skip(1))
+            .env("AX_CODE_SERVER_PASSWORD", CREDENTIAL)
+            .status()
+            .unwrap();
+        std::process::exit(status.code().unwrap_or(1));
+    }
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()

@@ -60,6 +60,7 @@ pub struct AnsiParser {
 }
 
 impl AnsiParser {
+    /// A parser in the default state (no style, no pending escape).
     pub fn new() -> AnsiParser {
         AnsiParser::default()
     }
@@ -305,6 +306,7 @@ pub struct AnsiLines {
 }
 
 impl AnsiLines {
+    /// No lines yet.
     pub fn new() -> AnsiLines {
         AnsiLines::default()
     }

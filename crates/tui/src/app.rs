@@ -25,7 +25,9 @@ pub const NOTICE_TTL: Duration = Duration::from_secs(5);
 /// Which screen is showing.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Route {
+    /// The session list.
     Home,
+    /// One session's transcript and composer.
     Session(SessionId),
 }
 
@@ -41,10 +43,13 @@ pub enum Overlay {
 /// The backend event stream.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Connection {
+    /// Not connected yet.
     Connecting,
+    /// Events are flowing.
     Connected,
     /// The client reconnects by itself with backoff; this is how long it has been down.
     Reconnecting {
+        /// Since the stream went down.
         down_for: Duration,
     },
 }
@@ -52,10 +57,14 @@ pub enum Connection {
 /// A modal the person opened. (The approval dialog is derived from pending permissions.)
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Modal {
+    /// The command palette.
     Palette {
+        /// What the person typed to filter commands.
         query: String,
+        /// The highlighted row among the matches.
         selected: usize,
     },
+    /// The key and command reference.
     Help,
     /// Ctrl+C while a session is busy: quitting would leave it running unattended.
     ConfirmQuit,
@@ -63,7 +72,9 @@ pub enum Modal {
     McpConfig,
     /// "Delete this session?" (y/Enter deletes, n/Esc keeps it).
     ConfirmDelete {
+        /// The session to delete.
         session: SessionId,
+        /// Its title, shown in the question.
         title: String,
     },
 }
@@ -71,16 +82,22 @@ pub enum Modal {
 /// Who a notice is from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum NoticeKind {
+    /// Something the TUI did or noticed.
     Info,
+    /// Something failed.
     Error,
     /// An agent navigated this TUI through TUIMCP.
     Agent,
 }
 
+/// A line on the status bar that expires after [`NOTICE_TTL`].
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Notice {
+    /// Who it is from (it is styled by this).
     pub kind: NoticeKind,
+    /// One line.
     pub text: String,
+    /// When it was posted.
     pub at: Instant,
 }
 
@@ -96,47 +113,68 @@ pub const APPROVAL_CHOICES: [(PermissionReply, &str); 3] = [
 pub enum Effect {
     /// Load the session list and pending permissions.
     Resync {
+        /// Results of an older resync are dropped.
         generation: u64,
     },
+    /// Load a session's messages.
     LoadTranscript {
+        /// The session to load.
         session: SessionId,
+        /// Results for a route left since are dropped.
         generation: u64,
     },
     /// Send a prompt; `session: None` creates a session for it first.
     Submit {
+        /// The target session, or `None` for a new one.
         session: Option<SessionId>,
+        /// The prompt's text and attachments.
         parts: Vec<PromptPart>,
+        /// Results for a route left since are dropped.
         generation: u64,
     },
     /// Create an empty session and open it.
     CreateSession {
+        /// Results for a route left since are dropped.
         generation: u64,
     },
+    /// Answer a permission request.
     ReplyPermission {
+        /// The session that asks.
         session: SessionId,
+        /// The request.
         permission_id: String,
+        /// The person's answer.
         reply: PermissionReply,
     },
     /// Stop the session's running turn.
     Abort {
+        /// The session to stop.
         session: SessionId,
     },
     /// Check an attachment at once: it exists, is a file, and is inside the project.
     CheckAttachment {
+        /// The project directory the path must stay inside.
         workspace: String,
+        /// The path as typed.
         path: String,
     },
+    /// Give a session a new title.
     RenameSession {
+        /// The session.
         session: SessionId,
+        /// The new title.
         title: String,
     },
+    /// Delete a session (the person confirmed).
     DeleteSession {
+        /// The session.
         session: SessionId,
     },
     /// Close the TUIMCP endpoint for good.
     RevokeSharing,
     /// Put `text` on the clipboard through the terminal (OSC 52).
     CopyToClipboard {
+        /// What to copy.
         text: String,
     },
     /// Shut down (the exit overlay is showing).
@@ -246,24 +284,31 @@ impl App {
 
     // ---- reading -------------------------------------------------------------------------
 
+    /// The screen showing.
     pub fn route(&self) -> &Route {
         &self.route
     }
+    /// The full-screen overlay, if one hides everything.
     pub fn overlay(&self) -> Option<Overlay> {
         self.overlay
     }
+    /// How the backend event stream stands.
     pub fn connection(&self) -> Connection {
         self.connection
     }
+    /// The sessions of the project, in list order.
     pub fn sessions(&self) -> &[Session] {
         &self.sessions
     }
+    /// The prompt being written.
     pub fn composer(&self) -> &Composer {
         &self.composer
     }
+    /// The modal the person opened, if any.
     pub fn modal(&self) -> Option<&Modal> {
         self.modal.as_ref()
     }
+    /// TUIMCP sharing, while it is on.
     pub fn sharing(&self) -> Option<&Sharing> {
         self.sharing.as_ref()
     }
@@ -275,9 +320,11 @@ impl App {
             (None, false) => SharingState::Off,
         }
     }
+    /// The status-bar notice, until it expires.
     pub fn notice(&self) -> Option<&Notice> {
         self.notice.as_ref()
     }
+    /// The open session's display lines.
     pub fn transcript(&self) -> &Transcript {
         &self.transcript
     }
@@ -285,9 +332,11 @@ impl App {
     pub fn scroll(&self) -> usize {
         self.scroll
     }
+    /// The project directory.
     pub fn workspace(&self) -> &str {
         &self.workspace
     }
+    /// The backend's URL, for the header.
     pub fn backend_url(&self) -> &str {
         &self.backend_url
     }
@@ -299,6 +348,7 @@ impl App {
     pub fn size(&self) -> (u16, u16) {
         self.size
     }
+    /// Whether shutdown began (the exit overlay shows).
     pub fn is_exiting(&self) -> bool {
         self.overlay == Some(Overlay::Exit)
     }
@@ -311,6 +361,7 @@ impl App {
         }
     }
 
+    /// The selected row of the session list, if the selection is still in it.
     pub fn selected_index(&self) -> Option<usize> {
         let id = self.selected.as_ref()?;
         self.sessions.iter().position(|s| &s.id == id)
@@ -337,6 +388,7 @@ impl App {
         self.help_scroll
     }
 
+    /// The highlighted answer of the approval dialog (an index into [`APPROVAL_CHOICES`]).
     pub fn approval_choice(&self) -> usize {
         self.approval_choice
     }
@@ -413,16 +465,19 @@ impl App {
 
     // ---- changes from the owner ----------------------------------------------------------
 
+    /// The terminal was resized: re-wrap the transcript.
     pub fn resize(&mut self, width: u16, height: u16) {
         self.size = (width, height);
         self.transcript.set_wrap(width.saturating_sub(2));
         self.keep_selection_visible();
     }
 
+    /// Sets the project directory (attachments resolve inside it).
     pub fn set_workspace(&mut self, workspace: impl Into<String>) {
         self.workspace = workspace.into();
     }
 
+    /// Sets the backend's URL, for the header.
     pub fn set_backend_url(&mut self, url: impl Into<String>) {
         self.backend_url = url.into();
     }
@@ -444,6 +499,7 @@ impl App {
         }
     }
 
+    /// Posts a status-bar notice, replacing the current one.
     pub fn notify(&mut self, kind: NoticeKind, text: impl Into<String>) {
         self.notice = Some(Notice {
             kind,

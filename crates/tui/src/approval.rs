@@ -38,7 +38,9 @@ pub struct Geometry {
     pub body_height: usize,
     /// The attached files: a count line, the first few names, "… and N more".
     pub file_rows: Vec<String>,
+    /// What “Always allow” covers, wrapped.
     pub always_rows: Vec<String>,
+    /// The key hints, wrapped.
     pub hint_rows: Vec<String>,
 }
 
@@ -118,7 +120,7 @@ pub fn request_rows(command: &str, width: usize) -> Vec<String> {
 }
 
 /// The files the command gets are part of what is approved: a count, the first
-/// [`FILES_SHOWN`] names (one row each, control characters in caret notation, cut with `…`
+/// `FILES_SHOWN` names (one row each, control characters in caret notation, cut with `…`
 /// only when wider than the dialog), then how many more there are.
 pub fn file_rows(attachments: &[String], width: usize) -> Vec<String> {
     if attachments.is_empty() {

@@ -16,7 +16,9 @@ pub enum Command {
     Rename,
     /// Delete the open (or selected) session, after a confirmation.
     Delete,
+    /// Show the key and command reference.
     Help,
+    /// Leave the TUI (asks first while a session is busy).
     Quit,
     /// Show the MCP client configuration for this TUI's endpoint (only while sharing).
     TuiMcpConfig,
@@ -29,6 +31,7 @@ pub enum Command {
 pub enum SharingState {
     /// Not started with `--tui-mcp`.
     Off,
+    /// Sharing now.
     On,
     /// Was shared; revoked (or the endpoint failed) since.
     Revoked,
@@ -37,7 +40,9 @@ pub enum SharingState {
 /// A parsed command line: the command and its argument, if it takes one.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Invocation {
+    /// Which command.
     pub command: Command,
+    /// The rest of the line, trimmed; present exactly when the command takes one.
     pub arg: Option<String>,
 }
 
@@ -56,6 +61,7 @@ impl Command {
         Command::TuiMcpRevoke,
     ];
 
+    /// What the person types, e.g. `/rename`.
     pub fn name(self) -> &'static str {
         match self {
             Command::New => "/new",
@@ -71,6 +77,7 @@ impl Command {
         }
     }
 
+    /// A one-line description for the palette and `/help`.
     pub fn help(self) -> &'static str {
         match self {
             Command::New => "start a new session",

@@ -27,6 +27,7 @@ fn is_word(c: char) -> bool {
 }
 
 impl Composer {
+    /// The text being written.
     pub fn draft(&self) -> &str {
         &self.draft
     }
@@ -48,6 +49,7 @@ impl Composer {
         (line, col)
     }
 
+    /// Attached paths, as typed, in the order added.
     pub fn attachments(&self) -> &[String] {
         &self.attachments
     }
@@ -57,6 +59,7 @@ impl Composer {
         !self.draft.is_empty()
     }
 
+    /// Blocks navigation, like a draft.
     pub fn has_attachments(&self) -> bool {
         !self.attachments.is_empty()
     }
@@ -272,12 +275,14 @@ impl Composer {
         Ok(())
     }
 
+    /// Removes attachment `index`; an index past the end does nothing.
     pub fn remove_attachment(&mut self, index: usize) {
         if index < self.attachments.len() {
             self.attachments.remove(index);
         }
     }
 
+    /// Empties the draft (attachments stay).
     pub fn clear_draft(&mut self) {
         self.draft.clear();
         self.cursor = 0;

@@ -3,13 +3,18 @@
 /// A rectangle of terminal cells.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct Rect {
+    /// Leftmost column.
     pub x: u16,
+    /// Top row.
     pub y: u16,
+    /// Width in cells.
     pub width: u16,
+    /// Height in rows.
     pub height: u16,
 }
 
 impl Rect {
+    /// A rectangle at (`x`, `y`) of the given size.
     pub fn new(x: u16, y: u16, width: u16, height: u16) -> Rect {
         Rect {
             x,
@@ -19,6 +24,7 @@ impl Rect {
         }
     }
 
+    /// Whether the cell (`col`, `row`) lies inside.
     pub fn contains(&self, col: u16, row: u16) -> bool {
         col >= self.x
             && row >= self.y
@@ -81,6 +87,7 @@ pub const COMPOSER_MAX_ROWS: usize = 6;
 /// Where everything goes on a screen of a given size.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Layout {
+    /// The top row: project and connection.
     pub header: Rect,
     /// The TUIMCP bar, only while sharing: one row, or more when the endpoint path does not
     /// fit beside the label and the buttons (the path then gets rows of its own).
@@ -94,8 +101,11 @@ pub struct Layout {
     pub revoke: Option<Rect>,
     /// Session list or transcript, with its border.
     pub main: Rect,
+    /// The attachment chips above the composer, when there are attachments.
     pub chips: Option<Rect>,
+    /// The prompt editor.
     pub composer: Rect,
+    /// The bottom row: notices and hints.
     pub status: Rect,
 }
 

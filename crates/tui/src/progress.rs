@@ -25,9 +25,13 @@ pub struct Progress {
 /// What a status change meant.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Change {
+    /// A turn began.
     Started,
+    /// The session now waits for an approval.
     AskedApproval,
+    /// A turn ended after this long.
     Finished(Duration),
+    /// Nothing worth telling the person.
     None,
 }
 
@@ -70,6 +74,7 @@ impl Progress {
             .map(|since| now.saturating_duration_since(*since))
     }
 
+    /// How long the session's last finished turn took.
     pub fn last_turn(&self, id: &SessionId) -> Option<Duration> {
         self.last_turn.get(id).copied()
     }
@@ -111,6 +116,7 @@ impl App {
         self.now
     }
 
+    /// Turn timing per session (for elapsed times and "finished" notices).
     pub fn progress(&self) -> &Progress {
         &self.progress
     }

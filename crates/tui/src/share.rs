@@ -64,6 +64,7 @@ pub struct BackendValidator {
 }
 
 impl BackendValidator {
+    /// A validator asking the backend through `client`.
     pub fn new(client: Client) -> BackendValidator {
         BackendValidator { client }
     }

@@ -22,6 +22,7 @@ use crate::input::{Input, Key, KeyCode, Modifiers, Mouse, MouseKind};
 pub enum TermEvent {
     /// Human input: it also counts as activity for TUIMCP.
     Input(Input),
+    /// The terminal's new size (columns, rows).
     Resize(u16, u16),
     /// Focus changes, key releases: nothing to do.
     Ignored,
@@ -95,10 +96,12 @@ pub fn restore() {
 /// Owns the terminal while the TUI runs; dropping it restores the terminal, also on error
 /// paths. A panic hook restores it before the panic message prints.
 pub struct TerminalGuard {
+    /// The terminal to draw on.
     pub terminal: Terminal<CrosstermBackend<Stdout>>,
 }
 
 impl TerminalGuard {
+    /// Takes over the terminal: raw mode, the alternate screen, mouse and paste reporting.
     pub fn enter() -> io::Result<TerminalGuard> {
         install_panic_hook();
         enable_raw_mode()?;

@@ -17,15 +17,25 @@ pub const MAX_LINE_CHARS: usize = 2048;
 /// How a line is drawn.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum LineStyle {
+    /// The person's message header.
     UserHeader,
+    /// The agent's message header.
     AgentHeader,
+    /// Text the person wrote.
     UserText,
+    /// An attachment line.
     File,
+    /// Command output on stdout.
     Stdout,
+    /// Command output on stderr.
     Stderr,
+    /// A zero exit status.
     ExitOk,
+    /// A failed exit (non-zero or a signal).
     ExitFailed,
+    /// A bracketed note such as `[rejected: nothing ran]`.
     Marker,
+    /// An empty separator line.
     Blank,
 }
 
@@ -58,6 +68,7 @@ struct MessageCursor {
 /// What happened to a streamed part.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum PartOutcome {
+    /// The part was added to the transcript.
     Applied,
     /// Already seen (replayed after a resync): ignored.
     Duplicate,
@@ -81,6 +92,7 @@ impl Default for Transcript {
 }
 
 impl Transcript {
+    /// An empty transcript wrapped at `wrap` columns.
     pub fn new(wrap: u16) -> Transcript {
         Transcript {
             lines: Vec::new(),
@@ -99,14 +111,17 @@ impl Transcript {
         t
     }
 
+    /// Logical lines (before wrapping).
     pub fn line_count(&self) -> usize {
         self.lines.len()
     }
 
+    /// Screen rows at the current wrap width.
     pub fn total_rows(&self) -> usize {
         self.rows_end.last().copied().unwrap_or(0)
     }
 
+    /// Messages seen.
     pub fn message_count(&self) -> usize {
         self.messages.len()
     }

@@ -90,8 +90,10 @@ pub enum Detail {
 }
 
 impl Detail {
+    /// Every detail, for the tool's output schema.
     pub const ALL: [Detail; 2] = [Detail::UnknownSession, Detail::TuiUnreachable];
 
+    /// The wire name, e.g. `tui_unreachable`.
     pub fn as_str(self) -> &'static str {
         match self {
             Detail::UnknownSession => "unknown_session",
@@ -259,6 +261,7 @@ pub struct Adapter {
 }
 
 impl Adapter {
+    /// An adapter that reads the endpoint file at `endpoint` again on every tool call.
     pub fn new(endpoint: PathBuf) -> Self {
         Self { endpoint }
     }

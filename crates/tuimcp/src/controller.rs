@@ -27,11 +27,14 @@ pub const RECEIPT_LIMIT: usize = 128;
 /// Who this TUI is: random per process.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Identity {
+    /// Random; names the sharing TUI. A request naming another is `stale_target`.
     pub instance_id: WireUuid,
+    /// Random too; a request must name both, so one read from another endpoint file is `stale_target`.
     pub generation: WireUuid,
 }
 
 impl Identity {
+    /// Fresh random ids (sharing starts with one).
     pub fn random() -> Self {
         Self {
             instance_id: WireUuid::random(),
@@ -43,27 +46,35 @@ impl Identity {
 /// Where the TUI is. The session route always names its session.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Location {
+    /// The session list.
     Home,
+    /// One session's transcript.
     Session(SessionId),
 }
 
 /// The blocked predicate's inputs (§7), as booleans: never content such as the draft's text.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Blockers {
+    /// The first-run overlay is up.
     pub startup_overlay: bool,
+    /// The quit confirmation is up.
     pub exit_overlay: bool,
+    /// The session route has no composer to return to.
     pub composer_missing: bool,
     /// A draft exists, even only whitespace.
     pub draft: bool,
+    /// A file is attached to the draft.
     pub attachment: bool,
     /// Any modal or dialog.
     pub modal: bool,
+    /// The shown session is running something.
     pub session_busy: bool,
     /// Any pending approval or question.
     pub pending_approval: bool,
 }
 
 impl Blockers {
+    /// Whether anything blocks navigation (`user_active`).
     pub fn any(&self) -> bool {
         let Blockers {
             startup_overlay,
@@ -90,6 +101,7 @@ impl Blockers {
 /// and passes it to [`Controller::observe`]; any difference bumps the revision.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct GuardInputs {
+    /// The route shown now.
     pub location: Location,
     /// The backend event stream is connected.
     pub stream_connected: bool,
@@ -97,6 +109,7 @@ pub struct GuardInputs {
     pub synced: bool,
     /// On the session route: the session finished loading (ignored on home).
     pub route_loaded: bool,
+    /// What the person is in the middle of.
     pub blockers: Blockers,
     /// Identifies the workspace (e.g. its path). Compared only, never shown to an agent.
     pub workspace: String,
@@ -119,6 +132,7 @@ impl GuardInputs {
         }
     }
 
+    /// Whether the TUI is in a state where navigation may happen (else `not_ready`).
     pub fn ready(&self) -> bool {
         self.stream_connected
             && self.synced
@@ -133,8 +147,11 @@ pub type Reply = oneshot::Sender<Response>;
 /// outcome with [`Controller::validation_finished`] and the same ticket.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Validation {
+    /// Names this validation when it is reported back.
     pub ticket: Ticket,
+    /// The session to check.
     pub session_id: SessionId,
+    /// When the validation counts as `deadline_exceeded`.
     pub deadline: Instant,
 }
 
@@ -156,6 +173,7 @@ pub enum ValidationOutcome {
 /// The app's router, called synchronously by the owner task inside
 /// [`Controller::validation_finished`].
 pub trait Navigator {
+    /// Why routing failed; shown in the log, never to the agent.
     type Error: fmt::Display;
     /// Route to `session` and return the guard inputs re-read right after it.
     fn navigate(&mut self, session: &SessionId) -> Result<GuardInputs, Self::Error>;
@@ -202,6 +220,7 @@ pub struct Controller {
 }
 
 impl Controller {
+    /// A controller for `identity`, starting at revision 0 with the UI's current `inputs`.
     pub fn new(identity: Identity, inputs: GuardInputs) -> Self {
         Self {
             identity,
@@ -216,14 +235,17 @@ impl Controller {
         }
     }
 
+    /// Who this TUI is (written into the endpoint file).
     pub fn identity(&self) -> Identity {
         self.identity
     }
 
+    /// Bumped by every change of the guard inputs; a request must name the current one.
     pub fn revision(&self) -> u64 {
         self.revision
     }
 
+    /// Whether sharing was revoked; every later request is `revoked`.
     pub fn is_revoked(&self) -> bool {
         self.revoked
     }

@@ -32,13 +32,18 @@ pub const MAX_FILE: u64 = 16 * 1024;
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct EndpointFile {
+    /// Format version; 1 is the only one.
     pub version: u8,
+    /// The TUI's [`Identity::instance_id`].
     pub instance_id: WireUuid,
+    /// The share's [`Identity::generation`].
     pub generation: WireUuid,
+    /// The bearer token every request carries.
     pub token: Secret,
 }
 
 impl EndpointFile {
+    /// The version-1 file for `identity`.
     pub fn new(identity: Identity, token: Secret) -> Self {
         Self {
             version: 1,
@@ -64,15 +69,26 @@ fn is_token(token: &str) -> bool {
 /// Why an endpoint file was refused. Messages name the path, never the content.
 #[derive(Debug, thiserror::Error)]
 pub enum EndpointFileError {
+    /// Not absolute, or not named `endpoint.json`.
     #[error("{0}: the endpoint path must be absolute and end in /{FILE_NAME}")]
     BadPath(PathBuf),
+    /// The file or a directory on its path fails a check (owner, mode, type, size, symlink).
     #[error("{path}: {reason}")]
-    Unsafe { path: PathBuf, reason: String },
+    Unsafe {
+        /// The path that failed.
+        path: PathBuf,
+        /// Which check failed.
+        reason: String,
+    },
+    /// Opening or reading failed.
     #[error("{path}: {reason}")]
     Io {
+        /// The path that failed.
         path: PathBuf,
+        /// What the system said.
         reason: std::io::Error,
     },
+    /// Not the JSON shape of [`EndpointFile`], or a token that is not 64 lowercase hex digits.
     #[error("{0}: not a valid endpoint file (expected version, instanceId, generation, token)")]
     Malformed(PathBuf),
 }

@@ -31,6 +31,7 @@ pub struct FakeOptions {
     pub gate_validations: bool,
     /// The router fails on every navigation.
     pub fail_navigation: bool,
+    /// Where the fake's endpoint goes.
     pub endpoint: EndpointOptions,
 }
 
@@ -92,6 +93,7 @@ pub struct FakeTui {
     identity: Identity,
     navigations: Arc<AtomicUsize>,
     applied: Arc<AtomicUsize>,
+    settled: Arc<AtomicUsize>,
     started: Arc<AtomicUsize>,
     in_flight: Arc<AtomicBool>,
     gate: Option<Arc<Semaphore>>,
@@ -116,6 +118,7 @@ impl FakeTui {
         let identity = sharing.controller().identity();
         let navigations = Arc::new(AtomicUsize::new(0));
         let applied = Arc::new(AtomicUsize::new(0));
+        let settled = Arc::new(AtomicUsize::new(0));
         let mut app = FakeApp {
             inputs,
             fail: options.fail_navigation,
@@ -123,6 +126,7 @@ impl FakeTui {
         };
         let (commands, mut command_rx) = mpsc::unbounded_channel();
         let applied_count = applied.clone();
+        let settled_count = settled.clone();
         let in_flight = Arc::new(AtomicBool::new(false));
         let flying = in_flight.clone();
         let task = tokio::spawn(async move {
@@ -144,7 +148,11 @@ impl FakeTui {
                         }
                     },
                     step = sharing.next() => {
-                        if let Some(Commit::Applied(_)) = sharing.apply(step, &mut app) {
+                        let commit = sharing.apply(step, &mut app);
+                        if commit.is_some() {
+                            settled_count.fetch_add(1, Ordering::SeqCst);
+                        }
+                        if let Some(Commit::Applied(_)) = commit {
                             applied_count.fetch_add(1, Ordering::SeqCst);
                         }
                         sharing.observe(app.inputs.clone());
@@ -160,6 +168,7 @@ impl FakeTui {
             identity,
             navigations,
             applied,
+            settled,
             started,
             in_flight,
             gate,
@@ -172,14 +181,17 @@ impl FakeTui {
         self.endpoint.path()
     }
 
+    /// [`FakeTui::endpoint_path`], owned.
     pub fn endpoint_path_buf(&self) -> PathBuf {
         self.endpoint.path().to_owned()
     }
 
+    /// The fake's live endpoint.
     pub fn endpoint(&self) -> &Endpoint {
         &self.endpoint
     }
 
+    /// Who the fake TUI is (what a correct request names).
     pub fn identity(&self) -> Identity {
         self.identity
     }
@@ -197,6 +209,13 @@ impl FakeTui {
     /// Validations that started.
     pub fn validations_started(&self) -> usize {
         self.started.load(Ordering::SeqCst)
+    }
+
+    /// Validations the controller has decided (applied, rejected or fenced; a dropped one is
+    /// decided as unavailable). Once this equals [`FakeTui::validations_started`], no
+    /// validation can navigate any more: tests wait for it instead of sleeping.
+    pub fn validations_settled(&self) -> usize {
+        self.settled.load(Ordering::SeqCst)
     }
 
     /// A navigation holds the single-flight gate.

@@ -8,10 +8,13 @@ use crate::protocol::MAX_FRAME;
 /// Why no frame could be read.
 #[derive(Debug, thiserror::Error)]
 pub enum FrameError {
+    /// Over [`MAX_FRAME`] bytes before the newline.
     #[error("frame longer than {MAX_FRAME} bytes")]
     TooLarge,
+    /// Bytes followed the frame's newline (one frame per direction).
     #[error("data after the frame")]
     Trailing,
+    /// The peer closed mid-frame.
     #[error("connection closed before the end of the frame")]
     Eof,
     /// The read itself failed; the source error is kept for the log.

@@ -67,7 +67,9 @@ pub use ax_core::ids::SessionId;
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Route {
+    /// The session list.
     Home,
+    /// One session (its id is in [`View::session_id`]).
     Session,
 }
 
@@ -75,9 +77,13 @@ pub enum Route {
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct View {
+    /// The TUI process, as in the endpoint file.
     pub instance_id: WireUuid,
+    /// The share, as in the endpoint file.
     pub generation: WireUuid,
+    /// What `select_session` must name as `expectedRevision`.
     pub revision: u64,
+    /// Which screen is shown.
     pub route: Route,
     /// Present only on the session route: omitted, never null.
     #[serde(
@@ -86,7 +92,9 @@ pub struct View {
         deserialize_with = "present_session_id"
     )]
     pub session_id: Option<SessionId>,
+    /// Whether navigation may happen now (else `not_ready`).
     pub ready: bool,
+    /// Whether the person is in the middle of something (then `user_active`).
     pub blocked: bool,
 }
 
@@ -106,25 +114,42 @@ impl View {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Code {
+    /// A malformed frame, a bad schema, an unknown tool or an extra argument.
     InvalidRequest,
+    /// Wrong peer uid or wrong token.
     Unauthorized,
+    /// The instance or generation is not this TUI's.
     StaleTarget,
+    /// The expected revision is not the current one.
     StaleRevision,
+    /// Stream disconnected, initial sync unfinished, or the session route not loaded.
     NotReady,
+    /// Something blocks navigation, or the person typed within the quiet period.
     UserActive,
+    /// Another navigation is in flight, or the connection cap is reached.
     Busy,
+    /// The request id was seen before with other arguments.
     RequestConflict,
+    /// This TUI process already took [`RECEIPT_LIMIT`](crate::RECEIPT_LIMIT) navigation requests.
     RequestLimit,
+    /// The session is unknown or in another project, or the endpoint was unreachable before sending.
     TargetUnavailable,
+    /// The caller cancelled before anything could apply.
     Cancelled,
+    /// Sharing was revoked, or the TUI is closing.
     Revoked,
+    /// Validation did not finish in time; nothing was navigated.
     DeadlineExceeded,
+    /// A bug; nothing was navigated.
     InternalError,
+    /// Sent, but no definitive answer came in time (the client decides this one).
     TimeoutUnknown,
+    /// Navigation may have happened (the router failed, or the answer after sending was unreadable).
     OutcomeUnknown,
 }
 
 impl Code {
+    /// Every code, for schemas and exhaustive tests.
     pub const ALL: [Code; 16] = [
         Code::InvalidRequest,
         Code::Unauthorized,
@@ -149,6 +174,7 @@ impl Code {
         !matches!(self, Code::TimeoutUnknown | Code::OutcomeUnknown)
     }
 
+    /// The wire name, e.g. `stale_revision`.
     pub fn as_str(self) -> &'static str {
         match self {
             Code::InvalidRequest => "invalid_request",
@@ -181,10 +207,15 @@ impl fmt::Display for Code {
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct SelectSession {
+    /// Names the request; a retry with the same id gets the first answer.
     pub request_id: WireUuid,
+    /// The TUI process the caller read from the endpoint.
     pub instance_id: WireUuid,
+    /// The share the caller read from the endpoint.
     pub generation: WireUuid,
+    /// The revision of the view the caller decided on.
     pub expected_revision: u64,
+    /// Where to go.
     pub session_id: SessionId,
 }
 
@@ -206,7 +237,9 @@ impl SelectSession {
 /// A request on the socket.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Request {
+    /// Read the bounded view.
     GetViewContext,
+    /// Navigate to a session.
     SelectSession(SelectSession),
 }
 
@@ -234,6 +267,7 @@ fn take_tag(value: Value, tag: &str) -> Result<(String, Map<String, Value>), Sha
 }
 
 impl Request {
+    /// Parses a request frame's JSON, strictly (no extra field).
     pub fn from_value(value: Value) -> Result<Self, ShapeError> {
         let (operation, rest) = take_tag(value, "operation")?;
         match operation.as_str() {
@@ -248,6 +282,7 @@ impl Request {
         }
     }
 
+    /// The request's JSON, as [`Request::from_value`] reads it.
     pub fn to_value(&self) -> Value {
         match self {
             Request::GetViewContext => serde_json::json!({"operation": "get_view_context"}),
@@ -265,12 +300,16 @@ impl Request {
 /// A response on the socket.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Response {
+    /// The view, answering `get_view_context`.
     Context(View),
+    /// Navigated; the view right after.
     Applied(View),
+    /// Refused, with the reason.
     Rejected(Code),
 }
 
 impl Response {
+    /// Parses a response frame's JSON, strictly (no extra field, a consistent view).
     pub fn from_value(value: Value) -> Result<Self, ShapeError> {
         let (status, mut rest) = take_tag(value, "status")?;
         let one = |rest: &mut Map<String, Value>, key: &str| {
@@ -305,6 +344,7 @@ impl Response {
         }
     }
 
+    /// The response's JSON, as [`Response::from_value`] reads it.
     pub fn to_value(&self) -> Value {
         match self {
             Response::Context(view) => serde_json::json!({"status": "context", "context": view}),

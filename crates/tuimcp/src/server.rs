@@ -48,13 +48,20 @@ pub enum Inbound {
     /// An authenticated, well-formed request: hand it to [`Controller::handle`].
     ///
     /// [`Controller::handle`]: crate::Controller::handle
-    Request { request: Request, reply: Reply },
+    Request {
+        /// The parsed request.
+        request: Request,
+        /// Where the answer goes.
+        reply: Reply,
+    },
     /// A `select_session` that arrived past the connection cap: answer it from a stored
     /// receipt only ([`Controller::answer_from_receipt`]); it never starts a navigation.
     ///
     /// [`Controller::answer_from_receipt`]: crate::Controller::answer_from_receipt
     Receipt {
+        /// The request to look up.
         request: SelectSession,
+        /// Where the answer goes.
         reply: Reply,
     },
     /// A caller hung up while waiting: call [`Controller::caller_gone`].
@@ -77,14 +84,23 @@ pub struct EndpointOptions {
 /// Why sharing could not start.
 #[derive(Debug, thiserror::Error)]
 pub enum EndpointError {
+    /// A Unix socket path has a small fixed limit (`sun_path`); the temp root is too deep.
     #[error(
         "the TUIMCP socket path {path} is {len} bytes; it must be shorter than {MAX_SOCKET_PATH}. \
          Start with a shorter private temp root, e.g. `TMPDIR=$(mktemp -d /tmp/ax.XXXXXX) ax-code --tui-mcp`"
     )]
-    PathTooLong { path: PathBuf, len: usize },
+    PathTooLong {
+        /// The socket path that would be used.
+        path: PathBuf,
+        /// Its length in bytes.
+        len: usize,
+    },
+    /// The private directory, the socket or the endpoint file could not be created.
     #[error("cannot create the TUIMCP endpoint under {root}: {reason}")]
     Io {
+        /// The temp root it was created under.
         root: PathBuf,
+        /// What the system said.
         reason: std::io::Error,
     },
 }

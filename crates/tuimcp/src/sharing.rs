@@ -34,14 +34,18 @@ use crate::{
 /// future must be harmless (it is dropped when the controller fences it). A panic inside it
 /// counts as `Unavailable` and never reaches the owner.
 pub trait SessionValidator: Clone + Send + Sync + 'static {
+    /// Whether `session` exists in this TUI's project.
     fn validate(&self, session: SessionId) -> impl Future<Output = ValidationOutcome> + Send;
 }
 
 /// One thing for the owner to apply.
 #[derive(Debug)]
 pub enum Step {
+    /// A message from the endpoint: pass it to the controller.
     Inbound(Inbound),
+    /// A validation finished: report it with [`Controller::validation_finished`].
     Finished(Ticket, ValidationOutcome),
+    /// The in-flight validation's deadline passed: call [`Controller::poll_deadline`].
     Deadline,
     /// The endpoint's channel ended: the endpoint closed.
     EndpointGone,
@@ -111,10 +115,12 @@ impl<V: SessionValidator> Sharing<V> {
         self.endpoint.path()
     }
 
+    /// The live endpoint (its socket and file).
     pub fn endpoint(&self) -> &Endpoint {
         &self.endpoint
     }
 
+    /// The controller, for reading its state.
     pub fn controller(&self) -> &Controller {
         &self.controller
     }

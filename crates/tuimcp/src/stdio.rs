@@ -36,7 +36,9 @@ pub const MAX_LINE: usize = 1 << 20;
 
 /// JSON-RPC error codes used here.
 pub const PARSE_ERROR: i64 = -32700;
+/// The message is not a valid JSON-RPC request.
 pub const INVALID_REQUEST: i64 = -32600;
+/// The method exists but its parameters are wrong.
 pub const INVALID_PARAMS: i64 = -32602;
 
 /// Methods of the MCP specification a client may send to a server. A request for one of
@@ -171,6 +173,7 @@ where
     R: AsyncRead + Unpin + Send,
     W: AsyncWrite + Unpin + Send + 'static,
 {
+    /// A transport over `read` (lines in) and `write` (lines out).
     pub fn new(read: R, write: W) -> Self {
         Self {
             read: BufReader::new(read),
