@@ -170,8 +170,11 @@ text_enum! {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct AgentInfo {
+    /// The name `POST /session {"agent"}` and `ax-code session create --agent` take.
     pub name: String,
+    /// How it runs.
     pub kind: AgentKindName,
+    /// Built in, or from the user's agents configuration file.
     pub origin: AgentOrigin,
 }
 
@@ -181,6 +184,7 @@ pub struct AgentInfo {
 pub struct AgentList {
     /// The agent a session gets when `POST /session` names none.
     pub default: String,
+    /// Every configured agent, the default first.
     pub agents: Vec<AgentInfo>,
 }
 
