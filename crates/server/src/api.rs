@@ -55,6 +55,7 @@ pub fn protected(app: Shared) -> Router<Shared> {
         .route("/session/{id}/prompt", post(prompt))
         .route("/session/{id}/abort", post(abort))
         .route("/session/{id}/mode", post(set_mode))
+        .route("/markdown", post(crate::markdown::render))
         .route("/permission", get(permissions))
         .route("/session/{id}/permission/{pid}", post(reply_permission))
         .route("/event", get(sse::events))
