@@ -345,6 +345,7 @@ class ControlUi {
       case 'permission.asked':
         s.permissions.set(e.permission.id, e.permission);
         this.refreshApprovals(e.permission.sessionId);
+        this.tellIfHidden(e.permission.sessionId, 'asks for your approval');
         break;
       case 'permission.replied':
         s.permissions.delete(e.permissionId);
@@ -402,6 +403,14 @@ class ControlUi {
     this.view.durations.set(last.id, Math.max(0, Date.now() - last.created));
     saveDurations(this.view.durations);
     this.refreshTranscripts(sessionId);
+    this.tellIfHidden(sessionId, status === 'needs_auth' ? 'needs you to sign the agent in' : 'finished its turn');
+  }
+
+  /** A toast about a session no pane shows (a turn ended, an approval waits). */
+  tellIfHidden(sessionId, what) {
+    if (this.panesShowing(sessionId).some((el) => el.offsetParent !== null)) return;
+    const s = this.store.sessions.get(sessionId);
+    this.toast(`“${s?.title || sessionId}” ${what}.`);
   }
 
   async loadMessages(sessionId, force = false) {

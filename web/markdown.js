@@ -4,8 +4,8 @@
 // of plain data; `buildMarkdown` makes one element per node from a fixed list of tags with
 // createElement and puts every string in with textContent. Raw HTML arrives as text. A link
 // is an <a> only for http, https or mailto (checked here again), opens in a new tab with
-// rel=noopener noreferrer; an image is never loaded, it shows as its alt text (a link when its
-// target is safe). See docs/control-ui.md.
+// rel=noopener noreferrer; an image is never loaded, it shows as `[image: alt text]` (a link when
+// its target is safe). See docs/control-ui.md.
 //
 // While a text part streams it is shown as the Markdown of what was parsed so far followed by
 // the rest as plain text; the part is parsed again at most RENDER_EVERY_MS apart, and once
@@ -101,7 +101,7 @@ function buildNode(n, depth) {
     }
     case 'image': {
       // Never an <img>: nothing is loaded from an address the agent wrote.
-      const label = `🖼 ${text(n.alt) || 'image'}`;
+      const label = `[image: ${text(n.alt) || 'no description'}]`;
       const href = safeHref(n.href);
       if (!href) return h('span', { class: 'md-image', title: 'Image not loaded', text: label });
       return h('a', {

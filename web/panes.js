@@ -103,6 +103,10 @@ function titleOf(pane, session, store) {
   return session?.title || (store.missing.has(pane.session) ? 'Session not found' : pane.session);
 }
 
+const REVOKE_SHELL = 'Revoke: every later command asks for approval again.';
+const REVOKE_ACP = 'Revoke forgets these answers and restarts the agent, which then reopens this session and asks again. '
+  + 'Rules an agent saved in its own settings files stay there.';
+
 /** The session's agent, its mode switch, a standing "always" with Revoke, sign-in help. */
 function sessionBar(session, actions) {
   const agent = session.agent || 'shell';
@@ -122,11 +126,19 @@ function sessionBar(session, actions) {
     bar.append(h('label', { class: 'mode' }, h('span', { class: 'muted', text: 'Mode' }), select));
   }
   if (standing.length) {
-    const titles = standing.map((s) => String(s.title ?? ''));
-    const grant = h('span', { class: 'standing', 'data-testid': 'standing', title: titles.join('\n') },
-      h('span', { text: `Always allowed: ${titles.length === 1 ? `“${titles[0]}”` : `${titles.length} kinds of request`}` }),
-      h('button', { type: 'button', class: 'small danger', 'data-testid': 'revoke-standing', title: 'Ask again before every request', onclick: () => actions.revokeStanding(session.id), text: 'Revoke' }));
-    bar.append(grant);
+    const titles = standing.map((g) => String(g?.title ?? ''));
+    const summary = titles.length === 1 ? `Always allowed: ${titles[0]}` : `Always allowed: ${titles.length} answers`;
+    bar.append(h('span', { class: 'standing', 'data-testid': 'standing' },
+      h('details', {},
+        h('summary', { title: titles.join('\n'), text: summary }),
+        h('ul', { class: 'standing-list' }, standing.map((g) => h('li', {},
+          h('span', { text: String(g?.title ?? '') }),
+          Number.isFinite(g?.granted) ? h('span', { class: 'muted', text: ` (since ${new Date(g.granted).toLocaleTimeString()})` }) : null))),
+        h('p', { class: 'muted', text: agent === 'shell' ? REVOKE_SHELL : REVOKE_ACP })),
+      h('button', {
+        type: 'button', class: 'small danger', 'data-testid': 'revoke-standing',
+        title: 'Forget these answers: the agent asks again', onclick: () => actions.revokeStanding(session.id), text: 'Revoke',
+      })));
   }
   if (session.status === 'needs_auth') {
     const methods = Array.isArray(session.agentState?.authMethods) ? session.agentState.authMethods : [];

@@ -260,7 +260,7 @@ def run(binary, mock, artifacts):
               f"the permission line with its answer: {r['permission']}")
         text = page.transcript_text()
         for literal in ["<img src=x onerror=\"window.__pwned='text-img'\">", "<script>window.__pwned='text-script'</script>",
-                        "<img src=x onerror=\"window.__pwned='notes-img'\">", "🖼 pic", "bad"]:
+                        "<img src=x onerror=\"window.__pwned='notes-img'\">", "[image: pic]", "bad"]:
             check(literal in text, f"shown as text: {literal}")
         # Open the run's card: its input is the whole command, as text.
         driver.find_element(By.CSS_SELECTOR, '[data-tool-call-id="t1"] summary').click()
@@ -269,8 +269,15 @@ def run(binary, mock, artifacts):
         bad = hostile_elements(page)
         check(bad == {"img": 0, "script": 0, "iframe": 0, "jsLinks": 0, "bold": 0, "pwned": None},
               f"no element made from agent text and no script ran: {bad}")
-        driver.execute_script("document.querySelector('[data-testid=\"transcript\"]').scrollTop = 0")
+        # The whole turn on one screenshot: a viewport as tall as the transcript needs.
+        tall = page.js("const t = document.querySelector('[data-testid=pane][data-active=true] [data-testid=transcript]');"
+                       "return Math.min(4000, t.scrollHeight + innerHeight - t.clientHeight + 20)")
+        driver.execute_cdp_cmd("Emulation.setDeviceMetricsOverride",
+                               {"width": 1400, "height": tall, "deviceScaleFactor": 1, "mobile": False})
+        wait_for(lambda: page.js("return innerHeight") == tall, f"the viewport is {tall} px tall")
+        page.js("document.querySelector('[data-testid=pane][data-active=true] [data-testid=transcript]').scrollTop = 0")
         driver.save_screenshot(os.path.join(artifacts, "control-ui-agent-turn.png"))
+        driver.execute_cdp_cmd("Emulation.clearDeviceMetricsOverride", {})
         # The same transcript after a reload (folded by the backend) renders the same.
         before = rendered()
         driver.refresh()
@@ -297,6 +304,22 @@ def run(binary, mock, artifacts):
         wait_for(lambda: "mode: acceptEdits" in page.transcript_text(), "the agent works in the new mode")
         wait_for(lambda: session_of(backend, sid)["status"] == "idle", "that turn ends")
 
+        # ---- 7b. a standing "always", shown in the header and revoked there ----
+        page.send("permission p2 claude\ntext after-p2")
+        card = wait_for(lambda: page.within('[data-testid="approval"]'), "another approval")[0]
+        wait_for(page.armed, "it takes clicks")
+        card.find_element(By.CSS_SELECTOR, '[data-testid="approve-allow_always"]').click()
+        wait_for(lambda: "after-p2" in page.transcript_text() and session_of(backend, sid)["status"] == "idle",
+                 "“Always Allow” answered it")
+        standing = wait_for(lambda: page.within('[data-testid="standing"]'), "the header shows the standing answer")[0]
+        grants = session_of(backend, sid).get("standing", [])
+        listed = page.js("return [...arguments[0].querySelectorAll('.standing-list li > span:first-child')].map((e) => e.textContent)", standing)
+        check(len(grants) == 1 and listed == [grants[0]["title"]] and standing.text.startswith("Always allowed: “Always Allow”"),
+              f"what it covers, as the backend says: {listed} {grants}")
+        standing.find_element(By.CSS_SELECTOR, '[data-testid="revoke-standing"]').click()
+        wait_for(lambda: not session_of(backend, sid).get("standing"), "Revoke reaches the backend")
+        wait_for(lambda: not page.within('[data-testid="standing"]'), "and the header no longer shows it")
+
         # ---- 8. a reload in the middle of a turn ----
         page.send("text alpha-\nsleep 1500\ntext beta-\nsleep 1500\ntext gamma-\nsleep 300\ntext delta-")
         wait_for(lambda: "alpha-" in page.transcript_text(), "a slow turn starts")
@@ -306,6 +329,27 @@ def run(binary, mock, artifacts):
         last = page.js("const m = [...document.querySelectorAll('[data-testid=\"pane\"][data-active=\"true\"] [data-testid=\"message\"]')].pop();"
                        "return m.querySelector('[data-testid=\"agent-text\"]').textContent")
         check(last == "alpha-beta-gamma-delta-", f"each chunk shows exactly once: {last!r}")
+
+        # ---- 8b. the shell agent: a command of several lines, whole; its "always" ----
+        driver.find_element(By.CSS_SELECTOR, f'[data-testid="session-item"][data-session="{shell_sid}"]').click()
+        wait_for(lambda: page.pane().get_attribute("data-session") == shell_sid, "the shell session is shown")
+        page.send("echo one > one.txt\necho two; touch two.txt")
+        card = wait_for(lambda: page.within('[data-testid="approval"]'), "the shell agent asks")[0]
+        shown = page.js("return arguments[0].querySelector('[data-testid=\"approval-command\"]').textContent", card)
+        check(shown == "echo one > one.txt\necho two; touch two.txt", f"the whole command, both lines: {shown!r}")
+        always = card.find_element(By.CSS_SELECTOR, '[data-testid="approval-always"]').text
+        check("every later command" in always and "revoke" in always, f"what “Always allow” covers: {always!r}")
+        wait_for(page.armed, "it takes clicks")
+        card.find_element(By.CSS_SELECTOR, '[data-testid="approve-always"]').click()
+        wait_for(lambda: os.path.exists(os.path.join(backend.project, "two.txt")), "both lines ran")
+        wait_for(lambda: page.within('[data-testid="standing"]'), "the header shows shell's standing “always”")
+        page.within('[data-testid="revoke-standing"]')[0].click()
+        wait_for(lambda: not session_of(backend, shell_sid).get("standing"), "revoked")
+        page.send("echo three")
+        wait_for(lambda: page.within('[data-testid="approval"]'), "the next command asks again")
+        wait_for(page.armed, "it takes clicks")
+        page.within('[data-testid="approve-reject"]')[0].click()
+        wait_for(lambda: session_of(backend, shell_sid)["status"] == "idle", "rejected: nothing runs")
 
         # ---- 9. needs_auth ----
         auth = backend.api("POST", "/session", {"agent": "mockauth", "title": "needs auth"})["id"]
