@@ -63,7 +63,7 @@ function turnStart(messages) {
 
 /**
  * The pane's header: the session's state (a spinner and the elapsed time while it works),
- * Stop while it works, the layout buttons; below, the session's agent, its modes, a standing
+ * its agent, Stop while it works, the layout buttons; below, the agent's modes, a standing
  * "always" with Revoke, and what to do when the agent needs to sign in.
  */
 export function paneHead(pane, session, ctx) {
@@ -75,6 +75,9 @@ export function paneHead(pane, session, ctx) {
     h('div', { class: 'pane-head-row' },
       h('span', { class: `dot status-${status ?? 'none'}`, title: STATUS_LABEL[status] ?? '' }),
       h('h2', { class: 'pane-title', title: pane.session ?? '', text: titleOf(pane, session, ctx.store) }),
+      session
+        ? h('span', { class: 'agent-name', 'data-testid': 'session-agent', title: `This session's agent: ${session.agent || 'shell'}`, text: session.agent || 'shell' })
+        : null,
       status && status !== 'idle' ? h('span', { class: 'badge', 'data-testid': 'status-badge', text: STATUS_LABEL[status] ?? status }) : null,
       working ? h('span', { class: 'spinner', role: 'img', 'aria-label': 'working', 'data-testid': 'busy-spinner' }) : null,
       working && since
@@ -94,7 +97,8 @@ export function paneHead(pane, session, ctx) {
       ),
     ),
   );
-  if (session) head.append(sessionBar(session, actions));
+  const bar = session ? sessionBar(session, actions) : null;
+  if (bar) head.append(bar);
   return head;
 }
 
@@ -107,13 +111,12 @@ const REVOKE_SHELL = 'Revoke: every later command asks for approval again.';
 const REVOKE_ACP = 'Revoke forgets these answers and restarts the agent, which then reopens this session and asks again. '
   + 'Rules an agent saved in its own settings files stay there.';
 
-/** The session's agent, its mode switch, a standing "always" with Revoke, sign-in help. */
+/** The session's mode switch, a standing "always" with Revoke, sign-in help; null if none. */
 function sessionBar(session, actions) {
   const agent = session.agent || 'shell';
   const modes = session.agentState?.modes;
   const standing = Array.isArray(session.standing) ? session.standing : [];
-  const bar = h('div', { class: 'pane-bar', 'data-testid': 'session-bar' },
-    h('span', { class: 'agent-name', 'data-testid': 'session-agent', title: `This session's agent: ${agent}`, text: `Agent: ${agent}` }));
+  const bar = h('div', { class: 'pane-bar', 'data-testid': 'session-bar' });
   if (modes && Array.isArray(modes.available) && modes.available.length) {
     const select = h('select', { class: 'mode-select', 'data-testid': 'mode-select', 'aria-label': 'Agent mode', title: 'The agent’s mode' },
       modes.available.map((m) => {
@@ -151,7 +154,7 @@ function sessionBar(session, actions) {
         : null,
       h('p', { class: 'notice-help', text: AUTH_HELP })));
   }
-  return bar;
+  return bar.children.length ? bar : null;
 }
 /** The composers showing `session` other than `except`. */
 function composersOf(session, except) {

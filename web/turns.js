@@ -181,10 +181,9 @@ export function permissionView(part) {
   }
   return h('div', { class: `permission-line state-${state}`, 'data-testid': 'permission', 'data-state': state },
     h('span', { class: 'permission-icon', 'aria-hidden': 'true', text: '?' }),
-    h('span', { text: 'Asked to ' }),
-    h('span', { class: 'permission-title', text: title }),
-    h('span', { text: ' — ' }),
-    what);
+    h('span', { class: 'notice-label', text: 'Approval' }),
+    what,
+    h('span', { class: 'permission-title', text: title }));
 }
 
 // ---- the approval card ------------------------------------------------------------------
