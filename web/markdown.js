@@ -199,6 +199,7 @@ export class MarkdownRenderer {
     this.queue = [];
     this.inFlight = 0;
     this.failed = false;
+    this.refused = new Set(); // texts the backend would not parse: not asked again
   }
 
   remember(text, blocks) {
@@ -228,7 +229,9 @@ export class MarkdownRenderer {
       box.textContent = text;
       box.dataset.rendered = 'plain';
     }
-    if (!this.failed && new Blob([text]).size <= MAX_TEXT_BYTES) this.schedule(key, text);
+    if (!this.failed && !this.refused.has(text) && new Blob([text]).size <= MAX_TEXT_BYTES) this.schedule(key, text);
+    // Never to be parsed (too long, or no parser): plain text for good.
+    else if (box.dataset.rendered === 'plain') box.dataset.rendered = 'text';
     return box;
   }
 
@@ -270,6 +273,10 @@ export class MarkdownRenderer {
         .catch((e) => {
           // A backend without the route, or one that refuses: plain text from now on.
           if (e?.status === 404 || e?.status === 405) this.failed = true;
+          else if (e?.status >= 400 && e?.status < 500) {
+            this.refused.add(text);
+            if (this.refused.size > CACHE_SIZE) this.refused.delete(this.refused.values().next().value);
+          }
         })
         .finally(() => {
           this.inFlight -= 1;

@@ -212,9 +212,21 @@ function composer(pane, { drafts, actions }, sessionInfo) {
 const clock = (ms) => new Date(ms).toLocaleTimeString([], { hour: '2-digit', minute: '2-digit' });
 
 /**
- * Draws a session's transcript into `el`. Elements of parts that did not change since the last
- * draw are kept (a part changes by being replaced, see turn.js), so a streaming turn redraws
- * only what moved, and a card the person opened stays open. `view` is the page's
+ * Makes `parent`'s children exactly `nodes`, in order, touching only what differs (a node
+ * already in place stays; one out of place is moved; the rest is removed).
+ */
+function syncChildren(parent, nodes) {
+  nodes.forEach((node, i) => {
+    const current = parent.childNodes[i];
+    if (current !== node) parent.insertBefore(node, current ?? null);
+  });
+  while (parent.childNodes.length > nodes.length) parent.lastChild.remove();
+}
+
+/**
+ * Draws a session's transcript into `el`. Each message keeps its element, and each part its
+ * element until the part changes (a part changes by being replaced, see turn.js): a streaming
+ * turn redraws only what moved, and a card the person opened stays open. `view` is the page's
  * {md, open, durations, store} (app.js); without it (a test drawing a bare transcript) agent
  * text shows as plain text.
  */
@@ -223,31 +235,47 @@ export function fillTranscript(el, messages, view, sessionId) {
   const session = sessionId ? view?.store?.sessions.get(sessionId) : null;
   const acp = session && session.agent && session.agent !== 'shell';
   if (!messages) {
-    el.replaceChildren(h('p', { class: 'muted', text: 'Loading…' }));
+    syncChildren(el, [h('p', { class: 'muted', text: 'Loading…' })]);
     return;
   }
   const kept = el.partNodes ?? new WeakMap();
   el.partNodes = kept;
-  const children = [];
+  const articles = el.messageNodes ?? new Map();
+  el.messageNodes = articles;
+  const nodes = [];
   if (messages.length === 0) {
-    children.push(h('p', { class: 'muted', text: acp ? `No messages yet. Write to ${session.agent} below.` : 'No messages yet. Send a command below; it runs after you approve it.' }));
+    nodes.push(h('p', { class: 'muted', text: acp ? `No messages yet. Write to ${session.agent} below.` : 'No messages yet. Send a command below; it runs after you approve it.' }));
   }
   const working = session && (session.status === 'busy' || session.status === 'pending');
+  const seen = new Set();
   messages.forEach((m, mi) => {
-    const body = h('div', { class: 'msg-body' });
-    (m.parts ?? []).forEach((part, pi) => {
+    seen.add(m.id);
+    let entry = articles.get(m.id);
+    if (!entry) {
+      const body = h('div', { class: 'msg-body' });
+      const article = h('article', { class: `msg role-${m.role}`, 'data-testid': 'message', 'data-message-id': m.id }, h('div'), body);
+      entry = { article, body, metaKey: null };
+      articles.set(m.id, entry);
+    }
+    const live = working && mi === messages.length - 1 && m.role === 'assistant';
+    const metaKey = `${live}|${session?.agent ?? ''}|${view?.durations?.get(m.id) ?? ''}`;
+    if (entry.metaKey !== metaKey) {
+      entry.article.firstChild.replaceWith(turnMeta(m, live, session, view));
+      entry.metaKey = metaKey;
+    }
+    syncChildren(entry.body, (m.parts ?? []).map((part, pi) => {
       let node = part && typeof part === 'object' ? kept.get(part) : null;
+      // Agent text shown before its Markdown arrived is drawn again once it has.
       if (!node || node.dataset.rendered === 'plain' || node.dataset.rendered === 'partial') {
         node = renderPart(part, m, pi, view, sessionId);
         if (part && typeof part === 'object') kept.set(part, node);
       }
-      body.append(node);
-    });
-    const live = working && mi === messages.length - 1 && m.role === 'assistant';
-    children.push(h('article', { class: `msg role-${m.role}`, 'data-testid': 'message', 'data-message-id': m.id },
-      turnMeta(m, live, session, view), body));
+      return node;
+    }));
+    nodes.push(entry.article);
   });
-  el.replaceChildren(...children);
+  for (const id of articles.keys()) if (!seen.has(id)) articles.delete(id);
+  syncChildren(el, nodes);
   if (nearBottom) el.scrollTop = el.scrollHeight;
 }
 

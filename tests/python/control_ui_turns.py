@@ -286,6 +286,19 @@ def run(binary, mock, artifacts):
         for k in ["strong", "link", "heading", "items", "plan", "diffAdd", "diffDel", "notices", "permission"]:
             check(after[k] == before[k], f"the reloaded transcript has the same {k}")
 
+        # The unified diff in the page: hunks with three lines of context, numbered like diff -u.
+        hunks = driver.execute_async_script("""
+            const done = arguments[arguments.length - 1];
+            import('/assets/diff.js').then((m) => done({
+              two: m.unifiedLines('a\\nb\\nc\\nd\\ne\\nf\\ng\\nh\\ni\\nj\\n', 'a\\nB\\nc\\nd\\ne\\nf\\ng\\nh\\ni\\nJ\\n'),
+              created: m.unifiedLines('', 'x\\ny\\n'),
+            }), (e) => done({ error: String(e) }));
+        """)
+        check(hunks["two"] == [["@", "@@ -1,5 +1,5 @@"], [" ", "a"], ["-", "b"], ["+", "B"], [" ", "c"], [" ", "d"], [" ", "e"],
+                               ["@", "@@ -7,4 +7,4 @@"], [" ", "g"], [" ", "h"], [" ", "i"], ["-", "j"], ["+", "J"]],
+              f"two hunks with their context: {hunks['two']}")
+        check(hunks["created"] == [["@", "@@ -0,0 +1,2 @@"], ["+", "x"], ["+", "y"]], f"a new file: {hunks['created']}")
+
         # ---- 6. abort ----
         page.send("text working on it\nwait-cancel")
         wait_for(lambda: "working on it" in page.transcript_text(), "the next turn runs")
