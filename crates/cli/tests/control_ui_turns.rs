@@ -37,10 +37,7 @@ fn main() {
         status.success(),
         "control_ui_turns.py failed ({status}); its checks are printed above"
     );
-    for shot in [
-        "control-ui-agent-turn.png",
-        "control-ui-agent-approval.png",
-    ] {
+    for shot in ["control-ui-agent-turn.png", "control-ui-agent-approval.png"] {
         assert!(artifacts.join(shot).exists(), "{shot} was saved");
     }
     println!("test {name} ... ok");
