@@ -7,9 +7,10 @@
 //! keeps its target only when it is `http`, `https` or `mailto`; an image is never an image,
 //! only its alt text and (safe) target, so nothing is loaded from an address an agent wrote.
 //!
-//! Bounded: at most [`MAX_TEXT_BYTES`] of text, and containers nested deeper than
-//! [`MAX_DEPTH`] are flattened into their parent, so the answer's depth (and the recursion
-//! that serialises it and builds it in the page) stays small whatever the input.
+//! Bounded: at most [`MAX_TEXT_BYTES`] of text; containers nested deeper than [`MAX_DEPTH`]
+//! are flattened into their parent, so the answer's depth (and the recursion that serialises
+//! it and builds it in the page) stays small whatever the input; past [`MAX_NODES`] nodes the
+//! rest is text. The parse runs off the async workers (`spawn_blocking`).
 //! See `docs/backend.md` §3 and `docs/control-ui.md`.
 
 use axum::{Json, extract::rejection::JsonRejection, http::StatusCode};
@@ -22,6 +23,9 @@ use crate::error::Failure;
 pub const MAX_TEXT_BYTES: usize = 256 * 1024;
 /// Containers (lists, quotes, emphasis, …) nested deeper than this are flattened.
 pub const MAX_DEPTH: usize = 32;
+/// Past this many nodes the rest of the text stays plain (its markup as text), so the answer
+/// stays within a small multiple of the text (`*a*` repeated would otherwise be 16 times it).
+pub const MAX_NODES: usize = 20_000;
 
 /// `POST /markdown` body.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -160,9 +164,10 @@ pub async fn render(
             "Markdown text is at most {MAX_TEXT_BYTES} bytes"
         )));
     }
-    Ok(Json(MarkdownTree {
-        blocks: parse(&request.text),
-    }))
+    let blocks = tokio::task::spawn_blocking(move || parse(&request.text))
+        .await
+        .map_err(|_| Failure::internal("the Markdown parser failed"))?;
+    Ok(Json(MarkdownTree { blocks }))
 }
 
 /// Whether a link target may be followed from the page: `http:`, `https:` or `mailto:`
@@ -220,6 +225,7 @@ pub fn parse(markdown: &str) -> Vec<Node> {
             c: Vec::new(),
             text: String::new(),
         }],
+        nodes: 0,
     };
     for event in Parser::new_ext(markdown, options) {
         b.event(event);
@@ -232,6 +238,8 @@ pub fn parse(markdown: &str) -> Vec<Node> {
 
 struct Builder {
     stack: Vec<Frame>,
+    /// Nodes made so far (see [`MAX_NODES`]).
+    nodes: usize,
 }
 
 impl Builder {
@@ -253,14 +261,31 @@ impl Builder {
         }
     }
 
+    fn full(&self) -> bool {
+        self.nodes >= MAX_NODES
+    }
+
     fn push(&mut self, node: Node) {
+        if self.full() {
+            match node {
+                Node::Code { text } => self.text(&format!("`{text}`")),
+                Node::Br => self.text("\n"),
+                Node::Rule => self.text("\n---\n"),
+                other => {
+                    let text = plain_text(std::slice::from_ref(&other));
+                    self.text(&text);
+                }
+            }
+            return;
+        }
+        self.nodes += 1;
         self.top().c.push(node);
     }
 
     fn open(&mut self, open: Open) {
         // Code and HTML blocks hold only text, so they may always open.
-        let deep =
-            self.stack.len() > MAX_DEPTH && !matches!(open, Open::CodeBlock(_) | Open::HtmlBlock);
+        let deep = (self.stack.len() > MAX_DEPTH || self.full())
+            && !matches!(open, Open::CodeBlock(_) | Open::HtmlBlock);
         self.stack.push(Frame {
             open: if deep { Open::Flat } else { open },
             c: Vec::new(),
@@ -299,7 +324,8 @@ impl Builder {
                 for node in c {
                     match node {
                         Node::Text { text } => self.text(&text),
-                        other => self.push(other),
+                        // Already counted when it was made.
+                        other => self.top().c.push(other),
                     }
                 }
                 return;
@@ -544,6 +570,31 @@ mod tests {
         assert!(depth(&blocks) <= MAX_DEPTH + 1);
         let md = format!("{}item", "- ".repeat(3000));
         assert!(depth(&parse(&md)) <= MAX_DEPTH + 1);
+    }
+
+    #[test]
+    fn the_answer_stays_a_small_multiple_of_the_text() {
+        for md in [
+            "*a".repeat(MAX_TEXT_BYTES / 2),
+            "`a``".repeat(MAX_TEXT_BYTES / 4),
+            "a  \n".repeat(MAX_TEXT_BYTES / 4),
+            "---\n\n".repeat(MAX_TEXT_BYTES / 5),
+        ] {
+            let blocks = parse(&md);
+            let json = serde_json::to_string(&blocks).unwrap();
+            assert!(
+                json.len() < 6 * md.len(),
+                "{} bytes of JSON for {} of text ({:?}…)",
+                json.len(),
+                md.len(),
+                &md[..8]
+            );
+            // Nothing of the text is lost, markup past the bound included.
+            assert_eq!(
+                plain_text(&blocks).matches('a').count(),
+                md.matches('a').count()
+            );
+        }
     }
 
     #[test]
