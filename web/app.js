@@ -454,9 +454,12 @@ class ControlUi {
   /**
    * Why the person is busy in one of `panes` (the panes a command would move, resize, replace
    * or (de)activate), or null: a draft in its composer, an approval shown in it, or their input
-   * in it within the last 1.5 s. The Control UI's form of the TUI's human-priority rules.
+   * in it within the last 1.5 s; or the new-session agent picker is open. The Control UI's form
+   * of the TUI's human-priority rules.
    */
   personBusy(panes) {
+    // The picker creates the new session in the pane that was active when it opened.
+    if (!$('agent-picker').hidden) return 'the person is choosing the agent of a new session';
     const now = performance.now();
     for (const pane of panes) {
       const name = pane.session ? `the pane showing ${pane.session}` : `pane ${pane.id}`;
