@@ -22,6 +22,7 @@ Screenshots: ARTIFACTS/control-ui-agent-turn.png, control-ui-agent-approval.png.
 Usage: python control_ui_turns.py AX_CODE_BINARY MOCK_AGENT_BINARY ARTIFACTS_DIR
 """
 
+import asyncio
 import json
 import os
 import shutil
@@ -31,7 +32,7 @@ import time
 
 from selenium.webdriver.common.by import By
 
-from axtest import Backend, browser, check, run_checks, wait_for
+from axtest import Backend, browser, check, mcp_session, run_checks, wait_for
 
 PWN = "window.__pwned"
 
@@ -122,6 +123,22 @@ def hostile_elements(page):
     """)
 
 
+async def screen_navigate(binary, backend, session_id):
+    """The `screen` tool's navigate, as an agent sends it (ax-code mcp screen, the MCP SDK)."""
+    env = {
+        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+        "HOME": os.environ.get("HOME", backend.project),
+        "AX_CODE_SERVER_PASSWORD": backend.token,
+        "AX_CODE_DATA_DIR": backend.data,
+    }
+    async with mcp_session(binary, ["mcp", "screen", "--url", backend.url], env) as mcp:
+        await mcp.initialize()
+        result = await mcp.call_tool("screen", {"action": "navigate", "sessionKey": session_id})
+        content = result.structured_content
+        check(content.get("ok") is True and len(content["outcomes"]) == 1, f"delivered to the one Control UI: {content}")
+        return content["outcomes"][0]
+
+
 def session_of(backend, sid):
     return backend.api("GET", f"/session/{sid}")
 
@@ -172,6 +189,16 @@ def run(binary, mock, artifacts):
                        "a second session opens")
         check(session_of(backend, sid)["agent"] == "mock", "this one runs the mock agent")
         wait_for(lambda: page.within('[data-testid="session-agent"]')[0].text == "mock", "the pane says so")
+
+        # While the picker is open, an agent's layout command does not move the pane it will fill.
+        driver.find_element(By.CSS_SELECTOR, '[data-testid="new-session"]').click()
+        wait_for(lambda: driver.find_element(By.CSS_SELECTOR, '[data-agent="mock"]').is_displayed(), "the picker is open")
+        outcome = asyncio.run(screen_navigate(binary, backend, shell_sid))
+        check(outcome.get("outcome") == "ignored" and "choosing the agent" in outcome.get("reason", ""),
+              f"an agent's navigate is ignored while the person picks an agent: {outcome}")
+        driver.switch_to.active_element.send_keys("\ue00c")
+        wait_for(lambda: not driver.find_element(By.CSS_SELECTOR, '[data-testid="agent-picker"]').is_displayed(), "closed again")
+        check(page.pane().get_attribute("data-session") == sid, "the pane still shows the new session")
 
         # ---- 2.-5. a full turn ----
         page.send(TURN)
