@@ -278,6 +278,7 @@ class ControlUi {
   stop() {
     this.stopped = true;
     clearInterval(this.ticker);
+    pickerDone?.(null);
     this.abort.abort();
     this.gateway.stop();
     // The panels live in the docks, outside what render() replaces.
@@ -422,6 +423,7 @@ class ControlUi {
         this.renderSidebar();
       }
       const messages = await this.api.messages(sessionId);
+      for (const m of this.store.messages.get(sessionId) ?? []) this.store.seqs.delete(m.id);
       for (const m of messages) {
         // An agent reply with no parts has had no delta folded yet; any other loaded message
         // has an unknown count of them.

@@ -55,10 +55,11 @@ export function formatDuration(ms) {
   return `${Math.floor(m / 60)} h ${String(m % 60).padStart(2, '0')} min`;
 }
 
-/** When the session's running turn started: its last message (the agent's reply). */
+/** When the session's running turn started: its last message (the agent's reply, or the
+ *  prompt while the reply is not there yet). */
 function turnStart(messages) {
   const last = messages?.[messages.length - 1];
-  return last?.role === 'assistant' ? last.created : null;
+  return Number.isFinite(last?.created) ? last.created : null;
 }
 
 /**
