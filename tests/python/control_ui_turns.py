@@ -370,6 +370,14 @@ def run(binary, mock, artifacts):
                        "return m.querySelector('[data-testid=\"agent-text\"]').textContent")
         check(last == "alpha-beta-gamma-delta-", f"each chunk shows exactly once: {last!r}")
 
+        # ---- 8a. many chunks: each once, in order ----
+        page.send("chunks 400")
+        expected = "".join(f"c{i} " for i in range(400))
+        wait_for(lambda: session_of(backend, sid)["status"] == "idle", "400 chunks streamed", timeout=20)
+        wait_for(lambda: page.js("const m = [...document.querySelectorAll('[data-testid=pane][data-active=true] [data-testid=message]')].pop();"
+                                 "return m.querySelector('[data-testid=agent-text]').textContent") == expected,
+                 "the page folded them into one text part, each chunk once, in order")
+
         # ---- 8b. the shell agent: a command of several lines, whole; its "always" ----
         driver.find_element(By.CSS_SELECTOR, f'[data-testid="session-item"][data-session="{shell_sid}"]').click()
         wait_for(lambda: page.pane().get_attribute("data-session") == shell_sid, "the shell session is shown")
