@@ -84,7 +84,20 @@ export class Api {
   }
 
   listSessions() { return this.request('GET', '/session'); }
-  createSession(title) { return this.request('POST', '/session', title ? { title } : {}); }
+  /** A new session; `agent` names its agent (GET /agent), else the configured default. */
+  createSession(title, agent) {
+    const body = {};
+    if (title) body.title = title;
+    if (agent) body.agent = agent;
+    return this.request('POST', '/session', body);
+  }
+  /** The agents a session can be created with: {default, agents: [{name, kind, origin}]}. */
+  agents() { return this.request('GET', '/agent'); }
+  /** Agent text as a Markdown tree (POST /markdown; see markdown.js). */
+  markdown(text) { return this.request('POST', '/markdown', { text }); }
+  setMode(id, modeId) { return this.request('POST', `/session/${encodeURIComponent(id)}/mode`, { modeId }); }
+  /** Ends the session's standing "always" answers; the session comes back. */
+  revokeStanding(id) { return this.request('DELETE', `/session/${encodeURIComponent(id)}/standing`); }
   session(id) { return this.request('GET', `/session/${encodeURIComponent(id)}`); }
   renameSession(id, title) { return this.request('PATCH', `/session/${encodeURIComponent(id)}`, { title }); }
   deleteSession(id) { return this.request('DELETE', `/session/${encodeURIComponent(id)}`); }

@@ -8,9 +8,11 @@ import {
   STORAGE_KEY, activePane, affectedPanes, allPanes, applyCommand, balance, closePane, defaultLayout,
   locate, nextPane, sanitize,
 } from './layout.js';
-import { fillApprovals, fillTranscript, renderPane, splitter } from './panes.js';
+import { MarkdownRenderer } from './markdown.js';
+import { fillApprovals, fillTranscript, formatDuration, paneHead, renderPane, splitter } from './panes.js';
 import { BrowserPanel, TerminalPanel, placePanels } from './panels.js';
 import { ServerProof } from './proof.js';
+import { applyDelta } from './turn.js';
 
 const TOKEN_KEY = 'ax-code.token';
 const $ = (id) => document.getElementById(id);
@@ -23,6 +25,11 @@ const NARROW = window.matchMedia('(max-width: 999px)');
 /** Smallest sizes a splitter leaves a column or a pane (style.css min-width / min-height). */
 const MIN_COLUMN_PX = 180;
 const MIN_PANE_PX = 120;
+/** How long turns took, kept for this tab (the API does not store a turn's end). */
+const DURATIONS_KEY = 'ax-code.turn-durations.v1';
+const MAX_DURATIONS = 500;
+/** A message loaded mid-turn is reloaded at most this often while its deltas arrive. */
+const RELOAD_EVERY_MS = 500;
 
 // ---- sign-in ---------------------------------------------------------------------------
 
@@ -122,6 +129,9 @@ class Store {
     this.messages = new Map(); // id -> messages (present once loaded)
     this.permissions = new Map(); // permission id -> pending permission
     this.missing = new Set(); // session ids the backend does not know
+    // message id -> the seq of the last delta folded into it; null when unknown (loaded
+    // from GET while its turn ran: the backend folds deltas it does not number for us).
+    this.seqs = new Map();
   }
 
   setSessions(list) {
@@ -170,6 +180,16 @@ class ControlUi {
     this.abort = new AbortController();
     this.loading = new Set();
     this.actions = this.makeActions();
+    // What transcripts share: the Markdown renderer, the cards the person opened or closed,
+    // how long turns took.
+    this.view = {
+      store: this.store,
+      md: new MarkdownRenderer((text) => this.api.markdown(text), (key) => this.refreshTranscripts(key.split('|')[0])),
+      open: new Map(),
+      durations: loadDurations(),
+    };
+    this.dirty = new Set();
+    this.reloadAt = new Map();
     this.terminal = new TerminalPanel(this.actions);
     this.browser = new BrowserPanel(this.actions);
     this.gateway = new GatewayClient({
@@ -230,6 +250,12 @@ class ControlUi {
       document.addEventListener(type, note, { capture: true, passive: true, signal: this.abort.signal });
     }
     NARROW.addEventListener('change', () => this.render(), { signal: this.abort.signal });
+    // Elapsed times of running turns tick once a second.
+    this.ticker = setInterval(() => {
+      for (const el of document.querySelectorAll('[data-since]')) {
+        el.textContent = formatDuration(Date.now() - Number(el.dataset.since));
+      }
+    }, 1000);
     this.render();
     try {
       await this.resync();
@@ -251,6 +277,8 @@ class ControlUi {
 
   stop() {
     this.stopped = true;
+    clearInterval(this.ticker);
+    pickerDone?.(null);
     this.abort.abort();
     this.gateway.stop();
     // The panels live in the docks, outside what render() replaces.
@@ -275,6 +303,7 @@ class ControlUi {
     switch (e.type) {
       case 'session.created':
       case 'session.updated':
+        this.noteStatus(e.session.id, e.session.status);
         s.upsertSession(e.session);
         this.renderSidebar();
         this.refreshPaneHeads(e.session.id);
@@ -286,6 +315,7 @@ class ControlUi {
         this.render();
         break;
       case 'session.status': {
+        this.noteStatus(e.sessionId, e.status);
         const cur = s.sessions.get(e.sessionId);
         if (cur) s.sessions.set(e.sessionId, { ...cur, status: e.status });
         this.renderSidebar();
@@ -294,10 +324,17 @@ class ControlUi {
       }
       case 'message.created': {
         const list = s.messages.get(e.message.sessionId);
-        if (list && !list.some((m) => m.id === e.message.id)) list.push(e.message);
+        if (list && !list.some((m) => m.id === e.message.id)) {
+          list.push(e.message);
+          // Its parts so far are what it was created with: deltas count from 1.
+          s.seqs.set(e.message.id, 0);
+        }
         this.refreshTranscripts(e.message.sessionId);
         break;
       }
+      case 'message.delta':
+        this.onDelta(e);
+        break;
       case 'message.part': {
         const list = s.messages.get(e.sessionId);
         const msg = list?.find((m) => m.id === e.messageId);
@@ -309,6 +346,7 @@ class ControlUi {
       case 'permission.asked':
         s.permissions.set(e.permission.id, e.permission);
         this.refreshApprovals(e.permission.sessionId);
+        this.tellIfHidden(e.permission.sessionId, 'asks for your approval');
         break;
       case 'permission.replied':
         s.permissions.delete(e.permissionId);
@@ -322,6 +360,60 @@ class ControlUi {
     }
   }
 
+  /**
+   * Folds one `message.delta` into its message (turn.js, the backend's own fold). Deltas are
+   * numbered per message: a repeat is skipped, a gap reloads the transcript, and a message
+   * loaded while its turn ran (whose last seq is unknown) is reloaded, at most every
+   * RELOAD_EVERY_MS, until its turn ends.
+   */
+  onDelta(e) {
+    const s = this.store;
+    const list = s.messages.get(e.sessionId);
+    if (!list) return; // not shown: loaded when a pane shows it
+    const msg = list.find((m) => m.id === e.messageId);
+    const last = s.seqs.get(e.messageId);
+    if (!msg || last === null || last === undefined || e.seq > last + 1) {
+      this.reloadSoon(e.sessionId);
+      return;
+    }
+    if (e.seq <= last) return;
+    msg.parts = msg.parts ?? [];
+    applyDelta(msg.parts, e.delta);
+    s.seqs.set(e.messageId, e.seq);
+    this.refreshTranscripts(e.sessionId);
+  }
+
+  reloadSoon(sessionId) {
+    if (this.reloadAt.has(sessionId)) return;
+    const wait = Math.max(0, RELOAD_EVERY_MS - (performance.now() - (this.lastReload?.get(sessionId) ?? -Infinity)));
+    this.reloadAt.set(sessionId, setTimeout(() => {
+      this.reloadAt.delete(sessionId);
+      (this.lastReload ??= new Map()).set(sessionId, performance.now());
+      this.loadMessages(sessionId, true);
+    }, wait));
+  }
+
+  /** A turn that ends while the page watches: remember how long it took. */
+  noteStatus(sessionId, status) {
+    const before = this.store.sessions.get(sessionId)?.status;
+    const working = (st) => st === 'busy' || st === 'pending';
+    if (!working(before) || working(status)) return;
+    const list = this.store.messages.get(sessionId);
+    const last = list?.[list.length - 1];
+    if (last?.role !== 'assistant' || this.view.durations.has(last.id)) return;
+    this.view.durations.set(last.id, Math.max(0, Date.now() - last.created));
+    saveDurations(this.view.durations);
+    this.refreshTranscripts(sessionId);
+    this.tellIfHidden(sessionId, status === 'needs_auth' ? 'needs you to sign the agent in' : 'finished its turn');
+  }
+
+  /** A toast about a session no pane shows (a turn ended, an approval waits). */
+  tellIfHidden(sessionId, what) {
+    if (this.panesShowing(sessionId).some((el) => el.offsetParent !== null)) return;
+    const s = this.store.sessions.get(sessionId);
+    this.toast(`“${s?.title || sessionId}” ${what}.`);
+  }
+
   async loadMessages(sessionId, force = false) {
     if (this.loading.has(sessionId) || (!force && this.store.messages.has(sessionId))) return;
     this.loading.add(sessionId);
@@ -330,7 +422,14 @@ class ControlUi {
         this.store.upsertSession(await this.api.session(sessionId));
         this.renderSidebar();
       }
-      this.store.messages.set(sessionId, await this.api.messages(sessionId));
+      const messages = await this.api.messages(sessionId);
+      for (const m of this.store.messages.get(sessionId) ?? []) this.store.seqs.delete(m.id);
+      for (const m of messages) {
+        // An agent reply with no parts has had no delta folded yet; any other loaded message
+        // has an unknown count of them.
+        this.store.seqs.set(m.id, m.role === 'assistant' && (m.parts ?? []).length === 0 ? 0 : null);
+      }
+      this.store.messages.set(sessionId, messages);
     } catch (e) {
       if (e.status === 404) this.store.missing.add(sessionId);
       this.store.messages.set(sessionId, []);
@@ -357,9 +456,12 @@ class ControlUi {
   /**
    * Why the person is busy in one of `panes` (the panes a command would move, resize, replace
    * or (de)activate), or null: a draft in its composer, an approval shown in it, or their input
-   * in it within the last 1.5 s. The Control UI's form of the TUI's human-priority rules.
+   * in it within the last 1.5 s; or the new-session agent picker is open. The Control UI's form
+   * of the TUI's human-priority rules.
    */
   personBusy(panes) {
+    // The picker creates the new session in the pane that was active when it opened.
+    if (!$('agent-picker').hidden) return 'the person is choosing the agent of a new session';
     const now = performance.now();
     for (const pane of panes) {
       const name = pane.session ? `the pane showing ${pane.session}` : `pane ${pane.id}`;
@@ -413,8 +515,16 @@ class ControlUi {
         self.setLayout(layout);
       },
       async createInPane(paneId) {
+        let agent;
         try {
-          const s = await self.api.createSession();
+          agent = await chooseAgent(self);
+        } catch (e) {
+          self.toast(`Could not list the agents: ${e.message}`);
+          return;
+        }
+        if (agent === null) return; // the person closed the picker
+        try {
+          const s = await self.api.createSession(undefined, agent);
           self.store.upsertSession(s);
           const pane = locate(self.layout, paneId)?.pane;
           if (pane) pane.session = s.id;
@@ -453,6 +563,25 @@ class ControlUi {
         if (open) self.terminal.input.focus();
       },
       prompt: (sessionId, text) => self.api.prompt(sessionId, text),
+      async setMode(sessionId, modeId) {
+        try {
+          const s = await self.api.setMode(sessionId, modeId);
+          if (s?.id) self.store.upsertSession(s);
+        } catch (e) {
+          self.toast(`Could not switch the mode: ${e.message}`);
+        }
+        self.refreshPaneHeads(sessionId);
+      },
+      async revokeStanding(sessionId) {
+        try {
+          const s = await self.api.revokeStanding(sessionId);
+          if (s?.id) self.store.upsertSession(s);
+          self.refreshPaneHeads(sessionId);
+          self.toast('Revoked: the agent asks again before each request.');
+        } catch (e) {
+          self.toast(`Could not revoke: ${e.message}`);
+        }
+      },
       async abort(sessionId) {
         try {
           await self.api.abort(sessionId);
@@ -508,7 +637,7 @@ class ControlUi {
       : null;
     const area = $('panes');
     const count = allPanes(L).length;
-    const ctx = (pane) => ({ store: this.store, active: pane.id === L.active, drafts: this.drafts, actions: this.actions, count });
+    const ctx = (pane) => ({ store: this.store, active: pane.id === L.active, drafts: this.drafts, actions: this.actions, count, view: this.view });
     const children = [];
     L.columns.forEach((col, ci) => {
       if (ci > 0) children.push(this.splitterBetween(L.columns[ci - 1], col));
@@ -606,31 +735,47 @@ class ControlUi {
     return [...document.querySelectorAll('[data-testid="pane"]')].filter((el) => el.dataset.session === sessionId);
   }
 
+  /** Redraws the transcripts of `sessionId` once per frame, however many events came. */
   refreshTranscripts(sessionId) {
-    for (const el of this.panesShowing(sessionId)) {
-      const t = el.querySelector('[data-testid="transcript"]');
-      if (t) fillTranscript(t, this.store.messages.get(sessionId));
-    }
+    this.dirty.add(sessionId);
+    if (this.frame) return;
+    const draw = () => {
+      this.frame = null;
+      const dirty = [...this.dirty];
+      this.dirty.clear();
+      for (const id of dirty) {
+        for (const el of this.panesShowing(id)) {
+          const t = el.querySelector('[data-testid="transcript"]');
+          if (t) fillTranscript(t, this.store.messages.get(id), this.view, id);
+        }
+      }
+    };
+    // A hidden tab gets no animation frames: draw on a timer then.
+    this.frame = document.hidden ? setTimeout(draw, 100) : requestAnimationFrame(draw);
   }
 
   refreshApprovals(sessionId) {
+    const session = this.store.sessions.get(sessionId);
     for (const el of this.panesShowing(sessionId)) {
       const a = el.querySelector('[data-testid="approvals"]');
-      if (a) fillApprovals(a, this.store.pendingFor(sessionId), sessionId, this.actions);
+      if (a) fillApprovals(a, this.store.pendingFor(sessionId), sessionId, this.actions, false, session);
     }
   }
 
   refreshPaneHeads(sessionId) {
     // Swap only the headers, so a composer being typed in keeps its focus.
+    const session = this.store.sessions.get(sessionId);
     for (const el of this.panesShowing(sessionId)) {
       const pane = locate(this.layout, el.dataset.paneId)?.pane;
       if (!pane) continue;
-      const fresh = renderPane(pane, {
-        store: this.store, active: pane.id === this.layout.active, drafts: this.drafts, actions: this.actions, count: allPanes(this.layout).length,
+      const head = paneHead(pane, session, {
+        store: this.store, actions: this.actions, count: allPanes(this.layout).length, view: this.view,
       });
-      el.querySelector('.pane-head')?.replaceWith(fresh.querySelector('.pane-head'));
-      el.setAttribute('aria-label', fresh.getAttribute('aria-label'));
+      el.querySelector('.pane-head')?.replaceWith(head);
+      el.setAttribute('aria-label', `Pane: ${session?.title || pane.session}`);
     }
+    // The running turn's spinner and elapsed time, or its duration once it ended.
+    this.refreshTranscripts(sessionId);
   }
 
   gatewayStatus(state, detail) {
@@ -693,6 +838,76 @@ function describe(c) {
   }
 }
 
+function loadDurations() {
+  try {
+    const raw = JSON.parse(sessionStorage.getItem(DURATIONS_KEY) ?? '[]');
+    if (Array.isArray(raw)) {
+      return new Map(raw.filter((e) => Array.isArray(e) && typeof e[0] === 'string' && Number.isFinite(e[1])));
+    }
+  } catch {
+    /* a fresh record */
+  }
+  return new Map();
+}
+
+function saveDurations(map) {
+  while (map.size > MAX_DURATIONS) map.delete(map.keys().next().value);
+  try {
+    sessionStorage.setItem(DURATIONS_KEY, JSON.stringify([...map]));
+  } catch {
+    /* storage full or disabled */
+  }
+}
+
+// ---- the agent of a new session --------------------------------------------------------
+
+let pickerDone = null;
+
+/**
+ * The agent for a new session: asks the person when there is a choice (GET /agent, the
+ * default first). Resolves to a name, to undefined (the backend's default: nothing to choose,
+ * or a backend without the list) or to null (the person closed the picker).
+ */
+async function chooseAgent(ui) {
+  let list;
+  try {
+    list = await ui.api.agents();
+  } catch (e) {
+    if (e.status === 404) return undefined;
+    throw e;
+  }
+  const agents = Array.isArray(list?.agents) ? list.agents.filter((a) => typeof a?.name === 'string') : [];
+  if (agents.length <= 1) return undefined;
+  const def = typeof list.default === 'string' ? list.default : agents[0].name;
+  agents.sort((a, b) => (b.name === def) - (a.name === def));
+  return new Promise((resolve) => {
+    pickerDone?.(null);
+    const before = document.activeElement;
+    const finish = (value) => {
+      if (pickerDone !== finish) return;
+      pickerDone = null;
+      $('agent-picker').hidden = true;
+      if (before?.isConnected) before.focus();
+      resolve(value);
+    };
+    pickerDone = finish;
+    $('agent-list').replaceChildren(...agents.map((a) => h('li', {},
+      h('button', {
+        type: 'button',
+        class: `agent-option${a.name === def ? ' primary' : ''}`,
+        'data-testid': 'agent-option',
+        'data-agent': a.name,
+        onclick: () => finish(a.name),
+      },
+      h('span', { class: 'agent-option-name', text: a.name }),
+      h('span', { class: 'agent-option-meta', text: [a.name === def ? 'default' : null, a.kind === 'acp' ? 'ACP agent' : a.kind === 'shell' ? 'shell commands' : null, a.origin === 'config' ? 'from your config' : null].filter(Boolean).join(' · ') })))));
+    $('agent-picker').hidden = false;
+    $('agent-list').querySelector('button')?.focus();
+  });
+}
+
+$('close-agent-picker').addEventListener('click', () => pickerDone?.(null));
+
 // ---- keyboard shortcuts ----------------------------------------------------------------
 
 /**
@@ -733,7 +948,10 @@ function showShortcuts(open) {
 document.addEventListener('keydown', (ev) => {
   if (!app || $('app').hidden || ev.isComposing) return;
   if (ev.key === 'Escape') {
-    if (!$('shortcuts').hidden) {
+    if (!$('agent-picker').hidden) {
+      ev.preventDefault();
+      pickerDone?.(null);
+    } else if (!$('shortcuts').hidden) {
       ev.preventDefault();
       showShortcuts(false);
     } else if (NARROW.matches && app.layout.sidebar) {

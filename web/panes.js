@@ -2,21 +2,21 @@
 
 import { h } from './dom.js';
 import { splitWeights } from './layout.js';
+import { approvalCard, AUTH_HELP, noticeView, permissionView, planView, thoughtView, toolCard } from './turns.js';
 
-const STATUS_LABEL = { idle: 'idle', pending: 'waiting for approval', busy: 'running' };
+const STATUS_LABEL = { idle: 'idle', pending: 'waiting for approval', busy: 'running', needs_auth: 'needs sign-in' };
 /** Approval buttons ignore clicks this long after what the pane shows changed or moved. */
 export const ARM_MS = 500;
 
 /**
  * @param {object} pane      layout pane {id, session, weight}
- * @param {object} ctx       {store, active, drafts, actions, count (panes in the layout)}
+ * @param {object} ctx       {store, active, drafts, actions, count (panes in the layout),
+ *                           view (the Markdown renderer and what the person folded, app.js)}
  */
 export function renderPane(pane, ctx) {
   const { store, actions } = ctx;
   const session = pane.session ? store.sessions.get(pane.session) : null;
-  const title = pane.session
-    ? session?.title || (store.missing.has(pane.session) ? 'Session not found' : pane.session)
-    : 'No session';
+  const title = titleOf(pane, session, store);
   const el = h('section', {
     class: `pane${ctx.active ? ' active' : ''}`,
     'data-testid': 'pane',
@@ -29,15 +29,64 @@ export function renderPane(pane, ctx) {
   el.addEventListener('pointerdown', () => actions.activate(pane.id), { capture: true });
   el.addEventListener('focusin', () => actions.activate(pane.id));
 
+  el.append(paneHead(pane, session, ctx));
+  if (!pane.session) {
+    el.append(h('div', { class: 'pane-empty' },
+      h('p', { text: 'Pick a session in the sidebar, or start a new one.' }),
+      h('button', { type: 'button', class: 'primary', onclick: () => actions.createInPane(pane.id), text: 'New session' })));
+    return el;
+  }
+
+  const transcript = h('div', { class: 'transcript', role: 'log', 'aria-live': 'polite', 'data-testid': 'transcript' });
+  fillTranscript(transcript, store.messages.get(pane.session), ctx.view, pane.session);
+  const approvals = h('div', { class: 'approvals', 'data-testid': 'approvals' });
+  fillApprovals(approvals, store.pendingFor(pane.session), pane.session, actions, true, session);
+  el.append(transcript, approvals, composer(pane, ctx, session));
+  requestAnimationFrame(() => { transcript.scrollTop = transcript.scrollHeight; });
+  return el;
+}
+
+/** Seconds as "12 s" or "3 min 04 s". */
+export function formatDuration(ms) {
+  const s = Math.max(0, Math.round(ms / 1000));
+  if (s < 60) return `${s} s`;
+  const m = Math.floor(s / 60);
+  if (m < 60) return `${m} min ${String(s % 60).padStart(2, '0')} s`;
+  return `${Math.floor(m / 60)} h ${String(m % 60).padStart(2, '0')} min`;
+}
+
+/** When the session's running turn started: its last message (the agent's reply, or the
+ *  prompt while the reply is not there yet). */
+function turnStart(messages) {
+  const last = messages?.[messages.length - 1];
+  return Number.isFinite(last?.created) ? last.created : null;
+}
+
+/**
+ * The pane's header: the session's state (a spinner and the elapsed time while it works),
+ * its agent, Stop while it works, the layout buttons; below, the agent's modes, a standing
+ * "always" with Revoke, and what to do when the agent needs to sign in.
+ */
+export function paneHead(pane, session, ctx) {
+  const { actions } = ctx;
   const status = session?.status ?? null;
-  el.append(
-    h('header', { class: 'pane-head' },
+  const working = status === 'busy' || status === 'pending';
+  const since = working ? turnStart(ctx.store.messages.get(pane.session)) : null;
+  const head = h('header', { class: 'pane-head' },
+    h('div', { class: 'pane-head-row' },
       h('span', { class: `dot status-${status ?? 'none'}`, title: STATUS_LABEL[status] ?? '' }),
-      h('h2', { class: 'pane-title', title: pane.session ?? '' , text: title }),
-      status && status !== 'idle' ? h('span', { class: 'badge', text: STATUS_LABEL[status] }) : null,
+      h('h2', { class: 'pane-title', title: pane.session ?? '', text: titleOf(pane, session, ctx.store) }),
+      session
+        ? h('span', { class: 'agent-name', 'data-testid': 'session-agent', title: `This session's agent: ${session.agent || 'shell'}`, text: session.agent || 'shell' })
+        : null,
+      status && status !== 'idle' ? h('span', { class: 'badge', 'data-testid': 'status-badge', text: STATUS_LABEL[status] ?? status }) : null,
+      working ? h('span', { class: 'spinner', role: 'img', 'aria-label': 'working', 'data-testid': 'busy-spinner' }) : null,
+      working && since
+        ? h('span', { class: 'elapsed', 'data-testid': 'elapsed', 'data-since': String(since), title: 'Time since the prompt was sent', text: formatDuration(Date.now() - since) })
+        : null,
       h('div', { class: 'pane-actions' },
-        status === 'busy'
-          ? h('button', { class: 'icon', type: 'button', title: 'Stop the running command', 'aria-label': 'Abort', onclick: () => actions.abort(pane.session), text: '■' })
+        working
+          ? h('button', { class: 'danger small', type: 'button', 'data-testid': 'abort', title: 'Stop the running turn (answers open approvals “cancelled”)', 'aria-label': 'Abort', onclick: () => actions.abort(pane.session), text: '■ Stop' })
           : null,
         h('button', { class: 'icon', type: 'button', title: 'Split right', 'aria-label': 'Split right', onclick: () => actions.split(pane.id, 'right'), text: '◫' }),
         h('button', { class: 'icon', type: 'button', title: 'Split down', 'aria-label': 'Split down', onclick: () => actions.split(pane.id, 'down'), text: '⬓' }),
@@ -49,37 +98,82 @@ export function renderPane(pane, ctx) {
       ),
     ),
   );
-
-  if (!pane.session) {
-    el.append(h('div', { class: 'pane-empty' },
-      h('p', { text: 'Pick a session in the sidebar, or start a new one.' }),
-      h('button', { type: 'button', class: 'primary', onclick: () => actions.createInPane(pane.id), text: 'New session' })));
-    return el;
-  }
-
-  const transcript = h('div', { class: 'transcript', role: 'log', 'aria-live': 'polite', 'data-testid': 'transcript' });
-  fillTranscript(transcript, store.messages.get(pane.session));
-  const approvals = h('div', { class: 'approvals', 'data-testid': 'approvals' });
-  fillApprovals(approvals, store.pendingFor(pane.session), pane.session, actions, true);
-  el.append(transcript, approvals, composer(pane, ctx));
-  requestAnimationFrame(() => { transcript.scrollTop = transcript.scrollHeight; });
-  return el;
+  const bar = session ? sessionBar(session, actions) : null;
+  if (bar) head.append(bar);
+  return head;
 }
 
+function titleOf(pane, session, store) {
+  if (!pane.session) return 'No session';
+  return session?.title || (store.missing.has(pane.session) ? 'Session not found' : pane.session);
+}
+
+const REVOKE_SHELL = 'Revoke: every later command asks for approval again.';
+const REVOKE_ACP = 'Revoke forgets these answers and restarts the agent, which then reopens this session and asks again. '
+  + 'Rules an agent saved in its own settings files stay there.';
+
+/** The session's mode switch, a standing "always" with Revoke, sign-in help; null if none. */
+function sessionBar(session, actions) {
+  const agent = session.agent || 'shell';
+  const modes = session.agentState?.modes;
+  const standing = Array.isArray(session.standing) ? session.standing : [];
+  const bar = h('div', { class: 'pane-bar', 'data-testid': 'session-bar' });
+  if (modes && Array.isArray(modes.available) && modes.available.length) {
+    const select = h('select', { class: 'mode-select', 'data-testid': 'mode-select', 'aria-label': 'Agent mode', title: 'The agent’s mode' },
+      modes.available.map((m) => {
+        const o = h('option', { value: String(m.id), text: String(m.name || m.id) });
+        if (typeof m.description === 'string') o.title = m.description;
+        if (m.id === modes.current) o.selected = true;
+        return o;
+      }));
+    select.addEventListener('change', () => actions.setMode(session.id, select.value));
+    bar.append(h('label', { class: 'mode' }, h('span', { class: 'muted', text: 'Mode' }), select));
+  }
+  if (standing.length) {
+    const titles = standing.map((g) => String(g?.title ?? ''));
+    const summary = titles.length === 1 ? `Always allowed: ${titles[0]}` : `Always allowed: ${titles.length} answers`;
+    bar.append(h('span', { class: 'standing', 'data-testid': 'standing' },
+      h('details', {},
+        h('summary', { title: titles.join('\n'), text: summary }),
+        h('ul', { class: 'standing-list' }, standing.map((g) => h('li', {},
+          h('span', { text: String(g?.title ?? '') }),
+          Number.isFinite(g?.granted) ? h('span', { class: 'muted', text: ` (since ${new Date(g.granted).toLocaleTimeString()})` }) : null))),
+        h('p', { class: 'muted', text: agent === 'shell' ? REVOKE_SHELL : REVOKE_ACP })),
+      h('button', {
+        type: 'button', class: 'small danger', 'data-testid': 'revoke-standing',
+        title: 'Forget these answers: the agent asks again', onclick: () => actions.revokeStanding(session.id), text: 'Revoke',
+      })));
+  }
+  if (session.status === 'needs_auth') {
+    const methods = Array.isArray(session.agentState?.authMethods) ? session.agentState.authMethods : [];
+    bar.append(h('div', { class: 'needs-auth', 'data-testid': 'needs-auth', role: 'alert' },
+      h('strong', { text: `${agent} needs you to sign in before it can work.` }),
+      methods.length
+        ? h('ul', {}, methods.map((m) => h('li', {},
+          h('span', { class: 'auth-name', text: String(m.name ?? m.id ?? '') }),
+          typeof m.description === 'string' ? h('span', { class: 'muted', text: ` — ${m.description}` }) : null)))
+        : null,
+      h('p', { class: 'notice-help', text: AUTH_HELP })));
+  }
+  return bar.children.length ? bar : null;
+}
 /** The composers showing `session` other than `except`. */
 function composersOf(session, except) {
   return [...document.querySelectorAll('[data-testid="composer-input"]')]
     .filter((el) => el !== except && el.dataset.session === session);
 }
 
-function composer(pane, { drafts, actions }) {
+function composer(pane, { drafts, actions }, sessionInfo) {
   // The session this composer was made for: its draft and its prompt go there, whatever the
   // pane shows later.
   const session = pane.session;
+  const agent = sessionInfo?.agent;
   const input = h('textarea', {
     class: 'composer-input',
     rows: 2,
-    placeholder: 'Command for this session (Enter sends, Shift+Enter: new line)',
+    placeholder: agent && agent !== 'shell'
+      ? `Message ${agent} (Enter sends, Shift+Enter: new line)`
+      : 'Command for this session (Enter sends, Shift+Enter: new line)',
     'aria-label': 'Prompt',
     'data-testid': 'composer-input',
     'data-session': session,
@@ -116,28 +210,103 @@ function composer(pane, { drafts, actions }) {
   return form;
 }
 
-export function fillTranscript(el, messages) {
+const clock = (ms) => new Date(ms).toLocaleTimeString([], { hour: '2-digit', minute: '2-digit' });
+
+/**
+ * Makes `parent`'s children exactly `nodes`, in order, touching only what differs (a node
+ * already in place stays; one out of place is moved; the rest is removed).
+ */
+function syncChildren(parent, nodes) {
+  nodes.forEach((node, i) => {
+    const current = parent.childNodes[i];
+    if (current !== node) parent.insertBefore(node, current ?? null);
+  });
+  while (parent.childNodes.length > nodes.length) parent.lastChild.remove();
+}
+
+/**
+ * Draws a session's transcript into `el`. Each message keeps its element, and each part its
+ * element until the part changes (a part changes by being replaced, see turn.js): a streaming
+ * turn redraws only what moved, and a card the person opened stays open. `view` is the page's
+ * {md, open, durations, store} (app.js); without it (a test drawing a bare transcript) agent
+ * text shows as plain text.
+ */
+export function fillTranscript(el, messages, view, sessionId) {
   const nearBottom = el.scrollHeight - el.scrollTop - el.clientHeight < 40;
-  el.replaceChildren();
+  const session = sessionId ? view?.store?.sessions.get(sessionId) : null;
+  const acp = session && session.agent && session.agent !== 'shell';
   if (!messages) {
-    el.append(h('p', { class: 'muted', text: 'Loading…' }));
+    syncChildren(el, [h('p', { class: 'muted', text: 'Loading…' })]);
     return;
   }
+  const kept = el.partNodes ?? new WeakMap();
+  el.partNodes = kept;
+  const articles = el.messageNodes ?? new Map();
+  el.messageNodes = articles;
+  const nodes = [];
   if (messages.length === 0) {
-    el.append(h('p', { class: 'muted', text: 'No messages yet. Send a command below; it runs after you approve it.' }));
+    nodes.push(h('p', { class: 'muted', text: acp ? `No messages yet. Write to ${session.agent} below.` : 'No messages yet. Send a command below; it runs after you approve it.' }));
   }
-  for (const m of messages) {
-    const body = h('div', { class: 'msg-body' });
-    for (const part of m.parts ?? []) body.append(renderPart(part));
-    el.append(h('article', { class: `msg role-${m.role}`, 'data-testid': 'message' },
-      h('div', { class: 'msg-role', text: m.role === 'user' ? 'You' : 'Agent' }), body));
-  }
+  const working = session && (session.status === 'busy' || session.status === 'pending');
+  const seen = new Set();
+  messages.forEach((m, mi) => {
+    seen.add(m.id);
+    let entry = articles.get(m.id);
+    if (!entry) {
+      const body = h('div', { class: 'msg-body' });
+      const article = h('article', { class: `msg role-${m.role}`, 'data-testid': 'message', 'data-message-id': m.id }, h('div'), body);
+      entry = { article, body, metaKey: null };
+      articles.set(m.id, entry);
+    }
+    const live = working && mi === messages.length - 1 && m.role === 'assistant';
+    const metaKey = `${live}|${session?.agent ?? ''}|${view?.durations?.get(m.id) ?? ''}`;
+    if (entry.metaKey !== metaKey) {
+      entry.article.firstChild.replaceWith(turnMeta(m, live, session, view));
+      entry.metaKey = metaKey;
+    }
+    syncChildren(entry.body, (m.parts ?? []).map((part, pi) => {
+      let node = part && typeof part === 'object' ? kept.get(part) : null;
+      // Agent text shown before its Markdown arrived is drawn again once it has.
+      if (!node || node.dataset.rendered === 'plain' || node.dataset.rendered === 'partial') {
+        node = renderPart(part, m, pi, view, sessionId);
+        if (part && typeof part === 'object') kept.set(part, node);
+      }
+      return node;
+    }));
+    nodes.push(entry.article);
+  });
+  for (const id of articles.keys()) if (!seen.has(id)) articles.delete(id);
+  syncChildren(el, nodes);
   if (nearBottom) el.scrollTop = el.scrollHeight;
 }
 
-function renderPart(part) {
+/** Who wrote a message, when, and for a finished turn of an agent how long it took. */
+function turnMeta(m, live, session, view) {
+  const who = m.role === 'user' ? 'You' : (session?.agent && session.agent !== 'shell' ? session.agent : 'Agent');
+  const meta = h('div', { class: 'msg-role' }, h('span', { text: who }));
+  if (Number.isFinite(m.created)) {
+    meta.append(h('time', { class: 'msg-time', dateTime: new Date(m.created).toISOString(), title: new Date(m.created).toLocaleString(), text: ` · ${clock(m.created)}` }));
+  }
+  if (m.role === 'assistant') {
+    if (live) {
+      meta.append(' · ', h('span', { class: 'spinner small', role: 'img', 'aria-label': 'working' }), ' ',
+        h('span', { class: 'elapsed', 'data-testid': 'turn-elapsed', 'data-since': String(m.created), text: formatDuration(Date.now() - m.created) }));
+    } else {
+      const took = view?.durations?.get(m.id);
+      if (Number.isFinite(took)) meta.append(h('span', { class: 'turn-duration', 'data-testid': 'turn-duration', text: ` · took ${formatDuration(took)}` }));
+    }
+  }
+  return meta;
+}
+
+function renderPart(part, message, index, view, sessionId) {
+  const key = `${message.id}/${index}`;
+  const remember = (what) => (open) => view?.open.set(`${message.id}/${what}`, open);
   switch (part?.type) {
     case 'text':
+      if (message.role === 'assistant' && view?.md) {
+        return view.md.element(`${sessionId}|${key}`, String(part.text ?? ''));
+      }
       return h('pre', { class: 'part-text', text: part.text });
     case 'file':
       return h('span', { class: 'chip', text: `📎 ${part.path}` });
@@ -154,6 +323,21 @@ function renderPart(part) {
       return h('p', { class: 'note bad', text: 'aborted' });
     case 'interrupted':
       return h('p', { class: 'note bad', text: 'interrupted by a restart' });
+    case 'thought': {
+      const el = thoughtView(part);
+      const open = view?.open.get(`${message.id}/thought${index}`);
+      if (open !== undefined) el.open = open;
+      el.addEventListener('toggle', () => remember(`thought${index}`)(el.open));
+      return el;
+    }
+    case 'tool_call':
+      return toolCard(part, view?.open.get(`${message.id}/tool:${part.toolCallId}`), remember(`tool:${part.toolCallId}`));
+    case 'plan':
+      return planView(part);
+    case 'permission':
+      return permissionView(part);
+    case 'notice':
+      return noticeView(part);
     default:
       return h('span', { class: 'muted', text: '' });
   }
@@ -163,11 +347,12 @@ function renderPart(part) {
  * The pending approvals of one session in its pane. A click that lands within ARM_MS of the
  * approvals changing (or of the pane being drawn anew, e.g. after the layout moved) is ignored
  * and said so: the pointer may rest where another approval's button just appeared.
- * `fresh` says the pane was just drawn.
+ * `fresh` says the pane was just drawn; `session` (optional) names the agent in the card.
  */
-export function fillApprovals(el, permissions, sessionId, actions, fresh = false) {
+export function fillApprovals(el, permissions, sessionId, actions, fresh = false, session = null) {
   const signature = permissions.map((p) => p.id).join(',');
-  if (fresh || el.dataset.signature !== signature) {
+  const changed = fresh || el.dataset.signature !== signature;
+  if (changed) {
     el.dataset.signature = signature;
     const shownAt = performance.now();
     el.dataset.shownAt = String(shownAt);
@@ -176,13 +361,11 @@ export function fillApprovals(el, permissions, sessionId, actions, fresh = false
       if (el.dataset.shownAt === String(shownAt)) el.dataset.armed = 'true';
     }, ARM_MS);
   }
+  // The same approvals: keep the cards (and how far the person scrolled in them).
+  if (!changed && el.children.length === permissions.length) return;
   el.replaceChildren();
   for (const p of permissions) {
-    const buttons = [
-      ['once', 'Allow once', 'primary'],
-      ['always', 'Always allow', ''],
-      ['reject', 'Reject', 'danger'],
-    ].map(([reply, label, cls]) => h('button', {
+    const button = (reply, label, cls) => h('button', {
       type: 'button',
       class: cls,
       'data-testid': `approve-${reply}`,
@@ -194,19 +377,8 @@ export function fillApprovals(el, permissions, sessionId, actions, fresh = false
         actions.reply(sessionId, p.id, reply);
       },
       text: label,
-    }));
-    const attachments = Array.isArray(p.attachments)
-      ? p.attachments.filter((a) => typeof a === 'string')
-      : [];
-    el.append(h('div', { class: 'approval', role: 'group', 'aria-label': 'Approval needed', 'data-testid': 'approval' },
-      h('p', { class: 'approval-title', text: 'The agent wants to run:' }),
-      h('pre', { class: 'approval-command', text: p.command }),
-      attachments.length
-        ? h('div', { class: 'approval-attachments', 'data-testid': 'approval-attachments' },
-          h('span', { class: 'muted', text: 'With the files:' }),
-          attachments.map((a) => h('span', { class: 'chip', 'data-testid': 'approval-attachment', text: a })))
-        : null,
-      h('div', { class: 'approval-actions' }, buttons)));
+    });
+    el.append(approvalCard(p, session, button));
   }
 }
 

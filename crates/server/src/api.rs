@@ -57,6 +57,7 @@ pub fn protected(app: Shared) -> Router<Shared> {
         .route("/session/{id}/abort", post(abort))
         .route("/session/{id}/mode", post(set_mode))
         .route("/session/{id}/standing", delete(revoke_standing))
+        .route("/markdown", post(crate::markdown::render))
         .route("/permission", get(permissions))
         .route("/session/{id}/permission/{pid}", post(reply_permission))
         .route("/event", get(sse::events))

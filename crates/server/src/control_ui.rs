@@ -45,13 +45,17 @@ const CSS: &str = "text/css; charset=utf-8";
 const ASSETS: &[Asset] = &[
     asset!("app.js", JS),
     asset!("api.js", JS),
+    asset!("diff.js", JS),
     asset!("dom.js", JS),
     asset!("gateway.js", JS),
     asset!("layout.js", JS),
+    asset!("markdown.js", JS),
     asset!("panels.js", JS),
     asset!("panes.js", JS),
     asset!("proof.js", JS),
     asset!("style.css", CSS),
+    asset!("turn.js", JS),
+    asset!("turns.js", JS),
 ];
 
 /// Routes for `/` and the UI's static assets. They need no credential.

@@ -80,6 +80,7 @@ mod events;
 mod gateway_mount;
 mod ids;
 mod listen;
+mod markdown;
 pub mod project;
 pub mod registry;
 mod runner;

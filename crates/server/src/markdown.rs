@@ -1,0 +1,688 @@
+//! `POST /markdown`: an agent's Markdown as a tree of plain data, for the Control UI.
+//!
+//! The page never builds HTML from agent text. The server parses with `pulldown-cmark` (the
+//! TUI's parser too, so both UIs read Markdown alike) and answers a small, closed set of node
+//! kinds; the page makes one element per node with `createElement` and puts every string in
+//! with `textContent` (`web/markdown.js`). Raw HTML in the text comes back as text. A link
+//! keeps its target only when it is `http`, `https` or `mailto`; an image is never an image,
+//! only its alt text and (safe) target, so nothing is loaded from an address an agent wrote.
+//!
+//! Bounded: at most [`MAX_TEXT_BYTES`] of text; containers nested deeper than [`MAX_DEPTH`]
+//! are flattened into their parent, so the answer's depth (and the recursion that serialises
+//! it and builds it in the page) stays small whatever the input; past [`MAX_NODES`] nodes the
+//! rest is text. The parse runs off the async workers (`spawn_blocking`).
+//! See `docs/backend.md` §3 and `docs/control-ui.md`.
+
+use axum::{Json, extract::rejection::JsonRejection, http::StatusCode};
+use pulldown_cmark::{Alignment, CodeBlockKind, Event, Options, Parser, Tag};
+use serde::{Deserialize, Serialize};
+
+use crate::error::Failure;
+
+/// The largest text one request may ask to render (an agent's answer is rarely 10 KiB).
+pub const MAX_TEXT_BYTES: usize = 256 * 1024;
+/// Containers (lists, quotes, emphasis, …) nested deeper than this are flattened.
+pub const MAX_DEPTH: usize = 32;
+/// Past this many nodes the rest of the text stays plain (its markup as text), so the answer
+/// stays within a small multiple of the text (`*a*` repeated would otherwise be 16 times it).
+pub const MAX_NODES: usize = 20_000;
+
+/// `POST /markdown` body.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct MarkdownRequest {
+    pub text: String,
+}
+
+/// `POST /markdown` answer: the document's blocks.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct MarkdownTree {
+    pub blocks: Vec<Node>,
+}
+
+/// Alignment of a table column.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Align {
+    None,
+    Left,
+    Center,
+    Right,
+}
+
+/// One node of the tree. Children are `c`; every string is text to show, never markup.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "t", rename_all = "snake_case", deny_unknown_fields)]
+pub enum Node {
+    /// Plain text (raw HTML in the agent's text arrives as this too).
+    Text {
+        text: String,
+    },
+    /// Inline code.
+    Code {
+        text: String,
+    },
+    /// A hard line break.
+    Br,
+    Em {
+        c: Vec<Node>,
+    },
+    Strong {
+        c: Vec<Node>,
+    },
+    Del {
+        c: Vec<Node>,
+    },
+    /// A link; `href` is absent when the target is not `http`, `https` or `mailto` (the text
+    /// is then shown without a link).
+    Link {
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        href: Option<String>,
+        #[serde(default, skip_serializing_if = "String::is_empty")]
+        title: String,
+        c: Vec<Node>,
+    },
+    /// An image, never loaded: its alt text, and its target when that is a safe link.
+    Image {
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        href: Option<String>,
+        alt: String,
+    },
+    P {
+        c: Vec<Node>,
+    },
+    Heading {
+        level: u8,
+        c: Vec<Node>,
+    },
+    Quote {
+        c: Vec<Node>,
+    },
+    /// A code block; `lang` is the fence's first word, if any.
+    CodeBlock {
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        lang: Option<String>,
+        text: String,
+    },
+    /// A block of raw HTML, shown as text.
+    HtmlBlock {
+        text: String,
+    },
+    /// A list; `start` is present for a numbered one.
+    List {
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        start: Option<u64>,
+        c: Vec<Node>,
+    },
+    /// A list item; `checked` is present for a task-list item.
+    Item {
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        checked: Option<bool>,
+        c: Vec<Node>,
+    },
+    Rule,
+    Table {
+        align: Vec<Align>,
+        c: Vec<Node>,
+    },
+    /// A table row (`head` for the header row); its children are cells.
+    Row {
+        head: bool,
+        c: Vec<Node>,
+    },
+    Cell {
+        c: Vec<Node>,
+    },
+}
+
+/// The body as a JSON object `{"text"}` and nothing else (serde alone would also take `["…"]`).
+pub fn parse_request(value: serde_json::Value) -> Result<MarkdownRequest, Failure> {
+    if !value.is_object() {
+        return Err(Failure::bad_request(
+            r#"expected a JSON object {"text": "…"}"#,
+        ));
+    }
+    serde_json::from_value(value).map_err(|e| Failure::bad_request(e.to_string()))
+}
+
+/// The handler: strict body, bounded text, the tree.
+pub async fn render(
+    input: Result<Json<serde_json::Value>, JsonRejection>,
+) -> Result<Json<MarkdownTree>, Failure> {
+    let request = match input {
+        Ok(Json(v)) => parse_request(v)?,
+        Err(rejection) if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE => {
+            return Err(Failure::too_large(
+                "the request body is larger than this API accepts",
+            ));
+        }
+        Err(rejection) => return Err(Failure::bad_request(rejection.body_text())),
+    };
+    if request.text.len() > MAX_TEXT_BYTES {
+        return Err(Failure::too_large(format!(
+            "Markdown text is at most {MAX_TEXT_BYTES} bytes"
+        )));
+    }
+    let blocks = tokio::task::spawn_blocking(move || parse(&request.text))
+        .await
+        .map_err(|_| Failure::internal("the Markdown parser failed"))?;
+    Ok(Json(MarkdownTree { blocks }))
+}
+
+/// Whether a link target may be followed from the page: `http:`, `https:` or `mailto:`
+/// (any case), nothing else (no `javascript:`, `data:`, relative or scheme-less targets).
+pub fn safe_href(url: &str) -> Option<String> {
+    let url = url.trim();
+    let (scheme, _) = url.split_once(':')?;
+    let ok = ["http", "https", "mailto"]
+        .iter()
+        .any(|s| scheme.eq_ignore_ascii_case(s));
+    // A control character or space anywhere could be read differently by a browser.
+    (ok && !url.chars().any(|c| c.is_control() || c == ' ')).then(|| url.to_owned())
+}
+
+/// What an open container becomes when it ends.
+enum Open {
+    Paragraph,
+    Heading(u8),
+    Quote,
+    CodeBlock(Option<String>),
+    HtmlBlock,
+    List(Option<u64>),
+    Item(Option<bool>),
+    Table(Vec<Align>),
+    Row(bool),
+    Cell,
+    Em,
+    Strong,
+    Del,
+    Link {
+        href: Option<String>,
+        title: String,
+    },
+    Image {
+        href: Option<String>,
+    },
+    /// Too deep, or a kind we do not show as such: its children join the parent.
+    Flat,
+}
+
+struct Frame {
+    open: Open,
+    c: Vec<Node>,
+    /// The text of a code or HTML block.
+    text: String,
+}
+
+/// Parses `markdown` (tables, strikethrough and task lists on, like the TUI) into blocks.
+pub fn parse(markdown: &str) -> Vec<Node> {
+    let options =
+        Options::ENABLE_TABLES | Options::ENABLE_STRIKETHROUGH | Options::ENABLE_TASKLISTS;
+    let mut b = Builder {
+        stack: vec![Frame {
+            open: Open::Flat,
+            c: Vec::new(),
+            text: String::new(),
+        }],
+        nodes: 0,
+    };
+    for event in Parser::new_ext(markdown, options) {
+        b.event(event);
+    }
+    while b.stack.len() > 1 {
+        b.close();
+    }
+    b.stack.pop().map(|f| f.c).unwrap_or_default()
+}
+
+struct Builder {
+    stack: Vec<Frame>,
+    /// Nodes made so far (see [`MAX_NODES`]).
+    nodes: usize,
+}
+
+impl Builder {
+    fn top(&mut self) -> &mut Frame {
+        // The root frame is never popped before the end.
+        let last = self.stack.len() - 1;
+        &mut self.stack[last]
+    }
+
+    fn text(&mut self, s: &str) {
+        let top = self.top();
+        if matches!(top.open, Open::CodeBlock(_) | Open::HtmlBlock) {
+            top.text.push_str(s);
+            return;
+        }
+        match top.c.last_mut() {
+            Some(Node::Text { text }) => text.push_str(s),
+            _ => top.c.push(Node::Text { text: s.to_owned() }),
+        }
+    }
+
+    fn full(&self) -> bool {
+        self.nodes >= MAX_NODES
+    }
+
+    fn push(&mut self, node: Node) {
+        if self.full() {
+            match node {
+                Node::Code { text } => self.text(&format!("`{text}`")),
+                Node::Br => self.text("\n"),
+                Node::Rule => self.text("\n---\n"),
+                other => {
+                    let text = plain_text(std::slice::from_ref(&other));
+                    self.text(&text);
+                }
+            }
+            return;
+        }
+        self.nodes += 1;
+        self.top().c.push(node);
+    }
+
+    fn open(&mut self, open: Open) {
+        // Code and HTML blocks hold only text, so they may always open.
+        let deep = (self.stack.len() > MAX_DEPTH || self.full())
+            && !matches!(open, Open::CodeBlock(_) | Open::HtmlBlock);
+        self.stack.push(Frame {
+            open: if deep { Open::Flat } else { open },
+            c: Vec::new(),
+            text: String::new(),
+        });
+    }
+
+    fn close(&mut self) {
+        let Some(frame) = self.stack.pop() else {
+            return;
+        };
+        let c = frame.c;
+        let node = match frame.open {
+            Open::Paragraph => Node::P { c },
+            Open::Heading(level) => Node::Heading { level, c },
+            Open::Quote => Node::Quote { c },
+            Open::CodeBlock(lang) => Node::CodeBlock {
+                lang,
+                text: frame.text,
+            },
+            Open::HtmlBlock => Node::HtmlBlock { text: frame.text },
+            Open::List(start) => Node::List { start, c },
+            Open::Item(checked) => Node::Item { checked, c },
+            Open::Table(align) => Node::Table { align, c },
+            Open::Row(head) => Node::Row { head, c },
+            Open::Cell => Node::Cell { c },
+            Open::Em => Node::Em { c },
+            Open::Strong => Node::Strong { c },
+            Open::Del => Node::Del { c },
+            Open::Link { href, title } => Node::Link { href, title, c },
+            Open::Image { href } => Node::Image {
+                href,
+                alt: plain_text(&c),
+            },
+            Open::Flat => {
+                for node in c {
+                    match node {
+                        Node::Text { text } => self.text(&text),
+                        // Already counted when it was made.
+                        other => self.top().c.push(other),
+                    }
+                }
+                return;
+            }
+        };
+        self.push(node);
+    }
+
+    fn event(&mut self, event: Event<'_>) {
+        match event {
+            Event::Start(tag) => self.open(match tag {
+                Tag::Paragraph => Open::Paragraph,
+                Tag::Heading { level, .. } => Open::Heading(level as u8),
+                Tag::BlockQuote(_) => Open::Quote,
+                Tag::CodeBlock(CodeBlockKind::Fenced(info)) => Open::CodeBlock(
+                    info.split_whitespace()
+                        .next()
+                        .map(|l| l.chars().take(32).collect()),
+                ),
+                Tag::CodeBlock(CodeBlockKind::Indented) => Open::CodeBlock(None),
+                Tag::HtmlBlock => Open::HtmlBlock,
+                Tag::List(start) => Open::List(start),
+                Tag::Item => Open::Item(None),
+                Tag::Table(align) => Open::Table(
+                    align
+                        .iter()
+                        .map(|a| match a {
+                            Alignment::None => Align::None,
+                            Alignment::Left => Align::Left,
+                            Alignment::Center => Align::Center,
+                            Alignment::Right => Align::Right,
+                        })
+                        .collect(),
+                ),
+                Tag::TableHead => Open::Row(true),
+                Tag::TableRow => Open::Row(false),
+                Tag::TableCell => Open::Cell,
+                Tag::Emphasis => Open::Em,
+                Tag::Strong => Open::Strong,
+                Tag::Strikethrough => Open::Del,
+                Tag::Link {
+                    dest_url, title, ..
+                } => Open::Link {
+                    href: safe_href(&dest_url),
+                    title: title.into_string(),
+                },
+                Tag::Image { dest_url, .. } => Open::Image {
+                    href: safe_href(&dest_url),
+                },
+                _ => Open::Flat,
+            }),
+            Event::End(_) => {
+                // The root frame stays; an end without its start (never from the parser)
+                // would otherwise close it.
+                if self.stack.len() > 1 {
+                    self.close();
+                }
+            }
+            Event::Text(t) => self.text(&t),
+            Event::Code(t) => self.push(Node::Code {
+                text: t.into_string(),
+            }),
+            Event::Html(t) | Event::InlineHtml(t) => self.text(&t),
+            Event::InlineMath(t) | Event::DisplayMath(t) => self.text(&t),
+            Event::FootnoteReference(t) => self.text(&format!("[^{t}]")),
+            Event::SoftBreak => self.text("\n"),
+            Event::HardBreak => self.push(Node::Br),
+            Event::Rule => self.push(Node::Rule),
+            Event::TaskListMarker(checked) => {
+                if let Some(item) = self
+                    .stack
+                    .iter_mut()
+                    .rev()
+                    .find(|f| matches!(f.open, Open::Item(_)))
+                {
+                    item.open = Open::Item(Some(checked));
+                }
+            }
+        }
+    }
+}
+
+/// The text of `nodes` without their markup (an image's alt text).
+fn plain_text(nodes: &[Node]) -> String {
+    let mut out = String::new();
+    fn walk(nodes: &[Node], out: &mut String) {
+        for n in nodes {
+            match n {
+                Node::Text { text } | Node::Code { text } => out.push_str(text),
+                Node::Image { alt, .. } => out.push_str(alt),
+                Node::Em { c }
+                | Node::Strong { c }
+                | Node::Del { c }
+                | Node::Link { c, .. }
+                | Node::P { c }
+                | Node::Heading { c, .. }
+                | Node::Quote { c }
+                | Node::List { c, .. }
+                | Node::Item { c, .. }
+                | Node::Table { c, .. }
+                | Node::Row { c, .. }
+                | Node::Cell { c } => walk(c, out),
+                Node::Br => out.push(' '),
+                Node::CodeBlock { text, .. } | Node::HtmlBlock { text } => out.push_str(text),
+                Node::Rule => {}
+            }
+        }
+    }
+    walk(nodes, &mut out);
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn tree(md: &str) -> serde_json::Value {
+        serde_json::to_value(MarkdownTree { blocks: parse(md) }).unwrap()
+    }
+
+    fn depth(nodes: &[Node]) -> usize {
+        nodes
+            .iter()
+            .map(|n| match n {
+                Node::Em { c }
+                | Node::Strong { c }
+                | Node::Del { c }
+                | Node::Link { c, .. }
+                | Node::P { c }
+                | Node::Heading { c, .. }
+                | Node::Quote { c }
+                | Node::List { c, .. }
+                | Node::Item { c, .. }
+                | Node::Table { c, .. }
+                | Node::Row { c, .. }
+                | Node::Cell { c } => 1 + depth(c),
+                _ => 1,
+            })
+            .max()
+            .unwrap_or(0)
+    }
+
+    #[test]
+    fn common_markdown_becomes_a_small_closed_tree() {
+        let v = tree(
+            "# Title\n\nSome *em* and **strong** and ~~gone~~ and `code`.  \nnext\n\n\
+             - a\n- [x] done\n\n3. three\n\n> quoted\n\n```rust extra\nfn main() {}\n```\n\n\
+             ---\n\n| a | b |\n|:--|--:|\n| 1 | 2 |\n",
+        );
+        let blocks = v["blocks"].as_array().unwrap();
+        assert_eq!(
+            blocks[0],
+            json!({"t": "heading", "level": 1, "c": [{"t": "text", "text": "Title"}]})
+        );
+        let p = &blocks[1]["c"];
+        assert_eq!(p[1], json!({"t": "em", "c": [{"t": "text", "text": "em"}]}));
+        assert_eq!(p[3]["t"], "strong");
+        assert_eq!(p[5]["t"], "del");
+        assert_eq!(p[7], json!({"t": "code", "text": "code"}));
+        assert_eq!(p[9], json!({"t": "br"}));
+        assert_eq!(blocks[2]["t"], "list");
+        assert!(
+            blocks[2].get("start").is_none(),
+            "a bullet list has no start"
+        );
+        assert_eq!(blocks[2]["c"][1]["checked"], true);
+        assert!(blocks[2]["c"][0].get("checked").is_none());
+        assert_eq!(blocks[3]["start"], 3);
+        assert_eq!(blocks[4]["t"], "quote");
+        assert_eq!(
+            blocks[5],
+            json!({"t": "code_block", "lang": "rust", "text": "fn main() {}\n"})
+        );
+        assert_eq!(blocks[6], json!({"t": "rule"}));
+        assert_eq!(blocks[7]["t"], "table");
+        assert_eq!(blocks[7]["align"], json!(["left", "right"]));
+        assert_eq!(blocks[7]["c"][0]["head"], true);
+        assert_eq!(blocks[7]["c"][1]["c"][1]["c"][0]["text"], "2");
+        // The answer reads back under the same strict shape.
+        let back: MarkdownTree = serde_json::from_value(v.clone()).unwrap();
+        assert_eq!(serde_json::to_value(back).unwrap(), v);
+    }
+
+    #[test]
+    fn html_stays_text_and_only_safe_links_keep_their_target() {
+        let v = tree(
+            "<script>alert(1)</script>\n\nhi <img src=x onerror=alert(2)> \
+             [x](javascript:alert(3)) [y](JaVaScRiPt:alert(4)) [z](data:text/html,hi) \
+             [rel](/session) [ok](https://example.com/a?b) [m](mailto:a@b.c) \
+             ![pic](http://example.com/p.png) ![evil](javascript:alert(5))",
+        );
+        let s = v.to_string();
+        assert_eq!(
+            v["blocks"][0],
+            json!({"t": "html_block", "text": "<script>alert(1)</script>\n"})
+        );
+        let p = v["blocks"][1]["c"].as_array().unwrap();
+        assert!(p.iter().any(|n| {
+            n["t"] == "text"
+                && n["text"]
+                    .as_str()
+                    .unwrap()
+                    .contains("<img src=x onerror=alert(2)>")
+        }));
+        let links: Vec<&serde_json::Value> = p.iter().filter(|n| n["t"] == "link").collect();
+        assert_eq!(links.len(), 6);
+        for l in &links[..4] {
+            assert!(l.get("href").is_none(), "{l}");
+        }
+        assert_eq!(links[4]["href"], "https://example.com/a?b");
+        assert_eq!(links[5]["href"], "mailto:a@b.c");
+        let images: Vec<&serde_json::Value> = p.iter().filter(|n| n["t"] == "image").collect();
+        assert_eq!(
+            images[0],
+            &json!({"t": "image", "href": "http://example.com/p.png", "alt": "pic"})
+        );
+        assert_eq!(images[1], &json!({"t": "image", "alt": "evil"}));
+        assert!(!s.contains("\"href\":\"javascript"), "{s}");
+        assert!(!s.contains("\"href\":\"data"), "{s}");
+        for bad in [
+            "java\tscript:x",
+            " javascript:x",
+            "http://a b",
+            "//evil",
+            "x",
+            "",
+        ] {
+            assert_eq!(safe_href(bad), None, "{bad:?}");
+        }
+        assert_eq!(safe_href(" HTTP://x "), Some("HTTP://x".into()));
+    }
+
+    #[test]
+    fn deep_nesting_is_flattened_and_text_kept() {
+        let md = format!("{}deep", "> ".repeat(5000));
+        let blocks = parse(&md);
+        assert!(depth(&blocks) <= MAX_DEPTH + 1, "depth {}", depth(&blocks));
+        assert_eq!(plain_text(&blocks), "deep");
+        let md = format!("{}x{}", "*a ".repeat(3000), " a*".repeat(3000));
+        let blocks = parse(&md);
+        assert!(depth(&blocks) <= MAX_DEPTH + 1);
+        let md = format!("{}item", "- ".repeat(3000));
+        assert!(depth(&parse(&md)) <= MAX_DEPTH + 1);
+    }
+
+    #[test]
+    fn the_answer_stays_a_small_multiple_of_the_text() {
+        for md in [
+            "*a".repeat(MAX_TEXT_BYTES / 2),
+            "`a``".repeat(MAX_TEXT_BYTES / 4),
+            "a  \n".repeat(MAX_TEXT_BYTES / 4),
+            "---\n\n".repeat(MAX_TEXT_BYTES / 5),
+        ] {
+            let blocks = parse(&md);
+            let json = serde_json::to_string(&blocks).unwrap();
+            assert!(
+                json.len() < 6 * md.len(),
+                "{} bytes of JSON for {} of text ({:?}…)",
+                json.len(),
+                md.len(),
+                &md[..8]
+            );
+            // Nothing of the text is lost, markup past the bound included.
+            assert_eq!(
+                plain_text(&blocks).matches('a').count(),
+                md.matches('a').count()
+            );
+        }
+    }
+
+    #[test]
+    fn the_request_shape_is_strict() {
+        assert!(parse_request(json!({"text": "a"})).is_ok());
+        for bad in [
+            json!({"text": "a", "html": true}),
+            json!({}),
+            json!({"text": 1}),
+            json!(["a"]),
+            json!("a"),
+        ] {
+            let e = parse_request(bad.clone()).unwrap_err();
+            assert_eq!(e.status, StatusCode::BAD_REQUEST, "{bad}");
+        }
+        let bad = json!({"blocks": [{"t": "script", "text": "x"}]});
+        assert!(serde_json::from_value::<MarkdownTree>(bad).is_err());
+        let bad = json!({"blocks": [{"t": "text", "text": "x", "html": "<b>"}]});
+        assert!(serde_json::from_value::<MarkdownTree>(bad).is_err());
+    }
+
+    /// The route over real HTTP: the credential, the strict body, the size bound.
+    #[tokio::test]
+    async fn the_endpoint_needs_the_credential_is_strict_and_bounded() {
+        let dir = tempfile::tempdir().unwrap();
+        let project = dir.path().join("project");
+        std::fs::create_dir(&project).unwrap();
+        let mut config = crate::ServerConfig::new(&project, dir.path().join("data"));
+        config.register = false;
+        let server = crate::start(config).await.unwrap();
+        let url = format!("{}/markdown", server.url());
+        let http = reqwest::Client::new();
+        let post = |body: String, token: Option<String>| {
+            let mut req = http
+                .post(&url)
+                .header("Content-Type", "application/json")
+                .body(body);
+            if let Some(t) = token {
+                req = req.bearer_auth(t);
+            }
+            req.send()
+        };
+        let token = Some(server.token().to_owned());
+        let ok = json!({"text": "**hi** <b>x</b>"}).to_string();
+
+        let res = post(ok.clone(), None).await.unwrap();
+        assert_eq!(res.status(), 401);
+        let res = post(ok.clone(), Some("wrong-token-0123456789".into()))
+            .await
+            .unwrap();
+        assert_eq!(res.status(), 401);
+        let res = post(ok.clone(), Some(server.screen_token())).await.unwrap();
+        assert_eq!(res.status(), 401, "the screen credential is refused");
+
+        let res = post(ok, token.clone()).await.unwrap();
+        assert_eq!(res.status(), 200);
+        let v: serde_json::Value = res.json().await.unwrap();
+        assert_eq!(
+            v,
+            json!({"blocks": [{"t": "p", "c": [
+                {"t": "strong", "c": [{"t": "text", "text": "hi"}]},
+                {"t": "text", "text": " <b>x</b>"}
+            ]}]})
+        );
+
+        for (body, status) in [
+            (json!({"text": "a", "extra": 1}).to_string(), 400),
+            ("{}".to_owned(), 400),
+            (r#"["a"]"#.to_owned(), 400),
+            ("not json".to_owned(), 400),
+            (
+                json!({"text": "a".repeat(MAX_TEXT_BYTES + 1)}).to_string(),
+                413,
+            ),
+            (json!({"text": "a".repeat(600 * 1024)}).to_string(), 413),
+        ] {
+            let res = post(body.clone(), token.clone()).await.unwrap();
+            assert_eq!(res.status(), status, "{}", &body[..body.len().min(60)]);
+            let e: serde_json::Value = res.json().await.unwrap();
+            assert!(e["error"]["code"].is_string(), "{e}");
+        }
+        let res = post(
+            json!({"text": "a".repeat(MAX_TEXT_BYTES)}).to_string(),
+            token.clone(),
+        )
+        .await
+        .unwrap();
+        assert_eq!(res.status(), 200, "exactly the bound is accepted");
+        server.shutdown().await;
+    }
+}
