@@ -360,8 +360,12 @@ impl App {
             composer_missing: self.overlay.is_some(),
             draft: self.composer.has_draft(),
             attachment: self.composer.has_attachments(),
-            // The approval dialog (scrolled or not) and the quit confirmation are modals too.
-            modal: self.modal.is_some() || self.pending_approval().is_some(),
+            // The approval dialog (scrolled or not), the quit confirmation, the agent picker
+            // and a turn part the person opened (an expanded card or thought) take their
+            // attention like a modal.
+            modal: self.modal.is_some()
+                || self.pending_approval().is_some()
+                || (matches!(self.route, Route::Session(_)) && self.transcript.any_expanded()),
             session_busy: self
                 .sessions
                 .iter()

@@ -72,6 +72,16 @@ impl App {
             return;
         }
         match (&self.route, key.code) {
+            // Turn parts: Tab/Shift+Tab focus one, Enter (empty prompt) opens and closes it.
+            (Route::Session(_), KeyCode::Tab) => self.focus_part(true),
+            (Route::Session(_), KeyCode::BackTab) => self.focus_part(false),
+            (Route::Session(_), KeyCode::Enter)
+                if !self.composer.has_draft()
+                    && !self.composer.has_attachments()
+                    && self.transcript.focus().is_some() =>
+            {
+                self.transcript.toggle_focused();
+            }
             (_, KeyCode::Enter) => self.enter(),
             (_, KeyCode::Backspace) => self.composer.backspace(),
             (Route::Home, KeyCode::Up) => self.move_selection(-1),
@@ -84,6 +94,8 @@ impl App {
                 // Esc interrupts a running turn; a second Esc (or an idle session) goes home.
                 if self.open_session_busy() && !self.open_aborting() {
                     self.abort_open();
+                } else if self.transcript.focus().is_some() {
+                    self.transcript.clear_focus();
                 } else {
                     self.go_home();
                 }
@@ -351,6 +363,18 @@ impl App {
                 Route::Home => self.move_selection(1),
                 Route::Session(_) => self.scroll_by(-3),
             },
+            MouseKind::Down
+                if matches!(self.route, Route::Session(_)) && inner.contains(m.col, m.row) =>
+            {
+                let h = inner.height as usize;
+                let row = self.transcript.window_start(h, self.scroll) + (m.row - inner.y) as usize;
+                let before = self.transcript.total_rows();
+                if self.transcript.click_row(row) && self.scroll > 0 {
+                    // Keep the clicked row where it is: rows below it grew or shrank.
+                    let grown = self.transcript.total_rows() as isize - before as isize;
+                    self.scroll = (self.scroll as isize + grown).max(0) as usize;
+                }
+            }
             MouseKind::Down if self.route == Route::Home && inner.contains(m.col, m.row) => {
                 let i = self.list_offset + (m.row - inner.y) as usize;
                 if let Some(s) = self.sessions.get(i) {
@@ -385,6 +409,25 @@ impl App {
         let next = (cur + delta).clamp(0, self.sessions.len() as isize - 1) as usize;
         self.selected = Some(self.sessions[next].id.clone());
         self.keep_selection_visible();
+    }
+
+    /// Focuses the next or previous foldable turn part and scrolls it into view.
+    fn focus_part(&mut self, forward: bool) {
+        let before = self.transcript.total_rows();
+        let Some(row) = self.transcript.move_focus(forward) else {
+            self.notify(NoticeKind::Info, "nothing to open here (no tool calls or thoughts)");
+            return;
+        };
+        // Rendering the focus mark changes no row counts; keep the math simple anyway.
+        let total = self.transcript.total_rows().max(before);
+        let h = self.transcript_height().max(1);
+        let start = self.transcript.window_start(h, self.scroll);
+        if row < start || row >= start + h {
+            // Put the part's first row a third of the way down the window.
+            let want_start = row.saturating_sub(h / 3);
+            let max = self.transcript.max_scroll(h);
+            self.scroll = total.saturating_sub(want_start + h).min(max);
+        }
     }
 
     fn scroll_by(&mut self, delta: isize) {

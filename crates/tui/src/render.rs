@@ -233,14 +233,31 @@ fn session(frame: &mut Frame, app: &App, r: Rect) {
     let rows = app
         .transcript()
         .visible_spans(inner.height as usize, app.scroll);
+    // A running tool call's first cell turns with the clock (the row itself never changes).
+    let frame_char = spinner(
+        s.and_then(|s| app.progress().elapsed(&s.id, app.now()))
+            .unwrap_or_default(),
+    );
+    let mut spin_buf = [0u8; 4];
+    let spin: &str = frame_char.encode_utf8(&mut spin_buf);
     let lines: Vec<Line> = rows
         .into_iter()
         .map(|(style, pieces)| {
             let base = line_style(style);
+            let running = style == LineStyle::Running;
             Line::from(
                 pieces
                     .into_iter()
-                    .map(|(text, ansi)| Span::styled(text, base.patch(ansi)))
+                    .enumerate()
+                    .flat_map(|(i, (text, ansi))| {
+                        let st = base.patch(ansi);
+                        match text.strip_prefix(crate::turn_view::SPINNER_SLOT) {
+                            Some(rest) if running && i == 0 => {
+                                vec![Span::styled(spin, st), Span::styled(rest, st)]
+                            }
+                            _ => vec![Span::styled(text, st)],
+                        }
+                    })
                     .collect::<Vec<_>>(),
             )
         })
@@ -306,7 +323,9 @@ fn line_style(style: LineStyle) -> Style {
         LineStyle::Marker => Style::new()
             .fg(Color::Yellow)
             .add_modifier(Modifier::ITALIC),
-        LineStyle::Blank => Style::new(),
+        LineStyle::Blank | LineStyle::Agent | LineStyle::Running => Style::new(),
+        LineStyle::ShowAll => Style::new().fg(ACCENT),
+        LineStyle::TurnEnd => DIM,
     }
 }
 

@@ -128,8 +128,9 @@ impl App {
         }
         match result {
             Ok(messages) => {
+                // A reload of the same session keeps what the person opened and focused.
                 self.transcript =
-                    Transcript::from_messages(&messages, self.size.0.saturating_sub(2));
+                    Transcript::reloaded(&messages, self.size.0.saturating_sub(2), &self.transcript);
                 self.transcript_loaded = true;
                 let buffered = self.transcript_buffer.take().unwrap_or_default();
                 for event in buffered {
@@ -193,9 +194,9 @@ impl App {
     pub fn on_event(&mut self, event: Event) {
         match event {
             Event::Reset => self.resync(),
-            Event::MessageCreated { .. } | Event::MessagePart { .. } => {
-                self.apply_message_event(event)
-            }
+            Event::MessageCreated { .. }
+            | Event::MessagePart { .. }
+            | Event::MessageDelta { .. } => self.apply_message_event(event),
             other => {
                 if let Some(buf) = &mut self.sync_buffer {
                     if buf.len() >= MAX_BUFFERED_EVENTS {
@@ -264,7 +265,9 @@ impl App {
         };
         let session = match &event {
             Event::MessageCreated { message } => &message.session_id,
-            Event::MessagePart { session_id, .. } => session_id,
+            Event::MessagePart { session_id, .. } | Event::MessageDelta { session_id, .. } => {
+                session_id
+            }
             _ => return,
         };
         if session != open {
@@ -288,6 +291,14 @@ impl App {
                 part,
                 ..
             } => self.transcript.apply_part(message_id, *index, part),
+            Event::MessageDelta {
+                message_id,
+                seq,
+                delta,
+                ..
+            } => self
+                .transcript
+                .apply_delta(message_id, *seq, delta.clone()),
             _ => PartOutcome::Duplicate,
         };
         if outcome == PartOutcome::NeedsReload {
