@@ -357,6 +357,9 @@ fn composer(frame: &mut Frame, app: &App, r: Rect) {
     if c.draft().is_empty() {
         let hint = match app.route() {
             Route::Home => "Type a prompt to start a new session, or / for commands",
+            Route::Session(_) if app.open_session().is_some_and(|s| s.agent != "shell") => {
+                "Type a prompt for the agent, or / for commands"
+            }
             Route::Session(_) => "Type a shell command for the agent, or / for commands",
         };
         frame.render_widget(Paragraph::new(Span::styled(hint, DIM)), tr(inner));

@@ -123,12 +123,17 @@ pub fn render(part: &TurnPart, fold: Fold, focused: bool, width: u16) -> Vec<Row
                 );
             }
             if n.kind == NoticeKind::Auth {
-                rows.push(row(
-                    LineStyle::Agent,
-                    "│   what to do: set the variable the agent names in its `env` in \
-                     ~/.config/ax-code/config.toml (see /agent), then send the prompt again",
+                wrap_into(
+                    &mut rows,
+                    "what to do: set the variable the agent names in its `env` in the agents \
+                     configuration (config.toml; /agent shows the methods), then send the prompt \
+                     again",
+                    width,
+                    "│   ",
+                    "│   ",
+                    style,
                     DIM,
-                ));
+                );
             }
             rows
         }
@@ -604,12 +609,14 @@ pub fn unified_diff(old: &str, new: &str, context: usize) -> Vec<DiffLine> {
                 ops.push((0, pre + i, pre + j));
                 i += 1;
                 j += 1;
-            } else if j < bm.len() && (i == am.len() || lcs[i * w + j + 1] >= lcs[(i + 1) * w + j]) {
-                ops.push((2, pre + i, pre + j));
-                j += 1;
-            } else {
+            } else if i < am.len() && (j == bm.len() || lcs[(i + 1) * w + j] >= lcs[i * w + j + 1])
+            {
+                // Removed before added, as `diff -u` shows a change.
                 ops.push((1, pre + i, pre + j));
                 i += 1;
+            } else {
+                ops.push((2, pre + i, pre + j));
+                j += 1;
             }
         }
     } else {
@@ -686,7 +693,13 @@ mod tests {
             ["@@ -0,0 +1,2 @@", "+x", "+y"]
         );
         let old: String = (0..20).map(|i| format!("{i}\n")).collect();
-        let new = old.replace("2\n", "two\n").replace("17\n", "seventeen\n");
+        let new: String = (0..20)
+            .map(|i| match i {
+                2 => "two\n".to_owned(),
+                17 => "seventeen\n".to_owned(),
+                i => format!("{i}\n"),
+            })
+            .collect();
         let d = text(&unified_diff(&old, &new, 1));
         assert_eq!(
             d,
