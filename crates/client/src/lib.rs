@@ -271,6 +271,17 @@ impl Client {
         self.post(&format!("/session/{id}/mode"), &body).await
     }
 
+    /// The configured agents a new session can run, the default first (`GET /agent`).
+    pub async fn agents(&self) -> Result<ax_protocol::AgentList, ClientError> {
+        self.get("/agent").await
+    }
+
+    /// Forgets every standing "always" of the session (`DELETE /session/{id}/standing`).
+    pub async fn revoke_standing(&self, id: &SessionId) -> Result<Session, ClientError> {
+        self.send(self.request(Method::DELETE, &format!("/session/{id}/standing")))
+            .await
+    }
+
     pub async fn get_session(&self, id: &SessionId) -> Result<Session, ClientError> {
         self.get(&format!("/session/{id}")).await
     }

@@ -24,6 +24,7 @@
 //! | `term-kill CMD` | create, kill, wait, release; reports like `term` |
 //! | `env` | reports the names of its environment variables: `env: A,B,...` |
 //! | `mode` | reports the current mode: `mode: ID` |
+//! | `pid` | reports its process id: `pid N` (tests see whether the process was restarted) |
 //! | `usage` | a `usage_update` |
 //! | `unknown-update` | a `session/update` of a kind no client knows |
 //! | `garbage` | prints lines that are not JSON-RPC (and not UTF-8) on stdout |
@@ -433,6 +434,7 @@ impl Turn {
                 names.sort();
                 self.say(format!("env: {}", names.join(",")))?;
             }
+            "pid" => self.say(format!("pid {}", std::process::id()))?,
             "mode" => {
                 let mode = self.mock.sessions.lock().unwrap()[&*self.sid.0]
                     .mode

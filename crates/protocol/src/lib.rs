@@ -120,10 +120,63 @@ pub struct Session {
     /// What the agent told us (modes, authentication methods); absent until it ran.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub agent_state: Option<AgentState>,
+    /// The standing "always" answers the person gave in this session, oldest first; the UIs
+    /// show them in the session's header and revoke them with `DELETE /session/{id}/standing`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub standing: Vec<StandingGrant>,
 }
 
 fn shell_agent() -> String {
     "shell".into()
+}
+
+/// One standing "always" answer: from then on the agent does not ask again for what it covers.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct StandingGrant {
+    /// What it covers, in words (for `shell`: every command of the session; for an ACP agent:
+    /// the option's name and the tool call it was given for, as the agent scopes it).
+    pub title: String,
+    /// When the person granted it.
+    pub granted: Millis,
+}
+
+text_enum! {
+    /// How a configured agent runs.
+    pub enum AgentKindName {
+        /// The built-in agent that runs a prompt as one shell command.
+        Shell => "shell",
+        /// An agent speaking the Agent Client Protocol, started as a subprocess.
+        Acp => "acp",
+    }
+}
+
+text_enum! {
+    /// Where a configured agent comes from.
+    pub enum AgentOrigin {
+        /// Built into ax-code (a preset).
+        Builtin => "builtin",
+        /// The user's agents configuration file.
+        Config => "config",
+    }
+}
+
+/// One agent a session can be created with (`GET /agent`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct AgentInfo {
+    pub name: String,
+    pub kind: AgentKindName,
+    pub origin: AgentOrigin,
+}
+
+/// `GET /agent`: the configured agents, the default first.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct AgentList {
+    /// The agent a session gets when `POST /session` names none.
+    pub default: String,
+    pub agents: Vec<AgentInfo>,
 }
 
 /// An ACP agent's state as a session shows it.
@@ -698,6 +751,10 @@ mod tests {
                 }),
                 auth_methods: Vec::new(),
             }),
+            standing: vec![StandingGrant {
+                title: "every command".into(),
+                granted: 3,
+            }],
         };
         let message = Message {
             id: "msg_0123456789abABCDEFGHIJKLMN".into(),
@@ -734,6 +791,15 @@ mod tests {
             })
             .unwrap(),
             serde_json::to_value(AbortResult { aborted: true }).unwrap(),
+            serde_json::to_value(AgentList {
+                default: "shell".into(),
+                agents: vec![AgentInfo {
+                    name: "shell".into(),
+                    kind: AgentKindName::Shell,
+                    origin: AgentOrigin::Builtin,
+                }],
+            })
+            .unwrap(),
         ];
         let events = [
             Event::SessionCreated {

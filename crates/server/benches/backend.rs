@@ -47,6 +47,7 @@ fn populate(data: &std::path::Path, project: &std::path::Path, n: usize) {
                     status: SessionStatus::Idle,
                     agent: "shell".into(),
                     agent_state: None,
+                    standing: Vec::new(),
                 };
                 store::insert_session(&tx, project, &session)?;
             }

@@ -1,9 +1,9 @@
 //! The HTTP API routes (see docs/backend.md §3) and their strict input handling.
 
 use ax_protocol::{
-    AbortResult, CreateSession, Event, Health, Message, Permission, PermissionAnswer, Project,
-    Prompt, PromptAccepted, PromptPart, RenameSession, Session, SessionId, SessionStatus, SetMode,
-    proof,
+    AbortResult, AgentInfo, AgentKindName, AgentList, AgentOrigin, CreateSession, Event, Health,
+    Message, Permission, PermissionAnswer, Project, Prompt, PromptAccepted, PromptPart,
+    RenameSession, Session, SessionId, SessionStatus, SetMode, proof,
 };
 use axum::{
     Extension, Json, Router,
@@ -14,7 +14,7 @@ use axum::{
     http::StatusCode,
     middleware,
     response::{IntoResponse, Response},
-    routing::{get, post},
+    routing::{delete, get, post},
 };
 use serde::Deserialize;
 
@@ -44,6 +44,7 @@ pub fn protected(app: Shared) -> Router<Shared> {
     let limit = app.limits.body_bytes;
     Router::new()
         .route("/project", get(project))
+        .route("/agent", get(agents))
         .route("/session", get(list_sessions).post(create_session))
         .route(
             "/session/{id}",
@@ -55,6 +56,7 @@ pub fn protected(app: Shared) -> Router<Shared> {
         .route("/session/{id}/prompt", post(prompt))
         .route("/session/{id}/abort", post(abort))
         .route("/session/{id}/mode", post(set_mode))
+        .route("/session/{id}/standing", delete(revoke_standing))
         .route("/permission", get(permissions))
         .route("/session/{id}/permission/{pid}", post(reply_permission))
         .route("/event", get(sse::events))
@@ -107,6 +109,28 @@ async fn project(State(app): State<Shared>) -> Json<Project> {
     })
 }
 
+/// `GET /agent`: what a new session can run, the default first.
+async fn agents(State(app): State<Shared>) -> Json<AgentList> {
+    let default = app.agents.default_agent().to_owned();
+    let mut agents: Vec<AgentInfo> = app
+        .agents
+        .iter()
+        .map(|e| AgentInfo {
+            name: e.name.clone(),
+            kind: match e.kind {
+                ax_acp::config::AgentKind::Shell => AgentKindName::Shell,
+                ax_acp::config::AgentKind::Acp(_) => AgentKindName::Acp,
+            },
+            origin: match e.origin {
+                ax_acp::config::Origin::Builtin => AgentOrigin::Builtin,
+                ax_acp::config::Origin::ConfigFile => AgentOrigin::Config,
+            },
+        })
+        .collect();
+    agents.sort_by_key(|a| a.name != default);
+    Json(AgentList { default, agents })
+}
+
 /// `GET /session?limit=N` (optional, newest first).
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -156,6 +180,7 @@ async fn create_session(
         status: SessionStatus::Idle,
         agent,
         agent_state: None,
+        standing: Vec::new(),
     };
     let project = app.project_id;
     let stored = session.clone();
@@ -347,7 +372,79 @@ async fn reply_permission(
         ));
     }
     let answer = body(input)?;
-    Ok(Json(runner::reply(&app, &id, &pid, answer.reply).await?))
+    let answered = runner::reply(&app, &id, &pid, answer.reply).await?;
+    if let Some(title) = standing_title(&answered, answer.reply) {
+        let project = app.project_id;
+        let sid = id.to_string();
+        let granted = ids::now_ms();
+        let session = app
+            .store
+            .write(move |c| store::add_standing(c, project, &sid, &title, granted))
+            .await?;
+        if let Some(session) = session {
+            app.bus.publish(Event::SessionUpdated { session });
+        }
+    }
+    Ok(Json(answered))
+}
+
+/// What a standing "always" the person just gave covers, in words; `None` if the answer
+/// was not one (rejected, or an agent's option that is not `allow_always`).
+fn standing_title(answered: &Permission, reply: ax_protocol::PermissionReply) -> Option<String> {
+    if answered.state != ax_protocol::PermissionState::Approved {
+        return None;
+    }
+    if answered.options.is_empty() {
+        // The shell agent: "always" runs every later command of the session unasked.
+        return (reply.shell() == ax_protocol::PermissionReply::Always)
+            .then(|| "run every command in this session without asking".to_owned());
+    }
+    let sent = answered.option_id.as_deref()?;
+    let option = answered.options.iter().find(|o| o.option_id == sent)?;
+    if option.kind != ax_protocol::turn::PermissionKind::AllowAlways {
+        return None;
+    }
+    let about = answered
+        .tool_call
+        .as_ref()
+        .map(|t| t.title.as_str())
+        .filter(|t| !t.is_empty())
+        .unwrap_or(answered.command.as_str());
+    Some(format!(
+        "\u{201c}{}\u{201d} for {} (the agent decides what else this covers)",
+        option.name.chars().take(80).collect::<String>(),
+        about.chars().take(160).collect::<String>()
+    ))
+}
+
+/// `DELETE /session/{id}/standing`: forgets every standing "always" of the session. An ACP
+/// agent keeps its own "always" rules in its process, so its process is stopped (the next
+/// prompt starts it again and reopens the session); refused while a turn runs.
+async fn revoke_standing(
+    State(app): State<Shared>,
+    Path(id): Path<String>,
+) -> ApiResult<Json<Session>> {
+    let id = session_id(&id)?;
+    let session = find_session(&app, &id).await?;
+    if session.status.is_active() {
+        return Err(Failure::conflict(
+            "a turn is running in this session; abort it or wait for it to end, then revoke",
+        ));
+    }
+    if session.agent != ax_acp::config::SHELL {
+        crate::acp_run::stop_agent(&app, &id).await;
+    }
+    let project = app.project_id;
+    let sid = id.to_string();
+    let revoked = app
+        .store
+        .write(move |c| store::revoke_standing(c, project, &sid))
+        .await?
+        .ok_or_else(|| Failure::session_not_found(id.as_str()))?;
+    app.bus.publish(Event::SessionUpdated {
+        session: revoked.clone(),
+    });
+    Ok(Json(revoked))
 }
 
 pub async fn not_found() -> Failure {

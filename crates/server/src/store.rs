@@ -12,7 +12,7 @@ use std::{
 
 use ax_protocol::{
     AgentState, Message, Millis, Part, Permission, PermissionState, Session, SessionId,
-    SessionStatus, turn,
+    SessionStatus, StandingGrant, turn,
 };
 use rusqlite::{Connection, OpenFlags, OptionalExtension, params};
 
@@ -105,6 +105,11 @@ CREATE TABLE delta (
     body TEXT NOT NULL,
     PRIMARY KEY (message_id, seq)
 ) WITHOUT ROWID;
+"#,
+    // v7: the standing "always" answers of a session (JSON array of `StandingGrant`), shown
+    // in the UIs and revocable; NULL when there are none.
+    r#"
+ALTER TABLE session ADD COLUMN standing TEXT;
 "#,
 ];
 
@@ -372,10 +377,19 @@ where
     })
 }
 
-type SessionRow = (String, String, i64, i64, String, String, Option<String>);
+type SessionRow = (
+    String,
+    String,
+    i64,
+    i64,
+    String,
+    String,
+    Option<String>,
+    Option<String>,
+);
 
 /// The columns [`session_from_row`] reads, in order.
-const SESSION_COLUMNS: &str = "id, title, created, updated, status, agent, agent_state";
+const SESSION_COLUMNS: &str = "id, title, created, updated, status, agent, agent_state, standing";
 
 fn session_from_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<SessionRow> {
     Ok((
@@ -386,12 +400,24 @@ fn session_from_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<SessionRow> {
         row.get(4)?,
         row.get(5)?,
         row.get(6)?,
+        row.get(7)?,
     ))
 }
 
 fn build_session(
-    (id, title, created, updated, status, agent, agent_state): SessionRow,
+    (id, title, created, updated, status, agent, agent_state, standing): SessionRow,
 ) -> Result<Session> {
+    let standing = match standing {
+        Some(text) => serde_json::from_str::<Vec<StandingGrant>>(&text).map_err(|e| {
+            StoreError::Malformed {
+                table: "session",
+                row: id.clone(),
+                column: "standing",
+                problem: e.to_string(),
+            }
+        })?,
+        None => Vec::new(),
+    };
     let agent_state = agent_state
         .map(|text| {
             serde_json::from_str::<AgentState>(&text).map_err(|e| StoreError::Malformed {
@@ -410,7 +436,71 @@ fn build_session(
         updated,
         agent,
         agent_state,
+        standing,
     })
+}
+
+/// Most standing grants a session keeps; a further one with a title already kept refreshes
+/// nothing, and beyond the bound the oldest are merged into one "and N earlier" entry so the
+/// person still sees that more exist.
+const MAX_STANDING: usize = 32;
+
+/// Records a standing "always" for the session (`title` says what it covers); a grant with
+/// the same title is kept once. Returns the session as stored after.
+pub fn add_standing(
+    conn: &Connection,
+    project: i64,
+    id: &str,
+    title: &str,
+    granted: Millis,
+) -> Result<Option<Session>> {
+    let Some(session) = get_session(conn, project, id)? else {
+        return Ok(None);
+    };
+    let mut standing = session.standing;
+    if standing.iter().any(|g| g.title == title) {
+        return Ok(Some(Session {
+            standing,
+            ..session
+        }));
+    }
+    standing.push(StandingGrant {
+        title: title.to_owned(),
+        granted,
+    });
+    if standing.len() > MAX_STANDING {
+        let merged = standing.len() - MAX_STANDING + 1;
+        let oldest = standing[0].granted;
+        standing.drain(..merged);
+        standing.insert(
+            0,
+            StandingGrant {
+                title: format!("{merged} earlier standing answers"),
+                granted: oldest,
+            },
+        );
+    }
+    let text = serde_json::to_string(&standing).map_err(|e| StoreError::Malformed {
+        table: "session",
+        row: id.to_owned(),
+        column: "standing",
+        problem: e.to_string(),
+    })?;
+    conn.execute(
+        "UPDATE session SET standing = ?2 WHERE id = ?1",
+        params![id, text],
+    )?;
+    get_session(conn, project, id)
+}
+
+/// Forgets every standing "always" of the session, the shell agent's included. Returns the
+/// session as stored after, or `None` if the project has no such session.
+pub fn revoke_standing(conn: &Connection, project: i64, id: &str) -> Result<Option<Session>> {
+    conn.execute(
+        "UPDATE session SET standing = NULL, always_allow = 0 WHERE project_id = ?1 AND id = ?2",
+        params![project, id],
+    )?;
+    get_session(conn, project, id)
 }
 
 /// The project's row ID, inserting it on first use.
@@ -1192,6 +1282,7 @@ mod tests {
                         status: SessionStatus::Idle,
                         agent: "mock".into(),
                         agent_state: None,
+                        standing: Vec::new(),
                     },
                 )?;
                 insert_message(

@@ -55,6 +55,9 @@ fn main() {
         ("twenty_sessions_at_once_no_cross_talk", || {
             Box::pin(twenty_sessions_at_once_no_cross_talk())
         }),
+        ("a_standing_always_of_an_agent_is_revoked", || {
+            Box::pin(a_standing_always_of_an_agent_is_revoked())
+        }),
     ];
     for (name, test) in tests {
         if only.as_deref().is_some_and(|o| !name.contains(o)) {
@@ -784,4 +787,50 @@ async fn fs_terminal_and_env_through_the_backend() {
             if t.content.iter().any(|c| matches!(c, turn::ToolContent::Terminal { .. })))),
         "a terminal tool call shows its terminal"
     );
+}
+
+/// An agent keeps its own "always" rules: the backend lists the grant and, on revoke, stops
+/// the agent process so the rule is gone; the next prompt starts the agent again.
+async fn a_standing_always_of_an_agent_is_revoked() {
+    let b = Backend::start("").await;
+    let mut events = b.events().await;
+    let id = b.mock_session().await;
+    let accepted = b
+        .client
+        .prompt_text(&id, "permission a claude\npermission b claude")
+        .await
+        .unwrap();
+    let answers = [PermissionReply::AllowAlways, PermissionReply::AllowOnce];
+    follow(&b, &mut events, &id, &accepted.reply_id, |i| {
+        Some(answers[i])
+    })
+    .await;
+    let session = b.client.get_session(&id).await.unwrap();
+    assert_eq!(
+        session.standing.len(),
+        1,
+        "only the always answer: {session:?}"
+    );
+    assert!(
+        session.standing[0].title.contains("agent decides"),
+        "{:?}",
+        session.standing
+    );
+    // The agent process runs until revoked.
+    let pid_before = b.client.prompt_text(&id, "pid").await.unwrap();
+    let before = text_of(
+        &follow(&b, &mut events, &id, &pid_before.reply_id, |_| None)
+            .await
+            .parts,
+    );
+    let revoked = b.client.revoke_standing(&id).await.unwrap();
+    assert!(revoked.standing.is_empty());
+    let pid_after = b.client.prompt_text(&id, "pid").await.unwrap();
+    let after = text_of(
+        &follow(&b, &mut events, &id, &pid_after.reply_id, |_| None)
+            .await
+            .parts,
+    );
+    assert!(before.contains("pid "), "{before}");
+    assert_ne!(before, after, "revoking restarts the agent process");
 }

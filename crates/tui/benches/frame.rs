@@ -53,6 +53,7 @@ fn app_with(lines: usize) -> App {
         status: SessionStatus::Busy,
         agent: "shell".into(),
         agent_state: None,
+        standing: Vec::new(),
     };
     app.on_synced(g, Ok((vec![session], vec![])));
     app.navigate_by_agent(sid());

@@ -1,5 +1,6 @@
 use ax_protocol::{
-    Event, Part, PermissionReply, PermissionState, Prompt, PromptPart, Role, SessionStatus, Stream,
+    Event, Part, PermissionReply, PermissionState, Prompt, PromptPart, Role, SessionId,
+    SessionStatus, Stream,
 };
 
 use crate::util::{Backend, eventually, last_reply, next_matching, process_gone, wait_status};
@@ -181,6 +182,58 @@ async fn always_stops_asking() {
             .unwrap()
             .permission
             .is_some()
+    );
+    assert!(
+        b.client
+            .get_session(&other)
+            .await
+            .unwrap()
+            .standing
+            .is_empty()
+    );
+}
+
+#[tokio::test]
+async fn a_standing_always_is_shown_and_revoked() {
+    let b = Backend::start().await;
+    let id = b.session().await;
+    let mut events = b.events().await;
+    assert!(b.client.get_session(&id).await.unwrap().standing.is_empty());
+    let first = b.client.prompt_text(&id, "true").await.unwrap();
+    b.client
+        .reply_permission(&id, &first.permission.unwrap().id, PermissionReply::Always)
+        .await
+        .unwrap();
+    wait_status(&mut events, &id, SessionStatus::Idle).await;
+    let shown = b.client.get_session(&id).await.unwrap();
+    assert_eq!(shown.standing.len(), 1, "{shown:?}");
+    assert!(shown.standing[0].title.contains("every command"));
+    let listed = b.client.list_sessions().await.unwrap();
+    assert_eq!(
+        listed.iter().find(|s| s.id == id).unwrap().standing,
+        shown.standing
+    );
+
+    let revoked = b.client.revoke_standing(&id).await.unwrap();
+    assert!(revoked.standing.is_empty());
+    assert!(b.client.get_session(&id).await.unwrap().standing.is_empty());
+    let asked = b.client.prompt_text(&id, "true").await.unwrap();
+    assert!(
+        asked.permission.is_some(),
+        "after revoking, the agent asks again"
+    );
+    // While it waits for the answer, revoking is refused: a turn is running.
+    let busy = b.client.revoke_standing(&id).await.unwrap_err();
+    assert_eq!(busy.status(), Some(409));
+    // A malformed or unknown session: a clear 400 / 404.
+    let missing: SessionId = "ses_0123456789abABCDEFGHIJKLMN".parse().unwrap();
+    assert_eq!(
+        b.client
+            .revoke_standing(&missing)
+            .await
+            .unwrap_err()
+            .status(),
+        Some(404)
     );
 }
 

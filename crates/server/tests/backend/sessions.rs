@@ -84,3 +84,25 @@ async fn sessions_survive_a_restart() {
     assert_eq!(client.get_session(&id).await.unwrap().id, id);
     server.shutdown().await;
 }
+
+#[tokio::test]
+async fn agents_are_listed_default_first() {
+    let b = Backend::start().await;
+    let list = b.client.agents().await.unwrap();
+    assert_eq!(
+        list.agents.first().map(|a| a.name.as_str()),
+        Some(list.default.as_str())
+    );
+    let shell = list
+        .agents
+        .iter()
+        .find(|a| a.name == "shell")
+        .expect("shell is built in");
+    assert_eq!(shell.kind, ax_protocol::AgentKindName::Shell);
+    assert_eq!(shell.origin, ax_protocol::AgentOrigin::Builtin);
+    let names: std::collections::BTreeSet<_> = list.agents.iter().map(|a| &a.name).collect();
+    assert_eq!(names.len(), list.agents.len(), "each agent once");
+    // Like every route, it needs the credential.
+    let r = b.raw().get(b.url("/agent")).send().await.unwrap();
+    assert_eq!(r.status(), 401);
+}

@@ -26,6 +26,7 @@ pub fn session(n: u32, title: &str, status: SessionStatus) -> Session {
         status,
         agent: "shell".into(),
         agent_state: None,
+        standing: Vec::new(),
     }
 }
 
