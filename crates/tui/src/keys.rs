@@ -228,6 +228,65 @@ impl App {
                 KeyCode::Char('n') | KeyCode::Esc => None,
                 _ => Some(Modal::ConfirmDelete { session, title }),
             },
+            Modal::AgentPicker {
+                agents,
+                default,
+                mut selected,
+            } => {
+                match key.code {
+                    KeyCode::Esc => return None,
+                    KeyCode::Up | KeyCode::BackTab => selected = selected.saturating_sub(1),
+                    KeyCode::Down | KeyCode::Tab => {
+                        selected = (selected + 1).min(agents.len().saturating_sub(1))
+                    }
+                    KeyCode::Home => selected = 0,
+                    KeyCode::End => selected = agents.len().saturating_sub(1),
+                    KeyCode::Enter => {
+                        let agent = agents.get(selected).map(|a| a.name.clone());
+                        self.create_session(agent);
+                        return None;
+                    }
+                    _ => {}
+                }
+                Some(Modal::AgentPicker {
+                    agents,
+                    default,
+                    selected,
+                })
+            }
+            Modal::AgentInfo => match key.code {
+                KeyCode::Esc | KeyCode::Enter | KeyCode::Char('q') => None,
+                KeyCode::Char('m') => {
+                    self.mode_command(None);
+                    self.modal.take()
+                }
+                KeyCode::Char('r') => {
+                    self.revoke_standing();
+                    None
+                }
+                _ => Some(Modal::AgentInfo),
+            },
+            Modal::Modes { mut selected } => {
+                let modes: Vec<String> = self
+                    .open_session()
+                    .and_then(|s| s.agent_state.as_ref())
+                    .and_then(|a| a.modes.as_ref())
+                    .map(|m| m.available.iter().map(|m| m.id.clone()).collect())
+                    .unwrap_or_default();
+                match key.code {
+                    KeyCode::Esc => return None,
+                    KeyCode::Up => selected = selected.saturating_sub(1),
+                    KeyCode::Down => selected = (selected + 1).min(modes.len().saturating_sub(1)),
+                    KeyCode::Enter => {
+                        if let Some(id) = modes.get(selected) {
+                            self.mode_command(Some(id.clone()));
+                        }
+                        return None;
+                    }
+                    _ => {}
+                }
+                Some(Modal::Modes { selected })
+            }
             Modal::Palette {
                 mut query,
                 mut selected,
@@ -265,7 +324,7 @@ impl App {
     }
 
     fn run_palette_entry(&mut self, command: Command) {
-        if command.takes_arg() {
+        if command.takes_arg() && !command.optional_arg() {
             // Needs an argument: start typing it in the composer.
             if !self.composer.has_draft() {
                 self.composer.paste(&format!("{} ", command.name()));
@@ -310,7 +369,13 @@ impl App {
                 *selected = 0;
             }
             Some(
-                Modal::Help | Modal::ConfirmQuit | Modal::McpConfig | Modal::ConfirmDelete { .. },
+                Modal::Help
+                | Modal::ConfirmQuit
+                | Modal::McpConfig
+                | Modal::ConfirmDelete { .. }
+                | Modal::AgentPicker { .. }
+                | Modal::AgentInfo
+                | Modal::Modes { .. },
             ) => {}
             None if approval => {}
             None => self.composer.paste(text),
@@ -354,6 +419,16 @@ impl App {
             return;
         }
         let inner = layout.main.inner();
+        if m.kind == MouseKind::Down
+            && self.standing_row()
+            && m.row == inner.y
+            && inner.contains(m.col, m.row)
+            && crate::render::standing_revoke_cols(inner.width).contains(&(m.col - inner.x))
+        {
+            self.revoke_standing();
+            return;
+        }
+        let area = self.transcript_area();
         match m.kind {
             MouseKind::ScrollUp if layout.main.contains(m.col, m.row) => match self.route {
                 Route::Home => self.move_selection(-1),
@@ -364,10 +439,10 @@ impl App {
                 Route::Session(_) => self.scroll_by(-3),
             },
             MouseKind::Down
-                if matches!(self.route, Route::Session(_)) && inner.contains(m.col, m.row) =>
+                if matches!(self.route, Route::Session(_)) && area.contains(m.col, m.row) =>
             {
-                let h = inner.height as usize;
-                let row = self.transcript.window_start(h, self.scroll) + (m.row - inner.y) as usize;
+                let h = area.height as usize;
+                let row = self.transcript.window_start(h, self.scroll) + (m.row - area.y) as usize;
                 let before = self.transcript.total_rows();
                 if self.transcript.click_row(row) && self.scroll > 0 {
                     // Keep the clicked row where it is: rows below it grew or shrank.
@@ -415,7 +490,10 @@ impl App {
     fn focus_part(&mut self, forward: bool) {
         let before = self.transcript.total_rows();
         let Some(row) = self.transcript.move_focus(forward) else {
-            self.notify(NoticeKind::Info, "nothing to open here (no tool calls or thoughts)");
+            self.notify(
+                NoticeKind::Info,
+                "nothing to open here (no tool calls or thoughts)",
+            );
             return;
         };
         // Rendering the focus mark changes no row counts; keep the math simple anyway.

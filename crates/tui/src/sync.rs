@@ -129,8 +129,11 @@ impl App {
         match result {
             Ok(messages) => {
                 // A reload of the same session keeps what the person opened and focused.
-                self.transcript =
-                    Transcript::reloaded(&messages, self.size.0.saturating_sub(2), &self.transcript);
+                self.transcript = Transcript::reloaded(
+                    &messages,
+                    self.size.0.saturating_sub(2),
+                    &self.transcript,
+                );
                 self.transcript_loaded = true;
                 let buffered = self.transcript_buffer.take().unwrap_or_default();
                 for event in buffered {
@@ -181,6 +184,15 @@ impl App {
                 NoticeKind::Error,
                 format!("could not create a session: {e}"),
             ),
+        }
+    }
+
+    /// The answer to [`Effect::SetMode`] and [`Effect::RevokeStanding`]: the session as it is
+    /// now (the event stream brings the same), or why not.
+    pub fn on_session_changed(&mut self, result: Result<Session, String>) {
+        match result {
+            Ok(session) => self.upsert(session),
+            Err(e) => self.notify(NoticeKind::Error, e),
         }
     }
 
@@ -296,9 +308,7 @@ impl App {
                 seq,
                 delta,
                 ..
-            } => self
-                .transcript
-                .apply_delta(message_id, *seq, delta.clone()),
+            } => self.transcript.apply_delta(message_id, *seq, delta.clone()),
             _ => PartOutcome::Duplicate,
         };
         if outcome == PartOutcome::NeedsReload {

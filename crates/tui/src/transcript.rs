@@ -374,7 +374,8 @@ impl Transcript {
         let turn = &self.messages[pos].turn;
         let last = turn.len().checked_sub(1);
         let find_tool = |id: &str| {
-            turn.iter().rposition(|p| matches!(p, TurnPart::ToolCall(t) if t.tool_call_id == id))
+            turn.iter()
+                .rposition(|p| matches!(p, TurnPart::ToolCall(t) if t.tool_call_id == id))
         };
         let target = match &delta {
             TurnDelta::TextAppended { .. } => {
@@ -473,7 +474,10 @@ impl Transcript {
             self.blocks[b].md = Some((end, stable, fence));
             return (keep, new);
         }
-        (0, rows_to_lines(turn_view::render(part, fold, focused, wrap)))
+        (
+            0,
+            rows_to_lines(turn_view::render(part, fold, focused, wrap)),
+        )
     }
 
     /// Brings block `b`'s lines up to date, in place.

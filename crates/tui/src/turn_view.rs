@@ -110,7 +110,11 @@ pub fn render(part: &TurnPart, fold: Fold, focused: bool, width: u16) -> Vec<Row
             };
             let mut rows = Vec::new();
             for (i, line) in n.message.split('\n').enumerate() {
-                let lead = if i == 0 { format!("│ {label}: ") } else { "│   ".into() };
+                let lead = if i == 0 {
+                    format!("│ {label}: ")
+                } else {
+                    "│   ".into()
+                };
                 let cont = "│   ";
                 wrap_into(
                     &mut rows,
@@ -421,7 +425,12 @@ fn content_rows(part: &TurnPart, width: usize) -> Vec<Row> {
                 None => serde_json::to_string_pretty(other).unwrap_or_default(),
             },
         };
-        if !text.trim().is_empty() && !t.content.iter().any(|c| matches!(c, ToolContent::Text { text: tt } if tt == &text)) {
+        if !text.trim().is_empty()
+            && !t
+                .content
+                .iter()
+                .any(|c| matches!(c, ToolContent::Text { text: tt } if tt == &text))
+        {
             ansi_rows(&mut rows, &text, width);
         }
     }
@@ -458,7 +467,11 @@ fn diff_rows(rows: &mut Vec<Row>, path: &str, old: Option<&str>, new: &str, widt
     let path = crate::markdown::sanitize(path);
     let head = Style::new().bold();
     match old {
-        Some(_) => rows.push(row(LineStyle::Agent, &clip(&format!("  --- {path}"), width), head)),
+        Some(_) => rows.push(row(
+            LineStyle::Agent,
+            &clip(&format!("  --- {path}"), width),
+            head,
+        )),
         None => rows.push(row(
             LineStyle::Agent,
             &clip(&format!("  --- (new file) {path}"), width),
@@ -513,7 +526,10 @@ fn permission(p: &PermissionPart, fold: Fold, width: usize) -> Vec<Row> {
         crate::markdown::sanitize(&p.tool_call.title)
     };
     let (state, style) = match &p.outcome {
-        PermissionOutcome::Pending => ("waiting for you".to_owned(), Style::new().fg(Color::Magenta).bold()),
+        PermissionOutcome::Pending => (
+            "waiting for you".to_owned(),
+            Style::new().fg(Color::Magenta).bold(),
+        ),
         PermissionOutcome::Cancelled => ("cancelled".to_owned(), DIM),
         PermissionOutcome::Selected { option_id, kind } => {
             let name = p
@@ -547,7 +563,10 @@ fn permission(p: &PermissionPart, fold: Fold, width: usize) -> Vec<Row> {
         vec![
             ("? ".to_owned(), style),
             ("permission: ".to_owned(), Style::new().fg(Color::Magenta)),
-            (clip(&title, width.saturating_sub(fixed).max(4)), Style::new().bold()),
+            (
+                clip(&title, width.saturating_sub(fixed).max(4)),
+                Style::new().bold(),
+            ),
             (format!(" — {state}"), style),
             (arrow.to_owned(), DIM),
         ],
@@ -575,8 +594,16 @@ const DIFF_CELLS: usize = 4_000_000;
 /// longest-common-subsequence table, or, when that table would exceed [`DIFF_CELLS`], shown as
 /// removed then added (still a correct diff, only less minimal).
 pub fn unified_diff(old: &str, new: &str, context: usize) -> Vec<DiffLine> {
-    let a: Vec<&str> = if old.is_empty() { Vec::new() } else { old.lines().collect() };
-    let b: Vec<&str> = if new.is_empty() { Vec::new() } else { new.lines().collect() };
+    let a: Vec<&str> = if old.is_empty() {
+        Vec::new()
+    } else {
+        old.lines().collect()
+    };
+    let b: Vec<&str> = if new.is_empty() {
+        Vec::new()
+    } else {
+        new.lines().collect()
+    };
     // Edit script: (op, index in a, index in b); op 0 same, 1 removed, 2 added.
     let mut ops: Vec<(u8, usize, usize)> = Vec::with_capacity(a.len().max(b.len()));
     let pre = a.iter().zip(&b).take_while(|(x, y)| x == y).count();
@@ -682,7 +709,17 @@ mod tests {
         let new = "a\nb\nc\nD\ne\nf\ng\nh\n";
         assert_eq!(
             text(&unified_diff(old, new, 3)),
-            ["@@ -1,7 +1,7 @@", " a", " b", " c", "-d", "+D", " e", " f", " g"]
+            [
+                "@@ -1,7 +1,7 @@",
+                " a",
+                " b",
+                " c",
+                "-d",
+                "+D",
+                " e",
+                " f",
+                " g"
+            ]
         );
     }
 
@@ -704,8 +741,16 @@ mod tests {
         assert_eq!(
             d,
             [
-                "@@ -2,3 +2,3 @@", " 1", "-2", "+two", " 3", "@@ -17,3 +17,3 @@", " 16", "-17",
-                "+seventeen", " 18"
+                "@@ -2,3 +2,3 @@",
+                " 1",
+                "-2",
+                "+two",
+                " 3",
+                "@@ -17,3 +17,3 @@",
+                " 16",
+                "-17",
+                "+seventeen",
+                " 18"
             ]
         );
         assert!(unified_diff("same\n", "same\n", 3).is_empty());

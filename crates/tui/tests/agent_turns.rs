@@ -240,7 +240,12 @@ fn deltas_change_parts_in_place_and_repeats_are_ignored() {
         },
     ));
     assert_eq!(app.transcript().total_rows(), rows);
-    assert!(!app.transcript().all_rows().iter().any(|r| r.contains("REPLAYED")));
+    assert!(
+        !app.transcript()
+            .all_rows()
+            .iter()
+            .any(|r| r.contains("REPLAYED"))
+    );
     // A running tool call becomes completed where it is, not below.
     let n = every_kind().len() as u64;
     app.on_event(delta(
@@ -273,10 +278,7 @@ fn deltas_change_parts_in_place_and_repeats_are_ignored() {
     assert_eq!(after.last().unwrap(), "after");
     // A gap asks for a reload.
     app.take_effects();
-    app.on_event(delta(
-        n + 9,
-        TurnDelta::TextAppended { text: "x".into() },
-    ));
+    app.on_event(delta(n + 9, TurnDelta::TextAppended { text: "x".into() }));
     assert!(
         app.take_effects()
             .iter()
@@ -376,7 +378,10 @@ fn a_tool_call_opens_to_its_diff_by_keyboard_and_by_mouse() {
     let (x, y) = find_row(&app, "[run] cargo test");
     app.handle_input(click(x, y));
     let s = screen(&app);
-    assert!(s.contains("$ cargo test") && s.contains(">   --quiet"), "{s}");
+    assert!(
+        s.contains("$ cargo test") && s.contains(">   --quiet"),
+        "{s}"
+    );
     assert!(s.contains("ok 3 passed"), "{s}");
     let buf = buffer(&app);
     let (x, y) = find_row(&app, "ok 3 passed");
@@ -422,7 +427,12 @@ fn long_output_folds_behind_show_all() {
     let rows = app.transcript().all_rows();
     assert!(rows.iter().any(|r| r.trim() == "out 60"));
     app.handle_input(key(KeyCode::Enter));
-    assert!(!app.transcript().all_rows().iter().any(|r| r.trim() == "out 1"));
+    assert!(
+        !app.transcript()
+            .all_rows()
+            .iter()
+            .any(|r| r.trim() == "out 1")
+    );
     // With a draft, Enter sends instead.
     app.handle_input(Input::Key(ax_tui::input::Key {
         code: KeyCode::Char('x'),
