@@ -463,3 +463,181 @@ fn a_resize_rerenders_the_parts_at_the_new_width() {
         fresh.transcript().all_rows()
     });
 }
+
+// ---- choosing the agent, /agent, /mode, standing "always" ---------------------------------
+
+fn agent_list() -> ax_protocol::AgentList {
+    use ax_protocol::{AgentInfo, AgentKindName, AgentOrigin};
+    ax_protocol::AgentList {
+        default: "mock".into(),
+        agents: vec![
+            AgentInfo {
+                name: "mock".into(),
+                kind: AgentKindName::Acp,
+                origin: AgentOrigin::Config,
+            },
+            AgentInfo {
+                name: "shell".into(),
+                kind: AgentKindName::Shell,
+                origin: AgentOrigin::Builtin,
+            },
+        ],
+    }
+}
+
+#[test]
+fn a_new_session_asks_which_agent_with_the_default_preselected() {
+    use ax_tui::app::{Effect, Modal};
+    let mut app = ready_app(vec![], true);
+    typed(&mut app, "/new");
+    app.handle_input(key(KeyCode::Enter));
+    let effects = app.take_effects();
+    let [Effect::ListAgents { generation }] = effects.as_slice() else {
+        panic!("{effects:?}")
+    };
+    app.on_agents(*generation, Ok(agent_list()));
+    assert!(matches!(
+        app.modal(),
+        Some(Modal::AgentPicker { selected: 0, .. })
+    ));
+    // The picker takes the person's attention: agent navigation is blocked.
+    assert!(app.blocked_inputs().modal);
+    let s = screen(&app);
+    assert!(s.contains("New session: which agent?"), "{s}");
+    assert!(s.contains("mock") && s.contains("(default)") && s.contains("shell"));
+    // Enter accepts the default.
+    app.handle_input(key(KeyCode::Enter));
+    assert!(matches!(
+        app.take_effects().as_slice(),
+        [Effect::CreateSession { agent: Some(a), .. }] if a == "mock"
+    ));
+    // Ctrl+N, then ↓ picks the other one.
+    let mut app = ready_app(vec![], false);
+    app.handle_input(ctrl('n'));
+    let effects = app.take_effects();
+    let [Effect::ListAgents { generation }] = effects.as_slice() else {
+        panic!("{effects:?}")
+    };
+    app.on_agents(*generation, Ok(agent_list()));
+    app.handle_input(key(KeyCode::Down));
+    app.handle_input(key(KeyCode::Enter));
+    let effects = app.take_effects();
+    let [Effect::CreateSession { agent: Some(a), generation }] = effects.as_slice() else {
+        panic!("{effects:?}")
+    };
+    assert_eq!(a, "shell");
+    // Esc cancels.
+    app.on_created(*generation, Err("x".into()));
+    app.handle_input(ctrl('n'));
+    let effects = app.take_effects();
+    let [Effect::ListAgents { generation }] = effects.as_slice() else {
+        panic!("{effects:?}")
+    };
+    app.on_agents(*generation, Ok(agent_list()));
+    app.handle_input(key(KeyCode::Esc));
+    assert!(app.modal().is_none() && app.take_effects().is_empty());
+}
+
+fn acp_session(status: SessionStatus) -> ax_protocol::Session {
+    use ax_protocol::{AgentMode, AgentModes, AgentState, StandingGrant};
+    let mut s = session(1, "acp", status);
+    s.agent = "mock".into();
+    s.agent_state = Some(AgentState {
+        modes: Some(AgentModes {
+            current: "default".into(),
+            available: vec![
+                AgentMode {
+                    id: "default".into(),
+                    name: "Default".into(),
+                    description: None,
+                },
+                AgentMode {
+                    id: "acceptEdits".into(),
+                    name: "Accept Edits".into(),
+                    description: None,
+                },
+            ],
+        }),
+        auth_methods: Vec::new(),
+    });
+    s.standing = vec![StandingGrant {
+        title: "Always Allow: Edit src/lib.rs".into(),
+        granted: 1_764_450_000_000,
+    }];
+    s
+}
+
+#[test]
+fn agent_and_mode_commands_and_the_standing_always() {
+    use ax_tui::app::{Effect, Modal};
+    let mut app = ready_app(vec![acp_session(SessionStatus::Idle)], false);
+    open_loaded(&mut app, 1, vec![]);
+    let s = screen(&app);
+    assert!(
+        s.contains("⚑ always allowed: Always Allow: Edit src/lib.rs · /revoke"),
+        "{s}"
+    );
+    assert!(s.contains("[Revoke]"));
+    assert!(s.contains("Type a prompt for the agent"));
+
+    typed(&mut app, "/agent");
+    app.handle_input(key(KeyCode::Enter));
+    assert_eq!(app.modal(), Some(&Modal::AgentInfo));
+    let s = screen(&app);
+    assert!(s.contains("agent: mock") && s.contains("● default — Default"), "{s}");
+    assert!(s.contains("acceptEdits — Accept Edits"));
+    assert!(s.contains("standing “always” answers"));
+    app.handle_input(key(KeyCode::Esc));
+
+    // /mode lists the modes, the current one selected; ↓ Enter switches.
+    typed(&mut app, "/mode");
+    app.handle_input(key(KeyCode::Enter));
+    assert_eq!(app.modal(), Some(&Modal::Modes { selected: 0 }));
+    assert!(screen(&app).contains("default — Default (current)"));
+    app.handle_input(key(KeyCode::Down));
+    app.handle_input(key(KeyCode::Enter));
+    assert_eq!(
+        app.take_effects(),
+        [Effect::SetMode {
+            session: sid(1),
+            mode_id: "acceptEdits".into()
+        }]
+    );
+    // `/mode ID` switches directly; an unknown one says what there is.
+    typed(&mut app, "/mode default");
+    app.handle_input(key(KeyCode::Enter));
+    assert!(matches!(app.take_effects().as_slice(), [Effect::SetMode { mode_id, .. }] if mode_id == "default"));
+    typed(&mut app, "/mode nope");
+    app.handle_input(key(KeyCode::Enter));
+    assert!(app.take_effects().is_empty());
+    assert!(app.notice().unwrap().text.contains("acceptEdits"));
+
+    // A click on [Revoke] revokes; so does /revoke.
+    let (x, y) = find_row(&app, "[Revoke]");
+    app.handle_input(click(x + 1, y));
+    assert_eq!(
+        app.take_effects(),
+        [Effect::RevokeStanding { session: sid(1) }]
+    );
+    typed(&mut app, "/revoke");
+    app.handle_input(key(KeyCode::Enter));
+    assert_eq!(
+        app.take_effects(),
+        [Effect::RevokeStanding { session: sid(1) }]
+    );
+    // The answer without standing grants removes the row.
+    let mut revoked = acp_session(SessionStatus::Idle);
+    revoked.standing.clear();
+    app.on_session_changed(Ok(revoked));
+    assert!(!screen(&app).contains("always allowed"));
+    typed(&mut app, "/revoke");
+    app.handle_input(key(KeyCode::Enter));
+    assert!(app.take_effects().is_empty());
+
+    // The shell agent has no modes.
+    let mut app = ready_app(vec![session(2, "sh", SessionStatus::Idle)], false);
+    open_loaded(&mut app, 2, vec![]);
+    typed(&mut app, "/mode");
+    app.handle_input(key(KeyCode::Enter));
+    assert!(app.notice().unwrap().text.contains("no modes"));
+}
