@@ -29,7 +29,10 @@ fn main() {
         ("esc_aborts_a_running_agent_turn", esc_aborts),
         ("mode_switches_the_agents_mode", mode_switches),
     ];
-    let filter: Vec<String> = std::env::args().skip(1).filter(|a| !a.starts_with('-')).collect();
+    let filter: Vec<String> = std::env::args()
+        .skip(1)
+        .filter(|a| !a.starts_with('-'))
+        .collect();
     for (name, test) in tests {
         if !filter.is_empty() && !filter.iter().any(|f| name.contains(f.as_str())) {
             continue;
@@ -94,7 +97,10 @@ fn new_mock_session(t: &AgentTui) {
         .find(|l| l.contains("mock") && l.contains("(default)"))
         .unwrap_or_else(|| panic!("the default agent is listed:\n{s}"));
     assert!(row.contains("acp"), "{row}");
-    assert!(s.contains("shell"), "the built-in agent is listed too:\n{s}");
+    assert!(
+        s.contains("shell"),
+        "the built-in agent is listed too:\n{s}"
+    );
     t.tui.send("\r");
     t.tui
         .wait_for("the new session", |s| s.contains("(untitled) ses_"));
@@ -142,7 +148,7 @@ fn full_turn() {
         "[~] Read the parser",
         "[ ] Run the tests",
         "The parser drops the last line; see lib.rs.",
-        "? permission: run step p1",
+        "? permission: run step p1 ↵ with a second line — allowed once",
         "allowed once (“Allow”)",
         "✓ [run] run step p1",
         "permission p1: allow",
@@ -154,7 +160,8 @@ fn full_turn() {
     ] {
         assert!(s.contains(want), "missing {want:?}:\n{s}");
     }
-    assert!(!s.contains("old_line"), "cards start collapsed:\n{s}");
+    let reply = &s[s.find("│agent").expect("the agent's message")..];
+    assert!(!reply.contains("old_line"), "cards start collapsed:\n{s}");
     let dir = artifacts_dir();
     std::fs::write(dir.join("tui-agent-turn.txt"), &s).unwrap();
     std::fs::write(dir.join("tui-agent-turn.ansi"), t.tui.screen_ansi()).unwrap();
@@ -163,16 +170,23 @@ fn full_turn() {
     let (x, y) = cell_of(&s, "[edit] Edit src/lib.rs");
     t.tui.click(x, y);
     let s = t.tui.wait_text("+new_line");
-    assert!(s.contains("-old_line") && s.contains("--- src/lib.rs"), "{s}");
+    assert!(
+        s.contains("-old_line") && s.contains("--- src/lib.rs"),
+        "{s}"
+    );
     assert!(s.contains("@ src/lib.rs:1"), "{s}");
     std::fs::write(dir.join("tui-agent-turn-diff.txt"), &s).unwrap();
     std::fs::write(dir.join("tui-agent-turn-diff.ansi"), t.tui.screen_ansi()).unwrap();
     let (x, y) = cell_of(&s, "[edit] Edit src/lib.rs");
     t.tui.click(x, y);
-    t.tui.wait_for("the card closed", |s| !s.contains("+new_line"));
+    t.tui
+        .wait_for("the card closed", |s| !s.contains("+new_line"));
 
+    // A click focuses the part; Esc (the turn is over) clears the focus.
+    t.tui.send("\x1b");
+    t.tui.wait_for("unfocused", |s| !s.contains("▶"));
     // By keyboard: Shift+Tab focuses the newest part (the terminal call), again the edit,
-    // Enter opens it; the thought opens the same way.
+    // Enter opens it.
     t.tui.send("\x1b[Z");
     t.tui.wait_text("▶✓ [run] printf");
     t.tui.send("\x1b[Z");
@@ -188,14 +202,17 @@ fn full_turn() {
     let before = t.tui.screen();
     let transcript = |s: &str| -> Vec<String> {
         s.lines()
-            .filter(|l| l.starts_with('│') && !l.contains("turn took"))
+            .filter(|l| l.starts_with('│') && !l.contains("Type a prompt"))
             .map(str::to_owned)
             .collect()
     };
     t.tui.send("\x1b");
     t.tui.wait_text("Sessions (1)");
     t.tui.send("\r");
-    let after = t.tui.wait_text("Done: fixed.");
+    // The turn end line (duration, time) is kept while this TUI runs.
+    let after = t.tui.wait_for("the session again", |s| {
+        s.contains("Done: fixed.") && s.contains("── turn took")
+    });
     assert_eq!(transcript(&after), transcript(&before));
     drop(t);
 }
@@ -203,7 +220,10 @@ fn full_turn() {
 fn esc_aborts() {
     let t = start();
     new_mock_session(&t);
-    paste(&t.tui, "text started the long part\nwait-cancel\ntext never said");
+    paste(
+        &t.tui,
+        "text started the long part\nwait-cancel\ntext never said",
+    );
     t.tui.send("\r");
     t.tui.wait_for("the turn running", |s| {
         s.contains("started the long part") && s.contains("Esc abort")
@@ -212,30 +232,39 @@ fn esc_aborts() {
     let s = t.tui.wait_for("the turn ended", |s| {
         s.contains("idle · last turn") && s.contains("── turn took")
     });
-    assert!(!s.contains("never said"), "{s}");
+    let reply = &s[s.find("│agent").expect("the agent's message")..];
+    assert!(!reply.contains("never said"), "{s}");
     let _ = &t.env;
+}
+
+/// Esc, then waits until `marker` is gone (a key right after a lone Esc would read as Alt+key).
+fn close_modal(tui: &Pty, marker: &str) {
+    tui.send("\x1b");
+    tui.wait_for("the modal closed", |s| !s.contains(marker));
 }
 
 fn mode_switches() {
     let t = start();
     new_mock_session(&t);
     t.tui.send("mode\r");
-    t.tui
-        .wait_for("the first turn", |s| s.contains("mode: default") && s.contains("idle"));
+    t.tui.wait_for("the first turn", |s| {
+        s.contains("mode: default") && s.contains("idle")
+    });
     t.tui.send("/agent\r");
     let s = t.tui.wait_text("agent: mock");
     assert!(s.contains("● default — Default"), "{s}");
-    t.tui.send("\x1b");
+    close_modal(&t.tui, "agent: mock");
     t.tui.send("/mode\r");
     let s = t.tui.wait_text("default — Default (current)");
     assert!(s.contains("acceptEdits — Accept Edits"), "{s}");
     t.tui.send("\x1b[B");
     t.tui.send("\r");
-    t.tui.wait_for("the mode modal closed", |s| !s.contains("(current)"));
+    t.tui
+        .wait_for("the mode modal closed", |s| !s.contains("(current)"));
     // The agent itself now reports the new mode.
     t.tui.send("/agent\r");
     t.tui.wait_text("● acceptEdits — Accept Edits");
-    t.tui.send("\x1b");
+    close_modal(&t.tui, "agent: mock");
     t.tui.send("mode\r");
     t.tui.wait_text("mode: acceptEdits");
     let _: &Path = &t.env.project;

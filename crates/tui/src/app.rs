@@ -491,7 +491,8 @@ impl App {
     pub(crate) fn open(&mut self, id: SessionId) {
         self.selected = Some(id.clone());
         self.route = Route::Session(id.clone());
-        self.transcript = Transcript::new(self.size.0.saturating_sub(2));
+        self.transcript =
+            Transcript::keeping_turn_ends(self.size.0.saturating_sub(2), &self.transcript);
         self.scroll = 0;
         self.approval_choice = 0;
         self.load_transcript(id);
@@ -500,7 +501,8 @@ impl App {
 
     pub(crate) fn go_home(&mut self) {
         self.route = Route::Home;
-        self.transcript = Transcript::new(self.size.0.saturating_sub(2));
+        self.transcript =
+            Transcript::keeping_turn_ends(self.size.0.saturating_sub(2), &self.transcript);
         self.transcript_loaded = false;
         self.transcript_buffer = None;
         self.scroll = 0;

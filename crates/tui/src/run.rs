@@ -246,6 +246,8 @@ async fn owner_loop(
                             app.set_down_cause(None);
                             app.on_stream_connected();
                         }
+                        // Turn timing reads the state's clock: bring it to now first.
+                        app.tick(Instant::now());
                         app.on_event(envelope.event);
                     }
                     Some(Err(e)) => {

@@ -152,6 +152,14 @@ impl Transcript {
         t
     }
 
+    /// An empty transcript that keeps the turn end lines seen by `old` (they are not stored
+    /// by the backend; message ids are unique, so one map serves every session).
+    pub fn keeping_turn_ends(wrap: u16, old: &Transcript) -> Transcript {
+        let mut t = Transcript::new(wrap);
+        t.turn_ends = old.turn_ends.clone();
+        t
+    }
+
     /// The turn end line of the last message, if one was seen.
     fn end_of_turn_line(&mut self) {
         if let Some(text) = self

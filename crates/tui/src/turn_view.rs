@@ -274,7 +274,7 @@ fn card_header(t: &ToolCallPart, fold: Fold, width: usize, has_body: bool) -> Ro
     } else {
         t.title.as_str()
     };
-    let title = crate::markdown::sanitize(title);
+    let title = one_line(title);
     let arrow = match (has_body, fold) {
         (false, _) => "",
         (true, Fold::Collapsed) => " ▸",
@@ -302,6 +302,11 @@ fn card_header(t: &ToolCallPart, fold: Fold, width: usize, has_body: bool) -> Ro
             (arrow.to_owned(), DIM),
         ],
     )
+}
+
+/// A title on one row: its line breaks shown as ` ↵ ` (the whole text is in the open card).
+fn one_line(s: &str) -> String {
+    crate::markdown::sanitize(&s.trim_end().replace("\r\n", "\n").replace('\n', " ↵ "))
 }
 
 fn clip(s: &str, max: usize) -> String {
@@ -523,7 +528,7 @@ fn permission(p: &PermissionPart, fold: Fold, width: usize) -> Vec<Row> {
     let title = if p.tool_call.title.is_empty() {
         kind_label(p.tool_call.kind).to_owned()
     } else {
-        crate::markdown::sanitize(&p.tool_call.title)
+        one_line(&p.tool_call.title)
     };
     let (state, style) = match &p.outcome {
         PermissionOutcome::Pending => (

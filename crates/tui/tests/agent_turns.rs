@@ -522,7 +522,13 @@ fn a_new_session_asks_which_agent_with_the_default_preselected() {
     app.handle_input(key(KeyCode::Down));
     app.handle_input(key(KeyCode::Enter));
     let effects = app.take_effects();
-    let [Effect::CreateSession { agent: Some(a), generation }] = effects.as_slice() else {
+    let [
+        Effect::CreateSession {
+            agent: Some(a),
+            generation,
+        },
+    ] = effects.as_slice()
+    else {
         panic!("{effects:?}")
     };
     assert_eq!(a, "shell");
@@ -584,7 +590,10 @@ fn agent_and_mode_commands_and_the_standing_always() {
     app.handle_input(key(KeyCode::Enter));
     assert_eq!(app.modal(), Some(&Modal::AgentInfo));
     let s = screen(&app);
-    assert!(s.contains("agent: mock") && s.contains("● default — Default"), "{s}");
+    assert!(
+        s.contains("agent: mock") && s.contains("● default — Default"),
+        "{s}"
+    );
     assert!(s.contains("acceptEdits — Accept Edits"));
     assert!(s.contains("standing “always” answers"));
     app.handle_input(key(KeyCode::Esc));
@@ -606,7 +615,9 @@ fn agent_and_mode_commands_and_the_standing_always() {
     // `/mode ID` switches directly; an unknown one says what there is.
     typed(&mut app, "/mode default");
     app.handle_input(key(KeyCode::Enter));
-    assert!(matches!(app.take_effects().as_slice(), [Effect::SetMode { mode_id, .. }] if mode_id == "default"));
+    assert!(
+        matches!(app.take_effects().as_slice(), [Effect::SetMode { mode_id, .. }] if mode_id == "default")
+    );
     typed(&mut app, "/mode nope");
     app.handle_input(key(KeyCode::Enter));
     assert!(app.take_effects().is_empty());
