@@ -64,14 +64,7 @@ fn app_with(lines: usize) -> App {
     };
     app.on_synced(g, Ok((vec![session], vec![])));
     app.navigate_by_agent(sid());
-    let g = app
-        .take_effects()
-        .into_iter()
-        .find_map(|e| match e {
-            Effect::LoadTranscript { generation, .. } => Some(generation),
-            _ => None,
-        })
-        .unwrap();
+    let g = load_gen(&mut app).expect("a transcript load");
     // Parts of at most 1,000 lines each, like streamed chunks.
     let parts: Vec<Part> = (0..lines.div_ceil(1000))
         .map(|c| output(1000.min(lines - c * 1000), c * 1000))
@@ -178,30 +171,42 @@ fn app_with_turns(parts: usize) -> App {
         created: 1,
         parts: vec![],
     });
-    app.navigate_by_agent(sid());
-    let g = app
-        .take_effects()
-        .into_iter()
-        .find_map(|e| match e {
-            Effect::LoadTranscript { generation, .. } => Some(generation),
-            _ => None,
-        });
-    if let Some(g) = g {
-        app.on_transcript(g, Ok(messages));
-    } else {
-        // Already open: reload it.
-        app.on_event(Event::Reset);
-        let g = app
-            .take_effects()
-            .into_iter()
-            .find_map(|e| match e {
-                Effect::LoadTranscript { generation, .. } => Some(generation),
-                _ => None,
-            })
-            .unwrap();
-        app.on_transcript(g, Ok(messages));
-    }
+    // The session is open already: a reset reloads its transcript.
+    app.on_event(Event::Reset);
+    let g = load_gen(&mut app).expect("a transcript load");
+    app.on_transcript(g, Ok(messages));
     app
+}
+
+fn press(app: &mut App, code: ax_tui::input::KeyCode) {
+    app.handle_input(ax_tui::input::Input::Key(ax_tui::input::Key::plain(code)));
+}
+
+/// Scrolls halfway up `rows` (PageUp many times), then times `frames` draws.
+fn scrolled_frames(
+    app: &mut App,
+    term: &mut Terminal<TestBackend>,
+    rows: usize,
+    frames: usize,
+) -> Vec<Duration> {
+    for _ in 0..(rows / 2 / (H as usize - 10)) {
+        press(app, ax_tui::input::KeyCode::PageUp);
+    }
+    (0..frames)
+        .map(|_| {
+            let start = Instant::now();
+            term.draw(|f| draw(f, app)).unwrap();
+            start.elapsed()
+        })
+        .collect()
+}
+
+/// The generation of the transcript load the app asked for, if it asked.
+fn load_gen(app: &mut App) -> Option<u64> {
+    app.take_effects().into_iter().find_map(|e| match e {
+        Effect::LoadTranscript { generation, .. } => Some(generation),
+        _ => None,
+    })
 }
 
 fn stats(mut v: Vec<Duration>) -> (f64, f64, f64) {
@@ -245,17 +250,7 @@ fn main() {
             times.push(start.elapsed());
         }
         // The same while scrolled halfway up the transcript (PageUp many times).
-        for _ in 0..(lines / 2 / (H as usize - 10)) {
-            app.handle_input(ax_tui::input::Input::Key(ax_tui::input::Key::plain(
-                ax_tui::input::KeyCode::PageUp,
-            )));
-        }
-        let mut scrolled = Vec::with_capacity(FRAMES);
-        for _ in 0..FRAMES {
-            let start = Instant::now();
-            term.draw(|f| draw(f, &app)).unwrap();
-            scrolled.push(start.elapsed());
-        }
+        let scrolled = scrolled_frames(&mut app, &mut term, lines, FRAMES);
         black_box(&app);
         let (mean, p50, p99) = stats(times);
         let (_, sp50, _) = stats(scrolled);
@@ -323,27 +318,13 @@ fn main() {
             times.push(start.elapsed());
         }
         let rows = app.transcript().total_rows();
-        for _ in 0..(rows / 2 / (H as usize - 10)) {
-            app.handle_input(ax_tui::input::Input::Key(ax_tui::input::Key::plain(
-                ax_tui::input::KeyCode::PageUp,
-            )));
-        }
-        let mut scrolled = Vec::with_capacity(FRAMES);
-        for _ in 0..FRAMES {
-            let start = Instant::now();
-            term.draw(|f| draw(f, &app)).unwrap();
-            scrolled.push(start.elapsed());
-        }
+        let scrolled = scrolled_frames(&mut app, &mut term, rows, FRAMES);
         // Opening a card far up the transcript (Shift+Tab to the oldest then Enter) + a draw.
         let mut open = Vec::new();
         for _ in 0..20 {
-            app.handle_input(ax_tui::input::Input::Key(ax_tui::input::Key::plain(
-                ax_tui::input::KeyCode::BackTab,
-            )));
+            press(&mut app, ax_tui::input::KeyCode::BackTab);
             let start = Instant::now();
-            app.handle_input(ax_tui::input::Input::Key(ax_tui::input::Key::plain(
-                ax_tui::input::KeyCode::Enter,
-            )));
+            press(&mut app, ax_tui::input::KeyCode::Enter);
             term.draw(|f| draw(f, &app)).unwrap();
             open.push(start.elapsed());
         }

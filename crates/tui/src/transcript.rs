@@ -832,29 +832,9 @@ impl Transcript {
     /// The rows to draw in a window of `height` rows, `scroll` rows above the bottom.
     /// Returns at most `height` rows, oldest first.
     pub fn visible(&self, height: usize, scroll: usize) -> Vec<(LineStyle, &str)> {
-        let total = self.total_rows();
-        if height == 0 || total == 0 {
-            return Vec::new();
-        }
-        let end = total.saturating_sub(scroll.min(self.max_scroll(height)));
-        let start = end.saturating_sub(height);
-        let mut out = Vec::with_capacity(end - start);
-        let mut idx = self.rows_end.partition_point(|&e| e <= start);
-        let mut row = if idx == 0 { 0 } else { self.rows_end[idx - 1] };
-        while row < end && idx < self.lines.len() {
-            let line = &self.lines[idx];
-            for slice in wrap_rows(&line.text, self.wrap) {
-                if row >= start && row < end {
-                    out.push((line.style, slice));
-                }
-                row += 1;
-                if row >= end {
-                    break;
-                }
-            }
-            idx += 1;
-        }
-        out
+        self.window(height, scroll)
+            .map(|(line, row)| (line.style, row))
+            .collect()
     }
 
     /// Like [`Transcript::visible`], with each row cut into (text, ANSI style) pieces; the
@@ -864,29 +844,28 @@ impl Transcript {
         height: usize,
         scroll: usize,
     ) -> Vec<(LineStyle, Vec<(&str, Style)>)> {
+        self.window(height, scroll)
+            .map(|(line, row)| (line.style, split_runs(line, row)))
+            .collect()
+    }
+
+    /// The wrapped rows of the window, each with its line: the first visible line is found by
+    /// binary search on the row index and only the visible lines are wrapped.
+    fn window(&self, height: usize, scroll: usize) -> impl Iterator<Item = (&TextLine, &str)> {
         let total = self.total_rows();
-        if height == 0 || total == 0 {
-            return Vec::new();
-        }
         let end = total.saturating_sub(scroll.min(self.max_scroll(height)));
-        let start = end.saturating_sub(height);
-        let mut out = Vec::with_capacity(end - start);
-        let mut idx = self.rows_end.partition_point(|&e| e <= start);
-        let mut row = if idx == 0 { 0 } else { self.rows_end[idx - 1] };
-        while row < end && idx < self.lines.len() {
-            let line = &self.lines[idx];
-            for slice in wrap_rows(&line.text, self.wrap) {
-                if row >= start && row < end {
-                    out.push((line.style, split_runs(line, slice)));
-                }
-                row += 1;
-                if row >= end {
-                    break;
-                }
-            }
-            idx += 1;
-        }
-        out
+        let start = if height == 0 {
+            end
+        } else {
+            end.saturating_sub(height)
+        };
+        let first = self.rows_end.partition_point(|&e| e <= start);
+        let first_row = first.checked_sub(1).map_or(0, |i| self.rows_end[i]);
+        self.lines[first.min(self.lines.len())..]
+            .iter()
+            .flat_map(|line| wrap_rows(&line.text, self.wrap).map(move |row| (line, row)))
+            .skip(start - first_row)
+            .take(end - start)
     }
 
     /// The largest useful scroll offset for a window of `height` rows.
@@ -942,19 +921,7 @@ fn md_lines(text: &str, wrap: u16) -> Vec<TextLine> {
     if text.trim().is_empty() {
         return Vec::new();
     }
-    let rows = crate::markdown::render(text, wrap)
-        .into_iter()
-        .map(|l| {
-            (
-                LineStyle::Agent,
-                l.spans
-                    .into_iter()
-                    .map(|s| (s.content.into_owned(), s.style))
-                    .collect(),
-            )
-        })
-        .collect();
-    rows_to_lines(rows)
+    rows_to_lines(turn_view::markdown_rows(text, wrap))
 }
 
 /// Where agent Markdown can be cut into segments rendered on their own: the start of a line

@@ -66,18 +66,7 @@ pub const SPINNER_SLOT: char = '⠋';
 pub fn render(part: &TurnPart, fold: Fold, focused: bool, width: u16) -> Vec<Row> {
     let width = width.max(8) as usize;
     let mut rows = match part {
-        TurnPart::Text { text } => crate::markdown::render(text, width as u16)
-            .into_iter()
-            .map(|l| {
-                (
-                    LineStyle::Agent,
-                    l.spans
-                        .into_iter()
-                        .map(|s| (s.content.into_owned(), s.style))
-                        .collect(),
-                )
-            })
-            .collect(),
+        TurnPart::Text { text } => markdown_rows(text, width as u16),
         TurnPart::Thought { text } => thought(text, fold, width),
         TurnPart::ToolCall(t) => tool_call(t, fold, width),
         TurnPart::Plan { entries } => {
@@ -149,6 +138,22 @@ pub fn render(part: &TurnPart, fold: Fold, focused: bool, width: u16) -> Vec<Row
         pieces.insert(0, ("▶".into(), FOCUS.fg(Color::Cyan).bold()));
     }
     rows
+}
+
+/// Agent text as rows: its Markdown rendered to `width`.
+pub fn markdown_rows(text: &str, width: u16) -> Vec<Row> {
+    crate::markdown::render(text, width)
+        .into_iter()
+        .map(|l| {
+            (
+                LineStyle::Agent,
+                l.spans
+                    .into_iter()
+                    .map(|s| (s.content.into_owned(), s.style))
+                    .collect(),
+            )
+        })
+        .collect()
 }
 
 /// Whether the part's open content is longer than [`FOLD_ROWS`] (so "show all" applies).
