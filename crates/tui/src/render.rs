@@ -265,7 +265,8 @@ fn session(frame: &mut Frame, app: &App, r: Rect) {
                     .flat_map(|(i, (text, ansi))| {
                         let st = base.patch(ansi);
                         match text.strip_prefix(crate::turn_view::SPINNER_SLOT) {
-                            Some(rest) if running && i == 0 => {
+                            // After the focus mark, if the part is focused.
+                            Some(rest) if running && i <= 1 => {
                                 vec![Span::styled(spin, st), Span::styled(rest, st)]
                             }
                             _ => vec![Span::styled(text, st)],

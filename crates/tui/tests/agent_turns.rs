@@ -652,3 +652,40 @@ fn agent_and_mode_commands_and_the_standing_always() {
     app.handle_input(key(KeyCode::Enter));
     assert!(app.notice().unwrap().text.contains("no modes"));
 }
+
+/// An opened card and the agent picker block agent navigation in a real TUIMCP controller,
+/// exactly like the other modals; closing them unblocks it.
+#[test]
+fn an_open_card_and_the_picker_block_the_agent_in_the_controller() {
+    use ax_tuimcp::{Controller, Identity};
+    use std::time::{Duration, Instant};
+
+    let mut app = streamed();
+    app.on_event(Event::SessionStatus {
+        session_id: sid(1),
+        status: SessionStatus::Idle,
+    });
+    let mut ctl = Controller::new(Identity::random(), app.guard_inputs());
+    let now = Instant::now() + Duration::from_secs(60);
+    let mut blocked = |app: &App| {
+        ctl.observe(app.guard_inputs());
+        ctl.view(now).blocked
+    };
+    assert!(!blocked(&app));
+    app.handle_input(key(KeyCode::BackTab));
+    assert!(!blocked(&app), "a focus alone takes nothing");
+    app.handle_input(key(KeyCode::Enter));
+    assert!(blocked(&app), "an open card blocks");
+    app.handle_input(key(KeyCode::Enter));
+    assert!(!blocked(&app));
+
+    app.handle_input(ctrl('n'));
+    let effects = app.take_effects();
+    let [ax_tui::app::Effect::ListAgents { generation }] = effects.as_slice() else {
+        panic!("{effects:?}")
+    };
+    app.on_agents(*generation, Ok(agent_list()));
+    assert!(blocked(&app), "the agent picker blocks");
+    app.handle_input(key(KeyCode::Esc));
+    assert!(!blocked(&app));
+}
