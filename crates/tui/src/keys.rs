@@ -1,6 +1,6 @@
 //! What keys, pastes and clicks do. Every input goes through [`App::handle_input`].
 
-use crate::app::{APPROVAL_CHOICES, App, Modal, NoticeKind, Overlay, Route};
+use crate::app::{App, Modal, NoticeKind, Overlay, Route};
 use crate::command::{self, Command, Invocation};
 use crate::input::{Input, Key, KeyCode, Mouse, MouseKind};
 
@@ -346,12 +346,25 @@ impl App {
                 self.approval_choice = self.approval_choice.saturating_sub(1)
             }
             KeyCode::Right | KeyCode::Tab => {
-                self.approval_choice = (self.approval_choice + 1).min(APPROVAL_CHOICES.len() - 1)
+                let n = self.approval_choices().len();
+                self.approval_choice = (self.approval_choice + 1).min(n.saturating_sub(1))
             }
-            KeyCode::Enter => self.reply(APPROVAL_CHOICES[self.approval_choice].0),
-            KeyCode::Char('y') | KeyCode::Char('1') => self.reply(APPROVAL_CHOICES[0].0),
-            KeyCode::Char('a') | KeyCode::Char('2') => self.reply(APPROVAL_CHOICES[1].0),
-            KeyCode::Char('n') | KeyCode::Char('3') => self.reply(APPROVAL_CHOICES[2].0),
+            KeyCode::Enter => {
+                if let Some(c) = self.approval_choices().get(self.approval_choice) {
+                    self.reply(c.reply);
+                }
+            }
+            // By the key shown on the button, or by its position (1, 2, 3, 4).
+            KeyCode::Char(k) if !key.mods.ctrl && !key.mods.alt => {
+                let choices = self.approval_choices();
+                let by_digit = k
+                    .to_digit(10)
+                    .and_then(|d| (d as usize).checked_sub(1))
+                    .and_then(|i| choices.get(i));
+                if let Some(c) = choices.iter().find(|c| c.key == k).or(by_digit) {
+                    self.reply(c.reply);
+                }
+            }
             KeyCode::Esc => self.go_home(),
             _ => {}
         }

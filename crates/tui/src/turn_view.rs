@@ -375,11 +375,16 @@ fn push_body(rows: &mut Vec<Row>, body: Vec<Row>, fold: Fold) {
 
 /// What an open card or permission shows under its header.
 fn content_rows(part: &TurnPart, width: usize) -> Vec<Row> {
-    let t = match part {
-        TurnPart::ToolCall(t) => t,
-        TurnPart::Permission(p) => &p.tool_call,
-        _ => return Vec::new(),
-    };
+    match part {
+        TurnPart::ToolCall(t) => request_rows(t, width),
+        TurnPart::Permission(p) => request_rows(&p.tool_call, width),
+        _ => Vec::new(),
+    }
+}
+
+/// A tool call's locations, input command, content (an edit's diff, text, a terminal) and raw
+/// output, as rows (the open card; the approval dialog shows the same).
+pub fn request_rows(t: &ToolCallPart, width: usize) -> Vec<Row> {
     let mut rows = Vec::new();
     for l in &t.locations {
         let at = match l.line {

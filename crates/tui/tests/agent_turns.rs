@@ -689,3 +689,80 @@ fn an_open_card_and_the_picker_block_the_agent_in_the_controller() {
     app.handle_input(key(KeyCode::Esc));
     assert!(!blocked(&app));
 }
+
+/// An ACP agent's permission: the dialog shows the tool call (kind, location, the whole
+/// command, the diff of an edit) and the agent's own options by name; a key answers by kind.
+#[test]
+fn the_approval_dialog_shows_an_acp_request_and_the_agents_options() {
+    use ax_protocol::{Permission, PermissionReply, PermissionState};
+    let mut app = ready_app(vec![acp_session(SessionStatus::Pending)], false);
+    let mut edit = tool("t2", "Edit src/lib.rs", ToolKind::Edit);
+    edit.content = vec![ToolContent::Diff {
+        path: "src/lib.rs".into(),
+        old_text: Some("a\nold line\nc\n".into()),
+        new_text: "a\nnew line\nc\n".into(),
+    }];
+    edit.raw_input = Some(serde_json::json!({"command": "apply\n--patch"}));
+    let option = |id: &str, name: &str, kind| PermissionChoice {
+        option_id: id.into(),
+        name: name.into(),
+        kind,
+    };
+    app.on_event(Event::PermissionAsked {
+        permission: Permission {
+            id: "per_9".into(),
+            session_id: sid(1),
+            command: "Edit src/lib.rs".into(),
+            attachments: Vec::new(),
+            state: PermissionState::Pending,
+            created: 1,
+            tool_call: Some(edit),
+            options: vec![
+                option("approved", "Yes", PermissionKind::AllowOnce),
+                option(
+                    "approved-for-session",
+                    "Yes, for this session",
+                    PermissionKind::AllowAlways,
+                ),
+                option("abort", "No, and tell Codex", PermissionKind::RejectOnce),
+            ],
+            option_id: None,
+        },
+    });
+    open_loaded(&mut app, 1, vec![]);
+    app.resize(100, 40);
+    let s = screen(&app);
+    for want in [
+        "$ Edit src/lib.rs",
+        "kind: edit",
+        "$ apply",
+        "> --patch",
+        "-old line",
+        "+new line",
+        "[y] Yes",
+        "[a] Yes, for this session",
+        "[n] No, and tell Codex",
+        "“Yes, for this session” lets the agent do this again without asking",
+    ] {
+        assert!(s.contains(want), "missing {want:?}:\n{s}");
+    }
+    assert!(
+        !s.contains("Reject always"),
+        "no option the agent did not offer"
+    );
+    let buf = buffer(&app);
+    let (x, y) = find_row(&app, "+new line");
+    assert_eq!(buf[(x, y)].fg, Color::Green);
+    // `r` (reject always) is not offered: nothing happens; `a` answers "always".
+    app.handle_input(key(KeyCode::Char('r')));
+    assert!(app.take_effects().is_empty());
+    app.handle_input(key(KeyCode::Char('a')));
+    assert_eq!(
+        app.take_effects(),
+        [ax_tui::app::Effect::ReplyPermission {
+            session: sid(1),
+            permission_id: "per_9".into(),
+            reply: PermissionReply::AllowAlways,
+        }]
+    );
+}
