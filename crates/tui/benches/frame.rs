@@ -257,6 +257,16 @@ fn main() {
         println!("{lines:>8} {mean:>10.1} {p50:>10.1} {p99:>10.1}  {sp50:>10.1}");
     }
 
+    let before = rss_kib();
+    let app = app_with(100_000);
+    let after = rss_kib();
+    println!(
+        "memory: 100,000-line transcript ({} rows): RSS grew by {} KiB ({:.1} MiB)",
+        app.transcript().total_rows(),
+        after.saturating_sub(before),
+        after.saturating_sub(before) as f64 / 1024.0
+    );
+    black_box(app);
     println!();
     println!(
         "frame = one message.delta (a streamed text chunk, or every 8th a tool call update) \
@@ -307,7 +317,8 @@ fn main() {
                     },
                 );
             } else {
-                let text = if i % 40 == 39 {
+                // A paragraph of ~40 chunks (~1.5 KB), then the next one.
+                let text = if i % 40 == 38 {
                     "\n\nA new paragraph starts here and "
                 } else {
                     "streams a few more words of the answer "
@@ -339,14 +350,4 @@ fn main() {
     }
     println!();
 
-    let before = rss_kib();
-    let app = app_with(100_000);
-    let after = rss_kib();
-    println!(
-        "memory: 100,000-line transcript ({} rows): RSS grew by {} KiB ({:.1} MiB)",
-        app.transcript().total_rows(),
-        after.saturating_sub(before),
-        after.saturating_sub(before) as f64 / 1024.0
-    );
-    black_box(app);
 }
