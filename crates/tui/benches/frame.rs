@@ -349,5 +349,4 @@ fn main() {
         );
     }
     println!();
-
 }
