@@ -8,7 +8,7 @@ use std::collections::HashSet;
 use std::time::{Duration, Instant};
 
 use ax_protocol::{
-    Event, Permission, PermissionReply, PermissionState, PromptPart, Session, SessionId,
+    AgentInfo, Event, Permission, PermissionReply, PermissionState, PromptPart, Session, SessionId,
     SessionStatus,
 };
 
@@ -77,6 +77,19 @@ pub enum Modal {
         /// Its title, shown in the question.
         title: String,
     },
+    /// The agent for a new session (`/new`, Ctrl+N): the configured agents, the default first
+    /// and preselected; Enter creates the session.
+    AgentPicker {
+        agents: Vec<AgentInfo>,
+        default: String,
+        selected: usize,
+    },
+    /// The open session's agent and its state (`/agent`).
+    AgentInfo,
+    /// The modes the open session's agent offers (`/mode`); Enter switches.
+    Modes {
+        selected: usize,
+    },
 }
 
 /// Who a notice is from.
@@ -132,10 +145,24 @@ pub enum Effect {
         /// Results for a route left since are dropped.
         generation: u64,
     },
-    /// Create an empty session and open it.
+    /// List the configured agents, for the new-session picker.
+    ListAgents {
+        generation: u64,
+    },
+    /// Create an empty session with `agent` (`None`: the backend's default) and open it.
     CreateSession {
         /// Results for a route left since are dropped.
         generation: u64,
+        agent: Option<String>,
+    },
+    /// Switch the session's agent to another of its modes.
+    SetMode {
+        session: SessionId,
+        mode_id: String,
+    },
+    /// Forget every standing "always" answer of the session.
+    RevokeStanding {
+        session: SessionId,
     },
     /// Answer a permission request.
     ReplyPermission {
@@ -216,6 +243,7 @@ pub struct App {
     pub(crate) sync_gen: u64,
     pub(crate) transcript_gen: u64,
     pub(crate) submit_gen: u64,
+    pub(crate) agents_gen: u64,
     /// Session events held back while a resync is in flight, replayed on top of its answer.
     pub(crate) sync_buffer: Option<Vec<Event>>,
     /// Message events of the open session held back while its transcript loads.
@@ -267,6 +295,7 @@ impl App {
             sync_gen: 0,
             transcript_gen: 0,
             submit_gen: 0,
+            agents_gen: 0,
             sync_buffer: None,
             transcript_buffer: None,
             effects: Vec::new(),
@@ -412,8 +441,12 @@ impl App {
             composer_missing: self.overlay.is_some(),
             draft: self.composer.has_draft(),
             attachment: self.composer.has_attachments(),
-            // The approval dialog (scrolled or not) and the quit confirmation are modals too.
-            modal: self.modal.is_some() || self.pending_approval().is_some(),
+            // The approval dialog (scrolled or not), the quit confirmation, the agent picker
+            // and a turn part the person opened (an expanded card or thought) take their
+            // attention like a modal.
+            modal: self.modal.is_some()
+                || self.pending_approval().is_some()
+                || (matches!(self.route, Route::Session(_)) && self.transcript.any_expanded()),
             session_busy: self
                 .sessions
                 .iter()
@@ -514,7 +547,8 @@ impl App {
     pub(crate) fn open(&mut self, id: SessionId) {
         self.selected = Some(id.clone());
         self.route = Route::Session(id.clone());
-        self.transcript = Transcript::new(self.size.0.saturating_sub(2));
+        self.transcript =
+            Transcript::keeping_turn_ends(self.size.0.saturating_sub(2), &self.transcript);
         self.scroll = 0;
         self.approval_choice = 0;
         self.load_transcript(id);
@@ -523,7 +557,8 @@ impl App {
 
     pub(crate) fn go_home(&mut self) {
         self.route = Route::Home;
-        self.transcript = Transcript::new(self.size.0.saturating_sub(2));
+        self.transcript =
+            Transcript::keeping_turn_ends(self.size.0.saturating_sub(2), &self.transcript);
         self.transcript_loaded = false;
         self.transcript_buffer = None;
         self.scroll = 0;
@@ -630,7 +665,49 @@ impl App {
         });
     }
 
+    /// `/new` and Ctrl+N: asks for the configured agents; the picker opens with the answer.
     pub(crate) fn new_session(&mut self) {
+        if self.composer.submitting {
+            return;
+        }
+        self.agents_gen = self.next_gen();
+        self.effects.push(Effect::ListAgents {
+            generation: self.agents_gen,
+        });
+    }
+
+    /// The answer to [`Effect::ListAgents`]: the picker, the default agent preselected. When
+    /// the list cannot be had, the session is created with the backend's default agent.
+    pub fn on_agents(&mut self, generation: u64, result: Result<ax_protocol::AgentList, String>) {
+        if generation != self.agents_gen || self.overlay.is_some() {
+            return;
+        }
+        match result {
+            Ok(list) if !list.agents.is_empty() => {
+                let selected = list
+                    .agents
+                    .iter()
+                    .position(|a| a.name == list.default)
+                    .unwrap_or(0);
+                self.modal = Some(Modal::AgentPicker {
+                    agents: list.agents,
+                    default: list.default,
+                    selected,
+                });
+            }
+            other => {
+                if let Err(e) = other {
+                    self.notify(
+                        NoticeKind::Error,
+                        format!("could not list the agents ({e}); using the default agent"),
+                    );
+                }
+                self.create_session(None);
+            }
+        }
+    }
+
+    pub(crate) fn create_session(&mut self, agent: Option<String>) {
         if self.composer.submitting {
             return;
         }
@@ -638,12 +715,97 @@ impl App {
         self.composer.submitting = true;
         self.effects.push(Effect::CreateSession {
             generation: self.submit_gen,
+            agent,
         });
+    }
+
+    /// `/mode [ID]`: switches to mode ID, or lists the modes to choose from.
+    pub(crate) fn mode_command(&mut self, arg: Option<String>) {
+        let Some(s) = self.open_session() else {
+            self.notify(NoticeKind::Error, "/mode works in a session");
+            return;
+        };
+        let Some(modes) = s.agent_state.as_ref().and_then(|a| a.modes.as_ref()) else {
+            let why = if s.agent == "shell" {
+                "the shell agent has no modes".to_owned()
+            } else {
+                format!(
+                    "{} offers no modes (or has not started yet: send a prompt first)",
+                    s.agent
+                )
+            };
+            self.notify(NoticeKind::Error, why);
+            return;
+        };
+        let session = s.id.clone();
+        match arg {
+            Some(id) => {
+                if modes.available.iter().any(|m| m.id == id) {
+                    self.effects.push(Effect::SetMode {
+                        session,
+                        mode_id: id,
+                    });
+                } else {
+                    let known: Vec<&str> = modes.available.iter().map(|m| m.id.as_str()).collect();
+                    self.notify(
+                        NoticeKind::Error,
+                        format!("no mode {id:?}; the agent offers {}", known.join(", ")),
+                    );
+                }
+            }
+            None => {
+                let selected = modes
+                    .available
+                    .iter()
+                    .position(|m| m.id == modes.current)
+                    .unwrap_or(0);
+                self.modal = Some(Modal::Modes { selected });
+            }
+        }
+    }
+
+    /// `/revoke` (or a click on the header's `[Revoke]`): forgets the open session's standing
+    /// "always" answers.
+    pub(crate) fn revoke_standing(&mut self) {
+        match self.open_session() {
+            Some(s) if !s.standing.is_empty() => {
+                let session = s.id.clone();
+                self.effects.push(Effect::RevokeStanding { session });
+                self.notify(NoticeKind::Info, "revoking the standing “always” answers…");
+            }
+            Some(_) => self.notify(NoticeKind::Error, "this session has no standing “always”"),
+            None => self.notify(NoticeKind::Error, "/revoke works in a session"),
+        }
+    }
+
+    /// Whether the open session shows its standing "always" row above the transcript.
+    pub fn standing_row(&self) -> bool {
+        matches!(self.route, Route::Session(_))
+            && self.open_session().is_some_and(|s| !s.standing.is_empty())
+    }
+
+    /// Where the transcript is drawn: inside the main box, below the standing row if any.
+    pub fn transcript_area(&self) -> crate::layout::Rect {
+        let mut r = self.layout().main.inner();
+        if self.standing_row() && r.height > 1 {
+            r.y += 1;
+            r.height -= 1;
+        }
+        r
     }
 
     pub(crate) fn run_command(&mut self, invocation: Invocation) {
         match invocation.command {
             Command::New => self.new_session(),
+            Command::Agent => {
+                if self.open_session().is_some() {
+                    self.modal = Some(Modal::AgentInfo);
+                } else {
+                    self.notify(NoticeKind::Error, "/agent works in a session");
+                }
+            }
+            Command::Mode => self.mode_command(invocation.arg),
+            Command::Revoke => self.revoke_standing(),
             Command::Sessions => self.go_home(),
             Command::Attach => self.attach(invocation.arg.unwrap_or_default()),
             Command::Abort => self.abort_open(),
@@ -794,6 +956,6 @@ impl App {
     }
 
     pub(crate) fn transcript_height(&self) -> usize {
-        self.layout().main.inner().height as usize
+        self.transcript_area().height as usize
     }
 }

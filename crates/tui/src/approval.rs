@@ -10,6 +10,9 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::Paragraph;
 use unicode_width::UnicodeWidthChar;
 
+use ax_protocol::turn::PermissionKind;
+use ax_protocol::{PermissionReply, turn::ToolCallPart};
+
 use crate::app::{APPROVAL_CHOICES, App};
 use crate::layout::Rect;
 
@@ -189,16 +192,123 @@ fn wrap_plain(text: &str, width: usize) -> Vec<String> {
     rows
 }
 
+/// One answer of the dialog: what is sent, its label (the agent's own name for an ACP
+/// agent's option), and its key.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Choice {
+    pub reply: PermissionReply,
+    pub label: String,
+    pub key: char,
+}
+
+/// The answers for `p`: the agent's options by kind, in the order it gave them, with their
+/// own names; for the `shell` agent the three fixed ones.
+pub fn choices(p: &Permission) -> Vec<Choice> {
+    if p.options.is_empty() {
+        return APPROVAL_CHOICES
+            .iter()
+            .zip(['y', 'a', 'n'])
+            .map(|((reply, label), key)| Choice {
+                reply: *reply,
+                label: (*label).to_owned(),
+                key,
+            })
+            .collect();
+    }
+    p.options
+        .iter()
+        .map(|o| {
+            let (reply, key) = match o.kind {
+                PermissionKind::AllowOnce => (PermissionReply::AllowOnce, 'y'),
+                PermissionKind::AllowAlways => (PermissionReply::AllowAlways, 'a'),
+                PermissionKind::RejectOnce => (PermissionReply::RejectOnce, 'n'),
+                PermissionKind::RejectAlways => (PermissionReply::RejectAlways, 'r'),
+            };
+            Choice {
+                reply,
+                label: crate::markdown::sanitize(&o.name),
+                key,
+            }
+        })
+        .collect()
+}
+
+/// What "always" covers for an ACP agent's request, in words.
+fn acp_always(p: &Permission) -> Option<String> {
+    let o = p
+        .options
+        .iter()
+        .find(|o| o.kind == PermissionKind::AllowAlways)?;
+    Some(format!(
+        "“{}” lets the agent do this again without asking, as far as the agent scopes it \
+         (for this kind of tool call in this session); /revoke forgets it.",
+        crate::markdown::sanitize(&o.name)
+    ))
+}
+
+/// The whole request: the title's lines, then for an ACP agent the tool call's kind, its
+/// locations, input command and content (an edit's diff), as the transcript's open card shows
+/// them.
+fn request_text_rows(p: &Permission, width: usize) -> Vec<String> {
+    let mut rows = request_rows(&p.command, width);
+    if let Some(t) = &p.tool_call {
+        rows.extend(tool_rows(t, width));
+    }
+    rows
+}
+
+fn tool_rows(t: &ToolCallPart, width: usize) -> Vec<String> {
+    let mut rows = vec![format!("  kind: {}", crate::turn_view::kind_label(t.kind))];
+    for (_, pieces) in crate::turn_view::request_rows(t, width) {
+        rows.push(pieces.into_iter().map(|(text, _)| text).collect());
+    }
+    rows
+}
+
+/// Lays out the dialog for a permission.
+pub fn permission_geometry(p: &Permission, width: u16, height: u16) -> Geometry {
+    let mut g = geometry(&p.command, &p.attachments, width, height);
+    if p.tool_call.is_none() && p.options.is_empty() {
+        return g;
+    }
+    let inner_w = g.dialog.width.saturating_sub(2).max(1) as usize;
+    g.body_rows = request_text_rows(p, inner_w);
+    if let Some(always) = acp_always(p) {
+        g.always_rows = wrap_plain(&always, inner_w);
+    } else {
+        g.always_rows = wrap_plain("The agent offers no “always” answer here.", inner_w);
+    }
+    let labels: Vec<String> = choices(p)
+        .iter()
+        .map(|c| format!("{} {}", c.key, c.label))
+        .collect();
+    g.hint_rows = wrap_plain(
+        &format!(
+            "↑↓ PgUp/PgDn scroll · ←→ choose · Enter confirm · {} · Esc later",
+            labels.join(" · ")
+        ),
+        inner_w,
+    );
+    // Recompute the height with the new rows.
+    let fixed = 1 + 1 + g.file_rows.len() + g.always_rows.len() + 1 + 1 + g.hint_rows.len();
+    let max_h = height.saturating_sub(2).max(MIN_BODY_ROWS + 2) as usize;
+    let room = max_h.saturating_sub(fixed + 2).max(MIN_BODY_ROWS as usize);
+    g.body_height = g.body_rows.len().clamp(1, room);
+    let h = (g.body_height + fixed + 2).min(height as usize) as u16;
+    g.dialog = Rect::new(0, 0, width, height).centered(g.dialog.width, h);
+    g
+}
+
 impl App {
     /// The approval dialog's layout for the pending approval, if one shows.
     pub fn approval_geometry(&self) -> Option<Geometry> {
         let p = self.pending_approval()?;
-        Some(geometry(
-            &p.command,
-            &p.attachments,
-            self.size.0,
-            self.size.1,
-        ))
+        Some(permission_geometry(p, self.size.0, self.size.1))
+    }
+
+    /// The answers of the pending approval.
+    pub fn approval_choices(&self) -> Vec<Choice> {
+        self.pending_approval().map(choices).unwrap_or_default()
     }
 
     /// Rows of the request scrolled out of view above (0 for a request not scrolled yet).
@@ -228,7 +338,7 @@ impl App {
 
 /// Draws the dialog for `p`.
 pub(crate) fn draw(frame: &mut Frame, app: &App, p: &Permission) {
-    let g = geometry(&p.command, &p.attachments, app.size.0, app.size.1);
+    let g = permission_geometry(p, app.size.0, app.size.1);
     let inner = crate::render::boxed(frame, g.dialog, "Approval needed", Color::Magenta);
     let dim = Style::new().fg(Color::DarkGray);
     let scroll = app.approval_scroll().min(g.max_scroll());
@@ -240,8 +350,28 @@ pub(crate) fn draw(frame: &mut Frame, app: &App, p: &Permission) {
     } else {
         "The agent wants to run:".to_owned()
     })];
-    for row in g.body_rows.iter().skip(scroll).take(g.body_height) {
-        lines.push(Line::styled(row.clone(), Style::new().bold()));
+    let title_rows =
+        request_rows(&p.command, g.dialog.width.saturating_sub(2).max(1) as usize).len();
+    for (i, row) in g
+        .body_rows
+        .iter()
+        .enumerate()
+        .skip(scroll)
+        .take(g.body_height)
+    {
+        // The request's own text bold; an edit's diff in its colours.
+        let style = if i < title_rows {
+            Style::new().bold()
+        } else if row.starts_with("  +") && !row.starts_with("  +++") {
+            Style::new().fg(Color::Green)
+        } else if row.starts_with("  -") && !row.starts_with("  ---") {
+            Style::new().fg(Color::Red)
+        } else if row.starts_with("  @@") {
+            Style::new().fg(Color::Cyan)
+        } else {
+            Style::new()
+        };
+        lines.push(Line::styled(row.clone(), style));
     }
     let below = g.body_rows.len().saturating_sub(scroll + g.body_height);
     lines.push(if below > 0 {
@@ -267,13 +397,13 @@ pub(crate) fn draw(frame: &mut Frame, app: &App, p: &Permission) {
     }
     lines.push(Line::raw(""));
     let mut buttons = Vec::new();
-    for (i, ((_, label), key)) in APPROVAL_CHOICES.iter().zip(['y', 'a', 'n']).enumerate() {
+    for (i, c) in choices(p).iter().enumerate() {
         let style = if i == app.approval_choice() {
             Style::new().fg(Color::Black).bg(Color::Magenta).bold()
         } else {
             Style::new().fg(Color::Magenta)
         };
-        buttons.push(Span::styled(format!(" [{key}] {label} "), style));
+        buttons.push(Span::styled(format!(" [{}] {} ", c.key, c.label), style));
         buttons.push(Span::raw(" "));
     }
     lines.push(Line::from(buttons));

@@ -16,6 +16,12 @@ pub enum Command {
     Rename,
     /// Delete the open (or selected) session, after a confirmation.
     Delete,
+    /// Show the open session's agent and its state (modes, authentication).
+    Agent,
+    /// Switch the agent's mode: `/mode` lists them, `/mode ID` switches.
+    Mode,
+    /// Forget the open session's standing "always" answers.
+    Revoke,
     /// Show the key and command reference.
     Help,
     /// Leave the TUI (asks first while a session is busy).
@@ -48,13 +54,16 @@ pub struct Invocation {
 
 impl Command {
     /// Every command, in palette and `/help` order.
-    pub const ALL: [Command; 10] = [
+    pub const ALL: [Command; 13] = [
         Command::New,
         Command::Sessions,
         Command::Attach,
         Command::Abort,
         Command::Rename,
         Command::Delete,
+        Command::Agent,
+        Command::Mode,
+        Command::Revoke,
         Command::Help,
         Command::Quit,
         Command::TuiMcpConfig,
@@ -70,6 +79,9 @@ impl Command {
             Command::Abort => "/abort",
             Command::Rename => "/rename",
             Command::Delete => "/delete",
+            Command::Agent => "/agent",
+            Command::Mode => "/mode",
+            Command::Revoke => "/revoke",
             Command::Help => "/help",
             Command::Quit => "/quit",
             Command::TuiMcpConfig => "/tui-mcp-config",
@@ -86,6 +98,9 @@ impl Command {
             Command::Abort => "stop the running turn (also Esc)",
             Command::Rename => "new title: /rename TITLE",
             Command::Delete => "delete this session (asks first)",
+            Command::Agent => "this session's agent, its modes and state",
+            Command::Mode => "switch the agent's mode: /mode [ID]",
+            Command::Revoke => "forget this session's standing “always”",
             Command::Help => "keys and commands",
             Command::Quit => "exit ax-code",
             Command::TuiMcpConfig => "MCP client config of this TUI",
@@ -98,6 +113,7 @@ impl Command {
         match self {
             Command::Attach => "/attach PATH",
             Command::Rename => "/rename TITLE",
+            Command::Mode => "/mode [ID]",
             other => other.name(),
         }
     }
@@ -105,6 +121,11 @@ impl Command {
     /// Needs an argument, so the palette types it into the composer instead of running it.
     pub fn takes_arg(self) -> bool {
         matches!(self, Command::Attach | Command::Rename)
+    }
+
+    /// Takes an argument if one is given (`/mode` alone lists, `/mode ID` switches).
+    pub fn optional_arg(self) -> bool {
+        matches!(self, Command::Mode)
     }
 
     /// Listed only while the TUI is shared.
@@ -146,6 +167,12 @@ pub fn parse(draft: &str, sharing: SharingState) -> Result<Invocation, String> {
                 );
             }
         }
+    }
+    if command.optional_arg() {
+        return Ok(Invocation {
+            command,
+            arg: (!arg.is_empty()).then(|| arg.to_owned()),
+        });
     }
     match (command.takes_arg(), arg.is_empty()) {
         (true, true) => Err(format!("usage: {}", command.usage())),

@@ -1,6 +1,6 @@
 //! What keys, pastes and clicks do. Every input goes through [`App::handle_input`].
 
-use crate::app::{APPROVAL_CHOICES, App, Modal, NoticeKind, Overlay, Route};
+use crate::app::{App, Modal, NoticeKind, Overlay, Route};
 use crate::command::{self, Command, Invocation};
 use crate::input::{Input, Key, KeyCode, Mouse, MouseKind};
 
@@ -72,6 +72,16 @@ impl App {
             return;
         }
         match (&self.route, key.code) {
+            // Turn parts: Tab/Shift+Tab focus one, Enter (empty prompt) opens and closes it.
+            (Route::Session(_), KeyCode::Tab) => self.focus_part(true),
+            (Route::Session(_), KeyCode::BackTab) => self.focus_part(false),
+            (Route::Session(_), KeyCode::Enter)
+                if !self.composer.has_draft()
+                    && !self.composer.has_attachments()
+                    && self.transcript.focus().is_some() =>
+            {
+                self.transcript.toggle_focused();
+            }
             (_, KeyCode::Enter) => self.enter(),
             (_, KeyCode::Backspace) => self.composer.backspace(),
             (Route::Home, KeyCode::Up) => self.move_selection(-1),
@@ -84,6 +94,8 @@ impl App {
                 // Esc interrupts a running turn; a second Esc (or an idle session) goes home.
                 if self.open_session_busy() && !self.open_aborting() {
                     self.abort_open();
+                } else if self.transcript.focus().is_some() {
+                    self.transcript.clear_focus();
                 } else {
                     self.go_home();
                 }
@@ -216,6 +228,65 @@ impl App {
                 KeyCode::Char('n') | KeyCode::Esc => None,
                 _ => Some(Modal::ConfirmDelete { session, title }),
             },
+            Modal::AgentPicker {
+                agents,
+                default,
+                mut selected,
+            } => {
+                match key.code {
+                    KeyCode::Esc => return None,
+                    KeyCode::Up | KeyCode::BackTab => selected = selected.saturating_sub(1),
+                    KeyCode::Down | KeyCode::Tab => {
+                        selected = (selected + 1).min(agents.len().saturating_sub(1))
+                    }
+                    KeyCode::Home => selected = 0,
+                    KeyCode::End => selected = agents.len().saturating_sub(1),
+                    KeyCode::Enter => {
+                        let agent = agents.get(selected).map(|a| a.name.clone());
+                        self.create_session(agent);
+                        return None;
+                    }
+                    _ => {}
+                }
+                Some(Modal::AgentPicker {
+                    agents,
+                    default,
+                    selected,
+                })
+            }
+            Modal::AgentInfo => match key.code {
+                KeyCode::Esc | KeyCode::Enter | KeyCode::Char('q') => None,
+                KeyCode::Char('m') => {
+                    self.mode_command(None);
+                    self.modal.take()
+                }
+                KeyCode::Char('r') => {
+                    self.revoke_standing();
+                    None
+                }
+                _ => Some(Modal::AgentInfo),
+            },
+            Modal::Modes { mut selected } => {
+                let modes: Vec<String> = self
+                    .open_session()
+                    .and_then(|s| s.agent_state.as_ref())
+                    .and_then(|a| a.modes.as_ref())
+                    .map(|m| m.available.iter().map(|m| m.id.clone()).collect())
+                    .unwrap_or_default();
+                match key.code {
+                    KeyCode::Esc => return None,
+                    KeyCode::Up => selected = selected.saturating_sub(1),
+                    KeyCode::Down => selected = (selected + 1).min(modes.len().saturating_sub(1)),
+                    KeyCode::Enter => {
+                        if let Some(id) = modes.get(selected) {
+                            self.mode_command(Some(id.clone()));
+                        }
+                        return None;
+                    }
+                    _ => {}
+                }
+                Some(Modal::Modes { selected })
+            }
             Modal::Palette {
                 mut query,
                 mut selected,
@@ -253,7 +324,7 @@ impl App {
     }
 
     fn run_palette_entry(&mut self, command: Command) {
-        if command.takes_arg() {
+        if command.takes_arg() && !command.optional_arg() {
             // Needs an argument: start typing it in the composer.
             if !self.composer.has_draft() {
                 self.composer.paste(&format!("{} ", command.name()));
@@ -275,12 +346,25 @@ impl App {
                 self.approval_choice = self.approval_choice.saturating_sub(1)
             }
             KeyCode::Right | KeyCode::Tab => {
-                self.approval_choice = (self.approval_choice + 1).min(APPROVAL_CHOICES.len() - 1)
+                let n = self.approval_choices().len();
+                self.approval_choice = (self.approval_choice + 1).min(n.saturating_sub(1))
             }
-            KeyCode::Enter => self.reply(APPROVAL_CHOICES[self.approval_choice].0),
-            KeyCode::Char('y') | KeyCode::Char('1') => self.reply(APPROVAL_CHOICES[0].0),
-            KeyCode::Char('a') | KeyCode::Char('2') => self.reply(APPROVAL_CHOICES[1].0),
-            KeyCode::Char('n') | KeyCode::Char('3') => self.reply(APPROVAL_CHOICES[2].0),
+            KeyCode::Enter => {
+                if let Some(c) = self.approval_choices().get(self.approval_choice) {
+                    self.reply(c.reply);
+                }
+            }
+            // By the key shown on the button, or by its position (1, 2, 3, 4).
+            KeyCode::Char(k) if !key.mods.ctrl && !key.mods.alt => {
+                let choices = self.approval_choices();
+                let by_digit = k
+                    .to_digit(10)
+                    .and_then(|d| (d as usize).checked_sub(1))
+                    .and_then(|i| choices.get(i));
+                if let Some(c) = choices.iter().find(|c| c.key == k).or(by_digit) {
+                    self.reply(c.reply);
+                }
+            }
             KeyCode::Esc => self.go_home(),
             _ => {}
         }
@@ -298,7 +382,13 @@ impl App {
                 *selected = 0;
             }
             Some(
-                Modal::Help | Modal::ConfirmQuit | Modal::McpConfig | Modal::ConfirmDelete { .. },
+                Modal::Help
+                | Modal::ConfirmQuit
+                | Modal::McpConfig
+                | Modal::ConfirmDelete { .. }
+                | Modal::AgentPicker { .. }
+                | Modal::AgentInfo
+                | Modal::Modes { .. },
             ) => {}
             None if approval => {}
             None => self.composer.paste(text),
@@ -342,6 +432,16 @@ impl App {
             return;
         }
         let inner = layout.main.inner();
+        if m.kind == MouseKind::Down
+            && self.standing_row()
+            && m.row == inner.y
+            && inner.contains(m.col, m.row)
+            && crate::render::standing_revoke_cols(inner.width).contains(&(m.col - inner.x))
+        {
+            self.revoke_standing();
+            return;
+        }
+        let area = self.transcript_area();
         match m.kind {
             MouseKind::ScrollUp if layout.main.contains(m.col, m.row) => match self.route {
                 Route::Home => self.move_selection(-1),
@@ -351,6 +451,18 @@ impl App {
                 Route::Home => self.move_selection(1),
                 Route::Session(_) => self.scroll_by(-3),
             },
+            MouseKind::Down
+                if matches!(self.route, Route::Session(_)) && area.contains(m.col, m.row) =>
+            {
+                let h = area.height as usize;
+                let row = self.transcript.window_start(h, self.scroll) + (m.row - area.y) as usize;
+                let before = self.transcript.total_rows();
+                if self.transcript.click_row(row) && self.scroll > 0 {
+                    // Keep the clicked row where it is: rows below it grew or shrank.
+                    let grown = self.transcript.total_rows() as isize - before as isize;
+                    self.scroll = (self.scroll as isize + grown).max(0) as usize;
+                }
+            }
             MouseKind::Down if self.route == Route::Home && inner.contains(m.col, m.row) => {
                 let i = self.list_offset + (m.row - inner.y) as usize;
                 if let Some(s) = self.sessions.get(i) {
@@ -385,6 +497,28 @@ impl App {
         let next = (cur + delta).clamp(0, self.sessions.len() as isize - 1) as usize;
         self.selected = Some(self.sessions[next].id.clone());
         self.keep_selection_visible();
+    }
+
+    /// Focuses the next or previous foldable turn part and scrolls it into view.
+    fn focus_part(&mut self, forward: bool) {
+        let before = self.transcript.total_rows();
+        let Some(row) = self.transcript.move_focus(forward) else {
+            self.notify(
+                NoticeKind::Info,
+                "nothing to open here (no tool calls or thoughts)",
+            );
+            return;
+        };
+        // Rendering the focus mark changes no row counts; keep the math simple anyway.
+        let total = self.transcript.total_rows().max(before);
+        let h = self.transcript_height().max(1);
+        let start = self.transcript.window_start(h, self.scroll);
+        if row < start || row >= start + h {
+            // Put the part's first row a third of the way down the window.
+            let want_start = row.saturating_sub(h / 3);
+            let max = self.transcript.max_scroll(h);
+            self.scroll = total.saturating_sub(want_start + h).min(max);
+        }
     }
 
     fn scroll_by(&mut self, delta: isize) {

@@ -62,6 +62,7 @@ pub mod share;
 mod sync;
 pub mod term;
 pub mod transcript;
+pub mod turn_view;
 
 pub use app::{App, Effect, Route};
 pub use keys::{chip_spans, palette_entries};

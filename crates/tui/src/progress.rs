@@ -139,6 +139,21 @@ impl App {
             self.aborting.remove(id);
         }
         if self.route == Route::Session(id.clone()) {
+            if let Change::Finished(took) = change {
+                let now_ms = std::time::SystemTime::now()
+                    .duration_since(std::time::UNIX_EPOCH)
+                    .map_or(0, |d| d.as_millis() as i64);
+                self.transcript.push_turn_end(&format!(
+                    "── turn took {} · ended {} UTC",
+                    format_duration(took),
+                    ax_protocol::time::format_utc_minutes(now_ms)
+                ));
+                // A delta seen while the session loaded may have been counted twice: the
+                // stored turn is the truth.
+                if self.transcript.uncertain() {
+                    self.load_transcript(id.clone());
+                }
+            }
             return;
         }
         let title = self

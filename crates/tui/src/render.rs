@@ -44,6 +44,14 @@ pub const HELP_KEYS: &[(&str, &str)] = &[
     ),
     ("Home/End", "first/last session · transcript top/bottom"),
     (
+        "Tab, Shift+Tab",
+        "focus the next/previous tool call, thought or permission",
+    ),
+    (
+        "Enter (empty), click",
+        "open/close the focused part · show all · click its row",
+    ),
+    (
         "Esc",
         "abort the running turn; otherwise back to the sessions",
     ),
@@ -220,7 +228,12 @@ fn session(frame: &mut Frame, app: &App, r: Rect) {
         .title(Line::from(Span::styled(format!(" {state} "), sstyle)).right_aligned())
         .border_style(Style::new().fg(ACCENT));
     frame.render_widget(block, tr(r));
-    let inner = r.inner();
+    if app.standing_row()
+        && let Some(s) = s
+    {
+        standing(frame, s, r.inner());
+    }
+    let inner = app.transcript_area();
     if !app.ready() && app.transcript().line_count() == 0 {
         frame.render_widget(Paragraph::new(Span::styled("Loading…", DIM)), tr(inner));
         return;
@@ -233,14 +246,32 @@ fn session(frame: &mut Frame, app: &App, r: Rect) {
     let rows = app
         .transcript()
         .visible_spans(inner.height as usize, app.scroll);
+    // A running tool call's first cell turns with the clock (the row itself never changes).
+    let frame_char = spinner(
+        s.and_then(|s| app.progress().elapsed(&s.id, app.now()))
+            .unwrap_or_default(),
+    );
+    let mut spin_buf = [0u8; 4];
+    let spin: &str = frame_char.encode_utf8(&mut spin_buf);
     let lines: Vec<Line> = rows
         .into_iter()
         .map(|(style, pieces)| {
             let base = line_style(style);
+            let running = style == LineStyle::Running;
             Line::from(
                 pieces
                     .into_iter()
-                    .map(|(text, ansi)| Span::styled(text, base.patch(ansi)))
+                    .enumerate()
+                    .flat_map(|(i, (text, ansi))| {
+                        let st = base.patch(ansi);
+                        match text.strip_prefix(crate::turn_view::SPINNER_SLOT) {
+                            // After the focus mark, if the part is focused.
+                            Some(rest) if running && i <= 1 => {
+                                vec![Span::styled(spin, st), Span::styled(rest, st)]
+                            }
+                            _ => vec![Span::styled(text, st)],
+                        }
+                    })
                     .collect::<Vec<_>>(),
             )
         })
@@ -258,6 +289,57 @@ fn session(frame: &mut Frame, app: &App, r: Rect) {
             tr(at),
         );
     }
+}
+
+/// The label of the button that revokes a session's standing "always" answers.
+pub const STANDING_REVOKE: &str = "[Revoke]";
+
+/// Columns (from the transcript's left edge) of [`STANDING_REVOKE`] on the standing row; the
+/// mouse handler uses the same.
+pub fn standing_revoke_cols(width: u16) -> std::ops::Range<u16> {
+    let w = STANDING_REVOKE.len() as u16;
+    let start = width.saturating_sub(w);
+    start..width
+}
+
+/// The session's standing "always" answers, one row, with `[Revoke]` at its right.
+fn standing(frame: &mut Frame, s: &ax_protocol::Session, inner: Rect) {
+    if inner.height == 0 {
+        return;
+    }
+    let n = s.standing.len();
+    let first = s.standing.first().map(|g| g.title.as_str()).unwrap_or("");
+    let more = if n > 1 {
+        format!(" (+{} more)", n - 1)
+    } else {
+        String::new()
+    };
+    let cols = standing_revoke_cols(inner.width);
+    let room = cols.start.saturating_sub(1) as usize;
+    let text = clip(
+        &format!(
+            "⚑ always allowed: {}{more} · /revoke",
+            crate::markdown::sanitize(first)
+        ),
+        room,
+    );
+    let style = Style::new().fg(Color::Black).bg(Color::Yellow);
+    frame.render_widget(
+        Paragraph::new(Span::styled(text, style)).style(style),
+        tr(Rect::new(inner.x, inner.y, inner.width, 1)),
+    );
+    frame.render_widget(
+        Paragraph::new(Span::styled(
+            STANDING_REVOKE,
+            Style::new().fg(Color::White).bg(Color::Red).bold(),
+        )),
+        tr(Rect::new(
+            inner.x + cols.start,
+            inner.y,
+            cols.end - cols.start,
+            1,
+        )),
+    );
 }
 
 /// The open session's state for its header: a spinner and the elapsed time while a turn runs,
@@ -306,7 +388,9 @@ fn line_style(style: LineStyle) -> Style {
         LineStyle::Marker => Style::new()
             .fg(Color::Yellow)
             .add_modifier(Modifier::ITALIC),
-        LineStyle::Blank => Style::new(),
+        LineStyle::Blank | LineStyle::Agent | LineStyle::Running => Style::new(),
+        LineStyle::ShowAll => Style::new().fg(ACCENT),
+        LineStyle::TurnEnd => DIM,
     }
 }
 
@@ -338,6 +422,9 @@ fn composer(frame: &mut Frame, app: &App, r: Rect) {
     if c.draft().is_empty() {
         let hint = match app.route() {
             Route::Home => "Type a prompt to start a new session, or / for commands",
+            Route::Session(_) if app.open_session().is_some_and(|s| s.agent != "shell") => {
+                "Type a prompt for the agent, or / for commands"
+            }
             Route::Session(_) => "Type a shell command for the agent, or / for commands",
         };
         frame.render_widget(Paragraph::new(Span::styled(hint, DIM)), tr(inner));
@@ -397,11 +484,17 @@ fn status_line(frame: &mut Frame, app: &App, r: Rect) {
                     ("/sessions", "leave it running"),
                     ("^P", "commands"),
                 ],
+                Route::Session(_) if app.transcript().focus().is_some() => &[
+                    ("Enter", "open/close"),
+                    ("Tab/S-Tab", "next/previous part"),
+                    ("Esc", "unfocus"),
+                    ("PgUp/Dn", "scroll"),
+                ],
                 Route::Session(_) => &[
                     ("Esc", "sessions"),
                     ("↑↓ PgUp/Dn", "scroll"),
+                    ("Tab", "parts"),
                     ("Enter", "send"),
-                    ("Alt+Enter", "newline"),
                     ("^P", "commands"),
                 ],
             };
@@ -527,6 +620,150 @@ fn modal(frame: &mut Frame, app: &App, m: &Modal, screen: Rect) {
                 Line::raw("Its transcript is deleted too; a running command is stopped."),
                 Line::styled("y or Enter: delete · n or Esc: keep", DIM),
             ];
+            frame.render_widget(Paragraph::new(lines), tr(inner));
+        }
+        Modal::AgentPicker {
+            agents,
+            default,
+            selected,
+        } => {
+            let h = agents.len() as u16 + 5;
+            let inner = boxed(
+                frame,
+                screen.centered(60, h),
+                "New session: which agent?",
+                ACCENT,
+            );
+            let mut lines = Vec::new();
+            for (i, a) in agents.iter().enumerate() {
+                let style = if i == *selected {
+                    Style::new().fg(Color::Black).bg(ACCENT)
+                } else {
+                    Style::new()
+                };
+                let mark = if &a.name == default { " (default)" } else { "" };
+                lines.push(Line::styled(
+                    format!(
+                        " {:<16} {:<6} {}{mark}",
+                        clip(&a.name, 16),
+                        a.kind.as_str(),
+                        a.origin.as_str()
+                    ),
+                    style,
+                ));
+            }
+            lines.push(Line::raw(""));
+            lines.push(Line::styled("↑↓ choose · Enter create · Esc cancel", DIM));
+            frame.render_widget(Paragraph::new(lines), tr(inner));
+        }
+        Modal::AgentInfo => {
+            let Some(s) = app.open_session() else {
+                return;
+            };
+            let mut lines = vec![Line::from(vec![
+                Span::raw("agent: "),
+                Span::styled(s.agent.clone(), Style::new().bold()),
+                Span::styled(format!("  ({})", s.status), DIM),
+            ])];
+            let state = s.agent_state.as_ref();
+            match state.and_then(|a| a.modes.as_ref()) {
+                Some(m) => {
+                    lines.push(Line::raw("modes (m switches):"));
+                    for mode in &m.available {
+                        let cur = mode.id == m.current;
+                        lines.push(Line::styled(
+                            format!(
+                                " {} {} — {}",
+                                if cur { "●" } else { " " },
+                                mode.id,
+                                mode.name
+                            ),
+                            if cur {
+                                Style::new().bold()
+                            } else {
+                                Style::new()
+                            },
+                        ));
+                    }
+                }
+                None if s.agent == "shell" => {
+                    lines.push(Line::styled("runs each prompt as one shell command", DIM))
+                }
+                None => lines.push(Line::styled(
+                    "modes: none offered (or the agent has not started yet)",
+                    DIM,
+                )),
+            }
+            if s.status == SessionStatus::NeedsAuth
+                || state.is_some_and(|a| !a.auth_methods.is_empty())
+            {
+                lines.push(Line::styled(
+                    "needs authentication; the agent offers:",
+                    Style::new().fg(Color::Red).bold(),
+                ));
+                for m in state.map(|a| a.auth_methods.as_slice()).unwrap_or_default() {
+                    let desc = m.description.as_deref().unwrap_or("");
+                    lines.push(Line::raw(format!(
+                        " - {} ({}) {}",
+                        crate::markdown::sanitize(&m.name),
+                        crate::markdown::sanitize(&m.id),
+                        crate::markdown::sanitize(desc)
+                    )));
+                }
+                lines.push(Line::styled(
+                    "set what it asks for in the agent's `env` in the agents configuration, \
+                     then prompt again",
+                    DIM,
+                ));
+            }
+            if !s.standing.is_empty() {
+                lines.push(Line::raw("standing “always” answers (r revokes them all):"));
+                for g in &s.standing {
+                    lines.push(Line::raw(format!(
+                        " - {} (since {} UTC)",
+                        crate::markdown::sanitize(&g.title),
+                        format_utc_minutes(g.granted)
+                    )));
+                }
+            }
+            lines.push(Line::styled("Esc close", DIM));
+            let width = screen.width.saturating_sub(4).clamp(20, 90);
+            let h = lines.len() as u16 + 2;
+            let inner = boxed(frame, screen.centered(width, h), "Agent", ACCENT);
+            frame.render_widget(
+                Paragraph::new(lines).wrap(ratatui::widgets::Wrap { trim: false }),
+                tr(inner),
+            );
+        }
+        Modal::Modes { selected } => {
+            let modes = app
+                .open_session()
+                .and_then(|s| s.agent_state.as_ref())
+                .and_then(|a| a.modes.as_ref());
+            let Some(m) = modes else {
+                return;
+            };
+            let h = m.available.len() as u16 + 4;
+            let inner = boxed(frame, screen.centered(64, h), "Mode", ACCENT);
+            let mut lines = Vec::new();
+            for (i, mode) in m.available.iter().enumerate() {
+                let style = if i == *selected {
+                    Style::new().fg(Color::Black).bg(ACCENT)
+                } else {
+                    Style::new()
+                };
+                let cur = if mode.id == m.current {
+                    " (current)"
+                } else {
+                    ""
+                };
+                lines.push(Line::styled(
+                    format!(" {} — {}{cur}", mode.id, mode.name),
+                    style,
+                ));
+            }
+            lines.push(Line::raw(""));
+            lines.push(Line::styled("↑↓ choose · Enter switch · Esc cancel", DIM));
             frame.render_widget(Paragraph::new(lines), tr(inner));
         }
         Modal::Palette { query, selected } => {

@@ -75,6 +75,12 @@ enum Done {
         generation: u64,
         result: Result<Session, String>,
     },
+    Agents {
+        generation: u64,
+        result: Result<ax_protocol::AgentList, String>,
+    },
+    /// A mode switch or a revoke answered with the session as it is now.
+    SessionChanged { result: Result<Session, String> },
     ReplyFailed {
         permission_id: String,
         error: String,
@@ -240,6 +246,8 @@ async fn owner_loop(
                             app.set_down_cause(None);
                             app.on_stream_connected();
                         }
+                        // Turn timing reads the state's clock: bring it to now first.
+                        app.tick(Instant::now());
                         app.on_event(envelope.event);
                     }
                     Some(Err(e)) => {
@@ -446,6 +454,8 @@ fn apply_done(app: &mut App, done: Done) {
         Done::Transcript { generation, result } => app.on_transcript(generation, result),
         Done::Submitted { generation, result } => app.on_submitted(generation, result),
         Done::Created { generation, result } => app.on_created(generation, result),
+        Done::Agents { generation, result } => app.on_agents(generation, result),
+        Done::SessionChanged { result } => app.on_session_changed(result),
         Done::ReplyFailed {
             permission_id,
             error,
@@ -497,9 +507,28 @@ fn spawn_job(client: &Client, effect: Effect, done: &mpsc::UnboundedSender<Done>
                 .await;
                 Done::Submitted { generation, result }
             }
-            Effect::CreateSession { generation } => Done::Created {
+            Effect::CreateSession { generation, agent } => Done::Created {
                 generation,
-                result: client.create_session(None).await.map_err(msg),
+                result: client
+                    .create_session_with(None, agent.as_deref())
+                    .await
+                    .map_err(msg),
+            },
+            Effect::ListAgents { generation } => Done::Agents {
+                generation,
+                result: client.agents().await.map_err(msg),
+            },
+            Effect::SetMode { session, mode_id } => Done::SessionChanged {
+                result: client
+                    .set_mode(&session, &mode_id)
+                    .await
+                    .map_err(|e| format!("mode not switched: {e}")),
+            },
+            Effect::RevokeStanding { session } => Done::SessionChanged {
+                result: client
+                    .revoke_standing(&session)
+                    .await
+                    .map_err(|e| format!("not revoked: {e}")),
             },
             Effect::ReplyPermission {
                 session,

@@ -128,8 +128,12 @@ impl App {
         }
         match result {
             Ok(messages) => {
-                self.transcript =
-                    Transcript::from_messages(&messages, self.size.0.saturating_sub(2));
+                // A reload of the same session keeps what the person opened and focused.
+                self.transcript = Transcript::reloaded(
+                    &messages,
+                    self.size.0.saturating_sub(2),
+                    &self.transcript,
+                );
                 self.transcript_loaded = true;
                 let buffered = self.transcript_buffer.take().unwrap_or_default();
                 for event in buffered {
@@ -183,6 +187,15 @@ impl App {
         }
     }
 
+    /// The answer to [`Effect::SetMode`] and [`Effect::RevokeStanding`]: the session as it is
+    /// now (the event stream brings the same), or why not.
+    pub fn on_session_changed(&mut self, result: Result<Session, String>) {
+        match result {
+            Ok(session) => self.upsert(session),
+            Err(e) => self.notify(NoticeKind::Error, e),
+        }
+    }
+
     /// A permission reply failed; the dialog comes back.
     pub fn on_reply_failed(&mut self, permission_id: &str, error: String) {
         self.replying.remove(permission_id);
@@ -193,9 +206,9 @@ impl App {
     pub fn on_event(&mut self, event: Event) {
         match event {
             Event::Reset => self.resync(),
-            Event::MessageCreated { .. } | Event::MessagePart { .. } => {
-                self.apply_message_event(event)
-            }
+            Event::MessageCreated { .. }
+            | Event::MessagePart { .. }
+            | Event::MessageDelta { .. } => self.apply_message_event(event),
             other => {
                 if let Some(buf) = &mut self.sync_buffer {
                     if buf.len() >= MAX_BUFFERED_EVENTS {
@@ -264,7 +277,9 @@ impl App {
         };
         let session = match &event {
             Event::MessageCreated { message } => &message.session_id,
-            Event::MessagePart { session_id, .. } => session_id,
+            Event::MessagePart { session_id, .. } | Event::MessageDelta { session_id, .. } => {
+                session_id
+            }
             _ => return,
         };
         if session != open {
@@ -288,6 +303,12 @@ impl App {
                 part,
                 ..
             } => self.transcript.apply_part(message_id, *index, part),
+            Event::MessageDelta {
+                message_id,
+                seq,
+                delta,
+                ..
+            } => self.transcript.apply_delta(message_id, *seq, delta.clone()),
             _ => PartOutcome::Duplicate,
         };
         if outcome == PartOutcome::NeedsReload {

@@ -5,11 +5,15 @@
 //! touches only the lines on screen. A very long line is split at [`MAX_LINE_CHARS`] when it
 //! is appended, so one line can never make a frame expensive.
 
+use std::collections::HashMap;
+
+use ax_protocol::turn::{TurnDelta, TurnPart};
 use ax_protocol::{Message, Part, Role, Stream};
 use ratatui::style::Style;
 use unicode_width::UnicodeWidthChar;
 
 use crate::ansi::{AnsiParser, Op};
+use crate::turn_view::{self, Fold, Row};
 
 /// Logical lines longer than this are continued on a new line.
 pub const MAX_LINE_CHARS: usize = 2048;
@@ -37,6 +41,14 @@ pub enum LineStyle {
     Marker,
     /// An empty separator line.
     Blank,
+    /// A row of an agent's turn part, drawn entirely by its style runs.
+    Agent,
+    /// Like [`LineStyle::Agent`], and its first cell is the spinner of a running tool call.
+    Running,
+    /// The "show all" row of a folded long content: a click shows everything.
+    ShowAll,
+    /// The end of a turn: its duration and time.
+    TurnEnd,
 }
 
 #[derive(Debug, Clone)]
@@ -63,6 +75,26 @@ struct MessageCursor {
     open_col: Option<u32>,
     /// Escape-sequence state per stream (stdout, stderr), carried across chunks.
     ansi: [AnsiParser; 2],
+    role: Role,
+    /// An agent's turn parts (its text and the ACP parts), folded from parts and deltas.
+    turn: Vec<TurnPart>,
+    /// The [`Block`] of each turn part, by part index.
+    blocks: Vec<usize>,
+    /// `message.delta`s applied so far; `None` for a loaded message (the count is unknown).
+    seq: Option<u64>,
+}
+
+/// The lines of one turn part: where they are, and (for agent text) how much of the Markdown
+/// is final.
+#[derive(Debug, Clone)]
+struct Block {
+    first: usize,
+    len: usize,
+    message: usize,
+    part: usize,
+    /// Agent text: the byte end of its final segments, their line count, and whether a code
+    /// fence is open there (see [`md_safe_points`]).
+    md: Option<(usize, usize, bool)>,
 }
 
 /// What happened to a streamed part.
@@ -83,6 +115,16 @@ pub struct Transcript {
     rows_end: Vec<usize>,
     wrap: u16,
     messages: Vec<MessageCursor>,
+    blocks: Vec<Block>,
+    /// Fold state of the parts the person opened, by (message id, part index).
+    folds: HashMap<(String, usize), Fold>,
+    /// The part the keyboard acts on (Tab, Enter).
+    focus: Option<(String, usize)>,
+    /// A delta was applied to a loaded message whose delta count was unknown, so it may have
+    /// been in the load already; the owner reloads once the turn ends.
+    uncertain: bool,
+    /// The end line of turns seen ending here, by the message they follow (kept by reloads).
+    turn_ends: HashMap<String, String>,
 }
 
 impl Default for Transcript {
@@ -99,6 +141,46 @@ impl Transcript {
             rows_end: Vec::new(),
             wrap: wrap.max(1),
             messages: Vec::new(),
+            blocks: Vec::new(),
+            folds: HashMap::new(),
+            focus: None,
+            uncertain: false,
+            turn_ends: HashMap::new(),
+        }
+    }
+
+    /// Like [`Transcript::from_messages`], keeping the fold states and focus of `old` (a
+    /// reload of the same session).
+    pub fn reloaded(messages: &[Message], wrap: u16, old: &Transcript) -> Transcript {
+        let mut t = Transcript::new(wrap);
+        t.folds = old.folds.clone();
+        t.focus = old.focus.clone();
+        t.turn_ends = old.turn_ends.clone();
+        for m in messages {
+            t.end_of_turn_line();
+            t.add_message(m);
+        }
+        t.end_of_turn_line();
+        t
+    }
+
+    /// An empty transcript that keeps the turn end lines seen by `old` (they are not stored
+    /// by the backend; message ids are unique, so one map serves every session).
+    pub fn keeping_turn_ends(wrap: u16, old: &Transcript) -> Transcript {
+        let mut t = Transcript::new(wrap);
+        t.turn_ends = old.turn_ends.clone();
+        t
+    }
+
+    /// The turn end line of the last message, if one was seen.
+    fn end_of_turn_line(&mut self) {
+        if let Some(text) = self
+            .messages
+            .last()
+            .and_then(|m| self.turn_ends.get(&m.id))
+            .cloned()
+        {
+            self.push(LineStyle::TurnEnd, &text);
         }
     }
 
@@ -133,10 +215,53 @@ impl Transcript {
             return;
         }
         self.wrap = wrap;
+        if !self.blocks.is_empty() {
+            self.rerender_all();
+            return;
+        }
         let mut acc = 0;
         for (i, line) in self.lines.iter().enumerate() {
             acc += rows_of(line, wrap);
             self.rows_end[i] = acc;
+        }
+    }
+
+    /// Renders every turn part again (a new width): one pass over the lines.
+    fn rerender_all(&mut self) {
+        let old = std::mem::take(&mut self.lines);
+        let open_last = old.len().checked_sub(1);
+        let mut old = old.into_iter().enumerate().peekable();
+        let mut lines = Vec::with_capacity(old.len());
+        for b in 0..self.blocks.len() {
+            let Block { first, len, .. } = self.blocks[b];
+            while old.peek().is_some_and(|(i, _)| *i < first) {
+                lines.push(old.next().expect("peeked").1);
+            }
+            while old.peek().is_some_and(|(i, _)| *i < first + len) {
+                old.next();
+            }
+            self.blocks[b].md = None;
+            let new_first = lines.len();
+            let (_, rendered) = self.render_block(b);
+            self.blocks[b].first = new_first;
+            self.blocks[b].len = rendered.len();
+            lines.extend(rendered);
+        }
+        lines.extend(old.map(|(_, l)| l));
+        for m in &mut self.messages {
+            // Only the last line can be open; it stays the last line.
+            if m.open_line.is_some() && m.open_line == open_last {
+                m.open_line = lines.len().checked_sub(1);
+            } else {
+                m.open_line = None;
+            }
+        }
+        self.lines = lines;
+        self.rows_end.clear();
+        let mut acc = 0;
+        for line in &self.lines {
+            acc += rows_of(line, self.wrap);
+            self.rows_end.push(acc);
         }
     }
 
@@ -167,6 +292,12 @@ impl Transcript {
             open_line: None,
             open_col: None,
             ansi: Default::default(),
+            role: m.role,
+            turn: Vec::new(),
+            blocks: Vec::new(),
+            // A message that arrives empty starts its delta count at 0; one with parts was
+            // loaded (or replayed) and its count is unknown.
+            seq: m.parts.is_empty().then_some(0),
         });
         for (i, part) in m.parts.iter().enumerate() {
             self.apply_part(&m.id, i as u32, part);
@@ -188,8 +319,17 @@ impl Transcript {
             return PartOutcome::NeedsReload;
         }
         self.messages[pos].parts += 1;
+        let agent = self.messages[pos].role == Role::Assistant;
         match part {
             Part::Output { stream, text } => self.append_output(pos, *stream, text),
+            Part::Text { text } if agent => {
+                self.messages[pos].open_line = None;
+                self.push_turn_part(pos, TurnPart::Text { text: text.clone() });
+            }
+            Part::Turn(p) => {
+                self.messages[pos].open_line = None;
+                self.push_turn_part(pos, p.clone());
+            }
             other => {
                 self.messages[pos].open_line = None;
                 self.messages[pos].open_col = None;
@@ -217,13 +357,336 @@ impl Transcript {
                     Part::Interrupted => {
                         self.push(LineStyle::Marker, "[interrupted by a backend restart]")
                     }
-                    // Agent turns are rendered by the agents UI work; a marker until then.
-                    Part::Turn(_) => self.push(LineStyle::Marker, "[agent part]"),
-                    Part::Output { .. } => unreachable!("handled above"),
+                    Part::Output { .. } | Part::Turn(_) => unreachable!("handled above"),
                 }
             }
         }
         PartOutcome::Applied
+    }
+
+    // ---- agent turns ---------------------------------------------------------------------
+
+    /// Appends a turn part to message `pos` (the last message) as a new block.
+    fn push_turn_part(&mut self, pos: usize, part: TurnPart) {
+        let part_idx = self.messages[pos].turn.len();
+        self.messages[pos].turn.push(part);
+        let b = self.blocks.len();
+        self.blocks.push(Block {
+            first: self.lines.len(),
+            len: 0,
+            message: pos,
+            part: part_idx,
+            md: None,
+        });
+        self.messages[pos].blocks.push(b);
+        self.refresh_block(b);
+    }
+
+    /// Folds a `message.delta` into its message. Idempotent by `seq`; a gap, an unknown
+    /// message, or a new part for a message that is not the last asks for a reload.
+    pub fn apply_delta(&mut self, message_id: &str, seq: u64, delta: TurnDelta) -> PartOutcome {
+        let Some(pos) = self.messages.iter().rposition(|c| c.id == message_id) else {
+            return PartOutcome::NeedsReload;
+        };
+        match self.messages[pos].seq {
+            Some(have) if seq <= have => return PartOutcome::Duplicate,
+            Some(have) if seq > have + 1 => return PartOutcome::NeedsReload,
+            Some(_) => {}
+            None => self.uncertain = true,
+        }
+        let turn = &self.messages[pos].turn;
+        let last = turn.len().checked_sub(1);
+        let find_tool = |id: &str| {
+            turn.iter()
+                .rposition(|p| matches!(p, TurnPart::ToolCall(t) if t.tool_call_id == id))
+        };
+        let target = match &delta {
+            TurnDelta::TextAppended { .. } => {
+                last.filter(|&i| matches!(turn[i], TurnPart::Text { .. }))
+            }
+            TurnDelta::ThoughtAppended { .. } => {
+                last.filter(|&i| matches!(turn[i], TurnPart::Thought { .. }))
+            }
+            TurnDelta::ToolCallCreated { tool_call } => find_tool(&tool_call.tool_call_id),
+            TurnDelta::ToolCallUpdated { tool_call_id, .. } => find_tool(tool_call_id),
+            TurnDelta::PlanReplaced { .. } => turn
+                .iter()
+                .rposition(|p| matches!(p, TurnPart::Plan { .. })),
+            TurnDelta::PermissionAnswered { permission_id, .. } => {
+                match turn.iter().rposition(
+                    |p| matches!(p, TurnPart::Permission(x) if &x.permission_id == permission_id),
+                ) {
+                    Some(i) => Some(i),
+                    // Nothing to change (apply ignores it too).
+                    None => {
+                        self.messages[pos].seq = Some(seq);
+                        return PartOutcome::Applied;
+                    }
+                }
+            }
+            TurnDelta::PermissionAsked { .. } | TurnDelta::Notice { .. } => None,
+        };
+        if target.is_none() && pos + 1 != self.messages.len() {
+            return PartOutcome::NeedsReload;
+        }
+        self.messages[pos].seq = Some(seq);
+        let before = self.messages[pos].turn.len();
+        ax_protocol::turn::apply(&mut self.messages[pos].turn, delta);
+        match target {
+            Some(i) => {
+                let b = self.messages[pos].blocks[i];
+                self.refresh_block(b);
+            }
+            None => {
+                // `apply` pushed exactly one part.
+                let part = self.messages[pos].turn.pop().expect("a new part");
+                debug_assert_eq!(self.messages[pos].turn.len(), before);
+                self.messages[pos].open_line = None;
+                self.push_turn_part(pos, part);
+            }
+        }
+        PartOutcome::Applied
+    }
+
+    /// Whether a delta may have been applied twice (see the field); cleared by a reload.
+    pub fn uncertain(&self) -> bool {
+        self.uncertain
+    }
+
+    fn part_key(&self, b: usize) -> (String, usize) {
+        let blk = &self.blocks[b];
+        (self.messages[blk.message].id.clone(), blk.part)
+    }
+
+    fn block_part(&self, b: usize) -> &TurnPart {
+        let blk = &self.blocks[b];
+        &self.messages[blk.message].turn[blk.part]
+    }
+
+    /// The lines of block `b` as they should be now, and how many of its current leading
+    /// lines stay as they are.
+    fn render_block(&mut self, b: usize) -> (usize, Vec<TextLine>) {
+        let key = self.part_key(b);
+        let fold = self.folds.get(&key).copied().unwrap_or_default();
+        let focused = self.focus.as_ref() == Some(&key);
+        let wrap = self.wrap;
+        let blk = &self.blocks[b];
+        let part = &self.messages[blk.message].turn[blk.part];
+        if let TurnPart::Text { text } = part {
+            // Markdown in final segments plus a tail: only the tail is rendered again.
+            let (mut end, mut keep, mut fence) = blk.md.unwrap_or((0, 0, false));
+            if end > text.len() {
+                (end, keep, fence) = (0, 0, false);
+            }
+            let (points, fence_at_last) = md_safe_points(text, end, fence);
+            let mut new = Vec::new();
+            let mut from = end;
+            for p in &points {
+                let seg = md_lines(&text[from..*p], wrap);
+                if !seg.is_empty() {
+                    new.extend(seg);
+                    new.push(blank_line());
+                }
+                from = *p;
+            }
+            let stable = keep + new.len();
+            new.extend(md_lines(&text[from..], wrap));
+            if let Some(&last) = points.last() {
+                (end, fence) = (last, fence_at_last);
+            }
+            self.blocks[b].md = Some((end, stable, fence));
+            return (keep, new);
+        }
+        (
+            0,
+            rows_to_lines(turn_view::render(part, fold, focused, wrap)),
+        )
+    }
+
+    /// Brings block `b`'s lines up to date, in place.
+    fn refresh_block(&mut self, b: usize) {
+        let (keep, new) = self.render_block(b);
+        let Block { first, len, .. } = self.blocks[b];
+        let keep = keep.min(len);
+        let at = first + keep;
+        let old_len = len - keep;
+        let new_len = new.len();
+        let tail_end = at + old_len;
+        self.lines.splice(at..tail_end, new);
+        self.blocks[b].len = keep + new_len;
+        let shift = new_len as isize - old_len as isize;
+        if shift != 0 {
+            for blk in &mut self.blocks[b + 1..] {
+                blk.first = (blk.first as isize + shift) as usize;
+            }
+            for m in &mut self.messages {
+                if let Some(l) = m.open_line
+                    && l >= tail_end
+                {
+                    m.open_line = Some((l as isize + shift) as usize);
+                }
+            }
+        }
+        // Row index: only from the first changed line on (nothing after it for a part
+        // streaming at the end).
+        self.rows_end.truncate(at);
+        let mut acc = at.checked_sub(1).map_or(0, |i| self.rows_end[i]);
+        for line in &self.lines[at..] {
+            acc += rows_of(line, self.wrap);
+            self.rows_end.push(acc);
+        }
+    }
+
+    /// Foldable parts in transcript order: (message id, part index).
+    fn foldable_blocks(&self) -> impl DoubleEndedIterator<Item = usize> + '_ {
+        (0..self.blocks.len()).filter(|&b| turn_view::foldable(self.block_part(b)))
+    }
+
+    fn block_of(&self, key: &(String, usize)) -> Option<usize> {
+        let pos = self.messages.iter().rposition(|m| m.id == key.0)?;
+        self.messages[pos].blocks.get(key.1).copied()
+    }
+
+    /// The focused part, if any.
+    pub fn focus(&self) -> Option<&(String, usize)> {
+        self.focus.as_ref()
+    }
+
+    /// Moves the focus to the next (`forward`) or previous foldable part; from no focus, to
+    /// the newest one. Returns the focused block's first row, to scroll it into view.
+    pub fn move_focus(&mut self, forward: bool) -> Option<usize> {
+        let cur = self.focus.as_ref().and_then(|k| self.block_of(k));
+        let next = match cur {
+            None => self.foldable_blocks().next_back(),
+            Some(c) if forward => self.foldable_blocks().find(|&b| b > c),
+            Some(c) => self.foldable_blocks().rev().find(|&b| b < c),
+        }
+        .or(cur)?;
+        self.set_focus(Some(next));
+        Some(self.row_of_line(self.blocks[next].first))
+    }
+
+    /// Clears the focus.
+    pub fn clear_focus(&mut self) {
+        self.set_focus(None);
+    }
+
+    fn set_focus(&mut self, b: Option<usize>) {
+        let old = self.focus.as_ref().and_then(|k| self.block_of(k));
+        self.focus = b.map(|b| self.part_key(b));
+        for x in [old, b].into_iter().flatten() {
+            self.refresh_block(x);
+        }
+    }
+
+    /// Opens or closes the focused part (collapsed → open → all → collapsed).
+    pub fn toggle_focused(&mut self) -> bool {
+        match self.focus.as_ref().and_then(|k| self.block_of(k)) {
+            Some(b) => {
+                self.cycle(b);
+                true
+            }
+            None => false,
+        }
+    }
+
+    fn cycle(&mut self, b: usize) {
+        let key = self.part_key(b);
+        let fold = self.folds.get(&key).copied().unwrap_or_default();
+        let long = turn_view::is_long(self.block_part(b), self.wrap);
+        self.set_fold(b, fold.next(long));
+    }
+
+    fn set_fold(&mut self, b: usize, fold: Fold) {
+        let key = self.part_key(b);
+        if fold == Fold::Collapsed {
+            self.folds.remove(&key);
+        } else {
+            self.folds.insert(key, fold);
+        }
+        self.refresh_block(b);
+    }
+
+    /// A click on transcript row `row` (counted from the top of the whole transcript): on a
+    /// foldable part's first row it opens or closes it, on "show all" it shows everything.
+    /// Returns whether it did something.
+    pub fn click_row(&mut self, row: usize) -> bool {
+        let line = self.rows_end.partition_point(|&e| e <= row);
+        if line >= self.lines.len() {
+            return false;
+        }
+        let b = self.blocks.partition_point(|blk| blk.first <= line);
+        let Some(b) = b.checked_sub(1) else {
+            return false;
+        };
+        let blk = &self.blocks[b];
+        if line >= blk.first + blk.len || !turn_view::foldable(self.block_part(b)) {
+            return false;
+        }
+        self.set_focus(Some(b));
+        if self.lines[line].style == LineStyle::ShowAll {
+            self.set_fold(b, Fold::Full);
+            true
+        } else if line == self.blocks[b].first {
+            let key = self.part_key(b);
+            let fold = self.folds.get(&key).copied().unwrap_or_default();
+            let next = if fold == Fold::Collapsed {
+                Fold::Open
+            } else {
+                Fold::Collapsed
+            };
+            self.set_fold(b, next);
+            true
+        } else {
+            true
+        }
+    }
+
+    /// Whether the person opened a part (it then holds their attention; see docs/tui.md §4).
+    pub fn any_expanded(&self) -> bool {
+        !self.folds.is_empty()
+    }
+
+    /// The first row (from the top) of line `line`.
+    fn row_of_line(&self, line: usize) -> usize {
+        line.checked_sub(1).map_or(0, |i| self.rows_end[i])
+    }
+
+    /// The first row of the window [`Transcript::visible`] shows for these arguments.
+    pub fn window_start(&self, height: usize, scroll: usize) -> usize {
+        let end = self
+            .total_rows()
+            .saturating_sub(scroll.min(self.max_scroll(height)));
+        end.saturating_sub(height)
+    }
+
+    /// Appends the end of a turn: how long it took and when it ended.
+    pub fn push_turn_end(&mut self, text: &str) {
+        let Some(m) = self.messages.last_mut() else {
+            return;
+        };
+        m.open_line = None;
+        let id = m.id.clone();
+        if self.turn_ends.insert(id, text.to_owned()).is_none() {
+            self.push(LineStyle::TurnEnd, text);
+        }
+    }
+
+    /// The turn parts of every message, for tests and snapshots of the state model.
+    pub fn turn_parts(&self) -> Vec<(&str, &[TurnPart])> {
+        self.messages
+            .iter()
+            .filter(|m| !m.turn.is_empty())
+            .map(|m| (m.id.as_str(), m.turn.as_slice()))
+            .collect()
+    }
+
+    /// The text of every row, for tests.
+    pub fn all_rows(&self) -> Vec<String> {
+        self.visible(self.total_rows(), 0)
+            .into_iter()
+            .map(|(_, s)| s.to_owned())
+            .collect()
     }
 
     /// Command output: ANSI styles become runs, `\r` and backspace overwrite within the open
@@ -384,29 +847,9 @@ impl Transcript {
     /// The rows to draw in a window of `height` rows, `scroll` rows above the bottom.
     /// Returns at most `height` rows, oldest first.
     pub fn visible(&self, height: usize, scroll: usize) -> Vec<(LineStyle, &str)> {
-        let total = self.total_rows();
-        if height == 0 || total == 0 {
-            return Vec::new();
-        }
-        let end = total.saturating_sub(scroll.min(self.max_scroll(height)));
-        let start = end.saturating_sub(height);
-        let mut out = Vec::with_capacity(end - start);
-        let mut idx = self.rows_end.partition_point(|&e| e <= start);
-        let mut row = if idx == 0 { 0 } else { self.rows_end[idx - 1] };
-        while row < end && idx < self.lines.len() {
-            let line = &self.lines[idx];
-            for slice in wrap_rows(&line.text, self.wrap) {
-                if row >= start && row < end {
-                    out.push((line.style, slice));
-                }
-                row += 1;
-                if row >= end {
-                    break;
-                }
-            }
-            idx += 1;
-        }
-        out
+        self.window(height, scroll)
+            .map(|(line, row)| (line.style, row))
+            .collect()
     }
 
     /// Like [`Transcript::visible`], with each row cut into (text, ANSI style) pieces; the
@@ -416,35 +859,121 @@ impl Transcript {
         height: usize,
         scroll: usize,
     ) -> Vec<(LineStyle, Vec<(&str, Style)>)> {
+        self.window(height, scroll)
+            .map(|(line, row)| (line.style, split_runs(line, row)))
+            .collect()
+    }
+
+    /// The wrapped rows of the window, each with its line: the first visible line is found by
+    /// binary search on the row index and only the visible lines are wrapped.
+    fn window(&self, height: usize, scroll: usize) -> impl Iterator<Item = (&TextLine, &str)> {
         let total = self.total_rows();
-        if height == 0 || total == 0 {
-            return Vec::new();
-        }
         let end = total.saturating_sub(scroll.min(self.max_scroll(height)));
-        let start = end.saturating_sub(height);
-        let mut out = Vec::with_capacity(end - start);
-        let mut idx = self.rows_end.partition_point(|&e| e <= start);
-        let mut row = if idx == 0 { 0 } else { self.rows_end[idx - 1] };
-        while row < end && idx < self.lines.len() {
-            let line = &self.lines[idx];
-            for slice in wrap_rows(&line.text, self.wrap) {
-                if row >= start && row < end {
-                    out.push((line.style, split_runs(line, slice)));
-                }
-                row += 1;
-                if row >= end {
-                    break;
-                }
-            }
-            idx += 1;
-        }
-        out
+        let start = if height == 0 {
+            end
+        } else {
+            end.saturating_sub(height)
+        };
+        let first = self.rows_end.partition_point(|&e| e <= start);
+        let first_row = first.checked_sub(1).map_or(0, |i| self.rows_end[i]);
+        self.lines[first.min(self.lines.len())..]
+            .iter()
+            .flat_map(|line| wrap_rows(&line.text, self.wrap).map(move |row| (line, row)))
+            .skip(start - first_row)
+            .take(end - start)
     }
 
     /// The largest useful scroll offset for a window of `height` rows.
     pub fn max_scroll(&self, height: usize) -> usize {
         self.total_rows().saturating_sub(height)
     }
+}
+
+fn blank_line() -> TextLine {
+    TextLine {
+        style: LineStyle::Blank,
+        text: String::new(),
+        width: 0,
+        uniform: true,
+        chars: 0,
+        runs: None,
+    }
+}
+
+/// Styled rows as transcript lines (a row longer than [`MAX_LINE_CHARS`] continues on the
+/// next line; control characters become U+FFFD).
+fn rows_to_lines(rows: Vec<Row>) -> Vec<TextLine> {
+    let mut out = Vec::with_capacity(rows.len());
+    for (style, pieces) in rows {
+        let mut line = TextLine {
+            style,
+            ..blank_line()
+        };
+        for (text, s) in pieces {
+            let mut start = line.text.len();
+            for c in text.chars() {
+                if line.chars as usize >= MAX_LINE_CHARS {
+                    note_run(&mut line, start, s);
+                    out.push(std::mem::replace(
+                        &mut line,
+                        TextLine {
+                            style,
+                            ..blank_line()
+                        },
+                    ));
+                    start = 0;
+                }
+                push_char(&mut line, if c.is_control() { '\u{fffd}' } else { c });
+            }
+            note_run(&mut line, start, s);
+        }
+        out.push(line);
+    }
+    out
+}
+
+fn md_lines(text: &str, wrap: u16) -> Vec<TextLine> {
+    if text.trim().is_empty() {
+        return Vec::new();
+    }
+    rows_to_lines(turn_view::markdown_rows(text, wrap))
+}
+
+/// Where agent Markdown can be cut into segments rendered on their own: the start of a line
+/// after a blank line, outside a code fence, that starts a new block (not indented, not a list
+/// item that could continue a list). Scans from byte `from` (a line start, with the fence
+/// state there) and returns the points found and the fence state at the last one. The points
+/// of a text never change as it grows, so rendering segment by segment while it streams gives
+/// exactly the lines of rendering the whole text the same way.
+pub fn md_safe_points(text: &str, from: usize, mut fence: bool) -> (Vec<usize>, bool) {
+    let mut points = Vec::new();
+    let mut fence_at_last = fence;
+    let mut prev_blank = false;
+    let mut at = from;
+    while at < text.len() {
+        let end = text[at..].find('\n').map_or(text.len(), |i| at + i);
+        let line = &text[at..end];
+        let complete = end < text.len();
+        let first = line.chars().next();
+        if prev_blank
+            && !fence
+            && at > from
+            && first.is_some_and(|c| !c.is_whitespace() && !"-*+>|0123456789".contains(c))
+        {
+            points.push(at);
+            fence_at_last = fence;
+        }
+        let trimmed = line.trim_start();
+        if complete && (trimmed.starts_with("```") || trimmed.starts_with("~~~")) {
+            fence = !fence;
+        }
+        prev_blank = complete && line.trim().is_empty();
+        if !complete {
+            break;
+        }
+        at = end + 1;
+    }
+    (points, fence_at_last)
 }
 
 /// Appends sanitized text to `line`; returns what did not fit under the length cap.

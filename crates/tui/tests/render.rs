@@ -156,11 +156,16 @@ fn help_modal() {
     typed(&mut app, "/help");
     app.handle_input(key(KeyCode::Enter));
     let s = screen(&app);
-    assert!(s.contains("/tui-mcp-revoke") && s.contains("Alt+Enter"));
+    assert!(s.contains("Alt+Enter") && s.contains("Tab, Shift+Tab"));
     assert!(s.contains("Alt+B/F") && s.contains("^A/^E"));
     assert!(s.contains("PgUp/PgDn") && s.contains("mouse wheel") && s.contains("chip"));
     assert!(s.contains("/abort"));
     insta::assert_snapshot!(s);
+    // The rest of the commands is below: the help scrolls.
+    assert!(s.contains("↑↓ PgDn scroll"), "{s}");
+    app.handle_input(key(KeyCode::PageDown));
+    let s = screen(&app);
+    assert!(s.contains("/tui-mcp-revoke") && s.contains("/mode"), "{s}");
 }
 
 #[test]

@@ -375,7 +375,7 @@ fn printable_keys_go_to_the_composer_on_home() {
 fn palette_runs_commands() {
     let mut app = ready_app(vec![], true);
     app.handle_input(ctrl('p'));
-    typed(&mut app, "revoke");
+    typed(&mut app, "tui-mcp-revoke");
     app.handle_input(key(KeyCode::Enter));
     assert!(app.modal().is_none());
     assert!(app.sharing().is_none());
@@ -384,7 +384,18 @@ fn palette_runs_commands() {
     typed(&mut app, "new");
     app.handle_input(key(KeyCode::Enter));
     let effects = app.take_effects();
-    let [Effect::CreateSession { generation }] = effects.as_slice() else {
+    let [Effect::ListAgents { generation }] = effects.as_slice() else {
+        panic!("{effects:?}")
+    };
+    app.on_agents(*generation, Err("down".into()));
+    let effects = app.take_effects();
+    let [
+        Effect::CreateSession {
+            generation,
+            agent: None,
+        },
+    ] = effects.as_slice()
+    else {
         panic!("{effects:?}")
     };
     app.on_created(*generation, Ok(session(4, "", SessionStatus::Idle)));

@@ -80,6 +80,19 @@ impl Pty {
         rows: u16,
         cols: u16,
     ) -> Pty {
+        Pty::spawn_with(env, args, password, rows, cols, &[])
+    }
+
+    /// [`Pty::spawn_sized`] with more environment variables (e.g. `XDG_CONFIG_HOME` for an
+    /// agents configuration).
+    pub fn spawn_with(
+        env: &Env,
+        args: &[&str],
+        password: Option<&str>,
+        rows: u16,
+        cols: u16,
+        extra_env: &[(&str, &std::ffi::OsStr)],
+    ) -> Pty {
         let pair = native_pty_system()
             .openpty(PtySize {
                 rows,
@@ -99,6 +112,9 @@ impl Pty {
         cmd.env_remove("XDG_DATA_HOME");
         if let Some(p) = password {
             cmd.env("AX_CODE_SERVER_PASSWORD", p);
+        }
+        for (k, v) in extra_env {
+            cmd.env(k, v);
         }
         let child = pair.slave.spawn_command(cmd).unwrap();
         drop(pair.slave);
@@ -137,6 +153,12 @@ impl Pty {
     /// The screen's text now.
     pub fn screen(&self) -> String {
         self.handle().screen()
+    }
+
+    /// The screen with its colours and attributes, as escape sequences (for a text capture
+    /// that a terminal shows as it was).
+    pub fn screen_ansi(&self) -> String {
+        self.parser.lock().unwrap().screen().contents_formatted()
     }
 
     /// What the TUI asked the terminal to copy (OSC 52), base64 as sent, oldest first.

@@ -1,0 +1,796 @@
+//! How the parts of an agent's turn look in the transcript (docs/tui.md §2a).
+//!
+//! Pure functions of (part, fold state, focus, width) to styled rows; the transcript keeps
+//! their output per part and replaces it in place when a delta or a fold changes the part, so
+//! a frame never renders a part. Agent text is Markdown ([`crate::markdown`]); thoughts are
+//! dimmed and folded; a tool call is a one-line card (status, kind, title) that opens to its
+//! locations, input and content: a coloured unified diff for an edit ([`unified_diff`]),
+//! command output through the ANSI renderer, text. Long content folds behind "show all".
+
+use ax_protocol::turn::{
+    NoticeKind, PermissionKind, PermissionOutcome, PermissionPart, PlanStatus, ToolCallPart,
+    ToolContent, ToolKind, ToolStatus, TurnPart,
+};
+use ratatui::style::{Color, Modifier, Style};
+
+use crate::transcript::LineStyle;
+
+/// Content rows shown by an open card before the rest folds behind "show all".
+pub const FOLD_ROWS: usize = 16;
+
+/// How much of a foldable part shows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Fold {
+    /// The header line only (the default).
+    #[default]
+    Collapsed,
+    /// The content, long content cut at [`FOLD_ROWS`] rows.
+    Open,
+    /// Everything.
+    Full,
+}
+
+impl Fold {
+    /// The next state for Enter: collapsed → open → (all, when cut) → collapsed.
+    pub fn next(self, long: bool) -> Fold {
+        match self {
+            Fold::Collapsed => Fold::Open,
+            Fold::Open if long => Fold::Full,
+            Fold::Open | Fold::Full => Fold::Collapsed,
+        }
+    }
+}
+
+/// One row: how it is drawn and its styled pieces.
+pub type Row = (LineStyle, Vec<(String, Style)>);
+
+const DIM: Style = Style::new().fg(Color::DarkGray);
+const THOUGHT: Style = Style::new()
+    .fg(Color::DarkGray)
+    .add_modifier(Modifier::ITALIC);
+const FOCUS: Style = Style::new().bg(Color::Indexed(236));
+
+/// Whether a part opens and closes (thoughts and tool calls; permissions open to the request).
+pub fn foldable(part: &TurnPart) -> bool {
+    matches!(
+        part,
+        TurnPart::Thought { .. } | TurnPart::ToolCall(_) | TurnPart::Permission(_)
+    )
+}
+
+/// The placeholder the first cell of a [`LineStyle::Running`] row holds; drawing puts the
+/// current spinner frame there.
+pub const SPINNER_SLOT: char = '⠋';
+
+/// The rows of a part other than agent text (see [`crate::markdown`] for that).
+pub fn render(part: &TurnPart, fold: Fold, focused: bool, width: u16) -> Vec<Row> {
+    let width = width.max(8) as usize;
+    let mut rows = match part {
+        TurnPart::Text { text } => markdown_rows(text, width as u16),
+        TurnPart::Thought { text } => thought(text, fold, width),
+        TurnPart::ToolCall(t) => tool_call(t, fold, width),
+        TurnPart::Plan { entries } => {
+            let mut rows = vec![row(LineStyle::Agent, "Plan", Style::new().bold())];
+            for e in entries {
+                let (mark, style) = match e.status {
+                    PlanStatus::Completed => ("[x] ", Style::new().fg(Color::Green)),
+                    PlanStatus::InProgress => ("[~] ", Style::new().fg(Color::Yellow).bold()),
+                    PlanStatus::Pending => ("[ ] ", Style::new()),
+                };
+                let content = crate::markdown::sanitize(&e.content);
+                let text_style = if e.status == PlanStatus::Completed {
+                    DIM.add_modifier(Modifier::CROSSED_OUT)
+                } else {
+                    style
+                };
+                wrap_into(&mut rows, &content, width, "  ", mark, style, text_style);
+            }
+            rows
+        }
+        TurnPart::Permission(p) => permission(p, fold, width),
+        TurnPart::Notice(n) => {
+            let (label, style) = match n.kind {
+                NoticeKind::Usage => ("usage", Style::new().fg(Color::Blue)),
+                NoticeKind::Mode => ("mode", Style::new().fg(Color::Blue)),
+                NoticeKind::Auth => ("needs auth", Style::new().fg(Color::Red).bold()),
+                NoticeKind::Error => ("error", Style::new().fg(Color::Red).bold()),
+                NoticeKind::Stop => ("stopped", Style::new().fg(Color::Yellow)),
+                NoticeKind::Info => ("note", Style::new().fg(Color::Blue)),
+            };
+            let mut rows = Vec::new();
+            for (i, line) in n.message.split('\n').enumerate() {
+                let lead = if i == 0 {
+                    format!("│ {label}: ")
+                } else {
+                    "│   ".into()
+                };
+                let cont = "│   ";
+                wrap_into(
+                    &mut rows,
+                    &crate::markdown::sanitize(line),
+                    width,
+                    cont,
+                    &lead,
+                    style,
+                    Style::new(),
+                );
+            }
+            if n.kind == NoticeKind::Auth {
+                wrap_into(
+                    &mut rows,
+                    "what to do: set the variable the agent names in its `env` in the agents \
+                     configuration (config.toml; /agent shows the methods), then send the prompt \
+                     again",
+                    width,
+                    "│   ",
+                    "│   ",
+                    style,
+                    DIM,
+                );
+            }
+            rows
+        }
+    };
+    if focused && let Some((_, pieces)) = rows.first_mut() {
+        for (_, s) in pieces.iter_mut() {
+            *s = s.patch(FOCUS);
+        }
+        pieces.insert(0, ("▶".into(), FOCUS.fg(Color::Cyan).bold()));
+    }
+    rows
+}
+
+/// Agent text as rows: its Markdown rendered to `width`.
+pub fn markdown_rows(text: &str, width: u16) -> Vec<Row> {
+    crate::markdown::render(text, width)
+        .into_iter()
+        .map(|l| {
+            (
+                LineStyle::Agent,
+                l.spans
+                    .into_iter()
+                    .map(|s| (s.content.into_owned(), s.style))
+                    .collect(),
+            )
+        })
+        .collect()
+}
+
+/// Whether the part's open content is longer than [`FOLD_ROWS`] (so "show all" applies).
+pub fn is_long(part: &TurnPart, width: u16) -> bool {
+    content_rows(part, width.max(8) as usize).len() > FOLD_ROWS
+}
+
+fn row(style: LineStyle, text: &str, s: Style) -> Row {
+    (style, vec![(text.to_owned(), s)])
+}
+
+/// Word-wraps `text` to `width` with `first` before the first row and `cont` before the
+/// others.
+fn wrap_into(
+    rows: &mut Vec<Row>,
+    text: &str,
+    width: usize,
+    cont: &str,
+    first: &str,
+    lead_style: Style,
+    text_style: Style,
+) {
+    let mut lead = first.to_owned();
+    let mut rest = text;
+    loop {
+        let room = width.saturating_sub(unicode_width::UnicodeWidthStr::width(lead.as_str()));
+        let cut = cut_at(rest, room.max(1));
+        rows.push((
+            LineStyle::Agent,
+            vec![
+                (lead.clone(), lead_style),
+                (rest[..cut].to_owned(), text_style),
+            ],
+        ));
+        rest = rest[cut..].trim_start_matches(' ');
+        if rest.is_empty() {
+            break;
+        }
+        lead = cont.to_owned();
+    }
+}
+
+/// The byte index to cut `s` at so the first part fits `room` cells, preferring a space.
+fn cut_at(s: &str, room: usize) -> usize {
+    use unicode_width::UnicodeWidthChar;
+    let mut used = 0;
+    let mut last_space = None;
+    for (i, c) in s.char_indices() {
+        let w = c.width().unwrap_or(0);
+        if used + w > room {
+            return match last_space {
+                Some(sp) if sp > 0 => sp,
+                _ if i == 0 => c.len_utf8(),
+                _ => i,
+            };
+        }
+        if c == ' ' {
+            last_space = Some(i);
+        }
+        used += w;
+    }
+    s.len()
+}
+
+fn thought(text: &str, fold: Fold, width: usize) -> Vec<Row> {
+    let lines: Vec<&str> = text.trim_end().split('\n').collect();
+    let n = lines.len();
+    match fold {
+        Fold::Collapsed => vec![row(
+            LineStyle::Agent,
+            &format!("✻ Thought ({n} line{}) ▸", if n == 1 { "" } else { "s" }),
+            THOUGHT,
+        )],
+        Fold::Open | Fold::Full => {
+            let mut rows = vec![row(LineStyle::Agent, "✻ Thought ▾", THOUGHT)];
+            for l in lines {
+                wrap_into(
+                    &mut rows,
+                    &crate::markdown::sanitize(l),
+                    width,
+                    "  ",
+                    "  ",
+                    THOUGHT,
+                    THOUGHT,
+                );
+            }
+            rows
+        }
+    }
+}
+
+/// A short word for the kind of tool call.
+pub fn kind_label(kind: ToolKind) -> &'static str {
+    match kind {
+        ToolKind::Read => "read",
+        ToolKind::Edit => "edit",
+        ToolKind::Delete => "delete",
+        ToolKind::Move => "move",
+        ToolKind::Search => "search",
+        ToolKind::Execute => "run",
+        ToolKind::Think => "think",
+        ToolKind::Fetch => "fetch",
+        ToolKind::SwitchMode => "mode",
+        ToolKind::Other => "tool",
+    }
+}
+
+fn status_mark(status: ToolStatus) -> (char, &'static str, Style) {
+    match status {
+        ToolStatus::Pending => (SPINNER_SLOT, "pending", Style::new().fg(Color::Yellow)),
+        ToolStatus::InProgress => (SPINNER_SLOT, "running", Style::new().fg(Color::Yellow)),
+        ToolStatus::Completed => ('✓', "", Style::new().fg(Color::Green).bold()),
+        ToolStatus::Failed => ('✗', "failed", Style::new().fg(Color::Red).bold()),
+        ToolStatus::Cancelled => ('⊘', "cancelled", Style::new().fg(Color::DarkGray)),
+    }
+}
+
+fn card_header(t: &ToolCallPart, fold: Fold, width: usize, has_body: bool) -> Row {
+    let (mark, word, mstyle) = status_mark(t.status);
+    let kind = kind_label(t.kind);
+    let title = if t.title.is_empty() {
+        t.tool_call_id.as_str()
+    } else {
+        t.title.as_str()
+    };
+    let title = one_line(title);
+    let arrow = match (has_body, fold) {
+        (false, _) => "",
+        (true, Fold::Collapsed) => " ▸",
+        (true, _) => " ▾",
+    };
+    let word = if word.is_empty() {
+        String::new()
+    } else {
+        format!(" · {word}")
+    };
+    let fixed = 2 + kind.len() + 3 + word.chars().count() + arrow.chars().count();
+    let title = clip(&title, width.saturating_sub(fixed).max(4));
+    let style = if t.status.is_open() {
+        LineStyle::Running
+    } else {
+        LineStyle::Agent
+    };
+    (
+        style,
+        vec![
+            (format!("{mark} "), mstyle),
+            (format!("[{kind}] "), Style::new().fg(Color::Cyan)),
+            (title, Style::new().bold()),
+            (word, mstyle),
+            (arrow.to_owned(), DIM),
+        ],
+    )
+}
+
+/// A title on one row: its line breaks shown as ` ↵ ` (the whole text is in the open card).
+fn one_line(s: &str) -> String {
+    crate::markdown::sanitize(&s.trim_end().replace("\r\n", "\n").replace('\n', " ↵ "))
+}
+
+fn clip(s: &str, max: usize) -> String {
+    use unicode_width::UnicodeWidthChar;
+    let mut used = 0;
+    let mut out = String::new();
+    for c in s.chars() {
+        let w = c.width().unwrap_or(0);
+        if used + w > max {
+            out.pop();
+            out.push('…');
+            return out;
+        }
+        used += w;
+        out.push(c);
+    }
+    out
+}
+
+/// Whether an open card would show anything (without building it: a collapsed card is
+/// rendered on every update of its tool call).
+fn has_body(t: &ToolCallPart) -> bool {
+    !t.locations.is_empty()
+        || !t.content.is_empty()
+        || t.raw_output.is_some()
+        || t.raw_input
+            .as_ref()
+            .and_then(|v| v.get("command"))
+            .is_some_and(|c| c.is_string())
+}
+
+fn tool_call(t: &ToolCallPart, fold: Fold, width: usize) -> Vec<Row> {
+    let mut rows = vec![card_header(t, fold, width, has_body(t))];
+    if fold != Fold::Collapsed {
+        let body = content_rows(&TurnPart::ToolCall(t.clone()), width);
+        push_body(&mut rows, body, fold);
+    }
+    rows
+}
+
+fn push_body(rows: &mut Vec<Row>, body: Vec<Row>, fold: Fold) {
+    match fold {
+        Fold::Collapsed => {}
+        Fold::Full => rows.extend(body),
+        Fold::Open => {
+            let n = body.len();
+            rows.extend(body.into_iter().take(FOLD_ROWS));
+            if n > FOLD_ROWS {
+                rows.push(row(
+                    LineStyle::ShowAll,
+                    &format!(
+                        "  … {} more rows · show all (Enter, or click here)",
+                        n - FOLD_ROWS
+                    ),
+                    Style::new().fg(Color::Cyan),
+                ));
+            }
+        }
+    }
+}
+
+/// What an open card or permission shows under its header.
+fn content_rows(part: &TurnPart, width: usize) -> Vec<Row> {
+    match part {
+        TurnPart::ToolCall(t) => request_rows(t, width),
+        TurnPart::Permission(p) => request_rows(&p.tool_call, width),
+        _ => Vec::new(),
+    }
+}
+
+/// A tool call's locations, input command, content (an edit's diff, text, a terminal) and raw
+/// output, as rows (the open card; the approval dialog shows the same).
+pub fn request_rows(t: &ToolCallPart, width: usize) -> Vec<Row> {
+    let mut rows = Vec::new();
+    for l in &t.locations {
+        let at = match l.line {
+            Some(n) => format!("  @ {}:{n}", crate::markdown::sanitize(&l.path)),
+            None => format!("  @ {}", crate::markdown::sanitize(&l.path)),
+        };
+        rows.push(row(LineStyle::Agent, &clip(&at, width), DIM));
+    }
+    if let Some(cmd) = t
+        .raw_input
+        .as_ref()
+        .and_then(|v| v.get("command"))
+        .and_then(|c| c.as_str())
+    {
+        for (i, l) in cmd.split('\n').enumerate() {
+            let lead = if i == 0 { "  $ " } else { "  > " };
+            wrap_into(
+                &mut rows,
+                &crate::markdown::sanitize(l),
+                width,
+                "    ",
+                lead,
+                DIM,
+                Style::new().bold(),
+            );
+        }
+    }
+    for c in &t.content {
+        match c {
+            ToolContent::Text { text } => ansi_rows(&mut rows, text, width),
+            ToolContent::Diff {
+                path,
+                old_text,
+                new_text,
+            } => diff_rows(&mut rows, path, old_text.as_deref(), new_text, width),
+            ToolContent::Terminal { terminal_id } => {
+                rows.push(row(
+                    LineStyle::Agent,
+                    &format!("  terminal {}", crate::markdown::sanitize(terminal_id)),
+                    DIM,
+                ));
+            }
+        }
+    }
+    if let Some(out) = &t.raw_output {
+        let text = match out {
+            serde_json::Value::String(s) => s.clone(),
+            other => match ["output", "stdout", "formatted_output"]
+                .iter()
+                .find_map(|k| other.get(k).and_then(|v| v.as_str()))
+            {
+                Some(s) => s.to_owned(),
+                None => serde_json::to_string_pretty(other).unwrap_or_default(),
+            },
+        };
+        if !text.trim().is_empty()
+            && !t
+                .content
+                .iter()
+                .any(|c| matches!(c, ToolContent::Text { text: tt } if tt == &text))
+        {
+            ansi_rows(&mut rows, &text, width);
+        }
+    }
+    rows
+}
+
+/// Command output through the ANSI renderer (colours kept, `\r` overwrites), cut to width.
+fn ansi_rows(rows: &mut Vec<Row>, text: &str, width: usize) {
+    let mut lines = crate::ansi::AnsiLines::new();
+    lines.feed(text);
+    for l in lines.to_lines() {
+        let mut pieces = vec![("  ".to_owned(), Style::new())];
+        let mut used = 2;
+        for s in l.spans {
+            let mut piece = String::new();
+            for c in s.content.chars() {
+                let w = unicode_width::UnicodeWidthChar::width(c).unwrap_or(0);
+                if used + w > width {
+                    pieces.push((std::mem::take(&mut piece), s.style));
+                    rows.push((LineStyle::Agent, std::mem::take(&mut pieces)));
+                    pieces.push(("  ".to_owned(), Style::new()));
+                    used = 2;
+                }
+                piece.push(c);
+                used += w;
+            }
+            pieces.push((piece, s.style));
+        }
+        rows.push((LineStyle::Agent, pieces));
+    }
+}
+
+fn diff_rows(rows: &mut Vec<Row>, path: &str, old: Option<&str>, new: &str, width: usize) {
+    let path = crate::markdown::sanitize(path);
+    let head = Style::new().bold();
+    match old {
+        Some(_) => rows.push(row(
+            LineStyle::Agent,
+            &clip(&format!("  --- {path}"), width),
+            head,
+        )),
+        None => rows.push(row(
+            LineStyle::Agent,
+            &clip(&format!("  --- (new file) {path}"), width),
+            head,
+        )),
+    }
+    rows.push(row(
+        LineStyle::Agent,
+        &clip(&format!("  +++ {path}"), width),
+        head,
+    ));
+    for line in unified_diff(old.unwrap_or(""), new, 3) {
+        let (style, text) = match line {
+            DiffLine::Hunk(h) => (Style::new().fg(Color::Cyan), h),
+            DiffLine::Same(s) => (Style::new(), format!(" {s}")),
+            DiffLine::Added(s) => (Style::new().fg(Color::Green), format!("+{s}")),
+            DiffLine::Removed(s) => (Style::new().fg(Color::Red), format!("-{s}")),
+        };
+        let text = crate::markdown::sanitize(&text);
+        let mut rest = text.as_str();
+        loop {
+            let cut = hard_cut(rest, width.saturating_sub(2).max(1));
+            rows.push((
+                LineStyle::Agent,
+                vec![("  ".into(), Style::new()), (rest[..cut].to_owned(), style)],
+            ));
+            rest = &rest[cut..];
+            if rest.is_empty() {
+                break;
+            }
+        }
+    }
+}
+
+/// The byte index where `s` stops fitting `room` cells (at least one char).
+fn hard_cut(s: &str, room: usize) -> usize {
+    let mut used = 0;
+    for (i, c) in s.char_indices() {
+        let w = unicode_width::UnicodeWidthChar::width(c).unwrap_or(0);
+        if used + w > room && i > 0 {
+            return i;
+        }
+        used += w;
+    }
+    s.len()
+}
+
+fn permission(p: &PermissionPart, fold: Fold, width: usize) -> Vec<Row> {
+    let title = if p.tool_call.title.is_empty() {
+        kind_label(p.tool_call.kind).to_owned()
+    } else {
+        one_line(&p.tool_call.title)
+    };
+    let (state, style) = match &p.outcome {
+        PermissionOutcome::Pending => (
+            "waiting for you".to_owned(),
+            Style::new().fg(Color::Magenta).bold(),
+        ),
+        PermissionOutcome::Cancelled => ("cancelled".to_owned(), DIM),
+        PermissionOutcome::Selected { option_id, kind } => {
+            let name = p
+                .options
+                .iter()
+                .find(|o| &o.option_id == option_id)
+                .map(|o| crate::markdown::sanitize(&o.name))
+                .unwrap_or_else(|| crate::markdown::sanitize(option_id));
+            let (word, s) = match kind {
+                PermissionKind::AllowOnce => ("allowed once", Style::new().fg(Color::Green)),
+                PermissionKind::AllowAlways => ("always allowed", Style::new().fg(Color::Green)),
+                PermissionKind::RejectOnce => ("rejected", Style::new().fg(Color::Red)),
+                PermissionKind::RejectAlways => ("always rejected", Style::new().fg(Color::Red)),
+            };
+            (format!("{word} (“{name}”)"), s)
+        }
+    };
+    let body = if fold == Fold::Collapsed {
+        Vec::new()
+    } else {
+        content_rows(&TurnPart::Permission(p.clone()), width)
+    };
+    let arrow = match (!has_body(&p.tool_call), fold) {
+        (true, _) => "",
+        (false, Fold::Collapsed) => " ▸",
+        (false, _) => " ▾",
+    };
+    let fixed = 14 + state.chars().count() + arrow.chars().count();
+    let mut rows = vec![(
+        LineStyle::Agent,
+        vec![
+            ("? ".to_owned(), style),
+            ("permission: ".to_owned(), Style::new().fg(Color::Magenta)),
+            (
+                clip(&title, width.saturating_sub(fixed).max(4)),
+                Style::new().bold(),
+            ),
+            (format!(" — {state}"), style),
+            (arrow.to_owned(), DIM),
+        ],
+    )];
+    push_body(&mut rows, body, fold);
+    rows
+}
+
+/// One line of a unified diff.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum DiffLine {
+    /// `@@ -a,b +c,d @@`
+    Hunk(String),
+    Same(String),
+    Added(String),
+    Removed(String),
+}
+
+/// Largest table the line diff fills before it treats the changed middle as replaced whole.
+const DIFF_CELLS: usize = 4_000_000;
+
+/// A unified line diff of `old` → `new` with `context` lines around each change.
+///
+/// Common leading and trailing lines are taken off first; the changed middle is aligned by a
+/// longest-common-subsequence table, or, when that table would exceed [`DIFF_CELLS`], shown as
+/// removed then added (still a correct diff, only less minimal).
+pub fn unified_diff(old: &str, new: &str, context: usize) -> Vec<DiffLine> {
+    let a: Vec<&str> = if old.is_empty() {
+        Vec::new()
+    } else {
+        old.lines().collect()
+    };
+    let b: Vec<&str> = if new.is_empty() {
+        Vec::new()
+    } else {
+        new.lines().collect()
+    };
+    // Edit script: (op, index in a, index in b); op 0 same, 1 removed, 2 added.
+    let mut ops: Vec<(u8, usize, usize)> = Vec::with_capacity(a.len().max(b.len()));
+    let pre = a.iter().zip(&b).take_while(|(x, y)| x == y).count();
+    let suf = a[pre..]
+        .iter()
+        .rev()
+        .zip(b[pre..].iter().rev())
+        .take_while(|(x, y)| x == y)
+        .count();
+    for i in 0..pre {
+        ops.push((0, i, i));
+    }
+    let (am, bm) = (&a[pre..a.len() - suf], &b[pre..b.len() - suf]);
+    if (am.len() + 1).saturating_mul(bm.len() + 1) <= DIFF_CELLS {
+        // lcs[i][j] = LCS length of am[i..], bm[j..].
+        let w = bm.len() + 1;
+        let mut lcs = vec![0u32; (am.len() + 1) * w];
+        for i in (0..am.len()).rev() {
+            for j in (0..bm.len()).rev() {
+                lcs[i * w + j] = if am[i] == bm[j] {
+                    lcs[(i + 1) * w + j + 1] + 1
+                } else {
+                    lcs[(i + 1) * w + j].max(lcs[i * w + j + 1])
+                };
+            }
+        }
+        let (mut i, mut j) = (0, 0);
+        while i < am.len() || j < bm.len() {
+            if i < am.len() && j < bm.len() && am[i] == bm[j] {
+                ops.push((0, pre + i, pre + j));
+                i += 1;
+                j += 1;
+            } else if i < am.len() && (j == bm.len() || lcs[(i + 1) * w + j] >= lcs[i * w + j + 1])
+            {
+                // Removed before added, as `diff -u` shows a change.
+                ops.push((1, pre + i, pre + j));
+                i += 1;
+            } else {
+                ops.push((2, pre + i, pre + j));
+                j += 1;
+            }
+        }
+    } else {
+        for i in 0..am.len() {
+            ops.push((1, pre + i, pre));
+        }
+        for j in 0..bm.len() {
+            ops.push((2, pre + am.len(), pre + j));
+        }
+    }
+    for k in 0..suf {
+        ops.push((0, a.len() - suf + k, b.len() - suf + k));
+    }
+    // Group into hunks: changes with up to `context` same lines around them.
+    let mut out = Vec::new();
+    let changed: Vec<usize> = (0..ops.len()).filter(|&k| ops[k].0 != 0).collect();
+    let mut k = 0;
+    while k < changed.len() {
+        let start = changed[k].saturating_sub(context);
+        let mut end = changed[k] + 1;
+        while k < changed.len() && changed[k] <= end + 2 * context {
+            end = changed[k] + 1;
+            k += 1;
+        }
+        let end = (end + context).min(ops.len());
+        let (a0, b0) = (ops[start].1, ops[start].2);
+        let a_n = ops[start..end].iter().filter(|o| o.0 != 2).count();
+        let b_n = ops[start..end].iter().filter(|o| o.0 != 1).count();
+        out.push(DiffLine::Hunk(format!(
+            "@@ -{},{a_n} +{},{b_n} @@",
+            if a_n == 0 { a0 } else { a0 + 1 },
+            if b_n == 0 { b0 } else { b0 + 1 }
+        )));
+        for &(op, i, j) in &ops[start..end] {
+            out.push(match op {
+                0 => DiffLine::Same(a[i].to_owned()),
+                1 => DiffLine::Removed(a[i].to_owned()),
+                _ => DiffLine::Added(b[j].to_owned()),
+            });
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn text(d: &[DiffLine]) -> Vec<String> {
+        d.iter()
+            .map(|l| match l {
+                DiffLine::Hunk(h) => h.clone(),
+                DiffLine::Same(s) => format!(" {s}"),
+                DiffLine::Added(s) => format!("+{s}"),
+                DiffLine::Removed(s) => format!("-{s}"),
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_small_edit_is_one_hunk_with_context() {
+        let old = "a\nb\nc\nd\ne\nf\ng\nh\n";
+        let new = "a\nb\nc\nD\ne\nf\ng\nh\n";
+        assert_eq!(
+            text(&unified_diff(old, new, 3)),
+            [
+                "@@ -1,7 +1,7 @@",
+                " a",
+                " b",
+                " c",
+                "-d",
+                "+D",
+                " e",
+                " f",
+                " g"
+            ]
+        );
+    }
+
+    #[test]
+    fn new_files_and_far_apart_changes() {
+        assert_eq!(
+            text(&unified_diff("", "x\ny", 3)),
+            ["@@ -0,0 +1,2 @@", "+x", "+y"]
+        );
+        let old: String = (0..20).map(|i| format!("{i}\n")).collect();
+        let new: String = (0..20)
+            .map(|i| match i {
+                2 => "two\n".to_owned(),
+                17 => "seventeen\n".to_owned(),
+                i => format!("{i}\n"),
+            })
+            .collect();
+        let d = text(&unified_diff(&old, &new, 1));
+        assert_eq!(
+            d,
+            [
+                "@@ -2,3 +2,3 @@",
+                " 1",
+                "-2",
+                "+two",
+                " 3",
+                "@@ -17,3 +17,3 @@",
+                " 16",
+                "-17",
+                "+seventeen",
+                " 18"
+            ]
+        );
+        assert!(unified_diff("same\n", "same\n", 3).is_empty());
+    }
+
+    #[test]
+    fn folds_cycle_and_long_content_shows_all() {
+        assert_eq!(Fold::Collapsed.next(false), Fold::Open);
+        assert_eq!(Fold::Open.next(false), Fold::Collapsed);
+        assert_eq!(Fold::Open.next(true), Fold::Full);
+        assert_eq!(Fold::Full.next(true), Fold::Collapsed);
+        let t = ToolCallPart {
+            tool_call_id: "t".into(),
+            title: "Run".into(),
+            content: vec![ToolContent::Text {
+                text: (0..40).map(|i| format!("line {i}\n")).collect(),
+            }],
+            ..ToolCallPart::default()
+        };
+        let part = TurnPart::ToolCall(t);
+        assert!(is_long(&part, 80));
+        assert_eq!(render(&part, Fold::Collapsed, false, 80).len(), 1);
+        let open = render(&part, Fold::Open, false, 80);
+        assert_eq!(open.len(), 1 + FOLD_ROWS + 1);
+        assert_eq!(open.last().unwrap().0, LineStyle::ShowAll);
+        assert_eq!(render(&part, Fold::Full, false, 80).len(), 1 + 40);
+    }
+}
