@@ -80,14 +80,18 @@ pub enum Modal {
     /// The agent for a new session (`/new`, Ctrl+N): the configured agents, the default first
     /// and preselected; Enter creates the session.
     AgentPicker {
+        /// The agents as `GET /agent` listed them.
         agents: Vec<AgentInfo>,
+        /// The backend's default agent.
         default: String,
+        /// The highlighted row.
         selected: usize,
     },
     /// The open session's agent and its state (`/agent`).
     AgentInfo,
     /// The modes the open session's agent offers (`/mode`); Enter switches.
     Modes {
+        /// The highlighted row.
         selected: usize,
     },
 }
@@ -147,21 +151,26 @@ pub enum Effect {
     },
     /// List the configured agents, for the new-session picker.
     ListAgents {
+        /// Results for a route left since are dropped.
         generation: u64,
     },
     /// Create an empty session with `agent` (`None`: the backend's default) and open it.
     CreateSession {
         /// Results for a route left since are dropped.
         generation: u64,
+        /// The agent the person picked.
         agent: Option<String>,
     },
     /// Switch the session's agent to another of its modes.
     SetMode {
+        /// The session whose agent switches.
         session: SessionId,
+        /// One of the modes the agent offers.
         mode_id: String,
     },
     /// Forget every standing "always" answer of the session.
     RevokeStanding {
+        /// The session whose answers are forgotten.
         session: SessionId,
     },
     /// Answer a permission request.

@@ -196,8 +196,11 @@ fn wrap_plain(text: &str, width: usize) -> Vec<String> {
 /// agent's option), and its key.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Choice {
+    /// What the backend is sent.
     pub reply: PermissionReply,
+    /// What the button says.
     pub label: String,
+    /// The key that picks it.
     pub key: char,
 }
 

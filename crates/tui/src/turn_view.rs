@@ -595,8 +595,11 @@ fn permission(p: &PermissionPart, fold: Fold, width: usize) -> Vec<Row> {
 pub enum DiffLine {
     /// `@@ -a,b +c,d @@`
     Hunk(String),
+    /// A line both sides have.
     Same(String),
+    /// A line only the new text has.
     Added(String),
+    /// A line only the old text has.
     Removed(String),
 }
 
