@@ -25,7 +25,8 @@ use portable_pty::{CommandBuilder, MasterPty, native_pty_system};
 use tokio::sync::{mpsc, oneshot, watch};
 
 use super::{
-    CommandSpec, DRAIN_TIMEOUT, ExitStatus, ProcessGroup, READ_SIZE, SpawnError, UNKNOWN, env,
+    CommandSpec, DRAIN_TIMEOUT, ExitStatus, Killer, ProcessGroup, READ_SIZE, SpawnError, UNKNOWN,
+    env,
     group::LiveGroup, lock, output::Utf8Carry,
 };
 
@@ -329,6 +330,13 @@ impl PtyProcess {
     /// Kills every process of the command's session; whether a signal went out.
     pub fn kill(&self) -> bool {
         self.group.kill()
+    }
+
+    /// A handle that kills the session from elsewhere (a shutdown), until the command ended.
+    pub fn killer(&self) -> Killer {
+        Killer {
+            group: self.group.clone(),
+        }
     }
 
     /// How it ended, once it has and its output is in.
