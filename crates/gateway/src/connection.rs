@@ -36,8 +36,8 @@ use crate::{
     hub::ConnEntry,
     method::{Event, Method},
     outbound::{Out, Outbound},
-    scope::{Scope, Scopes},
     pty,
+    scope::{Scope, Scopes},
     terminal::{self, KillParams, RunParams, TerminalSlot},
     ui_command::{UiCommandEvent, UiCommandParams, UiCommandResponse, UiCommandResultParams},
 };
@@ -678,10 +678,11 @@ impl Conn {
             Method::TerminalAttach => {
                 self.need(Scope::Admin)?;
                 let p: pty::TerminalRef = parse_params(params, method)?;
-                let (payload, view) =
-                    self.shared
-                        .terminals
-                        .attach(&p.terminal_id, self.entry.key, &self.entry.out)?;
+                let (payload, view) = self.shared.terminals.attach(
+                    &p.terminal_id,
+                    self.entry.key,
+                    &self.entry.out,
+                )?;
                 self.respond(&req.id, payload);
                 tokio::spawn(view);
                 Ok(())

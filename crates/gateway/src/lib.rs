@@ -70,15 +70,14 @@ pub use handshake::{
     SessionCheckParams, SessionCheckResponse,
 };
 pub use method::{Event, Method};
-pub use scope::{Scope, Scopes};
 pub use pty::{
     MAX_COLS as TERMINAL_MAX_COLS, MAX_INPUT as TERMINAL_MAX_INPUT, MAX_ROWS as TERMINAL_MAX_ROWS,
     MAX_TERMINALS, SCROLLBACK as TERMINAL_SCROLLBACK,
 };
+pub use scope::{Scope, Scopes};
 pub use terminal::{
-    MAX_COMMAND as TERMINAL_MAX_COMMAND, MAX_OUTPUT as TERMINAL_MAX_OUTPUT, OpenedPty,
-    PtyControl, PtyOutput, TerminalEvent, TerminalHost, TerminalSize, TerminalStartError,
-    TerminalStream,
+    MAX_COMMAND as TERMINAL_MAX_COMMAND, MAX_OUTPUT as TERMINAL_MAX_OUTPUT, OpenedPty, PtyControl,
+    PtyOutput, TerminalEvent, TerminalHost, TerminalSize, TerminalStartError, TerminalStream,
 };
 pub use ui_command::{
     AckOutcome, Dock, Outcome, PanelKind, SplitDirection, UiCommand, UiCommandEvent,

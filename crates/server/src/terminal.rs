@@ -10,7 +10,6 @@
 
 use std::path::PathBuf;
 
-
 use ax_agents::process::{
     self, Bound, CommandSpec, OutputEvent, ProcessGroup,
     pty::{PtyEvent, PtyProcess, TermSize},

@@ -26,8 +26,7 @@ use tokio::sync::{mpsc, oneshot, watch};
 
 use super::{
     CommandSpec, DRAIN_TIMEOUT, ExitStatus, Killer, ProcessGroup, READ_SIZE, SpawnError, UNKNOWN,
-    env,
-    group::LiveGroup, lock, output::Utf8Carry,
+    env, group::LiveGroup, lock, output::Utf8Carry,
 };
 
 /// Writes waiting for the terminal before [`PtyProcess::write`] refuses more.
