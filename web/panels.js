@@ -23,6 +23,12 @@ function panelFrame(name, title, actions) {
   return { el, dockBtn };
 }
 
+/**
+ * The page's own shortcuts (Alt with these key positions, see app.js) pass through the
+ * terminal to the page; every other key goes to the shell.
+ */
+const PAGE_SHORTCUT_CODES = new Set(['Backslash', 'Minus', 'BracketRight', 'BracketLeft', 'Equal', 'KeyB', 'KeyT', 'Slash']);
+
 /** This tab's terminal, kept across reloads of the tab (the server keeps the terminal). */
 const TERMINAL_KEY = 'ax-code.terminal';
 
@@ -113,6 +119,7 @@ export class TerminalPanel {
     this.term.loadAddon(this.fit);
     this.term.open(this.screen);
     this.term.textarea?.setAttribute('data-testid', 'terminal-input');
+    this.term.attachCustomKeyEventHandler((ev) => !(ev.altKey && !ev.ctrlKey && !ev.metaKey && PAGE_SHORTCUT_CODES.has(ev.code)));
     this.term.onData((data) => this.send(data));
     this.term.onResize(({ cols, rows }) => this.sendSize(cols, rows));
     new ResizeObserver(() => this.refit()).observe(this.screen);
