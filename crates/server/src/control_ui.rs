@@ -104,7 +104,10 @@ async fn index() -> Response {
         )
             .into_response();
     };
-    let mut res = respond_owned("text/html; charset=utf-8", INDEX.replace(NONCE_SLOT, &nonce));
+    let mut res = respond_owned(
+        "text/html; charset=utf-8",
+        INDEX.replace(NONCE_SLOT, &nonce),
+    );
     let h = res.headers_mut();
     if let Ok(csp) = HeaderValue::from_str(&policy(&nonce)) {
         h.insert(header::CONTENT_SECURITY_POLICY, csp);
@@ -152,7 +155,9 @@ mod tests {
         assert!(!p.contains('{'));
         // The page carries the slot exactly once, on its stylesheet link.
         assert_eq!(INDEX.matches(NONCE_SLOT).count(), 1);
-        assert!(INDEX.contains(&format!("href=\"/assets/style.css\" nonce=\"{NONCE_SLOT}\"")));
+        assert!(INDEX.contains(&format!(
+            "href=\"/assets/style.css\" nonce=\"{NONCE_SLOT}\""
+        )));
     }
 
     #[tokio::test]
@@ -184,11 +189,20 @@ mod tests {
 
     #[tokio::test]
     async fn vendor_assets_are_served_and_nothing_else_under_assets() {
-        for name in ["vendor/xterm.mjs", "vendor/addon-fit.mjs", "vendor/xterm.css"] {
+        for name in [
+            "vendor/xterm.mjs",
+            "vendor/addon-fit.mjs",
+            "vendor/xterm.css",
+        ] {
             let res = asset(Path(name.to_owned())).await;
             assert_eq!(res.status(), StatusCode::OK, "{name}");
         }
-        for name in ["vendor/xterm.LICENSE", "vendor/../style.css", "../Cargo.toml", "vendor/"] {
+        for name in [
+            "vendor/xterm.LICENSE",
+            "vendor/../style.css",
+            "../Cargo.toml",
+            "vendor/",
+        ] {
             let res = asset(Path(name.to_owned())).await;
             assert_eq!(res.status(), StatusCode::NOT_FOUND, "{name}");
         }

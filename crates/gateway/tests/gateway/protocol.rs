@@ -333,7 +333,10 @@ async fn every_scope_case() {
             ("terminal.list", json!({})),
             ("terminal.open", json!({"cols": 80, "rows": 24})),
             ("terminal.attach", t.clone()),
-            ("terminal.input", json!({"terminalId": t["terminalId"], "data": "x"})),
+            (
+                "terminal.input",
+                json!({"terminalId": t["terminalId"], "data": "x"}),
+            ),
             (
                 "terminal.resize",
                 json!({"terminalId": t["terminalId"], "cols": 80, "rows": 24}),
@@ -344,7 +347,10 @@ async fn every_scope_case() {
             if *admin_ok {
                 assert_ne!(res["error"]["code"], "FORBIDDEN", "{method}: {res}");
             } else {
-                assert_eq!(res["error"]["code"], "FORBIDDEN", "{scopes:?} {method}: {res}");
+                assert_eq!(
+                    res["error"]["code"], "FORBIDDEN",
+                    "{scopes:?} {method}: {res}"
+                );
                 assert_eq!(res["error"]["details"]["missingScope"], "operator.admin");
             }
         }
