@@ -196,8 +196,8 @@ export class TerminalPanel {
     this.term.reset();
     const res = await this.actions.gatewayRequest('terminal.attach', { terminalId: id });
     this.attachedTo(res);
-    if (!res.running) this.ended(res);
-    else this.sendSize(this.term.cols, this.term.rows);
+    // An ended terminal's replay closes with its terminal.exit event.
+    if (res.running) this.sendSize(this.term.cols, this.term.rows);
   }
 
   async start() {
@@ -251,8 +251,8 @@ export class TerminalPanel {
   ended(p) {
     const how = p.signal != null ? `killed by signal ${p.signal}` : `exit ${p.code ?? '?'}`;
     this.term?.write(`\r\n\x1b[2m[shell ended: ${how}; New starts another]\x1b[0m\r\n`);
+    // Still remembered: a reload shows what it printed; New closes it and starts another.
     this.attached = false;
-    this.remember(null);
     this.showStatus('ended');
   }
 

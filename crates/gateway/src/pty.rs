@@ -29,7 +29,7 @@ use crate::{
 
 /// Output kept per terminal and replayed to a newly attached viewer.
 pub const SCROLLBACK: usize = 256 * 1024;
-/// Terminals a gateway keeps at once (ended ones nobody watches make room for new ones).
+/// Terminals a gateway keeps at once (ended ones make room for new ones).
 pub const MAX_TERMINALS: usize = 4;
 /// Largest `terminal.input` data.
 pub const MAX_INPUT: usize = 64 * 1024;
@@ -258,11 +258,8 @@ impl Terminals {
         let id = format!("term_{}", crate::random_hex(6)?);
         {
             let mut list = lock(&self.list);
-            // Ended terminals nobody watches make room.
-            list.retain(|t| {
-                let s = t.state();
-                s.exit.is_none() || s.viewer.as_ref().is_some_and(|v| !v.stop.is_cancelled())
-            });
+            // Ended terminals make room (their viewers already got all of their output).
+            list.retain(|t| t.state().exit.is_none());
             if list.len() >= MAX_TERMINALS {
                 return Err(ErrorShape::new(
                     ErrorCode::Unavailable,

@@ -413,3 +413,50 @@ async fn the_screen_credential_can_neither_open_nor_type_nor_watch() {
     assert_eq!(res["payload"]["terminals"][0]["attached"], true, "{res}");
     assert!(!b.project_path().join("pwned").exists());
 }
+
+#[tokio::test]
+async fn an_ended_shell_stays_listed_replays_its_end_and_makes_room() {
+    let b = Backend::start().await;
+    let mut op = Operator::connect(&b).await;
+    let first = op.open().await;
+    let mut seen = String::new();
+    op.type_in(&first, "echo BYE-$((1+1)); exit 3\r").await;
+    op.until(&first, &mut seen, "BYE-2").await;
+    let exit = op.until_ended(&first).await;
+    assert_eq!(exit["code"], 3, "{exit}");
+    let res = op.request("terminal.list", json!({})).await;
+    assert_eq!(res["payload"]["terminals"][0]["running"], false, "{res}");
+    assert_eq!(res["payload"]["terminals"][0]["code"], 3, "{res}");
+    // A viewer that comes later gets the whole story: the output, then the end.
+    let mut later = Operator::connect(&b).await;
+    let res = later
+        .request("terminal.attach", json!({"terminalId": first}))
+        .await;
+    assert_eq!(res["payload"]["running"], false, "{res}");
+    let mut replay = String::new();
+    later.until(&first, &mut replay, "BYE-2").await;
+    assert_eq!(later.until_ended(&first).await["code"], 3);
+    // At most four run at once; the ended one makes room.
+    let mut ids = Vec::new();
+    for _ in 0..ax_gateway::MAX_TERMINALS {
+        ids.push(op.open().await);
+    }
+    let res = op
+        .request("terminal.open", json!({"cols": 80, "rows": 24}))
+        .await;
+    assert_eq!(res["error"]["code"], "UNAVAILABLE", "{res}");
+    let res = op.request("terminal.list", json!({})).await;
+    let listed: Vec<&str> = res["payload"]["terminals"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["terminalId"].as_str().unwrap())
+        .collect();
+    assert_eq!(listed, ids.iter().map(String::as_str).collect::<Vec<_>>());
+    let res = op
+        .request("terminal.close", json!({"terminalId": ids[0]}))
+        .await;
+    assert_eq!(res["ok"], true, "{res}");
+    op.until_ended(&ids[0]).await;
+    op.open().await;
+}
