@@ -104,7 +104,7 @@ def run(binary, artifacts):
         red = wait_for(lambda: driver.execute_script(RED_JS), "the red text is drawn")
         check("xterm-fg-1" in red["cls"], f"the red text carries the renderer's colour class: {red}")
         check(red["color"] not in ("rgb(215, 221, 230)", "rgb(0, 0, 0)", ""),
-              f"and the renderer's own (nonced) styles colour it: {red}")
+              f"and it is drawn in a colour of its own: {red}")
         page.type("echo leak-$(env | grep -c AX_CODE_SERVER_PASSWORD)" + Keys.ENTER)
         page.shows("leak-0", "the backend's credential is not in the shell's environment")
 
