@@ -299,16 +299,15 @@ impl Terminals {
     ) -> Result<Attached, ErrorShape> {
         let term = self.find(id)?;
         let stop = out.cancel_token().child_token();
-        let from = {
-            let mut s = term.state();
-            if let Some(old) = s.viewer.replace(Viewer {
-                conn,
-                stop: stop.clone(),
-            }) {
-                old.stop.cancel();
-            }
-            s.ring.start
-        };
+        if let Some(old) = term.state().viewer.replace(Viewer {
+            conn,
+            stop: stop.clone(),
+        }) {
+            old.stop.cancel();
+        }
+        // From the very beginning: when output already left the ring, the viewer is told how
+        // much, and the replay starts on a line of its own.
+        let from = 0;
         let mut payload = term.summary();
         payload["ok"] = json!(true);
         let view = view(term, out.clone(), stop, from);

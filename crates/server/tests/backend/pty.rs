@@ -364,6 +364,24 @@ async fn a_slow_viewer_holds_up_nobody_and_learns_what_it_missed() {
     })
     .await;
     assert!(dropped > 1_000_000, "{dropped}");
+    // A viewer that attaches now is told what left the scrollback, then gets the rest from the
+    // start of a line.
+    let mut later = Operator::connect(&b).await;
+    let res = later
+        .request("terminal.attach", json!({"terminalId": id}))
+        .await;
+    assert_eq!(res["ok"], true, "{res}");
+    let first = later.event().await;
+    assert_eq!(first["event"], "terminal.dropped", "{first}");
+    assert!(first["payload"]["droppedBytes"].as_u64().unwrap() > 1_000_000);
+    let next = later.event().await;
+    assert_eq!(next["event"], "terminal.data", "{next}");
+    let data = next["payload"]["data"].as_str().unwrap();
+    let line = data.split("\r\n").next().unwrap();
+    let n: u32 = line
+        .parse()
+        .unwrap_or_else(|_| panic!("not a whole line: {line:?}"));
+    assert!(n > 2_000_000, "{n}");
 }
 
 #[tokio::test]
