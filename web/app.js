@@ -560,7 +560,7 @@ class ControlUi {
       toggleTerminal() {
         const open = !self.layout.panels.terminal.open;
         self.actions.setPanel('terminal', open);
-        if (open) self.terminal.input.focus();
+        if (open) self.terminal.focus();
       },
       prompt: (sessionId, text) => self.api.prompt(sessionId, text),
       async setMode(sessionId, modeId) {
@@ -781,6 +781,7 @@ class ControlUi {
   gatewayStatus(state, detail) {
     $('connection').dataset.gateway = state;
     this.gatewayDetail = detail ?? '';
+    this.terminal.onGateway(state);
     this.showConnection();
     if (state === 'unauthorized') signOut('The gateway refused the access token.');
   }

@@ -3,8 +3,8 @@
 
 import { h } from './dom.js';
 import { normalizeAddress } from './layout.js';
-
-const MAX_TERMINAL_TEXT = 256 * 1024;
+import { Terminal } from './vendor/xterm.mjs';
+import { FitAddon } from './vendor/addon-fit.mjs';
 
 function panelFrame(name, title, actions) {
   const dockBtn = h('button', { class: 'icon', type: 'button', 'data-testid': `${name}-dock-toggle` });
@@ -23,71 +23,250 @@ function panelFrame(name, title, actions) {
   return { el, dockBtn };
 }
 
+/**
+ * The page's own shortcuts (Alt with these key positions, see app.js) pass through the
+ * terminal to the page; every other key goes to the shell.
+ */
+const PAGE_SHORTCUT_CODES = new Set(['Backslash', 'Minus', 'BracketRight', 'BracketLeft', 'Equal', 'KeyB', 'KeyT', 'Slash']);
+
+/** This tab's terminal, kept across reloads of the tab (the server keeps the terminal). */
+const TERMINAL_KEY = 'ax-code.terminal';
+
+/**
+ * The page's policy lets only `<style>` elements with this load's nonce apply (docs/SECURITY.md,
+ * "Control UI styles"). The terminal renderer builds its own `<style>` elements and styles a
+ * cell with a 24-bit colour through `setAttribute('style')`, which the policy would refuse:
+ * style elements the page's own scripts create get the nonce, and style attributes they set go
+ * through the CSSOM. Markup injected into the page gets neither.
+ */
+function allowScriptStyles() {
+  if (document.createElement.axNonce !== undefined) return;
+  const nonce = document.querySelector('link[rel="stylesheet"][nonce]')?.nonce ?? '';
+  const create = document.createElement.bind(document);
+  const wrapped = (name, options) => {
+    const el = create(name, options);
+    if (nonce && String(name).toLowerCase() === 'style') el.nonce = nonce;
+    return el;
+  };
+  wrapped.axNonce = nonce;
+  document.createElement = wrapped;
+  const setAttribute = Element.prototype.setAttribute;
+  Element.prototype.setAttribute = function setAttributeViaCssom(name, value) {
+    if (String(name).toLowerCase() === 'style' && this.style) {
+      this.style.cssText = String(value);
+      return;
+    }
+    setAttribute.call(this, name, value);
+  };
+}
+
+/**
+ * The operator terminal: a shell under a pseudo-terminal on the server (docs/gateway.md §6),
+ * drawn by xterm.js. The server keeps the shell and its scrollback when this page reloads or
+ * its gateway connection drops; on reconnect the panel attaches again and the scrollback is
+ * replayed.
+ */
 export class TerminalPanel {
   constructor(actions) {
     const { el, dockBtn } = panelFrame('terminal', 'Operator terminal', actions);
     this.el = el;
     this.dockBtn = dockBtn;
     this.actions = actions;
-    this.runId = null;
-    this.output = h('pre', { class: 'terminal-output', role: 'log', 'aria-live': 'polite', 'data-testid': 'terminal-output' });
-    this.input = h('input', {
-      class: 'terminal-input', type: 'text', spellcheck: 'false', autocomplete: 'off',
-      'aria-label': 'Command', placeholder: 'Command to run in the project directory (sh -c)',
-      'data-testid': 'terminal-input',
+    this.id = null;
+    this.attached = false;
+    this.connected = false;
+    this.open = false;
+    this.busy = false;
+    this.term = null;
+    this.screen = h('div', { class: 'terminal-screen', 'data-testid': 'terminal-screen' });
+    this.status = h('span', { class: 'terminal-status muted', 'data-testid': 'terminal-status', role: 'status' });
+    this.newBtn = h('button', {
+      type: 'button', class: 'small', text: 'New', title: 'Start a new shell (ends this one)',
+      'aria-label': 'New terminal', 'data-testid': 'terminal-new',
     });
-    this.killBtn = h('button', { type: 'button', class: 'danger', disabled: true, text: 'Kill' });
+    this.newBtn.addEventListener('click', () => this.restart());
+    this.killBtn = h('button', {
+      type: 'button', class: 'small danger', text: 'Kill', title: 'End the shell and everything it started',
+      'aria-label': 'Kill the terminal', 'data-testid': 'terminal-kill', disabled: true,
+    });
     this.killBtn.addEventListener('click', () => this.kill());
-    const form = h('form', { class: 'terminal-form' }, h('span', { class: 'prompt', text: '$' }), this.input,
-      h('button', { type: 'submit', class: 'primary', text: 'Run' }), this.killBtn);
-    form.addEventListener('submit', (ev) => { ev.preventDefault(); this.run(); });
-    this.el.append(this.output, form);
-  }
-
-  append(text, cls) {
-    const span = document.createElement('span');
-    if (cls) span.className = cls;
-    span.textContent = text;
-    this.output.append(span);
-    // Keep the DOM bounded: drop the oldest spans beyond the limit.
-    let total = this.output.textContent.length;
-    while (total > MAX_TERMINAL_TEXT && this.output.firstChild) {
-      total -= this.output.firstChild.textContent.length;
-      this.output.firstChild.remove();
-    }
-    this.output.scrollTop = this.output.scrollHeight;
-  }
-
-  async run() {
-    const command = this.input.value.trim();
-    if (!command) return;
-    this.append(`$ ${command}\n`, 'cmd');
+    const actionsBox = this.el.querySelector('.pane-actions');
+    actionsBox.prepend(this.status, this.newBtn, this.killBtn);
+    this.el.append(this.screen);
+    // Shown in another tab: a click here takes it back.
+    this.screen.addEventListener('pointerdown', () => {
+      if (!this.attached) this.connect();
+    });
     try {
-      const res = await this.actions.gatewayRequest('terminal.run', { command });
-      this.runId = res.runId;
-      this.input.value = '';
-      this.killBtn.disabled = false;
-    } catch (e) {
-      this.append(`${e.code ? `${e.code}: ` : ''}${e.message}\n`, 'err');
+      this.id = sessionStorage.getItem(TERMINAL_KEY);
+    } catch {
+      this.id = null;
     }
+  }
+
+  /** Creates the renderer the first time the panel is shown (it measures its container). */
+  ensureTerm() {
+    if (this.term) return;
+    allowScriptStyles();
+    this.term = new Terminal({
+      cursorBlink: true,
+      fontFamily: 'ui-monospace, SFMono-Regular, Menlo, Consolas, monospace',
+      fontSize: 13,
+      scrollback: 5000,
+      theme: { background: '#0f1216', foreground: '#d7dde6' },
+    });
+    this.fit = new FitAddon();
+    this.term.loadAddon(this.fit);
+    this.term.open(this.screen);
+    this.term.textarea?.setAttribute('data-testid', 'terminal-input');
+    this.term.attachCustomKeyEventHandler((ev) => !(ev.altKey && !ev.ctrlKey && !ev.metaKey && PAGE_SHORTCUT_CODES.has(ev.code)));
+    this.term.onData((data) => this.send(data));
+    this.term.onResize(({ cols, rows }) => this.sendSize(cols, rows));
+    new ResizeObserver(() => this.refit()).observe(this.screen);
+  }
+
+  refit() {
+    if (!this.term || !this.open || this.screen.clientWidth === 0) return;
+    try {
+      this.fit.fit();
+    } catch {
+      /* not laid out yet */
+    }
+  }
+
+  focus() {
+    this.term?.focus();
+  }
+
+  /** Called when the panel is shown or hidden. */
+  setOpen(open) {
+    this.open = open;
+    if (!open) return;
+    this.ensureTerm();
+    requestAnimationFrame(() => this.refit());
+    this.connect();
+  }
+
+  /** The gateway connection's state (from the app). */
+  onGateway(state) {
+    const was = this.connected;
+    this.connected = state === 'connected';
+    if (!this.connected) {
+      this.attached = false;
+      this.showStatus(this.id ? 'reconnecting…' : '');
+    } else if (!was) {
+      this.connect();
+    }
+  }
+
+  showStatus(text) {
+    this.status.textContent = text;
+    this.killBtn.disabled = !this.attached;
+  }
+
+  remember(id) {
+    this.id = id;
+    try {
+      if (id) sessionStorage.setItem(TERMINAL_KEY, id);
+      else sessionStorage.removeItem(TERMINAL_KEY);
+    } catch {
+      /* storage unavailable: the terminal is still found through terminal.list */
+    }
+  }
+
+  /** Attaches to this tab's terminal (or one nobody watches), else starts one. */
+  async connect() {
+    if (!this.open || !this.connected || this.attached || this.busy) return;
+    this.busy = true;
+    try {
+      const { terminals } = await this.actions.gatewayRequest('terminal.list', {});
+      const mine = terminals.find((t) => t.terminalId === this.id)
+        ?? terminals.find((t) => !t.attached && t.running);
+      if (mine) await this.attach(mine.terminalId);
+      else await this.start();
+    } catch (e) {
+      this.showStatus(`${e.code ? `${e.code}: ` : ''}${e.message}`);
+    } finally {
+      this.busy = false;
+    }
+  }
+
+  async attach(id) {
+    // The replay of the scrollback follows the answer: start from a clean screen.
+    this.term.reset();
+    const res = await this.actions.gatewayRequest('terminal.attach', { terminalId: id });
+    this.attachedTo(res);
+    // An ended terminal's replay closes with its terminal.exit event.
+    if (res.running) this.sendSize(this.term.cols, this.term.rows);
+  }
+
+  async start() {
+    this.refit();
+    this.term.reset();
+    const res = await this.actions.gatewayRequest('terminal.open', { cols: this.term.cols, rows: this.term.rows });
+    this.attachedTo(res);
+  }
+
+  attachedTo(res) {
+    this.remember(res.terminalId);
+    this.attached = true;
+    this.showStatus('');
+  }
+
+  send(data) {
+    if (!this.attached) return;
+    this.actions.gatewayRequest('terminal.input', { terminalId: this.id, data }).catch((e) => this.showStatus(e.message));
+  }
+
+  sendSize(cols, rows) {
+    if (!this.attached) return;
+    this.actions.gatewayRequest('terminal.resize', { terminalId: this.id, cols, rows }).catch(() => {});
   }
 
   async kill() {
+    if (!this.id) return;
     try {
-      await this.actions.gatewayRequest('terminal.kill', {});
+      await this.actions.gatewayRequest('terminal.close', { terminalId: this.id });
     } catch (e) {
-      this.append(`${e.message}\n`, 'err');
+      this.showStatus(e.message);
     }
   }
 
+  async restart() {
+    if (!this.connected || this.busy) return;
+    this.busy = true;
+    try {
+      if (this.id) await this.actions.gatewayRequest('terminal.close', { terminalId: this.id }).catch(() => {});
+      this.attached = false;
+      this.remember(null);
+      await this.start();
+      this.focus();
+    } catch (e) {
+      this.showStatus(e.message);
+    } finally {
+      this.busy = false;
+    }
+  }
+
+  ended(p) {
+    const how = p.signal != null ? `killed by signal ${p.signal}` : `exit ${p.code ?? '?'}`;
+    this.term?.write(`\r\n\x1b[2m[shell ended: ${how}; New starts another]\x1b[0m\r\n`);
+    // Still remembered: a reload shows what it printed; New closes it and starts another.
+    this.attached = false;
+    this.showStatus('ended');
+  }
+
   onEvent(name, p) {
-    if (name === 'terminal.output' && p.runId === this.runId) {
-      this.append(p.data, p.stream === 'stderr' ? 'err' : '');
-    } else if (name === 'terminal.exit' && p.runId === this.runId) {
-      const how = p.signal !== undefined ? `killed by signal ${p.signal}` : `exit ${p.code}`;
-      this.append(`[${how}${p.truncated ? `, ${p.droppedBytes} bytes of output dropped` : ''}]\n`, 'meta');
-      this.runId = null;
-      this.killBtn.disabled = true;
+    if (!p || p.terminalId === undefined || p.terminalId !== this.id || !this.term) return;
+    if (name === 'terminal.data') {
+      this.term.write(p.data);
+    } else if (name === 'terminal.dropped') {
+      this.term.write(`\r\n\x1b[2m[${p.droppedBytes} bytes of output not shown]\x1b[0m\r\n`);
+    } else if (name === 'terminal.exit') {
+      this.ended(p);
+    } else if (name === 'terminal.detached') {
+      this.attached = false;
+      this.showStatus('shown in another tab');
     }
   }
 }

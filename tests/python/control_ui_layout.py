@@ -333,8 +333,8 @@ def run(binary, artifacts):
 
         def toast_clear_of_inputs():
             t = rect(driver, page.testid("toast"))
-            inputs = visible_rects_of(driver, '[data-testid="composer-input"], [data-testid="terminal-input"], '
-                                              '.composer button, .terminal-form button')
+            inputs = visible_rects_of(driver, '[data-testid="composer-input"], [data-testid="terminal-screen"], '
+                                              '.composer button, .panel-terminal .panel-head button')
             return len(inputs) >= 4 and not any(overlaps(t, r) for r in inputs)
 
         check(toast_clear_of_inputs(), "the toast covers no composer and not the terminal's input")
@@ -389,7 +389,7 @@ def run(binary, artifacts):
         driver.find_element(By.ID, "toggle-browser").click()
         wait_for(lambda: not page.testid("browser-panel").is_displayed(), "the browser panel is hidden")
         controls = all_controls_on_screen("terminal docked at the bottom")
-        for name in ["Command", "Run", "Kill", "Hide the terminal panel", "Dock the terminal panel right"]:
+        for name in ["New terminal", "Kill the terminal", "Hide the terminal panel", "Dock the terminal panel right"]:
             hit = [c for c in controls if c["what"] == name]
             check(hit and hit[0]["reachable"], f"the terminal's {name!r} control is on screen and uncovered")
         shot = os.path.join(artifacts, "control-ui-narrow-800x600-terminal.png")
@@ -398,7 +398,7 @@ def run(binary, artifacts):
         page.testid("terminal-dock-toggle").click()
         wait_for(lambda: page.testid("terminal-panel").get_attribute("data-dock") == "right", "the terminal docks right")
         controls = all_controls_on_screen("terminal docked right")
-        for name in ["Command", "Run", "Kill"]:
+        for name in ["New terminal", "Kill the terminal"]:
             hit = [c for c in controls if c["what"] == name]
             check(hit and hit[0]["reachable"], f"docked right, the terminal's {name!r} control is uncovered")
         # The narrow pane's next-pane button and the toast.

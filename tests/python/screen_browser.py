@@ -17,6 +17,7 @@ import tempfile
 import time
 
 import jsonschema
+from selenium.webdriver.common.action_chains import ActionChains
 from selenium.webdriver.common.by import By
 from selenium.webdriver.common.keys import Keys
 
@@ -207,11 +208,15 @@ async def run(binary, artifacts):
             wait_for(lambda: frame.get_attribute("src") == f"{backend.url}/health", "the frame loads an http page")
             check("allow-same-origin" not in frame.get_attribute("sandbox"), "the frame is sandboxed")
 
-            # The operator terminal runs a command in the project directory.
-            term_in = page.testid("terminal-input")
-            term_in.send_keys("echo term-$((40+2)) && pwd" + Keys.ENTER)
-            wait_for(lambda: "term-42" in page.testid("terminal-output").text
-                     and backend.project in page.testid("terminal-output").text,
+            # The operator terminal runs a shell in the project directory.
+            wait_for(lambda: page.testid("terminal-kill").is_enabled(), "the terminal attaches to a shell")
+            page.testid("terminal-screen").click()
+            ActionChains(driver).send_keys("echo term-$((40+2)) && pwd" + Keys.ENTER).perform()
+            # Rows joined without breaks: a long path may wrap.
+            term_text = lambda: "".join(driver.execute_script(
+                "return [...document.querySelectorAll('[data-testid=terminal-screen] .xterm-rows > div')]"
+                ".map((r) => r.textContent.trimEnd())"))
+            wait_for(lambda: "term-42" in term_text() and backend.project in term_text(),
                      "the operator terminal streams the command's output")
 
             os.makedirs(artifacts, exist_ok=True)

@@ -36,6 +36,7 @@ use crate::{
     hub::ConnEntry,
     method::{Event, Method},
     outbound::{Out, Outbound},
+    pty,
     scope::{Scope, Scopes},
     terminal::{self, KillParams, RunParams, TerminalSlot},
     ui_command::{UiCommandEvent, UiCommandParams, UiCommandResponse, UiCommandResultParams},
@@ -659,6 +660,58 @@ impl Conn {
                 let _: KillParams = parse_params(params, method)?;
                 let killed = self.terminal.kill();
                 self.respond(&req.id, json!({"ok": true, "killed": killed}));
+                Ok(())
+            }
+            Method::TerminalOpen => {
+                self.need(Scope::Admin)?;
+                let p: pty::OpenParams = parse_params(params, method)?;
+                let (payload, view) = self.shared.terminals.open(
+                    self.shared.config.terminal.as_ref(),
+                    &p,
+                    self.entry.key,
+                    &self.entry.out,
+                )?;
+                self.respond(&req.id, payload);
+                tokio::spawn(view);
+                Ok(())
+            }
+            Method::TerminalAttach => {
+                self.need(Scope::Admin)?;
+                let p: pty::TerminalRef = parse_params(params, method)?;
+                let (payload, view) = self.shared.terminals.attach(
+                    &p.terminal_id,
+                    self.entry.key,
+                    &self.entry.out,
+                )?;
+                self.respond(&req.id, payload);
+                tokio::spawn(view);
+                Ok(())
+            }
+            Method::TerminalInput => {
+                self.need(Scope::Admin)?;
+                let p: pty::InputParams = parse_params(params, method)?;
+                self.shared.terminals.input(p, self.entry.key)?;
+                self.respond(&req.id, json!({"ok": true}));
+                Ok(())
+            }
+            Method::TerminalResize => {
+                self.need(Scope::Admin)?;
+                let p: pty::ResizeParams = parse_params(params, method)?;
+                self.shared.terminals.resize(&p, self.entry.key)?;
+                self.respond(&req.id, json!({"ok": true}));
+                Ok(())
+            }
+            Method::TerminalClose => {
+                self.need(Scope::Admin)?;
+                let p: pty::TerminalRef = parse_params(params, method)?;
+                self.shared.terminals.close(&p.terminal_id)?;
+                self.respond(&req.id, json!({"ok": true}));
+                Ok(())
+            }
+            Method::TerminalList => {
+                self.need(Scope::Admin)?;
+                let _: pty::ListParams = parse_params(params, method)?;
+                self.respond(&req.id, self.shared.terminals.list());
                 Ok(())
             }
         }

@@ -54,6 +54,7 @@ pub mod handshake;
 mod hub;
 pub mod method;
 mod outbound;
+mod pty;
 pub mod scope;
 pub mod screen;
 mod terminal;
@@ -69,10 +70,14 @@ pub use handshake::{
     SessionCheckParams, SessionCheckResponse,
 };
 pub use method::{Event, Method};
+pub use pty::{
+    MAX_COLS as TERMINAL_MAX_COLS, MAX_INPUT as TERMINAL_MAX_INPUT, MAX_ROWS as TERMINAL_MAX_ROWS,
+    MAX_TERMINALS, SCROLLBACK as TERMINAL_SCROLLBACK,
+};
 pub use scope::{Scope, Scopes};
 pub use terminal::{
-    MAX_COMMAND as TERMINAL_MAX_COMMAND, MAX_OUTPUT as TERMINAL_MAX_OUTPUT, TerminalEvent,
-    TerminalHost, TerminalStartError, TerminalStream,
+    MAX_COMMAND as TERMINAL_MAX_COMMAND, MAX_OUTPUT as TERMINAL_MAX_OUTPUT, OpenedPty, PtyControl,
+    PtyOutput, TerminalEvent, TerminalHost, TerminalSize, TerminalStartError, TerminalStream,
 };
 pub use ui_command::{
     AckOutcome, Dock, Outcome, PanelKind, SplitDirection, UiCommand, UiCommandEvent,
@@ -177,6 +182,8 @@ pub(crate) struct Shared {
     pub(crate) limited: Vec<LimitedToken>,
     pub(crate) tuning: Tuning,
     pub(crate) hub: hub::Hub,
+    /// The operator's interactive terminals; they outlive connections.
+    pub(crate) terminals: pty::Terminals,
     pub(crate) next_conn: AtomicU64,
     /// The gateway's clock for keepalive bookkeeping.
     epoch: Instant,
@@ -240,6 +247,7 @@ impl Gateway {
                 limited,
                 tuning,
                 hub: hub::Hub::default(),
+                terminals: pty::Terminals::default(),
                 next_conn: AtomicU64::new(1),
                 epoch: Instant::now(),
                 ticker: AtomicBool::new(false),

@@ -57,6 +57,18 @@ names! {
         TerminalRun = "terminal.run",
         /// Kill the operator terminal's command; needs `operator.admin`.
         TerminalKill = "terminal.kill",
+        /// Start a shell under a pseudo-terminal and attach to it; needs `operator.admin`.
+        TerminalOpen = "terminal.open",
+        /// Become a terminal's viewer (its scrollback is replayed); needs `operator.admin`.
+        TerminalAttach = "terminal.attach",
+        /// Type into the attached terminal; needs `operator.admin`.
+        TerminalInput = "terminal.input",
+        /// Resize the attached terminal; needs `operator.admin`.
+        TerminalResize = "terminal.resize",
+        /// End a terminal (kills its session); needs `operator.admin`.
+        TerminalClose = "terminal.close",
+        /// The gateway's terminals; needs `operator.admin`.
+        TerminalList = "terminal.list",
     }
 }
 
@@ -73,8 +85,14 @@ names! {
         TerminalOutput = "terminal.output",
         /// Output was dropped between the head and the kept tail (`droppedBytes`).
         TerminalTruncated = "terminal.truncated",
-        /// The operator terminal's command ended.
+        /// The operator terminal's command, or a terminal's shell, ended.
         TerminalExit = "terminal.exit",
+        /// Output of an interactive terminal (`terminalId`, `data`).
+        TerminalData = "terminal.data",
+        /// A viewer fell behind the scrollback; `droppedBytes` it never saw.
+        TerminalDropped = "terminal.dropped",
+        /// Another connection attached to the terminal.
+        TerminalDetached = "terminal.detached",
     }
 }
 

@@ -1,4 +1,6 @@
-//! The operator terminal: `terminal.run` / `terminal.kill` (scope `operator.admin`).
+//! The operator terminal's one-shot commands, `terminal.run` / `terminal.kill` (scope
+//! `operator.admin`), and the [`TerminalHost`] seam the interactive terminals of
+//! `crate::pty` start through.
 //!
 //! The gateway starts no process itself: the backend gives it a [`TerminalHost`] (as it gives
 //! it a [`crate::SessionDirectory`]) that runs the command in the project directory, in a
@@ -36,6 +38,59 @@ pub trait TerminalHost: Send + Sync + 'static {
         max_output: usize,
         stop: CancellationToken,
     ) -> Result<mpsc::Receiver<TerminalEvent>, TerminalStartError>;
+
+    /// Starts the operator's shell under a pseudo-terminal of `size` in the project
+    /// directory, in a session of its own with the allowlisted environment (`terminal.open`,
+    /// `docs/gateway.md` §6). Output arrives in order and ends with exactly one
+    /// [`PtyOutput::Exit`]; dropping the control kills the whole session. A host without
+    /// terminals keeps the default, which refuses.
+    fn open_pty(&self, size: TerminalSize) -> Result<OpenedPty, TerminalStartError> {
+        let _ = size;
+        Err(TerminalStartError(
+            "this backend has no interactive terminals".into(),
+        ))
+    }
+}
+
+/// A terminal's size in character cells.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TerminalSize {
+    /// Columns.
+    pub cols: u16,
+    /// Rows.
+    pub rows: u16,
+}
+
+/// What a command under a pseudo-terminal reports.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PtyOutput {
+    /// Output text (whole UTF-8 characters).
+    Data(String),
+    /// The shell ended and its session was killed; the last item.
+    Exit {
+        /// Exit code, if it exited.
+        code: Option<i32>,
+        /// The signal that ended it.
+        signal: Option<i32>,
+    },
+}
+
+/// Input, resize and kill for a running pseudo-terminal. None of them may block.
+pub trait PtyControl: Send + Sync + 'static {
+    /// Queues `data` for the terminal's input; an error says why it was refused.
+    fn write(&self, data: Vec<u8>) -> Result<(), TerminalStartError>;
+    /// Sets the terminal's size.
+    fn resize(&self, size: TerminalSize) -> Result<(), TerminalStartError>;
+    /// Kills the whole session (the [`PtyOutput::Exit`] still follows).
+    fn kill(&self);
+}
+
+/// A started pseudo-terminal: its control and its output.
+pub struct OpenedPty {
+    /// Input, resize, kill; dropping it kills the session.
+    pub control: Box<dyn PtyControl>,
+    /// Output, ending with [`PtyOutput::Exit`].
+    pub output: mpsc::Receiver<PtyOutput>,
 }
 
 /// The command could not start (the message says why; it never holds a credential).

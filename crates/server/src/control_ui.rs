@@ -5,7 +5,9 @@
 //! proves the server holds it (`proof.js`, the `/health?proof=` check) and then talks to the
 //! API with a bearer header. A strict Content-Security-Policy allows only
 //! this origin's scripts, styles and connections; the browser panel's frame may show any
-//! http or https page.
+//! http or https page. The terminal renderer (`web/vendor/`, `@xterm/xterm`) builds `<style>`
+//! elements at run time: each page load gets a fresh nonce that only those may carry (see
+//! `docs/SECURITY.md`, "Control UI styles").
 
 use axum::{
     Router,
@@ -15,10 +17,18 @@ use axum::{
     routing::get,
 };
 
-/// The page's Content-Security-Policy.
+/// The page's Content-Security-Policy; `{nonce}` is replaced per response ([`policy`]).
 pub const CONTENT_SECURITY_POLICY: &str = "default-src 'none'; script-src 'self'; \
-     style-src 'self'; img-src 'self' data:; connect-src 'self'; frame-src http: https:; \
-     base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
+     style-src 'self' 'nonce-{nonce}'; img-src 'self' data:; connect-src 'self'; \
+     frame-src http: https:; base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
+
+/// Where `index.html` carries the style nonce (on its stylesheet link, read by `panels.js`).
+const NONCE_SLOT: &str = "{{STYLE_NONCE}}";
+
+/// The policy for one response with style nonce `nonce`.
+pub fn policy(nonce: &str) -> String {
+    CONTENT_SECURITY_POLICY.replace("{nonce}", nonce)
+}
 
 struct Asset {
     name: &'static str,
@@ -56,16 +66,23 @@ const ASSETS: &[Asset] = &[
     asset!("style.css", CSS),
     asset!("turn.js", JS),
     asset!("turns.js", JS),
+    asset!("vendor/xterm.mjs", JS),
+    asset!("vendor/addon-fit.mjs", JS),
+    asset!("vendor/xterm.css", CSS),
 ];
 
 /// Routes for `/` and the UI's static assets. They need no credential.
 pub fn router<S: Clone + Send + Sync + 'static>() -> Router<S> {
     Router::new()
         .route("/", get(index))
-        .route("/assets/{name}", get(asset))
+        .route("/assets/{*name}", get(asset))
 }
 
 fn respond(mime: &'static str, body: &'static str) -> Response {
+    respond_owned(mime, body.to_owned())
+}
+
+fn respond_owned(mime: &'static str, body: String) -> Response {
     let mut res = body.into_response();
     let h = res.headers_mut();
     h.insert(header::CONTENT_TYPE, HeaderValue::from_static(mime));
@@ -82,12 +99,23 @@ fn respond(mime: &'static str, body: &'static str) -> Response {
 }
 
 async fn index() -> Response {
-    let mut res = respond("text/html; charset=utf-8", INDEX);
-    let h = res.headers_mut();
-    h.insert(
-        header::CONTENT_SECURITY_POLICY,
-        HeaderValue::from_static(CONTENT_SECURITY_POLICY),
+    // 128 bits, fresh per load: a nonce an attacker could predict would be no bound at all.
+    let Ok(nonce) = ax_core::random::random_hex(16) else {
+        tracing::error!("no randomness for the page's style nonce");
+        return (
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "the backend cannot get random bytes from the operating system",
+        )
+            .into_response();
+    };
+    let mut res = respond_owned(
+        "text/html; charset=utf-8",
+        INDEX.replace(NONCE_SLOT, &nonce),
     );
+    let h = res.headers_mut();
+    if let Ok(csp) = HeaderValue::from_str(&policy(&nonce)) {
+        h.insert(header::CONTENT_SECURITY_POLICY, csp);
+    }
     h.insert(header::X_FRAME_OPTIONS, HeaderValue::from_static("DENY"));
     res
 }
@@ -123,8 +151,64 @@ mod tests {
 
     #[test]
     fn policy_is_strict() {
-        assert!(CONTENT_SECURITY_POLICY.contains("script-src 'self'"));
+        assert!(CONTENT_SECURITY_POLICY.contains("script-src 'self';"));
         assert!(!CONTENT_SECURITY_POLICY.contains("unsafe"));
         assert!(CONTENT_SECURITY_POLICY.contains("frame-src http: https:"));
+        let p = policy("0123abcd");
+        assert!(p.contains("style-src 'self' 'nonce-0123abcd';"), "{p}");
+        assert!(!p.contains('{'));
+        // The page carries the slot exactly once, on its stylesheet link.
+        assert_eq!(INDEX.matches(NONCE_SLOT).count(), 1);
+        assert!(INDEX.contains(&format!(
+            "href=\"/assets/style.css\" nonce=\"{NONCE_SLOT}\""
+        )));
+    }
+
+    #[tokio::test]
+    async fn every_load_gets_its_own_nonce_in_header_and_page() {
+        let mut seen = Vec::new();
+        for _ in 0..2 {
+            let res = index().await;
+            let csp = res.headers()[header::CONTENT_SECURITY_POLICY]
+                .to_str()
+                .unwrap()
+                .to_owned();
+            let body = axum::body::to_bytes(res.into_body(), usize::MAX)
+                .await
+                .unwrap();
+            let body = String::from_utf8(body.to_vec()).unwrap();
+            let nonce = csp
+                .split("'nonce-")
+                .nth(1)
+                .and_then(|r| r.split('\'').next())
+                .unwrap()
+                .to_owned();
+            assert_eq!(nonce.len(), 32);
+            assert!(body.contains(&format!("nonce=\"{nonce}\"")));
+            assert!(!body.contains(NONCE_SLOT));
+            seen.push(nonce);
+        }
+        assert_ne!(seen[0], seen[1]);
+    }
+
+    #[tokio::test]
+    async fn vendor_assets_are_served_and_nothing_else_under_assets() {
+        for name in [
+            "vendor/xterm.mjs",
+            "vendor/addon-fit.mjs",
+            "vendor/xterm.css",
+        ] {
+            let res = asset(Path(name.to_owned())).await;
+            assert_eq!(res.status(), StatusCode::OK, "{name}");
+        }
+        for name in [
+            "vendor/xterm.LICENSE",
+            "vendor/../style.css",
+            "../Cargo.toml",
+            "vendor/",
+        ] {
+            let res = asset(Path(name.to_owned())).await;
+            assert_eq!(res.status(), StatusCode::NOT_FOUND, "{name}");
+        }
     }
 }

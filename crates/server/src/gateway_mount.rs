@@ -53,6 +53,7 @@ pub fn gateway(app: &Shared) -> Result<Gateway, store::StoreError> {
             terminal: Some(std::sync::Arc::new(crate::terminal::Terminal {
                 project_dir: app.project_dir.clone(),
                 store: app.store.clone(),
+                shutdown: app.shutdown.clone(),
             })),
         },
         Tuning::default(),

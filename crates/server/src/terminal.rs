@@ -3,11 +3,21 @@
 //! process group, allowlisted environment, head-and-tail bound and group kill at the end.
 //! Each command's group is recorded in the store while it runs, so a backend restarted after
 //! a crash kills what the dead one left running (as it does for session runs).
+//!
+//! The interactive terminals (`terminal.open`) run the person's shell under a pseudo-terminal
+//! through the same module (`process::pty`): a session of its own, the allowlisted
+//! environment with `TERM=xterm-256color`, recorded for crash cleanup the same way.
 
 use std::path::PathBuf;
 
-use ax_agents::process::{self, Bound, CommandSpec, OutputEvent, ProcessGroup};
-use ax_gateway::{TerminalEvent, TerminalHost, TerminalStartError, TerminalStream};
+use ax_agents::process::{
+    self, Bound, CommandSpec, OutputEvent, ProcessGroup,
+    pty::{PtyEvent, PtyProcess, TermSize},
+};
+use ax_gateway::{
+    OpenedPty, PtyControl, PtyOutput, TerminalEvent, TerminalHost, TerminalSize,
+    TerminalStartError, TerminalStream,
+};
 use ax_protocol::Stream;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
@@ -18,6 +28,8 @@ use crate::store::{self, Store};
 pub(crate) struct Terminal {
     pub(crate) project_dir: PathBuf,
     pub(crate) store: Store,
+    /// The backend's shutdown: interactive terminals outlive connections, not the backend.
+    pub(crate) shutdown: CancellationToken,
 }
 
 impl TerminalHost for Terminal {
@@ -53,6 +65,101 @@ impl TerminalHost for Terminal {
             }
         });
         Ok(rx)
+    }
+
+    fn open_pty(&self, size: TerminalSize) -> Result<OpenedPty, TerminalStartError> {
+        let spec = CommandSpec::new(shell(), &self.project_dir)
+            .env("TERM", "xterm-256color")
+            .env("COLORTERM", "truecolor");
+        let (pty, mut events) = process::pty::spawn_pty(
+            spec,
+            TermSize {
+                cols: size.cols,
+                rows: size.rows,
+            },
+        )
+        .map_err(|e| TerminalStartError(e.to_string()))?;
+        let ProcessGroup { pgid, start } = pty.group();
+        let (tx, rx) = mpsc::channel(16);
+        let store = self.store.clone();
+        let shutdown = self.shutdown.clone();
+        let killer = pty.killer();
+        tokio::spawn(async move {
+            if let Some(start) = start
+                && let Err(e) = store
+                    .write(move |c| {
+                        store::record_process_group(c, pgid, start, process::this_process())
+                    })
+                    .await
+            {
+                tracing::error!(error = %e, "recording a terminal's process group failed");
+            }
+            let mut killed = false;
+            loop {
+                let event = tokio::select! {
+                    event = events.next() => event,
+                    () = shutdown.cancelled(), if !killed => {
+                        killed = true;
+                        killer.kill();
+                        continue;
+                    }
+                };
+                let Some(event) = event else { break };
+                let item = match event {
+                    PtyEvent::Output(text) => PtyOutput::Data(text),
+                    PtyEvent::Exit(status) => PtyOutput::Exit {
+                        code: status.code,
+                        signal: status.signal,
+                    },
+                };
+                // The gateway reads as fast as the shell writes; if it went away, the
+                // control (and with it the shell) is dropped too.
+                if tx.send(item).await.is_err() {
+                    break;
+                }
+            }
+            if let Err(e) = store
+                .write(move |c| store::forget_process_group(c, pgid))
+                .await
+            {
+                tracing::error!(error = %e, "forgetting a terminal's process group failed");
+            }
+        });
+        Ok(OpenedPty {
+            control: Box::new(Pty(pty)),
+            output: rx,
+        })
+    }
+}
+
+/// The person's login shell when `SHELL` names an executable path, else `/bin/sh`.
+fn shell() -> PathBuf {
+    std::env::var_os("SHELL")
+        .map(PathBuf::from)
+        .filter(|p| p.is_absolute() && p.is_file())
+        .unwrap_or_else(|| PathBuf::from("/bin/sh"))
+}
+
+struct Pty(PtyProcess);
+
+impl PtyControl for Pty {
+    fn write(&self, data: Vec<u8>) -> Result<(), TerminalStartError> {
+        self.0
+            .write(data)
+            .map_err(|e| TerminalStartError(e.to_string()))
+    }
+
+    fn resize(&self, size: TerminalSize) -> Result<(), TerminalStartError> {
+        self.0
+            .resize(TermSize {
+                cols: size.cols,
+                rows: size.rows,
+            })
+            .map_err(|e| TerminalStartError(e.to_string()))
+    }
+
+    fn kill(&self) {
+        self.0.kill();
     }
 }
 

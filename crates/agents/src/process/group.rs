@@ -55,11 +55,61 @@ pub fn owner_alive(owner: (u32, Option<u64>)) -> bool {
 /// A group whose leader already exited cannot be matched this way and is left alone: its
 /// leader was the command the backend ran, and the module kills the group as soon as that
 /// command ends, so only a backend that died mid-command leaves a group behind.
+///
+/// A leader that also leads its own session (a terminal's shell, see [`crate::process::pty`])
+/// gets its whole session killed: an interactive shell puts each job in a group of its own.
 pub fn kill_orphaned_group(pgid: u32, start: u64) -> bool {
     if process_start_time(pgid) != Some(start) {
         return false;
     }
-    kill_group(pgid)
+    if session_of(pgid) == Some(pgid) {
+        kill_session(pgid)
+    } else {
+        kill_group(pgid)
+    }
+}
+
+/// The session id of a process (`/proc/PID/stat` field 6).
+fn session_of(pid: u32) -> Option<u32> {
+    stat_ids(pid).map(|(_, sid)| sid)
+}
+
+/// Process group and session of a process (`/proc/PID/stat` fields 5 and 6).
+fn stat_ids(pid: u32) -> Option<(u32, u32)> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let (_, rest) = stat.rsplit_once(')')?;
+    let mut fields = rest.split_whitespace().skip(2);
+    let pgrp = fields.next()?.parse().ok()?;
+    let session = fields.next()?.parse().ok()?;
+    Some((pgrp, session))
+}
+
+/// Sends SIGKILL to every process group of session `sid` (found through `/proc`), the
+/// session leader's first. Returns whether any signal was delivered. Never touches this
+/// process's own session, nor session 0 or 1.
+pub fn kill_session(sid: u32) -> bool {
+    if sid <= 1 || session_of(std::process::id()) == Some(sid) {
+        return false;
+    }
+    let mut any = kill_group(sid);
+    // Twice: a process forking while the first pass runs can start a group the pass missed.
+    for _ in 0..2 {
+        let Ok(dir) = std::fs::read_dir("/proc") else {
+            return any;
+        };
+        let mut groups: Vec<u32> = dir
+            .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok())
+            .filter_map(stat_ids)
+            .filter(|&(_, session)| session == sid)
+            .map(|(pgrp, _)| pgrp)
+            .collect();
+        groups.sort_unstable();
+        groups.dedup();
+        for pgrp in groups {
+            any |= kill_group(pgrp);
+        }
+    }
+    any
 }
 
 /// Sends SIGKILL to every process in group `pgid`. Returns whether the signal was delivered
@@ -87,6 +137,8 @@ pub fn kill_group(pgid: u32) -> bool {
 #[derive(Debug)]
 pub(crate) struct LiveGroup {
     pub(crate) pgid: u32,
+    /// The leader leads a session of its own (a terminal): kill every group in it.
+    session: bool,
     ended: AtomicBool,
 }
 
@@ -94,7 +146,24 @@ impl LiveGroup {
     pub(crate) fn new(pgid: u32) -> LiveGroup {
         LiveGroup {
             pgid,
+            session: false,
             ended: AtomicBool::new(false),
+        }
+    }
+
+    /// The group of a session leader: kills reach the whole session.
+    pub(crate) fn session(sid: u32) -> LiveGroup {
+        LiveGroup {
+            session: true,
+            ..LiveGroup::new(sid)
+        }
+    }
+
+    fn signal(&self) -> bool {
+        if self.session {
+            kill_session(self.pgid)
+        } else {
+            kill_group(self.pgid)
         }
     }
 
@@ -103,14 +172,14 @@ impl LiveGroup {
         if self.ended.load(Ordering::Acquire) {
             return false;
         }
-        kill_group(self.pgid)
+        self.signal()
     }
 
     /// The command ended: kill what is left of the group (background children) once, then
     /// never signal this number again.
     pub(crate) fn end(&self) {
         if !self.ended.swap(true, Ordering::AcqRel) {
-            kill_group(self.pgid);
+            self.signal();
         }
     }
 }
@@ -137,5 +206,8 @@ mod tests {
         assert!(!kill_orphaned_group(me, start + 1));
         assert!(!kill_group(0));
         assert!(!kill_group(1));
+        // Our own session is never a target.
+        assert!(!kill_session(session_of(me).unwrap()));
+        assert!(!kill_session(1));
     }
 }

@@ -32,6 +32,10 @@
 //! # Ok(()) }
 //! ```
 //!
+//! The Control UI's terminal runs its shell under a pseudo-terminal through [`pty::spawn_pty`]:
+//! the same allowlisted environment and crash-cleanup record, a session of its own instead of
+//! a group (its kills reach every job of the shell), input and resizes.
+//!
 //! ACP terminals use [`spawn`] (no events) with [`Bound::Tail`], then [`Process::snapshot`]
 //! for `terminal/output`, [`Process::wait_for_exit`], [`Process::kill`] and
 //! [`Process::release`].
@@ -39,6 +43,7 @@
 pub mod env;
 mod group;
 mod output;
+pub mod pty;
 
 use std::{
     ffi::OsString,
@@ -57,7 +62,8 @@ use tokio::{
 };
 
 pub use group::{
-    ProcessGroup, kill_group, kill_orphaned_group, owner_alive, process_start_time, this_process,
+    ProcessGroup, kill_group, kill_orphaned_group, kill_session, owner_alive, process_start_time,
+    this_process,
 };
 pub use output::{Bound, ExitStatus, OutputEvent, Piece, Snapshot, marker};
 

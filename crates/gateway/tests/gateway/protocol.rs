@@ -327,6 +327,33 @@ async fn every_scope_case() {
             assert_eq!(res["error"]["message"], "missing scope: operator.admin");
             assert_eq!(res["error"]["details"]["code"], "MISSING_SCOPE");
         }
+        // The interactive terminals: admin only, exactly like terminal.run.
+        let t = json!({"terminalId": "term_000000000000"});
+        for (method, params) in [
+            ("terminal.list", json!({})),
+            ("terminal.open", json!({"cols": 80, "rows": 24})),
+            ("terminal.attach", t.clone()),
+            (
+                "terminal.input",
+                json!({"terminalId": t["terminalId"], "data": "x"}),
+            ),
+            (
+                "terminal.resize",
+                json!({"terminalId": t["terminalId"], "cols": 80, "rows": 24}),
+            ),
+            ("terminal.close", t.clone()),
+        ] {
+            let res = c.request(method, params).await;
+            if *admin_ok {
+                assert_ne!(res["error"]["code"], "FORBIDDEN", "{method}: {res}");
+            } else {
+                assert_eq!(
+                    res["error"]["code"], "FORBIDDEN",
+                    "{scopes:?} {method}: {res}"
+                );
+                assert_eq!(res["error"]["details"]["missingScope"], "operator.admin");
+            }
+        }
         let res = c.request("ping", json!({})).await;
         assert_eq!(res["ok"], !scopes.is_empty(), "{scopes:?}: ping {res}");
     }

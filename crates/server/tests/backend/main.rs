@@ -6,6 +6,7 @@ mod events;
 mod gateway;
 mod input;
 mod manage;
+mod pty;
 mod runs;
 mod sessions;
 mod terminal;

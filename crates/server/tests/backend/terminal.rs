@@ -8,17 +8,22 @@ use tokio_tungstenite::tungstenite::Message;
 
 use crate::util::{Backend, eventually, process_gone, within};
 
-struct Operator {
+pub(crate) struct Operator {
     ws: tokio_tungstenite::WebSocketStream<
         tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>,
     >,
     next: u64,
     /// Events that arrived while a response was awaited.
-    held: std::collections::VecDeque<Value>,
+    pub(crate) held: std::collections::VecDeque<Value>,
 }
 
 impl Operator {
-    async fn connect(b: &Backend) -> Operator {
+    pub(crate) async fn connect(b: &Backend) -> Operator {
+        Operator::connect_with(b, b.server.token(), "operator.admin").await
+    }
+
+    /// Connects with `token`, asking for `scope`.
+    pub(crate) async fn connect_with(b: &Backend, token: &str, scope: &str) -> Operator {
         let url = format!("ws://127.0.0.1:{}/gateway", b.server.local_addr().port());
         let (ws, _) = within(tokio_tungstenite::connect_async(url)).await.unwrap();
         let mut op = Operator {
@@ -34,15 +39,15 @@ impl Operator {
                 json!({
                     "minProtocol": 1, "maxProtocol": 1,
                     "client": {"id": "test", "version": "0", "platform": "linux", "mode": "cli"},
-                    "role": "operator", "scopes": ["operator.admin"],
-                    "auth": {"token": b.server.token()}}),
+                    "role": "operator", "scopes": [scope],
+                    "auth": {"token": token}}),
             )
             .await;
         assert_eq!(hello["ok"], true, "{hello}");
         op
     }
 
-    async fn frame(&mut self) -> Value {
+    pub(crate) async fn frame(&mut self) -> Value {
         loop {
             let msg = within(self.ws.next()).await.unwrap().unwrap();
             if let Message::Text(t) = msg {
@@ -51,7 +56,7 @@ impl Operator {
         }
     }
 
-    async fn request(&mut self, method: &str, params: Value) -> Value {
+    pub(crate) async fn request(&mut self, method: &str, params: Value) -> Value {
         self.next += 1;
         let id = format!("r{}", self.next);
         let frame = json!({"type": "req", "id": id, "method": method, "params": params});
@@ -174,14 +179,14 @@ async fn kill_ends_the_whole_group() {
 }
 
 /// The process group `pid` belongs to (`/proc/PID/stat` field 5).
-fn process_group_of(pid: i32) -> i64 {
+pub(crate) fn process_group_of(pid: i32) -> i64 {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
     let (_, rest) = stat.rsplit_once(')').unwrap();
     rest.split_whitespace().nth(2).unwrap().parse().unwrap()
 }
 
 /// The process groups the backend has recorded for crash cleanup, read from its database.
-fn recorded_groups(b: &Backend) -> Vec<i64> {
+pub(crate) fn recorded_groups(b: &Backend) -> Vec<i64> {
     let db = b.data.path().join(ax_server::store::DB_FILE);
     let conn =
         rusqlite::Connection::open_with_flags(db, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY)
