@@ -452,7 +452,7 @@ class ControlUi {
         self.actions.setPanel('terminal', open);
         if (open) self.terminal.input.focus();
       },
-      prompt: (sessionId, text) => self.api.prompt(sessionId, text),
+      prompt: (sessionId, text) => self.api.prompt(sessionId, text, self.gateway.connId),
       async abort(sessionId) {
         try {
           await self.api.abort(sessionId);

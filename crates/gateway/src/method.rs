@@ -57,6 +57,9 @@ names! {
         TerminalRun = "terminal.run",
         /// Kill the operator terminal's command; needs `operator.admin`.
         TerminalKill = "terminal.kill",
+        /// `{enabled}`: whether the session's screen tool works now; only a session's screen
+        /// credential ([`crate::SessionScreens`]).
+        ScreenGate = "screen.gate",
     }
 }
 
@@ -75,6 +78,9 @@ names! {
         TerminalTruncated = "terminal.truncated",
         /// The operator terminal's command ended.
         TerminalExit = "terminal.exit",
+        /// `{enabled}`: a session's screen gate changed; only to that session's screen
+        /// credential.
+        ScreenGate = "screen.gate",
     }
 }
 
