@@ -29,7 +29,7 @@
 //! | `garbage` | prints lines that are not JSON-RPC (and not UTF-8) on stdout |
 //! | `flood N` | N text chunks written straight to stdout (for benchmarks) |
 //! | `flood-timed N RATE` | N chunks at RATE per second, each text `t<unix ns> ` |
-//! | `mcp TOOL JSON` | calls TOOL with arguments JSON on the first stdio MCP server the session was given; reports `mcp: tools=NAMES result=TEXT` |
+//! | `mcp TOOL JSON` | starts the session's stdio MCP server `ax-code-screen` (else the first stdio one), lists its tools and calls TOOL with arguments JSON; reports `mcp: tools=NAMES result=TEXT` (`result=error TEXT` for a refused call) |
 //! | `sleep MS` | waits |
 //! | `wait-cancel` | waits for `session/cancel`, then ends with `cancelled` |
 //! | `ignore-cancel` | waits forever, ignoring `session/cancel` |
@@ -491,10 +491,11 @@ impl Turn {
                 let server = self.mock.sessions.lock().unwrap()[&*self.sid.0]
                     .mcp_servers
                     .iter()
-                    .find_map(|s| match s {
+                    .filter_map(|s| match s {
                         schema::McpServer::Stdio(s) => Some(s.clone()),
                         _ => None,
-                    });
+                    })
+                    .min_by_key(|s| s.name != "ax-code-screen");
                 let report = match server {
                     None => "mcp: error no stdio MCP server was given".to_string(),
                     Some(server) => match call_mcp_tool(&server, tool, args).await {
@@ -566,6 +567,14 @@ async fn call_mcp_tool(
     let mut call = async |method: &str,
                           params: serde_json::Value|
            -> Result<serde_json::Value, String> {
+        if method.starts_with("notifications/") {
+            let msg = serde_json::json!({"jsonrpc": "2.0", "method": method});
+            stdin
+                .write_all(format!("{msg}\n").as_bytes())
+                .await
+                .map_err(|e| e.to_string())?;
+            return Ok(serde_json::Value::Null);
+        }
         next_id += 1;
         let msg = serde_json::json!({"jsonrpc": "2.0", "id": next_id, "method": method, "params": params});
         stdin
@@ -593,6 +602,7 @@ async fn call_mcp_tool(
             "clientInfo": {"name": "ax-mock-agent", "version": env!("CARGO_PKG_VERSION")}}),
     )
     .await?;
+    call("notifications/initialized", serde_json::Value::Null).await?;
     let tools = call("tools/list", serde_json::json!({})).await?;
     let names: Vec<&str> = tools["tools"]
         .as_array()
