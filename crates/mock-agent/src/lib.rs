@@ -34,6 +34,7 @@
 //! | `wait-cancel` | waits for `session/cancel`, then ends with `cancelled` |
 //! | `ignore-cancel` | waits forever, ignoring `session/cancel` |
 //! | `crash` | writes to stderr and exits with status 3 mid-turn |
+//! | `crash-in MS` | the same MS ms later, whatever the turn is doing then (e.g. waiting for a permission) |
 //! | `auth` | fails the prompt with -32000 (authentication required) |
 //! | `stop REASON` | ends the turn with that stop reason (`max_tokens`, `refusal`, ...) |
 //!
@@ -520,6 +521,16 @@ impl Turn {
                 return Ok(Some(schema::StopReason::Cancelled));
             }
             "ignore-cancel" => std::future::pending::<()>().await,
+            "crash-in" => {
+                // Dies in the middle of whatever comes next (e.g. a permission request that
+                // is still waiting for its answer).
+                let ms = rest.parse().unwrap_or(0);
+                std::thread::spawn(move || {
+                    std::thread::sleep(Duration::from_millis(ms));
+                    eprintln!("mock-agent: crashing on purpose while waiting");
+                    std::process::exit(3);
+                });
+            }
             "crash" => {
                 eprintln!("mock-agent: crashing on purpose mid-turn");
                 // Let what was already said reach the client first.

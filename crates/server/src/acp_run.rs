@@ -595,12 +595,27 @@ impl Turn {
                 "the backend stopped; the turn was cut short".into(),
             );
         }
-        // Nothing stays pending once the turn is over.
+        // Nothing stays pending once the turn is over (an agent that crashed or stopped
+        // answering left them): the row and the transcript's permission part both say
+        // `cancelled`, so no UI shows an approval that can no longer be answered.
+        let mut left: Vec<String> = Vec::new();
         for p in self.perms.values_mut() {
             if p.state == PermissionState::Pending {
                 p.state = PermissionState::Cancelled;
                 batch.push(Item::Answered(p.clone()));
+                left.push(p.id.clone());
             }
+        }
+        left.sort();
+        for permission_id in left {
+            self.acp_ids.remove(&permission_id);
+            self.delta(
+                &mut batch,
+                TurnDelta::PermissionAnswered {
+                    permission_id,
+                    outcome: PermissionOutcome::Cancelled,
+                },
+            );
         }
         self.flush(batch).await;
         if let Some(slot) = slot
