@@ -161,6 +161,38 @@ def run(binary, mock):
         check(aborted == {"aborted": True}, f"a's waiting turn is aborted: {aborted}")
         errors = [e for e in driver.get_log("browser") if e.get("level") == "SEVERE"]
         check(not errors, f"no page errors: {errors}")
+        driver.quit()
+        driver = None
+
+        # 5. A backend killed while an agent's permission waits: after the restart neither the
+        # permission list nor the transcript shows an approval nobody can answer.
+        c = backend.api("POST", "/session", {"agent": "mock", "title": "gamma"})["id"]
+        backend.api("POST", f"/session/{c}/prompt",
+                    {"parts": [{"type": "text", "text": "permission p1 claude"}]})
+        wait_for(lambda: any(p["sessionId"] == c and p["state"] == "pending"
+                             for p in backend.api("GET", "/permission")),
+                 "the agent's permission is pending", timeout=60)
+        backend.proc.kill()
+        backend.proc.wait()
+        backend.log.close()
+        backend = Backend(binary, root, extra_env={"XDG_CONFIG_HOME": config_home})
+        check(not [p for p in backend.api("GET", "/permission") if p["sessionId"] == c],
+              "after the restart nothing is pending")
+
+        def permission_parts(value):
+            if isinstance(value, dict):
+                if "permissionId" in value and "outcome" in value:
+                    yield value
+                for v in value.values():
+                    yield from permission_parts(v)
+            elif isinstance(value, list):
+                for v in value:
+                    yield from permission_parts(v)
+
+        parts = list(permission_parts(backend.api("GET", f"/session/{c}/message")))
+        check(len(parts) == 1 and "cancelled" in json.dumps(parts[0]["outcome"]),
+              f"the transcript's permission part is answered cancelled: {parts}")
+        check(backend.api("GET", f"/session/{c}")["status"] == "idle", "the session is idle")
     finally:
         if driver is not None:
             driver.quit()
