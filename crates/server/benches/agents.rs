@@ -98,7 +98,10 @@ async fn bench() {
     {
         config.limits.agent_linger = std::time::Duration::from_micros(us);
     }
-    println!("linger for lone text chunks: {:?}", config.limits.agent_linger);
+    println!(
+        "linger for lone text chunks: {:?}",
+        config.limits.agent_linger
+    );
     let server = ax_server::start(config).await.unwrap();
     let client = Client::new(server.url(), server.token()).unwrap();
     let mut events = connected(&client).await;

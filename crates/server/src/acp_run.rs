@@ -12,8 +12,8 @@ use std::{collections::HashMap, sync::Arc, time::Duration};
 
 use ax_acp::{AcpEvent, AgentHandle, AgentKind, AgentSpec, SessionError, StartOptions, schema};
 use ax_protocol::{
-    AgentMode, AgentModes, AgentState, Event, Permission, PermissionReply, PermissionState,
-    Prompt, PromptAccepted, Session, SessionId, SessionStatus,
+    AgentMode, AgentModes, AgentState, Event, Permission, PermissionReply, PermissionState, Prompt,
+    PromptAccepted, Session, SessionId, SessionStatus,
     turn::{Notice, NoticeKind, PermissionKind, PermissionOutcome, TurnDelta, TurnEnd},
 };
 use tokio::sync::{mpsc, oneshot};

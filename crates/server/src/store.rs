@@ -947,7 +947,10 @@ fn cancel_permission_parts(tx: &Connection, session: &str, message: &str) -> Res
     append_deltas(
         tx,
         message,
-        answers.iter().enumerate().map(|(i, d)| (last as u64 + 1 + i as u64, d)),
+        answers
+            .iter()
+            .enumerate()
+            .map(|(i, d)| (last as u64 + 1 + i as u64, d)),
     )
 }
 

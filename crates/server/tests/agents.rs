@@ -61,9 +61,10 @@ fn main() {
         ("abort_while_busy_without_a_permission", || {
             Box::pin(abort_while_busy_without_a_permission())
         }),
-        ("the_session_screen_credential_cannot_answer_a_permission", || {
-            Box::pin(the_session_screen_credential_cannot_answer_a_permission())
-        }),
+        (
+            "the_session_screen_credential_cannot_answer_a_permission",
+            || Box::pin(the_session_screen_credential_cannot_answer_a_permission()),
+        ),
     ];
     for (name, test) in tests {
         if only.as_deref().is_some_and(|o| !name.contains(o)) {
@@ -881,7 +882,11 @@ async fn abort_while_busy_without_a_permission() {
     let started = std::time::Instant::now();
     assert!(b.client.abort(&id).await.unwrap().aborted);
     // The agent honoured the cancel: no watchdog wait (2 s here).
-    assert!(started.elapsed() < Duration::from_secs(2), "{:?}", started.elapsed());
+    assert!(
+        started.elapsed() < Duration::from_secs(2),
+        "{:?}",
+        started.elapsed()
+    );
     assert_eq!(
         b.client.get_session(&id).await.unwrap().status,
         SessionStatus::Idle
@@ -889,7 +894,9 @@ async fn abort_while_busy_without_a_permission() {
     let messages = b.client.messages(&id).await.unwrap();
     let parts = &reply_of(&messages, &accepted.reply_id).parts;
     assert!(
-        parts.iter().any(|p| matches!(p, Part::Text { text } if text == "working")),
+        parts
+            .iter()
+            .any(|p| matches!(p, Part::Text { text } if text == "working")),
         "{parts:?}"
     );
     let accepted = b.client.prompt_text(&id, "text next").await.unwrap();
@@ -898,7 +905,8 @@ async fn abort_while_busy_without_a_permission() {
             let s = b.client.get_session(&id).await.unwrap();
             let m = b.client.messages(&id).await.unwrap();
             if s.status == SessionStatus::Idle
-                && m.iter().any(|m| m.id == accepted.reply_id && !m.parts.is_empty())
+                && m.iter()
+                    .any(|m| m.id == accepted.reply_id && !m.parts.is_empty())
             {
                 break;
             }
@@ -924,11 +932,7 @@ async fn the_session_screen_credential_cannot_answer_a_permission() {
         ),
     )
     .unwrap();
-    std::fs::set_permissions(
-        &script,
-        std::os::unix::fs::PermissionsExt::from_mode(0o755),
-    )
-    .unwrap();
+    std::fs::set_permissions(&script, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
     let mut c = ServerConfig::new(project.path(), data.path());
     c.register = false;
     c.agents = config("");
@@ -991,10 +995,17 @@ async fn the_session_screen_credential_cannot_answer_a_permission() {
         "{:?}",
         gw.hello().features.methods
     );
-    assert!(gw.hello().auth.scopes.is_empty(), "asking admin alone grants nothing");
+    assert!(
+        gw.hello().auth.scopes.is_empty(),
+        "asking admin alone grants nothing"
+    );
     // Still pending: answered only by the person.
     let pending = client.permissions().await.unwrap();
-    assert!(pending.iter().any(|p| p.id == pid && p.state == PermissionState::Pending));
+    assert!(
+        pending
+            .iter()
+            .any(|p| p.id == pid && p.state == PermissionState::Pending)
+    );
     let answered = client
         .reply_permission(&id, &pid, PermissionReply::AllowOnce)
         .await

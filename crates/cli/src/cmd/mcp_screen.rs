@@ -165,7 +165,8 @@ impl SessionBackend {
                                 .and_then(|p| p.get("enabled"))
                                 .and_then(serde_json::Value::as_bool)
                                 .unwrap_or(false);
-                            self.gate.send_if_modified(|g| std::mem::replace(g, enabled) != enabled);
+                            self.gate
+                                .send_if_modified(|g| std::mem::replace(g, enabled) != enabled);
                         }
                         Ok(_) => {}
                         Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => {
@@ -187,7 +188,8 @@ impl SessionBackend {
             .ok()
             .and_then(|v| v.get("enabled").and_then(serde_json::Value::as_bool))
             .unwrap_or(false);
-        self.gate.send_if_modified(|g| std::mem::replace(g, enabled) != enabled);
+        self.gate
+            .send_if_modified(|g| std::mem::replace(g, enabled) != enabled);
     }
 }
 
@@ -205,7 +207,9 @@ impl Connector for SessionConnector {
             backend.refresh_on(&client).await;
             client.close().await;
         } else {
-            backend.gate.send_if_modified(|g| std::mem::replace(g, false));
+            backend
+                .gate
+                .send_if_modified(|g| std::mem::replace(g, false));
         }
     }
 }

@@ -83,8 +83,14 @@ async fn a_session_credential_works_only_for_its_own_open_session() {
 
     // Closed gate: refused with the reason, nothing reaches the UI.
     let (code, details) = refused(&a, Method::UiCommand, sidebar(None)).await;
-    assert_eq!((code, details["code"].as_str()), (ErrorCode::Forbidden, Some("SCREEN_DISABLED")));
-    assert_eq!(a.request(Method::ScreenGate, json!({})).await.unwrap()["enabled"], false);
+    assert_eq!(
+        (code, details["code"].as_str()),
+        (ErrorCode::Forbidden, Some("SCREEN_DISABLED"))
+    );
+    assert_eq!(
+        a.request(Method::ScreenGate, json!({})).await.unwrap()["enabled"],
+        false
+    );
 
     // B's gate opens: B's screen servers hear it, A's do not, and A stays refused.
     let mut a_events = a.subscribe();
@@ -92,34 +98,58 @@ async fn a_session_credential_works_only_for_its_own_open_session() {
     screens.open.lock().unwrap().insert(SESSION_B.into(), true);
     gw.gateway.screen_gate_changed(SESSION_B, true);
     let ev = loop {
-        let ev = tokio::time::timeout(WAIT, b_events.recv()).await.unwrap().unwrap();
+        let ev = tokio::time::timeout(WAIT, b_events.recv())
+            .await
+            .unwrap()
+            .unwrap();
         if ev.event != "tick" {
             break ev;
         }
     };
-    assert_eq!((ev.event.as_str(), &ev.payload), ("screen.gate", &Some(json!({"enabled": true}))));
+    assert_eq!(
+        (ev.event.as_str(), &ev.payload),
+        ("screen.gate", &Some(json!({"enabled": true})))
+    );
     let (code, details) = refused(&a, Method::UiCommand, sidebar(None)).await;
-    assert_eq!((code, details["code"].as_str()), (ErrorCode::Forbidden, Some("SCREEN_DISABLED")));
+    assert_eq!(
+        (code, details["code"].as_str()),
+        (ErrorCode::Forbidden, Some("SCREEN_DISABLED"))
+    );
     // A cannot borrow B's open gate by naming B as its source session either.
     let (code, details) = refused(&a, Method::UiCommand, sidebar(Some(SESSION_B))).await;
-    assert_eq!((code, details["code"].as_str()), (ErrorCode::Forbidden, Some("OTHER_SESSION")));
+    assert_eq!(
+        (code, details["code"].as_str()),
+        (ErrorCode::Forbidden, Some("OTHER_SESSION"))
+    );
     assert!(a_events.try_recv().is_err(), "A heard B's gate");
 
     // B works as itself, not as A.
-    let res = b.request(Method::UiCommand, sidebar(Some(SESSION_B))).await.unwrap();
+    let res = b
+        .request(Method::UiCommand, sidebar(Some(SESSION_B)))
+        .await
+        .unwrap();
     assert_eq!(res["delivered"], 1, "{res}");
     let ev = loop {
-        let ev = tokio::time::timeout(WAIT, ui_events.recv()).await.unwrap().unwrap();
+        let ev = tokio::time::timeout(WAIT, ui_events.recv())
+            .await
+            .unwrap()
+            .unwrap();
         if ev.event == "ui.command" {
             break ev;
         }
     };
     assert_eq!(ev.payload.unwrap()["sessionKey"], SESSION_B);
     let (code, details) = refused(&b, Method::UiCommand, sidebar(Some(SESSION_A))).await;
-    assert_eq!((code, details["code"].as_str()), (ErrorCode::Forbidden, Some("OTHER_SESSION")));
+    assert_eq!(
+        (code, details["code"].as_str()),
+        (ErrorCode::Forbidden, Some("OTHER_SESSION"))
+    );
     // Never the operator terminal.
     let (code, details) = refused(&b, Method::TerminalRun, json!({"command": "true"})).await;
-    assert_eq!((code, details["code"].as_str()), (ErrorCode::Forbidden, Some("MISSING_SCOPE")));
+    assert_eq!(
+        (code, details["code"].as_str()),
+        (ErrorCode::Forbidden, Some("MISSING_SCOPE"))
+    );
 
     // The backend credential has no gate to ask about.
     let op = typed(gw.addr, ClientMode::Agent, &[], &every, TOKEN)
