@@ -685,18 +685,7 @@ impl Turn {
                 Ok(session)
             })
             .await;
-        self.app.runs().remove(&self.session);
-        match stored {
-            Ok(Some(session)) => {
-                self.app.bus.publish(Event::SessionUpdated { session });
-            }
-            Ok(None) => {}
-            Err(e) => tracing::error!(error = %e, "ending an agent's turn failed"),
-        }
-        self.app.bus.publish(Event::SessionStatus {
-            session_id: self.session.clone(),
-            status,
-        });
+        runner::end_turn(&self.app, &self.session, stored, status);
         while let Ok(control) = inbox.try_recv() {
             match control {
                 Control::Abort { ack } => acks.push(ack),

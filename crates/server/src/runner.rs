@@ -300,6 +300,28 @@ pub(crate) async fn begin_turn(
     Ok((user, reply))
 }
 
+/// The end of every turn once its last write (`stored`: the session as it now is) is done:
+/// frees the run slot and publishes the session and its new `status`.
+pub(crate) fn end_turn(
+    app: &Shared,
+    id: &SessionId,
+    stored: Result<Option<ax_protocol::Session>, store::StoreError>,
+    status: SessionStatus,
+) {
+    app.runs().remove(id);
+    match stored {
+        Ok(Some(session)) => {
+            app.bus.publish(Event::SessionUpdated { session });
+        }
+        Ok(None) => {}
+        Err(e) => tracing::error!(error = %e, session = %id, "ending a turn failed"),
+    }
+    app.bus.publish(Event::SessionStatus {
+        session_id: id.clone(),
+        status,
+    });
+}
+
 /// Why a run stopped early.
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Stop {
@@ -403,18 +425,7 @@ impl Run {
                 store::set_status(c, project, &sid, SessionStatus::Idle, now)
             })
             .await;
-        self.app.runs().remove(&self.session);
-        match stored {
-            Ok(Some(session)) => {
-                self.app.bus.publish(Event::SessionUpdated { session });
-            }
-            Ok(None) => {}
-            Err(e) => tracing::error!(error = %e, "ending a run failed"),
-        }
-        self.app.bus.publish(Event::SessionStatus {
-            session_id: self.session.clone(),
-            status: SessionStatus::Idle,
-        });
+        end_turn(&self.app, &self.session, stored, SessionStatus::Idle);
         for ack in acks {
             let _ = ack.send(());
         }

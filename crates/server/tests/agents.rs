@@ -516,15 +516,7 @@ async fn abort_while_pending_cancels_and_watchdog_kills() {
         .prompt_text(&id, "tool t0 make\npermission p claude")
         .await
         .unwrap();
-    let pid = within(async {
-        loop {
-            let e = events.next().await.unwrap().unwrap();
-            if let Event::PermissionAsked { permission } = e.event {
-                break permission.id;
-            }
-        }
-    })
-    .await;
+    let pid = first_permission(&mut events).await;
     assert!(b.client.abort(&id).await.unwrap().aborted);
     let messages = b.client.messages(&id).await.unwrap();
     let parts = &reply_of(&messages, &accepted.reply_id).parts;
@@ -952,15 +944,7 @@ async fn the_session_screen_credential_cannot_answer_a_permission() {
         .prompt_text(&id, "mcp screen {}\npermission p1 claude")
         .await
         .unwrap();
-    let pid = within(async {
-        loop {
-            let e = events.next().await.unwrap().unwrap();
-            if let Event::PermissionAsked { permission } = e.event {
-                break permission.id;
-            }
-        }
-    })
-    .await;
+    let pid = first_permission(&mut events).await;
     let token = std::fs::read_to_string(&out).expect("the screen server got its credential");
     assert_eq!(token.len(), 64, "a fresh random credential");
     assert_ne!(token, server.token());
@@ -1013,4 +997,17 @@ async fn the_session_screen_credential_cannot_answer_a_permission() {
     assert_eq!(answered.state, PermissionState::Approved);
     gw.close().await;
     server.shutdown().await;
+}
+
+/// The id of the next permission asked on `events`.
+async fn first_permission(events: &mut EventStream) -> String {
+    within(async {
+        loop {
+            let e = events.next().await.unwrap().unwrap();
+            if let Event::PermissionAsked { permission } = e.event {
+                break permission.id;
+            }
+        }
+    })
+    .await
 }

@@ -237,19 +237,27 @@ fn run_session_scoped() -> anyhow::Result<()> {
         Some(session),
         ScreenGate::Switch(rx),
     );
-    let runtime = tokio::runtime::Builder::new_current_thread()
+    runtime()?.block_on(async move {
+        tokio::spawn(backend.watch());
+        serve_stdio(screen).await
+    })
+}
+
+fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
+    tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
-        .context("cannot start the async runtime")?;
-    runtime.block_on(async move {
-        tokio::spawn(backend.watch());
-        let service = screen
-            .serve(rmcp::transport::stdio_pipes())
-            .await
-            .context("MCP initialization failed")?;
-        service.waiting().await.context("MCP service failed")?;
-        Ok(())
-    })
+        .context("cannot start the async runtime")
+}
+
+/// Serves `screen` on stdin/stdout until the client goes away.
+async fn serve_stdio<C: Connector>(screen: ScreenServer<C>) -> anyhow::Result<()> {
+    let service = screen
+        .serve(rmcp::transport::stdio_pipes())
+        .await
+        .context("MCP initialization failed")?;
+    service.waiting().await.context("MCP service failed")?;
+    Ok(())
 }
 
 pub fn run(args: McpScreenArgs) -> anyhow::Result<()> {
@@ -275,22 +283,13 @@ pub fn run(args: McpScreenArgs) -> anyhow::Result<()> {
     };
     let session = args.session.clone();
     let screen = ScreenServer::new(backend, args.session, ScreenGate::Always);
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .context("cannot start the async runtime")?;
-    runtime.block_on(async move {
+    runtime()?.block_on(async move {
         if let Some(session) = session {
             screen
                 .check_default_session()
                 .await
                 .map_err(|e| anyhow::anyhow!("--session {session}: {}", e.message))?;
         }
-        let service = screen
-            .serve(rmcp::transport::stdio_pipes())
-            .await
-            .context("MCP initialization failed")?;
-        service.waiting().await.context("MCP service failed")?;
-        Ok(())
+        serve_stdio(screen).await
     })
 }
