@@ -91,17 +91,6 @@ async fn bench() {
     let mut config = ServerConfig::new(project.path(), data.path());
     config.register = false;
     config.agents = ax_acp::AgentsConfig::parse(Path::new("bench.toml"), &text).unwrap();
-    // `AX_BENCH_LINGER_US=N` compares another linger for lone text chunks (default 1 ms).
-    if let Some(us) = std::env::var("AX_BENCH_LINGER_US")
-        .ok()
-        .and_then(|v| v.parse().ok())
-    {
-        config.limits.agent_linger = std::time::Duration::from_micros(us);
-    }
-    println!(
-        "linger for lone text chunks: {:?}",
-        config.limits.agent_linger
-    );
     let server = ax_server::start(config).await.unwrap();
     let client = Client::new(server.url(), server.token()).unwrap();
     let mut events = connected(&client).await;

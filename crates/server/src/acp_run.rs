@@ -247,40 +247,6 @@ impl Turn {
         })
     }
 
-    /// Adds what is queued behind the first event to `batch`. A burst that is nothing but
-    /// streamed text waits up to [`crate::Limits::agent_linger`] for more chunks: at a few
-    /// thousand chunks a second most arrive alone, and each lone chunk would pay its own
-    /// transaction, event and SSE write.
-    async fn gather(
-        &mut self,
-        events: &mut mpsc::UnboundedReceiver<AcpEvent>,
-        batch: &mut Vec<Item>,
-        mut end: Option<TurnEnd>,
-    ) -> Option<TurnEnd> {
-        let deadline = tokio::time::Instant::now() + self.app.limits.agent_linger;
-        loop {
-            while end.is_none() && batch.len() < BURST {
-                match events.try_recv() {
-                    Ok(event) => end = self.take(event, batch),
-                    Err(_) => break,
-                }
-            }
-            let streaming = matches!(
-                batch.as_slice(),
-                [Item::Delta(_, TurnDelta::TextAppended { text } | TurnDelta::ThoughtAppended { text })]
-                    if text.len() < MERGE_BYTES
-            );
-            if end.is_some() || !streaming {
-                return end;
-            }
-            match tokio::time::timeout_at(deadline, events.recv()).await {
-                Ok(Some(event)) => end = self.take(event, batch),
-                // Closed (reported by the next receive) or the time is up.
-                Ok(None) | Err(_) => return end,
-            }
-        }
-    }
-
     /// Stores `batch` in one transaction, then publishes it.
     async fn flush(&mut self, batch: Vec<Item>) {
         if batch.is_empty() {
@@ -534,8 +500,13 @@ impl Turn {
                             stderr_tail: slot.handle.stderr_tail(),
                         }, false);
                     };
-                    let end = self.take(event, &mut batch);
-                    let end = self.gather(&mut events, &mut batch, end).await;
+                    let mut end = self.take(event, &mut batch);
+                    while end.is_none() && batch.len() < BURST {
+                        match events.try_recv() {
+                            Ok(event) => end = self.take(event, &mut batch),
+                            Err(_) => break,
+                        }
+                    }
                     self.flush(std::mem::take(&mut batch)).await;
                     if let Some(end) = end {
                         break (end, true);

@@ -36,9 +36,6 @@ pub struct Limits {
     /// After an abort, how long an ACP agent has to end its turn before its process group is
     /// killed (an abort of an agent turn waits this long plus 5 s).
     pub agent_watchdog: Duration,
-    /// How long an agent's lone streamed text chunk waits for more before it is stored and
-    /// published (they then share one transaction and one event). Zero: no wait.
-    pub agent_linger: Duration,
 }
 
 impl Default for Limits {
@@ -53,7 +50,6 @@ impl Default for Limits {
             unauthenticated_connections: 256,
             abort_wait: Duration::from_secs(15),
             agent_watchdog: Duration::from_secs(15),
-            agent_linger: Duration::from_millis(1),
         }
     }
 }
