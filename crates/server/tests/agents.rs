@@ -329,6 +329,15 @@ async fn agent_is_fixed_at_creation_and_checked() {
             format!("/session/{}/mode", default.id),
             r#"{"modeId":"a","x":1}"#,
         ),
+        // `client` must be a gateway connection id.
+        (
+            format!("/session/{}/prompt", default.id),
+            r#"{"parts":[{"type":"text","text":"true"}],"client":"not a connection"}"#,
+        ),
+        (
+            format!("/session/{}/prompt", default.id),
+            r#"{"parts":[{"type":"text","text":"true"}],"client":"conn_"}"#,
+        ),
     ] {
         let r = http
             .post(format!("{}{path}", server.url()))
