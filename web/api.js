@@ -102,8 +102,12 @@ export class Api {
   renameSession(id, title) { return this.request('PATCH', `/session/${encodeURIComponent(id)}`, { title }); }
   deleteSession(id) { return this.request('DELETE', `/session/${encodeURIComponent(id)}`); }
   messages(id) { return this.request('GET', `/session/${encodeURIComponent(id)}/message`); }
-  prompt(id, text) {
-    return this.request('POST', `/session/${encodeURIComponent(id)}/prompt`, { parts: [{ type: 'text', text }] });
+  // `client`: this page's gateway connection id, so the session's agent may arrange this UI
+  // during the turn (docs/agents.md §8); omitted while the gateway is down.
+  prompt(id, text, client) {
+    const body = { parts: [{ type: 'text', text }] };
+    if (client) body.client = client;
+    return this.request('POST', `/session/${encodeURIComponent(id)}/prompt`, body);
   }
   abort(id) { return this.request('POST', `/session/${encodeURIComponent(id)}/abort`); }
   permissions() { return this.request('GET', '/permission'); }

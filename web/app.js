@@ -562,7 +562,6 @@ class ControlUi {
         self.actions.setPanel('terminal', open);
         if (open) self.terminal.focus();
       },
-      prompt: (sessionId, text) => self.api.prompt(sessionId, text),
       async setMode(sessionId, modeId) {
         try {
           const s = await self.api.setMode(sessionId, modeId);
@@ -582,6 +581,7 @@ class ControlUi {
           self.toast(`Could not revoke: ${e.message}`);
         }
       },
+      prompt: (sessionId, text) => self.api.prompt(sessionId, text, self.gateway.connId),
       async abort(sessionId) {
         try {
           await self.api.abort(sessionId);

@@ -1102,7 +1102,11 @@ impl AgentHandle {
         let mut session_id = None;
         let mut not_restored_reason = None;
         if let Some(old) = reopen {
-            if self.info.load_session {
+            // Load (with the replay flagged) or resume; both answer modes and options.
+            let options = |c: Option<Vec<schema::SessionConfigOption>>| {
+                c.map(|c| serde_json::to_value(c).unwrap_or_default())
+            };
+            let attempt = if self.info.load_session {
                 {
                     let mut st = self.shared.lock();
                     st.session_id = Some(old.to_string());
@@ -1112,38 +1116,26 @@ impl AgentHandle {
                     .mcp_servers(mcp_servers.clone());
                 let loaded = self.request_raw(req).await;
                 self.shared.lock().replaying = false;
-                match loaded {
-                    Ok(r) => {
-                        restored = Restored::Loaded;
-                        response_modes = r.modes;
-                        config_options = r
-                            .config_options
-                            .map(|c| serde_json::to_value(c).unwrap_or_default());
-                        session_id = Some(old.to_string());
-                    }
-                    Err(Some(e)) if e.code == ErrorCode::AUTH_REQUIRED => {
-                        self.shared.lock().session_id = None;
-                        return Err(self.map_session_error(Some(e)));
-                    }
-                    Err(e) => {
-                        self.shared.lock().session_id = None;
-                        not_restored_reason = Some(format!(
-                            "session/load failed: {}",
-                            e.map(|e| e.message).unwrap_or_else(|| "no answer".into())
-                        ));
-                    }
-                }
+                let loaded = loaded.map(|r| (r.modes, options(r.config_options)));
+                Some(("session/load", Restored::Loaded, loaded))
             } else if self.info.resume_session {
                 self.shared.lock().session_id = Some(old.to_string());
                 let req = schema::ResumeSessionRequest::new(old.to_string(), project.clone())
                     .mcp_servers(mcp_servers.clone());
-                match self.request_raw(req).await {
-                    Ok(r) => {
-                        restored = Restored::Resumed;
-                        response_modes = r.modes;
-                        config_options = r
-                            .config_options
-                            .map(|c| serde_json::to_value(c).unwrap_or_default());
+                let resumed = self.request_raw(req).await;
+                let resumed = resumed.map(|r| (r.modes, options(r.config_options)));
+                Some(("session/resume", Restored::Resumed, resumed))
+            } else {
+                not_restored_reason =
+                    Some("the agent offers neither session/load nor session/resume".into());
+                None
+            };
+            if let Some((method, how, answer)) = attempt {
+                match answer {
+                    Ok((modes, options)) => {
+                        restored = how;
+                        response_modes = modes;
+                        config_options = options;
                         session_id = Some(old.to_string());
                     }
                     Err(Some(e)) if e.code == ErrorCode::AUTH_REQUIRED => {
@@ -1153,14 +1145,11 @@ impl AgentHandle {
                     Err(e) => {
                         self.shared.lock().session_id = None;
                         not_restored_reason = Some(format!(
-                            "session/resume failed: {}",
+                            "{method} failed: {}",
                             e.map(|e| e.message).unwrap_or_else(|| "no answer".into())
                         ));
                     }
                 }
-            } else {
-                not_restored_reason =
-                    Some("the agent offers neither session/load nor session/resume".into());
             }
         }
         let session_id = match session_id {

@@ -55,6 +55,11 @@ const CLOSE_TOO_BIG: u16 = 1009;
 /// RFC 6455 "internal error": the server cannot continue this connection.
 const CLOSE_INTERNAL: u16 = 1011;
 
+/// Params of a method that takes none.
+#[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct NoParams {}
+
 struct Rejection {
     id: String,
     error: ErrorShape,
@@ -65,6 +70,8 @@ struct Accepted {
     params: ConnectParams,
     scopes: Scopes,
     request_id: String,
+    /// The session of a session-scoped screen credential.
+    screen_session: Option<String>,
 }
 
 /// Why reading the socket failed, when the WebSocket layer says so: a frame over its cap or
@@ -84,6 +91,7 @@ struct Opened {
     socket: WebSocket,
     scopes: Scopes,
     ui_target: bool,
+    screen_session: Option<String>,
     key: u64,
     conn_id: String,
 }
@@ -193,6 +201,7 @@ async fn open(shared: Arc<Shared>, mut socket: WebSocket) -> Option<Opened> {
         socket,
         scopes: accepted.scopes,
         ui_target,
+        screen_session: accepted.screen_session,
         key,
         conn_id,
     })
@@ -220,6 +229,7 @@ fn run(shared: Arc<Shared>, opened: Opened) -> impl Future<Output = ()> + Send +
         socket,
         scopes,
         ui_target,
+        screen_session,
         key,
         conn_id,
     } = opened;
@@ -230,6 +240,7 @@ fn run(shared: Arc<Shared>, opened: Opened) -> impl Future<Output = ()> + Send +
         key,
         conn_id,
         ui_target,
+        screen_session,
         out: out.clone(),
         last_seen: AtomicU64::new(shared.clock_ms()),
     });
@@ -388,6 +399,16 @@ async fn handshake(shared: &Shared, socket: &mut WebSocket) -> Result<Accepted, 
             allowed = Some((limited.scopes, true));
         }
     }
+    // A session's screen credential (the screen server a session hands its agent): read and
+    // write at most, bound to its session.
+    let mut screen_session = None;
+    if allowed.is_none()
+        && let Some(screens) = shared.session_screens.get()
+        && let Some(session) = screens.session_of(&params.auth.token)
+    {
+        allowed = Some(([Scope::Read, Scope::Write].into_iter().collect(), true));
+        screen_session = Some(session);
+    }
     let Some((allowed, is_limited)) = allowed else {
         return Err(Rejection {
             id: req.id,
@@ -416,6 +437,7 @@ async fn handshake(shared: &Shared, socket: &mut WebSocket) -> Result<Accepted, 
         params,
         scopes,
         request_id: req.id,
+        screen_session,
     })
 }
 
@@ -714,12 +736,56 @@ impl Conn {
                 self.respond(&req.id, self.shared.terminals.list());
                 Ok(())
             }
+            Method::ScreenGate => {
+                let Some(session) = &self.entry.screen_session else {
+                    return Err(ErrorShape::new(
+                        ErrorCode::Forbidden,
+                        "screen.gate is only for a session's screen credential",
+                    ));
+                };
+                let _: NoParams = parse_params(params, method)?;
+                let enabled = self.screen_enabled(session);
+                self.respond(&req.id, json!({ "enabled": enabled }));
+                Ok(())
+            }
         }
+    }
+
+    fn screen_enabled(&self, session: &str) -> bool {
+        self.shared
+            .session_screens
+            .get()
+            .is_some_and(|s| s.enabled(session))
+    }
+
+    /// A session's screen credential sends commands only while its session's turn came from
+    /// a Control UI, and only as that session.
+    fn check_screen_session(&self, p: &UiCommandParams) -> Result<(), ErrorShape> {
+        let Some(session) = &self.entry.screen_session else {
+            return Ok(());
+        };
+        if p.session_key.as_ref().is_some_and(|k| k != session) {
+            return Err(ErrorShape::new(
+                ErrorCode::Forbidden,
+                "a session's screen credential acts only as its own session",
+            )
+            .with_details(json!({"code": "OTHER_SESSION"})));
+        }
+        if !self.screen_enabled(session) {
+            return Err(ErrorShape::new(
+                ErrorCode::Forbidden,
+                "the screen tool is not enabled for this turn: only a turn started from a \
+                 Control UI (a client that advertises ui-commands) may arrange the screen",
+            )
+            .with_details(json!({"code": "SCREEN_DISABLED"})));
+        }
+        Ok(())
     }
 
     fn ui_command(&self, req: &RequestFrame, params: Option<Value>) -> Result<(), ErrorShape> {
         self.need(Scope::Write)?;
         let p: UiCommandParams = parse_params(params, Method::UiCommand)?;
+        self.check_screen_session(&p)?;
         p.validate(self.shared.config.sessions.as_ref())
             .map_err(|m| ErrorShape::invalid(format!("invalid ui.command params: {m}")))?;
         let wait = p.wait == Some(true);

@@ -26,6 +26,8 @@ pub(crate) struct ConnEntry {
     pub conn_id: String,
     /// `mode == ui` and `caps` contain `ui-commands`.
     pub ui_target: bool,
+    /// The session of a session-scoped screen credential ([`crate::SessionScreens`]).
+    pub screen_session: Option<String>,
     pub out: Arc<Outbound>,
     /// When a frame last came from the peer (the gateway clock, ms).
     pub last_seen: AtomicU64,
@@ -91,6 +93,29 @@ impl Hub {
 
     pub(crate) fn ui_targets(&self) -> usize {
         lock(&self.conns).values().filter(|c| c.ui_target).count()
+    }
+
+    pub(crate) fn is_ui_target(&self, conn_id: &str) -> bool {
+        lock(&self.conns)
+            .values()
+            .any(|c| c.ui_target && c.conn_id == conn_id && !c.out.is_closed())
+    }
+
+    /// Queues `screen.gate {enabled}` to every connection of `session`'s screen credential.
+    pub(crate) fn screen_gate_changed(&self, session: &str, enabled: bool) {
+        let targets: Vec<Arc<ConnEntry>> = lock(&self.conns)
+            .values()
+            .filter(|c| c.screen_session.as_deref() == Some(session))
+            .cloned()
+            .collect();
+        if targets.is_empty() {
+            return;
+        }
+        let payload = serde_json::json!({ "enabled": enabled });
+        let prefix = EventPrefix::new(crate::method::Event::ScreenGate.as_str(), &payload);
+        for t in targets {
+            t.out.push(Out::Event(prefix.clone()));
+        }
     }
 
     /// Send `event` to every UI target. The event is serialised once for all of them.

@@ -106,6 +106,20 @@ pub trait SessionDirectory: Send + Sync + 'static {
     fn contains(&self, session_id: &str) -> bool;
 }
 
+/// Per-session screen credentials: the `screen` MCP server a session hands its agent
+/// (docs/agents.md §8) connects with one. It grants at most `operator.read` and
+/// `operator.write`, never connects as a `ui` client, and `ui.command` works with it only while
+/// [`SessionScreens::enabled`] says so for its session and only as that session (the source
+/// `sessionKey` of its commands). Such a connection can ask `screen.gate` and hears the
+/// `screen.gate` event when its session's gate changes ([`Gateway::screen_gate_changed`]).
+pub trait SessionScreens: Send + Sync + 'static {
+    /// The session whose credential `token` is, if any. Implementations compare every
+    /// credential in constant time.
+    fn session_of(&self, token: &str) -> Option<String>;
+    /// Whether the session's current turn may arrange the screen (it came from a Control UI).
+    fn enabled(&self, session: &str) -> bool;
+}
+
 /// What the backend gives the gateway.
 pub struct GatewayConfig {
     /// The backend credential; a client proves it in its `connect` frame.
@@ -184,6 +198,8 @@ pub(crate) struct Shared {
     pub(crate) hub: hub::Hub,
     /// The operator's interactive terminals; they outlive connections.
     pub(crate) terminals: pty::Terminals,
+    /// Session-scoped screen credentials, when the backend hands agents a screen server.
+    pub(crate) session_screens: std::sync::OnceLock<Arc<dyn SessionScreens>>,
     pub(crate) next_conn: AtomicU64,
     /// The gateway's clock for keepalive bookkeeping.
     epoch: Instant,
@@ -248,6 +264,7 @@ impl Gateway {
                 tuning,
                 hub: hub::Hub::default(),
                 terminals: pty::Terminals::default(),
+                session_screens: std::sync::OnceLock::new(),
                 next_conn: AtomicU64::new(1),
                 epoch: Instant::now(),
                 ticker: AtomicBool::new(false),
@@ -281,6 +298,25 @@ impl Gateway {
     /// Connections that receive `ui.command` events.
     pub fn ui_client_count(&self) -> usize {
         self.shared.hub.ui_targets()
+    }
+
+    /// Accepts the session-scoped screen credentials `screens` knows from now on (set once;
+    /// a second call is ignored and answers `false`).
+    pub fn set_session_screens(&self, screens: Arc<dyn SessionScreens>) -> bool {
+        self.shared.session_screens.set(screens).is_ok()
+    }
+
+    /// Whether `conn_id` names a live connection that receives `ui.command`: a `ui` client
+    /// that advertised `ui-commands`, authenticated with the backend credential (a limited or
+    /// session credential cannot be a `ui` client) and granted at least `operator.read`.
+    pub fn is_ui_client(&self, conn_id: &str) -> bool {
+        self.shared.hub.is_ui_target(conn_id)
+    }
+
+    /// Tells the screen servers of `session` that its gate is now `enabled` (event
+    /// `screen.gate {enabled}`), so they can announce the changed tool list.
+    pub fn screen_gate_changed(&self, session: &str, enabled: bool) {
+        self.shared.hub.screen_gate_changed(session, enabled);
     }
 }
 

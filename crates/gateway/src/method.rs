@@ -69,6 +69,9 @@ names! {
         TerminalClose = "terminal.close",
         /// The gateway's terminals; needs `operator.admin`.
         TerminalList = "terminal.list",
+        /// `{enabled}`: whether the session's screen tool works now; only a session's screen
+        /// credential ([`crate::SessionScreens`]).
+        ScreenGate = "screen.gate",
     }
 }
 
@@ -93,6 +96,9 @@ names! {
         TerminalDropped = "terminal.dropped",
         /// Another connection attached to the terminal.
         TerminalDetached = "terminal.detached",
+        /// `{enabled}`: a session's screen gate changed; only to that session's screen
+        /// credential.
+        ScreenGate = "screen.gate",
     }
 }
 

@@ -255,6 +255,13 @@ impl From<ClientError> for ScreenError {
 pub trait Connector: Send + Sync + 'static {
     /// A fresh, handshaken connection, or why there is none.
     fn connect(&self) -> impl Future<Output = Result<GatewayClient, ScreenError>> + Send;
+
+    /// Brings a [`ScreenGate::Switch`] up to date before the tools are listed or called (the
+    /// session-scoped server asks the gateway, so a turn that just began is seen at once).
+    /// Nothing by default.
+    fn refresh_gate(&self) -> impl Future<Output = ()> + Send {
+        std::future::ready(())
+    }
 }
 
 /// Whether the tool is offered.
@@ -419,6 +426,7 @@ impl<C: Connector> ScreenServer<C> {
 
     /// One tool call with raw arguments.
     pub async fn call(&self, arguments: Option<JsonObject>) -> Result<ScreenOutput, ScreenError> {
+        self.connector.refresh_gate().await;
         if !self.gate.enabled() {
             return Err(ScreenError::new(ErrorCode::Forbidden, DISABLED));
         }
@@ -469,6 +477,7 @@ impl<C: Connector> ServerHandler for ScreenServer<C> {
         _request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
+        self.connector.refresh_gate().await;
         Ok(ListToolsResult::with_all_items(self.tools()))
     }
 

@@ -30,11 +30,12 @@
 //! | `garbage` | prints lines that are not JSON-RPC (and not UTF-8) on stdout |
 //! | `flood N` | N text chunks written straight to stdout (for benchmarks) |
 //! | `flood-timed N RATE` | N chunks at RATE per second, each text `t<unix ns> ` |
-//! | `mcp TOOL JSON` | calls TOOL with arguments JSON on the first stdio MCP server the session was given; reports `mcp: tools=NAMES result=TEXT` |
+//! | `mcp TOOL JSON` | starts the session's stdio MCP server `ax-code-screen` (else the first stdio one), lists its tools and calls TOOL with arguments JSON; reports `mcp: tools=NAMES result=TEXT` (`result=error TEXT` for a refused call) |
 //! | `sleep MS` | waits |
 //! | `wait-cancel` | waits for `session/cancel`, then ends with `cancelled` |
 //! | `ignore-cancel` | waits forever, ignoring `session/cancel` |
 //! | `crash` | writes to stderr and exits with status 3 mid-turn |
+//! | `crash-in MS` | the same MS ms later, whatever the turn is doing then (e.g. waiting for a permission) |
 //! | `auth` | fails the prompt with -32000 (authentication required) |
 //! | `stop REASON` | ends the turn with that stop reason (`max_tokens`, `refusal`, ...) |
 //!
@@ -493,10 +494,11 @@ impl Turn {
                 let server = self.mock.sessions.lock().unwrap()[&*self.sid.0]
                     .mcp_servers
                     .iter()
-                    .find_map(|s| match s {
+                    .filter_map(|s| match s {
                         schema::McpServer::Stdio(s) => Some(s.clone()),
                         _ => None,
-                    });
+                    })
+                    .min_by_key(|s| s.name != "ax-code-screen");
                 let report = match server {
                     None => "mcp: error no stdio MCP server was given".to_string(),
                     Some(server) => match call_mcp_tool(&server, tool, args).await {
@@ -521,6 +523,16 @@ impl Turn {
                 return Ok(Some(schema::StopReason::Cancelled));
             }
             "ignore-cancel" => std::future::pending::<()>().await,
+            "crash-in" => {
+                // Dies in the middle of whatever comes next (e.g. a permission request that
+                // is still waiting for its answer).
+                let ms = rest.parse().unwrap_or(0);
+                std::thread::spawn(move || {
+                    std::thread::sleep(Duration::from_millis(ms));
+                    eprintln!("mock-agent: crashing on purpose while waiting");
+                    std::process::exit(3);
+                });
+            }
             "crash" => {
                 eprintln!("mock-agent: crashing on purpose mid-turn");
                 // Let what was already said reach the client first.
@@ -568,6 +580,14 @@ async fn call_mcp_tool(
     let mut call = async |method: &str,
                           params: serde_json::Value|
            -> Result<serde_json::Value, String> {
+        if method.starts_with("notifications/") {
+            let msg = serde_json::json!({"jsonrpc": "2.0", "method": method});
+            stdin
+                .write_all(format!("{msg}\n").as_bytes())
+                .await
+                .map_err(|e| e.to_string())?;
+            return Ok(serde_json::Value::Null);
+        }
         next_id += 1;
         let msg = serde_json::json!({"jsonrpc": "2.0", "id": next_id, "method": method, "params": params});
         stdin
@@ -595,6 +615,7 @@ async fn call_mcp_tool(
             "clientInfo": {"name": "ax-mock-agent", "version": env!("CARGO_PKG_VERSION")}}),
     )
     .await?;
+    call("notifications/initialized", serde_json::Value::Null).await?;
     let tools = call("tools/list", serde_json::json!({})).await?;
     let names: Vec<&str> = tools["tools"]
         .as_array()

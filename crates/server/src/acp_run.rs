@@ -12,8 +12,8 @@ use std::{collections::HashMap, sync::Arc, time::Duration};
 
 use ax_acp::{AcpEvent, AgentHandle, AgentKind, AgentSpec, SessionError, StartOptions, schema};
 use ax_protocol::{
-    AgentMode, AgentModes, AgentState, Event, Message, Permission, PermissionReply,
-    PermissionState, Prompt, PromptAccepted, Role, Session, SessionId, SessionStatus,
+    AgentMode, AgentModes, AgentState, Event, Permission, PermissionReply, PermissionState, Prompt,
+    PromptAccepted, Session, SessionId, SessionStatus,
     turn::{Notice, NoticeKind, PermissionKind, PermissionOutcome, TurnDelta, TurnEnd},
 };
 use tokio::sync::{mpsc, oneshot};
@@ -58,6 +58,7 @@ pub async fn start(
     id: SessionId,
     session: Session,
     prompt: Prompt,
+    client: Option<&str>,
 ) -> Result<PromptAccepted, Failure> {
     let spec = spec_of(app, &session.agent)?;
     let checked = runner::check_prompt(app, prompt)?;
@@ -87,65 +88,18 @@ pub async fn start(
             },
         );
     }
-    let now = ids::now_ms();
-    let user = Message {
-        id: user_id,
-        session_id: id.clone(),
-        role: Role::User,
-        created: now,
-        parts: checked.parts,
-    };
-    let reply = Message {
-        id: reply_id,
-        session_id: id.clone(),
-        role: Role::Assistant,
-        created: now,
-        parts: Vec::new(),
-    };
-    let project = app.project_id;
-    let stored = {
-        let (user, reply) = (user.clone(), reply.clone());
-        let sid = id.to_string();
-        app.store
-            .write(move |c| {
-                let tx = store::begin_write(c)?;
-                store::insert_message(&tx, &user)?;
-                store::insert_message(&tx, &reply)?;
-                store::begin_run(
-                    &tx,
-                    &sid,
-                    &reply.id,
-                    now,
-                    ax_agents::process::this_process(),
-                )?;
-                let session = store::set_status(&tx, project, &sid, SessionStatus::Busy, now)?;
-                tx.commit()?;
-                Ok(session)
-            })
-            .await
-    };
-    let session = match stored {
-        Ok(Some(s)) => s,
-        Ok(None) => {
-            app.runs().remove(&id);
-            return Err(Failure::session_not_found(id.as_str()));
-        }
-        Err(e) => {
-            app.runs().remove(&id);
-            return Err(e.into());
-        }
-    };
-    app.bus.publish(Event::MessageCreated {
-        message: user.clone(),
-    });
-    app.bus.publish(Event::MessageCreated {
-        message: reply.clone(),
-    });
-    app.bus.publish(Event::SessionUpdated { session });
-    app.bus.publish(Event::SessionStatus {
-        session_id: id.clone(),
-        status: SessionStatus::Busy,
-    });
+    let (user, reply) = runner::begin_turn(
+        app,
+        &id,
+        [user_id, reply_id],
+        checked.parts,
+        None,
+        SessionStatus::Busy,
+    )
+    .await?;
+    // Decided now, when the prompt arrives: a Control UI that disconnects later does not
+    // take the tool away in the middle of the turn.
+    let ui = client.is_some_and(|c| app.screens.is_ui_client(c));
     let turn = Turn {
         app: app.clone(),
         session: id,
@@ -155,6 +109,7 @@ pub async fn start(
         perms: HashMap::new(),
         acp_ids: HashMap::new(),
         interrupted: false,
+        ui,
     };
     app.tasks.spawn(turn.drive(spec, blocks, inbox));
     Ok(PromptAccepted {
@@ -183,6 +138,8 @@ struct Turn {
     /// The agent's permission ids by backend id.
     acp_ids: HashMap<String, String>,
     interrupted: bool,
+    /// The prompt came from a live Control UI: the agent's screen tool works this turn.
+    ui: bool,
 }
 
 impl Turn {
@@ -443,7 +400,18 @@ impl Turn {
                     None
                 })
         };
-        let opened = handle.open_session(Vec::new(), reopen.as_deref()).await;
+        let screen = match self.app.screens.mcp_servers(&self.session) {
+            Ok(servers) => servers,
+            Err(e) => {
+                let end = TurnEnd::Failed {
+                    message: e.to_string(),
+                    stderr_tail: String::new(),
+                };
+                self.app.tasks.spawn(async move { handle.stop().await });
+                return Err(end);
+            }
+        };
+        let opened = handle.open_session(screen, reopen.as_deref()).await;
         let info = match opened {
             Ok(info) => info,
             Err(e) => {
@@ -510,6 +478,8 @@ impl Turn {
             Ok(slot) => slot,
             Err(end) => return self.finish(end, false, batch, acks, &mut inbox, None).await,
         };
+        // Before the agent sees the prompt, so a tool list it asks for at once is right.
+        self.app.screens.set_enabled(&self.session, self.ui);
         if let Err(e) = slot.handle.prompt(blocks) {
             let end = TurnEnd::Failed {
                 message: e.to_string(),
@@ -580,6 +550,7 @@ impl Turn {
         inbox: &mut mpsc::UnboundedReceiver<Control>,
         slot: Option<&Arc<AgentSlot>>,
     ) {
+        self.app.screens.set_enabled(&self.session, false);
         let mut auth = None;
         match end {
             TurnEnd::Failed {
@@ -624,12 +595,27 @@ impl Turn {
                 "the backend stopped; the turn was cut short".into(),
             );
         }
-        // Nothing stays pending once the turn is over.
+        // Nothing stays pending once the turn is over (an agent that crashed or stopped
+        // answering left them): the row and the transcript's permission part both say
+        // `cancelled`, so no UI shows an approval that can no longer be answered.
+        let mut left: Vec<String> = Vec::new();
         for p in self.perms.values_mut() {
             if p.state == PermissionState::Pending {
                 p.state = PermissionState::Cancelled;
                 batch.push(Item::Answered(p.clone()));
+                left.push(p.id.clone());
             }
+        }
+        left.sort();
+        for permission_id in left {
+            self.acp_ids.remove(&permission_id);
+            self.delta(
+                &mut batch,
+                TurnDelta::PermissionAnswered {
+                    permission_id,
+                    outcome: PermissionOutcome::Cancelled,
+                },
+            );
         }
         self.flush(batch).await;
         if let Some(slot) = slot
@@ -670,18 +656,7 @@ impl Turn {
                 Ok(session)
             })
             .await;
-        self.app.runs().remove(&self.session);
-        match stored {
-            Ok(Some(session)) => {
-                self.app.bus.publish(Event::SessionUpdated { session });
-            }
-            Ok(None) => {}
-            Err(e) => tracing::error!(error = %e, "ending an agent's turn failed"),
-        }
-        self.app.bus.publish(Event::SessionStatus {
-            session_id: self.session.clone(),
-            status,
-        });
+        runner::end_turn(&self.app, &self.session, stored, status);
         while let Ok(control) = inbox.try_recv() {
             match control {
                 Control::Abort { ack } => acks.push(ack),
@@ -779,6 +754,7 @@ pub async fn set_mode(app: &Shared, id: &SessionId, mode_id: &str) -> Result<Ses
 
 /// Stops the session's agent process, if one runs (session deleted, backend stopping).
 pub async fn stop_agent(app: &Shared, id: &SessionId) {
+    app.screens.revoke(id);
     let slot = app.agent_slots().remove(id);
     if let Some(slot) = slot {
         slot.handle.stop().await;

@@ -308,15 +308,46 @@ async fn messages(
     ))
 }
 
+/// `POST /session/{id}/prompt` body: the [`Prompt`] and, from a Control UI, its gateway
+/// connection id (`client`), which lets an ACP agent's turn use the screen tool
+/// (docs/agents.md §8).
+#[derive(serde::Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct PromptBody {
+    parts: Vec<ax_protocol::PromptPart>,
+    #[serde(default)]
+    client: Option<String>,
+}
+
+/// A gateway connection id: `conn_` and hex digits, bounded.
+fn client_id(client: Option<String>) -> Result<Option<String>, Failure> {
+    match client {
+        Some(c)
+            if !(c.len() <= 64
+                && c.strip_prefix("conn_").is_some_and(|h| {
+                    !h.is_empty() && h.bytes().all(|b| b.is_ascii_hexdigit())
+                })) =>
+        {
+            Err(Failure::bad_request(
+                "client must be a gateway connection id (conn_ and hex digits)",
+            ))
+        }
+        other => Ok(other),
+    }
+}
+
 async fn prompt(
     State(app): State<Shared>,
     Path(id): Path<String>,
-    input: Result<Json<Prompt>, JsonRejection>,
+    input: Result<Json<PromptBody>, JsonRejection>,
 ) -> ApiResult<Response> {
     let id = session_id(&id)?;
-    let input = body(input)?;
+    let PromptBody { parts, client } = body(input)?;
+    let client = client_id(client)?;
+    let input = Prompt { parts };
     let title = title_from_prompt(&input);
-    let accepted: PromptAccepted = runner::start(&app, id.clone(), input).await?;
+    let accepted: PromptAccepted =
+        runner::start(&app, id.clone(), input, client.as_deref()).await?;
     // Every session gets a title from its first prompt, however it was created.
     if let Some(title) = title {
         let project = app.project_id;

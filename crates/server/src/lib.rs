@@ -72,6 +72,7 @@ use tokio::task::JoinHandle;
 use tokio_util::{sync::CancellationToken, task::TaskTracker};
 
 mod acp_run;
+mod agent_screen;
 mod api;
 mod auth;
 mod control_ui;
@@ -129,6 +130,10 @@ pub struct ServerConfig {
     pub agents: ax_acp::AgentsConfig,
     /// How long a one-time Control UI sign-in code stays valid (`POST /signin/code`).
     pub sign_in_ttl: Duration,
+    /// The `ax-code` binary each ACP session runs as its agent's session-scoped `screen` MCP
+    /// server (`mcp screen --from-env`, docs/agents.md §8); `None` hands agents no screen
+    /// server. Default: this process's own executable.
+    pub screen_exe: Option<PathBuf>,
 }
 
 impl ServerConfig {
@@ -149,6 +154,7 @@ impl ServerConfig {
             agent: Arc::new(ShellAgent),
             agents: ax_acp::AgentsConfig::builtin(),
             sign_in_ttl: Duration::from_secs(60),
+            screen_exe: std::env::current_exe().ok(),
         }
     }
 }
@@ -442,6 +448,10 @@ pub async fn start(config: ServerConfig) -> Result<RunningServer, StartError> {
         agent: config.agent,
         agents: config.agents,
         agent_slots: Mutex::new(Default::default()),
+        screens: Arc::new(agent_screen::AgentScreens::new(
+            config.screen_exe,
+            url.clone(),
+        )),
         token: token.clone(),
         screen_token: crate::screen_credential(&token),
         allowed_hosts,
@@ -465,6 +475,7 @@ pub async fn start(config: ServerConfig) -> Result<RunningServer, StartError> {
     }
     let sign_in = Arc::new(signin::Codes::new(config.sign_in_ttl));
     let gateway = gateway_mount::gateway(&app)?;
+    app.screens.attach(&gateway);
     let router = Router::new()
         .route("/health", get(api::health))
         .merge(api::protected(app.clone()))

@@ -101,7 +101,14 @@ fn busy_message(id: &SessionId, phase: &Phase) -> String {
 }
 
 /// Stores the prompt, asks permission (unless the session allows always) and starts the run.
-pub async fn start(app: &Shared, id: SessionId, prompt: Prompt) -> Result<PromptAccepted, Failure> {
+/// `client` is the gateway connection the prompt came from, if the client named one (an ACP
+/// agent's turn may arrange the screen only when it is a live Control UI).
+pub async fn start(
+    app: &Shared,
+    id: SessionId,
+    prompt: Prompt,
+    client: Option<&str>,
+) -> Result<PromptAccepted, Failure> {
     let session = {
         let (project, sid) = (app.project_id, id.to_string());
         app.store
@@ -110,7 +117,7 @@ pub async fn start(app: &Shared, id: SessionId, prompt: Prompt) -> Result<Prompt
             .ok_or_else(|| Failure::session_not_found(id.as_str()))?
     };
     if session.agent != ax_acp::config::SHELL {
-        return crate::acp_run::start(app, id, session, prompt).await;
+        return crate::acp_run::start(app, id, session, prompt, client).await;
     }
     let checked = check_prompt(app, prompt)?;
     let project = app.project_id;
@@ -180,72 +187,20 @@ pub async fn start(app: &Shared, id: SessionId, prompt: Prompt) -> Result<Prompt
     let id2 = id.clone();
     let stages = app.tasks.spawn(async move {
         let (app, id) = (&app2, id2);
-        let user = Message {
-            id: user_id,
-            session_id: id.clone(),
-            role: Role::User,
-            created: now,
-            parts: checked_parts,
-        };
-        let reply = Message {
-            id: reply_id,
-            session_id: id.clone(),
-            role: Role::Assistant,
-            created: now,
-            parts: Vec::new(),
-        };
         let status = if always {
             SessionStatus::Busy
         } else {
             SessionStatus::Pending
         };
-        let stored = {
-            let (user, reply, permission) = (user.clone(), reply.clone(), permission.clone());
-            let sid = id.to_string();
-            app.store
-                .write(move |c| {
-                    let tx = store::begin_write(c)?;
-                    store::insert_message(&tx, &user)?;
-                    store::insert_message(&tx, &reply)?;
-                    if let Some(p) = &permission {
-                        store::insert_permission(&tx, p)?;
-                    }
-                    store::begin_run(&tx, &sid, &reply.id, now, process::this_process())?;
-                    let session = store::set_status(&tx, project, &sid, status, now)?;
-                    tx.commit()?;
-                    Ok(session)
-                })
-                .await
-        };
-        let session = match stored {
-            Ok(Some(session)) => session,
-            Ok(None) => {
-                app.runs().remove(&id);
-                return Err(Failure::session_not_found(id.as_str()));
-            }
-            Err(e) => {
-                app.runs().remove(&id);
-                return Err(e.into());
-            }
-        };
-        app.bus.publish(Event::MessageCreated {
-            message: user.clone(),
-        });
-        app.bus.publish(Event::MessageCreated {
-            message: reply.clone(),
-        });
-        app.bus.publish(Event::SessionUpdated {
-            session: session.clone(),
-        });
-        app.bus.publish(Event::SessionStatus {
-            session_id: id.clone(),
+        let (user, reply) = begin_turn(
+            app,
+            &id,
+            [user_id, reply_id],
+            checked_parts,
+            permission.as_ref(),
             status,
-        });
-        if let Some(p) = &permission {
-            app.bus.publish(Event::PermissionAsked {
-                permission: p.clone(),
-            });
-        }
+        )
+        .await?;
         let task = Run {
             app: app.clone(),
             session: id,
@@ -267,6 +222,104 @@ pub async fn start(app: &Shared, id: SessionId, prompt: Prompt) -> Result<Prompt
             Err(Failure::internal(format!("starting the run failed: {e}")))
         }
     }
+}
+
+/// Stores the person's message and the empty reply (with the pending `permission`, if
+/// any), begins the run in `status` and publishes all of it; the start of every turn, the
+/// `shell` agent's and an ACP agent's. The caller holds the session's run slot, which is
+/// freed here when storing fails.
+pub(crate) async fn begin_turn(
+    app: &Shared,
+    id: &SessionId,
+    [user_id, reply_id]: [String; 2],
+    parts: Vec<Part>,
+    permission: Option<&Permission>,
+    status: SessionStatus,
+) -> Result<(Message, Message), Failure> {
+    let now = ids::now_ms();
+    let user = Message {
+        id: user_id,
+        session_id: id.clone(),
+        role: Role::User,
+        created: now,
+        parts,
+    };
+    let reply = Message {
+        id: reply_id,
+        session_id: id.clone(),
+        role: Role::Assistant,
+        created: now,
+        parts: Vec::new(),
+    };
+    let project = app.project_id;
+    let stored = {
+        let (user, reply, permission) = (user.clone(), reply.clone(), permission.cloned());
+        let sid = id.to_string();
+        app.store
+            .write(move |c| {
+                let tx = store::begin_write(c)?;
+                store::insert_message(&tx, &user)?;
+                store::insert_message(&tx, &reply)?;
+                if let Some(p) = &permission {
+                    store::insert_permission(&tx, p)?;
+                }
+                store::begin_run(&tx, &sid, &reply.id, now, process::this_process())?;
+                let session = store::set_status(&tx, project, &sid, status, now)?;
+                tx.commit()?;
+                Ok(session)
+            })
+            .await
+    };
+    let session = match stored {
+        Ok(Some(session)) => session,
+        Ok(None) => {
+            app.runs().remove(id);
+            return Err(Failure::session_not_found(id.as_str()));
+        }
+        Err(e) => {
+            app.runs().remove(id);
+            return Err(e.into());
+        }
+    };
+    app.bus.publish(Event::MessageCreated {
+        message: user.clone(),
+    });
+    app.bus.publish(Event::MessageCreated {
+        message: reply.clone(),
+    });
+    app.bus.publish(Event::SessionUpdated { session });
+    app.bus.publish(Event::SessionStatus {
+        session_id: id.clone(),
+        status,
+    });
+    if let Some(p) = permission {
+        app.bus.publish(Event::PermissionAsked {
+            permission: p.clone(),
+        });
+    }
+    Ok((user, reply))
+}
+
+/// The end of every turn once its last write (`stored`: the session as it now is) is done:
+/// frees the run slot and publishes the session and its new `status`.
+pub(crate) fn end_turn(
+    app: &Shared,
+    id: &SessionId,
+    stored: Result<Option<ax_protocol::Session>, store::StoreError>,
+    status: SessionStatus,
+) {
+    app.runs().remove(id);
+    match stored {
+        Ok(Some(session)) => {
+            app.bus.publish(Event::SessionUpdated { session });
+        }
+        Ok(None) => {}
+        Err(e) => tracing::error!(error = %e, session = %id, "ending a turn failed"),
+    }
+    app.bus.publish(Event::SessionStatus {
+        session_id: id.clone(),
+        status,
+    });
 }
 
 /// Why a run stopped early.
@@ -372,18 +425,7 @@ impl Run {
                 store::set_status(c, project, &sid, SessionStatus::Idle, now)
             })
             .await;
-        self.app.runs().remove(&self.session);
-        match stored {
-            Ok(Some(session)) => {
-                self.app.bus.publish(Event::SessionUpdated { session });
-            }
-            Ok(None) => {}
-            Err(e) => tracing::error!(error = %e, "ending a run failed"),
-        }
-        self.app.bus.publish(Event::SessionStatus {
-            session_id: self.session.clone(),
-            status: SessionStatus::Idle,
-        });
+        end_turn(&self.app, &self.session, stored, SessionStatus::Idle);
         for ack in acks {
             let _ = ack.send(());
         }

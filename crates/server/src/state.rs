@@ -104,6 +104,8 @@ pub struct App {
     pub agents: ax_acp::AgentsConfig,
     /// Running ACP agent processes by session (one per session that has work).
     pub agent_slots: Mutex<HashMap<SessionId, Arc<crate::acp_run::AgentSlot>>>,
+    /// The session-scoped screen credentials and gates of ACP sessions.
+    pub screens: Arc<crate::agent_screen::AgentScreens>,
     pub token: String,
     /// The screen credential derived from `token` (gateway only, read and write scopes).
     pub screen_token: String,

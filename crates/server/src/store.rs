@@ -1036,6 +1036,42 @@ pub fn take_orphaned_process_groups(
     Ok(orphans)
 }
 
+/// An agent's turn cut by a crash (its reply is made of delta rows): each permission still
+/// pending gets a `cancelled` answer delta, so the reloaded transcript shows no approval that
+/// can no longer be answered.
+fn cancel_permission_parts(tx: &Connection, session: &str, message: &str) -> Result<()> {
+    let last: i64 = tx.query_row(
+        "SELECT COALESCE(MAX(seq), 0) FROM delta WHERE message_id = ?1",
+        [message],
+        |r| r.get(0),
+    )?;
+    if last == 0 {
+        return Ok(());
+    }
+    let pending: Vec<String> = {
+        let mut stmt = tx.prepare(
+            "SELECT id FROM permission WHERE session_id = ?1 AND state = 'pending' ORDER BY id",
+        )?;
+        stmt.query_map([session], |r| r.get(0))?
+            .collect::<rusqlite::Result<_>>()?
+    };
+    let answers: Vec<turn::TurnDelta> = pending
+        .into_iter()
+        .map(|permission_id| turn::TurnDelta::PermissionAnswered {
+            permission_id,
+            outcome: turn::PermissionOutcome::Cancelled,
+        })
+        .collect();
+    append_deltas(
+        tx,
+        message,
+        answers
+            .iter()
+            .enumerate()
+            .map(|(i, d)| (last as u64 + 1 + i as u64, d)),
+    )
+}
+
 /// What [`recover_interrupted`] found.
 #[derive(Debug, Default)]
 pub struct Recovered {
@@ -1101,6 +1137,7 @@ pub fn recover_interrupted(
              FROM part WHERE message_id = ?1",
             params![message, encode_part(&Part::Interrupted)?],
         )?;
+        cancel_permission_parts(&tx, session, message)?;
         tx.execute(
             "UPDATE permission SET state = 'cancelled' WHERE session_id = ?1 AND state = 'pending'",
             [session],

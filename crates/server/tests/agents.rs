@@ -67,6 +67,16 @@ fn main() {
         ("a_standing_always_of_an_agent_is_revoked", || {
             Box::pin(a_standing_always_of_an_agent_is_revoked())
         }),
+        ("a_crash_leaves_no_permission_pending", || {
+            Box::pin(a_crash_leaves_no_permission_pending())
+        }),
+        ("abort_while_busy_without_a_permission", || {
+            Box::pin(abort_while_busy_without_a_permission())
+        }),
+        (
+            "the_session_screen_credential_cannot_answer_a_permission",
+            || Box::pin(the_session_screen_credential_cannot_answer_a_permission()),
+        ),
     ];
     for (name, test) in tests {
         if only.as_deref().is_some_and(|o| !name.contains(o)) {
@@ -331,6 +341,15 @@ async fn agent_is_fixed_at_creation_and_checked() {
             format!("/session/{}/mode", default.id),
             r#"{"modeId":"a","x":1}"#,
         ),
+        // `client` must be a gateway connection id.
+        (
+            format!("/session/{}/prompt", default.id),
+            r#"{"parts":[{"type":"text","text":"true"}],"client":"not a connection"}"#,
+        ),
+        (
+            format!("/session/{}/prompt", default.id),
+            r#"{"parts":[{"type":"text","text":"true"}],"client":"conn_"}"#,
+        ),
     ] {
         let r = http
             .post(format!("{}{path}", server.url()))
@@ -518,15 +537,7 @@ async fn abort_while_pending_cancels_and_watchdog_kills() {
         .prompt_text(&id, "tool t0 make\npermission p claude")
         .await
         .unwrap();
-    let pid = within(async {
-        loop {
-            let e = events.next().await.unwrap().unwrap();
-            if let Event::PermissionAsked { permission } = e.event {
-                break permission.id;
-            }
-        }
-    })
-    .await;
+    let pid = first_permission(&mut events).await;
     assert!(b.client.abort(&id).await.unwrap().aborted);
     let messages = b.client.messages(&id).await.unwrap();
     let parts = &reply_of(&messages, &accepted.reply_id).parts;
@@ -796,6 +807,230 @@ async fn fs_terminal_and_env_through_the_backend() {
             if t.content.iter().any(|c| matches!(c, turn::ToolContent::Terminal { .. })))),
         "a terminal tool call shows its terminal"
     );
+}
+
+/// The permission part of `reply` in `messages`.
+fn permission_part<'a>(messages: &'a [Message], reply: &str) -> &'a turn::PermissionPart {
+    reply_of(messages, reply)
+        .parts
+        .iter()
+        .find_map(|p| match p {
+            Part::Turn(TurnPart::Permission(p)) => Some(p),
+            _ => None,
+        })
+        .expect("a permission part")
+}
+
+async fn a_crash_leaves_no_permission_pending() {
+    let mut b = Backend::start("").await;
+    let mut events = b.events().await;
+    let id = b.mock_session().await;
+    // The agent dies while its permission request waits for the person.
+    let accepted = b
+        .client
+        .prompt_text(&id, "crash-in 1500\npermission p1 claude")
+        .await
+        .unwrap();
+    let live = follow(&b, &mut events, &id, &accepted.reply_id, |_| None).await;
+    assert_eq!(live.asked.len(), 1, "the permission was asked");
+    let shown = live.parts.iter().find_map(|p| match p {
+        TurnPart::Permission(p) => Some(p.outcome.clone()),
+        _ => None,
+    });
+    assert_eq!(shown, Some(turn::PermissionOutcome::Cancelled), "live");
+    let stored = b.client.messages(&id).await.unwrap();
+    assert_eq!(
+        permission_part(&stored, &accepted.reply_id).outcome,
+        turn::PermissionOutcome::Cancelled
+    );
+    assert_eq!(
+        reply_of(&stored, &accepted.reply_id).parts,
+        as_parts(&live.parts),
+        "reload equals the stream"
+    );
+    let pending = b.client.permissions().await.unwrap();
+    assert!(
+        pending.iter().all(|p| p.session_id != id),
+        "nothing pending: {pending:?}"
+    );
+    let answer = b
+        .client
+        .reply_permission(&id, &live.asked[0].id, PermissionReply::AllowOnce)
+        .await;
+    assert!(
+        matches!(answer, Err(ClientError::Api { status: 409, .. })),
+        "{answer:?}"
+    );
+    // The session stays usable.
+    let accepted = b.client.prompt_text(&id, "text again").await.unwrap();
+    let live = follow(&b, &mut events, &id, &accepted.reply_id, |_| None).await;
+    assert_eq!(text_of(&live.parts), "again");
+    b.restart().await;
+    assert_eq!(b.client.messages(&id).await.unwrap().len(), 4);
+}
+
+async fn abort_while_busy_without_a_permission() {
+    let b = Backend::start("").await;
+    let mut events = b.events().await;
+    let id = b.mock_session().await;
+    let accepted = b
+        .client
+        .prompt_text(&id, "text working\nwait-cancel")
+        .await
+        .unwrap();
+    within(async {
+        loop {
+            let e = events.next().await.unwrap().unwrap();
+            if matches!(e.event, Event::MessageDelta { ref message_id, .. } if *message_id == accepted.reply_id)
+            {
+                break;
+            }
+        }
+    })
+    .await;
+    assert_eq!(
+        b.client.get_session(&id).await.unwrap().status,
+        SessionStatus::Busy
+    );
+    let started = std::time::Instant::now();
+    assert!(b.client.abort(&id).await.unwrap().aborted);
+    // The agent honoured the cancel: no watchdog wait (2 s here).
+    assert!(
+        started.elapsed() < Duration::from_secs(2),
+        "{:?}",
+        started.elapsed()
+    );
+    assert_eq!(
+        b.client.get_session(&id).await.unwrap().status,
+        SessionStatus::Idle
+    );
+    let messages = b.client.messages(&id).await.unwrap();
+    let parts = &reply_of(&messages, &accepted.reply_id).parts;
+    assert!(
+        parts
+            .iter()
+            .any(|p| matches!(p, Part::Text { text } if text == "working")),
+        "{parts:?}"
+    );
+    let accepted = b.client.prompt_text(&id, "text next").await.unwrap();
+    within(async {
+        loop {
+            let s = b.client.get_session(&id).await.unwrap();
+            let m = b.client.messages(&id).await.unwrap();
+            if s.status == SessionStatus::Idle
+                && m.iter()
+                    .any(|m| m.id == accepted.reply_id && !m.parts.is_empty())
+            {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    })
+    .await;
+}
+
+/// The session-scoped screen credential (what the backend hands the agent's screen server)
+/// can answer no permission: the HTTP API refuses it, and the gateway grants it write at most
+/// and has no method that answers one. A stand-in screen server records the credential.
+async fn the_session_screen_credential_cannot_answer_a_permission() {
+    let project = tempfile::tempdir().unwrap();
+    let data = tempfile::tempdir().unwrap();
+    let out = project.path().join("screen-token");
+    let script = project.path().join("screen-server.sh");
+    std::fs::write(
+        &script,
+        format!(
+            "#!/bin/sh\nprintf '%s' \"$AX_CODE_SCREEN_TOKEN\" > {:?}.tmp && mv {:?}.tmp {:?}\n",
+            out, out, out
+        ),
+    )
+    .unwrap();
+    std::fs::set_permissions(&script, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let mut c = ServerConfig::new(project.path(), data.path());
+    c.register = false;
+    c.agents = config("");
+    c.screen_exe = Some(script);
+    let server = ax_server::start(c).await.unwrap();
+    let client = Client::new(server.url(), server.token()).unwrap();
+    let mut events = client.events(None);
+    while !events.is_connected() {
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    let id = client
+        .create_session_with(Some("t"), Some("mock"))
+        .await
+        .unwrap()
+        .id;
+    client
+        .prompt_text(&id, "mcp screen {}\npermission p1 claude")
+        .await
+        .unwrap();
+    let pid = first_permission(&mut events).await;
+    let token = std::fs::read_to_string(&out).expect("the screen server got its credential");
+    assert_eq!(token.len(), 64, "a fresh random credential");
+    assert_ne!(token, server.token());
+    assert_ne!(token, server.screen_token());
+    // The HTTP API: 401 on the answer route (and everywhere else).
+    let http = reqwest::Client::builder().no_proxy().build().unwrap();
+    for reply in ["once", "allow_once", "always"] {
+        let r = http
+            .post(format!("{}/session/{id}/permission/{pid}", server.url()))
+            .bearer_auth(&token)
+            .json(&serde_json::json!({ "reply": reply }))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status(), 401, "{reply}");
+    }
+    // The gateway: write at most, and nothing answers a permission.
+    let options = ax_gateway::ConnectOptions::new(
+        token.clone(),
+        ax_gateway::ClientMode::Agent,
+        vec![ax_gateway::Scope::Admin],
+    );
+    let gw = ax_gateway::GatewayClient::connect(server.url(), options)
+        .await
+        .unwrap();
+    assert!(
+        gw.hello()
+            .features
+            .methods
+            .iter()
+            .all(|m| !m.contains("permission")),
+        "{:?}",
+        gw.hello().features.methods
+    );
+    assert!(
+        gw.hello().auth.scopes.is_empty(),
+        "asking admin alone grants nothing"
+    );
+    // Still pending: answered only by the person.
+    let pending = client.permissions().await.unwrap();
+    assert!(
+        pending
+            .iter()
+            .any(|p| p.id == pid && p.state == PermissionState::Pending)
+    );
+    let answered = client
+        .reply_permission(&id, &pid, PermissionReply::AllowOnce)
+        .await
+        .unwrap();
+    assert_eq!(answered.state, PermissionState::Approved);
+    gw.close().await;
+    server.shutdown().await;
+}
+
+/// The id of the next permission asked on `events`.
+async fn first_permission(events: &mut EventStream) -> String {
+    within(async {
+        loop {
+            let e = events.next().await.unwrap().unwrap();
+            if let Event::PermissionAsked { permission } = e.event {
+                break permission.id;
+            }
+        }
+    })
+    .await
 }
 
 /// An agent keeps its own "always" rules: the backend lists the grant and, on revoke, stops

@@ -12,15 +12,26 @@
 //! the current directory's project is used. Only for a backend on another machine is it
 //! derived from `$AX_CODE_SERVER_PASSWORD` (the password is dropped at once). The full
 //! credential is never read. It never appears in arguments, logs or results.
+//!
+//! `--from-env` is the session-scoped server a backend hands each ACP agent (docs/agents.md
+//! §8): URL, session and a per-session credential come from `AX_CODE_SCREEN_URL`,
+//! `AX_CODE_SCREEN_SESSION` and `AX_CODE_SCREEN_TOKEN` (never arguments). The gateway grants
+//! that credential `operator.write` at most, for its session only, and refuses its
+//! `ui.command` unless the session's current turn came from a Control UI. The tool is listed
+//! only then: before listing or calling, the server asks the gateway (`screen.gate`), and a
+//! watcher connection hears each change (`screen.gate` event) and sends
+//! `notifications/tools/list_changed`.
 
 use anyhow::Context;
+use std::sync::Arc;
+
 use ax_gateway::{
-    ClientMode, ConnectOptions, GatewayClient, Scope,
+    ClientMode, ConnectOptions, Event, GatewayClient, Method, Scope,
     screen::{Connector, SERVER_NAME, ScreenError, ScreenGate, ScreenServer},
 };
 use clap::Args;
 use rmcp::ServiceExt;
-use tokio::sync::Mutex;
+use tokio::sync::{Mutex, watch};
 
 #[derive(Debug, Args)]
 pub struct McpScreenArgs {
@@ -30,6 +41,10 @@ pub struct McpScreenArgs {
     /// The agent's own session: the default target of session actions.
     #[arg(long)]
     pub session: Option<String>,
+    /// Session-scoped (started by a backend for its agent): URL, session and credential from
+    /// the AX_CODE_SCREEN_* environment variables.
+    #[arg(long, conflicts_with_all = ["url", "session"])]
+    pub from_env: bool,
 }
 
 /// Where the backend is and how to prove it; resolved on first use and kept. `token` is the
@@ -121,8 +136,135 @@ impl Connector for LocalBackend {
     }
 }
 
+/// The session-scoped server's backend: a credential of one session, no proof (the backend
+/// that started us gave us its own address; the credential dies with that backend process).
+struct SessionBackend {
+    url: String,
+    token: String,
+    gate: watch::Sender<bool>,
+}
+
+impl SessionBackend {
+    fn options(&self) -> ConnectOptions {
+        ConnectOptions::new(self.token.clone(), ClientMode::Agent, vec![Scope::Write])
+            .with_client_id(SERVER_NAME)
+    }
+
+    /// Keeps one connection that hears `screen.gate` events; reconnects after a second.
+    async fn watch(self: Arc<Self>) {
+        loop {
+            if let Ok(client) = GatewayClient::connect(&self.url, self.options()).await {
+                let mut events = client.subscribe();
+                self.refresh_on(&client).await;
+                loop {
+                    match events.recv().await {
+                        Ok(e) if e.event == Event::ScreenGate.as_str() => {
+                            let enabled = e
+                                .payload
+                                .as_ref()
+                                .and_then(|p| p.get("enabled"))
+                                .and_then(serde_json::Value::as_bool)
+                                .unwrap_or(false);
+                            self.gate
+                                .send_if_modified(|g| std::mem::replace(g, enabled) != enabled);
+                        }
+                        Ok(_) => {}
+                        Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => {
+                            self.refresh_on(&client).await;
+                        }
+                        Err(_) => break,
+                    }
+                }
+            }
+            self.gate.send_if_modified(|g| std::mem::replace(g, false));
+            tokio::time::sleep(std::time::Duration::from_secs(1)).await;
+        }
+    }
+
+    async fn refresh_on(&self, client: &GatewayClient) {
+        let enabled = client
+            .request(Method::ScreenGate, serde_json::json!({}))
+            .await
+            .ok()
+            .and_then(|v| v.get("enabled").and_then(serde_json::Value::as_bool))
+            .unwrap_or(false);
+        self.gate
+            .send_if_modified(|g| std::mem::replace(g, enabled) != enabled);
+    }
+}
+
+/// The connector of the session-scoped server (the watcher shares the backend).
+struct SessionConnector(Arc<SessionBackend>);
+
+impl Connector for SessionConnector {
+    async fn connect(&self) -> Result<GatewayClient, ScreenError> {
+        Ok(GatewayClient::connect(&self.0.url, self.0.options()).await?)
+    }
+
+    async fn refresh_gate(&self) {
+        let backend = &self.0;
+        if let Ok(client) = GatewayClient::connect(&backend.url, backend.options()).await {
+            backend.refresh_on(&client).await;
+            client.close().await;
+        } else {
+            backend
+                .gate
+                .send_if_modified(|g| std::mem::replace(g, false));
+        }
+    }
+}
+
+fn env_var(name: &str) -> anyhow::Result<String> {
+    std::env::var(name).map_err(|_| {
+        anyhow::anyhow!(
+            "--from-env: {name} is not set (this mode is started by a backend for its agent)"
+        )
+    })
+}
+
+fn run_session_scoped() -> anyhow::Result<()> {
+    let url = env_var("AX_CODE_SCREEN_URL")?;
+    let session = env_var("AX_CODE_SCREEN_SESSION")?;
+    let token = env_var("AX_CODE_SCREEN_TOKEN")?;
+    if !ax_protocol::SessionId::is_valid(&session) {
+        anyhow::bail!("AX_CODE_SCREEN_SESSION is not a session ID");
+    }
+    super::redact_secret(&token);
+    let (gate, rx) = watch::channel(false);
+    let backend = Arc::new(SessionBackend { url, token, gate });
+    let screen = ScreenServer::new(
+        SessionConnector(backend.clone()),
+        Some(session),
+        ScreenGate::Switch(rx),
+    );
+    runtime()?.block_on(async move {
+        tokio::spawn(backend.watch());
+        serve_stdio(screen).await
+    })
+}
+
+fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .context("cannot start the async runtime")
+}
+
+/// Serves `screen` on stdin/stdout until the client goes away.
+async fn serve_stdio<C: Connector>(screen: ScreenServer<C>) -> anyhow::Result<()> {
+    let service = screen
+        .serve(rmcp::transport::stdio_pipes())
+        .await
+        .context("MCP initialization failed")?;
+    service.waiting().await.context("MCP service failed")?;
+    Ok(())
+}
+
 pub fn run(args: McpScreenArgs) -> anyhow::Result<()> {
     super::log_for_stdio_mcp();
+    if args.from_env {
+        return run_session_scoped();
+    }
     if let Some(s) = &args.session
         && !ax_protocol::SessionId::is_valid(s)
     {
@@ -141,22 +283,13 @@ pub fn run(args: McpScreenArgs) -> anyhow::Result<()> {
     };
     let session = args.session.clone();
     let screen = ScreenServer::new(backend, args.session, ScreenGate::Always);
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .context("cannot start the async runtime")?;
-    runtime.block_on(async move {
+    runtime()?.block_on(async move {
         if let Some(session) = session {
             screen
                 .check_default_session()
                 .await
                 .map_err(|e| anyhow::anyhow!("--session {session}: {}", e.message))?;
         }
-        let service = screen
-            .serve(rmcp::transport::stdio_pipes())
-            .await
-            .context("MCP initialization failed")?;
-        service.waiting().await.context("MCP service failed")?;
-        Ok(())
+        serve_stdio(screen).await
     })
 }

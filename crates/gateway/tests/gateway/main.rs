@@ -5,5 +5,6 @@ mod fanout;
 mod limited;
 mod protocol;
 mod security;
+mod session_screens;
 mod terminal;
 mod util;
