@@ -25,10 +25,10 @@ const NARROW = window.matchMedia('(max-width: 999px)');
 /** Smallest sizes a splitter leaves a column or a pane (style.css min-width / min-height). */
 const MIN_COLUMN_PX = 180;
 const MIN_PANE_PX = 120;
-/** How long turns took, kept for this tab (the API does not store a turn's end). */
+/** How long turns seen ending here took, kept for this tab (a loaded message's `ended` wins). */
 const DURATIONS_KEY = 'ax-code.turn-durations.v1';
 const MAX_DURATIONS = 500;
-/** A message loaded mid-turn is reloaded at most this often while its deltas arrive. */
+/** A gap in a message's deltas reloads its transcript at most this often. */
 const RELOAD_EVERY_MS = 500;
 
 // ---- sign-in ---------------------------------------------------------------------------
@@ -129,8 +129,7 @@ class Store {
     this.messages = new Map(); // id -> messages (present once loaded)
     this.permissions = new Map(); // permission id -> pending permission
     this.missing = new Set(); // session ids the backend does not know
-    // message id -> the seq of the last delta folded into it; null when unknown (loaded
-    // from GET while its turn ran: the backend folds deltas it does not number for us).
+    // message id -> the seq of the last delta folded into it (a loaded message's `deltas`).
     this.seqs = new Map();
   }
 
@@ -362,9 +361,9 @@ class ControlUi {
 
   /**
    * Folds one `message.delta` into its message (turn.js, the backend's own fold). Deltas are
-   * numbered per message: a repeat is skipped, a gap reloads the transcript, and a message
-   * loaded while its turn ran (whose last seq is unknown) is reloaded, at most every
-   * RELOAD_EVERY_MS, until its turn ends.
+   * numbered per message: a repeat is skipped, a gap (or an unknown message) reloads the
+   * transcript, at most every RELOAD_EVERY_MS. A loaded message says how many deltas it holds
+   * (`deltas`), so one loaded mid-turn applies only the later ones.
    */
   onDelta(e) {
     const s = this.store;
@@ -372,7 +371,7 @@ class ControlUi {
     if (!list) return; // not shown: loaded when a pane shows it
     const msg = list.find((m) => m.id === e.messageId);
     const last = s.seqs.get(e.messageId);
-    if (!msg || last === null || last === undefined || e.seq > last + 1) {
+    if (!msg || last === undefined || e.seq > last + 1) {
       this.reloadSoon(e.sessionId);
       return;
     }
@@ -425,9 +424,8 @@ class ControlUi {
       const messages = await this.api.messages(sessionId);
       for (const m of this.store.messages.get(sessionId) ?? []) this.store.seqs.delete(m.id);
       for (const m of messages) {
-        // An agent reply with no parts has had no delta folded yet; any other loaded message
-        // has an unknown count of them.
-        this.store.seqs.set(m.id, m.role === 'assistant' && (m.parts ?? []).length === 0 ? 0 : null);
+        // The seq of the last delta the backend folded into the loaded parts.
+        this.store.seqs.set(m.id, Number.isInteger(m.deltas) ? m.deltas : 0);
       }
       this.store.messages.set(sessionId, messages);
     } catch (e) {

@@ -292,8 +292,18 @@ function turnMeta(m, live, session, view) {
       meta.append(' · ', h('span', { class: 'spinner small', role: 'img', 'aria-label': 'working' }), ' ',
         h('span', { class: 'elapsed', 'data-testid': 'turn-elapsed', 'data-since': String(m.created), text: formatDuration(Date.now() - m.created) }));
     } else {
-      const took = view?.durations?.get(m.id);
-      if (Number.isFinite(took)) meta.append(h('span', { class: 'turn-duration', 'data-testid': 'turn-duration', text: ` · took ${formatDuration(took)}` }));
+      // The stored end (`ended`) is the truth; a turn seen ending here before a reload
+      // has its duration noted by the page.
+      const ended = Number.isFinite(m.ended) ? m.ended : null;
+      const took = ended !== null ? Math.max(0, ended - m.created) : view?.durations?.get(m.id);
+      if (Number.isFinite(took)) {
+        meta.append(h('span', {
+          class: 'turn-duration',
+          'data-testid': 'turn-duration',
+          title: ended !== null ? `ended ${new Date(ended).toLocaleString()}` : null,
+          text: ` · took ${formatDuration(took)}${ended !== null ? ` · ended ${clock(ended)}` : ''}`,
+        }));
+      }
     }
   }
   return meta;

@@ -359,6 +359,17 @@ pub struct Message {
     pub created: Millis,
     /// In order; `message.part` and `message.delta` events extend them.
     pub parts: Vec<Part>,
+    /// When the reply's turn ended; absent while it runs and for the person's messages.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ended: Option<Millis>,
+    /// The `seq` of the last `message.delta` folded into `parts` (0: none), so a client that
+    /// loads a transcript mid-turn applies only the later deltas.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub deltas: u64,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 /// A part of `POST /session/{id}/prompt`.
@@ -857,6 +868,8 @@ mod tests {
             role: Role::Assistant,
             created: 1,
             parts: every_part(),
+            ended: Some(2),
+            deltas: 3,
         };
         let permission = Permission {
             id: "per_0123456789abABCDEFGHIJKLMN".into(),
@@ -970,5 +983,19 @@ mod tests {
         let v = serde_json::to_value(Part::Truncated { dropped_bytes: 7 }).unwrap();
         assert_eq!(v["droppedBytes"], 7);
         assert!(serde_json::from_str::<Part>(r#"{"type":"truncated","dropped_bytes":7}"#).is_err());
+        // A turn's end and delta count: present when set, absent when not.
+        let v = serde_json::to_value(&message).unwrap();
+        assert_eq!(
+            (v["ended"].as_i64(), v["deltas"].as_u64()),
+            (Some(2), Some(3))
+        );
+        let running = Message {
+            ended: None,
+            deltas: 0,
+            ..message
+        };
+        let v = serde_json::to_value(&running).unwrap();
+        assert!(v.get("ended").is_none() && v.get("deltas").is_none(), "{v}");
+        assert_eq!(serde_json::from_value::<Message>(v).unwrap(), running);
     }
 }

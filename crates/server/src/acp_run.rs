@@ -650,8 +650,9 @@ impl Turn {
                         store::set_agent_state(&tx, &sid, &state)?;
                     }
                 }
-                store::end_run(&tx, &sid)?;
-                let session = store::set_status(&tx, project, &sid, status, ids::now_ms())?;
+                let now = ids::now_ms();
+                store::end_run(&tx, &sid, now)?;
+                let session = store::set_status(&tx, project, &sid, status, now)?;
                 tx.commit()?;
                 Ok(session)
             })

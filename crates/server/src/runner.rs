@@ -242,6 +242,8 @@ pub(crate) async fn begin_turn(
         session_id: id.clone(),
         role: Role::User,
         created: now,
+        ended: None,
+        deltas: 0,
         parts,
     };
     let reply = Message {
@@ -249,6 +251,8 @@ pub(crate) async fn begin_turn(
         session_id: id.clone(),
         role: Role::Assistant,
         created: now,
+        ended: None,
+        deltas: 0,
         parts: Vec::new(),
     };
     let project = app.project_id;
@@ -421,7 +425,7 @@ impl Run {
             .app
             .store
             .write(move |c| {
-                store::end_run(c, &sid)?;
+                store::end_run(c, &sid, now)?;
                 store::set_status(c, project, &sid, SessionStatus::Idle, now)
             })
             .await;

@@ -111,6 +111,10 @@ CREATE TABLE delta (
     r#"
 ALTER TABLE session ADD COLUMN standing TEXT;
 "#,
+    // v8: when a reply's turn ended (NULL while it runs, and for the person's messages).
+    r#"
+ALTER TABLE message ADD COLUMN ended INTEGER;
+"#,
 ];
 
 /// The schema version this build writes.
@@ -752,7 +756,36 @@ pub fn append_part(conn: &Connection, message_id: &str, index: u32, part: &Part)
 pub fn messages(conn: &Connection, session: &SessionId) -> Result<Vec<Message>> {
     let mut out: Vec<Message> = Vec::new();
     let mut stmt = conn.prepare_cached(
-        "SELECT id, role, created FROM message WHERE session_id = ?1 ORDER BY seq",
+        "SELECT id, role, created, ended FROM message WHERE session_id = ?1 ORDER BY seq",
+    )?;
+    let rows = stmt.query_map([session.as_str()], |r| {
+        Ok((
+            r.get::<_, String>(0)?,
+            r.get::<_, String>(1)?,
+            r.get::<_, i64>(2)?,
+            r.get::<_, Option<i64>>(3)?,
+        ))
+    })?;
+    let mut index = std::collections::HashMap::new();
+    for row in rows {
+        let (id, role, created, ended) = row?;
+        index.insert(id.clone(), out.len());
+        out.push(Message {
+            role: decode("message", &id, "role", &role)?,
+            id,
+            session_id: session.clone(),
+            created,
+            ended,
+            deltas: 0,
+            parts: Vec::new(),
+        });
+    }
+    // An agent message's turn: its deltas folded, then any plain part (a restart's
+    // `interrupted`), which can only come after them.
+    let mut turns: Vec<Vec<turn::TurnPart>> = vec![Vec::new(); out.len()];
+    let mut stmt = conn.prepare_cached(
+        "SELECT d.message_id, d.body, d.seq FROM delta d JOIN message m ON m.id = d.message_id \
+         WHERE m.session_id = ?1 ORDER BY m.seq, d.seq",
     )?;
     let rows = stmt.query_map([session.as_str()], |r| {
         Ok((
@@ -761,30 +794,8 @@ pub fn messages(conn: &Connection, session: &SessionId) -> Result<Vec<Message>> 
             r.get::<_, i64>(2)?,
         ))
     })?;
-    let mut index = std::collections::HashMap::new();
     for row in rows {
-        let (id, role, created) = row?;
-        index.insert(id.clone(), out.len());
-        out.push(Message {
-            role: decode("message", &id, "role", &role)?,
-            id,
-            session_id: session.clone(),
-            created,
-            parts: Vec::new(),
-        });
-    }
-    // An agent message's turn: its deltas folded, then any plain part (a restart's
-    // `interrupted`), which can only come after them.
-    let mut turns: Vec<Vec<turn::TurnPart>> = vec![Vec::new(); out.len()];
-    let mut stmt = conn.prepare_cached(
-        "SELECT d.message_id, d.body FROM delta d JOIN message m ON m.id = d.message_id \
-         WHERE m.session_id = ?1 ORDER BY m.seq, d.seq",
-    )?;
-    let rows = stmt.query_map([session.as_str()], |r| {
-        Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?))
-    })?;
-    for row in rows {
-        let (mid, body) = row?;
+        let (mid, body, seq) = row?;
         let delta: turn::TurnDelta =
             serde_json::from_str(&body).map_err(|e| StoreError::Malformed {
                 table: "delta",
@@ -794,6 +805,7 @@ pub fn messages(conn: &Connection, session: &SessionId) -> Result<Vec<Message>> 
             })?;
         if let Some(&i) = index.get(&mid) {
             turn::apply(&mut turns[i], delta);
+            out[i].deltas = seq as u64;
         }
     }
     for (message, parts) in out.iter_mut().zip(turns) {
@@ -988,9 +1000,21 @@ pub fn set_run_process(
     Ok(())
 }
 
-/// Forgets the session's run: it ended.
-pub fn end_run(conn: &Connection, session: &str) -> Result<()> {
+/// Forgets the session's run: it ended, and its reply is stamped `ended` at `now`.
+pub fn end_run(conn: &Connection, session: &str, now: Millis) -> Result<()> {
+    end_reply(conn, session, now)?;
     conn.execute("DELETE FROM run WHERE session_id = ?1", [session])?;
+    Ok(())
+}
+
+/// Stamps the end of the session's running reply (its run row names it), so a reload shows
+/// how long the turn took.
+fn end_reply(conn: &Connection, session: &str, now: Millis) -> Result<()> {
+    conn.execute(
+        "UPDATE message SET ended = max(created, ?2) \
+         WHERE id = (SELECT message_id FROM run WHERE session_id = ?1) AND ended IS NULL",
+        params![session, now],
+    )?;
     Ok(())
 }
 
@@ -1142,6 +1166,7 @@ pub fn recover_interrupted(
             "UPDATE permission SET state = 'cancelled' WHERE session_id = ?1 AND state = 'pending'",
             [session],
         )?;
+        end_reply(&tx, session, now)?;
         tx.execute("DELETE FROM run WHERE session_id = ?1", [session])?;
     }
     // A status left non-idle without a run row (e.g. a crash between two writes) is reset too;
@@ -1357,6 +1382,8 @@ mod tests {
                         session_id: id.clone(),
                         role: ax_protocol::Role::Assistant,
                         created: 1,
+                        ended: None,
+                        deltas: 0,
                         parts: Vec::new(),
                     },
                 )?;
@@ -1479,5 +1506,64 @@ mod tests {
                 }
             ]
         );
+    }
+
+    /// A v7 database gains `message.ended`: old messages read back with no end, a turn that
+    /// ends (or a crashed one recovered) is stamped, and a stamp is never moved.
+    #[test]
+    fn v7_database_gains_turn_ends() {
+        let tmp = tempfile::tempdir().unwrap();
+        {
+            let conn = Connection::open(tmp.path().join(DB_FILE)).unwrap();
+            for m in &MIGRATIONS[..7] {
+                conn.execute_batch(m).unwrap();
+            }
+            conn.execute_batch(
+                "PRAGMA user_version = 7;
+                 INSERT INTO project(id, directory) VALUES (1, '/p');
+                 INSERT INTO session(id, project_id, title, created, updated, status)
+                   VALUES ('ses_0123456789abABCDEFGHIJKLMN', 1, 'a', 1, 2, 'busy');
+                 INSERT INTO session(id, project_id, title, created, updated, status)
+                   VALUES ('ses_1123456789abABCDEFGHIJKLMN', 1, 'b', 1, 2, 'busy');
+                 INSERT INTO message VALUES ('msg_u', 'ses_0123456789abABCDEFGHIJKLMN', 1, 'user', 5);
+                 INSERT INTO message VALUES ('msg_a', 'ses_0123456789abABCDEFGHIJKLMN', 2, 'assistant', 5);
+                 INSERT INTO message VALUES ('msg_b', 'ses_1123456789abABCDEFGHIJKLMN', 1, 'assistant', 7);
+                 INSERT INTO run(session_id, message_id, started) VALUES ('ses_0123456789abABCDEFGHIJKLMN', 'msg_a', 5);
+                 INSERT INTO run(session_id, message_id, started) VALUES ('ses_1123456789abABCDEFGHIJKLMN', 'msg_b', 7);",
+            )
+            .unwrap();
+        }
+        let store = Store::open(tmp.path()).unwrap();
+        let a: SessionId = "ses_0123456789abABCDEFGHIJKLMN".parse().unwrap();
+        let b: SessionId = "ses_1123456789abABCDEFGHIJKLMN".parse().unwrap();
+        let ends = |id: &SessionId| -> Vec<(String, Option<Millis>)> {
+            store
+                .read_blocking(|c| messages(c, id))
+                .unwrap()
+                .into_iter()
+                .map(|m| (m.id, m.ended))
+                .collect()
+        };
+        assert_eq!(
+            ends(&a),
+            vec![("msg_u".into(), None), ("msg_a".into(), None)]
+        );
+        store
+            .write_blocking(|c| end_run(c, a.as_str(), 42))
+            .unwrap();
+        assert_eq!(
+            ends(&a),
+            vec![("msg_u".into(), None), ("msg_a".into(), Some(42))]
+        );
+        // No run any more: a second end changes nothing.
+        store
+            .write_blocking(|c| end_run(c, a.as_str(), 99))
+            .unwrap();
+        assert_eq!(ends(&a)[1].1, Some(42));
+        // A run cut by a crash ends when it is recovered.
+        store
+            .write_blocking(|c| recover_interrupted(c, 1, 50, |_| false))
+            .unwrap();
+        assert_eq!(ends(&b), vec![("msg_b".into(), Some(50))]);
     }
 }

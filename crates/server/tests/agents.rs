@@ -43,6 +43,9 @@ fn main() {
         ("every_part_kind_streams_and_reloads_equal", || {
             Box::pin(every_part_kind_streams_and_reloads_equal())
         }),
+        ("a_load_mid_turn_names_its_last_delta", || {
+            Box::pin(a_load_mid_turn_names_its_last_delta())
+        }),
         ("agent_is_fixed_at_creation_and_checked", || {
             Box::pin(agent_is_fixed_at_creation_and_checked())
         }),
@@ -169,6 +172,8 @@ async fn within<T>(f: impl Future<Output = T>) -> T {
 struct Streamed {
     parts: Vec<TurnPart>,
     asked: Vec<ax_protocol::Permission>,
+    /// The seq of the last delta seen (0: none).
+    last_seq: u64,
 }
 
 /// Follows `reply`'s deltas until the session is idle (or needs auth) again; answers each
@@ -183,6 +188,7 @@ async fn follow(
     let mut out = Streamed {
         parts: Vec::new(),
         asked: Vec::new(),
+        last_seq: 0,
     };
     // A caller that already read the first deltas (waiting for a permission) follows on.
     let mut next_seq = None;
@@ -208,6 +214,7 @@ async fn follow(
                         "deltas in order, none lost"
                     );
                     next_seq = Some(seq + 1);
+                    out.last_seq = seq;
                     turn::apply(&mut out.parts, delta);
                 }
                 Event::MessageDelta { .. } => {}
@@ -301,10 +308,19 @@ async fn every_part_kind_streams_and_reloads_equal() {
         "stop reason other than end_turn is a notice"
     );
     let stored = b.client.messages(&id).await.unwrap();
-    assert_eq!(
-        reply_of(&stored, &accepted.reply_id).parts,
-        as_parts(&live.parts)
+    let reply = reply_of(&stored, &accepted.reply_id);
+    assert_eq!(reply.parts, as_parts(&live.parts));
+    // The turn's end and the delta count are stored with the reply.
+    assert!(
+        reply.ended.is_some_and(|e| e >= reply.created),
+        "the ended turn has its end: {:?} (created {})",
+        reply.ended,
+        reply.created
     );
+    assert!(live.last_seq > 0, "{}", live.last_seq);
+    assert_eq!(reply.deltas, live.last_seq, "the load names its last delta");
+    let user = reply_of(&stored, &accepted.message.id);
+    assert_eq!((user.ended, user.deltas), (None, 0), "the person's message");
     let session = b.client.get_session(&id).await.unwrap();
     assert_eq!(session.agent, "mock");
     assert_eq!(session.status, SessionStatus::Idle);
@@ -772,6 +788,73 @@ async fn twenty_sessions_at_once_no_cross_talk() {
         let stored = b.client.messages(id).await.unwrap();
         assert_eq!(reply_of(&stored, &replies[id]).parts, as_parts(&parts[id]));
     }
+}
+
+/// A transcript loaded while a turn runs says which deltas it holds and that the turn has not
+/// ended; the deltas after that fold on top to exactly the stored turn.
+async fn a_load_mid_turn_names_its_last_delta() {
+    let b = Backend::start("").await;
+    let id = b.mock_session().await;
+    let mut events = b.events().await;
+    let accepted = b
+        .client
+        .prompt_text(&id, "text first-\nsleep 1500\ntext second")
+        .await
+        .unwrap();
+    // Wait for the first delta, then load.
+    within(async {
+        loop {
+            let e = events.next().await.expect("open").expect("no error");
+            if matches!(&e.event, Event::MessageDelta { message_id, .. } if *message_id == accepted.reply_id)
+            {
+                return;
+            }
+        }
+    })
+    .await;
+    let mid = b.client.messages(&id).await.unwrap();
+    let loaded = reply_of(&mid, &accepted.reply_id).clone();
+    assert_eq!(loaded.ended, None, "the turn still runs");
+    assert!(loaded.deltas >= 1, "the load holds the first delta");
+    let mut parts: Vec<TurnPart> = loaded
+        .parts
+        .iter()
+        .map(|p| match p {
+            Part::Text { text } => TurnPart::Text { text: text.clone() },
+            Part::Turn(t) => t.clone(),
+            other => panic!("not a turn part: {other:?}"),
+        })
+        .collect();
+    let mut last = loaded.deltas;
+    within(async {
+        loop {
+            let e = events.next().await.expect("open").expect("no error");
+            match e.event {
+                Event::MessageDelta { seq, delta, .. } if seq > loaded.deltas => {
+                    assert_eq!(seq, last + 1, "no gap after the load");
+                    last = seq;
+                    turn::apply(&mut parts, delta);
+                }
+                Event::SessionStatus { session_id, status }
+                    if session_id == id && status == SessionStatus::Idle =>
+                {
+                    return;
+                }
+                _ => {}
+            }
+        }
+    })
+    .await;
+    let end = b.client.messages(&id).await.unwrap();
+    let reply = reply_of(&end, &accepted.reply_id);
+    assert_eq!(
+        reply.parts,
+        as_parts(&parts),
+        "load + later deltas == stored"
+    );
+    assert_eq!(text_of(&parts), "first-second");
+    assert_eq!(reply.deltas, last);
+    assert!(reply.ended.is_some());
 }
 
 async fn fs_terminal_and_env_through_the_backend() {

@@ -74,6 +74,8 @@ fn app_with(lines: usize) -> App {
         session_id: sid(),
         role: Role::Assistant,
         created: 1,
+        ended: None,
+        deltas: 0,
         parts,
     };
     app.on_transcript(g, Ok(vec![message]));
@@ -150,6 +152,8 @@ fn app_with_turns(parts: usize) -> App {
             session_id: sid(),
             role: Role::User,
             created: 1,
+            ended: None,
+            deltas: 0,
             parts: vec![Part::Text {
                 text: format!("prompt {turn}"),
             }],
@@ -159,6 +163,8 @@ fn app_with_turns(parts: usize) -> App {
             session_id: sid(),
             role: Role::Assistant,
             created: 1,
+            ended: None,
+            deltas: 0,
             parts: (0..10)
                 .map(|k| Part::from_turn(agent_part(turn * 10 + k)))
                 .collect(),
@@ -169,6 +175,8 @@ fn app_with_turns(parts: usize) -> App {
         session_id: sid(),
         role: Role::Assistant,
         created: 1,
+        ended: None,
+        deltas: 0,
         parts: vec![],
     });
     // The session is open already: a reset reloads its transcript.

@@ -143,11 +143,11 @@ impl App {
                 let now_ms = std::time::SystemTime::now()
                     .duration_since(std::time::UNIX_EPOCH)
                     .map_or(0, |d| d.as_millis() as i64);
-                self.transcript.push_turn_end(&format!(
-                    "── turn took {} · ended {} UTC",
-                    format_duration(took),
-                    ax_protocol::time::format_utc_minutes(now_ms)
-                ));
+                self.transcript
+                    .push_turn_end(&crate::transcript::turn_end_text(
+                        took.as_millis() as i64,
+                        now_ms,
+                    ));
                 // A delta seen while the session loaded may have been counted twice: the
                 // stored turn is the truth.
                 if self.transcript.uncertain() {

@@ -108,6 +108,16 @@ pub enum PartOutcome {
     NeedsReload,
 }
 
+/// The line that ends a turn: how long it took (`took_ms`) and when it ended (`ended`, ms
+/// since the epoch).
+pub fn turn_end_text(took_ms: i64, ended: i64) -> String {
+    format!(
+        "── turn took {} · ended {} UTC",
+        crate::progress::format_duration(std::time::Duration::from_millis(took_ms.max(0) as u64)),
+        ax_protocol::time::format_utc_minutes(ended)
+    )
+}
+
 /// Display lines of one session.
 #[derive(Debug, Clone)]
 pub struct Transcript {
@@ -186,11 +196,7 @@ impl Transcript {
 
     /// Builds the lines of a loaded transcript.
     pub fn from_messages(messages: &[Message], wrap: u16) -> Transcript {
-        let mut t = Transcript::new(wrap);
-        for m in messages {
-            t.add_message(m);
-        }
-        t
+        Transcript::reloaded(messages, wrap, &Transcript::new(wrap))
     }
 
     /// Logical lines (before wrapping).
@@ -295,10 +301,14 @@ impl Transcript {
             role: m.role,
             turn: Vec::new(),
             blocks: Vec::new(),
-            // A message that arrives empty starts its delta count at 0; one with parts was
-            // loaded (or replayed) and its count is unknown.
-            seq: m.parts.is_empty().then_some(0),
+            // The backend says how many deltas its parts hold: later ones apply on top.
+            seq: Some(m.deltas),
         });
+        if let Some(ended) = m.ended {
+            // The stored end is the truth, also for turns that ended before we started.
+            self.turn_ends
+                .insert(m.id.clone(), turn_end_text(ended - m.created, ended));
+        }
         for (i, part) in m.parts.iter().enumerate() {
             self.apply_part(&m.id, i as u32, part);
         }
@@ -1111,6 +1121,8 @@ mod tests {
             session_id: sid(),
             role,
             created: 0,
+            ended: None,
+            deltas: 0,
             parts,
         }
     }

@@ -766,3 +766,53 @@ fn the_approval_dialog_shows_an_acp_request_and_the_agents_options() {
         }]
     );
 }
+
+/// A transcript loaded mid-turn says how many deltas it holds: only later ones apply, with no
+/// reload; a turn that ended before the TUI started shows its stored duration and end.
+#[test]
+fn a_load_mid_turn_applies_only_later_deltas_and_stored_ends_show() {
+    let mut app = ready_app(vec![session(1, "agent turn", SessionStatus::Busy)], false);
+    app.resize(100, 40);
+    let earlier = Message {
+        ended: Some(1 + 83_000),
+        ..message(
+            "m0",
+            1,
+            Role::Assistant,
+            vec![Part::Text {
+                text: "earlier answer".into(),
+            }],
+        )
+    };
+    let running = Message {
+        deltas: 2,
+        ..message(
+            "m2",
+            1,
+            Role::Assistant,
+            vec![Part::Text { text: "ab".into() }],
+        )
+    };
+    open_loaded(&mut app, 1, vec![earlier, running]);
+    app.take_effects();
+    let rows = app.transcript().all_rows();
+    let end = rows
+        .iter()
+        .position(|r| r.starts_with("── turn took 1m 23s · ended 1970-01-01 00:01"))
+        .unwrap_or_else(|| panic!("the stored end shows: {rows:#?}"));
+    assert!(rows[end - 1].contains("earlier answer"), "{rows:#?}");
+    // Deltas 1 and 2 are in the load already (a replay); 3 is new.
+    for (seq, text) in [(1, "a"), (2, "b"), (3, "c")] {
+        app.on_event(delta(seq, TurnDelta::TextAppended { text: text.into() }));
+    }
+    assert!(
+        !app.take_effects()
+            .iter()
+            .any(|e| matches!(e, ax_tui::app::Effect::LoadTranscript { .. })),
+        "no reload"
+    );
+    assert_eq!(
+        app.transcript().turn_parts().last().unwrap().1,
+        [ax_protocol::turn::TurnPart::Text { text: "abc".into() }]
+    );
+}

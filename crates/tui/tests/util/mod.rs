@@ -50,6 +50,8 @@ pub fn message(id: &str, n: u32, role: Role, parts: Vec<Part>) -> Message {
         session_id: sid(n),
         role,
         created: 1,
+        ended: None,
+        deltas: 0,
         parts,
     }
 }
