@@ -178,6 +178,9 @@ class ControlUi {
     this.inputAt = new Map();
     this.abort = new AbortController();
     this.loading = new Set();
+    // session id -> `message.delta`s that arrived while its transcript loaded; applied on top
+    // of the load (those it already holds are skipped by seq).
+    this.heldDeltas = new Map();
     this.actions = this.makeActions();
     // What transcripts share: the Markdown renderer, the cards the person opened or closed,
     // how long turns took.
@@ -367,6 +370,11 @@ class ControlUi {
    */
   onDelta(e) {
     const s = this.store;
+    const held = this.heldDeltas.get(e.sessionId);
+    if (held) {
+      held.push(e);
+      return;
+    }
     const list = s.messages.get(e.sessionId);
     if (!list) return; // not shown: loaded when a pane shows it
     const msg = list.find((m) => m.id === e.messageId);
@@ -416,6 +424,7 @@ class ControlUi {
   async loadMessages(sessionId, force = false) {
     if (this.loading.has(sessionId) || (!force && this.store.messages.has(sessionId))) return;
     this.loading.add(sessionId);
+    this.heldDeltas.set(sessionId, []);
     try {
       if (!this.store.sessions.has(sessionId)) {
         this.store.upsertSession(await this.api.session(sessionId));
@@ -433,6 +442,9 @@ class ControlUi {
       this.store.messages.set(sessionId, []);
     } finally {
       this.loading.delete(sessionId);
+      const held = this.heldDeltas.get(sessionId) ?? [];
+      this.heldDeltas.delete(sessionId);
+      for (const e of held) this.onDelta(e);
     }
     this.render();
   }

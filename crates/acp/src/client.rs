@@ -614,6 +614,46 @@ fn terminal_cwd(project: &Path, cwd: Option<&Path>) -> Result<PathBuf, acp::Erro
     Ok(canon)
 }
 
+/// Where a terminal's live output goes: into the running turn, as deltas on the tool call
+/// that shows the terminal. Refused (offered again later) while no tool call shows it; not
+/// sent outside a turn or during a replay.
+fn terminal_sink(shared: &Arc<Shared>) -> crate::terminal::TerminalSink {
+    let shared = Arc::downgrade(shared);
+    Arc::new(move |event| {
+        let Some(shared) = shared.upgrade() else {
+            return false;
+        };
+        let mut st = shared.lock();
+        let (id, delta) = match event {
+            crate::terminal::TerminalEvent::Output {
+                terminal_id,
+                text,
+                dropped_bytes,
+            } => (
+                terminal_id.clone(),
+                TurnDelta::TerminalOutput {
+                    terminal_id,
+                    text,
+                    dropped_bytes,
+                },
+            ),
+            crate::terminal::TerminalEvent::Exited { terminal_id, exit } => (
+                terminal_id.clone(),
+                TurnDelta::TerminalExited { terminal_id, exit },
+            ),
+        };
+        let shown = !st.replaying
+            && st
+                .turn
+                .as_ref()
+                .is_some_and(|t| turn::shows_terminal(&t.parts, &id));
+        if shown {
+            shared.emit(&mut st, delta);
+        }
+        shown
+    })
+}
+
 fn handle_request(
     shared: &Arc<Shared>,
     method: &str,
@@ -678,7 +718,7 @@ fn handle_request(
                     output_byte_limit: req.output_byte_limit,
                 };
                 terminals
-                    .create(spec)
+                    .create(spec, Some(terminal_sink(shared)))
                     .map(schema::CreateTerminalResponse::new)
                     .map_err(json_error)
             });

@@ -54,9 +54,7 @@ fn content(c: &schema::ToolCallContent) -> Option<ToolContent> {
             old_text: d.old_text.clone(),
             new_text: d.new_text.clone(),
         },
-        schema::ToolCallContent::Terminal(t) => ToolContent::Terminal {
-            terminal_id: t.terminal_id.0.to_string(),
-        },
+        schema::ToolCallContent::Terminal(t) => ToolContent::terminal(t.terminal_id.0.to_string()),
         #[allow(unreachable_patterns)]
         _ => return None,
     })

@@ -9,7 +9,9 @@ use std::{
 };
 
 use ax_agents::process;
+use ax_protocol::turn::{TERMINAL_OUTPUT_KEPT, TerminalExit};
 use futures::future::BoxFuture;
+use tokio::{sync::watch, time::Instant};
 
 /// Output kept per terminal when the agent names no `outputByteLimit`.
 pub const DEFAULT_OUTPUT_LIMIT: u64 = 1024 * 1024;
@@ -53,6 +55,39 @@ pub struct TerminalOutput {
     pub exit: Option<ExitInfo>,
 }
 
+/// Live output of a terminal, coalesced: at most one [`TerminalEvent::Output`] per
+/// [`FLUSH_EVERY`], then the rest and one [`TerminalEvent::Exited`] when the command ends.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum TerminalEvent {
+    /// New output (the end of it, when it came faster than it was delivered).
+    Output {
+        /// The terminal.
+        terminal_id: String,
+        /// The output since the last delivered event.
+        text: String,
+        /// Output dropped before `text` to stay within [`TERMINAL_OUTPUT_KEPT`].
+        dropped_bytes: u64,
+    },
+    /// The command ended.
+    Exited {
+        /// The terminal.
+        terminal_id: String,
+        /// How it ended.
+        exit: TerminalExit,
+    },
+}
+
+/// Where a terminal's live output goes. Returns whether the event was delivered (the turn
+/// shows the terminal in a tool call); an undelivered output event is kept and offered again.
+pub type TerminalSink = Arc<dyn Fn(TerminalEvent) -> bool + Send + Sync>;
+
+/// Live output is offered at most this often per terminal.
+pub const FLUSH_EVERY: std::time::Duration = std::time::Duration::from_millis(250);
+/// After the command ended, how often and how many times the rest is offered while no tool
+/// call shows the terminal yet (an agent shows it right after creating it).
+const END_RETRY: std::time::Duration = std::time::Duration::from_millis(50);
+const END_RETRIES: u32 = 20;
+
 /// A terminal request that cannot be served.
 #[derive(Debug, thiserror::Error)]
 pub enum TerminalError {
@@ -74,8 +109,12 @@ pub enum TerminalError {
 
 /// The terminals of one agent session.
 pub trait Terminals: Send + Sync + 'static {
-    /// Starts a command; returns the terminal id.
-    fn create(&self, spec: TerminalSpec) -> Result<String, TerminalError>;
+    /// Starts a command; returns the terminal id. Its output also streams to `sink`, if given.
+    fn create(
+        &self,
+        spec: TerminalSpec,
+        sink: Option<TerminalSink>,
+    ) -> Result<String, TerminalError>;
     /// The output so far (the end, when over the limit) and the exit status if it ended.
     fn output(&self, id: &str) -> Result<TerminalOutput, TerminalError>;
     /// Resolves when the command has exited.
@@ -92,6 +131,8 @@ pub trait Terminals: Send + Sync + 'static {
 /// keeping the end of its output as `outputByteLimit` asks.
 struct Term {
     process: Arc<process::Process>,
+    /// Turns true once the live output (if any) and the exit were offered to the sink.
+    forwarded: watch::Receiver<bool>,
 }
 
 /// Terminals of one agent session, run through `ax_agents::process` (process group,
@@ -110,12 +151,112 @@ impl LocalTerminals {
     }
 
     fn get(&self, id: &str) -> Result<Arc<process::Process>, TerminalError> {
+        Ok(self.get_term(id)?.0)
+    }
+
+    fn get_term(
+        &self,
+        id: &str,
+    ) -> Result<(Arc<process::Process>, watch::Receiver<bool>), TerminalError> {
         let terms = self.terms.lock().unwrap_or_else(|p| p.into_inner());
         terms
             .get(id)
-            .map(|t| t.process.clone())
+            .map(|t| (t.process.clone(), t.forwarded.clone()))
             .ok_or_else(|| TerminalError::Unknown(id.to_string()))
     }
+}
+
+/// Output waiting to be delivered, bounded like the card that shows it.
+#[derive(Default)]
+struct Pending {
+    text: String,
+    dropped: u64,
+}
+
+impl Pending {
+    fn push(&mut self, text: &str) {
+        self.text.push_str(text);
+        if self.text.len() > TERMINAL_OUTPUT_KEPT {
+            let mut cut = self.text.len() - TERMINAL_OUTPUT_KEPT;
+            while !self.text.is_char_boundary(cut) {
+                cut += 1;
+            }
+            self.text.drain(..cut);
+            self.dropped += cut as u64;
+        }
+    }
+
+    /// Offers what waits; whether nothing waits any more.
+    fn flush(&mut self, id: &str, sink: &TerminalSink) -> bool {
+        if self.text.is_empty() && self.dropped == 0 {
+            return true;
+        }
+        let delivered = sink(TerminalEvent::Output {
+            terminal_id: id.to_string(),
+            text: self.text.clone(),
+            dropped_bytes: self.dropped,
+        });
+        if delivered {
+            *self = Pending::default();
+        }
+        delivered
+    }
+}
+
+/// Streams one terminal's output to `sink`, coalesced (see [`TerminalEvent`]); keeps reading
+/// whatever happens, so the command is never held back by a full pipe.
+async fn forward(
+    id: String,
+    mut events: process::OutputEvents,
+    sink: TerminalSink,
+    done: watch::Sender<bool>,
+) {
+    let mut pending = Pending::default();
+    let mut next_flush = Instant::now();
+    let exit = loop {
+        let event = if pending.text.is_empty() {
+            events.next().await
+        } else {
+            match tokio::time::timeout_at(next_flush, events.next()).await {
+                Ok(event) => event,
+                Err(_) => {
+                    pending.flush(&id, &sink);
+                    next_flush = Instant::now() + FLUSH_EVERY;
+                    continue;
+                }
+            }
+        };
+        match event {
+            Some(process::OutputEvent::Output(piece)) => pending.push(&piece.text),
+            Some(process::OutputEvent::Truncated { dropped_bytes }) => {
+                pending.dropped += dropped_bytes
+            }
+            Some(process::OutputEvent::Exit(status)) => break Some(status),
+            None => break None,
+        }
+        if Instant::now() >= next_flush {
+            pending.flush(&id, &sink);
+            next_flush = Instant::now() + FLUSH_EVERY;
+        }
+    };
+    for _ in 0..END_RETRIES {
+        if pending.flush(&id, &sink) {
+            break;
+        }
+        tokio::time::sleep(END_RETRY).await;
+    }
+    if let Some(status) = exit {
+        let info = exit_info(status);
+        // After the rest of the output (or after giving up on it).
+        sink(TerminalEvent::Exited {
+            terminal_id: id,
+            exit: TerminalExit {
+                exit_code: info.exit_code,
+                signal: info.signal,
+            },
+        });
+    }
+    let _ = done.send(true);
 }
 
 fn signal_name(signal: i32) -> String {
@@ -141,7 +282,11 @@ fn exit_info(status: process::ExitStatus) -> ExitInfo {
 }
 
 impl Terminals for LocalTerminals {
-    fn create(&self, spec: TerminalSpec) -> Result<String, TerminalError> {
+    fn create(
+        &self,
+        spec: TerminalSpec,
+        sink: Option<TerminalSink>,
+    ) -> Result<String, TerminalError> {
         if self.terms.lock().unwrap_or_else(|p| p.into_inner()).len() >= MAX_TERMINALS {
             return Err(TerminalError::TooMany);
         }
@@ -155,21 +300,34 @@ impl Terminals for LocalTerminals {
         for (k, v) in &spec.env {
             command = command.env(k, v);
         }
-        let started = process::spawn(command).map_err(|e| TerminalError::Spawn {
+        let started = process::spawn_with_events(command).map_err(|e| TerminalError::Spawn {
             command: spec.command.clone(),
             source: match e {
                 process::SpawnError::Io { source, .. } => source,
                 other => std::io::Error::other(other.to_string()),
             },
         })?;
+        let (started, events) = started;
         let id = format!(
             "term-{}",
             self.next.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1
         );
+        let (done, forwarded) = watch::channel(false);
+        match sink {
+            Some(sink) => {
+                tokio::spawn(forward(id.clone(), events, sink, done));
+            }
+            None => {
+                // Nobody watches: dropping the events keeps the output for `output`.
+                drop(events);
+                let _ = done.send(true);
+            }
+        }
         self.terms.lock().unwrap_or_else(|p| p.into_inner()).insert(
             id.clone(),
             Term {
                 process: Arc::new(started),
+                forwarded,
             },
         );
         Ok(id)
@@ -185,8 +343,15 @@ impl Terminals for LocalTerminals {
     }
 
     fn wait_for_exit(&self, id: &str) -> BoxFuture<'static, Result<ExitInfo, TerminalError>> {
-        let found = self.get(id);
-        Box::pin(async move { Ok(exit_info(found?.wait_for_exit().await)) })
+        let found = self.get_term(id);
+        Box::pin(async move {
+            let (process, mut forwarded) = found?;
+            let exit = exit_info(process.wait_for_exit().await);
+            // The card shows the whole output and the exit before the agent hears of it, so
+            // the turn cannot end with them still on their way.
+            let _ = forwarded.wait_for(|done| *done).await;
+            Ok(exit)
+        })
     }
 
     fn kill(&self, id: &str) -> Result<(), TerminalError> {
@@ -243,11 +408,14 @@ mod tests {
     async fn output_keeps_the_end_and_exit_is_reported() {
         let t = LocalTerminals::new();
         let id = t
-            .create(spec(
-                // One stream: the order across stdout and stderr is the reader's, not the command's.
-                "printf 'aaaaaaaaaa0123456789'; echo \"$AX_TERM_TEST\"; exit 7",
-                Some(12),
-            ))
+            .create(
+                spec(
+                    // One stream: the order across stdout and stderr is the reader's, not the command's.
+                    "printf 'aaaaaaaaaa0123456789'; echo \"$AX_TERM_TEST\"; exit 7",
+                    Some(12),
+                ),
+                None,
+            )
             .unwrap();
         let exit = t.wait_for_exit(&id).await.unwrap();
         assert_eq!(exit.exit_code, Some(7));
@@ -263,14 +431,16 @@ mod tests {
     #[tokio::test]
     async fn kill_stops_the_group_and_release_all_kills_the_rest() {
         let t = LocalTerminals::new();
-        let id = t.create(spec("sleep 30 & sleep 30; wait", None)).unwrap();
+        let id = t
+            .create(spec("sleep 30 & sleep 30; wait", None), None)
+            .unwrap();
         t.kill(&id).unwrap();
         let exit = tokio::time::timeout(std::time::Duration::from_secs(10), t.wait_for_exit(&id))
             .await
             .expect("killed in time")
             .unwrap();
         assert_eq!(exit.signal.as_deref(), Some("SIGKILL"));
-        let other = t.create(spec("sleep 30", None)).unwrap();
+        let other = t.create(spec("sleep 30", None), None).unwrap();
         let wait = t.wait_for_exit(&other);
         t.release_all();
         let exit = tokio::time::timeout(std::time::Duration::from_secs(10), wait)
@@ -278,5 +448,66 @@ mod tests {
             .expect("released terminal dies")
             .unwrap();
         assert!(exit.signal.is_some());
+    }
+
+    /// Live output is coalesced (a few events, not one per line), offered again while the
+    /// sink refuses it, and ends with the exit; `wait_for_exit` answers only after that.
+    #[tokio::test]
+    async fn live_output_is_coalesced_retried_and_ends_with_the_exit() {
+        let seen = Arc::new(Mutex::new(Vec::new()));
+        let refuse = Arc::new(std::sync::atomic::AtomicU32::new(2));
+        let sink: TerminalSink = {
+            let (seen, refuse) = (seen.clone(), refuse.clone());
+            Arc::new(move |e| {
+                if matches!(e, TerminalEvent::Output { .. })
+                    && refuse
+                        .fetch_update(
+                            std::sync::atomic::Ordering::SeqCst,
+                            std::sync::atomic::Ordering::SeqCst,
+                            |n| n.checked_sub(1),
+                        )
+                        .is_ok()
+                {
+                    return false;
+                }
+                seen.lock().unwrap().push(e);
+                true
+            })
+        };
+        let t = LocalTerminals::new();
+        let id = t
+            .create(
+                spec(
+                    "for i in $(seq 1 200); do echo line$i; sleep 0.005; done; exit 3",
+                    None,
+                ),
+                Some(sink),
+            )
+            .unwrap();
+        let exit = t.wait_for_exit(&id).await.unwrap();
+        assert_eq!(exit.exit_code, Some(3));
+        let seen = seen.lock().unwrap().clone();
+        let (last, outputs) = seen.split_last().expect("events");
+        assert_eq!(
+            last,
+            &TerminalEvent::Exited {
+                terminal_id: id.clone(),
+                exit: TerminalExit {
+                    exit_code: Some(3),
+                    signal: None
+                }
+            }
+        );
+        let text: String = outputs
+            .iter()
+            .map(|e| match e {
+                TerminalEvent::Output { text, .. } => text.as_str(),
+                other => panic!("output before the exit: {other:?}"),
+            })
+            .collect();
+        let want: String = (1..=200).map(|i| format!("line{i}\n")).collect();
+        assert_eq!(text, want, "every byte once, in order");
+        // ~1 s of output at 4 per second: far fewer events than lines.
+        assert!(outputs.len() <= 12, "{} events", outputs.len());
     }
 }

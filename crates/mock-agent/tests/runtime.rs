@@ -597,7 +597,14 @@ async fn terminals_keep_the_end_wait_kill_and_release() {
     assert_eq!(
         tool(&turn.parts, "term-call").content,
         vec![ToolContent::Terminal {
-            terminal_id: "term-1".into()
+            terminal_id: "term-1".into(),
+            // The card shows the output live (its own bound, not the agent's) and the exit.
+            output: "0123456789abcdefghij".into(),
+            dropped_bytes: 0,
+            exit: Some(ax_protocol::turn::TerminalExit {
+                exit_code: Some(4),
+                signal: None
+            }),
         }]
     );
     let turn = run(&mut fx, "term-kill sleep 30").await;

@@ -107,12 +107,53 @@ pub enum ToolContent {
         /// The file after.
         new_text: String,
     },
-    /// A terminal the agent created; its live output comes from the terminal itself.
+    /// A terminal the agent created, with its output as it streamed
+    /// ([`TurnDelta::TerminalOutput`]): the last [`TERMINAL_OUTPUT_KEPT`] bytes of it.
     #[serde(rename_all = "camelCase")]
     Terminal {
         /// The agent's id for the terminal.
         terminal_id: String,
+        /// The end of its output so far (raw: may hold ANSI escapes; never markup).
+        #[serde(default, skip_serializing_if = "String::is_empty")]
+        output: String,
+        /// Bytes of output dropped before `output` to stay within the bound.
+        #[serde(default, skip_serializing_if = "is_zero")]
+        dropped_bytes: u64,
+        /// How the command ended, once it has.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        exit: Option<TerminalExit>,
     },
+}
+
+/// Output of a terminal kept in its tool call card: the end, this many bytes at most.
+pub const TERMINAL_OUTPUT_KEPT: usize = 64 * 1024;
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
+}
+
+/// How a terminal's command ended.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct TerminalExit {
+    /// The exit status, when it exited on its own.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub exit_code: Option<u32>,
+    /// The signal that ended it (e.g. `SIGKILL`), if one did.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub signal: Option<String>,
+}
+
+impl ToolContent {
+    /// A terminal item with no output yet (what an agent's `terminal` content becomes).
+    pub fn terminal(terminal_id: impl Into<String>) -> ToolContent {
+        ToolContent::Terminal {
+            terminal_id: terminal_id.into(),
+            output: String::new(),
+            dropped_bytes: 0,
+            exit: None,
+        }
+    }
 }
 
 /// A file a tool call touches.
@@ -396,6 +437,25 @@ pub enum TurnDelta {
         /// What to show.
         notice: Notice,
     },
+    /// Output of a terminal appended to its tool call card (coalesced by the backend).
+    #[serde(rename_all = "camelCase")]
+    TerminalOutput {
+        /// The terminal, as a tool call's `terminal` content names it.
+        terminal_id: String,
+        /// The new output.
+        text: String,
+        /// Output the backend dropped before `text` (it came faster than it was sent).
+        #[serde(default, skip_serializing_if = "is_zero")]
+        dropped_bytes: u64,
+    },
+    /// A terminal's command ended.
+    #[serde(rename_all = "camelCase")]
+    TerminalExited {
+        /// The terminal.
+        terminal_id: String,
+        /// How it ended.
+        exit: TerminalExit,
+    },
 }
 
 /// Folds `delta` into `parts`.
@@ -412,9 +472,12 @@ pub fn apply(parts: &mut Vec<TurnPart>, delta: TurnDelta) {
             Some(TurnPart::Thought { text: last }) => last.push_str(&text),
             _ => parts.push(TurnPart::Thought { text }),
         },
-        TurnDelta::ToolCallCreated { tool_call } => {
+        TurnDelta::ToolCallCreated { mut tool_call } => {
             match find_tool_call(parts, &tool_call.tool_call_id) {
-                Some(existing) => *existing = tool_call,
+                Some(existing) => {
+                    carry_terminals(&existing.content, &mut tool_call.content);
+                    *existing = tool_call;
+                }
                 None => parts.push(TurnPart::ToolCall(tool_call)),
             }
         }
@@ -422,7 +485,15 @@ pub fn apply(parts: &mut Vec<TurnPart>, delta: TurnDelta) {
             tool_call_id,
             fields,
         } => match find_tool_call(parts, &tool_call_id) {
-            Some(existing) => fields.merge_into(existing),
+            Some(existing) => {
+                let old = std::mem::take(&mut existing.content);
+                fields.merge_into(existing);
+                if fields.content.is_none() {
+                    existing.content = old;
+                } else {
+                    carry_terminals(&old, &mut existing.content);
+                }
+            }
             None => {
                 let mut part = ToolCallPart {
                     tool_call_id,
@@ -457,6 +528,89 @@ pub fn apply(parts: &mut Vec<TurnPart>, delta: TurnDelta) {
             }
         }
         TurnDelta::Notice { notice } => parts.push(TurnPart::Notice(notice)),
+        TurnDelta::TerminalOutput {
+            terminal_id,
+            text,
+            dropped_bytes: dropped,
+        } => {
+            if let Some(ToolContent::Terminal {
+                output,
+                dropped_bytes,
+                ..
+            }) = find_terminal(parts, &terminal_id)
+            {
+                *dropped_bytes = dropped_bytes.saturating_add(dropped);
+                output.push_str(&text);
+                if output.len() > TERMINAL_OUTPUT_KEPT {
+                    let mut cut = output.len() - TERMINAL_OUTPUT_KEPT;
+                    while !output.is_char_boundary(cut) {
+                        cut += 1;
+                    }
+                    output.drain(..cut);
+                    *dropped_bytes = dropped_bytes.saturating_add(cut as u64);
+                }
+            }
+        }
+        TurnDelta::TerminalExited {
+            terminal_id,
+            exit: ended,
+        } => {
+            if let Some(ToolContent::Terminal { exit, .. }) = find_terminal(parts, &terminal_id) {
+                *exit = Some(ended);
+            }
+        }
+    }
+}
+
+/// Whether a tool call in `parts` shows terminal `id` (where its output goes).
+pub fn shows_terminal(parts: &[TurnPart], id: &str) -> bool {
+    parts.iter().any(|p| {
+        matches!(p, TurnPart::ToolCall(t) if t.content.iter().any(
+            |c| matches!(c, ToolContent::Terminal { terminal_id, .. } if terminal_id == id)))
+    })
+}
+
+/// The terminal item with this id in the last tool call that shows it.
+fn find_terminal<'a>(parts: &'a mut [TurnPart], id: &str) -> Option<&'a mut ToolContent> {
+    parts.iter_mut().rev().find_map(|p| match p {
+        TurnPart::ToolCall(t) => t
+            .content
+            .iter_mut()
+            .find(|c| matches!(c, ToolContent::Terminal { terminal_id, .. } if terminal_id == id)),
+        _ => None,
+    })
+}
+
+/// A tool call's new content list keeps what its terminals streamed (agents send
+/// `terminal {terminalId}` again with every update; the output is ours).
+fn carry_terminals(old: &[ToolContent], new: &mut [ToolContent]) {
+    for item in new.iter_mut() {
+        let ToolContent::Terminal {
+            terminal_id,
+            output,
+            dropped_bytes,
+            exit,
+        } = item
+        else {
+            continue;
+        };
+        let before = old.iter().find_map(|c| match c {
+            ToolContent::Terminal {
+                terminal_id: id,
+                output,
+                dropped_bytes,
+                exit,
+            } if id == terminal_id => Some((output, dropped_bytes, exit)),
+            _ => None,
+        });
+        if let Some((o, d, e)) = before
+            && output.is_empty()
+            && exit.is_none()
+        {
+            *output = o.clone();
+            *dropped_bytes = *d;
+            *exit = e.clone();
+        }
     }
 }
 
@@ -565,9 +719,7 @@ mod tests {
                 tool_call_id: "t1".into(),
                 fields: ToolCallFields {
                     status: Some(ToolStatus::InProgress),
-                    content: Some(vec![ToolContent::Terminal {
-                        terminal_id: "term1".into(),
-                    }]),
+                    content: Some(vec![ToolContent::terminal("term1")]),
                     ..ToolCallFields::default()
                 },
             },
@@ -587,9 +739,7 @@ mod tests {
         assert_eq!(t.status, ToolStatus::Completed);
         assert_eq!(
             t.content,
-            vec![ToolContent::Terminal {
-                terminal_id: "term1".into()
-            }],
+            vec![ToolContent::terminal("term1")],
             "content is replaced, not appended"
         );
         assert!(t.locations.is_empty(), "locations are replaced");
@@ -715,5 +865,85 @@ mod tests {
                 },
             }])
         );
+    }
+
+    /// Terminal output folds into the card that shows the terminal, keeps only its end, and
+    /// survives the agent sending the content list again; unknown terminals change nothing.
+    #[test]
+    fn terminal_output_folds_bounded_into_its_card_and_survives_updates() {
+        let mut call = tool("t1", "Run");
+        call.content = vec![ToolContent::terminal("term-1")];
+        let big = "x".repeat(TERMINAL_OUTPUT_KEPT);
+        let deltas = vec![
+            TurnDelta::TerminalOutput {
+                terminal_id: "term-1".into(),
+                text: "lost: no card yet".into(),
+                dropped_bytes: 0,
+            },
+            TurnDelta::ToolCallCreated { tool_call: call },
+            TurnDelta::TerminalOutput {
+                terminal_id: "term-1".into(),
+                text: "\u{1b}[31mred\u{1b}[0m\n".into(),
+                dropped_bytes: 0,
+            },
+            TurnDelta::ToolCallUpdated {
+                tool_call_id: "t1".into(),
+                fields: ToolCallFields {
+                    status: Some(ToolStatus::InProgress),
+                    content: Some(vec![ToolContent::terminal("term-1")]),
+                    ..ToolCallFields::default()
+                },
+            },
+            TurnDelta::TerminalOutput {
+                terminal_id: "term-1".into(),
+                text: big.clone(),
+                dropped_bytes: 5,
+            },
+            TurnDelta::TerminalOutput {
+                terminal_id: "other".into(),
+                text: "nowhere".into(),
+                dropped_bytes: 0,
+            },
+            TurnDelta::TerminalExited {
+                terminal_id: "term-1".into(),
+                exit: TerminalExit {
+                    exit_code: Some(2),
+                    signal: None,
+                },
+            },
+        ];
+        let parts = fold(&deltas);
+        let [TurnPart::ToolCall(t)] = parts.as_slice() else {
+            panic!("one tool call: {parts:?}");
+        };
+        let [
+            ToolContent::Terminal {
+                output,
+                dropped_bytes,
+                exit,
+                ..
+            },
+        ] = t.content.as_slice()
+        else {
+            panic!("one terminal: {:?}", t.content);
+        };
+        assert_eq!(output, &big, "only the last {TERMINAL_OUTPUT_KEPT} bytes");
+        assert_eq!(*dropped_bytes, 5 + "\u{1b}[31mred\u{1b}[0m\n".len() as u64);
+        assert_eq!(exit.as_ref().and_then(|e| e.exit_code), Some(2));
+        // The wire shapes: camelCase, strict, and a reload folds equal.
+        let v = serde_json::to_value(&deltas[6]).unwrap();
+        assert_eq!(v["type"], "terminal_exited");
+        assert_eq!(v["terminalId"], "term-1");
+        assert_eq!(v["exit"]["exitCode"], 2);
+        let v = serde_json::to_value(&deltas[4]).unwrap();
+        assert_eq!(
+            (v["type"].as_str(), v["droppedBytes"].as_u64()),
+            (Some("terminal_output"), Some(5))
+        );
+        let v = serde_json::to_value(&parts).unwrap();
+        assert_eq!(v[0]["content"][0]["droppedBytes"], *dropped_bytes);
+        assert_eq!(serde_json::from_value::<Vec<TurnPart>>(v).unwrap(), parts);
+        let bad = serde_json::json!({"type": "terminal_output", "terminalId": "t", "text": "", "html": 1});
+        assert!(serde_json::from_value::<TurnDelta>(bad).is_err());
     }
 }

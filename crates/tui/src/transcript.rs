@@ -7,7 +7,7 @@
 
 use std::collections::HashMap;
 
-use ax_protocol::turn::{TurnDelta, TurnPart};
+use ax_protocol::turn::{ToolContent, TurnDelta, TurnPart};
 use ax_protocol::{Message, Part, Role, Stream};
 use ratatui::style::Style;
 use unicode_width::UnicodeWidthChar;
@@ -428,6 +428,20 @@ impl Transcript {
                 ) {
                     Some(i) => Some(i),
                     // Nothing to change (apply ignores it too).
+                    None => {
+                        self.messages[pos].seq = Some(seq);
+                        return PartOutcome::Applied;
+                    }
+                }
+            }
+            TurnDelta::TerminalOutput { terminal_id, .. }
+            | TurnDelta::TerminalExited { terminal_id, .. } => {
+                match turn.iter().rposition(|p| {
+                    matches!(p, TurnPart::ToolCall(t) if t.content.iter().any(|c| matches!(
+                        c, ToolContent::Terminal { terminal_id: id, .. } if id == terminal_id)))
+                }) {
+                    Some(i) => Some(i),
+                    // No card shows it: nothing changes (apply ignores it too).
                     None => {
                         self.messages[pos].seq = Some(seq);
                         return PartOutcome::Applied;

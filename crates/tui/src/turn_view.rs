@@ -420,12 +420,38 @@ pub fn request_rows(t: &ToolCallPart, width: usize) -> Vec<Row> {
                 old_text,
                 new_text,
             } => diff_rows(&mut rows, path, old_text.as_deref(), new_text, width),
-            ToolContent::Terminal { terminal_id } => {
+            ToolContent::Terminal {
+                terminal_id,
+                output,
+                dropped_bytes,
+                exit,
+            } => {
+                let state = match exit {
+                    None => "running".to_owned(),
+                    Some(e) => match (&e.signal, e.exit_code) {
+                        (Some(sig), _) => format!("killed by {}", crate::markdown::sanitize(sig)),
+                        (None, Some(code)) => format!("exit {code}"),
+                        (None, None) => "ended".to_owned(),
+                    },
+                };
                 rows.push(row(
                     LineStyle::Agent,
-                    &format!("  terminal {}", crate::markdown::sanitize(terminal_id)),
+                    &format!(
+                        "  terminal {} · {state}",
+                        crate::markdown::sanitize(terminal_id)
+                    ),
                     DIM,
                 ));
+                if *dropped_bytes > 0 {
+                    rows.push(row(
+                        LineStyle::Agent,
+                        &format!("  [… {dropped_bytes} earlier bytes not kept …]"),
+                        DIM,
+                    ));
+                }
+                // Through the ANSI renderer: colours kept, `\r` overwrites, other escapes
+                // dropped.
+                ansi_rows(&mut rows, output, width);
             }
         }
     }
