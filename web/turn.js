@@ -23,7 +23,46 @@ function mergeFields(part, fields) {
   for (const k of TOOL_FIELDS) {
     if (fields[k] !== undefined && fields[k] !== null) out[k] = fields[k];
   }
+  if (Array.isArray(fields.content)) out.content = carryTerminals(part.content, fields.content);
   return out;
+}
+
+/** Output of a terminal kept in its card: the end, this many bytes at most (as the backend). */
+const TERMINAL_OUTPUT_KEPT = 64 * 1024;
+
+/** A new content list keeps what its terminals streamed (agents send `terminal` again). */
+function carryTerminals(old, next) {
+  const before = new Map((Array.isArray(old) ? old : [])
+    .filter((c) => c?.type === 'terminal').map((c) => [c.terminalId, c]));
+  return next.map((c) => {
+    const o = c?.type === 'terminal' ? before.get(c.terminalId) : undefined;
+    if (!o || c.output || c.exit) return c;
+    const out = { ...c };
+    for (const k of ['output', 'droppedBytes', 'exit']) if (o[k] !== undefined) out[k] = o[k];
+    return out;
+  });
+}
+
+/** The index of the last tool call showing terminal `id`, and the item's index in it. */
+function findTerminal(parts, id) {
+  for (let i = parts.length - 1; i >= 0; i -= 1) {
+    const p = parts[i];
+    if (p?.type !== 'tool_call' || !Array.isArray(p.content)) continue;
+    const j = p.content.findIndex((c) => c?.type === 'terminal' && c.terminalId === id);
+    if (j >= 0) return [i, j];
+  }
+  return null;
+}
+
+const utf8 = new TextEncoder();
+
+/** Keeps the last TERMINAL_OUTPUT_KEPT UTF-8 bytes of `text`; returns [text, bytes cut]. */
+function keepEnd(text) {
+  const bytes = utf8.encode(text);
+  if (bytes.length <= TERMINAL_OUTPUT_KEPT) return [text, 0];
+  let cut = bytes.length - TERMINAL_OUTPUT_KEPT;
+  while (cut < bytes.length && (bytes[cut] & 0xc0) === 0x80) cut += 1; // a char boundary
+  return [new TextDecoder().decode(bytes.subarray(cut)), cut];
 }
 
 /** A fresh tool call with the backend's defaults. */
@@ -55,6 +94,7 @@ export function applyDelta(parts, delta) {
       const part = { ...delta.toolCall, type: 'tool_call' };
       const i = findToolCall(parts, part.toolCallId);
       if (i >= 0) {
+        if (Array.isArray(part.content)) part.content = carryTerminals(parts[i].content, part.content);
         parts[i] = part;
         return i;
       }
@@ -95,6 +135,25 @@ export function applyDelta(parts, delta) {
         }
       }
       return -1;
+    case 'terminal_output':
+    case 'terminal_exited': {
+      const at = findTerminal(parts, delta.terminalId);
+      if (!at) return -1;
+      const [i, j] = at;
+      const item = { ...parts[i].content[j] };
+      if (delta.type === 'terminal_output') {
+        const [kept, cut] = keepEnd((item.output ?? '') + (typeof delta.text === 'string' ? delta.text : ''));
+        const dropped = (item.droppedBytes ?? 0) + (Number.isInteger(delta.droppedBytes) ? delta.droppedBytes : 0) + cut;
+        item.output = kept;
+        if (dropped) item.droppedBytes = dropped;
+      } else if (isObj(delta.exit)) {
+        item.exit = delta.exit;
+      }
+      const content = parts[i].content.slice();
+      content[j] = item;
+      parts[i] = { ...parts[i], content };
+      return i;
+    }
     case 'notice':
       if (!isObj(delta.notice)) return -1;
       parts.push({ ...delta.notice, type: 'notice' });

@@ -65,15 +65,47 @@ function contentView(item) {
     case 'diff':
       return diffView(item.path, item.oldText, item.newText);
     case 'terminal':
-      return h('div', { class: 'tool-section' },
-        h('div', { class: 'tool-label', text: 'Terminal' }),
-        h('p', { class: 'note', 'data-testid': 'tool-terminal', text: `Terminal ${str(item.terminalId)}: its output shows here when the agent reports it.` }));
+      return terminalView(item);
     case 'text':
       return h('pre', { class: 'tool-pre tool-text', 'data-testid': 'tool-text', text: str(item.text) });
     default:
       return null;
   }
 }
+
+/**
+ * Terminal output as plain text: escape sequences (colours included) are removed, a `\r`
+ * overwrites its line from the start, a backspace removes a character. Never markup.
+ */
+export function terminalText(raw) {
+  // CSI (ESC [ … final), OSC (ESC ] … BEL or ESC \), and two-character escapes.
+  const plain = raw
+    .replace(/\x1b\[[0-?]*[ -\/]*[@-~]/g, '')
+    .replace(/\x1b\][^\x07\x1b]*(\x07|\x1b\\)?/g, '')
+    .replace(/\x1b[@-_]/g, '')
+    .replace(/[\x00-\x07\x0b\x0c\x0e-\x1a\x1c-\x1f\x7f]/g, '');
+  return plain.split('\n').map((line) => {
+    const parts = line.split('\r');
+    // The last non-empty overwrite wins, with what it did not cover (as a terminal shows it).
+    let shown = '';
+    for (const p of parts) shown = p + shown.slice(p.length);
+    return shown;
+  }).join('\n');
+}
+
+/** A terminal's card section: its state, and its output as text. */
+function terminalView(item) {
+  const exit = isObject(item.exit) ? item.exit : null;
+  let state = 'running';
+  if (exit) state = typeof exit.signal === 'string' ? `killed by ${exit.signal}` : Number.isInteger(exit.exitCode) ? `exit ${exit.exitCode}` : 'ended';
+  const dropped = Number.isInteger(item.droppedBytes) && item.droppedBytes > 0 ? item.droppedBytes : 0;
+  return h('div', { class: 'tool-section', 'data-testid': 'tool-terminal', 'data-terminal-id': str(item.terminalId), 'data-state': exit ? 'exited' : 'running' },
+    h('div', { class: 'tool-label', text: `Terminal ${str(item.terminalId)} · ${state}` }),
+    dropped ? h('p', { class: 'note', text: `… ${dropped} earlier bytes not kept` }) : null,
+    h('pre', { class: 'tool-pre tool-terminal-output', 'data-testid': 'tool-terminal-output', text: terminalText(str(item.output)) }));
+}
+
+const isObject = (v) => v !== null && typeof v === 'object' && !Array.isArray(v);
 
 /** Where a tool call works (paths, with a line when given). */
 function locationsView(locations) {

@@ -382,6 +382,23 @@ def run(binary, mock, artifacts):
                                  "return m.querySelector('[data-testid=agent-text]').textContent") == expected,
                  "the page folded them into one text part, each chunk once, in order")
 
+        # ---- 8a'. a terminal's output streams into its card, as text ----
+        page.send("term 1000 printf 'tick-1 \\033[31mred<b>x</b>\\033[0m\\n'; sleep 1.5; printf 'tick-2\\n'; exit 3")
+        term_text = ("const o = [...document.querySelectorAll('[data-testid=pane][data-active=true] [data-testid=tool-terminal-output]')].pop();"
+                     "return o ? o.textContent : null")
+        wait_for(lambda: "tick-1" in (page.js(term_text) or ""), "the terminal's first output shows in its card")
+        check(session_of(backend, sid)["status"] == "busy" and "tick-2" not in page.js(term_text),
+              "while the command still runs (live, not at the end)")
+        wait_for(lambda: session_of(backend, sid)["status"] == "idle", "the terminal turn ends", timeout=20)
+        wait_for(lambda: "tick-2" in (page.js(term_text) or ""), "its later output follows")
+        live_term = page.js(term_text)
+        check(live_term == "tick-1 red<b>x</b>\ntick-2\n", f"colours stripped, markup kept as text: {live_term!r}")
+        check(page.js("return [...document.querySelectorAll('[data-testid=tool-terminal-output] b')].length") == 0, "no element from output")
+        state = page.js("return [...document.querySelectorAll('[data-testid=pane][data-active=true] [data-testid=tool-terminal]')].pop().querySelector('.tool-label').textContent")
+        check(state.endswith("exit 3"), f"the card shows the exit: {state!r}")
+        driver.refresh()
+        wait_for(lambda: page.js(term_text) == live_term, "after a reload the card shows the same output")
+
         # ---- 8b. the shell agent: a command of several lines, whole; its "always" ----
         driver.find_element(By.CSS_SELECTOR, f'[data-testid="session-item"][data-session="{shell_sid}"]').click()
         wait_for(lambda: page.pane().get_attribute("data-session") == shell_sid, "the shell session is shown")

@@ -10,7 +10,7 @@ use std::{path::Path, time::Duration};
 use ax_client::{Client, ClientError, EventStream};
 use ax_protocol::{
     Event, Message, Part, PermissionReply, PermissionState, SessionId, SessionStatus,
-    turn::{self, NoticeKind, TurnPart},
+    turn::{self, NoticeKind, TurnDelta, TurnPart},
 };
 use ax_server::{RunningServer, ServerConfig};
 
@@ -45,6 +45,9 @@ fn main() {
         }),
         ("a_load_mid_turn_names_its_last_delta", || {
             Box::pin(a_load_mid_turn_names_its_last_delta())
+        }),
+        ("a_terminal_streams_into_its_card_and_reloads_equal", || {
+            Box::pin(a_terminal_streams_into_its_card_and_reloads_equal())
         }),
         ("agent_is_fixed_at_creation_and_checked", || {
             Box::pin(agent_is_fixed_at_creation_and_checked())
@@ -174,6 +177,8 @@ struct Streamed {
     asked: Vec<ax_protocol::Permission>,
     /// The seq of the last delta seen (0: none).
     last_seq: u64,
+    /// Every delta, in order.
+    deltas: Vec<TurnDelta>,
 }
 
 /// Follows `reply`'s deltas until the session is idle (or needs auth) again; answers each
@@ -189,6 +194,7 @@ async fn follow(
         parts: Vec::new(),
         asked: Vec::new(),
         last_seq: 0,
+        deltas: Vec::new(),
     };
     // A caller that already read the first deltas (waiting for a permission) follows on.
     let mut next_seq = None;
@@ -215,6 +221,7 @@ async fn follow(
                     );
                     next_seq = Some(seq + 1);
                     out.last_seq = seq;
+                    out.deltas.push(delta.clone());
                     turn::apply(&mut out.parts, delta);
                 }
                 Event::MessageDelta { .. } => {}
@@ -268,7 +275,8 @@ async fn every_part_kind_streams_and_reloads_equal() {
     let id = b.mock_session().await;
     let mut events = b.events().await;
     let script = "thought let me see\ntext hello \nchunks 300\nplan a|b|c\ntool t1 ls -l\n\
-                  tool-done t1\ndiff src/a.rs old new\npermission p1 claude\nusage\n\
+                  tool-done t1\ndiff src/a.rs old new\npermission p1 claude\n\
+                  term 1000 printf 'out\\n'; exit 1\nusage\n\
                   stop max_tokens";
     let accepted = b.client.prompt_text(&id, script).await.unwrap();
     let live = follow(&b, &mut events, &id, &accepted.reply_id, |_| {
@@ -306,6 +314,12 @@ async fn every_part_kind_streams_and_reloads_equal() {
             .iter()
             .any(|p| matches!(p, TurnPart::Notice(n) if n.kind == NoticeKind::Stop)),
         "stop reason other than end_turn is a notice"
+    );
+    assert!(
+        live.deltas
+            .iter()
+            .any(|d| matches!(d, TurnDelta::TerminalOutput { text, .. } if text == "out\n")),
+        "the terminal's output streamed (and is in the reload compared below)"
     );
     let stored = b.client.messages(&id).await.unwrap();
     let reply = reply_of(&stored, &accepted.reply_id);
@@ -855,6 +869,80 @@ async fn a_load_mid_turn_names_its_last_delta() {
     assert_eq!(text_of(&parts), "first-second");
     assert_eq!(reply.deltas, last);
     assert!(reply.ended.is_some());
+}
+
+/// A terminal's output reaches its tool call card while the command runs (coalesced), then
+/// its exit; the stored turn, also after a restart, equals what streamed.
+async fn a_terminal_streams_into_its_card_and_reloads_equal() {
+    let mut b = Backend::start("").await;
+    let id = b.mock_session().await;
+    let mut events = b.events().await;
+    let script = "term 1000 for i in $(seq 1 40); do echo line$i; sleep 0.05; done; \
+                  printf '\\033[1mbold\\033[0m\\n'; exit 2";
+    let accepted = b.client.prompt_text(&id, script).await.unwrap();
+    let live = follow(&b, &mut events, &id, &accepted.reply_id, |_| None).await;
+    let outputs: Vec<&str> = live
+        .deltas
+        .iter()
+        .filter_map(|d| match d {
+            TurnDelta::TerminalOutput { text, .. } => Some(text.as_str()),
+            _ => None,
+        })
+        .collect();
+    // ~2 s of output: several deltas while it ran, far fewer than its 41 lines.
+    assert!(
+        (3..=14).contains(&outputs.len()),
+        "coalesced live output: {outputs:?}"
+    );
+    let exited = live
+        .deltas
+        .iter()
+        .position(|d| matches!(d, TurnDelta::TerminalExited { .. }))
+        .expect("the exit streamed");
+    let last_output = live
+        .deltas
+        .iter()
+        .rposition(|d| matches!(d, TurnDelta::TerminalOutput { .. }))
+        .unwrap();
+    assert!(last_output < exited, "the exit comes after all output");
+    let want: String = (1..=40)
+        .map(|i| format!("line{i}\n"))
+        .chain(["\u{1b}[1mbold\u{1b}[0m\n".to_string()])
+        .collect();
+    let card = live
+        .parts
+        .iter()
+        .find_map(|p| match p {
+            TurnPart::ToolCall(t) if t.tool_call_id == "term-call" => Some(t),
+            _ => None,
+        })
+        .expect("the terminal's tool call");
+    let [
+        turn::ToolContent::Terminal {
+            output,
+            dropped_bytes,
+            exit,
+            ..
+        },
+    ] = card.content.as_slice()
+    else {
+        panic!("a terminal in the card: {:?}", card.content);
+    };
+    assert_eq!(output, &want, "every byte once, in order");
+    assert_eq!(*dropped_bytes, 0);
+    assert_eq!(exit.as_ref().and_then(|e| e.exit_code), Some(2));
+    let stored = b.client.messages(&id).await.unwrap();
+    assert_eq!(
+        reply_of(&stored, &accepted.reply_id).parts,
+        as_parts(&live.parts),
+        "a reload equals what streamed"
+    );
+    b.restart().await;
+    assert_eq!(
+        b.client.messages(&id).await.unwrap(),
+        stored,
+        "also after a restart"
+    );
 }
 
 async fn fs_terminal_and_env_through_the_backend() {
