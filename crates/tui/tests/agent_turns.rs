@@ -8,8 +8,8 @@ mod util;
 
 use ax_protocol::turn::{
     Notice, NoticeKind, PermissionChoice, PermissionKind, PermissionOutcome, PermissionPart,
-    PlanEntry, PlanPriority, PlanStatus, ToolCallFields, ToolCallPart, ToolContent, ToolKind,
-    ToolLocation, ToolStatus, TurnDelta,
+    PlanEntry, PlanPriority, PlanStatus, TerminalExit, ToolCallFields, ToolCallPart, ToolContent,
+    ToolKind, ToolLocation, ToolStatus, TurnDelta, TurnPart,
 };
 use ax_protocol::{Event, Message, Part, Role, SessionStatus};
 use ax_tui::app::App;
@@ -815,4 +815,57 @@ fn a_load_mid_turn_applies_only_later_deltas_and_stored_ends_show() {
         app.transcript().turn_parts().last().unwrap().1,
         [ax_protocol::turn::TurnPart::Text { text: "abc".into() }]
     );
+}
+
+/// A terminal's output streams into its card: shown through the ANSI renderer when the card
+/// is open (colours kept, `\r` overwrites), updated in place, with the exit.
+#[test]
+fn terminal_output_streams_into_its_open_card() {
+    let mut app = streamed();
+    let n = every_kind().len() as u64;
+    let mut call = tool("tt", "make", ToolKind::Execute);
+    call.content = vec![ToolContent::terminal("term-1")];
+    app.on_event(delta(n + 1, TurnDelta::ToolCallCreated { tool_call: call }));
+    let (x, y) = find_row(&app, "[run] make");
+    app.handle_input(click(x, y));
+    assert!(screen(&app).contains("terminal term-1 · running"));
+    app.on_event(delta(
+        n + 2,
+        TurnDelta::TerminalOutput {
+            terminal_id: "term-1".into(),
+            text: "\u{1b}[32mbuilt ok\u{1b}[0m\n10%\r".into(),
+            dropped_bytes: 0,
+        },
+    ));
+    app.on_event(delta(
+        n + 3,
+        TurnDelta::TerminalOutput {
+            terminal_id: "term-1".into(),
+            text: "100% done\n".into(),
+            dropped_bytes: 0,
+        },
+    ));
+    app.on_event(delta(
+        n + 4,
+        TurnDelta::TerminalExited {
+            terminal_id: "term-1".into(),
+            exit: TerminalExit {
+                exit_code: Some(0),
+                signal: None,
+            },
+        },
+    ));
+    let s = screen(&app);
+    assert!(s.contains("terminal term-1 · exit 0"), "{s}");
+    assert!(s.contains("built ok") && s.contains("100% done"), "{s}");
+    assert!(!s.contains("10%\u{1b}") && !s.contains("[32m"), "{s}");
+    assert!(!s.contains("100% done10%"), "\\r overwrote: {s}");
+    let buf = buffer(&app);
+    let (x, y) = find_row(&app, "built ok");
+    assert_eq!(buf[(x, y)].fg, Color::Green, "ANSI colour kept");
+    // The state model holds the output and the exit.
+    let (_, parts) = app.transcript().turn_parts()[0];
+    assert!(parts.iter().any(|p| matches!(p, TurnPart::ToolCall(t)
+        if matches!(&t.content[..], [ToolContent::Terminal { output, exit: Some(_), .. }]
+            if output.ends_with("100% done\n")))));
 }
