@@ -78,6 +78,13 @@ impl From<String> for Secret {
     }
 }
 
+/// A copy, for APIs that take `impl Into<Secret>` (the copy is zeroed on drop too).
+impl From<&Secret> for Secret {
+    fn from(secret: &Secret) -> Self {
+        secret.clone()
+    }
+}
+
 impl From<&str> for Secret {
     fn from(text: &str) -> Self {
         Self::new(text.to_owned())

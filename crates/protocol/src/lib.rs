@@ -14,10 +14,10 @@ pub mod proof;
 pub mod time;
 pub mod turn;
 
-/// Typed IDs live in the leaf crate `ax-core`; re-exported so wire types and their users agree.
-pub use ax_core::ids::{IdError as SessionIdError, MessageId, PermissionId, SessionId};
 /// Credentials and one-time codes on the wire are [`Secret`]s (redacted `Debug`).
 pub use ax_core::Secret;
+/// Typed IDs live in the leaf crate `ax-core`; re-exported so wire types and their users agree.
+pub use ax_core::ids::{IdError, IdError as SessionIdError, MessageId, PermissionId, SessionId};
 
 /// Milliseconds since the Unix epoch.
 pub type Millis = i64;
@@ -807,7 +807,11 @@ mod tests {
     fn ids_on_the_wire_are_checked_when_read() {
         let good = r#"{"type":"permission.replied","sessionId":"ses_0123456789abABCDEFGHIJKLMN","permissionId":"per_0123456789abABCDEFGHIJKLMN","state":"approved"}"#;
         let event: Event = serde_json::from_str(good).unwrap();
-        assert_eq!(serde_json::to_string(&event).unwrap(), good, "byte-identical");
+        assert_eq!(
+            serde_json::to_string(&event).unwrap(),
+            good,
+            "byte-identical"
+        );
         let wrong_kind = good.replace("per_0123", "msg_0123");
         let err = serde_json::from_str::<Event>(&wrong_kind).unwrap_err();
         assert!(err.to_string().contains("invalid permission ID"), "{err}");
@@ -824,7 +828,10 @@ mod tests {
             code: Secret::from("code-987654321"),
         };
         let printed = format!("{grant:?} {code:?} {exchange:#?}");
-        assert!(!printed.contains("tok-abcdef") && !printed.contains("987654321"), "{printed}");
+        assert!(
+            !printed.contains("tok-abcdef") && !printed.contains("987654321"),
+            "{printed}"
+        );
         assert_eq!(
             serde_json::to_string(&grant).unwrap(),
             r#"{"token":"tok-abcdef-123456"}"#

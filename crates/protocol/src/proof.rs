@@ -69,7 +69,10 @@ impl std::fmt::Write for MacWriter<'_> {
 /// Lowercase hex of HMAC-SHA256(key = `credential`, message = [`SCREEN_CREDENTIAL_MESSAGE`]):
 /// itself a credential, so a [`Secret`].
 pub fn screen_credential(credential: &str) -> Secret {
-    Secret::new(hmac_hex(credential, &[SCREEN_CREDENTIAL_MESSAGE.as_bytes()]))
+    Secret::new(hmac_hex(
+        credential,
+        &[SCREEN_CREDENTIAL_MESSAGE.as_bytes()],
+    ))
 }
 
 /// `bytes` as lowercase hex.

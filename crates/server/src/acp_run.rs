@@ -12,8 +12,9 @@ use std::{collections::HashMap, sync::Arc, time::Duration};
 
 use ax_acp::{AcpEvent, AgentHandle, AgentKind, AgentSpec, SessionError, StartOptions, schema};
 use ax_protocol::{
-    AgentMode, AgentModes, AgentState, Event, Message, Permission, PermissionReply,
-    PermissionState, Prompt, PromptAccepted, Role, Session, SessionId, SessionStatus,
+    AgentMode, AgentModes, AgentState, Event, Message, MessageId, Permission, PermissionId,
+    PermissionReply, PermissionState, Prompt, PromptAccepted, Role, Session, SessionId,
+    SessionStatus,
     turn::{Notice, NoticeKind, PermissionKind, PermissionOutcome, TurnDelta, TurnEnd},
 };
 use tokio::sync::{mpsc, oneshot};
@@ -174,14 +175,14 @@ enum Item {
 struct Turn {
     app: Shared,
     session: SessionId,
-    reply_id: String,
+    reply_id: MessageId,
     /// Deltas of the reply message so far.
     seq: u64,
     status: SessionStatus,
     /// The turn's permissions by backend id.
-    perms: HashMap<String, Permission>,
+    perms: HashMap<PermissionId, Permission>,
     /// The agent's permission ids by backend id.
-    acp_ids: HashMap<String, String>,
+    acp_ids: HashMap<PermissionId, String>,
     interrupted: bool,
 }
 
@@ -248,7 +249,7 @@ impl Turn {
                 let id = ids::permission_id()?;
                 self.acp_ids
                     .insert(id.clone(), std::mem::take(&mut permission.permission_id));
-                permission.permission_id = id.clone();
+                permission.permission_id = id.to_string();
                 let record = Permission {
                     id: id.clone(),
                     session_id: self.session.clone(),
@@ -268,12 +269,17 @@ impl Turn {
                 permission_id,
                 outcome,
             } => {
-                let id = self
+                let Some(id) = self
                     .acp_ids
                     .iter()
                     .find(|(_, acp)| **acp == permission_id)
                     .map(|(id, _)| id.clone())
-                    .unwrap_or(permission_id);
+                else {
+                    return Ok(TurnDelta::PermissionAnswered {
+                        permission_id,
+                        outcome,
+                    });
+                };
                 self.acp_ids.remove(&id);
                 if let Some(p) = self.perms.get_mut(&id) {
                     let (state, option) = settle(&outcome);
@@ -282,7 +288,7 @@ impl Turn {
                     batch.push(Item::Answered(p.clone()));
                 }
                 TurnDelta::PermissionAnswered {
-                    permission_id: id,
+                    permission_id: id.to_string(),
                     outcome,
                 }
             }
@@ -373,7 +379,7 @@ impl Turn {
     fn answer(
         &mut self,
         slot: &AgentSlot,
-        permission_id: &str,
+        permission_id: &PermissionId,
         reply: PermissionReply,
     ) -> Result<Permission, Failure> {
         let Some(record) = self.perms.get(permission_id) else {
