@@ -248,7 +248,7 @@ impl App {
             }
             Event::PermissionReplied { permission_id, .. } => {
                 self.permissions.retain(|p| p.id != permission_id);
-                self.replying.remove(&permission_id);
+                self.replying.remove(permission_id.as_str());
             }
             Event::Reset
             | Event::MessageCreated { .. }
@@ -287,7 +287,7 @@ impl App {
                 index,
                 part,
                 ..
-            } => self.transcript.apply_part(message_id, *index, part),
+            } => self.transcript.apply_part(message_id.as_str(), *index, part),
             _ => PartOutcome::Duplicate,
         };
         if outcome == PartOutcome::NeedsReload {

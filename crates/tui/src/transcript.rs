@@ -127,11 +127,11 @@ impl Transcript {
 
     /// Adds a new message with the parts it already has. A message seen before is ignored.
     pub fn add_message(&mut self, m: &Message) -> PartOutcome {
-        if self.messages.iter().rev().any(|c| c.id == m.id) {
+        if self.messages.iter().rev().any(|c| c.id == m.id.as_str()) {
             // Replayed: apply any parts we do not have yet.
             let mut outcome = PartOutcome::Duplicate;
             for (i, part) in m.parts.iter().enumerate() {
-                match self.apply_part(&m.id, i as u32, part) {
+                match self.apply_part(m.id.as_str(), i as u32, part) {
                     PartOutcome::NeedsReload => return PartOutcome::NeedsReload,
                     PartOutcome::Applied => outcome = PartOutcome::Applied,
                     PartOutcome::Duplicate => {}
@@ -147,14 +147,14 @@ impl Transcript {
             Role::Assistant => self.push(LineStyle::AgentHeader, "agent"),
         }
         self.messages.push(MessageCursor {
-            id: m.id.clone(),
+            id: m.id.to_string(),
             parts: 0,
             open_line: None,
             open_col: None,
             ansi: Default::default(),
         });
         for (i, part) in m.parts.iter().enumerate() {
-            self.apply_part(&m.id, i as u32, part);
+            self.apply_part(m.id.as_str(), i as u32, part);
         }
         PartOutcome::Applied
     }

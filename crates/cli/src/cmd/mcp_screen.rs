@@ -37,7 +37,7 @@ pub struct McpScreenArgs {
 #[derive(Clone)]
 struct Target {
     url: String,
-    token: String,
+    token: ax_client::Secret,
 }
 
 impl Target {
