@@ -39,7 +39,7 @@ fn main() {
     let t = Instant::now();
     let mut sink = 0usize;
     for _ in 0..n {
-        sink += expected_proof(&token, &nonce, addr).len();
+        sink += expected_proof(token.expose(), &nonce, addr).len();
     }
     let per = t.elapsed() / n;
     println!(

@@ -341,12 +341,15 @@ impl Client {
         self.get("/permission").await
     }
 
+    /// Answers a pending permission. The ID is taken as text (a `PermissionId` or a string)
+    /// so that a caller can also see how the backend refuses a malformed one (400).
     pub async fn reply_permission(
         &self,
         id: &SessionId,
-        permission_id: &str,
+        permission_id: impl AsRef<str>,
         reply: PermissionReply,
     ) -> Result<Permission, ClientError> {
+        let permission_id = permission_id.as_ref();
         self.post(
             &format!("/session/{id}/permission/{permission_id}"),
             &PermissionAnswer { reply },
