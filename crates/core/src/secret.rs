@@ -85,6 +85,12 @@ impl From<&Secret> for Secret {
     }
 }
 
+impl From<&String> for Secret {
+    fn from(text: &String) -> Self {
+        Self::new(text.clone())
+    }
+}
+
 impl From<&str> for Secret {
     fn from(text: &str) -> Self {
         Self::new(text.to_owned())

@@ -1023,9 +1023,9 @@ mod tests {
                 "PRAGMA user_version = 1;
                  INSERT INTO project(id, directory) VALUES (1, '/p');
                  INSERT INTO session VALUES ('ses_0123456789abABCDEFGHIJKLMN', 1, 't', 1, 1, 'busy', 0);
-                 INSERT INTO message VALUES ('msg_a', 'ses_0123456789abABCDEFGHIJKLMN', 1, 'assistant', 1);
-                 INSERT INTO part VALUES ('msg_a', 0, '{\"type\":\"output\",\"stream\":\"stdout\",\"text\":\"x\"}');
-                 INSERT INTO run VALUES ('ses_0123456789abABCDEFGHIJKLMN', 'msg_a', 1);",
+                 INSERT INTO message VALUES ('msg_0123456789abABCDEFGHIJKLMA', 'ses_0123456789abABCDEFGHIJKLMN', 1, 'assistant', 1);
+                 INSERT INTO part VALUES ('msg_0123456789abABCDEFGHIJKLMA', 0, '{\"type\":\"output\",\"stream\":\"stdout\",\"text\":\"x\"}');
+                 INSERT INTO run VALUES ('ses_0123456789abABCDEFGHIJKLMN', 'msg_0123456789abABCDEFGHIJKLMA', 1);",
             )
             .unwrap();
         }
@@ -1085,19 +1085,19 @@ mod tests {
                    VALUES ('ses_0123456789abABCDEFGHIJKLMN', 1, 'first', 1, 2, 'idle', 1);
                  INSERT INTO session(id, project_id, title, created, updated, status)
                    VALUES ('ses_1123456789abABCDEFGHIJKLMN', 1, 'cut', 3, 4, 'busy');
-                 INSERT INTO message VALUES ('msg_u', 'ses_0123456789abABCDEFGHIJKLMN', 1, 'user', 1);
-                 INSERT INTO message VALUES ('msg_a', 'ses_0123456789abABCDEFGHIJKLMN', 2, 'assistant', 1);
-                 INSERT INTO message VALUES ('msg_b', 'ses_1123456789abABCDEFGHIJKLMN', 1, 'assistant', 3);
+                 INSERT INTO message VALUES ('msg_0123456789abABCDEFGHIJKLMU', 'ses_0123456789abABCDEFGHIJKLMN', 1, 'user', 1);
+                 INSERT INTO message VALUES ('msg_0123456789abABCDEFGHIJKLMA', 'ses_0123456789abABCDEFGHIJKLMN', 2, 'assistant', 1);
+                 INSERT INTO message VALUES ('msg_0123456789abABCDEFGHIJKLMB', 'ses_1123456789abABCDEFGHIJKLMN', 1, 'assistant', 3);
                  INSERT INTO permission(id, session_id, command, state, created, attachments)
-                   VALUES ('per_a', 'ses_0123456789abABCDEFGHIJKLMN', 'ls -l', 'approved', 1, '[\"a.txt\"]');
+                   VALUES ('per_0123456789abABCDEFGHIJKLMA', 'ses_0123456789abABCDEFGHIJKLMN', 'ls -l', 'approved', 1, '[\"a.txt\"]');
                  INSERT INTO permission(id, session_id, command, state, created)
-                   VALUES ('per_b', 'ses_1123456789abABCDEFGHIJKLMN', 'sleep 9', 'pending', 3);
-                 INSERT INTO run(session_id, message_id, started) VALUES ('ses_1123456789abABCDEFGHIJKLMN', 'msg_b', 3);
+                   VALUES ('per_0123456789abABCDEFGHIJKLMB', 'ses_1123456789abABCDEFGHIJKLMN', 'sleep 9', 'pending', 3);
+                 INSERT INTO run(session_id, message_id, started) VALUES ('ses_1123456789abABCDEFGHIJKLMN', 'msg_0123456789abABCDEFGHIJKLMB', 3);
                  INSERT INTO process_group VALUES (77, 5, 1, NULL);",
             )
             .unwrap();
             for (i, p) in parts.iter().enumerate() {
-                let mid = if i < 2 { "msg_u" } else { "msg_a" };
+                let mid = if i < 2 { "msg_0123456789abABCDEFGHIJKLMU" } else { "msg_0123456789abABCDEFGHIJKLMA" };
                 conn.execute(
                     "INSERT INTO part(message_id, idx, body) VALUES (?1, ?2, ?3)",
                     params![mid, i as i64, p],
@@ -1129,7 +1129,7 @@ mod tests {
         assert_eq!(all, want);
         assert_eq!(msgs[0].role, ax_protocol::Role::User);
         let p = store
-            .read_blocking(|c| get_permission(c, first.as_str(), "per_a"))
+            .read_blocking(|c| get_permission(c, first.as_str(), &"per_0123456789abABCDEFGHIJKLMA".parse().unwrap()))
             .unwrap()
             .unwrap();
         assert_eq!(p.attachments, vec!["a.txt".to_string()]);
@@ -1181,7 +1181,7 @@ mod tests {
                 insert_message(
                     c,
                     &Message {
-                        id: "msg_a".into(),
+                        id: "msg_0123456789abABCDEFGHIJKLMA".parse().unwrap(),
                         session_id: id.clone(),
                         role: ax_protocol::Role::Assistant,
                         created: 1,
@@ -1190,10 +1190,10 @@ mod tests {
                 )?;
                 append_deltas(
                     c,
-                    "msg_a",
+                    &"msg_0123456789abABCDEFGHIJKLMA".parse().unwrap(),
                     deltas.iter().enumerate().map(|(i, d)| (i as u64 + 1, d)),
                 )?;
-                append_part(c, "msg_a", 0, &Part::Interrupted)
+                append_part(c, &"msg_0123456789abABCDEFGHIJKLMA".parse().unwrap(), 0, &Part::Interrupted)
             })
             .unwrap();
         let msgs = store.read_blocking(|c| messages(c, &id)).unwrap();
@@ -1253,8 +1253,8 @@ mod tests {
     fn an_unknown_role_or_permission_state_is_malformed() {
         let (_tmp, store) = v2_database_with(
             "INSERT INTO session VALUES ('ses_0123456789abABCDEFGHIJKLMN', 1, 't', 1, 1, 'idle', 0);
-             INSERT INTO message VALUES ('msg_a', 'ses_0123456789abABCDEFGHIJKLMN', 1, 'system', 1);
-             INSERT INTO permission VALUES ('per_a', 'ses_0123456789abABCDEFGHIJKLMN', 'ls', 'maybe', 1);",
+             INSERT INTO message VALUES ('msg_0123456789abABCDEFGHIJKLMA', 'ses_0123456789abABCDEFGHIJKLMN', 1, 'system', 1);
+             INSERT INTO permission VALUES ('per_0123456789abABCDEFGHIJKLMA', 'ses_0123456789abABCDEFGHIJKLMN', 'ls', 'maybe', 1);",
         );
         let id: SessionId = "ses_0123456789abABCDEFGHIJKLMN".parse().unwrap();
         let err = store.read_blocking(|c| messages(c, &id)).unwrap_err();
@@ -1270,7 +1270,7 @@ mod tests {
             "{err:?}"
         );
         let err = store
-            .read_blocking(|c| get_permission(c, id.as_str(), "per_a"))
+            .read_blocking(|c| get_permission(c, id.as_str(), &"per_0123456789abABCDEFGHIJKLMA".parse().unwrap()))
             .unwrap_err();
         assert!(
             matches!(
@@ -1289,9 +1289,9 @@ mod tests {
     fn a_version_2_truncated_part_reads_back_after_the_camel_case_migration() {
         let (_tmp, store) = v2_database_with(
             "INSERT INTO session VALUES ('ses_0123456789abABCDEFGHIJKLMN', 1, 't', 1, 1, 'idle', 0);
-             INSERT INTO message VALUES ('msg_a', 'ses_0123456789abABCDEFGHIJKLMN', 1, 'assistant', 1);
-             INSERT INTO part VALUES ('msg_a', 0, '{\"type\":\"output\",\"stream\":\"stdout\",\"text\":\"dropped_bytes\"}');
-             INSERT INTO part VALUES ('msg_a', 1, '{\"type\":\"truncated\",\"dropped_bytes\":4000}');",
+             INSERT INTO message VALUES ('msg_0123456789abABCDEFGHIJKLMA', 'ses_0123456789abABCDEFGHIJKLMN', 1, 'assistant', 1);
+             INSERT INTO part VALUES ('msg_0123456789abABCDEFGHIJKLMA', 0, '{\"type\":\"output\",\"stream\":\"stdout\",\"text\":\"dropped_bytes\"}');
+             INSERT INTO part VALUES ('msg_0123456789abABCDEFGHIJKLMA', 1, '{\"type\":\"truncated\",\"dropped_bytes\":4000}');",
         );
         let id: SessionId = "ses_0123456789abABCDEFGHIJKLMN".parse().unwrap();
         let msgs = store.read_blocking(|c| messages(c, &id)).unwrap();

@@ -9,7 +9,7 @@ use std::{path::Path, time::Duration};
 
 use ax_client::{Client, ClientError, EventStream};
 use ax_protocol::{
-    Event, Message, Part, PermissionReply, PermissionState, SessionId, SessionStatus,
+    Event, Message, MessageId, Part, PermissionReply, PermissionState, SessionId, SessionStatus,
     turn::{self, NoticeKind, TurnPart},
 };
 use ax_server::{RunningServer, ServerConfig};
@@ -98,7 +98,7 @@ impl Backend {
         let project = tempfile::tempdir().unwrap();
         let data = tempfile::tempdir().unwrap();
         let server = serve(project.path(), data.path(), env).await;
-        let client = Client::new(server.url(), server.token()).unwrap();
+        let client = Client::new(server.url(), server.token().expose()).unwrap();
         Backend {
             project_dir: project.path().to_owned(),
             _project: project,
@@ -115,7 +115,7 @@ impl Backend {
             s.shutdown().await;
         }
         let server = serve(&self.project_dir, self.data.path(), &self.env).await;
-        self.client = Client::new(server.url(), server.token()).unwrap();
+        self.client = Client::new(server.url(), server.token().expose()).unwrap();
         self.server = Some(server);
     }
 
@@ -155,7 +155,7 @@ async fn follow(
     b: &Backend,
     events: &mut EventStream,
     id: &SessionId,
-    reply: &str,
+    reply: &MessageId,
     mut answer: impl FnMut(usize) -> Option<PermissionReply>,
 ) -> Streamed {
     let mut out = Streamed {
@@ -171,14 +171,14 @@ async fn follow(
         loop {
             let e = events.next().await.expect("open").expect("no error");
             match e.event {
-                Event::MessageCreated { message } if message.id == reply => seen = true,
+                Event::MessageCreated { message } if message.id == *reply => seen = true,
                 Event::MessageDelta {
                     session_id,
                     message_id,
                     seq,
                     delta,
                 } if session_id == *id => {
-                    assert_eq!(message_id, reply, "a delta of another message");
+                    assert_eq!(message_id, *reply, "a delta of another message");
                     seen = true;
                     assert_eq!(
                         seq,
@@ -220,8 +220,8 @@ fn as_parts(parts: &[TurnPart]) -> Vec<Part> {
     parts.iter().cloned().map(Part::from_turn).collect()
 }
 
-fn reply_of<'a>(messages: &'a [Message], id: &str) -> &'a Message {
-    messages.iter().find(|m| m.id == id).expect("reply stored")
+fn reply_of<'a>(messages: &'a [Message], id: &MessageId) -> &'a Message {
+    messages.iter().find(|m| m.id == *id).expect("reply stored")
 }
 
 fn text_of(parts: &[TurnPart]) -> String {
@@ -322,7 +322,7 @@ async fn agent_is_fixed_at_creation_and_checked() {
     ] {
         let r = http
             .post(format!("{}{path}", server.url()))
-            .bearer_auth(server.token())
+            .bearer_auth(server.token().expose())
             .header("content-type", "application/json")
             .body(body)
             .send()
@@ -460,7 +460,7 @@ async fn permissions_are_answered_by_kind() {
             server.url(),
             asked.id
         ))
-        .bearer_auth(server.screen_token())
+        .bearer_auth(server.screen_token().expose().to_owned())
         .header("content-type", "application/json")
         .body(r#"{"reply":"allow_once"}"#)
         .send()

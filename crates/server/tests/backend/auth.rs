@@ -6,7 +6,7 @@ use crate::util::Backend;
 async fn the_credential_is_required_and_never_echoed() {
     let b = Backend::start().await;
     let raw = b.raw();
-    let token = b.server.token().to_owned();
+    let token = b.server.token().expose().to_owned();
 
     let health = raw.get(b.url("/health")).send().await.unwrap();
     assert_eq!(

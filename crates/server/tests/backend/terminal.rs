@@ -35,7 +35,7 @@ impl Operator {
                     "minProtocol": 1, "maxProtocol": 1,
                     "client": {"id": "test", "version": "0", "platform": "linux", "mode": "cli"},
                     "role": "operator", "scopes": ["operator.admin"],
-                    "auth": {"token": b.server.token()}}),
+                    "auth": {"token": b.server.token().expose()}}),
             )
             .await;
         assert_eq!(hello["ok"], true, "{hello}");
