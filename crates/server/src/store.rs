@@ -1286,6 +1286,28 @@ mod tests {
     }
 
     #[test]
+    fn a_stored_id_of_the_wrong_shape_is_malformed_not_passed_on() {
+        let (_tmp, store) = v2_database_with(
+            "INSERT INTO session VALUES ('ses_0123456789abABCDEFGHIJKLMN', 1, 't', 1, 1, 'idle', 0);
+             INSERT INTO message VALUES ('msg_short', 'ses_0123456789abABCDEFGHIJKLMN', 1, 'user', 1);
+             INSERT INTO permission VALUES ('per_0123456789abABCDEFGHIJKLMA', 'ses_0123456789abABCDEFGHIJKLMN', 'ls', 'pending', 1);",
+        );
+        let id: SessionId = "ses_0123456789abABCDEFGHIJKLMN".parse().unwrap();
+        let err = store.read_blocking(|c| messages(c, &id)).unwrap_err();
+        assert!(
+            matches!(&err, StoreError::Malformed { table: "message", column: "id", row, .. }
+                if row == "msg_short"),
+            "{err:?}"
+        );
+        // One reader serves both permission queries.
+        let pending = store.read_blocking(|c| pending_permissions(c, 1)).unwrap();
+        let one = store
+            .read_blocking(|c| get_permission(c, id.as_str(), &pending[0].id))
+            .unwrap();
+        assert_eq!(one.as_ref(), pending.first());
+    }
+
+    #[test]
     fn a_version_2_truncated_part_reads_back_after_the_camel_case_migration() {
         let (_tmp, store) = v2_database_with(
             "INSERT INTO session VALUES ('ses_0123456789abABCDEFGHIJKLMN', 1, 't', 1, 1, 'idle', 0);
