@@ -18,8 +18,7 @@ use futures_util::{Stream, StreamExt};
 use reqwest::header;
 use tokio::sync::mpsc;
 
-use crate::{
-    ClientError, bearer, proof::Verification};
+use crate::{ClientError, bearer, proof::Verification};
 
 /// No bytes (not even a heartbeat) for this long means the connection is dead.
 const IDLE_LIMIT: Duration = Duration::from_secs(35);

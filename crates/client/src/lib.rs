@@ -65,14 +65,14 @@ use ax_protocol::{
 use reqwest::{Method, RequestBuilder, header};
 use serde::{Serialize, de::DeserializeOwned};
 
+/// Credentials are [`Secret`]s: redacted in `Debug`, compared in constant time.
+pub use ax_core::Secret;
 /// The proof a server holding a credential answers, and the screen credential derived from
 /// it: computed in `ax_protocol::proof`, the same code the backend uses.
 pub use ax_protocol::proof::{health_proof as expected_proof, screen_credential};
 pub use discover::{Found, Kind, credential_for_url, credential_for_url_in, discover};
 pub use error::ClientError;
 pub use events::EventStream;
-/// Credentials are [`Secret`]s: redacted in `Debug`, compared in constant time.
-pub use ax_core::Secret;
 
 /// Time limit of one ordinary request.
 const REQUEST_TIMEOUT: Duration = Duration::from_secs(30);

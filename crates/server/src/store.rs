@@ -1097,7 +1097,11 @@ mod tests {
             )
             .unwrap();
             for (i, p) in parts.iter().enumerate() {
-                let mid = if i < 2 { "msg_0123456789abABCDEFGHIJKLMU" } else { "msg_0123456789abABCDEFGHIJKLMA" };
+                let mid = if i < 2 {
+                    "msg_0123456789abABCDEFGHIJKLMU"
+                } else {
+                    "msg_0123456789abABCDEFGHIJKLMA"
+                };
                 conn.execute(
                     "INSERT INTO part(message_id, idx, body) VALUES (?1, ?2, ?3)",
                     params![mid, i as i64, p],
@@ -1129,7 +1133,13 @@ mod tests {
         assert_eq!(all, want);
         assert_eq!(msgs[0].role, ax_protocol::Role::User);
         let p = store
-            .read_blocking(|c| get_permission(c, first.as_str(), &"per_0123456789abABCDEFGHIJKLMA".parse().unwrap()))
+            .read_blocking(|c| {
+                get_permission(
+                    c,
+                    first.as_str(),
+                    &"per_0123456789abABCDEFGHIJKLMA".parse().unwrap(),
+                )
+            })
             .unwrap()
             .unwrap();
         assert_eq!(p.attachments, vec!["a.txt".to_string()]);
@@ -1193,7 +1203,12 @@ mod tests {
                     &"msg_0123456789abABCDEFGHIJKLMA".parse().unwrap(),
                     deltas.iter().enumerate().map(|(i, d)| (i as u64 + 1, d)),
                 )?;
-                append_part(c, &"msg_0123456789abABCDEFGHIJKLMA".parse().unwrap(), 0, &Part::Interrupted)
+                append_part(
+                    c,
+                    &"msg_0123456789abABCDEFGHIJKLMA".parse().unwrap(),
+                    0,
+                    &Part::Interrupted,
+                )
             })
             .unwrap();
         let msgs = store.read_blocking(|c| messages(c, &id)).unwrap();
@@ -1270,7 +1285,13 @@ mod tests {
             "{err:?}"
         );
         let err = store
-            .read_blocking(|c| get_permission(c, id.as_str(), &"per_0123456789abABCDEFGHIJKLMA".parse().unwrap()))
+            .read_blocking(|c| {
+                get_permission(
+                    c,
+                    id.as_str(),
+                    &"per_0123456789abABCDEFGHIJKLMA".parse().unwrap(),
+                )
+            })
             .unwrap_err();
         assert!(
             matches!(

@@ -69,7 +69,7 @@ fn app_with(lines: usize) -> App {
         .map(|c| output(1000.min(lines - c * 1000), c * 1000))
         .collect();
     let message = Message {
-        id: "m1".into(),
+        id: "msg_0123456789abABCDEFGHIJ0001".parse().unwrap(),
         session_id: sid(),
         role: Role::Assistant,
         created: 1,
@@ -112,7 +112,7 @@ fn main() {
             let start = Instant::now();
             app.on_event(Event::MessagePart {
                 session_id: sid(),
-                message_id: "m1".into(),
+                message_id: "msg_0123456789abABCDEFGHIJ0001".parse().unwrap(),
                 index: (lines.div_ceil(1000) + i) as u32,
                 part: output(1, lines + i),
             });

@@ -287,7 +287,9 @@ impl App {
                 index,
                 part,
                 ..
-            } => self.transcript.apply_part(message_id.as_str(), *index, part),
+            } => self
+                .transcript
+                .apply_part(message_id.as_str(), *index, part),
             _ => PartOutcome::Duplicate,
         };
         if outcome == PartOutcome::NeedsReload {

@@ -561,9 +561,12 @@ mod tests {
         "ses_0123456789abABCDEFGHIJKLMN".parse().unwrap()
     }
 
+    const M1: &str = "msg_0123456789abABCDEFGHIJK001";
+    const M: &str = "msg_0123456789abABCDEFGHIJK000";
+
     fn msg(id: &str, role: Role, parts: Vec<Part>) -> Message {
         Message {
-            id: id.into(),
+            id: id.parse().unwrap(),
             session_id: sid(),
             role,
             created: 0,
@@ -588,12 +591,12 @@ mod tests {
     #[test]
     fn output_chunks_continue_open_lines() {
         let mut t = Transcript::new(40);
-        t.add_message(&msg("m1", Role::Assistant, vec![]));
-        assert_eq!(t.apply_part("m1", 0, &out("hel")), PartOutcome::Applied);
-        assert_eq!(t.apply_part("m1", 1, &out("lo\nwor")), PartOutcome::Applied);
-        assert_eq!(t.apply_part("m1", 2, &out("ld\n")), PartOutcome::Applied);
+        t.add_message(&msg(M1, Role::Assistant, vec![]));
+        assert_eq!(t.apply_part(M1, 0, &out("hel")), PartOutcome::Applied);
+        assert_eq!(t.apply_part(M1, 1, &out("lo\nwor")), PartOutcome::Applied);
+        assert_eq!(t.apply_part(M1, 2, &out("ld\n")), PartOutcome::Applied);
         t.apply_part(
-            "m1",
+            M1,
             3,
             &Part::Exit {
                 code: Some(0),
@@ -606,9 +609,9 @@ mod tests {
     #[test]
     fn parts_are_idempotent_and_gaps_ask_for_reload() {
         let mut t = Transcript::new(40);
-        t.add_message(&msg("m1", Role::Assistant, vec![out("a\n")]));
-        assert_eq!(t.apply_part("m1", 0, &out("a\n")), PartOutcome::Duplicate);
-        assert_eq!(t.apply_part("m1", 2, &out("c\n")), PartOutcome::NeedsReload);
+        t.add_message(&msg(M1, Role::Assistant, vec![out("a\n")]));
+        assert_eq!(t.apply_part(M1, 0, &out("a\n")), PartOutcome::Duplicate);
+        assert_eq!(t.apply_part(M1, 2, &out("c\n")), PartOutcome::NeedsReload);
         assert_eq!(t.apply_part("zz", 0, &out("c\n")), PartOutcome::NeedsReload);
         assert_eq!(rows(&t, 10, 0), vec!["agent", "a"]);
     }
@@ -617,7 +620,7 @@ mod tests {
     fn wraps_and_windows_by_rows() {
         let mut t = Transcript::new(4);
         t.add_message(&msg(
-            "m1",
+            M1,
             Role::User,
             vec![Part::Text {
                 text: "abcdefghij".into(),
@@ -638,7 +641,7 @@ mod tests {
         assert_eq!(rows, vec!["日", "本", "語"]);
         let mut t = Transcript::new(3);
         t.add_message(&msg(
-            "m",
+            M,
             Role::User,
             vec![Part::Text {
                 text: "日本語".into(),
@@ -651,7 +654,7 @@ mod tests {
     fn escapes_and_controls_are_neutralised() {
         let mut t = Transcript::new(40);
         t.add_message(&msg(
-            "m",
+            M,
             Role::Assistant,
             vec![out("\u{1b}[31mred\u{1b}[0m\u{7}\n")],
         ));
@@ -662,7 +665,7 @@ mod tests {
     fn long_lines_are_split_at_the_cap() {
         let mut t = Transcript::new(100);
         let long = "x".repeat(MAX_LINE_CHARS * 2 + 5);
-        t.add_message(&msg("m", Role::Assistant, vec![out(&long)]));
+        t.add_message(&msg(M, Role::Assistant, vec![out(&long)]));
         assert_eq!(t.line_count(), 1 + 3);
     }
 }

@@ -159,7 +159,7 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
         out,
         "Control UI: {url}/#code={} (one-time sign-in link, valid 60 s; \
          `ax-code link --url {url}` prints a fresh one)",
-        server.sign_in_code()?
+        server.sign_in_code()?.expose()
     )?;
     if !generated {
         writeln!(out, "Credential: ${PASSWORD_ENV}")?;

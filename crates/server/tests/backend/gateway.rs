@@ -48,7 +48,12 @@ async fn the_gateway_is_mounted_with_the_backend_credential_and_sessions() {
         answer["error"]["code"], "UNAVAILABLE",
         "a known session, no UI: {answer}"
     );
-    let (_, answer) = handshake(&b, b.server.token().expose(), "ses_0123456789abABCDEFGHIJKLMN").await;
+    let (_, answer) = handshake(
+        &b,
+        b.server.token().expose(),
+        "ses_0123456789abABCDEFGHIJKLMN",
+    )
+    .await;
     assert_eq!(answer["error"]["code"], "INVALID_REQUEST", "{answer}");
     let (refused, _) = handshake(&b, "wrong-token-0000000000", id.as_str()).await;
     assert_eq!(refused["ok"], false, "{refused}");
