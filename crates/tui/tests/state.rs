@@ -411,7 +411,12 @@ fn wheel_scrolls_the_transcript() {
     open_loaded(
         &mut app,
         1,
-        vec![message("m", 1, Role::Assistant, vec![out(&text)])],
+        vec![message(
+            "msg_0123456789abABCDEFGHIJ0000",
+            1,
+            Role::Assistant,
+            vec![out(&text)],
+        )],
     );
     let main = app.layout().main;
     app.handle_input(Input::Mouse(Mouse {
@@ -721,7 +726,12 @@ fn an_agent_selecting_the_open_session_leaves_the_screen_alone() {
     open_loaded(
         &mut app,
         1,
-        vec![message("m", 1, Role::Assistant, vec![out(&text)])],
+        vec![message(
+            "msg_0123456789abABCDEFGHIJ0000",
+            1,
+            Role::Assistant,
+            vec![out(&text)],
+        )],
     );
     let main = app.layout().main;
     app.handle_input(Input::Mouse(Mouse {

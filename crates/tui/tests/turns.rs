@@ -225,12 +225,12 @@ proptest! {
         bounds.sort_unstable();
         bounds.dedup();
         let mut t = ax_tui::transcript::Transcript::new(7);
-        t.add_message(&message("m", 1, Role::Assistant, vec![]));
+        t.add_message(&message("msg_0123456789abABCDEFGHIJ0000", 1, Role::Assistant, vec![]));
         let mut lines = ax_tui::ansi::AnsiLines::new();
         for (i, w) in bounds.windows(2).enumerate() {
             let chunk = &text[w[0]..w[1]];
             let stream = if i % 3 == 2 { Stream::Stderr } else { Stream::Stdout };
-            t.apply_part("m", i as u32, &Part::Output { stream, text: chunk.into() });
+            t.apply_part("msg_0123456789abABCDEFGHIJ0000", i as u32, &Part::Output { stream, text: chunk.into() });
             lines.feed(chunk);
         }
         for (_, pieces) in t.visible_spans(10_000, 0) {
