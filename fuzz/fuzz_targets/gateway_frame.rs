@@ -56,11 +56,11 @@ fn check_connect(params: &ConnectParams) {
     let _ = params.check_bounds();
     assert_eq!(
         format!("{:?}", params.auth),
-        "ConnectAuth { token: <redacted> }"
+        "ConnectAuth { token: Secret(<redacted>) }"
     );
     // The Debug output does not depend on the token at all.
     let mut other = params.clone();
-    other.auth.token = String::from("x");
+    other.auth.token = "x".into();
     assert_eq!(format!("{params:?}"), format!("{other:?}"));
 }
 

@@ -95,19 +95,19 @@ async fn sign_in_codes_work_once_need_the_full_credential_and_expire() {
     for bearer in [
         None,
         Some("wrong-token-0123456789".to_owned()),
-        Some(server.screen_token()),
+        Some(server.screen_token().expose().to_owned()),
     ] {
         let res = mint(&http, &url, bearer.as_deref()).await;
         assert_eq!(res.status(), 401, "minting with {bearer:?}");
     }
-    let res = mint(&http, &url, Some(server.token())).await;
+    let res = mint(&http, &url, Some(server.token().expose())).await;
     assert_eq!(res.status(), 201);
     let minted: ax_protocol::SignInCode = res.json().await.unwrap();
     assert_eq!(minted.expires_in_ms, 60_000);
-    assert!(!minted.code.contains(server.token()));
+    assert!(!minted.code.expose().contains(server.token().expose()));
 
     // Strict bodies, refused without using the code up.
-    let code = &minted.code;
+    let code = minted.code.expose();
     for (body, status) in [
         (format!(r#"{{"code":"{code}","extra":1}}"#), 400),
         (r#"{"code":"short"}"#.to_owned(), 400),
@@ -117,7 +117,7 @@ async fn sign_in_codes_work_once_need_the_full_credential_and_expire() {
     ] {
         let (got, answer) = exchange(&http, &url, &body).await;
         assert_eq!(got, status, "{body}: {answer}");
-        assert!(!answer.to_string().contains(server.token()));
+        assert!(!answer.to_string().contains(server.token().expose()));
     }
     let as_form = http
         .post(format!("{url}/signin"))
@@ -144,7 +144,7 @@ async fn sign_in_codes_work_once_need_the_full_credential_and_expire() {
     let body = serde_json::json!({ "code": code }).to_string();
     let (status, answer) = exchange(&http, &url, &body).await;
     assert_eq!(status, 200, "{answer}");
-    assert_eq!(answer["token"], server.token());
+    assert_eq!(answer["token"], server.token().expose());
     let (status, answer) = exchange(&http, &url, &body).await;
     assert_eq!(status, 401);
     assert_eq!(answer["error"]["code"], "invalid_code");
@@ -162,7 +162,7 @@ async fn sign_in_codes_work_once_need_the_full_credential_and_expire() {
     // Expiry: with a TTL of zero every code is dead by the time it is exchanged.
     let (server, _dir) = backend(Duration::ZERO).await;
     let url = server.url().to_owned();
-    let res = mint(&http, &url, Some(server.token())).await;
+    let res = mint(&http, &url, Some(server.token().expose())).await;
     let minted: ax_protocol::SignInCode = res.json().await.unwrap();
     let body = serde_json::json!({ "code": minted.code }).to_string();
     let (status, answer) = exchange(&http, &url, &body).await;

@@ -406,7 +406,7 @@ async fn no_credential_reaches_a_log_even_at_trace() {
         project,
         data,
     };
-    let screen = ax_client::screen_credential(&s.token);
+    let screen = ax_client::screen_credential(&s.token).expose().to_owned();
 
     // The Control UI's handshake (the full credential) and a request.
     let options =
@@ -444,7 +444,7 @@ async fn no_credential_reaches_a_log_even_at_trace() {
 #[tokio::test]
 async fn the_screen_credential_cannot_pose_as_the_control_ui() {
     let s = ControlServe::start();
-    let screen = ax_client::screen_credential(&s.token);
+    let screen = ax_client::screen_credential(&s.token).expose().to_owned();
     let options = ConnectOptions::new(&screen, ClientMode::Ui, vec![Scope::Read, Scope::Write])
         .with_caps(["ui-commands"]);
     let err = GatewayClient::connect(&s.url, options).await.err().unwrap();

@@ -190,7 +190,7 @@ fn no_client_path_gives_the_relay_a_credential(
     password: Option<&str>,
 ) {
     let url = relay.url();
-    let screen = ax_client::screen_credential(token);
+    let screen = ax_client::screen_credential(token).expose().to_owned();
     let secrets = [token, screen.as_str()];
     for args in [
         vec!["session", "list", "--url", &url],
@@ -455,7 +455,7 @@ mod raw_http {
 fn trace_logs_carry_no_credential() {
     let env = Env::new();
     let password = "trace-test-password-0123456789";
-    let screen = ax_client::screen_credential(password);
+    let screen = ax_client::screen_credential(password).expose().to_owned();
     let log = env.tmp.join("serve.log");
     let mut cmd = env.command(&["serve", "--port", "0"]);
     cmd.env("AX_CODE_SERVER_PASSWORD", password)

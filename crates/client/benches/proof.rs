@@ -39,7 +39,7 @@ fn main() {
     let t = Instant::now();
     let mut sink = 0usize;
     for _ in 0..n {
-        sink += expected_proof(&token, &nonce, addr).len();
+        sink += expected_proof(token.expose(), &nonce, addr).len();
     }
     let per = t.elapsed() / n;
     println!(
@@ -58,7 +58,7 @@ fn main() {
         let mut config = ax_server::ServerConfig::new(project.path(), data.path());
         config.register = false;
         let server = ax_server::start(config).await.unwrap();
-        let client = Client::new(server.url(), server.token()).unwrap();
+        let client = Client::new(server.url(), server.token().expose()).unwrap();
         client.project().await.unwrap();
 
         let iters = 2000;
@@ -76,7 +76,7 @@ fn main() {
 
         let mut first = Vec::with_capacity(500);
         for _ in 0..500 {
-            let fresh = Client::new(server.url(), server.token()).unwrap();
+            let fresh = Client::new(server.url(), server.token().expose()).unwrap();
             first.push(timed(async { fresh.project().await.unwrap() }).await);
         }
         report(

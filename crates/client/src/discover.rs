@@ -18,7 +18,7 @@ use ax_protocol::local::{
     ServerRecord, data_dir,
 };
 
-use crate::{Client, ClientError, screen_credential};
+use crate::{Client, ClientError, Secret, screen_credential};
 
 /// Which credential a lookup is for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -30,21 +30,12 @@ pub enum Kind {
 }
 
 /// A backend and the credential of the asked [`Kind`] for it. `Debug` hides the credential.
-#[derive(Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Found {
     /// Base URL as the backend registered it.
     pub url: String,
     /// The credential (the full one or the screen one, as asked).
-    pub credential: String,
-}
-
-impl std::fmt::Debug for Found {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Found")
-            .field("url", &self.url)
-            .field("credential", &"<redacted>")
-            .finish()
-    }
+    pub credential: Secret,
 }
 
 /// One record, whatever file it came from.
@@ -177,7 +168,7 @@ fn is_local(url: &str) -> bool {
 
 /// The credential of `kind` recorded for exactly `url` in `data_dir` (no environment, no
 /// network).
-pub fn credential_for_url_in(kind: Kind, url: &str, data_dir: &Path) -> Option<String> {
+pub fn credential_for_url_in(kind: Kind, url: &str, data_dir: &Path) -> Option<Secret> {
     records(kind, data_dir)
         .find(|e| same_url(&e.found.url, url))
         .map(|e| e.found.credential)
@@ -188,17 +179,17 @@ pub fn credential_for_url_in(kind: Kind, url: &str, data_dir: &Path) -> Option<S
 /// credential for [`Kind::Screen`]; the password itself is not kept) is used only for a URL
 /// on another machine, which has no records here: on this machine, only a backend that
 /// registered that very URL gets a credential.
-pub fn credential_for_url(kind: Kind, url: &str) -> Option<String> {
+pub fn credential_for_url(kind: Kind, url: &str) -> Option<Secret> {
     if let Some(found) = data_dir().and_then(|dir| credential_for_url_in(kind, url, &dir)) {
         return Some(found);
     }
     if is_local(url) {
         return None;
     }
-    let password = std::env::var(PASSWORD_ENV).ok().filter(|p| !p.is_empty())?;
+    let password = Secret::new(std::env::var(PASSWORD_ENV).ok().filter(|p| !p.is_empty())?);
     Some(match kind {
         Kind::Full => password,
-        Kind::Screen => screen_credential(&password),
+        Kind::Screen => screen_credential(password.expose()),
     })
 }
 
@@ -287,12 +278,12 @@ mod tests {
         )
         .unwrap();
         assert_eq!(
-            credential_for_url_in(Kind::Full, url, &data).as_deref(),
-            Some("live")
+            credential_for_url_in(Kind::Full, url, &data),
+            Some(Secret::from("live"))
         );
         assert_eq!(
-            credential_for_url_in(Kind::Screen, url, &data).as_deref(),
-            Some("live-screen")
+            credential_for_url_in(Kind::Screen, url, &data),
+            Some(Secret::from("live-screen"))
         );
         fs::remove_dir_all(&data).unwrap();
     }

@@ -12,12 +12,13 @@ use std::{
     time::Duration,
 };
 
+use ax_core::Secret;
 use ax_protocol::{ErrorBody, EventEnvelope};
 use futures_util::{Stream, StreamExt};
 use reqwest::header;
 use tokio::sync::mpsc;
 
-use crate::{ClientError, proof::Verification};
+use crate::{ClientError, bearer, proof::Verification};
 
 /// No bytes (not even a heartbeat) for this long means the connection is dead.
 const IDLE_LIMIT: Duration = Duration::from_secs(35);
@@ -63,14 +64,14 @@ impl Stream for EventStream {
 struct Target {
     http: reqwest::Client,
     base: String,
-    token: String,
+    token: Secret,
     verification: Arc<Verification>,
 }
 
 pub(crate) fn spawn(
     http: reqwest::Client,
     base: String,
-    token: String,
+    token: Secret,
     verification: Arc<Verification>,
     last_id: Option<u64>,
 ) -> EventStream {
@@ -148,7 +149,7 @@ async fn connect_once(
     let mut request = target
         .http
         .get(format!("{}/event", target.base))
-        .header(header::AUTHORIZATION, format!("Bearer {}", target.token))
+        .header(header::AUTHORIZATION, bearer(&target.token))
         .header(header::ACCEPT, "text/event-stream");
     if let Some(id) = last_id {
         request = request.header("Last-Event-ID", id.to_string());

@@ -65,6 +65,8 @@ use ax_protocol::{
 use reqwest::{Method, RequestBuilder, header};
 use serde::{Serialize, de::DeserializeOwned};
 
+/// Credentials are [`Secret`]s: redacted in `Debug`, compared in constant time.
+pub use ax_core::Secret;
 /// The proof a server holding a credential answers, and the screen credential derived from
 /// it: computed in `ax_protocol::proof`, the same code the backend uses.
 pub use ax_protocol::proof::{health_proof as expected_proof, screen_credential};
@@ -75,27 +77,27 @@ pub use events::EventStream;
 /// Time limit of one ordinary request.
 const REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
 
-/// A handle to one backend; cheap to clone.
-#[derive(Clone)]
+/// A handle to one backend; cheap to clone. Its `Debug` shows the credential redacted.
+#[derive(Debug, Clone)]
 pub struct Client {
     http: reqwest::Client,
     base: String,
     /// Shared by clones, so [`Client::set_token`] reaches every holder (the TUI's validator).
-    token: Arc<std::sync::RwLock<String>>,
+    token: Arc<std::sync::RwLock<Secret>>,
     verification: Arc<proof::Verification>,
 }
 
-impl std::fmt::Debug for Client {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Client")
-            .field("url", &self.base)
-            .finish_non_exhaustive()
-    }
+/// The `Authorization` header for `token`, marked sensitive so HTTP logging leaves it out.
+pub(crate) fn bearer(token: &Secret) -> header::HeaderValue {
+    let mut value = header::HeaderValue::from_str(&format!("Bearer {}", token.expose()))
+        .unwrap_or_else(|_| header::HeaderValue::from_static("Bearer"));
+    value.set_sensitive(true);
+    value
 }
 
 impl Client {
     /// `url` is the base URL (`http://127.0.0.1:4096`, a trailing slash is fine).
-    pub fn new(url: impl Into<String>, token: impl Into<String>) -> Result<Client, ClientError> {
+    pub fn new(url: impl Into<String>, token: impl Into<Secret>) -> Result<Client, ClientError> {
         let base = url.into().trim_end_matches('/').to_owned();
         let parsed =
             reqwest::Url::parse(&base).map_err(|e| ClientError::BadUrl(format!("{base}: {e}")))?;
@@ -129,28 +131,27 @@ impl Client {
         &self.base
     }
 
-    fn token(&self) -> String {
+    fn token(&self) -> Secret {
         self.token.read().unwrap_or_else(|e| e.into_inner()).clone()
     }
 
     /// Replaces the credential for this client and its clones (e.g. re-read from the local
     /// credential file after the backend restarted with a new one). The server must prove it
     /// holds the new one before it is sent; event streams started later use it.
-    pub fn set_token(&self, token: impl Into<String>) {
+    pub fn set_token(&self, token: impl Into<Secret>) {
         *self.token.write().unwrap_or_else(|e| e.into_inner()) = token.into();
         self.verification.set(false);
     }
 
     /// Whether `token` is the credential this client holds (compared in constant time).
-    pub fn holds_token(&self, token: &str) -> bool {
-        use subtle::ConstantTimeEq;
-        bool::from(self.token().as_bytes().ct_eq(token.as_bytes()))
+    pub fn holds_token(&self, token: &Secret) -> bool {
+        self.token() == *token
     }
 
     fn request(&self, method: Method, path: &str) -> RequestBuilder {
         self.http
             .request(method, format!("{}{path}", self.base))
-            .header(header::AUTHORIZATION, format!("Bearer {}", self.token()))
+            .header(header::AUTHORIZATION, bearer(&self.token()))
     }
 
     /// Whether the server has proven it holds the credential since the last transport error
@@ -356,13 +357,15 @@ impl Client {
         self.get("/permission").await
     }
 
-    /// Answers a pending permission request of the session.
+    /// Answers a pending permission. The ID is taken as text (a `PermissionId` or a string)
+    /// so that a caller can also see how the backend refuses a malformed one (400).
     pub async fn reply_permission(
         &self,
         id: &SessionId,
-        permission_id: &str,
+        permission_id: impl AsRef<str>,
         reply: PermissionReply,
     ) -> Result<Permission, ClientError> {
+        let permission_id = permission_id.as_ref();
         self.post(
             &format!("/session/{id}/permission/{permission_id}"),
             &PermissionAnswer { reply },

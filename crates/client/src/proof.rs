@@ -18,6 +18,7 @@ use std::{
     time::Duration,
 };
 
+use ax_core::Secret;
 use ax_protocol::Health;
 use reqwest::{
     StatusCode,
@@ -84,7 +85,7 @@ impl Verification {
         &self,
         http: &reqwest::Client,
         base: &str,
-        token: &str,
+        token: &Secret,
     ) -> Result<(), ClientError> {
         if self.is_verified() {
             return Ok(());
@@ -101,7 +102,7 @@ impl Verification {
         &self,
         http: &reqwest::Client,
         base: &str,
-        token: &str,
+        token: &Secret,
     ) -> Result<Health, ClientError> {
         let result = check(http, base, token, ProofField::Full).await;
         self.set(result.is_ok());
@@ -133,7 +134,7 @@ pub(crate) fn nonce() -> Result<String, ax_core::RandomError> {
 pub(crate) async fn check(
     http: &reqwest::Client,
     base: &str,
-    token: &str,
+    token: &Secret,
     field: ProofField,
 ) -> Result<(Health, SocketAddr), ClientError> {
     let not_proven = |reason: &str| ClientError::NotProven {
@@ -179,7 +180,7 @@ pub(crate) async fn check(
     let Some(proof) = proof else {
         return Err(not_proven("/health answered without a proof"));
     };
-    let expected = ax_protocol::proof::health_proof(token, &nonce, server);
+    let expected = ax_protocol::proof::health_proof(token.expose(), &nonce, server);
     if !bool::from(proof.as_bytes().ct_eq(expected.as_bytes())) {
         return Err(not_proven(&format!(
             "/health answered a wrong proof for {}",

@@ -38,7 +38,7 @@ async fn backend() -> Backend {
     let data = tempfile::tempdir().unwrap();
     let mut config = ax_server::ServerConfig::new(project.path(), data.path());
     config.register = false;
-    config.token = Some(TOKEN.to_owned());
+    config.token = Some(TOKEN.into());
     config.heartbeat = Duration::from_millis(200);
     let server = ax_server::start(config).await.unwrap();
     Backend {

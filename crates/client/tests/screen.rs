@@ -29,7 +29,7 @@ async fn backend(register: bool) -> Backend {
     let data = tempfile::tempdir().unwrap();
     let mut config = ax_server::ServerConfig::new(project.path(), data.path());
     config.register = register;
-    config.token = Some(TOKEN.to_owned());
+    config.token = Some(TOKEN.into());
     let server = ax_server::start(config).await.unwrap();
     Backend {
         server,
@@ -42,9 +42,9 @@ async fn backend(register: bool) -> Backend {
 async fn health_proves_the_screen_credential_too() {
     let b = backend(false).await;
     let url = b.server.url();
-    let screen = screen_credential(TOKEN);
-    assert_eq!(screen, b.server.screen_token());
-    assert_eq!(screen, ax_server::screen_credential(TOKEN));
+    let screen = screen_credential(TOKEN).expose().to_owned();
+    assert_eq!(screen, b.server.screen_token().expose().to_owned());
+    assert_eq!(screen, ax_server::screen_credential(TOKEN).expose());
     assert_eq!(screen.len(), 64);
     assert_ne!(screen, TOKEN);
 
@@ -92,12 +92,12 @@ async fn health_proves_the_screen_credential_too() {
 async fn the_screen_credential_lives_in_a_file_of_its_own() {
     let b = backend(true).await;
     let url = b.server.url().to_owned();
-    let screen = screen_credential(TOKEN);
+    let screen = screen_credential(TOKEN).expose().to_owned();
 
     // The full record has no screen credential; the screen record has nothing but it.
     let full = std::fs::read_to_string(b.server.registration_path().expect("registered")).unwrap();
     let record: ServerRecord = serde_json::from_str(&full).unwrap();
-    assert_eq!(record.token, TOKEN);
+    assert_eq!(record.token.expose(), TOKEN);
     assert!(!full.contains(&screen));
     let screen_path = b.server.screen_record_path().expect("registered");
     assert_ne!(
@@ -110,22 +110,22 @@ async fn the_screen_credential_lives_in_a_file_of_its_own() {
         "the screen record holds the full credential"
     );
     let record: ScreenRecord = serde_json::from_str(&text).unwrap();
-    assert_eq!(record.screen_token, screen);
+    assert_eq!(record.screen_token.expose(), screen);
     assert_eq!(record.url, url);
 
     assert_eq!(
         credential_for_url_in(Kind::Screen, &url, b.data.path()),
-        Some(screen.clone())
+        Some(screen.clone().into())
     );
     assert_eq!(
-        credential_for_url_in(Kind::Full, &url, b.data.path()).as_deref(),
-        Some(TOKEN)
+        credential_for_url_in(Kind::Full, &url, b.data.path()),
+        Some(TOKEN.into())
     );
     assert_eq!(
         within(discover(Kind::Screen, b.project.path(), b.data.path())).await,
         Some(Found {
             url: url.clone(),
-            credential: screen.clone(),
+            credential: screen.clone().into(),
         })
     );
     // Only the exact URL matches: another loopback name for the same port is another URL.
@@ -172,8 +172,8 @@ async fn the_screen_credential_lives_in_a_file_of_its_own() {
     let text = std::fs::read_to_string(&path).unwrap();
     assert!(!text.contains(&screen));
     assert_eq!(
-        credential_for_url_in(Kind::Full, &url, other_data.path()).as_deref(),
-        Some(TOKEN)
+        credential_for_url_in(Kind::Full, &url, other_data.path()),
+        Some(TOKEN.into())
     );
     assert_eq!(
         credential_for_url_in(Kind::Screen, &url, other_data.path()),

@@ -6,8 +6,12 @@
 //! the last copy is dropped. The only way to the text is [`Secret::expose`], which is easy to
 //! find in review.
 //!
-//! `Serialize` writes the real text: it exists for the records that must hold the secret (a
-//! credential file, a handshake frame). Never serialise a `Secret` into a log line.
+//! `Serialize` writes the real text and `Deserialize` reads it. Both exist because some wire
+//! shapes and files *are* the secret's transport: the `servers/` and credential records, the
+//! sign-in code and grant, the gateway's connect frame. Typing those fields as `Secret` keeps
+//! the value redacted everywhere else (a `Debug` of the request, an error, a log field), and
+//! only the serializer of the record that must carry it ever writes the text. Never serialise
+//! a `Secret` into a log line.
 
 use std::fmt;
 
@@ -71,6 +75,25 @@ impl fmt::Display for Secret {
 impl From<String> for Secret {
     fn from(text: String) -> Self {
         Self::new(text)
+    }
+}
+
+/// A copy, for APIs that take `impl Into<Secret>` (the copy is zeroed on drop too).
+impl From<&Secret> for Secret {
+    fn from(secret: &Secret) -> Self {
+        secret.clone()
+    }
+}
+
+impl From<&String> for Secret {
+    fn from(text: &String) -> Self {
+        Self::new(text.clone())
+    }
+}
+
+impl From<&str> for Secret {
+    fn from(text: &str) -> Self {
+        Self::new(text.to_owned())
     }
 }
 

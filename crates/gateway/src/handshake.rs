@@ -1,5 +1,6 @@
 //! The `connect` request and the `hello-ok` answer.
 
+use ax_core::Secret;
 use serde::{Deserialize, Serialize};
 
 use crate::scope::Scope;
@@ -10,8 +11,8 @@ pub const CAP_UI_COMMANDS: &str = "ui-commands";
 const MAX_CAPS: usize = 16;
 const MAX_SHORT: usize = 128;
 
-/// Params of the first request, `connect`.
-#[derive(Clone, Serialize, Deserialize)]
+/// Params of the first request, `connect`. Its `Debug` never shows the token (a [`Secret`]).
+#[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct ConnectParams {
     /// The lowest protocol version the client speaks.
@@ -49,22 +50,10 @@ impl ConnectParams {
                 "caps: at most {MAX_CAPS} entries of at most {MAX_SHORT} bytes"
             ));
         }
-        if self.auth.token.len() > 1024 {
+        if self.auth.token.expose().len() > 1024 {
             return Err("auth.token is too long".into());
         }
         Ok(())
-    }
-}
-
-impl std::fmt::Debug for ConnectParams {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("ConnectParams")
-            .field("min_protocol", &self.min_protocol)
-            .field("max_protocol", &self.max_protocol)
-            .field("client", &self.client)
-            .field("caps", &self.caps)
-            .field("scopes", &self.scopes)
-            .finish_non_exhaustive()
     }
 }
 
@@ -104,18 +93,12 @@ pub enum Role {
     Operator,
 }
 
-/// `auth {token}`. Its `Debug` never shows the token.
-#[derive(Clone, Serialize, Deserialize)]
+/// `auth {token}`. The frame carries the token's text; its `Debug` never shows it.
+#[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ConnectAuth {
     /// The backend credential or a limited one; compared in constant time.
-    pub token: String,
-}
-
-impl std::fmt::Debug for ConnectAuth {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("ConnectAuth { token: <redacted> }")
-    }
+    pub token: Secret,
 }
 
 /// Payload of the successful `connect` response.
@@ -228,7 +211,10 @@ mod tests {
     #[test]
     fn debug_hides_the_token() {
         let p: ConnectParams = serde_json::from_value(sample()).unwrap();
-        assert!(!format!("{p:?}").contains("secret-value"));
+        assert!(!format!("{p:?} {p:#?}").contains("secret-value"));
+        assert_eq!(p.auth.token.expose(), "secret-value");
+        // The frame still carries the token, byte for byte.
+        assert_eq!(serde_json::to_value(&p).unwrap(), sample());
         assert!(!format!("{:?}", p.auth).contains("secret-value"));
     }
 }

@@ -45,6 +45,7 @@ use std::{
     time::{Duration, Instant},
 };
 
+use ax_core::Secret;
 use axum::extract::ws::{WebSocket, WebSocketUpgrade};
 
 pub mod client;
@@ -115,7 +116,7 @@ pub trait SessionDirectory: Send + Sync + 'static {
 pub trait SessionScreens: Send + Sync + 'static {
     /// The session whose credential `token` is, if any. Implementations compare every
     /// credential in constant time.
-    fn session_of(&self, token: &str) -> Option<String>;
+    fn session_of(&self, token: &Secret) -> Option<String>;
     /// Whether the session's current turn may arrange the screen (it came from a Control UI).
     fn enabled(&self, session: &str) -> bool;
 }
@@ -123,7 +124,7 @@ pub trait SessionScreens: Send + Sync + 'static {
 /// What the backend gives the gateway.
 pub struct GatewayConfig {
     /// The backend credential; a client proves it in its `connect` frame.
-    pub token: String,
+    pub token: Secret,
     /// Reported in `hello-ok.server.version`.
     pub server_version: String,
     /// Resolves session keys of `ui.command`.
@@ -136,21 +137,12 @@ pub struct GatewayConfig {
 /// screen credential: read and write, never admin), and never connects as a `ui` client: an
 /// agent holding it could otherwise acknowledge its own commands as if a page were open.
 /// Compared in constant time; its `Debug` never shows the token.
-#[derive(Clone)]
+#[derive(Debug, Clone)]
 pub struct LimitedToken {
     /// The credential; `Debug` hides it.
-    pub token: String,
+    pub token: Secret,
     /// The most it grants.
     pub scopes: Scopes,
-}
-
-impl std::fmt::Debug for LimitedToken {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("LimitedToken")
-            .field("token", &"<redacted>")
-            .field("scopes", &self.scopes)
-            .finish()
-    }
 }
 
 /// Limits and timers. The defaults suit a local backend; tests shorten the timers.

@@ -14,8 +14,10 @@ pub mod proof;
 pub mod time;
 pub mod turn;
 
+/// Credentials and one-time codes on the wire are [`Secret`]s (redacted `Debug`).
+pub use ax_core::Secret;
 /// Typed IDs live in the leaf crate `ax-core`; re-exported so wire types and their users agree.
-pub use ax_core::ids::{IdError as SessionIdError, MessageId, PermissionId, SessionId};
+pub use ax_core::ids::{IdError, IdError as SessionIdError, MessageId, PermissionId, SessionId};
 
 /// Milliseconds since the Unix epoch.
 pub type Millis = i64;
@@ -350,7 +352,7 @@ impl Part {
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct Message {
     /// Unique within the backend; events about the message name it.
-    pub id: String,
+    pub id: MessageId,
     /// The session the message belongs to.
     pub session_id: SessionId,
     /// Who wrote it.
@@ -415,7 +417,7 @@ text_enum! {
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct Permission {
     /// Unique within the backend; the `{pid}` of the answer's path.
-    pub id: String,
+    pub id: PermissionId,
     /// The session whose run asks.
     pub session_id: SessionId,
     /// What is asked: the command line the agent wants to run.
@@ -544,7 +546,7 @@ pub enum Event {
         /// The session of the message.
         session_id: SessionId,
         /// The message the part is appended to.
-        message_id: String,
+        message_id: MessageId,
         /// The part's position in the message's parts.
         index: u32,
         /// The appended part.
@@ -557,7 +559,7 @@ pub enum Event {
         /// The session of the message.
         session_id: SessionId,
         /// The agent's message that changed.
-        message_id: String,
+        message_id: MessageId,
         /// Counts from 1 per message, so a client sees a gap.
         seq: u64,
         /// The change to fold in.
@@ -575,7 +577,7 @@ pub enum Event {
         /// The session of the request.
         session_id: SessionId,
         /// The request, by [`Permission::id`].
-        permission_id: String,
+        permission_id: PermissionId,
         /// How it ended.
         state: PermissionState,
     },
@@ -618,49 +620,32 @@ pub const SCREEN_CREDENTIAL_MESSAGE: &str = "ax-code-screen-credential-v1";
 
 /// `POST /signin/code` answer (201; the request needs the credential): a one-time code for the
 /// Control UI's `#code=` link, valid for one `POST /signin` within `expiresInMs`.
-#[derive(Clone, PartialEq, Eq, Serialize, Deserialize)]
+///
+/// The code and the credential below are [`ax_core::Secret`]s: the JSON carries their text
+/// (that is what these shapes are for), their `Debug` shows `<redacted>`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct SignInCode {
     /// Single use; a secret until exchanged, so `Debug` hides it.
-    pub code: String,
+    pub code: Secret,
     /// How long the code stays valid.
     pub expires_in_ms: u64,
 }
 
-impl std::fmt::Debug for SignInCode {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("SignInCode")
-            .field("expires_in_ms", &self.expires_in_ms)
-            .finish_non_exhaustive()
-    }
-}
-
 /// `POST /signin` body (no credential needed): the one-time code to exchange.
-#[derive(Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct SignInExchange {
     /// The code from [`SignInCode`]; `Debug` hides it.
-    pub code: String,
-}
-
-impl std::fmt::Debug for SignInExchange {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("SignInExchange").finish_non_exhaustive()
-    }
+    pub code: Secret,
 }
 
 /// `POST /signin` answer: the backend credential, for the page's `sessionStorage`.
-#[derive(Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct SignInGrant {
     /// The backend credential; `Debug` hides it.
-    pub token: String,
-}
-
-impl std::fmt::Debug for SignInGrant {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("SignInGrant").finish_non_exhaustive()
-    }
+    pub token: Secret,
 }
 
 /// `POST /session/{id}/prompt` answer (202): what was stored and what happens next.
@@ -670,7 +655,7 @@ pub struct PromptAccepted {
     /// The person's message as stored.
     pub message: Message,
     /// The agent's reply message; its parts arrive as `message.part` events.
-    pub reply_id: String,
+    pub reply_id: MessageId,
     /// The approval the agent waits for; `None` when the session already allows its commands.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub permission: Option<Permission>,
@@ -862,8 +847,10 @@ mod tests {
                 granted: 3,
             }],
         };
+        let mid: MessageId = "msg_0123456789abABCDEFGHIJKLMN".parse().unwrap();
+        let pid: PermissionId = "per_0123456789abABCDEFGHIJKLMN".parse().unwrap();
         let message = Message {
-            id: "msg_0123456789abABCDEFGHIJKLMN".into(),
+            id: mid.clone(),
             session_id: id.clone(),
             role: Role::Assistant,
             created: 1,
@@ -872,7 +859,7 @@ mod tests {
             deltas: 3,
         };
         let permission = Permission {
-            id: "per_0123456789abABCDEFGHIJKLMN".into(),
+            id: pid.clone(),
             session_id: id.clone(),
             command: "ls".into(),
             attachments: vec!["a.txt".into()],
@@ -887,7 +874,7 @@ mod tests {
             serde_json::to_value(&message).unwrap(),
             serde_json::to_value(PromptAccepted {
                 message: message.clone(),
-                reply_id: "msg_x".into(),
+                reply_id: mid.clone(),
                 permission: Some(permission.clone()),
             })
             .unwrap(),
@@ -928,13 +915,13 @@ mod tests {
             },
             Event::MessagePart {
                 session_id: id.clone(),
-                message_id: "m".into(),
+                message_id: mid.clone(),
                 index: 0,
                 part: Part::Truncated { dropped_bytes: 1 },
             },
             Event::MessageDelta {
                 session_id: id.clone(),
-                message_id: "m".into(),
+                message_id: mid.clone(),
                 seq: 1,
                 delta: turn::TurnDelta::ToolCallUpdated {
                     tool_call_id: "t".into(),
@@ -949,7 +936,7 @@ mod tests {
             },
             Event::PermissionReplied {
                 session_id: id.clone(),
-                permission_id: "p".into(),
+                permission_id: pid.clone(),
                 state: PermissionState::Approved,
             },
             Event::Reset,
@@ -980,6 +967,11 @@ mod tests {
             assert_camel_case(v, "$");
         }
         // And the fixed field reads back.
+        // Typed IDs are the same strings on the wire.
+        let v = serde_json::to_value(&message).unwrap();
+        assert_eq!(v["id"], "msg_0123456789abABCDEFGHIJKLMN");
+        let v = serde_json::to_value(&permission).unwrap();
+        assert_eq!(v["id"], "per_0123456789abABCDEFGHIJKLMN");
         let v = serde_json::to_value(Part::Truncated { dropped_bytes: 7 }).unwrap();
         assert_eq!(v["droppedBytes"], 7);
         assert!(serde_json::from_str::<Part>(r#"{"type":"truncated","dropped_bytes":7}"#).is_err());
@@ -997,5 +989,44 @@ mod tests {
         let v = serde_json::to_value(&running).unwrap();
         assert!(v.get("ended").is_none() && v.get("deltas").is_none(), "{v}");
         assert_eq!(serde_json::from_value::<Message>(v).unwrap(), running);
+    }
+
+    #[test]
+    fn ids_on_the_wire_are_checked_when_read() {
+        let good = r#"{"type":"permission.replied","sessionId":"ses_0123456789abABCDEFGHIJKLMN","permissionId":"per_0123456789abABCDEFGHIJKLMN","state":"approved"}"#;
+        let event: Event = serde_json::from_str(good).unwrap();
+        assert_eq!(
+            serde_json::to_string(&event).unwrap(),
+            good,
+            "byte-identical"
+        );
+        let wrong_kind = good.replace("per_0123", "msg_0123");
+        let err = serde_json::from_str::<Event>(&wrong_kind).unwrap_err();
+        assert!(err.to_string().contains("invalid permission ID"), "{err}");
+    }
+
+    #[test]
+    fn sign_in_secrets_travel_in_json_but_never_print() {
+        let grant: SignInGrant = serde_json::from_str(r#"{"token":"tok-abcdef-123456"}"#).unwrap();
+        let code = SignInCode {
+            code: Secret::from("code-987654321"),
+            expires_in_ms: 60_000,
+        };
+        let exchange = SignInExchange {
+            code: Secret::from("code-987654321"),
+        };
+        let printed = format!("{grant:?} {code:?} {exchange:#?}");
+        assert!(
+            !printed.contains("tok-abcdef") && !printed.contains("987654321"),
+            "{printed}"
+        );
+        assert_eq!(
+            serde_json::to_string(&grant).unwrap(),
+            r#"{"token":"tok-abcdef-123456"}"#
+        );
+        assert_eq!(
+            serde_json::to_string(&code).unwrap(),
+            r#"{"code":"code-987654321","expiresInMs":60000}"#
+        );
     }
 }

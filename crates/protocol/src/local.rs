@@ -2,11 +2,14 @@
 //! directory is, the `servers/` registry records (full credential), the `screen/` records
 //! (screen credential only) and the `serve` credential file.
 //!
+//! The credentials are [`Secret`]s: written to the file, redacted in `Debug`.
+//!
 //! These are not HTTP wire types, but the server writes them and the client and the CLI read
 //! them, so their shape lives here, strict like everything else.
 
 use std::path::PathBuf;
 
+use ax_core::Secret;
 use serde::{Deserialize, Serialize};
 
 /// Environment variable that overrides the data directory.
@@ -41,7 +44,7 @@ pub fn data_dir() -> Option<PathBuf> {
 
 /// `servers/<pid>-<port>.json`: a running backend (created 0600, removed on a clean exit).
 /// It holds the full credential; `ax-code mcp screen` never reads it (see [`ScreenRecord`]).
-#[derive(Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct ServerRecord {
     /// Canonical absolute project directory.
@@ -49,7 +52,7 @@ pub struct ServerRecord {
     /// Base URL, e.g. `http://127.0.0.1:4096`.
     pub url: String,
     /// The bearer credential.
-    pub token: String,
+    pub token: Secret,
     /// The backend's process id, so a stale record (dead process) can be removed.
     pub pid: u32,
 }
@@ -58,7 +61,7 @@ pub struct ServerRecord {
 /// most `operator.write`; see `ax_protocol::SCREEN_CREDENTIAL_MESSAGE`), in a file of its own
 /// so that what reads it (`ax-code mcp screen`, or a sandbox granted this file) never reads
 /// the full credential. Created 0600, removed on a clean exit.
-#[derive(Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct ScreenRecord {
     /// Canonical absolute project directory.
@@ -66,37 +69,21 @@ pub struct ScreenRecord {
     /// Base URL, e.g. `http://127.0.0.1:4096`.
     pub url: String,
     /// The screen credential.
-    pub screen_token: String,
+    pub screen_token: Secret,
     /// The backend's process id, so a stale record (dead process) can be removed.
     pub pid: u32,
 }
 
 /// `credentials/<host>_<port>.json`: written by `ax-code serve` when it generated the token, so
 /// `ax-code attach URL` run by the same OS user finds it without a secret on the command line.
-#[derive(Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct CredentialRecord {
     /// Base URL of the backend, e.g. `http://127.0.0.1:4096`.
     pub url: String,
     /// The bearer credential `ax-code serve` generated for it.
-    pub token: String,
+    pub token: Secret,
 }
-
-macro_rules! debug_without_secret {
-    ($ty:ident, $secret:ident, $($field:ident),*) => {
-        impl std::fmt::Debug for $ty {
-            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-                f.debug_struct(stringify!($ty))
-                    $(.field(stringify!($field), &self.$field))*
-                    .field(stringify!($secret), &"<redacted>")
-                    .finish()
-            }
-        }
-    };
-}
-debug_without_secret!(ServerRecord, token, project, url, pid);
-debug_without_secret!(ScreenRecord, screen_token, project, url, pid);
-debug_without_secret!(CredentialRecord, token, url);
 
 /// File name (without directory) of the credential record for `host:port`.
 pub fn credential_file_name(host: &str, port: u16) -> String {

@@ -14,6 +14,7 @@
 
 use std::net::SocketAddr;
 
+use ax_core::Secret;
 use hmac::{Hmac, Mac};
 
 use crate::{HEALTH_PROOF_PREFIX, SCREEN_CREDENTIAL_MESSAGE};
@@ -65,9 +66,13 @@ impl std::fmt::Write for MacWriter<'_> {
     }
 }
 
-/// Lowercase hex of HMAC-SHA256(key = `credential`, message = [`SCREEN_CREDENTIAL_MESSAGE`]).
-pub fn screen_credential(credential: &str) -> String {
-    hmac_hex(credential, &[SCREEN_CREDENTIAL_MESSAGE.as_bytes()])
+/// Lowercase hex of HMAC-SHA256(key = `credential`, message = [`SCREEN_CREDENTIAL_MESSAGE`]):
+/// itself a credential, so a [`Secret`].
+pub fn screen_credential(credential: &str) -> Secret {
+    Secret::new(hmac_hex(
+        credential,
+        &[SCREEN_CREDENTIAL_MESSAGE.as_bytes()],
+    ))
 }
 
 /// `bytes` as lowercase hex.
@@ -150,11 +155,11 @@ mod tests {
     #[test]
     fn screen_credential_matches_an_independent_vector() {
         assert_eq!(
-            screen_credential("test-credential-0123456789"),
+            screen_credential("test-credential-0123456789").expose(),
             SCREEN_VECTOR
         );
         assert_ne!(
-            screen_credential("test-credential-0123456780"),
+            screen_credential("test-credential-0123456780").expose(),
             SCREEN_VECTOR
         );
     }

@@ -92,7 +92,7 @@ async fn bench() {
     config.register = false;
     config.agents = ax_acp::AgentsConfig::parse(Path::new("bench.toml"), &text).unwrap();
     let server = ax_server::start(config).await.unwrap();
-    let client = Client::new(server.url(), server.token()).unwrap();
+    let client = Client::new(server.url(), server.token().expose()).unwrap();
     let mut events = connected(&client).await;
     let id = client
         .create_session_with(None, Some("mock"))

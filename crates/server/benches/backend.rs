@@ -69,7 +69,7 @@ async fn list_latency(n: usize, full_iters: usize) {
     let mut config = ServerConfig::new(project.path(), data.path());
     config.register = false;
     let server = ax_server::start(config).await.unwrap();
-    let client = Client::new(server.url(), server.token()).unwrap();
+    let client = Client::new(server.url(), server.token().expose()).unwrap();
     assert_eq!(client.list_sessions().await.unwrap().len(), n);
     let mut full = Vec::new();
     for _ in 0..full_iters {
@@ -96,7 +96,7 @@ async fn prompt_latency(iters: usize) {
     let mut config = ServerConfig::new(project.path(), data.path());
     config.register = false;
     let server = ax_server::start(config).await.unwrap();
-    let client = Client::new(server.url(), server.token()).unwrap();
+    let client = Client::new(server.url(), server.token().expose()).unwrap();
     let id = client.create_session(None).await.unwrap().id;
     let mut events = client.events(None);
     while !events.is_connected() {
@@ -148,7 +148,7 @@ async fn event_rate() {
     config.register = false;
     config.event_ring = 1 << 16;
     let server = ax_server::start(config).await.unwrap();
-    let client = Client::new(server.url(), server.token()).unwrap();
+    let client = Client::new(server.url(), server.token().expose()).unwrap();
 
     // Live: 8 writers create sessions (one event each) for 3 s; one SSE client counts.
     let mut events = client.events(None);

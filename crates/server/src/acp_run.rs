@@ -12,8 +12,8 @@ use std::{collections::HashMap, sync::Arc, time::Duration};
 
 use ax_acp::{AcpEvent, AgentHandle, AgentKind, AgentSpec, SessionError, StartOptions, schema};
 use ax_protocol::{
-    AgentMode, AgentModes, AgentState, Event, Permission, PermissionReply, PermissionState, Prompt,
-    PromptAccepted, Session, SessionId, SessionStatus,
+    AgentMode, AgentModes, AgentState, Event, MessageId, Permission, PermissionId, PermissionReply,
+    PermissionState, Prompt, PromptAccepted, Session, SessionId, SessionStatus,
     turn::{Notice, NoticeKind, PermissionKind, PermissionOutcome, TurnDelta, TurnEnd},
 };
 use tokio::sync::{mpsc, oneshot};
@@ -129,14 +129,14 @@ enum Item {
 struct Turn {
     app: Shared,
     session: SessionId,
-    reply_id: String,
+    reply_id: MessageId,
     /// Deltas of the reply message so far.
     seq: u64,
     status: SessionStatus,
     /// The turn's permissions by backend id.
-    perms: HashMap<String, Permission>,
+    perms: HashMap<PermissionId, Permission>,
     /// The agent's permission ids by backend id.
-    acp_ids: HashMap<String, String>,
+    acp_ids: HashMap<PermissionId, String>,
     interrupted: bool,
     /// The prompt came from a live Control UI: the agent's screen tool works this turn.
     ui: bool,
@@ -205,7 +205,7 @@ impl Turn {
                 let id = ids::permission_id()?;
                 self.acp_ids
                     .insert(id.clone(), std::mem::take(&mut permission.permission_id));
-                permission.permission_id = id.clone();
+                permission.permission_id = id.to_string();
                 let record = Permission {
                     id: id.clone(),
                     session_id: self.session.clone(),
@@ -225,12 +225,17 @@ impl Turn {
                 permission_id,
                 outcome,
             } => {
-                let id = self
+                let Some(id) = self
                     .acp_ids
                     .iter()
                     .find(|(_, acp)| **acp == permission_id)
                     .map(|(id, _)| id.clone())
-                    .unwrap_or(permission_id);
+                else {
+                    return Ok(TurnDelta::PermissionAnswered {
+                        permission_id,
+                        outcome,
+                    });
+                };
                 self.acp_ids.remove(&id);
                 if let Some(p) = self.perms.get_mut(&id) {
                     let (state, option) = settle(&outcome);
@@ -239,7 +244,7 @@ impl Turn {
                     batch.push(Item::Answered(p.clone()));
                 }
                 TurnDelta::PermissionAnswered {
-                    permission_id: id,
+                    permission_id: id.to_string(),
                     outcome,
                 }
             }
@@ -330,7 +335,7 @@ impl Turn {
     fn answer(
         &mut self,
         slot: &AgentSlot,
-        permission_id: &str,
+        permission_id: &PermissionId,
         reply: PermissionReply,
     ) -> Result<Permission, Failure> {
         let Some(record) = self.perms.get(permission_id) else {
@@ -598,7 +603,7 @@ impl Turn {
         // Nothing stays pending once the turn is over (an agent that crashed or stopped
         // answering left them): the row and the transcript's permission part both say
         // `cancelled`, so no UI shows an approval that can no longer be answered.
-        let mut left: Vec<String> = Vec::new();
+        let mut left: Vec<PermissionId> = Vec::new();
         for p in self.perms.values_mut() {
             if p.state == PermissionState::Pending {
                 p.state = PermissionState::Cancelled;
@@ -612,7 +617,7 @@ impl Turn {
             self.delta(
                 &mut batch,
                 TurnDelta::PermissionAnswered {
-                    permission_id,
+                    permission_id: permission_id.to_string(),
                     outcome: PermissionOutcome::Cancelled,
                 },
             );

@@ -24,7 +24,6 @@ use std::{
 use ax_acp::schema;
 use ax_gateway::{Gateway, SessionScreens};
 use ax_protocol::SessionId;
-use subtle::ConstantTimeEq;
 
 use crate::error::Failure;
 
@@ -38,7 +37,7 @@ pub const ENV_TOKEN: &str = "AX_CODE_SCREEN_TOKEN";
 pub const SERVER_NAME: &str = "ax-code-screen";
 
 struct Grant {
-    token: String,
+    token: ax_core::Secret,
     enabled: bool,
 }
 
@@ -78,7 +77,7 @@ impl AgentScreens {
         let Some(exe) = &self.exe else {
             return Ok(Vec::new());
         };
-        let token = ax_core::random::random_hex(32).map_err(|e| {
+        let token = ax_core::Secret::generate(32).map_err(|e| {
             Failure::internal(format!("cannot mint the session's screen credential: {e}"))
         })?;
         self.grants().insert(
@@ -91,7 +90,8 @@ impl AgentScreens {
         let env = vec![
             schema::EnvVariable::new(ENV_URL, self.url.clone()),
             schema::EnvVariable::new(ENV_SESSION, session.to_string()),
-            schema::EnvVariable::new(ENV_TOKEN, token),
+            // The agent's env is the one place this credential goes (never argv).
+            schema::EnvVariable::new(ENV_TOKEN, token.expose()),
         ];
         Ok(vec![schema::McpServer::Stdio(
             schema::McpServerStdio::new(SERVER_NAME, exe.clone())
@@ -126,12 +126,11 @@ impl AgentScreens {
 }
 
 impl SessionScreens for AgentScreens {
-    fn session_of(&self, token: &str) -> Option<String> {
-        let given = token.as_bytes();
+    fn session_of(&self, token: &ax_core::Secret) -> Option<String> {
         let mut found = None;
-        // Every credential is compared, with no early exit on a match.
+        // Every credential is compared (in constant time), with no early exit on a match.
         for (session, grant) in self.grants().iter() {
-            if bool::from(grant.token.as_bytes().ct_eq(given)) && found.is_none() {
+            if grant.token == *token && found.is_none() {
                 found = Some(session.to_string());
             }
         }

@@ -2,8 +2,8 @@
 
 use ax_protocol::{
     AbortResult, AgentInfo, AgentKindName, AgentList, AgentOrigin, CreateSession, Event, Health,
-    Message, Permission, PermissionAnswer, Project, Prompt, PromptAccepted, PromptPart,
-    RenameSession, Session, SessionId, SessionStatus, SetMode, proof,
+    Message, Permission, PermissionAnswer, PermissionId, Project, Prompt, PromptAccepted,
+    PromptPart, RenameSession, Session, SessionId, SessionStatus, SetMode, proof,
 };
 use axum::{
     Extension, Json, Router,
@@ -34,9 +34,18 @@ fn body<T>(input: Result<Json<T>, JsonRejection>) -> ApiResult<T> {
     }
 }
 
-fn session_id(raw: &str) -> ApiResult<SessionId> {
+/// A path parameter parsed into its typed ID at the edge: a malformed one is a 400 that shows
+/// the expected form, so only well-formed IDs ever reach the store or a run.
+fn parse_id<T>(raw: &str) -> ApiResult<T>
+where
+    T: std::str::FromStr<Err = ax_protocol::IdError>,
+{
     raw.parse()
-        .map_err(|e: ax_protocol::SessionIdError| Failure::bad_request(e.to_string()))
+        .map_err(|e: T::Err| Failure::bad_request(e.to_string()))
+}
+
+fn session_id(raw: &str) -> ApiResult<SessionId> {
+    parse_id(raw)
 }
 
 /// Routes that need the bearer credential.
@@ -86,8 +95,12 @@ pub async fn health(
     let (proof, screen_proof) = match query.proof {
         None => (None, None),
         Some(nonce) if proof::is_nonce(&nonce) => (
-            Some(proof::health_proof(&app.token, &nonce, local)),
-            Some(proof::health_proof(&app.screen_token, &nonce, local)),
+            Some(proof::health_proof(app.token.expose(), &nonce, local)),
+            Some(proof::health_proof(
+                app.screen_token.expose(),
+                &nonce,
+                local,
+            )),
         ),
         Some(_) => {
             return Err(Failure::bad_request(
@@ -398,11 +411,7 @@ async fn reply_permission(
     input: Result<Json<PermissionAnswer>, JsonRejection>,
 ) -> ApiResult<Json<Permission>> {
     let id = session_id(&id)?;
-    if !ids::is_valid("per_", &pid) {
-        return Err(Failure::bad_request(
-            "invalid permission ID: expected `per_` followed by 26 characters of [0-9A-Za-z]",
-        ));
-    }
+    let pid: PermissionId = parse_id(&pid)?;
     let answer = body(input)?;
     let answered = runner::reply(&app, &id, &pid, answer.reply).await?;
     if let Some(title) = standing_title(&answered, answer.reply) {

@@ -8,7 +8,6 @@ use axum::{
     middleware::Next,
     response::{IntoResponse, Response},
 };
-use subtle::ConstantTimeEq;
 
 use crate::{error::Failure, state::Shared};
 
@@ -66,8 +65,7 @@ pub fn has_credential(app: &Shared, headers: &HeaderMap) -> bool {
     let Some((scheme, token)) = value.split_once(' ') else {
         return false;
     };
-    scheme.eq_ignore_ascii_case("bearer")
-        && bool::from(token.trim().as_bytes().ct_eq(app.token.as_bytes()))
+    scheme.eq_ignore_ascii_case("bearer") && app.token.ct_eq_str(token.trim())
 }
 
 /// Layer for the API routes. A connection that carried the credential is the person's: the

@@ -1,4 +1,5 @@
 //! Minting IDs through the shared leaf (`ax_core::ids`), as request failures instead of panics.
+//! Parsing an ID that came from outside is the type's own `FromStr` (see `api::parse_id`).
 //!
 //! An ID is a prefix, 12 lowercase hex digits of a monotonic (milliseconds × 16 + counter)
 //! value, then 14 random characters of `[0-9A-Za-z]`. Minting fails only when the OS random
@@ -7,7 +8,7 @@
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use ax_core::RandomError;
-use ax_protocol::{Millis, SessionId};
+use ax_protocol::{MessageId, Millis, PermissionId, SessionId};
 
 use crate::error::Failure;
 
@@ -31,27 +32,13 @@ pub fn session_id() -> Result<SessionId, Failure> {
 }
 
 /// A fresh message ID.
-pub fn message_id() -> Result<String, Failure> {
-    ax_protocol::MessageId::mint()
-        .map(|id| id.as_str().to_owned())
-        .map_err(no_randomness)
+pub fn message_id() -> Result<MessageId, Failure> {
+    MessageId::mint().map_err(no_randomness)
 }
 
 /// A fresh permission ID.
-pub fn permission_id() -> Result<String, Failure> {
-    ax_protocol::PermissionId::mint()
-        .map(|id| id.as_str().to_owned())
-        .map_err(no_randomness)
-}
-
-/// Whether `s` has the shape of IDs minted with `prefix` (for path parameters).
-pub fn is_valid(prefix: &str, s: &str) -> bool {
-    match prefix {
-        "ses_" => SessionId::is_valid(s),
-        "msg_" => ax_protocol::MessageId::is_valid(s),
-        "per_" => ax_protocol::PermissionId::is_valid(s),
-        _ => false,
-    }
+pub fn permission_id() -> Result<PermissionId, Failure> {
+    PermissionId::mint().map_err(no_randomness)
 }
 
 #[cfg(test)]
@@ -75,8 +62,8 @@ mod tests {
         let mut sorted = ids.clone();
         sorted.sort();
         assert_eq!(sorted, ids);
-        assert!(is_valid("msg_", &message_id().unwrap()));
-        assert!(!is_valid("msg_", &permission_id().unwrap()));
+        assert!(MessageId::is_valid(message_id().unwrap().as_str()));
+        assert!(PermissionId::is_valid(permission_id().unwrap().as_str()));
     }
 
     #[test]

@@ -93,6 +93,7 @@ pub mod store;
 mod terminal;
 
 pub use ax_agents::{Agent, AgentOutput, AgentRequest, RunEnd, ShellAgent};
+pub use ax_core::Secret;
 pub use ax_protocol::local::data_dir as default_data_dir;
 pub use listen::BindError;
 pub use project::project_root;
@@ -108,7 +109,7 @@ pub struct ServerConfig {
     /// Where to listen; port 0 picks a free one. Loopback unless `allow_remote`.
     pub bind: SocketAddr,
     /// The bearer credential; `None` generates a fresh random one.
-    pub token: Option<String>,
+    pub token: Option<Secret>,
     /// Write a `servers/` record (project, URL, token, pid) while running.
     pub register: bool,
     /// Allow binding a non-loopback address. The Host check stays on: the bound address, the
@@ -159,18 +160,25 @@ impl ServerConfig {
     }
 }
 
+/// Written out only because the `shell` agent is a trait object without `Debug` (shown by its
+/// name); the token is a [`Secret`] and prints redacted like everywhere else.
 impl fmt::Debug for ServerConfig {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("ServerConfig")
             .field("project_dir", &self.project_dir)
             .field("data_dir", &self.data_dir)
             .field("bind", &self.bind)
-            .field("token", &self.token.as_ref().map(|_| "<redacted>"))
+            .field("token", &self.token)
             .field("register", &self.register)
             .field("allow_remote", &self.allow_remote)
             .field("allowed_hosts", &self.allowed_hosts)
+            .field("event_ring", &self.event_ring)
+            .field("heartbeat", &self.heartbeat)
+            .field("limits", &self.limits)
             .field("agent", &self.agent.name())
-            .finish_non_exhaustive()
+            .field("agents", &self.agents)
+            .field("sign_in_ttl", &self.sign_in_ttl)
+            .finish()
     }
 }
 
@@ -217,14 +225,14 @@ pub enum StartError {
 
 /// A fresh random credential (43 characters of `[0-9A-Za-z]`, about 256 bits); an error when
 /// the OS random source fails, never a guessable value.
-pub fn generate_token() -> Result<String, ax_core::RandomError> {
-    ax_core::random::random_alnum(43)
+pub fn generate_token() -> Result<Secret, ax_core::RandomError> {
+    ax_core::random::random_alnum(43).map(Secret::new)
 }
 
 /// The screen credential for the backend credential `token`: lowercase hex of
 /// HMAC-SHA256(key = `token`, message = `"ax-code-screen-credential-v1"`). The gateway accepts
 /// it granting at most `operator.read` and `operator.write`; the HTTP API refuses it.
-pub fn screen_credential(token: &str) -> String {
+pub fn screen_credential(token: &str) -> Secret {
     ax_protocol::proof::screen_credential(token)
 }
 
@@ -279,10 +287,11 @@ fn served_hosts(addr: SocketAddr, extra: &[String]) -> Vec<String> {
     hosts
 }
 
-/// A running backend.
+/// A running backend. Its `Debug` shows the credential redacted.
+#[derive(Debug)]
 pub struct RunningServer {
     url: String,
-    token: String,
+    token: Secret,
     addr: SocketAddr,
     project_dir: PathBuf,
     stop: CancellationToken,
@@ -294,15 +303,6 @@ pub struct RunningServer {
     _lock: project::ProjectLock,
 }
 
-impl fmt::Debug for RunningServer {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("RunningServer")
-            .field("url", &self.url)
-            .field("project_dir", &self.project_dir)
-            .finish_non_exhaustive()
-    }
-}
-
 impl RunningServer {
     /// Base URL, e.g. `http://127.0.0.1:4096` (no trailing slash).
     pub fn url(&self) -> &str {
@@ -310,15 +310,15 @@ impl RunningServer {
     }
 
     /// The bearer credential.
-    pub fn token(&self) -> &str {
+    pub fn token(&self) -> &Secret {
         &self.token
     }
 
     /// The screen credential: lowercase hex of HMAC-SHA256(key = [`RunningServer::token`],
     /// message = `"ax-code-screen-credential-v1"`). The gateway accepts it granting at most
     /// `operator.read` and `operator.write`; the HTTP API answers it 401.
-    pub fn screen_token(&self) -> String {
-        crate::screen_credential(&self.token)
+    pub fn screen_token(&self) -> Secret {
+        crate::screen_credential(self.token.expose())
     }
 
     /// The address the backend listens on (the port is real even when 0 was asked for).
@@ -334,7 +334,7 @@ impl RunningServer {
     /// A fresh one-time code for the Control UI link `URL/#code=CODE`: the page exchanges it
     /// once, within [`ServerConfig::sign_in_ttl`], for the credential (`POST /signin`), so the
     /// credential itself never appears in a URL or the browser's history.
-    pub fn sign_in_code(&self) -> Result<String, ax_core::RandomError> {
+    pub fn sign_in_code(&self) -> Result<Secret, ax_core::RandomError> {
         self.sign_in.mint(std::time::Instant::now())
     }
 
@@ -387,7 +387,7 @@ pub async fn start(config: ServerConfig) -> Result<RunningServer, StartError> {
         return Err(StartError::BadHostName(bad.clone()));
     }
     let token = match config.token {
-        Some(t) if token_ok(&t) => t,
+        Some(t) if token_ok(t.expose()) => t,
         Some(_) => return Err(StartError::BadToken),
         None => generate_token()?,
     };
@@ -453,7 +453,7 @@ pub async fn start(config: ServerConfig) -> Result<RunningServer, StartError> {
             url.clone(),
         )),
         token: token.clone(),
-        screen_token: crate::screen_credential(&token),
+        screen_token: crate::screen_credential(token.expose()),
         allowed_hosts,
         proxied_hosts: named_hosts(addr.port(), &config.allowed_hosts),
         limits: config.limits,

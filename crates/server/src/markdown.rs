@@ -637,7 +637,7 @@ mod tests {
             }
             req.send()
         };
-        let token = Some(server.token().to_owned());
+        let token = Some(server.token().expose().to_owned());
         let ok = json!({"text": "**hi** <b>x</b>"}).to_string();
 
         let res = post(ok.clone(), None).await.unwrap();
@@ -646,7 +646,9 @@ mod tests {
             .await
             .unwrap();
         assert_eq!(res.status(), 401);
-        let res = post(ok.clone(), Some(server.screen_token())).await.unwrap();
+        let res = post(ok.clone(), Some(server.screen_token().expose().to_owned()))
+            .await
+            .unwrap();
         assert_eq!(res.status(), 401, "the screen credential is refused");
 
         let res = post(ok, token.clone()).await.unwrap();

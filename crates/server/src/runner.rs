@@ -10,8 +10,8 @@ use ax_agents::{
     project::{self, Attachment},
 };
 use ax_protocol::{
-    Event, Message, Part, Permission, PermissionReply, PermissionState, Prompt, PromptAccepted,
-    PromptPart, Role, SessionId, SessionStatus, Stream,
+    Event, Message, MessageId, Part, Permission, PermissionId, PermissionReply, PermissionState,
+    Prompt, PromptAccepted, PromptPart, Role, SessionId, SessionStatus, Stream,
 };
 use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
@@ -231,7 +231,7 @@ pub async fn start(
 pub(crate) async fn begin_turn(
     app: &Shared,
     id: &SessionId,
-    [user_id, reply_id]: [String; 2],
+    [user_id, reply_id]: [MessageId; 2],
     parts: Vec<Part>,
     permission: Option<&Permission>,
     status: SessionStatus,
@@ -336,7 +336,7 @@ enum Stop {
 struct Run {
     app: Shared,
     session: SessionId,
-    reply_id: String,
+    reply_id: MessageId,
     next_index: u32,
 }
 
@@ -570,7 +570,7 @@ impl Run {
 pub async fn reply(
     app: &Shared,
     id: &SessionId,
-    pid: &str,
+    pid: &PermissionId,
     reply: PermissionReply,
 ) -> Result<Permission, Failure> {
     let agent = {
@@ -586,7 +586,7 @@ pub async fn reply(
     if let Some(control) = agent {
         let (ack, answer) = oneshot::channel();
         let sent = control.send(Control::AgentReply {
-            permission_id: pid.to_owned(),
+            permission_id: pid.clone(),
             reply,
             ack,
         });

@@ -16,6 +16,7 @@ use std::{
     time::{Duration, Instant},
 };
 
+use ax_core::Secret;
 use ax_protocol::{SignInCode, SignInExchange, SignInGrant};
 use axum::{
     Json, Router,
@@ -24,7 +25,6 @@ use axum::{
     response::{IntoResponse, Response},
     routing::post,
 };
-use subtle::ConstantTimeEq;
 
 use crate::{auth, error::Failure, state::Shared};
 
@@ -35,11 +35,11 @@ pub const CODE_LEN: usize = 32;
 /// A sign-in body is `{"code":"<32 chars>"}`; anything much bigger is not one.
 const MAX_BODY: usize = 1024;
 
-/// The live codes of one backend.
+/// The live codes of one backend (redacted in `Debug`, zeroed when dropped).
 #[derive(Debug)]
 pub struct Codes {
     ttl: Duration,
-    live: Mutex<Vec<(String, Instant)>>,
+    live: Mutex<Vec<(Secret, Instant)>>,
 }
 
 impl Codes {
@@ -54,13 +54,13 @@ impl Codes {
         self.ttl
     }
 
-    fn live(&self) -> std::sync::MutexGuard<'_, Vec<(String, Instant)>> {
+    fn live(&self) -> std::sync::MutexGuard<'_, Vec<(Secret, Instant)>> {
         self.live.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     /// A fresh code, valid from `now` for the TTL and for one [`Codes::redeem`].
-    pub fn mint(&self, now: Instant) -> Result<String, ax_core::RandomError> {
-        let code = ax_core::random::random_alnum(CODE_LEN)?;
+    pub fn mint(&self, now: Instant) -> Result<Secret, ax_core::RandomError> {
+        let code = Secret::new(ax_core::random::random_alnum(CODE_LEN)?);
         let mut live = self.live();
         live.retain(|(_, expires)| *expires > now);
         if live.len() >= MAX_LIVE_CODES {
@@ -77,7 +77,7 @@ impl Codes {
         // Compare with every entry, so the time taken does not depend on which one matched.
         let mut found = None;
         for (i, (candidate, _)) in live.iter().enumerate() {
-            if bool::from(candidate.as_bytes().ct_eq(code.as_bytes())) {
+            if candidate.ct_eq_str(code) {
                 found = Some(i);
             }
         }
@@ -144,13 +144,14 @@ async fn exchange(
         }
         Err(rejection) => return Failure::bad_request(rejection.body_text()).into_response(),
     };
-    if input.code.len() != CODE_LEN || !input.code.bytes().all(|b| b.is_ascii_alphanumeric()) {
+    let code = input.code.expose();
+    if code.len() != CODE_LEN || !code.bytes().all(|b| b.is_ascii_alphanumeric()) {
         return Failure::bad_request(format!(
             "a sign-in code is {CODE_LEN} characters of [0-9A-Za-z]"
         ))
         .into_response();
     }
-    if !s.codes.redeem(&input.code, Instant::now()) {
+    if !s.codes.redeem(code, Instant::now()) {
         return no_store(invalid_code().into_response());
     }
     tracing::info!("a sign-in code was exchanged for the credential");
@@ -193,19 +194,23 @@ mod tests {
         let codes = Codes::new(Duration::from_secs(60));
         let t0 = Instant::now();
         let a = codes.mint(t0).unwrap();
+        let a = a.expose();
         assert_eq!(a.len(), CODE_LEN);
         assert!(a.bytes().all(|b| b.is_ascii_alphanumeric()));
-        assert!(codes.redeem(&a, t0 + Duration::from_secs(59)));
-        assert!(
-            !codes.redeem(&a, t0 + Duration::from_secs(59)),
-            "second use"
-        );
+        assert!(codes.redeem(a, t0 + Duration::from_secs(59)));
+        assert!(!codes.redeem(a, t0 + Duration::from_secs(59)), "second use");
 
         let b = codes.mint(t0).unwrap();
-        assert!(!codes.redeem(&b, t0 + Duration::from_secs(60)), "expired");
+        assert!(
+            !codes.redeem(b.expose(), t0 + Duration::from_secs(60)),
+            "expired"
+        );
         let c = codes.mint(t0).unwrap();
-        assert!(!codes.redeem(&c, t0 + Duration::from_secs(61)));
-        assert!(!codes.redeem(&c, t0), "an expired code is gone for good");
+        assert!(!codes.redeem(c.expose(), t0 + Duration::from_secs(61)));
+        assert!(
+            !codes.redeem(c.expose(), t0),
+            "an expired code is gone for good"
+        );
     }
 
     #[test]
@@ -213,7 +218,8 @@ mod tests {
         let codes = Codes::new(Duration::from_secs(60));
         let t0 = Instant::now();
         let a = codes.mint(t0).unwrap();
-        let mut near = a.clone().into_bytes();
+        let a = a.expose();
+        let mut near = a.as_bytes().to_vec();
         near[CODE_LEN - 1] = if near[CODE_LEN - 1] == b'a' {
             b'b'
         } else {
@@ -222,19 +228,26 @@ mod tests {
         assert!(!codes.redeem(std::str::from_utf8(&near).unwrap(), t0));
         assert!(!codes.redeem(&a[..CODE_LEN - 1], t0));
         assert!(!codes.redeem("", t0));
-        assert!(codes.redeem(&a, t0), "the misses did not use the code up");
+        assert!(codes.redeem(a, t0), "the misses did not use the code up");
+        assert!(
+            !format!("{codes:?}").contains(a),
+            "Debug shows no live code"
+        );
     }
 
     #[test]
     fn at_most_sixteen_codes_live_and_the_oldest_goes_first() {
         let codes = Codes::new(Duration::from_secs(60));
         let t0 = Instant::now();
-        let minted: Vec<String> = (0..=MAX_LIVE_CODES)
+        let minted: Vec<Secret> = (0..=MAX_LIVE_CODES)
             .map(|_| codes.mint(t0).unwrap())
             .collect();
-        assert!(!codes.redeem(&minted[0], t0), "the oldest was dropped");
+        assert!(
+            !codes.redeem(minted[0].expose(), t0),
+            "the oldest was dropped"
+        );
         for code in &minted[1..] {
-            assert!(codes.redeem(code, t0));
+            assert!(codes.redeem(code.expose(), t0));
         }
     }
 }

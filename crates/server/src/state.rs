@@ -9,7 +9,7 @@ use std::{
 };
 
 use ax_agents::Agent;
-use ax_protocol::{Permission, PermissionReply, SessionId};
+use ax_protocol::{Permission, PermissionId, PermissionReply, SessionId};
 use tokio::sync::{mpsc, oneshot};
 use tokio_util::{sync::CancellationToken, task::TaskTracker};
 
@@ -63,7 +63,7 @@ impl Default for Limits {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Phase {
     Pending {
-        permission_id: String,
+        permission_id: PermissionId,
     },
     Busy,
     /// An ACP agent's turn: busy while its `session/prompt` is outstanding; permissions are
@@ -82,7 +82,7 @@ pub enum Control {
     },
     /// The person answers one of an agent turn's pending permissions.
     AgentReply {
-        permission_id: String,
+        permission_id: PermissionId,
         reply: PermissionReply,
         ack: oneshot::Sender<Result<Permission, Failure>>,
     },
@@ -106,9 +106,9 @@ pub struct App {
     pub agent_slots: Mutex<HashMap<SessionId, Arc<crate::acp_run::AgentSlot>>>,
     /// The session-scoped screen credentials and gates of ACP sessions.
     pub screens: Arc<crate::agent_screen::AgentScreens>,
-    pub token: String,
+    pub token: ax_core::Secret,
     /// The screen credential derived from `token` (gateway only, read and write scopes).
-    pub screen_token: String,
+    pub screen_token: ax_core::Secret,
     /// Values accepted in the Host header (lowercase): the bound address and the loopback
     /// names with the port, plus the names the person allowed. Never empty, never "any".
     pub allowed_hosts: Vec<String>,

@@ -11,8 +11,8 @@ use std::{
 };
 
 use ax_protocol::{
-    AgentState, Message, Millis, Part, Permission, PermissionState, Session, SessionId,
-    SessionStatus, StandingGrant, turn,
+    AgentState, Message, MessageId, Millis, Part, Permission, PermissionId, PermissionState,
+    Session, SessionId, SessionStatus, StandingGrant, turn,
 };
 use rusqlite::{Connection, OpenFlags, OptionalExtension, params};
 
@@ -383,6 +383,21 @@ impl Store {
     }
 }
 
+/// Where a stored value that this build cannot read sits: never guessed into a default.
+fn malformed(
+    table: &'static str,
+    row: &str,
+    column: &'static str,
+    problem: impl std::fmt::Display,
+) -> StoreError {
+    StoreError::Malformed {
+        table,
+        row: row.to_owned(),
+        column,
+        problem: problem.to_string(),
+    }
+}
+
 /// Reads a stored text column through the type's one text mapping (`FromStr`); what does not
 /// parse is [`StoreError::Malformed`] naming where it is, never a default.
 fn decode<T>(table: &'static str, row: &str, column: &'static str, text: &str) -> Result<T>
@@ -390,74 +405,54 @@ where
     T: std::str::FromStr,
     T::Err: std::fmt::Display,
 {
-    text.parse().map_err(|e: T::Err| StoreError::Malformed {
-        table,
-        row: row.to_owned(),
-        column,
-        problem: e.to_string(),
-    })
+    text.parse().map_err(|e| malformed(table, row, column, e))
 }
 
-type SessionRow = (
-    String,
-    String,
-    i64,
-    i64,
-    String,
-    String,
-    Option<String>,
-    Option<String>,
-);
+/// Reads a stored JSON column; what does not parse is [`StoreError::Malformed`].
+fn decode_json<T: serde::de::DeserializeOwned>(
+    table: &'static str,
+    row: &str,
+    column: &'static str,
+    text: &str,
+) -> Result<T> {
+    serde_json::from_str(text).map_err(|e| malformed(table, row, column, e))
+}
 
-/// The columns [`session_from_row`] reads, in order.
+/// Every row `query` gives, each turned into a value by `read` (which may find it malformed).
+fn collect_rows<T>(
+    mut rows: rusqlite::Rows<'_>,
+    read: impl Fn(&rusqlite::Row<'_>) -> Result<T>,
+) -> Result<Vec<T>> {
+    let mut out = Vec::new();
+    while let Some(row) = rows.next()? {
+        out.push(read(row)?);
+    }
+    Ok(out)
+}
+
+/// The columns [`read_session`] reads, in order.
 const SESSION_COLUMNS: &str = "id, title, created, updated, status, agent, agent_state, standing";
 
-fn session_from_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<SessionRow> {
-    Ok((
-        row.get(0)?,
-        row.get(1)?,
-        row.get(2)?,
-        row.get(3)?,
-        row.get(4)?,
-        row.get(5)?,
-        row.get(6)?,
-        row.get(7)?,
-    ))
-}
-
-fn build_session(
-    (id, title, created, updated, status, agent, agent_state, standing): SessionRow,
-) -> Result<Session> {
-    let standing = match standing {
-        Some(text) => serde_json::from_str::<Vec<StandingGrant>>(&text).map_err(|e| {
-            StoreError::Malformed {
-                table: "session",
-                row: id.clone(),
-                column: "standing",
-                problem: e.to_string(),
-            }
-        })?,
-        None => Vec::new(),
-    };
-    let agent_state = agent_state
-        .map(|text| {
-            serde_json::from_str::<AgentState>(&text).map_err(|e| StoreError::Malformed {
-                table: "session",
-                row: id.clone(),
-                column: "agent_state",
-                problem: e.to_string(),
-            })
-        })
-        .transpose()?;
+/// The one reader of a `session` row (selected with [`SESSION_COLUMNS`]).
+fn read_session(row: &rusqlite::Row<'_>) -> Result<Session> {
+    let id: String = row.get(0)?;
+    let status: String = row.get(4)?;
+    let agent_state: Option<String> = row.get(6)?;
+    let standing: Option<String> = row.get(7)?;
     Ok(Session {
-        status: decode("session", &id, "status", &status)?,
         id: decode("session", &id, "id", &id)?,
-        title,
-        created,
-        updated,
-        agent,
-        agent_state,
-        standing,
+        title: row.get(1)?,
+        created: row.get(2)?,
+        updated: row.get(3)?,
+        status: decode("session", &id, "status", &status)?,
+        agent: row.get(5)?,
+        agent_state: agent_state
+            .map(|text| decode_json::<AgentState>("session", &id, "agent_state", &text))
+            .transpose()?,
+        standing: standing
+            .map(|text| decode_json::<Vec<StandingGrant>>("session", &id, "standing", &text))
+            .transpose()?
+            .unwrap_or_default(),
     })
 }
 
@@ -573,19 +568,15 @@ pub fn list_sessions(conn: &Connection, project: i64, limit: Option<u32>) -> Res
          ORDER BY updated DESC, id DESC LIMIT ?2"
     ))?;
     let limit = limit.map_or(-1, i64::from);
-    let rows = stmt.query_map(params![project, limit], session_from_row)?;
-    rows.map(|r| build_session(r?)).collect()
+    collect_rows(stmt.query(params![project, limit])?, read_session)
 }
 
 /// The session, if it belongs to `project`.
 pub fn get_session(conn: &Connection, project: i64, id: &str) -> Result<Option<Session>> {
-    let row = conn
-        .prepare_cached(&format!(
-            "SELECT {SESSION_COLUMNS} FROM session WHERE project_id = ?1 AND id = ?2"
-        ))?
-        .query_row(params![project, id], session_from_row)
-        .optional()?;
-    row.map(build_session).transpose()
+    let mut stmt = conn.prepare_cached(&format!(
+        "SELECT {SESSION_COLUMNS} FROM session WHERE project_id = ?1 AND id = ?2"
+    ))?;
+    Ok(collect_rows(stmt.query(params![project, id])?, read_session)?.pop())
 }
 
 /// Whether the project has this session.
@@ -663,14 +654,14 @@ pub fn set_agent_session(conn: &Connection, id: &str, agent_session: &str) -> Re
 /// transaction: one per burst of deltas.
 pub fn append_deltas<'a>(
     conn: &Connection,
-    message_id: &str,
+    message_id: &MessageId,
     deltas: impl IntoIterator<Item = (u64, &'a turn::TurnDelta)>,
 ) -> Result<()> {
     let mut stmt =
         conn.prepare_cached("INSERT INTO delta(message_id, seq, body) VALUES (?1, ?2, ?3)")?;
     for (seq, delta) in deltas {
         stmt.execute(params![
-            message_id,
+            message_id.as_str(),
             seq as i64,
             serde_json::to_string(delta)?
         ])?;
@@ -730,7 +721,7 @@ pub fn insert_message(tx: &Connection, message: &Message) -> Result<()> {
         "INSERT INTO message(id, session_id, seq, role, created) VALUES (?1, ?2, \
          (SELECT COALESCE(MAX(seq), 0) + 1 FROM message WHERE session_id = ?2), ?3, ?4)",
         params![
-            message.id,
+            message.id.as_str(),
             message.session_id.as_str(),
             message.role.as_str(),
             message.created
@@ -739,16 +730,21 @@ pub fn insert_message(tx: &Connection, message: &Message) -> Result<()> {
     for (i, part) in message.parts.iter().enumerate() {
         tx.execute(
             "INSERT INTO part(message_id, idx, body) VALUES (?1, ?2, ?3)",
-            params![message.id, i as i64, encode_part(part)?],
+            params![message.id.as_str(), i as i64, encode_part(part)?],
         )?;
     }
     Ok(())
 }
 
 /// Appends part `index` to a message.
-pub fn append_part(conn: &Connection, message_id: &str, index: u32, part: &Part) -> Result<()> {
+pub fn append_part(
+    conn: &Connection,
+    message_id: &MessageId,
+    index: u32,
+    part: &Part,
+) -> Result<()> {
     conn.prepare_cached("INSERT INTO part(message_id, idx, body) VALUES (?1, ?2, ?3)")?
-        .execute(params![message_id, index, encode_part(part)?])?;
+        .execute(params![message_id.as_str(), index, encode_part(part)?])?;
     Ok(())
 }
 
@@ -758,27 +754,20 @@ pub fn messages(conn: &Connection, session: &SessionId) -> Result<Vec<Message>> 
     let mut stmt = conn.prepare_cached(
         "SELECT id, role, created, ended FROM message WHERE session_id = ?1 ORDER BY seq",
     )?;
-    let rows = stmt.query_map([session.as_str()], |r| {
-        Ok((
-            r.get::<_, String>(0)?,
-            r.get::<_, String>(1)?,
-            r.get::<_, i64>(2)?,
-            r.get::<_, Option<i64>>(3)?,
-        ))
-    })?;
+    let mut rows = stmt.query([session.as_str()])?;
     let mut index = std::collections::HashMap::new();
-    for row in rows {
-        let (id, role, created, ended) = row?;
-        index.insert(id.clone(), out.len());
+    while let Some(row) = rows.next()? {
+        let (id, role): (String, String) = (row.get(0)?, row.get(1)?);
         out.push(Message {
+            id: decode("message", &id, "id", &id)?,
             role: decode("message", &id, "role", &role)?,
-            id,
             session_id: session.clone(),
-            created,
-            ended,
+            created: row.get(2)?,
+            ended: row.get(3)?,
             deltas: 0,
             parts: Vec::new(),
         });
+        index.insert(id, out.len() - 1);
     }
     // An agent message's turn: its deltas folded, then any plain part (a restart's
     // `interrupted`), which can only come after them.
@@ -787,22 +776,15 @@ pub fn messages(conn: &Connection, session: &SessionId) -> Result<Vec<Message>> 
         "SELECT d.message_id, d.body, d.seq FROM delta d JOIN message m ON m.id = d.message_id \
          WHERE m.session_id = ?1 ORDER BY m.seq, d.seq",
     )?;
-    let rows = stmt.query_map([session.as_str()], |r| {
+    let rows = collect_rows(stmt.query([session.as_str()])?, |r| {
         Ok((
             r.get::<_, String>(0)?,
             r.get::<_, String>(1)?,
             r.get::<_, i64>(2)?,
         ))
     })?;
-    for row in rows {
-        let (mid, body, seq) = row?;
-        let delta: turn::TurnDelta =
-            serde_json::from_str(&body).map_err(|e| StoreError::Malformed {
-                table: "delta",
-                row: mid.clone(),
-                column: "body",
-                problem: e.to_string(),
-            })?;
+    for (mid, body, seq) in rows {
+        let delta: turn::TurnDelta = decode_json("delta", &mid, "body", &body)?;
         if let Some(&i) = index.get(&mid) {
             turn::apply(&mut turns[i], delta);
             out[i].deltas = seq as u64;
@@ -815,22 +797,23 @@ pub fn messages(conn: &Connection, session: &SessionId) -> Result<Vec<Message>> 
         "SELECT p.message_id, p.body FROM part p JOIN message m ON m.id = p.message_id \
          WHERE m.session_id = ?1 ORDER BY m.seq, p.idx",
     )?;
-    let rows = stmt.query_map([session.as_str()], |r| {
-        Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?))
-    })?;
-    for row in rows {
-        let (mid, body) = row?;
-        let part: Part = serde_json::from_str(&body).map_err(|e| StoreError::Malformed {
-            table: "part",
-            row: mid.clone(),
-            column: "body",
-            problem: e.to_string(),
-        })?;
+    for (mid, body) in message_bodies(&mut stmt, session)? {
+        let part: Part = decode_json("part", &mid, "body", &body)?;
         if let Some(&i) = index.get(&mid) {
             out[i].parts.push(part);
         }
     }
     Ok(out)
+}
+
+/// The `(message_id, body)` rows of a session's parts or deltas, as `stmt` selects them.
+fn message_bodies(
+    stmt: &mut rusqlite::CachedStatement<'_>,
+    session: &SessionId,
+) -> Result<Vec<(String, String)>> {
+    collect_rows(stmt.query([session.as_str()])?, |r| {
+        Ok((r.get(0)?, r.get(1)?))
+    })
 }
 
 /// Stores a new permission request.
@@ -839,7 +822,7 @@ pub fn insert_permission(conn: &Connection, p: &Permission) -> Result<()> {
         "INSERT INTO permission(id, session_id, command, state, created, attachments, detail) \
          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
         params![
-            p.id,
+            p.id.as_str(),
             p.session_id.as_str(),
             p.command,
             p.state.as_str(),
@@ -878,63 +861,47 @@ fn encode_detail(p: &Permission) -> Result<Option<String>> {
 pub fn answer_permission(conn: &Connection, p: &Permission) -> Result<()> {
     conn.execute(
         "UPDATE permission SET state = ?1, detail = ?2 WHERE id = ?3",
-        params![p.state.as_str(), encode_detail(p)?, p.id],
+        params![p.state.as_str(), encode_detail(p)?, p.id.as_str()],
     )?;
     Ok(())
 }
 
 /// Records the answer (or cancellation) of a permission request.
-pub fn set_permission_state(conn: &Connection, id: &str, state: PermissionState) -> Result<()> {
+pub fn set_permission_state(
+    conn: &Connection,
+    id: &PermissionId,
+    state: PermissionState,
+) -> Result<()> {
     conn.execute(
         "UPDATE permission SET state = ?1 WHERE id = ?2",
-        params![state.as_str(), id],
+        params![state.as_str(), id.as_str()],
     )?;
     Ok(())
 }
 
-type PermissionRow = (String, String, String, String, i64, String, Option<String>);
+/// The columns [`read_permission`] reads, in order.
+const PERMISSION_COLUMNS: &str = "id, session_id, command, state, created, attachments, detail";
 
-fn permission_from_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<PermissionRow> {
-    Ok((
-        r.get(0)?,
-        r.get(1)?,
-        r.get(2)?,
-        r.get(3)?,
-        r.get(4)?,
-        r.get(5)?,
-        r.get(6)?,
-    ))
-}
-
-fn build_permission(
-    (id, sid, command, state, created, attachments, detail): PermissionRow,
-) -> Result<Permission> {
+/// The one reader of a `permission` row (selected with [`PERMISSION_COLUMNS`]).
+fn read_permission(row: &rusqlite::Row<'_>) -> Result<Permission> {
+    let id: String = row.get(0)?;
+    let (sid, state): (String, String) = (row.get(1)?, row.get(3)?);
+    let (attachments, detail): (String, Option<String>) = (row.get(5)?, row.get(6)?);
     let detail = match detail {
-        Some(text) => serde_json::from_str(&text).map_err(|e| StoreError::Malformed {
-            table: "permission",
-            row: id.clone(),
-            column: "detail",
-            problem: e.to_string(),
-        })?,
+        Some(text) => decode_json("permission", &id, "detail", &text)?,
         None => Detail {
             tool_call: None,
             options: Vec::new(),
             option_id: None,
         },
     };
-    let attachments = serde_json::from_str(&attachments).map_err(|e| StoreError::Malformed {
-        table: "permission",
-        row: id.clone(),
-        column: "attachments",
-        problem: e.to_string(),
-    })?;
     Ok(Permission {
+        id: decode("permission", &id, "id", &id)?,
         session_id: decode("permission", &id, "session_id", &sid)?,
+        command: row.get(2)?,
+        attachments: decode_json("permission", &id, "attachments", &attachments)?,
         state: decode("permission", &id, "state", &state)?,
-        id,
-        command,
-        attachments,
-        created,
+        created: row.get(4)?,
         tool_call: detail.tool_call,
         options: detail.options,
         option_id: detail.option_id,
@@ -942,28 +909,24 @@ fn build_permission(
 }
 
 /// The permission request, if it belongs to `session`.
-pub fn get_permission(conn: &Connection, session: &str, id: &str) -> Result<Option<Permission>> {
-    let row = conn
-        .query_row(
-            "SELECT id, session_id, command, state, created, attachments, detail FROM permission \
-             WHERE session_id = ?1 AND id = ?2",
-            params![session, id],
-            permission_from_row,
-        )
-        .optional()?;
-    row.map(build_permission).transpose()
+pub fn get_permission(
+    conn: &Connection,
+    session: &str,
+    id: &PermissionId,
+) -> Result<Option<Permission>> {
+    let mut stmt = conn.prepare_cached(&format!(
+        "SELECT {PERMISSION_COLUMNS} FROM permission WHERE session_id = ?1 AND id = ?2"
+    ))?;
+    Ok(collect_rows(stmt.query(params![session, id.as_str()])?, read_permission)?.pop())
 }
 
 /// Pending approvals of the project's sessions, oldest first.
 pub fn pending_permissions(conn: &Connection, project: i64) -> Result<Vec<Permission>> {
-    let mut stmt = conn.prepare_cached(
-        "SELECT p.id, p.session_id, p.command, p.state, p.created, p.attachments, p.detail \
-         FROM permission p \
-         JOIN session s ON s.id = p.session_id \
-         WHERE s.project_id = ?1 AND p.state = 'pending' ORDER BY p.created, p.id",
-    )?;
-    let rows = stmt.query_map([project], permission_from_row)?;
-    rows.map(|r| build_permission(r?)).collect()
+    let mut stmt = conn.prepare_cached(&format!(
+        "SELECT {PERMISSION_COLUMNS} FROM permission WHERE state = 'pending' \
+         AND session_id IN (SELECT id FROM session WHERE project_id = ?1) ORDER BY created, id"
+    ))?;
+    collect_rows(stmt.query([project])?, read_permission)
 }
 
 /// The backend process that owns a run: its pid and start time (see
@@ -974,14 +937,20 @@ pub type Owner = (u32, Option<u64>);
 pub fn begin_run(
     conn: &Connection,
     session: &str,
-    message_id: &str,
+    message_id: &MessageId,
     now: Millis,
     owner: Owner,
 ) -> Result<()> {
     conn.execute(
         "INSERT OR REPLACE INTO run(session_id, message_id, started, owner_pid, owner_start) \
          VALUES (?1, ?2, ?3, ?4, ?5)",
-        params![session, message_id, now, owner.0, owner.1.map(|s| s as i64)],
+        params![
+            session,
+            message_id.as_str(),
+            now,
+            owner.0,
+            owner.1.map(|s| s as i64)
+        ],
     )?;
     Ok(())
 }
@@ -1072,6 +1041,7 @@ fn cancel_permission_parts(tx: &Connection, session: &str, message: &str) -> Res
     if last == 0 {
         return Ok(());
     }
+    let message: MessageId = decode("message", message, "id", message)?;
     let pending: Vec<String> = {
         let mut stmt = tx.prepare(
             "SELECT id FROM permission WHERE session_id = ?1 AND state = 'pending' ORDER BY id",
@@ -1088,7 +1058,7 @@ fn cancel_permission_parts(tx: &Connection, session: &str, message: &str) -> Res
         .collect();
     append_deltas(
         tx,
-        message,
+        &message,
         answers
             .iter()
             .enumerate()
@@ -1219,9 +1189,9 @@ mod tests {
                 "PRAGMA user_version = 1;
                  INSERT INTO project(id, directory) VALUES (1, '/p');
                  INSERT INTO session VALUES ('ses_0123456789abABCDEFGHIJKLMN', 1, 't', 1, 1, 'busy', 0);
-                 INSERT INTO message VALUES ('msg_a', 'ses_0123456789abABCDEFGHIJKLMN', 1, 'assistant', 1);
-                 INSERT INTO part VALUES ('msg_a', 0, '{\"type\":\"output\",\"stream\":\"stdout\",\"text\":\"x\"}');
-                 INSERT INTO run VALUES ('ses_0123456789abABCDEFGHIJKLMN', 'msg_a', 1);",
+                 INSERT INTO message VALUES ('msg_0123456789abABCDEFGHIJKLMA', 'ses_0123456789abABCDEFGHIJKLMN', 1, 'assistant', 1);
+                 INSERT INTO part VALUES ('msg_0123456789abABCDEFGHIJKLMA', 0, '{\"type\":\"output\",\"stream\":\"stdout\",\"text\":\"x\"}');
+                 INSERT INTO run VALUES ('ses_0123456789abABCDEFGHIJKLMN', 'msg_0123456789abABCDEFGHIJKLMA', 1);",
             )
             .unwrap();
         }
@@ -1281,19 +1251,23 @@ mod tests {
                    VALUES ('ses_0123456789abABCDEFGHIJKLMN', 1, 'first', 1, 2, 'idle', 1);
                  INSERT INTO session(id, project_id, title, created, updated, status)
                    VALUES ('ses_1123456789abABCDEFGHIJKLMN', 1, 'cut', 3, 4, 'busy');
-                 INSERT INTO message VALUES ('msg_u', 'ses_0123456789abABCDEFGHIJKLMN', 1, 'user', 1);
-                 INSERT INTO message VALUES ('msg_a', 'ses_0123456789abABCDEFGHIJKLMN', 2, 'assistant', 1);
-                 INSERT INTO message VALUES ('msg_b', 'ses_1123456789abABCDEFGHIJKLMN', 1, 'assistant', 3);
+                 INSERT INTO message VALUES ('msg_0123456789abABCDEFGHIJKLMU', 'ses_0123456789abABCDEFGHIJKLMN', 1, 'user', 1);
+                 INSERT INTO message VALUES ('msg_0123456789abABCDEFGHIJKLMA', 'ses_0123456789abABCDEFGHIJKLMN', 2, 'assistant', 1);
+                 INSERT INTO message VALUES ('msg_0123456789abABCDEFGHIJKLMB', 'ses_1123456789abABCDEFGHIJKLMN', 1, 'assistant', 3);
                  INSERT INTO permission(id, session_id, command, state, created, attachments)
-                   VALUES ('per_a', 'ses_0123456789abABCDEFGHIJKLMN', 'ls -l', 'approved', 1, '[\"a.txt\"]');
+                   VALUES ('per_0123456789abABCDEFGHIJKLMA', 'ses_0123456789abABCDEFGHIJKLMN', 'ls -l', 'approved', 1, '[\"a.txt\"]');
                  INSERT INTO permission(id, session_id, command, state, created)
-                   VALUES ('per_b', 'ses_1123456789abABCDEFGHIJKLMN', 'sleep 9', 'pending', 3);
-                 INSERT INTO run(session_id, message_id, started) VALUES ('ses_1123456789abABCDEFGHIJKLMN', 'msg_b', 3);
+                   VALUES ('per_0123456789abABCDEFGHIJKLMB', 'ses_1123456789abABCDEFGHIJKLMN', 'sleep 9', 'pending', 3);
+                 INSERT INTO run(session_id, message_id, started) VALUES ('ses_1123456789abABCDEFGHIJKLMN', 'msg_0123456789abABCDEFGHIJKLMB', 3);
                  INSERT INTO process_group VALUES (77, 5, 1, NULL);",
             )
             .unwrap();
             for (i, p) in parts.iter().enumerate() {
-                let mid = if i < 2 { "msg_u" } else { "msg_a" };
+                let mid = if i < 2 {
+                    "msg_0123456789abABCDEFGHIJKLMU"
+                } else {
+                    "msg_0123456789abABCDEFGHIJKLMA"
+                };
                 conn.execute(
                     "INSERT INTO part(message_id, idx, body) VALUES (?1, ?2, ?3)",
                     params![mid, i as i64, p],
@@ -1325,7 +1299,13 @@ mod tests {
         assert_eq!(all, want);
         assert_eq!(msgs[0].role, ax_protocol::Role::User);
         let p = store
-            .read_blocking(|c| get_permission(c, first.as_str(), "per_a"))
+            .read_blocking(|c| {
+                get_permission(
+                    c,
+                    first.as_str(),
+                    &"per_0123456789abABCDEFGHIJKLMA".parse().unwrap(),
+                )
+            })
             .unwrap()
             .unwrap();
         assert_eq!(p.attachments, vec!["a.txt".to_string()]);
@@ -1378,7 +1358,7 @@ mod tests {
                 insert_message(
                     c,
                     &Message {
-                        id: "msg_a".into(),
+                        id: "msg_0123456789abABCDEFGHIJKLMA".parse().unwrap(),
                         session_id: id.clone(),
                         role: ax_protocol::Role::Assistant,
                         created: 1,
@@ -1389,10 +1369,15 @@ mod tests {
                 )?;
                 append_deltas(
                     c,
-                    "msg_a",
+                    &"msg_0123456789abABCDEFGHIJKLMA".parse().unwrap(),
                     deltas.iter().enumerate().map(|(i, d)| (i as u64 + 1, d)),
                 )?;
-                append_part(c, "msg_a", 0, &Part::Interrupted)
+                append_part(
+                    c,
+                    &"msg_0123456789abABCDEFGHIJKLMA".parse().unwrap(),
+                    0,
+                    &Part::Interrupted,
+                )
             })
             .unwrap();
         let msgs = store.read_blocking(|c| messages(c, &id)).unwrap();
@@ -1452,8 +1437,8 @@ mod tests {
     fn an_unknown_role_or_permission_state_is_malformed() {
         let (_tmp, store) = v2_database_with(
             "INSERT INTO session VALUES ('ses_0123456789abABCDEFGHIJKLMN', 1, 't', 1, 1, 'idle', 0);
-             INSERT INTO message VALUES ('msg_a', 'ses_0123456789abABCDEFGHIJKLMN', 1, 'system', 1);
-             INSERT INTO permission VALUES ('per_a', 'ses_0123456789abABCDEFGHIJKLMN', 'ls', 'maybe', 1);",
+             INSERT INTO message VALUES ('msg_0123456789abABCDEFGHIJKLMA', 'ses_0123456789abABCDEFGHIJKLMN', 1, 'system', 1);
+             INSERT INTO permission VALUES ('per_0123456789abABCDEFGHIJKLMA', 'ses_0123456789abABCDEFGHIJKLMN', 'ls', 'maybe', 1);",
         );
         let id: SessionId = "ses_0123456789abABCDEFGHIJKLMN".parse().unwrap();
         let err = store.read_blocking(|c| messages(c, &id)).unwrap_err();
@@ -1469,7 +1454,13 @@ mod tests {
             "{err:?}"
         );
         let err = store
-            .read_blocking(|c| get_permission(c, id.as_str(), "per_a"))
+            .read_blocking(|c| {
+                get_permission(
+                    c,
+                    id.as_str(),
+                    &"per_0123456789abABCDEFGHIJKLMA".parse().unwrap(),
+                )
+            })
             .unwrap_err();
         assert!(
             matches!(
@@ -1485,12 +1476,34 @@ mod tests {
     }
 
     #[test]
+    fn a_stored_id_of_the_wrong_shape_is_malformed_not_passed_on() {
+        let (_tmp, store) = v2_database_with(
+            "INSERT INTO session VALUES ('ses_0123456789abABCDEFGHIJKLMN', 1, 't', 1, 1, 'idle', 0);
+             INSERT INTO message VALUES ('msg_short', 'ses_0123456789abABCDEFGHIJKLMN', 1, 'user', 1);
+             INSERT INTO permission VALUES ('per_0123456789abABCDEFGHIJKLMA', 'ses_0123456789abABCDEFGHIJKLMN', 'ls', 'pending', 1);",
+        );
+        let id: SessionId = "ses_0123456789abABCDEFGHIJKLMN".parse().unwrap();
+        let err = store.read_blocking(|c| messages(c, &id)).unwrap_err();
+        assert!(
+            matches!(&err, StoreError::Malformed { table: "message", column: "id", row, .. }
+                if row == "msg_short"),
+            "{err:?}"
+        );
+        // One reader serves both permission queries.
+        let pending = store.read_blocking(|c| pending_permissions(c, 1)).unwrap();
+        let one = store
+            .read_blocking(|c| get_permission(c, id.as_str(), &pending[0].id))
+            .unwrap();
+        assert_eq!(one.as_ref(), pending.first());
+    }
+
+    #[test]
     fn a_version_2_truncated_part_reads_back_after_the_camel_case_migration() {
         let (_tmp, store) = v2_database_with(
             "INSERT INTO session VALUES ('ses_0123456789abABCDEFGHIJKLMN', 1, 't', 1, 1, 'idle', 0);
-             INSERT INTO message VALUES ('msg_a', 'ses_0123456789abABCDEFGHIJKLMN', 1, 'assistant', 1);
-             INSERT INTO part VALUES ('msg_a', 0, '{\"type\":\"output\",\"stream\":\"stdout\",\"text\":\"dropped_bytes\"}');
-             INSERT INTO part VALUES ('msg_a', 1, '{\"type\":\"truncated\",\"dropped_bytes\":4000}');",
+             INSERT INTO message VALUES ('msg_0123456789abABCDEFGHIJKLMA', 'ses_0123456789abABCDEFGHIJKLMN', 1, 'assistant', 1);
+             INSERT INTO part VALUES ('msg_0123456789abABCDEFGHIJKLMA', 0, '{\"type\":\"output\",\"stream\":\"stdout\",\"text\":\"dropped_bytes\"}');
+             INSERT INTO part VALUES ('msg_0123456789abABCDEFGHIJKLMA', 1, '{\"type\":\"truncated\",\"dropped_bytes\":4000}');",
         );
         let id: SessionId = "ses_0123456789abABCDEFGHIJKLMN".parse().unwrap();
         let msgs = store.read_blocking(|c| messages(c, &id)).unwrap();
@@ -1525,11 +1538,11 @@ mod tests {
                    VALUES ('ses_0123456789abABCDEFGHIJKLMN', 1, 'a', 1, 2, 'busy');
                  INSERT INTO session(id, project_id, title, created, updated, status)
                    VALUES ('ses_1123456789abABCDEFGHIJKLMN', 1, 'b', 1, 2, 'busy');
-                 INSERT INTO message VALUES ('msg_u', 'ses_0123456789abABCDEFGHIJKLMN', 1, 'user', 5);
-                 INSERT INTO message VALUES ('msg_a', 'ses_0123456789abABCDEFGHIJKLMN', 2, 'assistant', 5);
-                 INSERT INTO message VALUES ('msg_b', 'ses_1123456789abABCDEFGHIJKLMN', 1, 'assistant', 7);
-                 INSERT INTO run(session_id, message_id, started) VALUES ('ses_0123456789abABCDEFGHIJKLMN', 'msg_a', 5);
-                 INSERT INTO run(session_id, message_id, started) VALUES ('ses_1123456789abABCDEFGHIJKLMN', 'msg_b', 7);",
+                 INSERT INTO message VALUES ('msg_0123456789abABCDEFGHIJKLMU', 'ses_0123456789abABCDEFGHIJKLMN', 1, 'user', 5);
+                 INSERT INTO message VALUES ('msg_0123456789abABCDEFGHIJKLMA', 'ses_0123456789abABCDEFGHIJKLMN', 2, 'assistant', 5);
+                 INSERT INTO message VALUES ('msg_0123456789abABCDEFGHIJKLMB', 'ses_1123456789abABCDEFGHIJKLMN', 1, 'assistant', 7);
+                 INSERT INTO run(session_id, message_id, started) VALUES ('ses_0123456789abABCDEFGHIJKLMN', 'msg_0123456789abABCDEFGHIJKLMA', 5);
+                 INSERT INTO run(session_id, message_id, started) VALUES ('ses_1123456789abABCDEFGHIJKLMN', 'msg_0123456789abABCDEFGHIJKLMB', 7);",
             )
             .unwrap();
         }
@@ -1541,19 +1554,25 @@ mod tests {
                 .read_blocking(|c| messages(c, id))
                 .unwrap()
                 .into_iter()
-                .map(|m| (m.id, m.ended))
+                .map(|m| (m.id.to_string(), m.ended))
                 .collect()
         };
         assert_eq!(
             ends(&a),
-            vec![("msg_u".into(), None), ("msg_a".into(), None)]
+            vec![
+                ("msg_0123456789abABCDEFGHIJKLMU".into(), None),
+                ("msg_0123456789abABCDEFGHIJKLMA".into(), None)
+            ]
         );
         store
             .write_blocking(|c| end_run(c, a.as_str(), 42))
             .unwrap();
         assert_eq!(
             ends(&a),
-            vec![("msg_u".into(), None), ("msg_a".into(), Some(42))]
+            vec![
+                ("msg_0123456789abABCDEFGHIJKLMU".into(), None),
+                ("msg_0123456789abABCDEFGHIJKLMA".into(), Some(42))
+            ]
         );
         // No run any more: a second end changes nothing.
         store
@@ -1564,6 +1583,9 @@ mod tests {
         store
             .write_blocking(|c| recover_interrupted(c, 1, 50, |_| false))
             .unwrap();
-        assert_eq!(ends(&b), vec![("msg_b".into(), Some(50))]);
+        assert_eq!(
+            ends(&b),
+            vec![("msg_0123456789abABCDEFGHIJKLMB".into(), Some(50))]
+        );
     }
 }

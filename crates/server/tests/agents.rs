@@ -9,7 +9,8 @@ use std::{path::Path, time::Duration};
 
 use ax_client::{Client, ClientError, EventStream};
 use ax_protocol::{
-    Event, Message, Part, PermissionReply, PermissionState, SessionId, SessionStatus,
+    Event, Message, MessageId, Part, PermissionId, PermissionReply, PermissionState, SessionId,
+    SessionStatus,
     turn::{self, NoticeKind, TurnDelta, TurnPart},
 };
 use ax_server::{RunningServer, ServerConfig};
@@ -126,7 +127,7 @@ impl Backend {
         let project = tempfile::tempdir().unwrap();
         let data = tempfile::tempdir().unwrap();
         let server = serve(project.path(), data.path(), env).await;
-        let client = Client::new(server.url(), server.token()).unwrap();
+        let client = Client::new(server.url(), server.token().expose()).unwrap();
         Backend {
             project_dir: project.path().to_owned(),
             _project: project,
@@ -143,7 +144,7 @@ impl Backend {
             s.shutdown().await;
         }
         let server = serve(&self.project_dir, self.data.path(), &self.env).await;
-        self.client = Client::new(server.url(), server.token()).unwrap();
+        self.client = Client::new(server.url(), server.token().expose()).unwrap();
         self.server = Some(server);
     }
 
@@ -187,7 +188,7 @@ async fn follow(
     b: &Backend,
     events: &mut EventStream,
     id: &SessionId,
-    reply: &str,
+    reply: &MessageId,
     mut answer: impl FnMut(usize) -> Option<PermissionReply>,
 ) -> Streamed {
     let mut out = Streamed {
@@ -205,14 +206,14 @@ async fn follow(
         loop {
             let e = events.next().await.expect("open").expect("no error");
             match e.event {
-                Event::MessageCreated { message } if message.id == reply => seen = true,
+                Event::MessageCreated { message } if message.id == *reply => seen = true,
                 Event::MessageDelta {
                     session_id,
                     message_id,
                     seq,
                     delta,
                 } if session_id == *id => {
-                    assert_eq!(message_id, reply, "a delta of another message");
+                    assert_eq!(message_id, *reply, "a delta of another message");
                     seen = true;
                     assert_eq!(
                         seq,
@@ -256,8 +257,8 @@ fn as_parts(parts: &[TurnPart]) -> Vec<Part> {
     parts.iter().cloned().map(Part::from_turn).collect()
 }
 
-fn reply_of<'a>(messages: &'a [Message], id: &str) -> &'a Message {
-    messages.iter().find(|m| m.id == id).expect("reply stored")
+fn reply_of<'a>(messages: &'a [Message], id: &MessageId) -> &'a Message {
+    messages.iter().find(|m| m.id == *id).expect("reply stored")
 }
 
 fn text_of(parts: &[TurnPart]) -> String {
@@ -383,7 +384,7 @@ async fn agent_is_fixed_at_creation_and_checked() {
     ] {
         let r = http
             .post(format!("{}{path}", server.url()))
-            .bearer_auth(server.token())
+            .bearer_auth(server.token().expose())
             .header("content-type", "application/json")
             .body(body)
             .send()
@@ -521,7 +522,7 @@ async fn permissions_are_answered_by_kind() {
             server.url(),
             asked.id
         ))
-        .bearer_auth(server.screen_token())
+        .bearer_auth(server.screen_token().expose().to_owned())
         .header("content-type", "application/json")
         .body(r#"{"reply":"allow_once"}"#)
         .send()
@@ -981,7 +982,7 @@ async fn fs_terminal_and_env_through_the_backend() {
 }
 
 /// The permission part of `reply` in `messages`.
-fn permission_part<'a>(messages: &'a [Message], reply: &str) -> &'a turn::PermissionPart {
+fn permission_part<'a>(messages: &'a [Message], reply: &MessageId) -> &'a turn::PermissionPart {
     reply_of(messages, reply)
         .parts
         .iter()
@@ -1139,8 +1140,8 @@ async fn the_session_screen_credential_cannot_answer_a_permission() {
     let pid = first_permission(&mut events).await;
     let token = std::fs::read_to_string(&out).expect("the screen server got its credential");
     assert_eq!(token.len(), 64, "a fresh random credential");
-    assert_ne!(token, server.token());
-    assert_ne!(token, server.screen_token());
+    assert_ne!(token, server.token().expose());
+    assert_ne!(token, server.screen_token().expose());
     // The HTTP API: 401 on the answer route (and everywhere else).
     let http = reqwest::Client::builder().no_proxy().build().unwrap();
     for reply in ["once", "allow_once", "always"] {
@@ -1192,7 +1193,7 @@ async fn the_session_screen_credential_cannot_answer_a_permission() {
 }
 
 /// The id of the next permission asked on `events`.
-async fn first_permission(events: &mut EventStream) -> String {
+async fn first_permission(events: &mut EventStream) -> PermissionId {
     within(async {
         loop {
             let e = events.next().await.unwrap().unwrap();

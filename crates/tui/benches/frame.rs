@@ -70,7 +70,7 @@ fn app_with(lines: usize) -> App {
         .map(|c| output(1000.min(lines - c * 1000), c * 1000))
         .collect();
     let message = Message {
-        id: "m1".into(),
+        id: "msg_0123456789abABCDEFGHIJ0001".parse().unwrap(),
         session_id: sid(),
         role: Role::Assistant,
         created: 1,
@@ -141,6 +141,11 @@ fn agent_part(i: usize) -> TurnPart {
     }
 }
 
+/// A well-formed message ID, distinct per `tag` and `n`.
+fn mid(tag: char, n: usize) -> ax_protocol::MessageId {
+    format!("msg_{tag}{n:025}").parse().unwrap()
+}
+
 /// An app on the session route with `parts` agent turn parts in turns of 10 parts, the last
 /// message (an answer being streamed) created empty.
 fn app_with_turns(parts: usize) -> App {
@@ -148,7 +153,7 @@ fn app_with_turns(parts: usize) -> App {
     let mut messages = Vec::new();
     for turn in 0..parts / 10 {
         messages.push(Message {
-            id: format!("u{turn}"),
+            id: mid('u', turn),
             session_id: sid(),
             role: Role::User,
             created: 1,
@@ -159,7 +164,7 @@ fn app_with_turns(parts: usize) -> App {
             }],
         });
         messages.push(Message {
-            id: format!("a{turn}"),
+            id: mid('a', turn),
             session_id: sid(),
             role: Role::Assistant,
             created: 1,
@@ -171,7 +176,7 @@ fn app_with_turns(parts: usize) -> App {
         });
     }
     messages.push(Message {
-        id: "live".into(),
+        id: mid('l', 0),
         session_id: sid(),
         role: Role::Assistant,
         created: 1,
@@ -250,7 +255,7 @@ fn main() {
             let start = Instant::now();
             app.on_event(Event::MessagePart {
                 session_id: sid(),
-                message_id: "m1".into(),
+                message_id: "msg_0123456789abABCDEFGHIJ0001".parse().unwrap(),
                 index: (lines.div_ceil(1000) + i) as u32,
                 part: output(1, lines + i),
             });
@@ -295,7 +300,7 @@ fn main() {
             seq += 1;
             app.on_event(Event::MessageDelta {
                 session_id: sid(),
-                message_id: "live".into(),
+                message_id: mid('l', 0),
                 seq,
                 delta: d,
             });

@@ -416,7 +416,7 @@ impl App {
             .filter(|p| {
                 &p.session_id == id
                     && p.state == PermissionState::Pending
-                    && !self.replying.contains(&p.id)
+                    && !self.replying.contains(p.id.as_str())
             })
             .min_by_key(|p| p.created)
     }
@@ -931,10 +931,10 @@ impl App {
         let Some(p) = self.pending_approval() else {
             return;
         };
-        if self.replying.contains(&p.id) {
+        if self.replying.contains(p.id.as_str()) {
             return;
         }
-        let (session, permission_id) = (p.session_id.clone(), p.id.clone());
+        let (session, permission_id) = (p.session_id.clone(), p.id.to_string());
         // Hidden from the dialog now; the replied event removes it, a failure brings it back.
         self.replying.insert(permission_id.clone());
         self.effects.push(Effect::ReplyPermission {

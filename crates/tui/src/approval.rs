@@ -317,7 +317,7 @@ impl App {
     /// Rows of the request scrolled out of view above (0 for a request not scrolled yet).
     pub fn approval_scroll(&self) -> usize {
         match self.pending_approval() {
-            Some(p) if p.id == self.approval_scroll.0 => self.approval_scroll.1,
+            Some(p) if p.id.as_str() == self.approval_scroll.0 => self.approval_scroll.1,
             _ => 0,
         }
     }
@@ -329,7 +329,7 @@ impl App {
         };
         let max = g.max_scroll() as isize;
         let rows = (self.approval_scroll() as isize + delta).clamp(0, max) as usize;
-        self.approval_scroll = (p.id.clone(), rows);
+        self.approval_scroll = (p.id.to_string(), rows);
     }
 
     /// Page size for PageUp/PageDown in the dialog.

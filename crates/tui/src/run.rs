@@ -37,7 +37,7 @@ const PROBE_EVERY: Duration = Duration::from_secs(1);
 
 /// Re-reads the backend credential (e.g. the local credential file `ax-code serve` rewrites
 /// with a new generated credential when it restarts).
-pub type CredentialSource = Box<dyn Fn() -> Option<String> + Send>;
+pub type CredentialSource = Box<dyn Fn() -> Option<ax_client::Secret> + Send>;
 
 /// How to run the TUI.
 pub struct Options {

@@ -261,7 +261,7 @@ impl App {
             }
             Event::PermissionReplied { permission_id, .. } => {
                 self.permissions.retain(|p| p.id != permission_id);
-                self.replying.remove(&permission_id);
+                self.replying.remove(permission_id.as_str());
             }
             Event::Reset
             | Event::MessageCreated { .. }
@@ -302,13 +302,17 @@ impl App {
                 index,
                 part,
                 ..
-            } => self.transcript.apply_part(message_id, *index, part),
+            } => self
+                .transcript
+                .apply_part(message_id.as_str(), *index, part),
             Event::MessageDelta {
                 message_id,
                 seq,
                 delta,
                 ..
-            } => self.transcript.apply_delta(message_id, *seq, delta.clone()),
+            } => self
+                .transcript
+                .apply_delta(message_id.as_str(), *seq, delta.clone()),
             _ => PartOutcome::Duplicate,
         };
         if outcome == PartOutcome::NeedsReload {

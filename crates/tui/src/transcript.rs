@@ -273,11 +273,11 @@ impl Transcript {
 
     /// Adds a new message with the parts it already has. A message seen before is ignored.
     pub fn add_message(&mut self, m: &Message) -> PartOutcome {
-        if self.messages.iter().rev().any(|c| c.id == m.id) {
+        if self.messages.iter().rev().any(|c| c.id == m.id.as_str()) {
             // Replayed: apply any parts we do not have yet.
             let mut outcome = PartOutcome::Duplicate;
             for (i, part) in m.parts.iter().enumerate() {
-                match self.apply_part(&m.id, i as u32, part) {
+                match self.apply_part(m.id.as_str(), i as u32, part) {
                     PartOutcome::NeedsReload => return PartOutcome::NeedsReload,
                     PartOutcome::Applied => outcome = PartOutcome::Applied,
                     PartOutcome::Duplicate => {}
@@ -293,7 +293,7 @@ impl Transcript {
             Role::Assistant => self.push(LineStyle::AgentHeader, "agent"),
         }
         self.messages.push(MessageCursor {
-            id: m.id.clone(),
+            id: m.id.to_string(),
             parts: 0,
             open_line: None,
             open_col: None,
@@ -307,10 +307,10 @@ impl Transcript {
         if let Some(ended) = m.ended {
             // The stored end is the truth, also for turns that ended before we started.
             self.turn_ends
-                .insert(m.id.clone(), turn_end_text(ended - m.created, ended));
+                .insert(m.id.to_string(), turn_end_text(ended - m.created, ended));
         }
         for (i, part) in m.parts.iter().enumerate() {
-            self.apply_part(&m.id, i as u32, part);
+            self.apply_part(m.id.as_str(), i as u32, part);
         }
         PartOutcome::Applied
     }
@@ -1129,9 +1129,12 @@ mod tests {
         "ses_0123456789abABCDEFGHIJKLMN".parse().unwrap()
     }
 
+    const M1: &str = "msg_0123456789abABCDEFGHIJK001";
+    const M: &str = "msg_0123456789abABCDEFGHIJK000";
+
     fn msg(id: &str, role: Role, parts: Vec<Part>) -> Message {
         Message {
-            id: id.into(),
+            id: id.parse().unwrap(),
             session_id: sid(),
             role,
             created: 0,
@@ -1158,12 +1161,12 @@ mod tests {
     #[test]
     fn output_chunks_continue_open_lines() {
         let mut t = Transcript::new(40);
-        t.add_message(&msg("m1", Role::Assistant, vec![]));
-        assert_eq!(t.apply_part("m1", 0, &out("hel")), PartOutcome::Applied);
-        assert_eq!(t.apply_part("m1", 1, &out("lo\nwor")), PartOutcome::Applied);
-        assert_eq!(t.apply_part("m1", 2, &out("ld\n")), PartOutcome::Applied);
+        t.add_message(&msg(M1, Role::Assistant, vec![]));
+        assert_eq!(t.apply_part(M1, 0, &out("hel")), PartOutcome::Applied);
+        assert_eq!(t.apply_part(M1, 1, &out("lo\nwor")), PartOutcome::Applied);
+        assert_eq!(t.apply_part(M1, 2, &out("ld\n")), PartOutcome::Applied);
         t.apply_part(
-            "m1",
+            M1,
             3,
             &Part::Exit {
                 code: Some(0),
@@ -1176,9 +1179,9 @@ mod tests {
     #[test]
     fn parts_are_idempotent_and_gaps_ask_for_reload() {
         let mut t = Transcript::new(40);
-        t.add_message(&msg("m1", Role::Assistant, vec![out("a\n")]));
-        assert_eq!(t.apply_part("m1", 0, &out("a\n")), PartOutcome::Duplicate);
-        assert_eq!(t.apply_part("m1", 2, &out("c\n")), PartOutcome::NeedsReload);
+        t.add_message(&msg(M1, Role::Assistant, vec![out("a\n")]));
+        assert_eq!(t.apply_part(M1, 0, &out("a\n")), PartOutcome::Duplicate);
+        assert_eq!(t.apply_part(M1, 2, &out("c\n")), PartOutcome::NeedsReload);
         assert_eq!(t.apply_part("zz", 0, &out("c\n")), PartOutcome::NeedsReload);
         assert_eq!(rows(&t, 10, 0), vec!["agent", "a"]);
     }
@@ -1187,7 +1190,7 @@ mod tests {
     fn wraps_and_windows_by_rows() {
         let mut t = Transcript::new(4);
         t.add_message(&msg(
-            "m1",
+            M1,
             Role::User,
             vec![Part::Text {
                 text: "abcdefghij".into(),
@@ -1208,7 +1211,7 @@ mod tests {
         assert_eq!(rows, vec!["日", "本", "語"]);
         let mut t = Transcript::new(3);
         t.add_message(&msg(
-            "m",
+            M,
             Role::User,
             vec![Part::Text {
                 text: "日本語".into(),
@@ -1221,7 +1224,7 @@ mod tests {
     fn escapes_and_controls_are_neutralised() {
         let mut t = Transcript::new(40);
         t.add_message(&msg(
-            "m",
+            M,
             Role::Assistant,
             vec![out("\u{1b}[31mred\u{1b}[0m\u{7}\n")],
         ));
@@ -1232,7 +1235,7 @@ mod tests {
     fn long_lines_are_split_at_the_cap() {
         let mut t = Transcript::new(100);
         let long = "x".repeat(MAX_LINE_CHARS * 2 + 5);
-        t.add_message(&msg("m", Role::Assistant, vec![out(&long)]));
+        t.add_message(&msg(M, Role::Assistant, vec![out(&long)]));
         assert_eq!(t.line_count(), 1 + 3);
     }
 }

@@ -169,7 +169,7 @@ fn every_kind() -> Vec<TurnDelta> {
 fn delta(seq: u64, d: TurnDelta) -> Event {
     Event::MessageDelta {
         session_id: sid(1),
-        message_id: "m2".into(),
+        message_id: "msg_00000000000000000000000002".parse().unwrap(),
         seq,
         delta: d,
     }
@@ -180,7 +180,7 @@ fn streamed() -> App {
     let mut app = ready_app(vec![session(1, "agent turn", SessionStatus::Busy)], false);
     app.resize(100, 40);
     let prompt = message(
-        "m1",
+        "msg_00000000000000000000000001",
         1,
         Role::User,
         vec![Part::Text {
@@ -189,7 +189,7 @@ fn streamed() -> App {
     );
     open_loaded(&mut app, 1, vec![prompt]);
     app.on_event(Event::MessageCreated {
-        message: message("m2", 1, Role::Assistant, vec![]),
+        message: message("msg_00000000000000000000000002", 1, Role::Assistant, vec![]),
     });
     for (i, d) in every_kind().into_iter().enumerate() {
         app.on_event(delta(i as u64 + 1, d));
@@ -293,7 +293,7 @@ fn the_live_view_equals_a_reload() {
     let (_, parts) = app.transcript().turn_parts()[0];
     let stored = vec![
         message(
-            "m1",
+            "msg_00000000000000000000000001",
             1,
             Role::User,
             vec![Part::Text {
@@ -302,7 +302,7 @@ fn the_live_view_equals_a_reload() {
         ),
         Message {
             parts: parts.iter().cloned().map(Part::from_turn).collect(),
-            ..message("m2", 1, Role::Assistant, vec![])
+            ..message("msg_00000000000000000000000002", 1, Role::Assistant, vec![])
         },
     ];
     let reloaded = Transcript::from_messages(&stored, 98);
@@ -710,7 +710,7 @@ fn the_approval_dialog_shows_an_acp_request_and_the_agents_options() {
     };
     app.on_event(Event::PermissionAsked {
         permission: Permission {
-            id: "per_9".into(),
+            id: "per_00000000000000000000000009".parse().unwrap(),
             session_id: sid(1),
             command: "Edit src/lib.rs".into(),
             attachments: Vec::new(),
@@ -761,7 +761,7 @@ fn the_approval_dialog_shows_an_acp_request_and_the_agents_options() {
         app.take_effects(),
         [ax_tui::app::Effect::ReplyPermission {
             session: sid(1),
-            permission_id: "per_9".into(),
+            permission_id: "per_00000000000000000000000009".into(),
             reply: PermissionReply::AllowAlways,
         }]
     );

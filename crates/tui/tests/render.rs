@@ -56,19 +56,24 @@ fn session_with_streaming_output_and_notice() {
         transcript_gen(&effects),
         Ok(vec![
             message(
-                "m1",
+                "msg_0123456789abABCDEFGHIJ0001",
                 1,
                 Role::User,
                 vec![Part::Text {
                     text: "ls -1".into(),
                 }],
             ),
-            message("m2", 1, Role::Assistant, vec![out("Cargo.toml\nsrc\n")]),
+            message(
+                "msg_0123456789abABCDEFGHIJ0002",
+                1,
+                Role::Assistant,
+                vec![out("Cargo.toml\nsrc\n")],
+            ),
         ]),
     );
     app.on_event(Event::MessagePart {
         session_id: sid(1),
-        message_id: "m2".into(),
+        message_id: "msg_0123456789abABCDEFGHIJ0002".parse().unwrap(),
         index: 1,
         part: Part::Output {
             stream: ax_protocol::Stream::Stderr,
@@ -77,7 +82,7 @@ fn session_with_streaming_output_and_notice() {
     });
     app.on_event(Event::MessagePart {
         session_id: sid(1),
-        message_id: "m2".into(),
+        message_id: "msg_0123456789abABCDEFGHIJ0002".parse().unwrap(),
         index: 2,
         part: Part::Exit {
             code: Some(0),
@@ -95,7 +100,7 @@ fn session_with_streaming_output_and_notice() {
 fn approval_dialog() {
     let mut app = sample();
     app.on_event(Event::PermissionAsked {
-        permission: permission("per_1", 3, "rm -rf target"),
+        permission: permission("per_0123456789abABCDEFGHIJ0001", 3, "rm -rf target"),
     });
     open_loaded(&mut app, 3, vec![]);
     let s = screen(&app);
@@ -106,7 +111,7 @@ fn approval_dialog() {
 #[test]
 fn approval_dialog_lists_the_attachments() {
     let mut app = sample();
-    let mut p = permission("per_1", 3, "wc -l \"$@\"");
+    let mut p = permission("per_0123456789abABCDEFGHIJ0001", 3, "wc -l \"$@\"");
     p.attachments = (1..=6).map(|i| format!("src/file{i}.rs")).collect();
     app.on_event(Event::PermissionAsked { permission: p });
     open_loaded(&mut app, 3, vec![]);
@@ -185,7 +190,12 @@ fn scrolled_transcript_and_multiline_draft() {
     open_loaded(
         &mut app,
         1,
-        vec![message("m1", 1, Role::Assistant, vec![out(&text)])],
+        vec![message(
+            "msg_0123456789abABCDEFGHIJ0001",
+            1,
+            Role::Assistant,
+            vec![out(&text)],
+        )],
     );
     app.handle_input(key(KeyCode::PageUp));
     app.handle_input(ax_tui::input::Input::Paste(

@@ -72,7 +72,7 @@ fn every_blocked_input_is_reported() {
 
     // A pending approval anywhere (not the open session: no dialog, still blocked).
     app.on_event(Event::PermissionAsked {
-        permission: permission("per_1", 1, "rm -rf build"),
+        permission: permission("per_0123456789abABCDEFGHIJ0001", 1, "rm -rf build"),
     });
     let b = app.blocked_inputs();
     assert!(b.pending_approval && !b.modal, "{b:?}");
@@ -82,7 +82,7 @@ fn every_blocked_input_is_reported() {
     assert!(app.blocked_inputs().modal);
     app.on_event(Event::PermissionReplied {
         session_id: sid(1),
-        permission_id: "per_1".into(),
+        permission_id: "per_0123456789abABCDEFGHIJ0001".parse().unwrap(),
         state: PermissionState::Approved,
     });
     assert!(!app.blocked_inputs().any());
@@ -195,7 +195,7 @@ fn parts_stream_into_the_open_transcript() {
         &mut app,
         1,
         vec![message(
-            "m1",
+            "msg_0123456789abABCDEFGHIJ0001",
             1,
             Role::User,
             vec![Part::Text { text: "ls".into() }],
@@ -203,18 +203,18 @@ fn parts_stream_into_the_open_transcript() {
     );
     assert_eq!(app.transcript().line_count(), 2);
     app.on_event(Event::MessageCreated {
-        message: message("m2", 1, Role::Assistant, vec![]),
+        message: message("msg_0123456789abABCDEFGHIJ0002", 1, Role::Assistant, vec![]),
     });
     app.on_event(Event::MessagePart {
         session_id: sid(1),
-        message_id: "m2".into(),
+        message_id: "msg_0123456789abABCDEFGHIJ0002".parse().unwrap(),
         index: 0,
         part: out("a.txt\nb.txt\n"),
     });
     // Another session's parts are not ours.
     app.on_event(Event::MessagePart {
         session_id: sid(2),
-        message_id: "m2".into(),
+        message_id: "msg_0123456789abABCDEFGHIJ0002".parse().unwrap(),
         index: 1,
         part: out("nope\n"),
     });
@@ -229,7 +229,7 @@ fn parts_stream_into_the_open_transcript() {
     app.take_effects();
     app.on_event(Event::MessagePart {
         session_id: sid(1),
-        message_id: "m2".into(),
+        message_id: "msg_0123456789abABCDEFGHIJ0002".parse().unwrap(),
         index: 5,
         part: out("x"),
     });
@@ -304,7 +304,7 @@ fn submitting_clears_on_success_and_keeps_on_failure() {
 fn approval_dialog_replies() {
     let mut app = ready_app(vec![session(1, "a", SessionStatus::Pending)], false);
     app.on_event(Event::PermissionAsked {
-        permission: permission("per_9", 1, "make"),
+        permission: permission("per_0123456789abABCDEFGHIJ0009", 1, "make"),
     });
     open_loaded(&mut app, 1, vec![]);
     app.handle_input(key(KeyCode::Right));
@@ -313,12 +313,12 @@ fn approval_dialog_replies() {
         app.take_effects(),
         [Effect::ReplyPermission {
             session: sid(1),
-            permission_id: "per_9".into(),
+            permission_id: "per_0123456789abABCDEFGHIJ0009".parse().unwrap(),
             reply: PermissionReply::Always
         }]
     );
     assert!(app.pending_approval().is_none());
-    app.on_reply_failed("per_9", "network".into());
+    app.on_reply_failed("per_0123456789abABCDEFGHIJ0009", "network".into());
     assert!(app.pending_approval().is_some(), "the dialog comes back");
 }
 
@@ -422,7 +422,12 @@ fn wheel_scrolls_the_transcript() {
     open_loaded(
         &mut app,
         1,
-        vec![message("m", 1, Role::Assistant, vec![out(&text)])],
+        vec![message(
+            "msg_0123456789abABCDEFGHIJ0000",
+            1,
+            Role::Assistant,
+            vec![out(&text)],
+        )],
     );
     let main = app.layout().main;
     app.handle_input(Input::Mouse(Mouse {
@@ -678,7 +683,12 @@ fn up_down_scroll_the_transcript_with_a_one_line_draft() {
     open_loaded(
         &mut app,
         1,
-        vec![message("m1", 1, Role::Assistant, vec![out(&text)])],
+        vec![message(
+            "msg_0123456789abABCDEFGHIJ0001",
+            1,
+            Role::Assistant,
+            vec![out(&text)],
+        )],
     );
     typed(&mut app, "pwd");
     app.handle_input(key(KeyCode::Up));
@@ -727,7 +737,12 @@ fn an_agent_selecting_the_open_session_leaves_the_screen_alone() {
     open_loaded(
         &mut app,
         1,
-        vec![message("m", 1, Role::Assistant, vec![out(&text)])],
+        vec![message(
+            "msg_0123456789abABCDEFGHIJ0000",
+            1,
+            Role::Assistant,
+            vec![out(&text)],
+        )],
     );
     let main = app.layout().main;
     app.handle_input(Input::Mouse(Mouse {

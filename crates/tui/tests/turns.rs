@@ -127,7 +127,16 @@ fn markdown_links_show_their_target_and_autolinks_once() {
 
 fn coloured_session() -> App {
     let mut app = ready_app(vec![session(1, "colours", SessionStatus::Idle)], false);
-    open_loaded(&mut app, 1, vec![message("m1", 1, Role::Assistant, vec![])]);
+    open_loaded(
+        &mut app,
+        1,
+        vec![message(
+            "msg_0123456789abABCDEFGHIJ0001",
+            1,
+            Role::Assistant,
+            vec![],
+        )],
+    );
     let chunks = [
         "\u{1b}[1;32m   Compiling\u{1b}[0m ax v0.1\n",
         "\u{1b}[31merror\u{1b}",
@@ -139,7 +148,7 @@ fn coloured_session() -> App {
     for (i, c) in chunks.iter().enumerate() {
         app.on_event(Event::MessagePart {
             session_id: sid(1),
-            message_id: "m1".into(),
+            message_id: "msg_0123456789abABCDEFGHIJ0001".parse().unwrap(),
             index: i as u32,
             part: out(c),
         });
@@ -216,12 +225,12 @@ proptest! {
         bounds.sort_unstable();
         bounds.dedup();
         let mut t = ax_tui::transcript::Transcript::new(7);
-        t.add_message(&message("m", 1, Role::Assistant, vec![]));
+        t.add_message(&message("msg_0123456789abABCDEFGHIJ0000", 1, Role::Assistant, vec![]));
         let mut lines = ax_tui::ansi::AnsiLines::new();
         for (i, w) in bounds.windows(2).enumerate() {
             let chunk = &text[w[0]..w[1]];
             let stream = if i % 3 == 2 { Stream::Stderr } else { Stream::Stdout };
-            t.apply_part("m", i as u32, &Part::Output { stream, text: chunk.into() });
+            t.apply_part("msg_0123456789abABCDEFGHIJ0000", i as u32, &Part::Output { stream, text: chunk.into() });
             lines.feed(chunk);
         }
         for (_, pieces) in t.visible_spans(10_000, 0) {
@@ -254,7 +263,7 @@ fn long_command() -> String {
 fn with_approval(cmd: &str) -> App {
     let mut app = ready_app(vec![session(1, "a", SessionStatus::Pending)], true);
     app.on_event(Event::PermissionAsked {
-        permission: permission("per_1", 1, cmd),
+        permission: permission("per_0123456789abABCDEFGHIJ0001", 1, cmd),
     });
     open_loaded(&mut app, 1, vec![]);
     assert!(app.pending_approval().is_some());
@@ -301,7 +310,7 @@ fn the_whole_request_is_shown_by_scrolling() {
     app.handle_input(key(KeyCode::Char('n')));
     assert!(matches!(
         app.take_effects().as_slice(),
-        [Effect::ReplyPermission { permission_id, .. }] if permission_id == "per_1"
+        [Effect::ReplyPermission { permission_id, .. }] if permission_id == "per_0123456789abABCDEFGHIJ0001"
     ));
 }
 
@@ -435,7 +444,7 @@ fn the_quit_question_and_a_scrolled_approval_block_the_agent() {
 
     // A request long enough to scroll, scrolled to its end, then answered.
     app.on_event(Event::PermissionAsked {
-        permission: permission("per_2", 1, &long_command()),
+        permission: permission("per_0123456789abABCDEFGHIJ0002", 1, &long_command()),
     });
     check(&app, true, true);
     app.handle_input(key(KeyCode::End));
@@ -444,7 +453,7 @@ fn the_quit_question_and_a_scrolled_approval_block_the_agent() {
     app.handle_input(key(KeyCode::Char('y')));
     app.on_event(Event::PermissionReplied {
         session_id: sid(1),
-        permission_id: "per_2".into(),
+        permission_id: "per_0123456789abABCDEFGHIJ0002".parse().unwrap(),
         state: PermissionState::Approved,
     });
     check(&app, false, false);

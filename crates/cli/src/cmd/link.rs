@@ -54,7 +54,7 @@ async fn link(args: LinkArgs) -> anyhow::Result<()> {
     println!(
         "{}/#code={} (one-time sign-in link, valid {} s)",
         client.url(),
-        code.code,
+        code.code.expose(),
         code.expires_in_ms / 1000
     );
     Ok(())

@@ -52,7 +52,7 @@ pub struct McpScreenArgs {
 #[derive(Clone)]
 struct Target {
     url: String,
-    token: String,
+    token: ax_client::Secret,
 }
 
 impl Target {
@@ -140,7 +140,7 @@ impl Connector for LocalBackend {
 /// that started us gave us its own address; the credential dies with that backend process).
 struct SessionBackend {
     url: String,
-    token: String,
+    token: ax_client::Secret,
     gate: watch::Sender<bool>,
 }
 
@@ -225,7 +225,7 @@ fn env_var(name: &str) -> anyhow::Result<String> {
 fn run_session_scoped() -> anyhow::Result<()> {
     let url = env_var("AX_CODE_SCREEN_URL")?;
     let session = env_var("AX_CODE_SCREEN_SESSION")?;
-    let token = env_var("AX_CODE_SCREEN_TOKEN")?;
+    let token = ax_client::Secret::new(env_var("AX_CODE_SCREEN_TOKEN")?);
     if !ax_protocol::SessionId::is_valid(&session) {
         anyhow::bail!("AX_CODE_SCREEN_SESSION is not a session ID");
     }

@@ -49,7 +49,8 @@ pub fn quiet_frames(mut filter: tracing_subscriber::EnvFilter) -> tracing_subscr
 static SECRETS: RwLock<Vec<String>> = RwLock::new(Vec::new());
 
 /// Never log `secret`: every later log line has it (or its lowercase hex) replaced.
-pub fn redact_secret(secret: &str) {
+pub fn redact_secret(secret: &ax_client::Secret) {
+    let secret = secret.expose();
     if secret.len() < 8 {
         return;
     }
@@ -129,7 +130,7 @@ mod tests {
 
     #[test]
     fn markers_and_registered_secrets_are_redacted() {
-        redact_secret("s3cret-registered-value");
+        redact_secret(&"s3cret-registered-value".into());
         let line = "auth Authorization: Bearer abc.def-123 next \
                     url=http://h/#token=zzzz&x=1 frame {\"token\":\"qqqq\",\"a\":1} \
                     also s3cret-registered-value and 73336372";

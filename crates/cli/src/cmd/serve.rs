@@ -64,6 +64,20 @@ fn parse_host(hostname: &str) -> anyhow::Result<IpAddr> {
     })
 }
 
+/// The project a backend started from `dir` (default: the current directory) serves, and the
+/// data directory: shared by `serve` and the TUI's embedded backend, so both pick the same.
+pub fn project_and_data_dir(dir: Option<PathBuf>) -> anyhow::Result<(PathBuf, PathBuf)> {
+    let dir = match dir {
+        Some(dir) => dir,
+        None => std::env::current_dir().context("cannot read the current directory")?,
+    };
+    let project = ax_server::project_root(&dir)
+        .with_context(|| format!("cannot use {} as a project", dir.display()))?;
+    let data_dir =
+        ax_server::default_data_dir().context("no data directory: set AX_CODE_DATA_DIR or HOME")?;
+    Ok((project, data_dir))
+}
+
 pub fn run(args: ServeArgs) -> anyhow::Result<()> {
     init_logging();
     let runtime = tokio::runtime::Builder::new_multi_thread()
@@ -82,23 +96,16 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
             args.hostname
         );
     }
-    let dir = match args.dir {
-        Some(dir) => dir,
-        None => std::env::current_dir().context("cannot read the current directory")?,
-    };
-    let project = ax_server::project_root(&dir)
-        .with_context(|| format!("cannot use {} as a project", dir.display()))?;
-    let data_dir =
-        ax_server::default_data_dir().context("no data directory: set AX_CODE_DATA_DIR or HOME")?;
+    let (project, data_dir) = project_and_data_dir(args.dir)?;
     let password = std::env::var(PASSWORD_ENV).ok().filter(|p| !p.is_empty());
     let generated = password.is_none();
     // Known before anything can log it.
     let token = match password {
-        Some(password) => password,
+        Some(password) => ax_server::Secret::new(password),
         None => ax_server::generate_token().context("cannot generate a credential")?,
     };
     super::redact_secret(&token);
-    super::redact_secret(&ax_server::screen_credential(&token));
+    super::redact_secret(&ax_server::screen_credential(token.expose()));
 
     let mut config = ax_server::ServerConfig::new(project, data_dir.clone());
     config.bind = SocketAddr::new(ip, args.port);
@@ -131,7 +138,7 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     let credential_file = if generated {
         let record = CredentialRecord {
             url: url.clone(),
-            token: server.token().to_owned(),
+            token: server.token().clone(),
         };
         Some(
             ax_server::registry::write_credential(&data_dir, &host, port, &record)
@@ -152,7 +159,7 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
         out,
         "Control UI: {url}/#code={} (one-time sign-in link, valid 60 s; \
          `ax-code link --url {url}` prints a fresh one)",
-        server.sign_in_code()?
+        server.sign_in_code()?.expose()
     )?;
     if !generated {
         writeln!(out, "Credential: ${PASSWORD_ENV}")?;

@@ -103,14 +103,7 @@ fn refresher(url: String) -> ax_tui::CredentialSource {
 pub fn run_embedded(args: TuiArgs) -> anyhow::Result<()> {
     check_sharing_supported(args.tui_mcp)?;
     require_terminal()?;
-    let dir = match args.dir {
-        Some(dir) => dir,
-        None => std::env::current_dir().context("cannot read the current directory")?,
-    };
-    let project = ax_server::project_root(&dir)
-        .with_context(|| format!("cannot use {} as a project", dir.display()))?;
-    let data_dir =
-        ax_server::default_data_dir().context("no data directory: set AX_CODE_DATA_DIR or HOME")?;
+    let (project, data_dir) = super::serve::project_and_data_dir(args.dir)?;
     runtime()?.block_on(async move {
         // A backend already serves this project: attach to it instead of opening the same
         // database a second time (`discover` made it prove the recorded credential).

@@ -22,8 +22,8 @@ struct Screens {
 }
 
 impl SessionScreens for Screens {
-    fn session_of(&self, token: &str) -> Option<String> {
-        match token {
+    fn session_of(&self, token: &ax_core::Secret) -> Option<String> {
+        match token.expose() {
             TOKEN_A => Some(SESSION_A.into()),
             TOKEN_B => Some(SESSION_B.into()),
             _ => None,

@@ -6,7 +6,7 @@ use crate::util::Backend;
 async fn the_credential_is_required_and_never_echoed() {
     let b = Backend::start().await;
     let raw = b.raw();
-    let token = b.server.token().to_owned();
+    let token = b.server.token().expose().to_owned();
 
     let health = raw.get(b.url("/health")).send().await.unwrap();
     assert_eq!(
@@ -159,4 +159,29 @@ async fn non_loopback_binds_need_the_explicit_flag() {
         ax_server::start(config).await.is_err(),
         "a weak credential is refused"
     );
+}
+
+/// Printing the configuration or the running server (a `{:?}` in a log line, an error) never
+/// shows the credential, the screen credential or a sign-in code.
+#[tokio::test]
+async fn debug_output_never_shows_a_credential() {
+    let token = "debug-test-credential-0123456789";
+    let mut printed = Vec::new();
+    let b = Backend::start_with(|config| {
+        config.token = Some(token.into());
+        printed.push(format!("{config:?} {config:#?}"));
+    })
+    .await;
+    let code = b.server.sign_in_code().unwrap();
+    printed.push(format!("{:?} {:#?} {code:?} {code}", b.server, b.server));
+    let screen = b.server.screen_token();
+    let mut secrets = vec![token.to_owned(), screen.expose().to_owned()];
+    secrets.push(code.expose().to_owned());
+    for text in &printed {
+        assert!(text.contains("<redacted>"), "{text}");
+        for secret in &secrets {
+            assert!(!text.contains(secret.as_str()), "{text}");
+        }
+    }
+    assert_eq!(b.server.token().expose(), token);
 }

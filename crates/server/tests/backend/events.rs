@@ -70,7 +70,7 @@ async fn a_gap_older_than_the_ring_gets_a_reset() {
 async fn the_client_reconnects_after_a_backend_restart() {
     let b = Backend::start().await;
     let port = b.server.local_addr().port();
-    let token = b.server.token().to_owned();
+    let token = b.server.token().expose().to_owned();
     let mut events = b.events().await;
     b.session().await;
     next_matching(&mut events, |e| created(e).is_some()).await;
@@ -80,12 +80,12 @@ async fn the_client_reconnects_after_a_backend_restart() {
     let mut config = ax_server::ServerConfig::new(project.path(), data.path());
     config.register = false;
     config.bind = format!("127.0.0.1:{port}").parse().unwrap();
-    config.token = Some(token);
+    config.token = Some(token.into());
     let server = ax_server::start(config).await.unwrap();
     // The new process cannot replay the old one's IDs: the stream says reset, then goes on.
     let reset = within(events.next()).await.unwrap().unwrap();
     assert_eq!(reset.event, Event::Reset);
-    let client = ax_client::Client::new(server.url(), server.token()).unwrap();
+    let client = ax_client::Client::new(server.url(), server.token().expose()).unwrap();
     let id = client.create_session(None).await.unwrap().id;
     let e = next_matching(&mut events, |e| created(e).is_some()).await;
     assert_eq!(created(&e.event), Some(id));
@@ -116,8 +116,8 @@ async fn heartbeats_keep_an_idle_stream_alive() {
 #[tokio::test]
 async fn the_client_resumes_a_dropped_stream_without_losing_events() {
     let b = Backend::start().await;
-    let proxy = crate::util::Proxy::start(b.server.local_addr(), b.server.token()).await;
-    let through = ax_client::Client::new(&proxy.url, b.server.token()).unwrap();
+    let proxy = crate::util::Proxy::start(b.server.local_addr(), b.server.token().expose()).await;
+    let through = ax_client::Client::new(&proxy.url, b.server.token().expose()).unwrap();
     let mut events = through.events(None);
     within(async {
         while !events.is_connected() {

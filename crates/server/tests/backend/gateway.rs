@@ -42,17 +42,22 @@ async fn handshake(b: &Backend, token: &str, session: &str) -> (Value, Value) {
 async fn the_gateway_is_mounted_with_the_backend_credential_and_sessions() {
     let b = Backend::start().await;
     let id = b.session().await;
-    let (hello, answer) = handshake(&b, b.server.token(), id.as_str()).await;
+    let (hello, answer) = handshake(&b, b.server.token().expose(), id.as_str()).await;
     assert_eq!(hello["ok"], true, "{hello}");
     assert_eq!(
         answer["error"]["code"], "UNAVAILABLE",
         "a known session, no UI: {answer}"
     );
-    let (_, answer) = handshake(&b, b.server.token(), "ses_0123456789abABCDEFGHIJKLMN").await;
+    let (_, answer) = handshake(
+        &b,
+        b.server.token().expose(),
+        "ses_0123456789abABCDEFGHIJKLMN",
+    )
+    .await;
     assert_eq!(answer["error"]["code"], "INVALID_REQUEST", "{answer}");
     let (refused, _) = handshake(&b, "wrong-token-0000000000", id.as_str()).await;
     assert_eq!(refused["ok"], false, "{refused}");
-    assert!(!refused.to_string().contains(b.server.token()));
+    assert!(!refused.to_string().contains(b.server.token().expose()));
 }
 
 /// Connect to the mounted gateway with `token` asking for `scopes`; the socket and `hello`.
@@ -81,8 +86,11 @@ async fn connect(
 #[tokio::test]
 async fn the_screen_credential_opens_the_gateway_but_not_the_api() {
     let b = Backend::start().await;
-    let screen = b.server.screen_token();
-    assert_eq!(screen, ax_server::screen_credential(b.server.token()));
+    let screen = b.server.screen_token().expose().to_owned();
+    assert_eq!(
+        screen,
+        ax_server::screen_credential(b.server.token().expose()).expose()
+    );
 
     // The HTTP API answers the screen credential 401, on every kind of route.
     let raw = b.raw();
@@ -153,7 +161,7 @@ async fn the_screen_credential_opens_the_gateway_but_not_the_api() {
     assert!(!b.project_path().join("pwned").exists());
 
     // The full credential keeps admin; a near miss of the screen credential gets nothing.
-    let (_ws, hello) = connect(&b, b.server.token(), &all).await;
+    let (_ws, hello) = connect(&b, b.server.token().expose(), &all).await;
     assert_eq!(
         hello["payload"]["auth"]["scopes"],
         json!(["operator.read", "operator.write", "operator.admin"])

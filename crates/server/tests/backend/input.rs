@@ -126,13 +126,24 @@ async fn bad_and_unknown_ids() {
     .await;
     assert_eq!(s, StatusCode::NOT_FOUND);
     let id = b.session().await;
-    let (s, _) = post(
-        &b,
-        &format!("/session/{id}/permission/bad"),
-        json!({"reply": "once"}),
-    )
-    .await;
-    assert_eq!(s, StatusCode::BAD_REQUEST);
+    // A malformed permission ID, or an ID of another kind, is refused at the edge with the
+    // expected form.
+    for bad in ["bad", "msg_0123456789abABCDEFGHIJKLMN"] {
+        let (s, v) = post(
+            &b,
+            &format!("/session/{id}/permission/{bad}"),
+            json!({"reply": "once"}),
+        )
+        .await;
+        assert_eq!(s, StatusCode::BAD_REQUEST, "{bad}");
+        assert!(
+            v["error"]["message"]
+                .as_str()
+                .unwrap()
+                .contains("invalid permission ID: expected `per_`"),
+            "{v}"
+        );
+    }
     let (s, _) = post(
         &b,
         &format!("/session/{id}/permission/per_0123456789abABCDEFGHIJKLMN"),

@@ -160,9 +160,12 @@ async fn the_shell_gets_colours_input_resize_and_only_the_allowlisted_environmen
     let mut env = String::new();
     op.type_in(&id, "env; echo ENV-$((1+1))-END\r").await;
     op.until(&id, &mut env, "ENV-2-END").await;
-    assert!(!env.contains(b.server.token()), "the credential leaked");
     assert!(
-        !env.contains(&b.server.screen_token()),
+        !env.contains(b.server.token().expose()),
+        "the credential leaked"
+    );
+    assert!(
+        !env.contains(b.server.screen_token().expose()),
         "the credential leaked"
     );
     assert!(env.contains("TERM=xterm-256color"), "{env}");
@@ -407,7 +410,8 @@ async fn the_screen_credential_can_neither_open_nor_type_nor_watch() {
     let b = Backend::start().await;
     let mut admin = Operator::connect(&b).await;
     let id = admin.open().await;
-    let mut screen = Operator::connect_with(&b, &b.server.screen_token(), "operator.admin").await;
+    let mut screen =
+        Operator::connect_with(&b, b.server.screen_token().expose(), "operator.admin").await;
     for (method, params) in [
         ("terminal.open", json!({"cols": 80, "rows": 24})),
         ("terminal.list", json!({})),

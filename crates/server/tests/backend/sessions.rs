@@ -62,7 +62,7 @@ async fn a_session_of_another_project_is_not_found() {
     let mut config = ax_server::ServerConfig::new(other.path(), a.data.path());
     config.register = false;
     let server = ax_server::start(config).await.unwrap();
-    let client = ax_client::Client::new(server.url(), server.token()).unwrap();
+    let client = ax_client::Client::new(server.url(), server.token().expose()).unwrap();
     assert_eq!(
         client.get_session(&id).await.unwrap_err().status(),
         Some(404)
@@ -80,7 +80,7 @@ async fn sessions_survive_a_restart() {
     let mut config = ax_server::ServerConfig::new(project.path(), data.path());
     config.register = false;
     let server = ax_server::start(config).await.unwrap();
-    let client = ax_client::Client::new(server.url(), server.token()).unwrap();
+    let client = ax_client::Client::new(server.url(), server.token().expose()).unwrap();
     assert_eq!(client.get_session(&id).await.unwrap().id, id);
     server.shutdown().await;
 }

@@ -19,7 +19,7 @@ pub(crate) struct Operator {
 
 impl Operator {
     pub(crate) async fn connect(b: &Backend) -> Operator {
-        Operator::connect_with(b, b.server.token(), "operator.admin").await
+        Operator::connect_with(b, b.server.token().expose(), "operator.admin").await
     }
 
     /// Connects with `token`, asking for `scope`.

@@ -29,7 +29,7 @@ impl Backend {
         config.register = false;
         adjust(&mut config);
         let server = ax_server::start(config).await.expect("backend starts");
-        let client = Client::new(server.url(), server.token()).unwrap();
+        let client = Client::new(server.url(), server.token().expose()).unwrap();
         Backend {
             project,
             data,
@@ -48,7 +48,7 @@ impl Backend {
     }
 
     pub fn bearer(&self) -> String {
-        format!("Bearer {}", self.server.token())
+        format!("Bearer {}", self.server.token().expose())
     }
 
     /// An event stream that is connected (so no event of what follows is missed).

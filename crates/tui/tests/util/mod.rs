@@ -32,7 +32,7 @@ pub fn session(n: u32, title: &str, status: SessionStatus) -> Session {
 
 pub fn permission(id: &str, n: u32, command: &str) -> Permission {
     Permission {
-        id: id.into(),
+        id: id.parse().unwrap(),
         session_id: sid(n),
         command: command.into(),
         attachments: Vec::new(),
@@ -46,7 +46,7 @@ pub fn permission(id: &str, n: u32, command: &str) -> Permission {
 
 pub fn message(id: &str, n: u32, role: Role, parts: Vec<Part>) -> Message {
     Message {
-        id: id.into(),
+        id: id.parse().unwrap(),
         session_id: sid(n),
         role,
         created: 1,
