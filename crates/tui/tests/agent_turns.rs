@@ -311,17 +311,13 @@ fn the_live_view_equals_a_reload() {
     // Markdown streamed in small chunks renders exactly as the whole text.
     let text = "# T\n\npara one\nstill one\n\n- a\n- b\n\n```\ncode\n\nmore\n```\n\nlast *x*";
     let mut t = Transcript::new(40);
-    t.add_message(&message("m", 1, Role::Assistant, vec![]));
+    t.add_message(&message(M, 1, Role::Assistant, vec![]));
     for (i, c) in text.chars().enumerate() {
-        t.apply_delta(
-            "m",
-            i as u64 + 1,
-            TurnDelta::TextAppended { text: c.into() },
-        );
+        t.apply_delta(M, i as u64 + 1, TurnDelta::TextAppended { text: c.into() });
     }
     let whole = Transcript::from_messages(
         &[message(
-            "m",
+            M,
             1,
             Role::Assistant,
             vec![Part::Text { text: text.into() }],
@@ -330,6 +326,9 @@ fn the_live_view_equals_a_reload() {
     );
     assert_eq!(t.all_rows(), whole.all_rows());
 }
+
+/// A message id for transcripts built by hand.
+const M: &str = "msg_0000000000000000000000000m";
 
 fn find_row(app: &App, text: &str) -> (u16, u16) {
     let s = screen(app);
@@ -776,7 +775,7 @@ fn a_load_mid_turn_applies_only_later_deltas_and_stored_ends_show() {
     let earlier = Message {
         ended: Some(1 + 83_000),
         ..message(
-            "m0",
+            "msg_00000000000000000000000000",
             1,
             Role::Assistant,
             vec![Part::Text {
@@ -787,7 +786,7 @@ fn a_load_mid_turn_applies_only_later_deltas_and_stored_ends_show() {
     let running = Message {
         deltas: 2,
         ..message(
-            "m2",
+            "msg_00000000000000000000000002",
             1,
             Role::Assistant,
             vec![Part::Text { text: "ab".into() }],
