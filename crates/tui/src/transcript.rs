@@ -80,7 +80,8 @@ struct MessageCursor {
     turn: Vec<TurnPart>,
     /// The [`Block`] of each turn part, by part index.
     blocks: Vec<usize>,
-    /// `message.delta`s applied so far; `None` for a loaded message (the count is unknown).
+    /// `message.delta`s applied so far (a loaded message starts at its `deltas`); `None` when
+    /// unknown.
     seq: Option<u64>,
 }
 
