@@ -311,17 +311,22 @@ fn the_live_view_equals_a_reload() {
     // Markdown streamed in small chunks renders exactly as the whole text.
     let text = "# T\n\npara one\nstill one\n\n- a\n- b\n\n```\ncode\n\nmore\n```\n\nlast *x*";
     let mut t = Transcript::new(40);
-    t.add_message(&message("m", 1, Role::Assistant, vec![]));
+    t.add_message(&message(
+        "msg_00000000000000000000000003",
+        1,
+        Role::Assistant,
+        vec![],
+    ));
     for (i, c) in text.chars().enumerate() {
         t.apply_delta(
-            "m",
+            "msg_00000000000000000000000003",
             i as u64 + 1,
             TurnDelta::TextAppended { text: c.into() },
         );
     }
     let whole = Transcript::from_messages(
         &[message(
-            "m",
+            "msg_00000000000000000000000003",
             1,
             Role::Assistant,
             vec![Part::Text { text: text.into() }],
