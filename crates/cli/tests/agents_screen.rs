@@ -224,7 +224,7 @@ async fn the_screen_server_announces_each_gate_change() {
         .build()
         .unwrap()
         .post(format!("{}/session/{id}/prompt", server.url()))
-        .bearer_auth(server.token())
+        .bearer_auth(server.token().expose())
         .json(&serde_json::json!({"parts": [{"type": "text", "text": "wait-cancel"}], "client": conn}))
         .send()
         .await

@@ -408,29 +408,42 @@ impl Builder {
     }
 }
 
+impl Node {
+    /// The node's children, for the kinds that have them.
+    fn children(&self) -> Option<&[Node]> {
+        match self {
+            Node::Em { c }
+            | Node::Strong { c }
+            | Node::Del { c }
+            | Node::Link { c, .. }
+            | Node::P { c }
+            | Node::Heading { c, .. }
+            | Node::Quote { c }
+            | Node::List { c, .. }
+            | Node::Item { c, .. }
+            | Node::Table { c, .. }
+            | Node::Row { c, .. }
+            | Node::Cell { c } => Some(c),
+            _ => None,
+        }
+    }
+}
+
 /// The text of `nodes` without their markup (an image's alt text).
 fn plain_text(nodes: &[Node]) -> String {
     let mut out = String::new();
     fn walk(nodes: &[Node], out: &mut String) {
         for n in nodes {
+            if let Some(c) = n.children() {
+                walk(c, out);
+                continue;
+            }
             match n {
                 Node::Text { text } | Node::Code { text } => out.push_str(text),
                 Node::Image { alt, .. } => out.push_str(alt),
-                Node::Em { c }
-                | Node::Strong { c }
-                | Node::Del { c }
-                | Node::Link { c, .. }
-                | Node::P { c }
-                | Node::Heading { c, .. }
-                | Node::Quote { c }
-                | Node::List { c, .. }
-                | Node::Item { c, .. }
-                | Node::Table { c, .. }
-                | Node::Row { c, .. }
-                | Node::Cell { c } => walk(c, out),
                 Node::Br => out.push(' '),
                 Node::CodeBlock { text, .. } | Node::HtmlBlock { text } => out.push_str(text),
-                Node::Rule => {}
+                _ => {}
             }
         }
     }
@@ -450,21 +463,7 @@ mod tests {
     fn depth(nodes: &[Node]) -> usize {
         nodes
             .iter()
-            .map(|n| match n {
-                Node::Em { c }
-                | Node::Strong { c }
-                | Node::Del { c }
-                | Node::Link { c, .. }
-                | Node::P { c }
-                | Node::Heading { c, .. }
-                | Node::Quote { c }
-                | Node::List { c, .. }
-                | Node::Item { c, .. }
-                | Node::Table { c, .. }
-                | Node::Row { c, .. }
-                | Node::Cell { c } => 1 + depth(c),
-                _ => 1,
-            })
+            .map(|n| n.children().map_or(1, |c| 1 + depth(c)))
             .max()
             .unwrap_or(0)
     }

@@ -47,22 +47,9 @@ impl TerminalHost for Terminal {
         let store = self.store.clone();
         tokio::spawn(async move {
             let ProcessGroup { pgid, start } = process.group();
-            if let Some(start) = start
-                && let Err(e) = store
-                    .write(move |c| {
-                        store::record_process_group(c, pgid, start, process::this_process())
-                    })
-                    .await
-            {
-                tracing::error!(error = %e, "recording a terminal's process group failed");
-            }
+            record_group(&store, pgid, start).await;
             forward(process, &mut events, &tx, stop).await;
-            if let Err(e) = store
-                .write(move |c| store::forget_process_group(c, pgid))
-                .await
-            {
-                tracing::error!(error = %e, "forgetting a terminal's process group failed");
-            }
+            forget_group(&store, pgid).await;
         });
         Ok(rx)
     }
@@ -85,15 +72,7 @@ impl TerminalHost for Terminal {
         let shutdown = self.shutdown.clone();
         let killer = pty.killer();
         tokio::spawn(async move {
-            if let Some(start) = start
-                && let Err(e) = store
-                    .write(move |c| {
-                        store::record_process_group(c, pgid, start, process::this_process())
-                    })
-                    .await
-            {
-                tracing::error!(error = %e, "recording a terminal's process group failed");
-            }
+            record_group(&store, pgid, start).await;
             let mut killed = false;
             loop {
                 let event = tokio::select! {
@@ -118,17 +97,34 @@ impl TerminalHost for Terminal {
                     break;
                 }
             }
-            if let Err(e) = store
-                .write(move |c| store::forget_process_group(c, pgid))
-                .await
-            {
-                tracing::error!(error = %e, "forgetting a terminal's process group failed");
-            }
+            forget_group(&store, pgid).await;
         });
         Ok(OpenedPty {
             control: Box::new(Pty(pty)),
             output: rx,
         })
+    }
+}
+
+/// Records a terminal's process group, so a backend that crashes leaves none running (the
+/// next start kills what the record names).
+async fn record_group(store: &Store, pgid: u32, start: Option<u64>) {
+    let Some(start) = start else { return };
+    if let Err(e) = store
+        .write(move |c| store::record_process_group(c, pgid, start, process::this_process()))
+        .await
+    {
+        tracing::error!(error = %e, "recording a terminal's process group failed");
+    }
+}
+
+/// Drops the crash record of a terminal's process group once it is gone.
+async fn forget_group(store: &Store, pgid: u32) {
+    if let Err(e) = store
+        .write(move |c| store::forget_process_group(c, pgid))
+        .await
+    {
+        tracing::error!(error = %e, "forgetting a terminal's process group failed");
     }
 }
 

@@ -311,13 +311,22 @@ fn the_live_view_equals_a_reload() {
     // Markdown streamed in small chunks renders exactly as the whole text.
     let text = "# T\n\npara one\nstill one\n\n- a\n- b\n\n```\ncode\n\nmore\n```\n\nlast *x*";
     let mut t = Transcript::new(40);
-    t.add_message(&message(M, 1, Role::Assistant, vec![]));
+    t.add_message(&message(
+        "msg_00000000000000000000000003",
+        1,
+        Role::Assistant,
+        vec![],
+    ));
     for (i, c) in text.chars().enumerate() {
-        t.apply_delta(M, i as u64 + 1, TurnDelta::TextAppended { text: c.into() });
+        t.apply_delta(
+            "msg_00000000000000000000000003",
+            i as u64 + 1,
+            TurnDelta::TextAppended { text: c.into() },
+        );
     }
     let whole = Transcript::from_messages(
         &[message(
-            M,
+            "msg_00000000000000000000000003",
             1,
             Role::Assistant,
             vec![Part::Text { text: text.into() }],
@@ -326,9 +335,6 @@ fn the_live_view_equals_a_reload() {
     );
     assert_eq!(t.all_rows(), whole.all_rows());
 }
-
-/// A message id for transcripts built by hand.
-const M: &str = "msg_0000000000000000000000000m";
 
 fn find_row(app: &App, text: &str) -> (u16, u16) {
     let s = screen(app);

@@ -289,12 +289,7 @@ impl Process {
 
     /// Waits until the command has exited, its group is killed and all output is in.
     pub async fn wait_for_exit(&self) -> ExitStatus {
-        let mut exit = self.exit.clone();
-        match exit.wait_for(Option::is_some).await {
-            Ok(status) => status.unwrap_or(UNKNOWN),
-            // The reader task went away with its runtime; its guard killed the group.
-            Err(_) => UNKNOWN,
-        }
+        wait_exit(&self.exit).await
     }
 
     /// Kills the whole group (SIGKILL). Output read so far stays; the exit status follows.
@@ -319,6 +314,16 @@ impl Process {
 impl Drop for Process {
     fn drop(&mut self) {
         self.group.kill();
+    }
+}
+
+/// Waits until `exit` holds the status (a command's or a terminal's).
+async fn wait_exit(exit: &tokio::sync::watch::Receiver<Option<ExitStatus>>) -> ExitStatus {
+    let mut exit = exit.clone();
+    match exit.wait_for(Option::is_some).await {
+        Ok(status) => status.unwrap_or(UNKNOWN),
+        // The reader task went away with its runtime; its guard killed the group.
+        Err(_) => UNKNOWN,
     }
 }
 

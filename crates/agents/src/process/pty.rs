@@ -345,11 +345,7 @@ impl PtyProcess {
 
     /// Waits until the command has exited, its session is killed and its output is in.
     pub async fn wait_for_exit(&self) -> ExitStatus {
-        let mut exit = self.exit.clone();
-        match exit.wait_for(Option::is_some).await {
-            Ok(status) => status.unwrap_or(UNKNOWN),
-            Err(_) => UNKNOWN,
-        }
+        super::wait_exit(&self.exit).await
     }
 }
 
