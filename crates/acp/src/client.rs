@@ -30,6 +30,7 @@ use agent_client_protocol::{
     self as acp, Agent, Client, ErrorCode, Handled, Lines, schema::ProtocolVersion,
     v1::ConnectionTo,
 };
+use ax_protocol::PermissionId;
 use ax_protocol::turn::{
     self, AuthMethod, Notice, NoticeKind, PermissionChoice, PermissionKind, PermissionOutcome,
     PermissionPart, ToolCallFields, ToolCallPart, ToolStatus, TurnDelta, TurnEnd, TurnPart,
@@ -320,7 +321,7 @@ struct State {
     turn_seq: u64,
     replaying: bool,
     stopping: bool,
-    parked: BTreeMap<u64, (String, Parked)>,
+    parked: BTreeMap<u64, (PermissionId, Parked)>,
     next_permission: u64,
     modes: Option<Modes>,
     auth_methods: Vec<AuthMethod>,
@@ -553,6 +554,17 @@ fn handle_permission(
         Ok(r) => r,
         Err(e) => return respond::<()>(responder, Err(e)),
     };
+    // Minted before anything else: without randomness the request cannot be shown, and the
+    // agent hears so (never a guessed id).
+    let permission_id = match PermissionId::mint() {
+        Ok(id) => id,
+        Err(e) => {
+            return respond::<()>(
+                responder,
+                Err(acp::Error::internal_error().data(format!("cannot mint a permission id: {e}"))),
+            );
+        }
+    };
     let mut st = shared.lock();
     let id_str = req.tool_call.tool_call_id.0.to_string();
     let mut tool_call = st
@@ -572,7 +584,6 @@ fn handle_permission(
     let options: Vec<PermissionChoice> = req.options.iter().filter_map(map::option).collect();
     st.next_permission += 1;
     let n = st.next_permission;
-    let permission_id = format!("perm-{n}");
     st.parked.insert(
         n,
         (
@@ -1098,7 +1109,7 @@ impl AgentHandle {
     }
 
     /// Pending permissions, oldest first.
-    pub fn pending_permissions(&self) -> Vec<(String, Vec<PermissionChoice>)> {
+    pub fn pending_permissions(&self) -> Vec<(PermissionId, Vec<PermissionChoice>)> {
         self.shared
             .lock()
             .parked
@@ -1342,7 +1353,7 @@ impl AgentHandle {
     /// of the same direction); returns the option that was sent.
     pub fn answer_permission(
         &self,
-        permission_id: &str,
+        permission_id: &PermissionId,
         kind: PermissionKind,
     ) -> Result<PermissionChoice, AnswerError> {
         let mut st = self.shared.lock();

@@ -231,8 +231,10 @@ async fn an_option_the_agent_does_not_offer_is_refused_and_stays_pending() {
         })
     );
     assert!(matches!(
-        fx.agent
-            .answer_permission("perm-999", PermissionKind::AllowOnce),
+        fx.agent.answer_permission(
+            &"per_00000000000000000000000999".parse().unwrap(),
+            PermissionKind::AllowOnce
+        ),
         Err(AnswerError::Unknown(_))
     ));
     assert_eq!(fx.agent.pending_permissions().len(), 1);

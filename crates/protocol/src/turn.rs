@@ -7,6 +7,7 @@
 //!
 //! Every shape is strict (`deny_unknown_fields`) and camelCase, like the rest of the API.
 
+use ax_core::ids::PermissionId;
 use serde::{Deserialize, Serialize};
 
 /// One ordered piece of the agent's message in a turn.
@@ -347,8 +348,9 @@ pub enum PermissionOutcome {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct PermissionPart {
-    /// Our id for the request (the API answers it by this id).
-    pub permission_id: String,
+    /// Our id for the request (the API answers it by this id); minted by the ACP runtime when
+    /// the agent asks, so the agent's request, the stored row and the UIs share one id.
+    pub permission_id: PermissionId,
     /// The tool call it is about: the stored one merged with the request's own fields (some
     /// agents send no `tool_call` before asking).
     pub tool_call: ToolCallPart,
@@ -428,7 +430,7 @@ pub enum TurnDelta {
     #[serde(rename_all = "camelCase")]
     PermissionAnswered {
         /// The request, by [`PermissionPart::permission_id`].
-        permission_id: String,
+        permission_id: PermissionId,
         /// How it ended.
         outcome: PermissionOutcome,
     },
@@ -780,7 +782,7 @@ mod tests {
     #[test]
     fn permission_is_asked_then_answered_once_by_id() {
         let perm = |id: &str| PermissionPart {
-            permission_id: id.into(),
+            permission_id: id.parse().unwrap(),
             tool_call: tool("t", "Write"),
             options: vec![PermissionChoice {
                 option_id: "allow".into(),
@@ -791,20 +793,20 @@ mod tests {
         };
         let parts = fold(&[
             TurnDelta::PermissionAsked {
-                permission: perm("p1"),
+                permission: perm("per_00000000000000000000000001"),
             },
             TurnDelta::PermissionAsked {
-                permission: perm("p2"),
+                permission: perm("per_00000000000000000000000002"),
             },
             TurnDelta::PermissionAnswered {
-                permission_id: "p1".into(),
+                permission_id: "per_00000000000000000000000001".parse().unwrap(),
                 outcome: PermissionOutcome::Selected {
                     option_id: "allow".into(),
                     kind: PermissionKind::AllowOnce,
                 },
             },
             TurnDelta::PermissionAnswered {
-                permission_id: "p2".into(),
+                permission_id: "per_00000000000000000000000002".parse().unwrap(),
                 outcome: PermissionOutcome::Cancelled,
             },
         ]);

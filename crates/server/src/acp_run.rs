@@ -8,7 +8,11 @@
 //! delta. Permission requests get backend ids (`per_…`), a stored `Permission` row and the
 //! usual `permission.asked`/`permission.replied` events; the person answers by option kind.
 
-use std::{collections::HashMap, sync::Arc, time::Duration};
+use std::{
+    collections::{HashMap, HashSet},
+    sync::Arc,
+    time::Duration,
+};
 
 use ax_acp::{AcpEvent, AgentHandle, AgentKind, AgentSpec, SessionError, StartOptions, schema};
 use ax_protocol::{
@@ -107,7 +111,7 @@ pub async fn start(
         seq: 0,
         status: SessionStatus::Busy,
         perms: HashMap::new(),
-        acp_ids: HashMap::new(),
+        open: HashSet::new(),
         interrupted: false,
         ui,
     };
@@ -135,8 +139,8 @@ struct Turn {
     status: SessionStatus,
     /// The turn's permissions by backend id.
     perms: HashMap<PermissionId, Permission>,
-    /// The agent's permission ids by backend id.
-    acp_ids: HashMap<PermissionId, String>,
+    /// The permission requests the agent still waits on.
+    open: HashSet<PermissionId>,
     interrupted: bool,
     /// The prompt came from a live Control UI: the agent's screen tool works this turn.
     ui: bool,
@@ -177,17 +181,8 @@ impl Turn {
     fn take(&mut self, event: AcpEvent, batch: &mut Vec<Item>) -> Option<TurnEnd> {
         match event {
             AcpEvent::Delta(d) | AcpEvent::Idle(d) => {
-                match self.rename(d, batch) {
-                    Ok(d) => self.delta(batch, d),
-                    // No randomness for a permission id: the request is not shown (so it
-                    // cannot be answered by a guessed id); the person sees why and can abort,
-                    // which answers it cancelled.
-                    Err(e) => self.notice(
-                        batch,
-                        NoticeKind::Error,
-                        format!("an approval request of the agent could not be shown: {e}"),
-                    ),
-                }
+                let d = self.track(d, batch);
+                self.delta(batch, d);
                 None
             }
             // Replayed history is already stored: shown once, from our store.
@@ -197,15 +192,13 @@ impl Turn {
         }
     }
 
-    /// Gives the agent's permission ids backend ids (unique across sessions and restarts)
-    /// and keeps the permission rows in step.
-    fn rename(&mut self, delta: TurnDelta, batch: &mut Vec<Item>) -> Result<TurnDelta, Failure> {
-        Ok(match delta {
-            TurnDelta::PermissionAsked { mut permission } => {
-                let id = ids::permission_id()?;
-                self.acp_ids
-                    .insert(id.clone(), std::mem::take(&mut permission.permission_id));
-                permission.permission_id = id.to_string();
+    /// Keeps the permission rows in step with the turn's permission deltas (the ACP runtime
+    /// mints the backend's own `PermissionId`s, so the ids pass through unchanged).
+    fn track(&mut self, delta: TurnDelta, batch: &mut Vec<Item>) -> TurnDelta {
+        match delta {
+            TurnDelta::PermissionAsked { permission } => {
+                let id = permission.permission_id.clone();
+                self.open.insert(id.clone());
                 let record = Permission {
                     id: id.clone(),
                     session_id: self.session.clone(),
@@ -225,31 +218,21 @@ impl Turn {
                 permission_id,
                 outcome,
             } => {
-                let Some(id) = self
-                    .acp_ids
-                    .iter()
-                    .find(|(_, acp)| **acp == permission_id)
-                    .map(|(id, _)| id.clone())
-                else {
-                    return Ok(TurnDelta::PermissionAnswered {
-                        permission_id,
-                        outcome,
-                    });
-                };
-                self.acp_ids.remove(&id);
-                if let Some(p) = self.perms.get_mut(&id) {
+                if self.open.remove(&permission_id)
+                    && let Some(p) = self.perms.get_mut(&permission_id)
+                {
                     let (state, option) = settle(&outcome);
                     p.state = state;
                     p.option_id = option;
                     batch.push(Item::Answered(p.clone()));
                 }
                 TurnDelta::PermissionAnswered {
-                    permission_id: id.to_string(),
+                    permission_id,
                     outcome,
                 }
             }
             other => other,
-        })
+        }
     }
 
     /// Stores `batch` in one transaction, then publishes it.
@@ -344,13 +327,13 @@ impl Turn {
                 self.session
             )));
         };
-        let Some(acp_id) = self.acp_ids.get(permission_id) else {
+        if !self.open.contains(permission_id) {
             return Err(Failure::conflict(format!(
                 "permission {permission_id} is no longer pending (it is {})",
                 record.state
             )));
-        };
-        match slot.handle.answer_permission(acp_id, reply.kind()) {
+        }
+        match slot.handle.answer_permission(permission_id, reply.kind()) {
             Ok(choice) => {
                 let mut answered = record.clone();
                 let (state, option) = settle(&PermissionOutcome::Selected {
@@ -613,11 +596,11 @@ impl Turn {
         }
         left.sort();
         for permission_id in left {
-            self.acp_ids.remove(&permission_id);
+            self.open.remove(&permission_id);
             self.delta(
                 &mut batch,
                 TurnDelta::PermissionAnswered {
-                    permission_id: permission_id.to_string(),
+                    permission_id,
                     outcome: PermissionOutcome::Cancelled,
                 },
             );

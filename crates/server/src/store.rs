@@ -115,6 +115,13 @@ ALTER TABLE session ADD COLUMN standing TEXT;
     r#"
 ALTER TABLE message ADD COLUMN ended INTEGER;
 "#,
+    // v9: permission ids in turn deltas are typed (`per_…`). Before, the ACP runtime's own
+    // `perm-N` ids were renamed on the way in, and an answer to one the turn no longer tracked
+    // was stored as is: such a delta changed nothing when folded (no part has that id), so it
+    // goes rather than making the whole transcript unreadable.
+    r#"
+DELETE FROM delta WHERE body LIKE '{"type":"permission_answered","permissionId":"perm-%';
+"#,
 ];
 
 /// The schema version this build writes.
@@ -1049,13 +1056,15 @@ fn cancel_permission_parts(tx: &Connection, session: &str, message: &str) -> Res
         stmt.query_map([session], |r| r.get(0))?
             .collect::<rusqlite::Result<_>>()?
     };
-    let answers: Vec<turn::TurnDelta> = pending
-        .into_iter()
-        .map(|permission_id| turn::TurnDelta::PermissionAnswered {
-            permission_id,
-            outcome: turn::PermissionOutcome::Cancelled,
+    let answers = pending
+        .iter()
+        .map(|id| {
+            Ok(turn::TurnDelta::PermissionAnswered {
+                permission_id: decode("permission", id, "id", id)?,
+                outcome: turn::PermissionOutcome::Cancelled,
+            })
         })
-        .collect();
+        .collect::<Result<Vec<_>>>()?;
     append_deltas(
         tx,
         &message,
@@ -1523,6 +1532,35 @@ mod tests {
 
     /// A v7 database gains `message.ended`: old messages read back with no end, a turn that
     /// ends (or a crashed one recovered) is stamped, and a stamp is never moved.
+    #[test]
+    fn v8_database_drops_answers_to_untracked_runtime_ids() {
+        let tmp = tempfile::tempdir().unwrap();
+        {
+            let conn = Connection::open(tmp.path().join(DB_FILE)).unwrap();
+            for m in &MIGRATIONS[..8] {
+                conn.execute_batch(m).unwrap();
+            }
+            conn.execute_batch(
+                r#"PRAGMA user_version = 8;
+                 INSERT INTO project(id, directory) VALUES (1, '/p');
+                 INSERT INTO session(id, project_id, title, created, updated, status)
+                   VALUES ('ses_0123456789abABCDEFGHIJKLMN', 1, 'a', 1, 2, 'idle');
+                 INSERT INTO message(id, session_id, seq, role, created, ended)
+                   VALUES ('msg_0123456789abABCDEFGHIJKLMA', 'ses_0123456789abABCDEFGHIJKLMN', 1, 'assistant', 5, 6);
+                 INSERT INTO delta VALUES ('msg_0123456789abABCDEFGHIJKLMA', 1,
+                   '{"type":"text_appended","text":"hi"}');
+                 INSERT INTO delta VALUES ('msg_0123456789abABCDEFGHIJKLMA', 2,
+                   '{"type":"permission_answered","permissionId":"perm-3","outcome":{"state":"cancelled"}}');"#,
+            )
+            .unwrap();
+        }
+        let store = Store::open(tmp.path()).unwrap();
+        let a: SessionId = "ses_0123456789abABCDEFGHIJKLMN".parse().unwrap();
+        let read = store.read_blocking(|c| messages(c, &a)).unwrap();
+        assert_eq!(read.len(), 1);
+        assert_eq!(read[0].parts, vec![Part::Text { text: "hi".into() }]);
+    }
+
     #[test]
     fn v7_database_gains_turn_ends() {
         let tmp = tempfile::tempdir().unwrap();

@@ -122,7 +122,7 @@ fn agent_part(i: usize) -> TurnPart {
                 .collect(),
         },
         4 => TurnPart::Permission(PermissionPart {
-            permission_id: format!("per_{i}"),
+            permission_id: format!("per_{i:026}").parse().unwrap(),
             tool_call: tool(ToolStatus::Pending),
             options: vec![PermissionChoice {
                 option_id: "allow".into(),

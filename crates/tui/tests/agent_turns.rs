@@ -100,7 +100,7 @@ fn every_kind() -> Vec<TurnDelta> {
         },
         TurnDelta::PermissionAsked {
             permission: PermissionPart {
-                permission_id: "per_1".into(),
+                permission_id: "per_00000000000000000000000011".parse().unwrap(),
                 tool_call: edit.clone(),
                 options: vec![
                     PermissionChoice {
@@ -118,7 +118,7 @@ fn every_kind() -> Vec<TurnDelta> {
             },
         },
         TurnDelta::PermissionAnswered {
-            permission_id: "per_1".into(),
+            permission_id: "per_00000000000000000000000011".parse().unwrap(),
             outcome: PermissionOutcome::Selected {
                 option_id: "allow".into(),
                 kind: PermissionKind::AllowOnce,
