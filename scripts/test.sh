@@ -9,7 +9,11 @@ export AX_TEST_PYTHON="$PWD/.venv-test/bin/python"
 
 cargo fmt --all -- --check
 cargo clippy --workspace --all-targets --locked -- -D warnings
-cargo test --workspace --locked
+# The operator terminal starts the person's `$SHELL` as an interactive shell, which reads their
+# rc files: a slow or locked rc (e.g. a version manager's rehash lock left by a killed shell,
+# which makes every interactive bash wait 60 s) would time the terminal tests out. The tests
+# are about our PTY handling, so they get a plain POSIX shell.
+SHELL=/bin/sh cargo test --workspace --locked
 
 # A short bounded run of every fuzz target on its committed seeds (seconds each, not minutes).
 bash scripts/fuzz-smoke.sh
