@@ -503,12 +503,8 @@ pub fn add_standing(
             },
         );
     }
-    let text = serde_json::to_string(&standing).map_err(|e| StoreError::Malformed {
-        table: "session",
-        row: id.to_owned(),
-        column: "standing",
-        problem: e.to_string(),
-    })?;
+    let text =
+        serde_json::to_string(&standing).map_err(|e| malformed("session", id, "standing", e))?;
     conn.execute(
         "UPDATE session SET standing = ?2 WHERE id = ?1",
         params![id, text],
