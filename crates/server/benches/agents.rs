@@ -11,6 +11,9 @@ use ax_client::{Client, EventStream};
 use ax_protocol::{Event, SessionId, SessionStatus, turn::TurnDelta};
 use ax_server::ServerConfig;
 
+mod common;
+use common::cpu_us;
+
 fn main() {
     if std::env::var_os("AX_TEST_BE_MOCK_AGENT").is_some() {
         ax_mock_agent::run();
@@ -20,15 +23,6 @@ fn main() {
         .build()
         .unwrap();
     rt.block_on(bench());
-}
-
-/// CPU time (user + system) of this process, in µs (10 ms resolution).
-fn cpu_us() -> u64 {
-    let stat = std::fs::read_to_string("/proc/self/stat").unwrap();
-    let after = &stat[stat.rfind(')').unwrap() + 2..];
-    let fields: Vec<&str> = after.split(' ').collect();
-    let ticks: u64 = fields[11].parse::<u64>().unwrap() + fields[12].parse::<u64>().unwrap();
-    ticks * 10_000
 }
 
 fn rss_kib() -> u64 {

@@ -79,10 +79,8 @@ pub async fn start(
     let (control, inbox) = mpsc::unbounded_channel();
     {
         let mut runs = app.runs();
-        if runs.contains_key(&id) {
-            return Err(Failure::conflict(format!(
-                "session {id} is busy with its agent's turn; wait or abort first"
-            )));
+        if let Some(run) = runs.get(&id) {
+            return Err(Failure::conflict(runner::busy_message(&id, &run.phase)));
         }
         runs.insert(
             id.clone(),

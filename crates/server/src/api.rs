@@ -18,7 +18,15 @@ use axum::{
 };
 use serde::Deserialize;
 
-use crate::{auth, error::Failure, ids, listen::LocalAddr, runner, sse, state::Shared, store};
+use crate::{
+    auth,
+    error::Failure,
+    ids,
+    listen::LocalAddr,
+    runner, sse,
+    state::{HeldFor, Shared},
+    store,
+};
 
 type ApiResult<T> = Result<T, Failure>;
 
@@ -293,8 +301,18 @@ async fn delete_session(
     let id = session_id(&id)?;
     let session = find_session(&app, &id).await?;
     // A running command is killed first; its run then ends before the rows go (a run that
-    // does not end keeps its session).
-    runner::abort(&app, &id).await?;
+    // does not end keeps its session). The slot is then held, so a prompt that arrives
+    // meanwhile cannot start a turn in a session whose rows are going.
+    let mut tries = 0;
+    let _held = loop {
+        runner::abort(&app, &id).await?;
+        match runner::hold_slot(&app, &id, HeldFor::Deleting) {
+            Ok(held) => break held,
+            // A prompt started between the abort and the hold: stop that one too, a few times.
+            Err(_) if tries < 3 => tries += 1,
+            Err(busy) => return Err(busy),
+        }
+    };
     let project = app.project_id;
     let sid = id.to_string();
     let deleted = app
@@ -467,11 +485,9 @@ async fn revoke_standing(
 ) -> ApiResult<Json<Session>> {
     let id = session_id(&id)?;
     let session = find_session(&app, &id).await?;
-    if session.status.is_active() {
-        return Err(Failure::conflict(
-            "a turn is running in this session; abort it or wait for it to end, then revoke",
-        ));
-    }
+    // Held until the answers are gone: a prompt arriving meanwhile gets a 409 instead of
+    // starting a turn whose agent this revoke then stops.
+    let _held = runner::hold_slot(&app, &id, HeldFor::Revoking)?;
     if session.agent != ax_acp::config::SHELL {
         crate::acp_run::stop_agent(&app, &id).await;
     }

@@ -19,7 +19,7 @@ use tokio_util::sync::CancellationToken;
 use crate::{
     error::Failure,
     ids,
-    state::{Control, Phase, RunHandle, Shared},
+    state::{Control, HeldFor, Phase, RunHandle, Shared},
     store,
 };
 
@@ -86,7 +86,7 @@ pub fn check_prompt(app: &Shared, prompt: Prompt) -> Result<CheckedPrompt, Failu
     })
 }
 
-fn busy_message(id: &SessionId, phase: &Phase) -> String {
+pub(crate) fn busy_message(id: &SessionId, phase: &Phase) -> String {
     match phase {
         Phase::Pending { .. } => format!(
             "session {id} is waiting for approval of its previous prompt; reply to it or abort first"
@@ -97,7 +97,45 @@ fn busy_message(id: &SessionId, phase: &Phase) -> String {
         Phase::Agent => {
             format!("session {id} is busy with its agent's turn; wait or abort first")
         }
+        Phase::Held(HeldFor::Revoking) => format!(
+            "session {id} is revoking its standing answers (its agent is being stopped); try again when that is done"
+        ),
+        Phase::Held(HeldFor::Deleting) => format!("session {id} is being deleted"),
     }
+}
+
+/// A session's run slot taken without a run: while it lives no prompt can start in the
+/// session (a prompt gets a 409 that says why); dropping it frees the slot.
+pub struct HeldSlot {
+    app: Shared,
+    id: SessionId,
+}
+
+impl Drop for HeldSlot {
+    fn drop(&mut self) {
+        self.app.runs().remove(&self.id);
+    }
+}
+
+/// Takes the session's run slot for `why`, or says what holds it (a turn, or another hold).
+pub fn hold_slot(app: &Shared, id: &SessionId, why: HeldFor) -> Result<HeldSlot, Failure> {
+    let mut runs = app.runs();
+    if let Some(run) = runs.get(id) {
+        return Err(Failure::conflict(busy_message(id, &run.phase)));
+    }
+    // Nobody listens: an abort's send fails, which reads as "nothing runs", and it is true.
+    let (control, _) = mpsc::unbounded_channel();
+    runs.insert(
+        id.clone(),
+        RunHandle {
+            phase: Phase::Held(why),
+            control,
+        },
+    );
+    Ok(HeldSlot {
+        app: app.clone(),
+        id: id.clone(),
+    })
 }
 
 /// Stores the prompt, asks permission (unless the session allows always) and starts the run.

@@ -69,6 +69,18 @@ pub enum Phase {
     /// An ACP agent's turn: busy while its `session/prompt` is outstanding; permissions are
     /// answered through [`Control::AgentReply`].
     Agent,
+    /// No run: the slot is held (see `runner::hold_slot`) while the session's standing answers
+    /// are revoked or the session is deleted, so no prompt starts in the middle of that.
+    Held(HeldFor),
+}
+
+/// Why a session's run slot is held without a run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum HeldFor {
+    /// `DELETE /session/{id}/standing` is stopping the agent and forgetting the answers.
+    Revoking,
+    /// `DELETE /session/{id}` is removing the session.
+    Deleting,
 }
 
 /// A message to a run's task.

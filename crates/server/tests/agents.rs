@@ -74,6 +74,9 @@ fn main() {
         ("a_standing_always_of_an_agent_is_revoked", || {
             Box::pin(a_standing_always_of_an_agent_is_revoked())
         }),
+        ("a_prompt_during_a_revoke_is_refused_not_stopped", || {
+            Box::pin(a_prompt_during_a_revoke_is_refused_not_stopped())
+        }),
         ("a_crash_leaves_no_permission_pending", || {
             Box::pin(a_crash_leaves_no_permission_pending())
         }),
@@ -1249,4 +1252,63 @@ async fn a_standing_always_of_an_agent_is_revoked() {
     );
     assert!(before.contains("pid "), "{before}");
     assert_ne!(before, after, "revoking restarts the agent process");
+}
+
+/// A revoke stops the agent process, which takes a while for an agent that outlives its
+/// stdin (SIGTERM after a second). A prompt that arrives meanwhile is refused with a 409 that
+/// says why; it never starts a turn in the middle of the revoke. A prompt that got in before
+/// the revoke makes the revoke the refused one, and its turn runs to its end.
+async fn a_prompt_during_a_revoke_is_refused_not_stopped() {
+    let b = Backend::start(", AX_MOCK_IGNORE_EOF = \"1\"").await;
+    let mut events = b.events().await;
+    let id = b.mock_session().await;
+    let mut refused_for_revoke = false;
+    for _ in 0..5 {
+        let accepted = b
+            .client
+            .prompt_text(&id, "permission a claude")
+            .await
+            .unwrap();
+        follow(&b, &mut events, &id, &accepted.reply_id, |_| {
+            Some(PermissionReply::AllowAlways)
+        })
+        .await;
+        assert_eq!(b.client.get_session(&id).await.unwrap().standing.len(), 1);
+        let revoke = tokio::spawn({
+            let (client, id) = (b.client.clone(), id.clone());
+            async move { client.revoke_standing(&id).await }
+        });
+        // Gives the revoke time to begin stopping the agent (it takes a second or more).
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        let during = b.client.prompt_text(&id, "pid").await;
+        let revoke_finished = revoke.is_finished();
+        let revoked = within(revoke).await.unwrap();
+        match during {
+            Err(e) => {
+                assert_eq!(e.status(), Some(409), "{e}");
+                assert!(e.to_string().contains("revoking"), "{e}");
+                assert!(revoked.unwrap().standing.is_empty());
+                refused_for_revoke = true;
+                break;
+            }
+            Ok(accepted) => {
+                // Only fine when the revoke was over, or the prompt came first and the
+                // revoke was the one refused; either way the turn ends normally.
+                assert!(
+                    revoke_finished || revoked.as_ref().is_err_and(|e| e.status() == Some(409)),
+                    "a prompt started a turn while a revoke was stopping the agent: {revoked:?}"
+                );
+                let streamed = follow(&b, &mut events, &id, &accepted.reply_id, |_| None).await;
+                assert!(
+                    text_of(&streamed.parts).contains("pid "),
+                    "{:?}",
+                    streamed.parts
+                );
+            }
+        }
+    }
+    assert!(
+        refused_for_revoke,
+        "no prompt reached the backend while a revoke was stopping the agent"
+    );
 }
