@@ -43,6 +43,7 @@
 pub mod env;
 mod group;
 mod output;
+mod program;
 pub mod pty;
 
 use std::{
@@ -144,12 +145,23 @@ impl CommandSpec {
     /// [`spawn`] uses it; a caller that talks to a long-lived process over its pipes (an ACP
     /// agent) can build on it, record [`ProcessGroup::of_leader`] and use [`kill_group`].
     pub fn command(&self) -> Command {
-        let mut command = Command::new(&self.program);
+        let inherited = env::allowlisted(std::env::vars_os());
+        // The child's PATH: an extra set here wins over the inherited one, as in `envs` below.
+        let path = self
+            .env
+            .iter()
+            .rev()
+            .chain(&inherited)
+            .find(|(name, _)| name == "PATH")
+            .map(|(_, value)| value.as_os_str());
+        let found = program::find(&self.program, path, &self.cwd);
+        let mut command = Command::new(found.as_deref().unwrap_or(self.program.as_ref()));
         command
+            .arg0(&self.program)
             .args(&self.args)
             .current_dir(&self.cwd)
             .env_clear()
-            .envs(env::allowlisted(std::env::vars_os()))
+            .envs(inherited.iter().map(|(k, v)| (k, v)))
             .envs(self.env.iter().map(|(k, v)| (k, v)))
             .process_group(0)
             .kill_on_drop(true);
