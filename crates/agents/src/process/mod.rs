@@ -11,7 +11,9 @@
 //!   run open), on [`Process::kill`], and when the [`Process`] is dropped;
 //! - the group is recorded ([`Process::group`]: pgid and leader start time) so a backend
 //!   restarted after a crash can kill what the dead one left running ([`kill_orphaned_group`]);
-//! - waiting is event driven: no sleep loops, only the bound on the final drain.
+//! - waiting is event driven: no sleep loops, only the bound on the final drain;
+//! - a start is a `posix_spawn`, never a `fork` of the (possibly large) backend: a bare
+//!   program name is looked up on the child's own `PATH` first (`process/program.rs`).
 //!
 //! Use:
 //!
