@@ -376,3 +376,40 @@ async fn secrets_in_the_parent_never_reach_the_child() {
         );
     }
 }
+
+/// A bare program name is found on the child's own `PATH` (an extra `PATH` wins over the
+/// inherited one), and a script without `#!` still runs through `/bin/sh` as `execvp` runs
+/// it.
+#[tokio::test]
+async fn a_bare_name_runs_from_the_childs_path_as_exec_would() {
+    use std::os::unix::fs::PermissionsExt;
+    let bin = tempfile::tempdir().unwrap();
+    let write = |name: &str, body: &str| {
+        let path = bin.path().join(name);
+        std::fs::write(&path, body).unwrap();
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+    };
+    write("with-shebang", "#!/bin/sh\necho \"shebang $*\"\n");
+    write("without-shebang", "echo \"plain $*\"\n");
+    let path = format!("{}:/usr/bin:/bin", bin.path().display());
+    for (program, want) in [
+        ("with-shebang", "shebang a b\n"),
+        ("without-shebang", "plain a b\n"),
+    ] {
+        let spec = CommandSpec::new(program, bin.path())
+            .args(["a", "b"])
+            .env("PATH", &path);
+        let (proc, mut events) = process::spawn_with_events(spec).unwrap();
+        let got = within(all_events(&mut events)).await;
+        assert_eq!(proc.wait_for_exit().await.code, Some(0), "{program}");
+        assert_eq!(text(&got), want, "{program}");
+    }
+    // Not on the inherited PATH, so only the extra one can find it.
+    let missing = process::spawn(CommandSpec::new("with-shebang", bin.path())).unwrap_err();
+    assert!(
+        missing
+            .to_string()
+            .starts_with("cannot start with-shebang:"),
+        "{missing}"
+    );
+}

@@ -17,20 +17,33 @@ use std::{
 /// Where exec would find `program` on `path` (the child's `PATH`), for a child starting in
 /// `cwd`: the first entry holding an executable file of that name. Empty and relative entries
 /// count from `cwd`, as they would in the child. `None` when `program` already names a path
-/// (it has a `/`), when there is no `PATH` (exec's own default search then applies), or when
-/// nothing is found (the start then fails the usual way, with the usual error).
+/// (it has a `/`), when there is no `PATH` (exec's own default search then applies), when
+/// nothing is found (the start then fails the usual way, with the usual error), or when the
+/// file found is neither a binary nor a `#!` script: `execvp` runs such a file with `/bin/sh`,
+/// `posix_spawn` refuses it, so it is left to the old way.
 pub(super) fn find(program: &OsStr, path: Option<&OsStr>, cwd: &Path) -> Option<PathBuf> {
     if program.is_empty() || program.as_bytes().contains(&b'/') {
         return None;
     }
-    std::env::split_paths(path?).find_map(|dir| {
+    let found = std::env::split_paths(path?).find_map(|dir| {
         let candidate = cwd.join(dir).join(program);
         is_executable_file(&candidate).then_some(candidate)
-    })
+    })?;
+    spawns_directly(&found).then_some(found)
 }
 
 fn is_executable_file(path: &Path) -> bool {
     std::fs::metadata(path).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+}
+
+/// Whether the kernel runs the file itself: an ELF binary or a `#!` script.
+fn spawns_directly(path: &Path) -> bool {
+    let mut head = [0u8; 4];
+    let Ok(mut file) = std::fs::File::open(path) else {
+        return false;
+    };
+    let n = std::io::Read::read(&mut file, &mut head).unwrap_or(0);
+    head[..n].starts_with(b"#!") || head[..n].starts_with(b"\x7fELF")
 }
 
 #[cfg(test)]
@@ -42,6 +55,24 @@ mod tests {
     fn touch(path: &Path, mode: u32) {
         fs::write(path, "#!/bin/sh\n").unwrap();
         fs::set_permissions(path, fs::Permissions::from_mode(mode)).unwrap();
+    }
+
+    #[test]
+    fn a_binary_is_found_and_a_script_without_a_shebang_is_left_to_exec() {
+        let dir = tempfile::tempdir().unwrap();
+        let sh = find(
+            OsStr::new("sh"),
+            Some(OsStr::new("/usr/bin:/bin")),
+            dir.path(),
+        )
+        .expect("sh is on the usual PATH");
+        assert!(sh.ends_with("sh"), "{sh:?}");
+        fs::write(dir.path().join("bare"), "echo hi\n").unwrap();
+        fs::set_permissions(dir.path().join("bare"), fs::Permissions::from_mode(0o755)).unwrap();
+        assert_eq!(
+            find(OsStr::new("bare"), Some(dir.path().as_os_str()), dir.path()),
+            None
+        );
     }
 
     #[test]
