@@ -428,6 +428,10 @@ impl App {
             }
             return;
         }
+        if let Some(Modal::AgentPicker { .. }) = self.modal {
+            self.on_agent_picker_mouse(m);
+            return;
+        }
         if self.modal.is_some() {
             return;
         }
@@ -477,6 +481,38 @@ impl App {
                     .position(|(a, b)| (*a..*b).contains(&col))
                 {
                     self.composer.remove_attachment(i);
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// In the agent picker a click on an agent creates the session with it (as Enter on that
+    /// row would), the wheel moves the highlight, a click outside the box cancels.
+    fn on_agent_picker_mouse(&mut self, m: Mouse) {
+        let Some(Modal::AgentPicker {
+            agents, selected, ..
+        }) = &mut self.modal
+        else {
+            return;
+        };
+        let screen = crate::layout::Rect::new(0, 0, self.size.0, self.size.1);
+        let area = crate::render::agent_picker_box(screen, agents.len());
+        match m.kind {
+            MouseKind::ScrollUp => *selected = selected.saturating_sub(1),
+            MouseKind::ScrollDown => {
+                *selected = (*selected + 1).min(agents.len().saturating_sub(1))
+            }
+            MouseKind::Down if !area.contains(m.col, m.row) => self.modal = None,
+            MouseKind::Down => {
+                let inner = area.inner();
+                let row = usize::from(m.row.saturating_sub(inner.y));
+                if m.row >= inner.y
+                    && let Some(agent) = agents.get(row)
+                {
+                    let agent = agent.name.clone();
+                    self.modal = None;
+                    self.create_session(Some(agent));
                 }
             }
             _ => {}

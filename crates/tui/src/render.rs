@@ -521,6 +521,13 @@ pub(crate) fn boxed(frame: &mut Frame, r: Rect, title: &str, color: Color) -> Re
     r.inner()
 }
 
+/// Where the agent picker's box is drawn for `agents` rows; its inner rows are the agents,
+/// top first (the mouse maps a click back through the same box).
+pub(crate) fn agent_picker_box(screen: Rect, agents: usize) -> Rect {
+    let h = u16::try_from(agents).unwrap_or(u16::MAX).saturating_add(5);
+    screen.centered(60, h)
+}
+
 fn modal(frame: &mut Frame, app: &App, m: &Modal, screen: Rect) {
     match m {
         Modal::Help => {
@@ -627,10 +634,9 @@ fn modal(frame: &mut Frame, app: &App, m: &Modal, screen: Rect) {
             default,
             selected,
         } => {
-            let h = agents.len() as u16 + 5;
             let inner = boxed(
                 frame,
-                screen.centered(60, h),
+                agent_picker_box(screen, agents.len()),
                 "New session: which agent?",
                 ACCENT,
             );
@@ -653,7 +659,10 @@ fn modal(frame: &mut Frame, app: &App, m: &Modal, screen: Rect) {
                 ));
             }
             lines.push(Line::raw(""));
-            lines.push(Line::styled("↑↓ choose · Enter create · Esc cancel", DIM));
+            lines.push(Line::styled(
+                "↑↓ choose · Enter or click create · Esc cancel",
+                DIM,
+            ));
             frame.render_widget(Paragraph::new(lines), tr(inner));
         }
         Modal::AgentInfo => {

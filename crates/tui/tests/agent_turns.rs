@@ -549,6 +549,54 @@ fn a_new_session_asks_which_agent_with_the_default_preselected() {
     assert!(app.modal().is_none() && app.take_effects().is_empty());
 }
 
+/// The picker works with the mouse too: the wheel moves the highlight, a click on an agent's
+/// row (found on the rendered screen) creates the session with it, a click outside cancels.
+#[test]
+fn the_agent_picker_takes_clicks_and_the_wheel() {
+    use ax_tui::app::{Effect, Modal};
+    use ax_tui::input::{Mouse, MouseKind};
+    let open = |app: &mut App| {
+        app.handle_input(ctrl('n'));
+        let effects = app.take_effects();
+        let [Effect::ListAgents { generation }] = effects.as_slice() else {
+            panic!("{effects:?}")
+        };
+        app.on_agents(*generation, Ok(agent_list()));
+    };
+    let mouse = |kind, col, row| Input::Mouse(Mouse { kind, col, row });
+    let mut app = ready_app(vec![], false);
+    open(&mut app);
+    app.handle_input(mouse(MouseKind::ScrollDown, 40, 12));
+    assert!(matches!(
+        app.modal(),
+        Some(Modal::AgentPicker { selected: 1, .. })
+    ));
+    app.handle_input(mouse(MouseKind::ScrollUp, 40, 12));
+    assert!(matches!(
+        app.modal(),
+        Some(Modal::AgentPicker { selected: 0, .. })
+    ));
+    // Where the screen shows the shell agent's row, not the highlighted one.
+    let shown = screen(&app);
+    let (row, line) = shown
+        .lines()
+        .enumerate()
+        .find(|(_, l)| l.contains("shell") && l.contains("builtin"))
+        .unwrap_or_else(|| panic!("{shown}"));
+    let col = line[..line.find("shell").unwrap()].chars().count();
+    app.handle_input(mouse(MouseKind::Down, col as u16, row as u16));
+    assert!(app.modal().is_none());
+    assert!(matches!(
+        app.take_effects().as_slice(),
+        [Effect::CreateSession { agent: Some(a), .. }] if a == "shell"
+    ));
+    // A click outside the box cancels without creating anything.
+    let mut app = ready_app(vec![], false);
+    open(&mut app);
+    app.handle_input(mouse(MouseKind::Down, 0, 1));
+    assert!(app.modal().is_none() && app.take_effects().is_empty());
+}
+
 fn acp_session(status: SessionStatus) -> ax_protocol::Session {
     use ax_protocol::{AgentMode, AgentModes, AgentState, StandingGrant};
     let mut s = session(1, "acp", status);
