@@ -25,9 +25,6 @@ const NARROW = window.matchMedia('(max-width: 999px)');
 /** Smallest sizes a splitter leaves a column or a pane (style.css min-width / min-height). */
 const MIN_COLUMN_PX = 180;
 const MIN_PANE_PX = 120;
-/** How long turns seen ending here took, kept for this tab (a loaded message's `ended` wins). */
-const DURATIONS_KEY = 'ax-code.turn-durations.v1';
-const MAX_DURATIONS = 500;
 /** A gap in a message's deltas reloads its transcript at most this often. */
 const RELOAD_EVERY_MS = 500;
 
@@ -182,13 +179,11 @@ class ControlUi {
     // of the load (those it already holds are skipped by seq).
     this.heldDeltas = new Map();
     this.actions = this.makeActions();
-    // What transcripts share: the Markdown renderer, the cards the person opened or closed,
-    // how long turns took.
+    // What transcripts share: the Markdown renderer, the cards the person opened or closed.
     this.view = {
       store: this.store,
       md: new MarkdownRenderer((text) => this.api.markdown(text), (key) => this.refreshTranscripts(key.split('|')[0])),
       open: new Map(),
-      durations: loadDurations(),
     };
     this.dirty = new Set();
     this.reloadAt = new Map();
@@ -337,6 +332,13 @@ class ControlUi {
       case 'message.delta':
         this.onDelta(e);
         break;
+      case 'message.ended': {
+        // The end the store now holds: the duration shown equals what a reload shows.
+        const msg = s.messages.get(e.sessionId)?.find((m) => m.id === e.messageId);
+        if (msg && Number.isFinite(e.ended)) msg.ended = e.ended;
+        this.refreshTranscripts(e.sessionId);
+        break;
+      }
       case 'message.part': {
         const list = s.messages.get(e.sessionId);
         const msg = list?.find((m) => m.id === e.messageId);
@@ -400,16 +402,11 @@ class ControlUi {
     }, wait));
   }
 
-  /** A turn that ends while the page watches: remember how long it took. */
+  /** A turn that ends while the page watches (its stored end came just before, `message.ended`). */
   noteStatus(sessionId, status) {
     const before = this.store.sessions.get(sessionId)?.status;
     const working = (st) => st === 'busy' || st === 'pending';
     if (!working(before) || working(status)) return;
-    const list = this.store.messages.get(sessionId);
-    const last = list?.[list.length - 1];
-    if (last?.role !== 'assistant' || this.view.durations.has(last.id)) return;
-    this.view.durations.set(last.id, Math.max(0, Date.now() - last.created));
-    saveDurations(this.view.durations);
     this.refreshTranscripts(sessionId);
     this.tellIfHidden(sessionId, status === 'needs_auth' ? 'needs you to sign the agent in' : 'finished its turn');
   }
@@ -846,27 +843,6 @@ function describe(c) {
     case 'sidebar': return c.visible ? 'show sidebar' : 'hide sidebar';
     case 'panel': return `${c.open ? 'show' : 'hide'} ${c.panel}${c.dock ? ` (${c.dock})` : ''}`;
     default: return String(c?.kind);
-  }
-}
-
-function loadDurations() {
-  try {
-    const raw = JSON.parse(sessionStorage.getItem(DURATIONS_KEY) ?? '[]');
-    if (Array.isArray(raw)) {
-      return new Map(raw.filter((e) => Array.isArray(e) && typeof e[0] === 'string' && Number.isFinite(e[1])));
-    }
-  } catch {
-    /* a fresh record */
-  }
-  return new Map();
-}
-
-function saveDurations(map) {
-  while (map.size > MAX_DURATIONS) map.delete(map.keys().next().value);
-  try {
-    sessionStorage.setItem(DURATIONS_KEY, JSON.stringify([...map]));
-  } catch {
-    /* storage full or disabled */
   }
 }
 

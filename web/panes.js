@@ -228,7 +228,7 @@ function syncChildren(parent, nodes) {
  * Draws a session's transcript into `el`. Each message keeps its element, and each part its
  * element until the part changes (a part changes by being replaced, see turn.js): a streaming
  * turn redraws only what moved, and a card the person opened stays open. `view` is the page's
- * {md, open, durations, store} (app.js); without it (a test drawing a bare transcript) agent
+ * {md, open, store} (app.js); without it (a test drawing a bare transcript) agent
  * text shows as plain text.
  */
 export function fillTranscript(el, messages, view, sessionId) {
@@ -259,9 +259,9 @@ export function fillTranscript(el, messages, view, sessionId) {
       articles.set(m.id, entry);
     }
     const live = working && mi === messages.length - 1 && m.role === 'assistant';
-    const metaKey = `${live}|${session?.agent ?? ''}|${view?.durations?.get(m.id) ?? ''}`;
+    const metaKey = `${live}|${session?.agent ?? ''}|${m.ended ?? ''}`;
     if (entry.metaKey !== metaKey) {
-      entry.article.firstChild.replaceWith(turnMeta(m, live, session, view));
+      entry.article.firstChild.replaceWith(turnMeta(m, live, session));
       entry.metaKey = metaKey;
     }
     syncChildren(entry.body, (m.parts ?? []).map((part, pi) => {
@@ -281,7 +281,7 @@ export function fillTranscript(el, messages, view, sessionId) {
 }
 
 /** Who wrote a message, when, and for a finished turn of an agent how long it took. */
-function turnMeta(m, live, session, view) {
+function turnMeta(m, live, session) {
   const who = m.role === 'user' ? 'You' : (session?.agent && session.agent !== 'shell' ? session.agent : 'Agent');
   const meta = h('div', { class: 'msg-role' }, h('span', { text: who }));
   if (Number.isFinite(m.created)) {
@@ -292,16 +292,13 @@ function turnMeta(m, live, session, view) {
       meta.append(' · ', h('span', { class: 'spinner small', role: 'img', 'aria-label': 'working' }), ' ',
         h('span', { class: 'elapsed', 'data-testid': 'turn-elapsed', 'data-since': String(m.created), text: formatDuration(Date.now() - m.created) }));
     } else {
-      // The stored end (`ended`) is the truth; a turn seen ending here before a reload
-      // has its duration noted by the page.
-      const ended = Number.isFinite(m.ended) ? m.ended : null;
-      const took = ended !== null ? Math.max(0, ended - m.created) : view?.durations?.get(m.id);
-      if (Number.isFinite(took)) {
+      // The stored end (`ended`): loaded with the message, or live from `message.ended`.
+      if (Number.isFinite(m.ended)) {
         meta.append(h('span', {
           class: 'turn-duration',
           'data-testid': 'turn-duration',
-          title: ended !== null ? `ended ${new Date(ended).toLocaleString()}` : null,
-          text: ` · took ${formatDuration(took)}${ended !== null ? ` · ended ${clock(ended)}` : ''}`,
+          title: `ended ${new Date(m.ended).toLocaleString()}`,
+          text: ` · took ${formatDuration(Math.max(0, m.ended - m.created))} · ended ${clock(m.ended)}`,
         }));
       }
     }

@@ -565,6 +565,18 @@ pub enum Event {
         /// The change to fold in.
         delta: turn::TurnDelta,
     },
+    /// A reply's turn ended: `ended` is what the store now holds as the message's
+    /// [`Message::ended`], so a client that watched the turn shows the same duration a reload
+    /// would. Sent before the session's status turns idle.
+    #[serde(rename = "message.ended", rename_all = "camelCase")]
+    MessageEnded {
+        /// The session of the message.
+        session_id: SessionId,
+        /// The reply whose turn ended.
+        message_id: MessageId,
+        /// When, as stored (ms since the epoch, never before the message's `created`).
+        ended: Millis,
+    },
     /// A run asks the person before it goes on.
     #[serde(rename = "permission.asked")]
     PermissionAsked {

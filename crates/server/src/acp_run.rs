@@ -637,10 +637,10 @@ impl Turn {
                     }
                 }
                 let now = ids::now_ms();
-                store::end_run(&tx, &sid, now)?;
+                let ended = store::end_run(&tx, &sid, now)?;
                 let session = store::set_status(&tx, project, &sid, status, now)?;
                 tx.commit()?;
-                Ok(session)
+                Ok((session, ended))
             })
             .await;
         runner::end_turn(&self.app, &self.session, stored, status);

@@ -342,20 +342,35 @@ pub(crate) async fn begin_turn(
     Ok((user, reply))
 }
 
-/// The end of every turn once its last write (`stored`: the session as it now is) is done:
-/// frees the run slot and publishes the session and its new `status`.
+/// What a turn's last write gives back: the session as it now is (`None`: deleted meanwhile)
+/// and the reply it stamped as ended, with that end.
+pub(crate) type TurnEnd = (
+    Option<ax_protocol::Session>,
+    Option<(MessageId, ax_protocol::Millis)>,
+);
+
+/// The end of every turn once its last write (`stored`) is done: frees the run slot and
+/// publishes the reply's stored end, the session and its new `status`.
 pub(crate) fn end_turn(
     app: &Shared,
     id: &SessionId,
-    stored: Result<Option<ax_protocol::Session>, store::StoreError>,
+    stored: Result<TurnEnd, store::StoreError>,
     status: SessionStatus,
 ) {
     app.runs().remove(id);
     match stored {
-        Ok(Some(session)) => {
-            app.bus.publish(Event::SessionUpdated { session });
+        Ok((session, ended)) => {
+            if let Some((message_id, ended)) = ended {
+                app.bus.publish(Event::MessageEnded {
+                    session_id: id.clone(),
+                    message_id,
+                    ended,
+                });
+            }
+            if let Some(session) = session {
+                app.bus.publish(Event::SessionUpdated { session });
+            }
         }
-        Ok(None) => {}
         Err(e) => tracing::error!(error = %e, session = %id, "ending a turn failed"),
     }
     app.bus.publish(Event::SessionStatus {
@@ -463,8 +478,9 @@ impl Run {
             .app
             .store
             .write(move |c| {
-                store::end_run(c, &sid, now)?;
-                store::set_status(c, project, &sid, SessionStatus::Idle, now)
+                let ended = store::end_run(c, &sid, now)?;
+                let session = store::set_status(c, project, &sid, SessionStatus::Idle, now)?;
+                Ok((session, ended))
             })
             .await;
         end_turn(&self.app, &self.session, stored, SessionStatus::Idle);

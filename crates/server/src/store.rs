@@ -973,21 +973,32 @@ pub fn set_run_process(
 }
 
 /// Forgets the session's run: it ended, and its reply is stamped `ended` at `now`.
-pub fn end_run(conn: &Connection, session: &str, now: Millis) -> Result<()> {
-    end_reply(conn, session, now)?;
+/// Returns the reply it stamped and its stored end, for the `message.ended` event.
+pub fn end_run(
+    conn: &Connection,
+    session: &str,
+    now: Millis,
+) -> Result<Option<(MessageId, Millis)>> {
+    let ended = end_reply(conn, session, now)?;
     conn.execute("DELETE FROM run WHERE session_id = ?1", [session])?;
-    Ok(())
+    Ok(ended)
 }
 
 /// Stamps the end of the session's running reply (its run row names it), so a reload shows
-/// how long the turn took.
-fn end_reply(conn: &Connection, session: &str, now: Millis) -> Result<()> {
-    conn.execute(
-        "UPDATE message SET ended = max(created, ?2) \
-         WHERE id = (SELECT message_id FROM run WHERE session_id = ?1) AND ended IS NULL",
-        params![session, now],
-    )?;
-    Ok(())
+/// how long the turn took; the reply and the end it now holds, if one was stamped.
+fn end_reply(conn: &Connection, session: &str, now: Millis) -> Result<Option<(MessageId, Millis)>> {
+    let stamped: Option<(String, Millis)> = conn
+        .query_row(
+            "UPDATE message SET ended = max(created, ?2) \
+             WHERE id = (SELECT message_id FROM run WHERE session_id = ?1) AND ended IS NULL \
+             RETURNING id, ended",
+            params![session, now],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )
+        .optional()?;
+    stamped
+        .map(|(id, ended)| Ok((decode("message", &id, "id", &id)?, ended)))
+        .transpose()
 }
 
 /// Records a process group this backend (`owner`) runs outside a session run, with its

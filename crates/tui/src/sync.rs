@@ -208,7 +208,8 @@ impl App {
             Event::Reset => self.resync(),
             Event::MessageCreated { .. }
             | Event::MessagePart { .. }
-            | Event::MessageDelta { .. } => self.apply_message_event(event),
+            | Event::MessageDelta { .. }
+            | Event::MessageEnded { .. } => self.apply_message_event(event),
             other => {
                 if let Some(buf) = &mut self.sync_buffer {
                     if buf.len() >= MAX_BUFFERED_EVENTS {
@@ -266,7 +267,8 @@ impl App {
             Event::Reset
             | Event::MessageCreated { .. }
             | Event::MessagePart { .. }
-            | Event::MessageDelta { .. } => {}
+            | Event::MessageDelta { .. }
+            | Event::MessageEnded { .. } => {}
         }
         self.keep_selection_visible();
     }
@@ -277,9 +279,9 @@ impl App {
         };
         let session = match &event {
             Event::MessageCreated { message } => &message.session_id,
-            Event::MessagePart { session_id, .. } | Event::MessageDelta { session_id, .. } => {
-                session_id
-            }
+            Event::MessagePart { session_id, .. }
+            | Event::MessageDelta { session_id, .. }
+            | Event::MessageEnded { session_id, .. } => session_id,
             _ => return,
         };
         if session != open {
@@ -313,6 +315,12 @@ impl App {
             } => self
                 .transcript
                 .apply_delta(message_id.as_str(), *seq, delta.clone()),
+            Event::MessageEnded {
+                message_id, ended, ..
+            } => {
+                self.transcript.end_turn(message_id.as_str(), *ended);
+                PartOutcome::Applied
+            }
             _ => PartOutcome::Duplicate,
         };
         if outcome == PartOutcome::NeedsReload {

@@ -76,6 +76,8 @@ struct MessageCursor {
     /// Escape-sequence state per stream (stdout, stderr), carried across chunks.
     ansi: [AnsiParser; 2],
     role: Role,
+    /// When the message was created (ms since the epoch), for its turn's duration.
+    created: i64,
     /// An agent's turn parts (its text and the ACP parts), folded from parts and deltas.
     turn: Vec<TurnPart>,
     /// The [`Block`] of each turn part, by part index.
@@ -300,6 +302,7 @@ impl Transcript {
             open_col: None,
             ansi: Default::default(),
             role: m.role,
+            created: m.created,
             turn: Vec::new(),
             blocks: Vec::new(),
             // The backend says how many deltas its parts hold: later ones apply on top.
@@ -685,15 +688,35 @@ impl Transcript {
         end.saturating_sub(height)
     }
 
-    /// Appends the end of a turn: how long it took and when it ended.
+    /// Appends the end of a turn as this TUI's clock measured it, unless the turn's stored
+    /// end ([`Transcript::end_turn`]) is already shown.
     pub fn push_turn_end(&mut self, text: &str) {
         let Some(m) = self.messages.last_mut() else {
             return;
         };
         m.open_line = None;
         let id = m.id.clone();
-        if self.turn_ends.insert(id, text.to_owned()).is_none() {
+        if let std::collections::hash_map::Entry::Vacant(e) = self.turn_ends.entry(id) {
+            e.insert(text.to_owned());
             self.push(LineStyle::TurnEnd, text);
+        }
+    }
+
+    /// The backend stored `ended` as the end of message `id`'s turn (`message.ended`): its end
+    /// line shows that, as a reload would. Drawn at once when it is the last message, else
+    /// kept for the next rebuild.
+    pub fn end_turn(&mut self, id: &str, ended: i64) {
+        if self.turn_ends.contains_key(id) {
+            return;
+        }
+        let Some(i) = self.messages.iter().rposition(|m| m.id == id) else {
+            return;
+        };
+        let text = turn_end_text(ended - self.messages[i].created, ended);
+        if i + 1 == self.messages.len() {
+            self.push_turn_end(&text);
+        } else {
+            self.turn_ends.insert(id.to_owned(), text);
         }
     }
 

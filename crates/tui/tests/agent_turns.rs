@@ -870,6 +870,53 @@ fn a_load_mid_turn_applies_only_later_deltas_and_stored_ends_show() {
     );
 }
 
+/// A turn watched to its end shows the end the backend stored (`message.ended`, sent before
+/// the status turns idle), not this TUI's own clock: the same line a reload shows.
+#[test]
+fn a_watched_turn_shows_its_stored_end_as_a_reload_would() {
+    let mut app = ready_app(vec![session(1, "agent turn", SessionStatus::Busy)], false);
+    app.resize(100, 40);
+    let running = message(
+        "msg_00000000000000000000000002",
+        1,
+        Role::Assistant,
+        vec![Part::Text { text: "ab".into() }],
+    );
+    open_loaded(&mut app, 1, vec![running.clone()]);
+    app.take_effects();
+    app.on_event(Event::MessageEnded {
+        session_id: sid(1),
+        message_id: running.id.clone(),
+        ended: 1 + 83_000,
+    });
+    app.on_event(Event::SessionStatus {
+        session_id: sid(1),
+        status: SessionStatus::Idle,
+    });
+    let ends = |app: &App| -> Vec<String> {
+        app.transcript()
+            .all_rows()
+            .into_iter()
+            .filter(|r| r.starts_with("── turn took"))
+            .collect()
+    };
+    let live = ends(&app);
+    assert_eq!(
+        live,
+        ["── turn took 1m 23s · ended 1970-01-01 00:01 UTC"],
+        "one line, the stored end"
+    );
+    // A reload of the same turn, now stored with its end, shows exactly that.
+    let stored = Message {
+        ended: Some(1 + 83_000),
+        ..running
+    };
+    let mut fresh = ready_app(vec![session(1, "agent turn", SessionStatus::Idle)], false);
+    fresh.resize(100, 40);
+    open_loaded(&mut fresh, 1, vec![stored]);
+    assert_eq!(ends(&fresh), live);
+}
+
 /// A terminal's output streams into its card: shown through the ANSI renderer when the card
 /// is open (colours kept, `\r` overwrites), updated in place, with the exit.
 #[test]

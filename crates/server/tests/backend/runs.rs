@@ -711,3 +711,41 @@ async fn abort_says_so_when_the_run_does_not_stop() {
     let messages = b.client.messages(&id).await.unwrap();
     assert_eq!(last_reply(&messages).parts.last(), Some(&Part::Aborted));
 }
+
+/// The end of a turn is sent live as the store holds it: `message.ended` for the reply, with
+/// the reply's stored `ended`, before the status turns idle; once per turn.
+#[tokio::test]
+async fn the_stored_end_of_a_turn_is_sent_before_idle() {
+    let b = Backend::start().await;
+    let id = b.session().await;
+    let mut events = b.events().await;
+    let accepted = b.client.prompt_text(&id, "echo hi").await.unwrap();
+    b.client
+        .reply_permission(&id, &accepted.permission.unwrap().id, PermissionReply::Once)
+        .await
+        .unwrap();
+    let mut ended = Vec::new();
+    loop {
+        let e = next_matching(&mut events, |_| true).await;
+        match e.event {
+            Event::MessageEnded {
+                session_id,
+                message_id,
+                ended: at,
+            } if session_id == id => ended.push((message_id, at)),
+            Event::SessionStatus {
+                session_id,
+                status: SessionStatus::Idle,
+            } if session_id == id => break,
+            _ => {}
+        }
+    }
+    let reply = last_reply(&b.client.messages(&id).await.unwrap()).clone();
+    assert_eq!(reply.id, accepted.reply_id);
+    assert_eq!(
+        ended,
+        [(reply.id.clone(), reply.ended.expect("a stored end"))],
+        "one message.ended, before idle, equal to the stored end"
+    );
+    assert!(reply.ended.unwrap() >= reply.created);
+}
