@@ -943,6 +943,11 @@ mod tests {
                     },
                 },
             },
+            Event::MessageEnded {
+                session_id: id.clone(),
+                message_id: mid.clone(),
+                ended: 2,
+            },
             Event::PermissionAsked {
                 permission: permission.clone(),
             },
@@ -963,6 +968,7 @@ mod tests {
                 | Event::MessageCreated { .. }
                 | Event::MessagePart { .. }
                 | Event::MessageDelta { .. }
+                | Event::MessageEnded { .. }
                 | Event::PermissionAsked { .. }
                 | Event::PermissionReplied { .. }
                 | Event::Reset => {}
