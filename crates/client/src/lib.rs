@@ -59,8 +59,8 @@ use std::{sync::Arc, time::Duration};
 
 use ax_protocol::{
     AbortResult, CreateSession, ErrorBody, Health, Message, Permission, PermissionAnswer,
-    PermissionReply, Project, Prompt, PromptAccepted, PromptPart, RenameSession, Session,
-    SessionId,
+    PermissionId, PermissionReply, Project, Prompt, PromptAccepted, PromptPart, RenameSession,
+    Session, SessionId,
 };
 use reqwest::{Method, RequestBuilder, header};
 use serde::{Serialize, de::DeserializeOwned};
@@ -357,15 +357,13 @@ impl Client {
         self.get("/permission").await
     }
 
-    /// Answers a pending permission. The ID is taken as text (a `PermissionId` or a string)
-    /// so that a caller can also see how the backend refuses a malformed one (400).
+    /// Answers a pending permission (its ID as the backend gave it).
     pub async fn reply_permission(
         &self,
         id: &SessionId,
-        permission_id: impl AsRef<str>,
+        permission_id: &PermissionId,
         reply: PermissionReply,
     ) -> Result<Permission, ClientError> {
-        let permission_id = permission_id.as_ref();
         self.post(
             &format!("/session/{id}/permission/{permission_id}"),
             &PermissionAnswer { reply },

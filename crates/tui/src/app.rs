@@ -178,7 +178,7 @@ pub enum Effect {
         /// The session that asks.
         session: SessionId,
         /// The request.
-        permission_id: String,
+        permission_id: ax_protocol::PermissionId,
         /// The person's answer.
         reply: PermissionReply,
     },
@@ -235,7 +235,7 @@ pub struct App {
     pub(crate) selected: Option<SessionId>,
     pub(crate) list_offset: usize,
     pub(crate) permissions: Vec<Permission>,
-    pub(crate) replying: HashSet<String>,
+    pub(crate) replying: HashSet<ax_protocol::PermissionId>,
     pub(crate) approval_choice: usize,
     pub(crate) transcript: Transcript,
     pub(crate) transcript_loaded: bool,
@@ -416,7 +416,7 @@ impl App {
             .filter(|p| {
                 &p.session_id == id
                     && p.state == PermissionState::Pending
-                    && !self.replying.contains(p.id.as_str())
+                    && !self.replying.contains(&p.id)
             })
             .min_by_key(|p| p.created)
     }
@@ -931,10 +931,10 @@ impl App {
         let Some(p) = self.pending_approval() else {
             return;
         };
-        if self.replying.contains(p.id.as_str()) {
+        if self.replying.contains(&p.id) {
             return;
         }
-        let (session, permission_id) = (p.session_id.clone(), p.id.to_string());
+        let (session, permission_id) = (p.session_id.clone(), p.id.clone());
         // Hidden from the dialog now; the replied event removes it, a failure brings it back.
         self.replying.insert(permission_id.clone());
         self.effects.push(Effect::ReplyPermission {

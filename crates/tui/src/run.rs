@@ -82,7 +82,7 @@ enum Done {
     /// A mode switch or a revoke answered with the session as it is now.
     SessionChanged { result: Result<Session, String> },
     ReplyFailed {
-        permission_id: String,
+        permission_id: ax_protocol::PermissionId,
         error: String,
     },
     Aborted {

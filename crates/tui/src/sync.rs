@@ -197,7 +197,7 @@ impl App {
     }
 
     /// A permission reply failed; the dialog comes back.
-    pub fn on_reply_failed(&mut self, permission_id: &str, error: String) {
+    pub fn on_reply_failed(&mut self, permission_id: &ax_protocol::PermissionId, error: String) {
         self.replying.remove(permission_id);
         self.notify(NoticeKind::Error, format!("reply failed: {error}"));
     }
@@ -262,7 +262,7 @@ impl App {
             }
             Event::PermissionReplied { permission_id, .. } => {
                 self.permissions.retain(|p| p.id != permission_id);
-                self.replying.remove(permission_id.as_str());
+                self.replying.remove(&permission_id);
             }
             Event::Reset
             | Event::MessageCreated { .. }

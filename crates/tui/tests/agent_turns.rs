@@ -814,7 +814,7 @@ fn the_approval_dialog_shows_an_acp_request_and_the_agents_options() {
         app.take_effects(),
         [ax_tui::app::Effect::ReplyPermission {
             session: sid(1),
-            permission_id: "per_00000000000000000000000009".into(),
+            permission_id: "per_00000000000000000000000009".parse().unwrap(),
             reply: PermissionReply::AllowAlways,
         }]
     );

@@ -318,7 +318,10 @@ fn approval_dialog_replies() {
         }]
     );
     assert!(app.pending_approval().is_none());
-    app.on_reply_failed("per_0123456789abABCDEFGHIJ0009", "network".into());
+    app.on_reply_failed(
+        &"per_0123456789abABCDEFGHIJ0009".parse().unwrap(),
+        "network".into(),
+    );
     assert!(app.pending_approval().is_some(), "the dialog comes back");
 }
 

@@ -310,7 +310,7 @@ fn the_whole_request_is_shown_by_scrolling() {
     app.handle_input(key(KeyCode::Char('n')));
     assert!(matches!(
         app.take_effects().as_slice(),
-        [Effect::ReplyPermission { permission_id, .. }] if permission_id == "per_0123456789abABCDEFGHIJ0001"
+        [Effect::ReplyPermission { permission_id, .. }] if permission_id.as_str() == "per_0123456789abABCDEFGHIJ0001"
     ));
 }
 
