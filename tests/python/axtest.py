@@ -174,6 +174,26 @@ def browser(profile, *flags, console_log=False):
     return webdriver.Chrome(service=Service(CHROMEDRIVER), options=options)
 
 
+def close_browser(driver):
+    """Quits `driver` (if any), first printing the page's console errors so a failed run
+    shows them."""
+    if driver is None:
+        return
+    try:
+        for entry in driver.get_log("browser"):
+            if entry.get("level") == "SEVERE":
+                print("browser console:", entry.get("message"), flush=True)
+    except Exception:
+        pass  # no console log kept, or the browser is already gone
+    driver.quit()
+
+
+def check_no_csp_violation(driver):
+    """The page logged no Content-Security-Policy violation (needs `console_log`)."""
+    violations = [e["message"] for e in driver.get_log("browser") if "Content Security Policy" in e.get("message", "")]
+    check(not violations, f"no Content-Security-Policy violation was logged: {violations}")
+
+
 @contextlib.asynccontextmanager
 async def mcp_session(binary, args, env=None):
     """An MCP client session (official SDK, not yet initialized) over the stdio of

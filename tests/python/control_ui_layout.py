@@ -29,7 +29,7 @@ from selenium.webdriver.common.action_chains import ActionChains
 from selenium.webdriver.common.by import By
 from selenium.webdriver.common.keys import Keys
 
-from axtest import Backend, browser, check, run_checks, wait_for
+from axtest import Backend, browser, check, check_no_csp_violation, close_browser, run_checks, wait_for
 
 # The page computes what the checks compare, from the live DOM and computed styles.
 PANES_JS = """
@@ -414,17 +414,9 @@ def run(binary, artifacts):
         driver.save_screenshot(shot)
         check(os.path.getsize(shot) > 10_000, f"screenshot: {shot}")
 
-        violations = [e["message"] for e in driver.get_log("browser") if "Content Security Policy" in e.get("message", "")]
-        check(not violations, f"no Content-Security-Policy violation was logged: {violations}")
+        check_no_csp_violation(driver)
     finally:
-        if driver is not None:
-            try:
-                for entry in driver.get_log("browser"):
-                    if entry.get("level") == "SEVERE":
-                        print("browser console:", entry.get("message"), flush=True)
-            except Exception:
-                pass
-            driver.quit()
+        close_browser(driver)
         backend.stop()
         shutil.rmtree(root, ignore_errors=True)
 

@@ -26,7 +26,7 @@ from selenium.webdriver.common.action_chains import ActionChains
 from selenium.webdriver.common.by import By
 from selenium.webdriver.common.keys import Keys
 
-from axtest import Backend, browser, check, mcp_session, run_checks, wait_for
+from axtest import Backend, browser, check, close_browser, mcp_session, run_checks, wait_for
 
 
 def prompt(backend, session, text):
@@ -215,14 +215,7 @@ async def run(binary):
             check(shown == {"chips": ["notes/a.txt", "<img src=x onerror=alert(1)>"], "img": False, "none": True},
                   f"an approval lists its attachments as text, and none when it has none: {shown}")
     finally:
-        if driver is not None:
-            try:
-                for entry in driver.get_log("browser"):
-                    if entry.get("level") == "SEVERE":
-                        print("browser console:", entry.get("message"), flush=True)
-            except Exception:
-                pass
-            driver.quit()
+        close_browser(driver)
         backend.stop()
         shutil.rmtree(root, ignore_errors=True)
 

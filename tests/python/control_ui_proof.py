@@ -21,7 +21,7 @@ import tempfile
 
 from selenium.webdriver.common.by import By
 
-from axtest import Backend, browser, check, run_checks, wait_for
+from axtest import Backend, browser, check, close_browser, run_checks, wait_for
 from squatter import Squatter
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -139,14 +139,7 @@ def run(binary):
     finally:
         if squatter is not None:
             squatter.close()
-        if driver is not None:
-            try:
-                for entry in driver.get_log("browser"):
-                    if entry.get("level") == "SEVERE":
-                        print("browser console:", entry.get("message"), flush=True)
-            except Exception:
-                pass
-            driver.quit()
+        close_browser(driver)
         backend.stop()
         shutil.rmtree(root, ignore_errors=True)
 

@@ -23,7 +23,7 @@ import tempfile
 
 from selenium.webdriver.common.by import By
 
-from axtest import Backend, browser, check, run_checks, wait_for
+from axtest import Backend, browser, check, close_browser, run_checks, wait_for
 
 
 def connected(driver):
@@ -112,14 +112,7 @@ def run(binary):
         check(backend.token not in driver.current_url, "the credential is taken out of the address")
         check(stored_token(driver) is None, "the tab holds no credential")
     finally:
-        if driver is not None:
-            try:
-                for entry in driver.get_log("browser"):
-                    if entry.get("level") == "SEVERE":
-                        print("browser console:", entry.get("message"), flush=True)
-            except Exception:
-                pass
-            driver.quit()
+        close_browser(driver)
         backend.stop()
         shutil.rmtree(root, ignore_errors=True)
 

@@ -32,7 +32,7 @@ import time
 
 from selenium.webdriver.common.by import By
 
-from axtest import Backend, browser, check, mcp_session, run_checks, wait_for
+from axtest import Backend, browser, check, close_browser, mcp_session, run_checks, wait_for
 
 PWN = "window.__pwned"
 
@@ -432,14 +432,7 @@ def run(binary, mock, artifacts):
         check("config.toml" in banner.text and "send the prompt again" in banner.text, f"and what to do: {banner.text!r}")
         check(hostile_elements(page)["pwned"] is None, "still no script ran")
     finally:
-        if driver is not None:
-            try:
-                errors = [e for e in driver.get_log("browser") if e.get("level") == "SEVERE"]
-                for e in errors:
-                    print(f"browser console: {e.get('message')}", flush=True)
-            except Exception:
-                pass
-            driver.quit()
+        close_browser(driver)
         backend.stop()
         shutil.rmtree(root, ignore_errors=True)
 

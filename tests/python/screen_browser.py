@@ -21,7 +21,7 @@ from selenium.webdriver.common.action_chains import ActionChains
 from selenium.webdriver.common.by import By
 from selenium.webdriver.common.keys import Keys
 
-from axtest import Backend, browser, check, mcp_session, run_checks, wait_for
+from axtest import Backend, browser, check, close_browser, mcp_session, run_checks, wait_for
 
 ACTIONS = [
     "split_right", "split_down", "close_pane", "focus", "navigate", "sidebar_show",
@@ -331,14 +331,7 @@ async def run(binary, artifacts):
             check(result.structured_content["error"]["code"] == "UNAVAILABLE",
                   f"no Control UI: UNAVAILABLE ({result.structured_content})")
     finally:
-        if driver is not None:
-            try:
-                for entry in driver.get_log("browser"):
-                    if entry.get("level") == "SEVERE":
-                        print("browser console:", entry.get("message"), flush=True)
-            except Exception:
-                pass
-            driver.quit()
+        close_browser(driver)
         backend.stop()
         shutil.rmtree(root, ignore_errors=True)
 
