@@ -6,10 +6,11 @@ import { h, relativeTime } from './dom.js';
 import { GatewayClient } from './gateway.js';
 import {
   STORAGE_KEY, activePane, affectedPanes, allPanes, applyCommand, balance, closePane, defaultLayout,
-  locate, nextPane, sanitize,
+  draftPanes, locate, nextPane, sanitize,
 } from './layout.js';
 import { MarkdownRenderer } from './markdown.js';
 import { fillApprovals, fillTranscript, formatDuration, paneHead, renderPane, splitter } from './panes.js';
+import { agentOf, sessionTitle } from './present.js';
 import { BrowserPanel, TerminalPanel, placePanels } from './panels.js';
 import { ServerProof } from './proof.js';
 import { applyDelta } from './turn.js';
@@ -175,6 +176,8 @@ class ControlUi {
     this.inputAt = new Map();
     this.abort = new AbortController();
     this.loading = new Set();
+    // Sessions whose delete was sent and not yet answered.
+    this.deleting = new Set();
     // session id -> `message.delta`s that arrived while its transcript loaded; applied on top
     // of the load (those it already holds are skipped by seq).
     this.heldDeltas = new Map();
@@ -415,7 +418,7 @@ class ControlUi {
   tellIfHidden(sessionId, what) {
     if (this.panesShowing(sessionId).some((el) => el.offsetParent !== null)) return;
     const s = this.store.sessions.get(sessionId);
-    this.toast(`“${s?.title || sessionId}” ${what}.`);
+    this.toast(`“${s ? sessionTitle(s) : sessionId}” ${what}.`);
   }
 
   async loadMessages(sessionId, force = false) {
@@ -451,7 +454,8 @@ class ControlUi {
   handleCommand(payload) {
     let result = applyCommand(this.layout, payload);
     if (result.outcome === 'applied' && GUARDED.has(payload?.command?.kind)) {
-      const busy = this.personBusy(affectedPanes(this.layout, result.layout));
+      const kind = payload.command.kind;
+      const busy = this.personBusy(affectedPanes(this.layout, result.layout), draftPanes(this.layout, result.layout, kind));
       if (busy) result = { layout: this.layout, outcome: 'ignored', reason: `human priority: ${busy}` };
     }
     // Keyboard focus stays where the person left it: an agent arranges, it does not type.
@@ -462,17 +466,22 @@ class ControlUi {
 
   /**
    * Why the person is busy in one of `panes` (the panes a command would move, resize, replace
-   * or (de)activate), or null: a draft in its composer, an approval shown in it, or their input
-   * in it within the last 1.5 s; or the new-session agent picker is open. The Control UI's form
-   * of the TUI's human-priority rules.
+   * or (de)activate), or null: a draft in the composer of one of `drafted` (those of `panes`
+   * whose draft counts: for close_pane only the pane it closes, layout.js `draftPanes`), an
+   * approval shown in it, or their input in it within the last 1.5 s; or the new-session agent
+   * picker is open. The Control UI's form of the TUI's human-priority rules.
    */
-  personBusy(panes) {
+  personBusy(panes, drafted = panes) {
     // The picker creates the new session in the pane that was active when it opened.
     if (!$('agent-picker').hidden) return 'the person is choosing the agent of a new session';
     const now = performance.now();
+    for (const pane of drafted) {
+      if (pane.session && this.drafts.get(pane.session)) {
+        return `the pane showing ${pane.session} has a draft in its composer`;
+      }
+    }
     for (const pane of panes) {
       const name = pane.session ? `the pane showing ${pane.session}` : `pane ${pane.id}`;
-      if (pane.session && this.drafts.get(pane.session)) return `${name} has a draft in its composer`;
       if (pane.session && this.store.pendingFor(pane.session).length > 0) return `${name} shows an approval`;
       const at = this.inputAt.get(pane.id);
       if (at !== undefined && now - at < QUIET_MS) return `the person used ${name} in the last 1.5 s`;
@@ -601,8 +610,10 @@ class ControlUi {
           await self.api.reply(sessionId, permissionId, reply);
           self.store.permissions.delete(permissionId);
           self.refreshApprovals(sessionId);
+          return true;
         } catch (e) {
           self.toast(`Reply failed: ${e.message}`);
+          return false;
         }
       },
       setPanel(name, open) {
@@ -699,26 +710,31 @@ class ControlUi {
     // Most recent activity first, like the TUI and `ax-code session list`.
     const sorted = [...this.store.sessions.values()].sort((a, b) => b.updated - a.updated || (b.id > a.id ? 1 : -1));
     const items = sorted.map((s) => {
+      const deleting = this.deleting.has(s.id);
       const btn = h('button', {
         type: 'button',
         class: 'session-item',
         'data-testid': 'session-item',
         'data-session': s.id,
         'aria-current': s.id === current ? 'true' : null,
+        title: s.id,
       },
       h('span', { class: `dot status-${s.status}`, title: s.status }),
-      h('span', { class: 'session-title', text: s.title || s.id }),
-      h('span', { class: 'session-meta', text: `${shown.has(s.id) ? 'shown · ' : ''}${relativeTime(s.updated)}` }));
+      h('span', { class: 'session-title', text: sessionTitle(s) }),
+      h('span', { class: 'session-meta' },
+        h('span', { class: 'session-agent', 'data-testid': 'session-item-agent', text: agentOf(s) }),
+        ` · ${deleting ? 'deleting…' : `${shown.has(s.id) ? 'shown · ' : ''}${relativeTime(s.updated)}`}`));
       btn.addEventListener('click', () => this.actions.navigate(s.id));
-      return h('li', { class: 'session-row' }, btn, this.sessionControls(s));
+      return h('li', { class: `session-row${deleting ? ' deleting' : ''}`, 'data-testid': 'session-row', 'data-session': s.id, 'data-deleting': deleting ? 'true' : null, 'aria-busy': deleting ? 'true' : null },
+        btn, this.sessionControls(s, deleting));
     });
     if (items.length === 0) items.push(h('li', { class: 'muted', text: 'No sessions yet.' }));
     list.replaceChildren(...items);
   }
 
   /** Rename and delete buttons of one sidebar row; the list updates from the event stream. */
-  sessionControls(s) {
-    const name = s.title || s.id;
+  sessionControls(s, deleting) {
+    const name = sessionTitle(s);
     const act = (what, run) => run().catch((e) => this.toast(`${what} failed: ${e.message}`));
     const rename = h('button', {
       type: 'button', class: 'icon session-control', 'data-testid': 'session-rename',
@@ -730,10 +746,19 @@ class ControlUi {
     });
     const del = h('button', {
       type: 'button', class: 'icon session-control', 'data-testid': 'session-delete',
-      title: `Delete “${name}”`, 'aria-label': `Delete ${name}`, text: '🗑',
-    });
+      title: deleting ? `Deleting “${name}”…` : `Delete “${name}”`, 'aria-label': `Delete ${name}`,
+      text: deleting ? '' : '🗑', disabled: deleting,
+    }, deleting ? h('span', { class: 'spinner small', role: 'img', 'aria-label': 'deleting' }) : null);
     del.addEventListener('click', () => {
-      if (confirm(`Delete “${name}” and its transcript?`)) act('Delete', () => this.api.deleteSession(s.id));
+      if (this.deleting.has(s.id) || !confirm(`Delete “${name}” and its transcript?`)) return;
+      // Deleting stops the session's agent first, which takes a while: the row says so until
+      // the backend answers (docs/control-ui.md §5).
+      this.deleting.add(s.id);
+      this.renderSidebar();
+      act('Delete', () => this.api.deleteSession(s.id)).finally(() => {
+        this.deleting.delete(s.id);
+        this.renderSidebar();
+      });
     });
     return h('span', { class: 'session-controls' }, rename, del);
   }
@@ -779,7 +804,7 @@ class ControlUi {
         store: this.store, actions: this.actions, count: allPanes(this.layout).length, view: this.view,
       });
       el.querySelector('.pane-head')?.replaceWith(head);
-      el.setAttribute('aria-label', `Pane: ${session?.title || pane.session}`);
+      el.setAttribute('aria-label', `Pane: ${session ? sessionTitle(session) : pane.session}`);
     }
     // The running turn's spinner and elapsed time, or its duration once it ended.
     this.refreshTranscripts(sessionId);

@@ -71,8 +71,12 @@ export function diffLines(oldText, newText) {
   return ops;
 }
 
-/** The unified diff's lines: hunk headers ('@') and the changed lines with context. */
-export function unifiedLines(oldText, newText) {
+/**
+ * The unified diff's lines: hunk headers ('@') and the changed lines with context. `first` is
+ * the line of the file `oldText` starts at (an agent may send only the edited part of a file,
+ * with its start line, docs/control-ui.md §3), so hunks are numbered as in the file.
+ */
+export function unifiedLines(oldText, newText, first = 1) {
   const ops = diffLines(oldText, newText);
   const changed = ops.map(([op]) => op !== ' ');
   const keep = ops.map((_, k) => {
@@ -80,8 +84,9 @@ export function unifiedLines(oldText, newText) {
     return false;
   });
   const out = [];
-  let oldNo = 1;
-  let newNo = 1;
+  const start = Number.isInteger(first) && first > 0 ? first : 1;
+  let oldNo = start;
+  let newNo = start;
   let k = 0;
   while (k < ops.length) {
     if (!keep[k]) {
@@ -108,9 +113,12 @@ export function unifiedLines(oldText, newText) {
 
 const CLASS = { '@': 'diff-hunk', '-': 'diff-del', '+': 'diff-add', ' ': 'diff-ctx' };
 
-/** A coloured unified diff of one file (`oldText` null or absent: a new file). */
-export function diffView(path, oldText, newText) {
-  const rows = unifiedLines(oldText ?? '', newText ?? '');
+/**
+ * A coloured unified diff of one file (`oldText` null or absent: a new file); `first` is the
+ * file's line `oldText` starts at.
+ */
+export function diffView(path, oldText, newText, first = 1) {
+  const rows = unifiedLines(oldText ?? '', newText ?? '', first);
   const added = rows.filter(([op]) => op === '+').length;
   const removed = rows.filter(([op]) => op === '-').length;
   const head = h('div', { class: 'diff-head' },

@@ -299,3 +299,14 @@ export function affectedPanes(before, after) {
   }
   return out;
 }
+
+/**
+ * The panes of `before` whose draft may refuse going to `after` by an agent's command of
+ * `kind`: for `close-pane` only the pane it closes (the others merely grow, and a draft in
+ * them stays where it is); for the other commands every pane it affects (`affectedPanes`).
+ */
+export function draftPanes(before, after, kind) {
+  if (kind !== 'close-pane') return affectedPanes(before, after);
+  const kept = new Set(allPanes(after).map((p) => p.id));
+  return allPanes(before).filter((p) => !kept.has(p.id));
+}

@@ -2,6 +2,7 @@
 
 import { h } from './dom.js';
 import { splitWeights } from './layout.js';
+import { agentOf, sessionTitle, usageText } from './present.js';
 import { approvalCard, AUTH_HELP, noticeView, permissionView, planView, thoughtView, toolCard } from './turns.js';
 
 const STATUS_LABEL = { idle: 'idle', pending: 'waiting for approval', busy: 'running', needs_auth: 'needs sign-in' };
@@ -79,6 +80,7 @@ export function paneHead(pane, session, ctx) {
       session
         ? h('span', { class: 'agent-name', 'data-testid': 'session-agent', title: `This session's agent: ${session.agent || 'shell'}`, text: session.agent || 'shell' })
         : null,
+      usageMeter(session),
       status && status !== 'idle' ? h('span', { class: 'badge', 'data-testid': 'status-badge', text: STATUS_LABEL[status] ?? status }) : null,
       working ? h('span', { class: 'spinner', role: 'img', 'aria-label': 'working', 'data-testid': 'busy-spinner' }) : null,
       working && since
@@ -103,9 +105,24 @@ export function paneHead(pane, session, ctx) {
   return head;
 }
 
-function titleOf(pane, session, store) {
+/** A pane's title: its session's (a readable placeholder until the session has one). */
+export function titleOf(pane, session, store) {
   if (!pane.session) return 'No session';
-  return session?.title || (store.missing.has(pane.session) ? 'Session not found' : pane.session);
+  if (session) return sessionTitle(session);
+  return store.missing.has(pane.session) ? 'Session not found' : pane.session;
+}
+
+/**
+ * The session's latest usage as a compact meter (`ctx 12.3k/200k 6% · $0.04`,
+ * `agentState.usage`), or null while the agent reported none.
+ */
+export function usageMeter(session) {
+  const usage = session?.agentState?.usage;
+  const text = usageText(usage);
+  if (!text) return null;
+  const detail = [`Context: ${usage.used} of ${usage.size ?? '?'} tokens`];
+  if (Number.isFinite(usage.cost?.amount)) detail.push(`Cost so far: ${usage.cost.amount} ${usage.cost.currency ?? ''}`.trim());
+  return h('span', { class: 'usage-meter', 'data-testid': 'usage-meter', title: detail.join('\n'), text });
 }
 
 const REVOKE_SHELL = 'Revoke: every later command asks for approval again.';
@@ -163,17 +180,27 @@ function composersOf(session, except) {
     .filter((el) => el !== except && el.dataset.session === session);
 }
 
+/** The composer's placeholder: it names the session's agent (shell: a command). */
+export function placeholderFor(session) {
+  const agent = agentOf(session);
+  return agent === 'shell'
+    ? 'Command for this session (Enter sends, Shift+Enter: new line)'
+    : `Ask ${agent}… (Enter sends, Shift+Enter: new line)`;
+}
+
+/** What the composer says after the person chose an option that asks for feedback. */
+export function feedbackPlaceholder(session) {
+  return `Tell ${agentOf(session) === 'shell' ? 'the agent' : agentOf(session)} what to do differently (Enter sends)`;
+}
+
 function composer(pane, { drafts, actions }, sessionInfo) {
   // The session this composer was made for: its draft and its prompt go there, whatever the
   // pane shows later.
   const session = pane.session;
-  const agent = sessionInfo?.agent;
   const input = h('textarea', {
     class: 'composer-input',
     rows: 2,
-    placeholder: agent && agent !== 'shell'
-      ? `Message ${agent} (Enter sends, Shift+Enter: new line)`
-      : 'Command for this session (Enter sends, Shift+Enter: new line)',
+    placeholder: placeholderFor(sessionInfo),
     'aria-label': 'Prompt',
     'data-testid': 'composer-input',
     'data-session': session,
@@ -344,6 +371,8 @@ function renderPart(part, message, index, view, sessionId) {
     case 'permission':
       return permissionView(part);
     case 'notice':
+      // Usage is the meter in the pane header, not a line per report (§5).
+      if (part.kind === 'usage') return h('span', { hidden: true, 'data-part': 'usage' });
       return noticeView(part);
     default:
       return h('span', { class: 'muted', text: '' });
@@ -372,21 +401,38 @@ export function fillApprovals(el, permissions, sessionId, actions, fresh = false
   if (!changed && el.children.length === permissions.length) return;
   el.replaceChildren();
   for (const p of permissions) {
-    const button = (reply, label, cls) => h('button', {
+    const button = (reply, label, cls, feedback = false) => h('button', {
       type: 'button',
       class: cls,
       'data-testid': `approve-${reply}`,
-      onclick: () => {
+      onclick: async () => {
         if (performance.now() - Number(el.dataset.shownAt) < ARM_MS) {
           actions.toast('Click ignored: this approval just appeared or moved. Read it, then click again.');
           return;
         }
-        actions.reply(sessionId, p.id, reply);
+        // The pane may be drawn anew while the answer travels: find its composer first.
+        const pane = el.closest('[data-testid="pane"]')?.dataset.paneId;
+        const answered = await actions.reply(sessionId, p.id, reply);
+        if (answered && feedback) askFeedback(pane, sessionId, session);
       },
       text: label,
     });
     el.append(approvalCard(p, session, button));
   }
+}
+
+/**
+ * After an option that asks the person what the agent should do instead: the composer of the
+ * pane (or of any pane showing the session) takes the focus and says so; what the person
+ * writes there goes to the agent as the next prompt.
+ */
+function askFeedback(paneId, sessionId, session) {
+  const boxes = [...document.querySelectorAll('[data-testid="composer-input"]')].filter((b) => b.dataset.session === sessionId);
+  const box = boxes.find((b) => b.closest('[data-testid="pane"]')?.dataset.paneId === paneId) ?? boxes[0];
+  if (!box) return;
+  box.placeholder = feedbackPlaceholder(session);
+  box.dataset.feedback = 'true';
+  box.focus();
 }
 
 /** Arrow keys move a focused splitter by this many pixels. */

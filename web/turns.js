@@ -4,6 +4,9 @@
 
 import { h } from './dom.js';
 import { diffView } from './diff.js';
+import {
+  asksForFeedback, commandOf, inputFields, optionLabel, orderedOptions, shownStatus, unfenced, visible,
+} from './present.js';
 
 const KIND_LABEL = {
   read: 'Read', edit: 'Edit', delete: 'Delete', move: 'Move', search: 'Search', execute: 'Run',
@@ -28,32 +31,33 @@ export function statusMark(status) {
   return h('span', { class: `mark mark-${status}`, 'aria-hidden': 'true', text: mark });
 }
 
-/** The command of a tool call's input, if it has one (the whole of it, newlines kept). */
-function commandOf(rawInput) {
-  if (typeof rawInput === 'string') return rawInput;
-  if (rawInput && typeof rawInput === 'object') {
-    for (const k of ['command', 'cmd']) {
-      const v = rawInput[k];
-      if (typeof v === 'string') return v;
-      if (Array.isArray(v) && v.every((x) => typeof x === 'string')) return v.join(' ');
-    }
-  }
-  return null;
+/** Fields of a tool call's input as a list of `key: value` rows, each value as text. */
+function fieldsView(fields, testid) {
+  if (!fields.length) return null;
+  return h('dl', { class: 'input-fields', 'data-testid': testid },
+    fields.map(([k, v]) => h('div', { class: 'input-field', 'data-testid': 'input-field', 'data-key': k },
+      h('dt', { text: k }), h('dd', { text: v }))));
 }
 
-/** A tool call's input as text: its command, else the JSON the agent sent. */
+/**
+ * A tool call's input as text: its whole command (an array joined shell-quoted), then every
+ * other field (`cwd`, `workdir`, flags, …; nested values as compact JSON), each bounded, with
+ * control and bidirectional characters shown (present.js `inputFields`).
+ */
 function inputView(rawInput) {
-  if (rawInput === undefined || rawInput === null) return null;
-  const command = commandOf(rawInput);
-  const text = command ?? JSON.stringify(rawInput, null, 2);
+  const fields = inputFields(rawInput);
+  if (!fields.length) return null;
+  const hasCommand = commandOf(rawInput) !== null;
+  const [command, rest] = hasCommand ? [fields[0][1], fields.slice(1)] : [null, fields];
   return h('div', { class: 'tool-section' },
     h('div', { class: 'tool-label', text: command !== null ? 'Command' : 'Input' }),
-    h('pre', { class: 'tool-pre tool-input', 'data-testid': 'tool-input', text }));
+    command !== null ? h('pre', { class: 'tool-pre tool-input', 'data-testid': 'tool-input', text: command }) : null,
+    fieldsView(rest, command !== null ? 'input-fields' : 'tool-input'));
 }
 
 function outputView(rawOutput) {
   if (rawOutput === undefined || rawOutput === null) return null;
-  const text = typeof rawOutput === 'string' ? rawOutput : JSON.stringify(rawOutput, null, 2);
+  const text = outputText(rawOutput);
   return h('div', { class: 'tool-section' },
     h('div', { class: 'tool-label', text: 'Output' }),
     h('pre', { class: 'tool-pre tool-output', 'data-testid': 'tool-output', text }));
@@ -63,11 +67,12 @@ function outputView(rawOutput) {
 function contentView(item) {
   switch (item?.type) {
     case 'diff':
-      return diffView(item.path, item.oldText, item.newText);
+      return diffView(item.path, item.oldText, item.newText, Number.isInteger(item.line) && item.line > 0 ? item.line : 1);
     case 'terminal':
       return terminalView(item);
     case 'text':
-      return h('pre', { class: 'tool-pre tool-text', 'data-testid': 'tool-text', text: str(item.text) });
+      // A command's output an agent wrapped in a code fence: the output, without the fence.
+      return h('pre', { class: 'tool-pre tool-text', 'data-testid': 'tool-text', text: unfenced(str(item.text)) });
     default:
       return null;
   }
@@ -115,13 +120,25 @@ function locationsView(locations) {
     items.map((l) => h('span', { class: 'chip', text: Number.isInteger(l.line) ? `${l.path}:${l.line}` : l.path })));
 }
 
-/** The body of a tool call: input, locations, content, output. */
+/** The text of a tool call's output, as its output section would show it. */
+function outputText(rawOutput) {
+  return typeof rawOutput === 'string' ? rawOutput : JSON.stringify(rawOutput, null, 2);
+}
+
+/**
+ * The body of a tool call: input, locations, content, output. Output the content already
+ * shows (an agent may send a command's output both as text content and as its raw output)
+ * is shown once.
+ */
 export function toolBody(tool) {
+  const texts = new Set(list(tool.content).filter((c) => c?.type === 'text').map((c) => unfenced(str(c.text)).trim()));
+  const out = tool.rawOutput;
+  const repeated = out !== undefined && out !== null && texts.has(outputText(out).trim());
   return [
     inputView(tool.rawInput),
     locationsView(tool.locations),
     ...list(tool.content).map(contentView),
-    outputView(tool.rawOutput),
+    repeated ? null : outputView(out),
   ].filter(Boolean);
 }
 
@@ -130,7 +147,8 @@ export function toolBody(tool) {
  * (undefined: diffs open, the rest folded); `onToggle(open)` records a change.
  */
 export function toolCard(tool, open, onToggle) {
-  const status = str(tool.status) || 'pending';
+  // A run whose terminal or output says it failed shows failed, whatever the agent reported.
+  const status = shownStatus(tool);
   const kind = str(tool.kind) || 'other';
   const body = toolBody(tool);
   const hasDiff = list(tool.content).some((c) => c?.type === 'diff');
@@ -192,37 +210,47 @@ export function thoughtView(part) {
     h('div', { class: 'thought-text', text: str(part.text) }));
 }
 
-/** The option a permission was answered with, by its id. */
+/** The option a permission was answered with, by its id, as its button said it. */
 function optionName(part, optionId) {
-  return list(part.options).find((o) => o?.optionId === optionId)?.name ?? optionId;
+  const o = list(part.options).find((x) => x?.optionId === optionId);
+  return o ? optionLabel(o) : str(optionId);
 }
 
-/** A permission request as it stands in the transcript. */
+/** The mark of a permission in the transcript: how it was answered, or `?` while it waits. */
+const PERMISSION_MARK = { allowed: '✓', rejected: '✗', cancelled: '⊘', pending: '?' };
+
+/** A permission request as it stands in the transcript: what was asked and the answer. */
 export function permissionView(part) {
   const outcome = part.outcome ?? {};
   const state = str(outcome.state) || 'pending';
   const title = str(part.toolCall?.title) || 'a tool call';
   let what;
+  let answer = state === 'cancelled' ? 'cancelled' : 'pending';
   if (state === 'selected') {
     const allowed = String(outcome.kind).startsWith('allow');
-    what = h('span', { class: allowed ? 'ok' : 'bad', text: `${allowed ? 'allowed' : 'rejected'}: “${optionName(part, outcome.optionId)}”` });
+    answer = allowed ? 'allowed' : 'rejected';
+    what = h('span', { class: allowed ? 'ok' : 'bad', 'data-testid': 'permission-answer', text: `${answer}: “${optionName(part, outcome.optionId)}”` });
   } else if (state === 'cancelled') {
-    what = h('span', { class: 'bad', text: 'cancelled (no answer)' });
+    what = h('span', { class: 'bad', 'data-testid': 'permission-answer', text: 'cancelled (no answer)' });
   } else {
     what = h('span', { class: 'warn', text: 'waiting for your answer (below)' });
   }
-  return h('div', { class: `permission-line state-${state}`, 'data-testid': 'permission', 'data-state': state },
-    h('span', { class: 'permission-icon', 'aria-hidden': 'true', text: '?' }),
+  return h('div', { class: `permission-line state-${state} answer-${answer}`, 'data-testid': 'permission', 'data-state': state, 'data-answer': answer },
+    h('span', { class: 'permission-icon', 'data-testid': 'permission-icon', 'aria-hidden': 'true', text: PERMISSION_MARK[answer] }),
     h('span', { class: 'notice-label', text: 'Approval' }),
     what,
-    h('span', { class: 'permission-title', text: title }));
+    h('span', { class: 'permission-title', text: visible(title) }));
 }
 
 // ---- the approval card ------------------------------------------------------------------
 
-/** Option kinds in the order the card shows them. */
-const KIND_ORDER = ['allow_once', 'allow_always', 'reject_once', 'reject_always'];
 const KIND_CLASS = { allow_once: 'primary', allow_always: '', reject_once: 'danger', reject_always: 'danger' };
+const KIND_WORDS = { allow_once: 'allow once', allow_always: 'allow always', reject_once: 'reject once', reject_always: 'reject always' };
+/** What an approval asks to do, by tool kind. */
+const KIND_VERB = {
+  read: 'read', edit: 'edit', delete: 'delete', move: 'move', search: 'search', execute: 'run',
+  think: 'think', fetch: 'fetch', switch_mode: 'switch the mode', other: 'use a tool',
+};
 
 /** What an "always" option covers, in words. */
 export function alwaysWords(kind, name, title, agent) {
@@ -243,8 +271,11 @@ export const SHELL_ALWAYS = 'Always allow runs this command, and every later com
 
 /**
  * The card of one pending permission: the whole request (the full command with its
- * newlines, the diff of an edit, the paths), the agent's options by their own names, and what
- * "always" covers. `button(reply, label, cls)` makes a guarded answer button.
+ * newlines and every other field of the input, the diff of an edit, the paths), the agent's
+ * options by their own names in the order allow once, allow always, reject once, reject
+ * always (allow once the primary one; an "always" never is), and what "always" covers.
+ * `button(reply, label, cls, feedback)` makes a guarded answer button; `feedback` marks an
+ * option that asks the person to tell the agent what to do instead.
  */
 export function approvalCard(p, session, button) {
   const tool = p.toolCall;
@@ -255,11 +286,11 @@ export function approvalCard(p, session, button) {
     const attachments = list(p.attachments).filter((a) => typeof a === 'string');
     card.append(
       h('p', { class: 'approval-title', text: 'The agent wants to run:' }),
-      h('pre', { class: 'approval-command', 'data-testid': 'approval-command', text: str(p.command) }),
+      h('pre', { class: 'approval-command', 'data-testid': 'approval-command', text: visible(str(p.command)) }),
       attachments.length
         ? h('div', { class: 'approval-attachments', 'data-testid': 'approval-attachments' },
           h('span', { class: 'muted', text: 'With the files:' }),
-          attachments.map((a) => h('span', { class: 'chip', 'data-testid': 'approval-attachment', text: a })))
+          attachments.map((a) => h('span', { class: 'chip', 'data-testid': 'approval-attachment', text: visible(a) })))
         : null,
       h('p', { class: 'approval-always', 'data-testid': 'approval-always', text: SHELL_ALWAYS }),
       h('div', { class: 'approval-actions' },
@@ -271,33 +302,35 @@ export function approvalCard(p, session, button) {
   }
   const kind = str(tool.kind) || 'other';
   const title = str(tool.title) || 'a tool call';
-  const command = commandOf(tool.rawInput);
+  const fields = inputFields(tool.rawInput);
+  const hasCommand = commandOf(tool.rawInput) !== null;
+  const who = agent === 'the agent' ? 'The agent' : agent;
   card.append(
-    h('p', { class: 'approval-title' },
-      h('span', { text: `${agent === 'the agent' ? 'The agent' : agent} asks to ` }),
+    h('p', { class: 'approval-title', 'data-testid': 'approval-title' },
+      h('span', { text: `${who} wants to ${KIND_VERB[kind] ?? 'use a tool'}:` }),
       h('span', { class: `tool-kind kind-${kind}`, text: KIND_LABEL[kind] ?? 'Tool' })),
     // The title may itself hold the whole command: kept whole, newlines and all.
-    h('pre', { class: 'approval-command', 'data-testid': 'approval-command', text: command ?? title }),
+    h('pre', { class: 'approval-command', 'data-testid': 'approval-command', text: hasCommand ? fields[0][1] : visible(title) }),
   );
-  if (command !== null && command !== title) {
-    card.append(h('p', { class: 'muted approval-subtitle', text: title }));
+  if (hasCommand && commandOf(tool.rawInput) !== title) {
+    card.append(h('p', { class: 'muted approval-subtitle', text: visible(title) }));
   }
   const details = [
-    command === null ? inputView(tool.rawInput) : null,
+    fieldsView(hasCommand ? fields.slice(1) : fields, 'approval-input'),
     locationsView(tool.locations),
     ...list(tool.content).map(contentView),
   ].filter(Boolean);
   if (details.length) card.append(h('div', { class: 'approval-details' }, details));
-  const options = list(p.options)
-    .filter((o) => KIND_ORDER.includes(o?.kind))
-    .sort((a, b) => KIND_ORDER.indexOf(a.kind) - KIND_ORDER.indexOf(b.kind));
-  const words = options.map((o) => alwaysWords(o.kind, str(o.name), title, agent)).filter(Boolean);
+  const options = orderedOptions(p.options);
+  const words = options.map((o) => alwaysWords(o.kind, optionLabel(o), title, agent)).filter(Boolean);
   for (const w of words) card.append(h('p', { class: 'approval-always', 'data-testid': 'approval-always', text: w }));
   card.append(h('div', { class: 'approval-actions' },
     options.map((o) => {
-      const b = button(o.kind, str(o.name) || o.kind, KIND_CLASS[o.kind]);
+      const feedback = o.kind.startsWith('reject') && asksForFeedback(o);
+      const b = button(o.kind, optionLabel(o), KIND_CLASS[o.kind], feedback);
       b.dataset.optionId = str(o.optionId);
-      b.title = `${o.kind.replace('_', ' ')} (option “${str(o.optionId)}”)`;
+      b.title = feedback ? `${KIND_WORDS[o.kind]}, then write what to do instead` : KIND_WORDS[o.kind];
+      if (feedback) b.dataset.feedback = 'true';
       return b;
     })));
   return card;

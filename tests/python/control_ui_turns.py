@@ -5,7 +5,7 @@ default agent is the mock ACP agent, scripted by its prompt; see crates/mock-age
    and its pane says which.
 2. One full turn renders every part kind: agent text as Markdown (through POST /markdown, built
    as elements), a folded thought, the plan as a checklist, tool-call cards (a run, a diff
-   edit with coloured lines), a usage notice, the permission's line.
+   edit with coloured lines), the permission's line; a usage report is no transcript line.
 3. Hostile Markdown and HTML in agent text, in a file the agent reads back, in tool titles and
    in a diff stay text: no <img>, <script>, <iframe> or javascript: link is made, and no
    script runs (window.__pwned stays unset).
@@ -13,7 +13,8 @@ default agent is the mock ACP agent, scripted by its prompt; see crates/mock-age
    agent's options by their own names and what "always" covers; "Allow" answers it.
 5. Progress: a spinner and the elapsed time while the turn runs; its duration after.
 6. Abort stops a running turn.
-7. Modes: the mode switch of the session's agent.
+7. Modes: the mode switch of the session's agent. An option that asks for feedback (Codex's
+   "No, and tell Codex what to do differently") is sent, then the composer takes the focus.
 8. A reload in the middle of a turn: every later chunk shows exactly once.
 9. needs_auth: the pane says what to do.
 
@@ -189,6 +190,8 @@ def run(binary, mock, artifacts):
                        "a second session opens")
         check(session_of(backend, sid)["agent"] == "mock", "this one runs the mock agent")
         wait_for(lambda: page.within('[data-testid="session-agent"]')[0].text == "mock", "the pane says so")
+        placeholder = page.within('[data-testid="composer-input"]')[0].get_attribute("placeholder")
+        check(placeholder.startswith("Ask mock…"), f"the composer names the agent: {placeholder!r}")
 
         # While the picker is open, an agent's layout command does not move the pane it will fill.
         driver.find_element(By.CSS_SELECTOR, '[data-testid="new-session"]').click()
@@ -284,7 +287,8 @@ def run(binary, mock, artifacts):
         check(tools["p1"]["status"] == "completed", f"the approved call is done: {tools.get('p1')}")
         check(r["diffDel"] == ["-old-line\n"] and r["diffAdd"] == ["+fresh <img src=x onerror=\"window.__pwned='diff'\"> line\n"],
               f"a coloured unified diff, its lines as text: {r['diffDel']} {r['diffAdd']}")
-        check("usage" in r["notices"], f"the usage notice: {r['notices']}")
+        check("usage" not in r["notices"] and page.js("return document.querySelectorAll('[data-part=usage]').length") > 0,
+              f"the usage report is no transcript line (the header shows usage): {r['notices']}")
         check(len(r["permission"]) == 1 and r["permission"][0][0] == "selected" and "“Allow”" in r["permission"][0][1],
               f"the permission line with its answer: {r['permission']}")
         text = page.transcript_text()
@@ -365,6 +369,25 @@ def run(binary, mock, artifacts):
         standing.find_element(By.CSS_SELECTOR, '[data-testid="revoke-standing"]').click()
         wait_for(lambda: not session_of(backend, sid).get("standing"), "Revoke reaches the backend")
         wait_for(lambda: not page.within('[data-testid="standing"]'), "and the header no longer shows it")
+
+        # ---- 7c. an option that asks for feedback (Codex's): sent, then the composer takes it ----
+        page.send("permission p3 codex\ntext after-p3")
+        card = wait_for(lambda: page.within('[data-testid="approval"]'), "a Codex-style approval")[0]
+        labels = [b.text for b in card.find_elements(By.CSS_SELECTOR, ".approval-actions button")]
+        check(labels == ["Yes", "Yes, for this session", "No, and tell Codex what to do differently"],
+              f"the agent's own option names: {labels}")
+        wait_for(page.armed, "it takes clicks")
+        card.find_element(By.CSS_SELECTOR, '[data-feedback="true"]').click()
+        wait_for(lambda: "permission p3: abort" in page.transcript_text(), "that option was sent")
+        wait_for(lambda: session_of(backend, sid)["status"] == "idle", "and ended the turn, as Codex does")
+        focused = wait_for(lambda: page.js("const a = document.activeElement;"
+                                           "return a && a.dataset.testid === 'composer-input' && a.dataset.session === arguments[0]"
+                                           " ? a.placeholder : null", sid),
+                           "the composer takes the focus for the feedback")
+        check("what to do differently" in focused, f"and asks for it: {focused!r}")
+        reply = page.js("const m = [...document.querySelectorAll('[data-testid=pane][data-active=true] [data-testid=message].role-assistant')].pop();"
+                        "return m.textContent")
+        check("permission p3: abort" in reply and "after-p3" not in reply, f"nothing of the turn ran after it: {reply[-80:]!r}")
 
         # ---- 8. a reload in the middle of a turn ----
         page.send("text alpha-\nsleep 1500\ntext beta-\nsleep 1500\ntext gamma-\nsleep 300\ntext delta-")

@@ -62,6 +62,7 @@ const ASSETS: &[Asset] = &[
     asset!("markdown.js", JS),
     asset!("panels.js", JS),
     asset!("panes.js", JS),
+    asset!("present.js", JS),
     asset!("proof.js", JS),
     asset!("style.css", CSS),
     asset!("turn.js", JS),

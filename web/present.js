@@ -1,0 +1,213 @@
+// How the Control UI words what agents send: pure functions (no DOM), so every rule here is
+// checked on its own (tests/python/control_ui_cards.py). docs/control-ui.md §3, §4, §5.
+
+const isObj = (v) => v !== null && typeof v === 'object' && !Array.isArray(v);
+
+// ---- characters a person must see ------------------------------------------------------
+
+/** Bidirectional controls: they reorder what is shown, so a command could read as another. */
+const BIDI = /[\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]/g;
+/** C0 controls other than newline and tab, DEL, and C1 controls. */
+const CONTROL = /[\x00-\x08\x0b-\x1f\x7f-\x9f]/g;
+
+const codePoint = (c) => `U+${c.codePointAt(0).toString(16).toUpperCase().padStart(4, '0')}`;
+
+/**
+ * `text` with every control and bidirectional character made visible (`⟨U+202E⟩`, `⟨ESC⟩`);
+ * newlines and tabs stay as they are.
+ */
+export function visible(text) {
+  return String(text)
+    .replace(BIDI, (c) => `⟨${codePoint(c)}⟩`)
+    .replace(CONTROL, (c) => (c === '\x1b' ? '⟨ESC⟩' : `⟨${codePoint(c)}⟩`));
+}
+
+/** The most characters one value of a request shows; the rest is counted, not shown. */
+export const FIELD_CHARS = 8000;
+
+/** `text` cut to `max` characters, saying how many were left out. */
+export function bounded(text, max = FIELD_CHARS) {
+  const s = String(text);
+  if (s.length <= max) return s;
+  return `${s.slice(0, max)}\n… ${s.length - max} more characters not shown`;
+}
+
+// ---- a tool call's input ---------------------------------------------------------------
+
+/** One word of a command line, quoted for a POSIX shell when it needs it. */
+export function shellQuote(word) {
+  const s = String(word);
+  if (s !== '' && /^[A-Za-z0-9_@%+=:,./-]+$/.test(s)) return s;
+  return `'${s.replace(/'/g, "'\\''")}'`;
+}
+
+/** A command the agent sent: a string as it is, an array of words joined shell-quoted. */
+export function commandText(v) {
+  if (typeof v === 'string') return v;
+  if (Array.isArray(v) && v.length && v.every((x) => typeof x === 'string')) return v.map(shellQuote).join(' ');
+  return null;
+}
+
+/** The command of a tool call's input (`command`, else `cmd`), or null. */
+export function commandOf(rawInput) {
+  if (typeof rawInput === 'string') return rawInput;
+  if (!isObj(rawInput)) return null;
+  for (const k of ['command', 'cmd']) {
+    const c = commandText(rawInput[k]);
+    if (c !== null) return c;
+  }
+  return null;
+}
+
+/** A value of the input as one readable string: text as it is, anything else compact JSON. */
+function valueText(v) {
+  if (typeof v === 'string') return v;
+  try {
+    return JSON.stringify(v) ?? String(v);
+  } catch {
+    return String(v);
+  }
+}
+
+/**
+ * Every field of a tool call's input, as [key, text] pairs: the command first (an array
+ * joined shell-quoted), then the working directory, then every other key in the agent's
+ * order; nested values as compact JSON. Each text is bounded and shows its control and
+ * bidirectional characters. Input that is a string is the command; any other non-object is
+ * one field, `input`.
+ */
+export function inputFields(rawInput) {
+  if (rawInput === undefined || rawInput === null) return [];
+  if (typeof rawInput === 'string') return [['command', bounded(visible(rawInput))]];
+  if (!isObj(rawInput)) return [['input', bounded(visible(valueText(rawInput)))]];
+  const command = commandOf(rawInput);
+  const commandKey = command === null ? null : ['command', 'cmd'].find((k) => commandText(rawInput[k]) !== null);
+  const keys = Object.keys(rawInput).filter((k) => k !== commandKey);
+  const first = ['cwd', 'workdir'].filter((k) => keys.includes(k));
+  const ordered = [...first, ...keys.filter((k) => !first.includes(k))];
+  const out = command === null ? [] : [[commandKey, bounded(visible(command))]];
+  for (const k of ordered) out.push([visible(k), bounded(visible(valueText(rawInput[k])))]);
+  return out;
+}
+
+// ---- permission options ----------------------------------------------------------------
+
+/** Option kinds in the order a card shows them. */
+export const KIND_ORDER = ['allow_once', 'allow_always', 'reject_once', 'reject_always'];
+
+/**
+ * The options a card offers, in the order allow once, allow always, reject once, reject
+ * always. An answer names a kind and the backend sends the agent's first option of that kind
+ * (docs/agents.md §5), so only that one is offered: a second button of the same kind would
+ * send the first one's option.
+ */
+export function orderedOptions(options) {
+  const list = Array.isArray(options) ? options : [];
+  const firsts = KIND_ORDER.map((kind) => list.find((o) => isObj(o) && o.kind === kind)).filter(Boolean);
+  return firsts;
+}
+
+/** An option whose name asks the person to tell the agent what to do instead. */
+export function asksForFeedback(option) {
+  const name = typeof option?.name === 'string' ? option.name.toLowerCase() : '';
+  return /feedback|what to do differently|tell .* (?:what|how) to do|instead/.test(name);
+}
+
+/**
+ * The label of an option: the agent's own name for it. A name that is an internal identifier
+ * (one CamelCase word of several parts such as `ApprovedExecpolicyAmendment`, or the option's
+ * id itself when that is not a word of the person's language) or no name gets words for its
+ * kind instead.
+ */
+export function optionLabel(option) {
+  const name = typeof option?.name === 'string' ? option.name.trim() : '';
+  const id = typeof option?.optionId === 'string' ? option.optionId : '';
+  const internal = !name || /^[A-Z][a-z0-9]+(?:[A-Z][a-z0-9]*)+$/.test(name) || (name === id && /[_-]/.test(id));
+  return internal ? (KIND_WORDS[option?.kind] ?? (name || 'Answer')) : name;
+}
+
+const KIND_WORDS = {
+  allow_once: 'Allow once', allow_always: 'Allow always', reject_once: 'Reject', reject_always: 'Reject always',
+};
+
+// ---- tool output -------------------------------------------------------------------------
+
+/**
+ * Text inside one Markdown code fence (```console … ```, the way Claude's adapter wraps a
+ * command's output) without the fence; other text as it is.
+ */
+export function unfenced(text) {
+  const m = /^\s*(`{3,}|~{3,})[\w+-]*[^\S\n]*\n([\s\S]*?)\n?\1\s*$/.exec(String(text));
+  return m ? m[2] : String(text);
+}
+
+/**
+ * A tool call's status as shown: `completed` while a terminal of it exited non-zero (or was
+ * killed), or its output reports a non-zero exit code, is shown `failed`.
+ */
+export function shownStatus(tool) {
+  const status = typeof tool?.status === 'string' ? tool.status : 'pending';
+  if (status !== 'completed') return status;
+  const content = Array.isArray(tool.content) ? tool.content : [];
+  for (const c of content) {
+    if (c?.type !== 'terminal' || !isObj(c.exit)) continue;
+    if (typeof c.exit.signal === 'string' || (Number.isInteger(c.exit.exitCode) && c.exit.exitCode !== 0)) return 'failed';
+  }
+  const out = tool.rawOutput;
+  if (isObj(out)) {
+    for (const k of ['exit_code', 'exitCode']) {
+      if (Number.isInteger(out[k]) && out[k] !== 0) return 'failed';
+    }
+    if (out.success === false) return 'failed';
+  }
+  return status;
+}
+
+// ---- usage -----------------------------------------------------------------------------
+
+/** A token count in a few characters: 950, 12.3k, 200k, 1.2M. */
+export function compactCount(n) {
+  if (!Number.isFinite(n) || n < 0) return '?';
+  if (n < 1000) return String(Math.round(n));
+  const [v, unit] = n < 1e6 ? [n / 1e3, 'k'] : [n / 1e6, 'M'];
+  return `${v < 100 && v !== Math.round(v) ? v.toFixed(1).replace(/\.0$/, '') : Math.round(v)}${unit}`;
+}
+
+/** An amount of money: `$0.04`, `€1.20`, else `1.20 CHF`. */
+function money(cost) {
+  if (!isObj(cost) || !Number.isFinite(cost.amount)) return null;
+  const currency = typeof cost.currency === 'string' ? cost.currency : '';
+  const sign = { USD: '$', EUR: '€', GBP: '£' }[currency];
+  const amount = cost.amount.toFixed(2);
+  return sign ? `${sign}${amount}` : `${amount}${currency ? ` ${currency}` : ''}`;
+}
+
+/**
+ * The context meter of a session's latest usage (`agentState.usage`: `used` of `size` tokens,
+ * and what it cost when the agent says): `ctx 12.3k/200k 6% · $0.04`. Null without usage.
+ */
+export function usageText(usage) {
+  if (!isObj(usage) || !Number.isFinite(usage.used)) return null;
+  const size = Number.isFinite(usage.size) && usage.size > 0 ? usage.size : null;
+  let text = `ctx ${compactCount(usage.used)}`;
+  if (size) text += `/${compactCount(size)} ${Math.round((usage.used / size) * 100)}%`;
+  const cost = money(usage.cost);
+  return cost ? `${text} · ${cost}` : text;
+}
+
+// ---- sessions --------------------------------------------------------------------------
+
+/** The agent of a session as a word (`shell` when none is named). */
+export function agentOf(session) {
+  return typeof session?.agent === 'string' && session.agent ? session.agent : 'shell';
+}
+
+/**
+ * A session's title as shown: its own, or "New AGENT session" while it has none (a new
+ * session is titled with its id until the agent or the person names it).
+ */
+export function sessionTitle(session) {
+  const title = typeof session?.title === 'string' ? session.title.trim() : '';
+  if (title && title !== session.id) return title;
+  return `New ${agentOf(session)} session`;
+}
