@@ -189,7 +189,7 @@ Promise.all([import('/assets/turns.js'), import('/assets/present.js'), import('/
     affected: layout.affectedPanes(two, closed.layout).map((x) => x.id),
   };
   done(out);
-}, (e) => done({ error: String(e && e.stack || e) }));
+}).catch((e) => done({ error: String(e && e.stack || e) }));
 """
 
 
