@@ -147,3 +147,25 @@ export function diffView(path, oldText, newText, first = 1) {
   if (rows.length === 0) pre.append(h('span', { class: 'diff-line diff-ctx', text: '(no change)' }));
   return box;
 }
+
+/**
+ * A unified diff the agent sent as text (Codex's `unified_diff`) for one file: each line as
+ * text, coloured by its first character.
+ */
+export function unifiedTextView(path, text) {
+  const rows = String(text ?? '').split('\n');
+  if (rows.length && rows[rows.length - 1] === '') rows.pop();
+  const op = (l) => (l.startsWith('@@') ? '@' : l.startsWith('+') && !l.startsWith('+++') ? '+' : l.startsWith('-') && !l.startsWith('---') ? '-' : ' ');
+  const added = rows.filter((l) => op(l) === '+').length;
+  const removed = rows.filter((l) => op(l) === '-').length;
+  const pre = h('pre', { class: 'diff', 'data-testid': 'diff' },
+    rows.slice(0, SHOWN_LINES).map((l) => h('span', { class: `diff-line ${CLASS[op(l)]}`, text: `${l}\n` })));
+  return h('div', { class: 'diff-box' },
+    h('div', { class: 'diff-head' },
+      h('span', { class: 'diff-path', text: String(path ?? '') }),
+      h('span', { class: 'diff-stat' },
+        h('span', { class: 'diff-add-n', text: `+${added}` }), ' ',
+        h('span', { class: 'diff-del-n', text: `−${removed}` }))),
+    pre,
+    rows.length > SHOWN_LINES ? h('p', { class: 'note', text: `… ${rows.length - SHOWN_LINES} more lines not shown` }) : null);
+}

@@ -70,6 +70,35 @@ function valueText(v) {
 }
 
 /**
+ * The file changes of an edit's input (Codex's `changes`: path → `{type: "add"|"delete"|
+ * "update", content?, unified_diff?, move_path?}`), as [{path, type, content, diff, movePath}],
+ * or null when the input has none of that shape.
+ */
+export function changesOf(rawInput) {
+  const changes = isObj(rawInput) ? rawInput.changes : null;
+  if (!isObj(changes)) return null;
+  const out = [];
+  for (const [path, c] of Object.entries(changes)) {
+    if (!isObj(c)) return null;
+    const type = typeof c.type === 'string' ? c.type : typeof c.unified_diff === 'string' ? 'update' : null;
+    if (!type) return null;
+    out.push({
+      path,
+      type,
+      content: typeof c.content === 'string' ? c.content : null,
+      diff: typeof c.unified_diff === 'string' ? c.unified_diff : null,
+      movePath: typeof c.move_path === 'string' ? c.move_path : null,
+    });
+  }
+  return out.length ? out : null;
+}
+
+/** The changes of an edit as one line per file: `update calc.py`, `update a.py → b.py`. */
+function changesText(changes) {
+  return changes.map((c) => `${c.type} ${c.path}${c.movePath ? ` → ${c.movePath}` : ''}`).join('\n');
+}
+
+/**
  * Every field of a tool call's input, as [key, text] pairs: the command first (an array
  * joined shell-quoted), then the working directory, then every other key in the agent's
  * order; nested values as compact JSON. Each text is bounded and shows its control and
@@ -86,7 +115,12 @@ export function inputFields(rawInput) {
   const first = ['cwd', 'workdir'].filter((k) => keys.includes(k));
   const ordered = [...first, ...keys.filter((k) => !first.includes(k))];
   const out = command === null ? [] : [[commandKey, bounded(visible(command))]];
-  for (const k of ordered) out.push([visible(k), bounded(visible(valueText(rawInput[k])))]);
+  const changes = changesOf(rawInput);
+  for (const k of ordered) {
+    // An edit's changes: the files, one a line (their diffs are shown as diffs).
+    const text = k === 'changes' && changes ? changesText(changes) : valueText(rawInput[k]);
+    out.push([visible(k), bounded(visible(text))]);
+  }
   return out;
 }
 
@@ -131,6 +165,23 @@ const KIND_WORDS = {
 };
 
 // ---- tool output -------------------------------------------------------------------------
+
+/**
+ * A tool call's raw output as text: a string as it is; an object that carries the command's
+ * output (Codex's `formatted_output`, `aggregated_output`, `stdout`, with `stderr` when it
+ * adds something) as that text; any other object as `key: value` lines (compact JSON).
+ */
+export function outputText(rawOutput) {
+  if (typeof rawOutput === 'string') return rawOutput;
+  if (!isObj(rawOutput)) return valueText(rawOutput);
+  const text = ['formatted_output', 'aggregated_output', 'stdout', 'output']
+    .map((k) => rawOutput[k]).find((v) => typeof v === 'string');
+  if (text !== undefined) {
+    const err = rawOutput.stderr;
+    return typeof err === 'string' && err && !text.includes(err) ? `${text}${text.endsWith('\n') ? '' : '\n'}${err}` : text;
+  }
+  return Object.entries(rawOutput).map(([k, v]) => `${k}: ${valueText(v)}`).join('\n');
+}
 
 /**
  * Text inside one Markdown code fence (```console … ```, the way Claude's adapter wraps a

@@ -3,9 +3,10 @@
 // text as Markdown goes through markdown.js (never HTML).
 
 import { h } from './dom.js';
-import { diffView } from './diff.js';
+import { diffView, unifiedTextView } from './diff.js';
 import {
-  asksForFeedback, commandOf, inputFields, optionLabel, orderedOptions, shownStatus, unfenced, visible,
+  asksForFeedback, changesOf, commandOf, inputFields, optionLabel, orderedOptions, outputText, shownStatus, unfenced,
+  visible,
 } from './present.js';
 
 const KIND_LABEL = {
@@ -120,9 +121,19 @@ function locationsView(locations) {
     items.map((l) => h('span', { class: 'chip', text: Number.isInteger(l.line) ? `${l.path}:${l.line}` : l.path })));
 }
 
-/** The text of a tool call's output, as its output section would show it. */
-function outputText(rawOutput) {
-  return typeof rawOutput === 'string' ? rawOutput : JSON.stringify(rawOutput, null, 2);
+/**
+ * The diffs of an edit's input changes (Codex's `changes`) that its content does not already
+ * show as diffs: a new or deleted file as a diff, an update as the unified diff the agent sent.
+ */
+function changeDiffs(tool) {
+  const changes = changesOf(tool.rawInput);
+  if (!changes) return [];
+  const shown = new Set(list(tool.content).filter((c) => c?.type === 'diff').map((c) => str(c.path)));
+  return changes.filter((c) => !shown.has(c.path) && !(c.movePath && shown.has(c.movePath))).map((c) => {
+    if (c.type === 'add') return diffView(c.path, null, c.content ?? '');
+    if (c.type === 'delete') return diffView(c.path, c.content ?? '', '');
+    return c.diff !== null ? unifiedTextView(c.movePath ? `${c.path} → ${c.movePath}` : c.path, c.diff) : null;
+  }).filter(Boolean);
 }
 
 /**
@@ -138,6 +149,7 @@ export function toolBody(tool) {
     inputView(tool.rawInput),
     locationsView(tool.locations),
     ...list(tool.content).map(contentView),
+    ...changeDiffs(tool),
     repeated ? null : outputView(out),
   ].filter(Boolean);
 }
@@ -151,7 +163,7 @@ export function toolCard(tool, open, onToggle) {
   const status = shownStatus(tool);
   const kind = str(tool.kind) || 'other';
   const body = toolBody(tool);
-  const hasDiff = list(tool.content).some((c) => c?.type === 'diff');
+  const hasDiff = list(tool.content).some((c) => c?.type === 'diff') || changesOf(tool.rawInput) !== null;
   const card = h('details', {
     class: `tool-card status-${status}`,
     'data-testid': 'tool-call',
@@ -319,6 +331,7 @@ export function approvalCard(p, session, button) {
     fieldsView(hasCommand ? fields.slice(1) : fields, 'approval-input'),
     locationsView(tool.locations),
     ...list(tool.content).map(contentView),
+    ...changeDiffs(tool),
   ].filter(Boolean);
   if (details.length) card.append(h('div', { class: 'approval-details' }, details));
   const options = orderedOptions(p.options);

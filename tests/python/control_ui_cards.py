@@ -159,6 +159,47 @@ Promise.all([import('/assets/turns.js'), import('/assets/present.js'), import('/
     adds: [...edit.querySelectorAll('.diff-add')].map((e) => e.textContent),
     hunks: [...edit.querySelectorAll('.diff-hunk')].map((e) => e.textContent),
   };
+  // Codex's edit (codex-acp 0.16.0): its input is the whole patch event, the changes keyed by
+  // path; its output the patch result with the same changes.
+  const changes = { '/work/proj/calc.py': { type: 'update', unified_diff: '@@ -1,2 +1,2 @@\n def add(a, b):\n-    return a - b\n+    return a + b\n', move_path: null } };
+  const patch = { call_id: 'call_edit_1', turn_id: '01a233a2', auto_approved: false, changes };
+  const patchOut = { call_id: 'call_edit_1', turn_id: '01a233a2', stdout: 'Success. Updated the following files:\nM calc.py\n', stderr: '', success: true, changes, status: 'completed' };
+  const codexEdit = t.toolCard(tool({ kind: 'edit', title: 'Edit /work/proj/calc.py', status: 'completed', rawInput: patch, rawOutput: patchOut }), undefined);
+  const codexEditWithDiff = t.toolCard(tool({
+    kind: 'edit', title: 'Edit /work/proj/calc.py', status: 'completed', rawInput: patch,
+    content: [{ type: 'diff', path: '/work/proj/calc.py', oldText: 'def add(a, b):\n    return a - b\n', newText: 'def add(a, b):\n    return a + b\n' }],
+  }), undefined);
+  out.codexEdit = {
+    open: codexEdit.open,
+    fields: [...codexEdit.querySelectorAll('[data-testid="input-field"]')].map((f) => [f.dataset.key, f.querySelector('dd').textContent]),
+    adds: [...codexEdit.querySelectorAll('.diff-add')].map((e) => e.textContent),
+    dels: [...codexEdit.querySelectorAll('.diff-del')].map((e) => e.textContent),
+    json: codexEdit.textContent.includes('unified_diff') || codexEdit.textContent.includes('{"'),
+    output: [...codexEdit.querySelectorAll('[data-testid="tool-output"]')].map((e) => e.textContent),
+    diffsWithContent: codexEditWithDiff.querySelectorAll('[data-testid="diff"]').length,
+  };
+  // Codex's read (an exec of `cat`): the command's output, its exit code 0.
+  const codexRead = t.toolCard(tool({
+    kind: 'read', title: 'Read notes.txt', status: 'completed',
+    rawInput: { call_id: 'call_edit_0', process_id: '73246', command: ['/bin/bash', '-lc', 'cat notes.txt'], cwd: '/work/proj', parsed_cmd: [{ type: 'read', cmd: 'cat notes.txt', name: 'notes.txt', path: 'notes.txt' }], source: 'unified_exec_startup' },
+    rawOutput: { call_id: 'call_edit_0', command: ['/bin/bash', '-lc', 'cat notes.txt'], stdout: 'alpha\n', stderr: '', aggregated_output: 'alpha\n', exit_code: 0, formatted_output: 'alpha\n', status: 'completed' },
+  }), true);
+  const codexFail = t.toolCard(tool({ status: 'completed', rawOutput: { stdout: '', stderr: 'boom\n', aggregated_output: 'boom\n', exit_code: 1, formatted_output: 'boom\n' } }), true);
+  out.codexRead = {
+    command: codexRead.querySelector('[data-testid="tool-input"]').textContent,
+    output: [...codexRead.querySelectorAll('[data-testid="tool-output"]')].map((e) => e.textContent),
+    mark: mark(codexRead), failMark: mark(codexFail),
+  };
+  // Claude's Read: the same text as fenced content and as raw output.
+  const claudeRead = t.toolCard(tool({
+    kind: 'read', title: 'Read notes.txt', status: 'completed', rawInput: { file_path: '/work/proj/notes.txt' },
+    rawOutput: '     1\u2192alpha\n     2\u2192\n',
+    content: [{ type: 'text', text: '```\n     1\u2192alpha\n     2\u2192\n```' }],
+  }), true);
+  out.claudeRead = [...claudeRead.querySelectorAll('[data-testid="tool-text"], [data-testid="tool-output"]')].map((e) => e.textContent);
+  // Codex's patch approval: "Yes" and "No, provide feedback".
+  out.codexPatch = buttons(t.approvalCard(perm([o('approved', 'Yes', 'allow_once'), o('abort', 'No, provide feedback', 'reject_once')],
+    { kind: 'edit', title: 'Edit /work/proj/calc.py', rawInput: patch }), { id: 's', agent: 'codex' }, button));
   out.hunks = {
     at41: d.unifiedLines('a\nb\nc\n', 'a\nB\nc\n', 41).filter(([op]) => op === '@').map(([, l]) => l),
     noLine: d.unifiedLines('a\nb\nc\n', 'a\nB\nc\n').filter(([op]) => op === '@').map(([, l]) => l),
@@ -239,6 +280,19 @@ def check_cards(r):
     check(r["edit"]["title"].startswith("claude wants to edit:"), f"an edit approval says edit: {r['edit']['title']!r}")
     check(r["edit"]["adds"] == ["+    return a + b\n"] and r["edit"]["hunks"] == ["@@ -41,2 +41,2 @@\n"],
           f"and shows the diff, numbered from its line: {r['edit']}")
+    ce = r["codexEdit"]
+    check(ce["open"] and dict(ce["fields"]).get("changes") == "update /work/proj/calc.py" and not ce["json"],
+          f"Codex's edit card lists the changed files, no raw JSON of the patch: {ce['fields']}")
+    check(ce["adds"] == ["+    return a + b\n"] and ce["dels"] == ["-    return a - b\n"], f"and shows its diff: {ce}")
+    check(ce["output"] == ["Success. Updated the following files:\nM calc.py\n"], f"its output is the patch result's text: {ce['output']}")
+    cr = r["codexRead"]
+    check(cr["command"] == "/bin/bash -lc 'cat notes.txt'" and cr["output"] == ["alpha\n"] and cr["mark"] == ["completed", "✓"],
+          f"Codex's read: the command, its output as text, ✓: {cr}")
+    check(cr["failMark"] == ["failed", "✗"], f"a Codex run whose exit_code is 1 shows ✗: {cr['failMark']}")
+    check(r["claudeRead"] == ["     1→alpha\n     2→"], f"Claude's fenced output and raw output shown once, unfenced: {r['claudeRead']}")
+    check([(b["label"], b["feedback"]) for b in r["codexPatch"]] == [("Yes", False), ("No, provide feedback", True)],
+          f"Codex's patch approval: its names, the feedback option marked: {r['codexPatch']}")
+    check(ce["diffsWithContent"] == 1, f"a diff the content already shows is not shown twice: {ce['diffsWithContent']}")
     check(r["hunks"] == {"at41": ["@@ -41,3 +41,3 @@"], "noLine": ["@@ -1,3 +1,3 @@"]}, f"hunk numbers: {r['hunks']}")
     # 5.
     check(r["usage"] == ["ctx 12.3k/200k 6% · $0.04", "ctx 950/1k 95%", "ctx 1.5M/2M 75% · €1.50", None], f"usage meter text: {r['usage']}")
