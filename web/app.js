@@ -725,7 +725,7 @@ class ControlUi {
         h('span', { class: 'session-agent', 'data-testid': 'session-item-agent', text: agentOf(s) }),
         ` · ${deleting ? 'deleting…' : `${shown.has(s.id) ? 'shown · ' : ''}${relativeTime(s.updated)}`}`));
       btn.addEventListener('click', () => this.actions.navigate(s.id));
-      return h('li', { class: `session-row${deleting ? ' deleting' : ''}`, 'data-testid': 'session-row', 'data-session': s.id, 'data-deleting': deleting ? 'true' : null, 'aria-busy': deleting ? 'true' : null },
+      return h('li', { class: `session-row${deleting ? ' deleting' : ''}`, 'data-testid': 'session-row', 'data-deleting': deleting ? 'true' : null, 'aria-busy': deleting ? 'true' : null },
         btn, this.sessionControls(s, deleting));
     });
     if (items.length === 0) items.push(h('li', { class: 'muted', text: 'No sessions yet.' }));

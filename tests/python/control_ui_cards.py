@@ -378,7 +378,7 @@ def run(binary):
             window.__deleting = [];
             new MutationObserver(() => {
               for (const r of document.querySelectorAll('[data-testid=session-row][data-deleting=true]')) {
-                window.__deleting.push([r.dataset.session, r.textContent.includes('deleting'), r.querySelector('[data-testid=session-delete]').disabled]);
+                window.__deleting.push([r.querySelector('[data-testid=session-item]').dataset.session, r.textContent.includes('deleting'), r.querySelector('[data-testid=session-delete]').disabled]);
               }
             }).observe(document.getElementById('session-list'), { subtree: true, childList: true, attributes: true });
         """)
