@@ -603,26 +603,13 @@ fn handle_permission(
     shared.emit(&mut st, TurnDelta::PermissionAsked { permission: part });
 }
 
-/// A terminal cwd: absent means the project; present must resolve inside it.
+/// A terminal cwd: absent means the project; present must be a directory inside it, decided
+/// like a file path (`fs::resolve_dir`: one error for every outside path, nothing opened).
 fn terminal_cwd(project: &Path, cwd: Option<&Path>) -> Result<PathBuf, acp::Error> {
     let Some(cwd) = cwd else {
         return Ok(project.to_owned());
     };
-    let joined = if cwd.is_absolute() {
-        cwd.to_owned()
-    } else {
-        project.join(cwd)
-    };
-    let canon = joined
-        .canonicalize()
-        .map_err(|e| json_error(format!("terminal cwd {}: {e}", cwd.display())))?;
-    if !canon.starts_with(project) || !canon.is_dir() {
-        return Err(json_error(format!(
-            "terminal cwd {} is not a directory inside the project",
-            cwd.display()
-        )));
-    }
-    Ok(canon)
+    fs::resolve_dir(project, cwd).map_err(|e| json_error(format!("terminal cwd: {e}")))
 }
 
 /// Where a terminal's live output goes: into the running turn, as deltas on the tool call
