@@ -555,8 +555,14 @@ mod tests {
         let e = read_text_file(&p, &inside_fifo, None, None).unwrap_err();
         assert!(matches!(e, FsError::NotAFile(_)), "{e}");
         std::thread::sleep(std::time::Duration::from_millis(200));
-        assert!(rx.try_recv().is_err(), "the outside FIFO's writer was released");
-        assert!(rx_inside.try_recv().is_err(), "the inside FIFO's writer was released");
+        assert!(
+            rx.try_recv().is_err(),
+            "the outside FIFO's writer was released"
+        );
+        assert!(
+            rx_inside.try_recv().is_err(),
+            "the inside FIFO's writer was released"
+        );
         // Free the writers (open for reading ourselves).
         let _r1 = std::fs::File::open(&outside_fifo).unwrap();
         let _r2 = std::fs::File::open(&inside_fifo).unwrap();
@@ -587,7 +593,12 @@ mod tests {
         // The same through a symlink leading out, whether its target exists or not.
         std::os::unix::fs::symlink(o.path().join("nonexistent"), p.join("dangling")).unwrap();
         std::os::unix::fs::symlink(o.path(), p.join("out")).unwrap();
-        for path in ["dangling/x", "out/secret/x", "out/nonexistent/x", "out/secret"] {
+        for path in [
+            "dangling/x",
+            "out/secret/x",
+            "out/nonexistent/x",
+            "out/secret",
+        ] {
             let e = read_text_file(&p, &p.join(path), None, None).unwrap_err();
             assert!(matches!(e, FsError::Outside(_)), "{path}: {e}");
         }
@@ -614,7 +625,10 @@ mod tests {
             );
         }
         write_text_file(&p, &p.join("abs/b/new/n.txt"), "n").unwrap();
-        assert_eq!(std::fs::read_to_string(p.join("a/b/new/n.txt")).unwrap(), "n");
+        assert_eq!(
+            std::fs::read_to_string(p.join("a/b/new/n.txt")).unwrap(),
+            "n"
+        );
         assert_eq!(resolve_dir(&p, Path::new("rel")).unwrap(), p.join("a/b"));
         let e = read_text_file(&p, &p.join("a/b/climb/x"), None, None).unwrap_err();
         assert!(matches!(e, FsError::Outside(_)), "{e}");
