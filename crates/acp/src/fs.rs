@@ -306,6 +306,33 @@ pub fn resolve_dir(project: &Path, path: &Path) -> Result<PathBuf, FsError> {
     real_path(&dir).map_err(io(&target))
 }
 
+/// Where a write of `path` would land, without writing or creating anything: the real path
+/// (symlinks of existing directories resolved; missing directories and the file's own name
+/// as named). The same confinement and errors as [`write_text_file`]; used to decide whether
+/// the write needs the person's approval first (docs/agents.md §6).
+pub fn write_destination(project: &Path, path: &Path) -> Result<PathBuf, FsError> {
+    let (target, mut steps) = steps_of(project, path)?;
+    let Some(Step::Name(name)) = steps.pop_back() else {
+        return Err(FsError::BadPath(shown(&target)));
+    };
+    let mut missing = Vec::new();
+    loop {
+        match walk(project, steps.clone(), Want::Dir, &target) {
+            Ok((dir, _)) => {
+                let mut real = real_path(&dir).map_err(io(&target))?;
+                real.extend(missing.iter().rev());
+                real.push(name);
+                return Ok(real);
+            }
+            Err(FsError::NotFound(_)) => match steps.pop_back() {
+                Some(Step::Name(n)) => missing.push(n),
+                _ => return Err(FsError::NotFound(shown(&target))),
+            },
+            Err(e) => return Err(e),
+        }
+    }
+}
+
 /// Reads a text file inside `project` (canonical). `line` is 1-based; `limit` counts lines.
 pub fn read_text_file(
     project: &Path,

@@ -28,6 +28,7 @@
 //! | `usage` | a `usage_update` |
 //! | `unknown-update` | a `session/update` of a kind no client knows |
 //! | `garbage` | prints lines that are not JSON-RPC (and not UTF-8) on stdout |
+//! | `later MS MARKER write PATH CONTENT` / `later MS MARKER term CMD` | after the turn, MS ms later, `fs/write_text_file` or `terminal/create` (`sh -c CMD`); writes `ok` or `error CODE MESSAGE` to the file MARKER |
 //! | `hostile-log` | sends a `session/update` of an unknown kind, a notification and a request of unknown methods, each name carrying terminal escapes ([`HOSTILE`]) |
 //! | `flood N` | N text chunks written straight to stdout (for benchmarks) |
 //! | `flood-timed N RATE` | N chunks at RATE per second, each text `t<unix ns> ` |
@@ -465,6 +466,39 @@ impl Turn {
                 .to_string()
                 .into_bytes(),
             ),
+            "later" => {
+                let mut words = rest.splitn(4, ' ');
+                let ms: u64 = words.next().and_then(|w| w.parse().ok()).unwrap_or(0);
+                let marker = PathBuf::from(words.next().unwrap_or_default());
+                let (what, arg) = (
+                    words.next().unwrap_or_default().to_string(),
+                    words.next().unwrap_or_default().to_string(),
+                );
+                let (cx, sid) = (self.cx.clone(), self.sid.clone());
+                tokio::spawn(async move {
+                    tokio::time::sleep(Duration::from_millis(ms)).await;
+                    let result = if what == "write" {
+                        let (path, content) = arg.split_once(' ').unwrap_or((&arg, ""));
+                        cx.send_request(schema::WriteTextFileRequest::new(sid, path, content))
+                            .block_task()
+                            .await
+                            .map(|_| ())
+                    } else {
+                        cx.send_request(
+                            schema::CreateTerminalRequest::new(sid, "sh")
+                                .args(vec!["-c".into(), arg.clone()]),
+                        )
+                        .block_task()
+                        .await
+                        .map(|_| ())
+                    };
+                    let report = match result {
+                        Ok(()) => "ok".to_string(),
+                        Err(e) => format!("error {} {}", e.code.value(), e.message),
+                    };
+                    let _ = std::fs::write(marker, report);
+                });
+            }
             "hostile-log" => {
                 let sid = &*self.sid.0;
                 for line in [
