@@ -311,7 +311,7 @@ struct Parked {
 /// Who waits for a parked permission's answer: the agent's own request, or ax-code itself
 /// (a write it asks the person about before serving it, `guard`).
 enum Asker {
-    Agent(v1::Responder<serde_json::Value>),
+    Agent(Box<v1::Responder<serde_json::Value>>),
     Backend(oneshot::Sender<Option<PermissionKind>>),
 }
 
@@ -327,7 +327,7 @@ impl Asker {
                     None => schema::RequestPermissionOutcome::Cancelled,
                 };
                 let response = schema::RequestPermissionResponse::new(outcome);
-                let _ = responder.respond(serde_json::to_value(response).unwrap_or_default());
+                let _ = (*responder).respond(serde_json::to_value(response).unwrap_or_default());
             }
             Asker::Backend(tx) => {
                 let _ = tx.send(choice.map(|c| c.kind));
@@ -613,7 +613,7 @@ fn handle_permission(
         (
             permission_id.clone(),
             Parked {
-                responder: Asker::Agent(responder),
+                responder: Asker::Agent(Box::new(responder)),
                 options: options.clone(),
             },
         ),

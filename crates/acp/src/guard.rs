@@ -6,7 +6,7 @@
 
 use std::path::{Component, Path};
 
-use ax_core::text::escape_unsafe;
+use ax_core::text::escape_controls;
 
 /// Why a write to `relative` (a path inside the project, relative to its root) needs the
 /// person's approval, or `None`. Version-control internals (hooks run code on the next
@@ -35,7 +35,7 @@ pub fn needs_approval(relative: &Path) -> Option<&'static str> {
 pub fn wrote(relative: &Path, bytes: usize) -> String {
     format!(
         "ax-code wrote a file for the agent: {} ({bytes} bytes)",
-        escape_unsafe(&relative.to_string_lossy())
+        escape_controls(&relative.to_string_lossy())
     )
 }
 
@@ -43,8 +43,8 @@ pub fn wrote(relative: &Path, bytes: usize) -> String {
 pub fn not_written(shown: &str, why: &str) -> String {
     format!(
         "ax-code did not write {} for the agent: {}",
-        escape_unsafe(shown),
-        escape_unsafe(why)
+        escape_controls(shown),
+        escape_controls(why)
     )
 }
 
@@ -56,8 +56,8 @@ pub fn started(terminal_id: &str, command: &str, args: &[String], cwd: &Path) ->
         .join(" ");
     format!(
         "ax-code started a terminal for the agent ({terminal_id}, in {}): {}",
-        escape_unsafe(&cwd.to_string_lossy()),
-        escape_unsafe(&line)
+        escape_controls(&cwd.to_string_lossy()),
+        escape_controls(&line)
     )
 }
 

@@ -22,7 +22,7 @@ pub fn is_unsafe_char(c: char) -> bool {
 /// `text` with every [`is_unsafe_char`] replaced by a visible escape (`\n`, `\t`, `\r`,
 /// `\x1b`, `\u{202e}`), and `\` doubled only where it could be mistaken for one. Text without
 /// such characters is returned unchanged (borrowed).
-pub fn escape_unsafe(text: &str) -> Cow<'_, str> {
+pub fn escape_controls(text: &str) -> Cow<'_, str> {
     if !text.chars().any(is_unsafe_char) {
         return Cow::Borrowed(text);
     }
@@ -59,7 +59,7 @@ mod tests {
         }
         let all = (0u32..0x3000).filter_map(char::from_u32);
         for c in all {
-            let shown = escape_unsafe(&c.to_string()).into_owned();
+            let shown = escape_controls(&c.to_string()).into_owned();
             if is_unsafe_char(c) {
                 assert!(shown.starts_with('\\'), "{c:?} -> {shown:?}");
                 assert!(!shown.chars().any(is_unsafe_char), "{c:?} -> {shown:?}");
@@ -68,10 +68,10 @@ mod tests {
             }
         }
         assert_eq!(
-            escape_unsafe("a\u{1b}]52;c;eA==\u{7}b\u{202e}c\n"),
+            escape_controls("a\u{1b}]52;c;eA==\u{7}b\u{202e}c\n"),
             "a\\x1b]52;c;eA==\\x07b\\u{202e}c\\n"
         );
-        assert_eq!(escape_unsafe("\u{9b}2J\u{7f}"), "\\x9b2J\\x7f");
-        assert!(matches!(escape_unsafe("plain – ü"), Cow::Borrowed(_)));
+        assert_eq!(escape_controls("\u{9b}2J\u{7f}"), "\\x9b2J\\x7f");
+        assert!(matches!(escape_controls("plain – ü"), Cow::Borrowed(_)));
     }
 }

@@ -13,7 +13,7 @@ use ax_acp::{
     AgentHandle, AgentKind, AgentsConfig, StartError, StartOptions,
     config::{Origin, find_command},
 };
-use ax_core::text::escape_unsafe as shown;
+use ax_core::text::escape_controls as shown;
 use clap::{Args, Subcommand};
 
 #[derive(Debug, Args)]

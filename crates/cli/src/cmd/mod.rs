@@ -39,7 +39,7 @@ pub fn init_logging(default: &str, ansi: bool) {
 /// The one place agent-supplied text is made safe for a log (docs/SECURITY.md, "The agent
 /// hosted in a session"): every field of every event and span (the message too) is formatted
 /// as the default formatter does, then its control and bidi characters are escaped
-/// (`ax_core::text::escape_unsafe`). An agent's update kind, method name or error text can
+/// (`ax_core::text::escape_controls`). An agent's update kind, method name or error text can
 /// then neither drive the terminal that shows the log nor forge a log line.
 pub struct EscapingFields;
 
@@ -54,7 +54,7 @@ impl<'w> tracing_subscriber::fmt::FormatFields<'w> for EscapingFields {
             tracing_subscriber::fmt::format::Writer::new(&mut plain),
             fields,
         )?;
-        writer.write_str(&ax_core::text::escape_unsafe(&plain))
+        writer.write_str(&ax_core::text::escape_controls(&plain))
     }
 }
 

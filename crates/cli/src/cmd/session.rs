@@ -196,7 +196,7 @@ fn display_title(s: &Session) -> std::borrow::Cow<'_, str> {
     if s.title.is_empty() {
         "(untitled)".into()
     } else {
-        ax_core::text::escape_unsafe(&s.title)
+        ax_core::text::escape_controls(&s.title)
     }
 }
 
