@@ -730,11 +730,13 @@ async fn ask_before_writing(shared: &Shared, shown: &str, relative: &Path, why: 
             ),
         );
         let path = relative.to_string_lossy().into_owned();
+        // Composed by ax-code, so shown escaped: a name cannot reorder or hide the title.
+        let shown_path = ax_core::text::escape_controls(&path);
         let part = PermissionPart {
             permission_id,
             tool_call: ToolCallPart {
                 tool_call_id: format!("ax-write-{n}"),
-                title: format!("The agent asks ax-code to write {path} ({why})"),
+                title: format!("The agent asks ax-code to write {shown_path} ({why})"),
                 kind: turn::ToolKind::Edit,
                 status: ToolStatus::Pending,
                 locations: vec![turn::ToolLocation {
