@@ -45,7 +45,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::{
     config::AgentSpec,
-    fs, map,
+    fs, guard, map,
     process::{self, STDERR_TAIL_BYTES, Tail, signal_group},
     terminal::{LocalTerminals, TerminalSpec, Terminals},
 };
@@ -304,8 +304,36 @@ pub enum AnswerError {
 }
 
 struct Parked {
-    responder: v1::Responder<serde_json::Value>,
+    responder: Asker,
     options: Vec<PermissionChoice>,
+}
+
+/// Who waits for a parked permission's answer: the agent's own request, or ax-code itself
+/// (a write it asks the person about before serving it, `guard`).
+enum Asker {
+    Agent(Box<v1::Responder<serde_json::Value>>),
+    Backend(oneshot::Sender<Option<PermissionKind>>),
+}
+
+impl Asker {
+    /// Sends the chosen option (`None`: cancelled).
+    fn answer(self, choice: Option<&PermissionChoice>) {
+        match self {
+            Asker::Agent(responder) => {
+                let outcome = match choice {
+                    Some(c) => schema::RequestPermissionOutcome::Selected(
+                        schema::SelectedPermissionOutcome::new(c.option_id.clone()),
+                    ),
+                    None => schema::RequestPermissionOutcome::Cancelled,
+                };
+                let response = schema::RequestPermissionResponse::new(outcome);
+                let _ = (*responder).respond(serde_json::to_value(response).unwrap_or_default());
+            }
+            Asker::Backend(tx) => {
+                let _ = tx.send(choice.map(|c| c.kind));
+            }
+        }
+    }
 }
 
 struct TurnState {
@@ -359,12 +387,8 @@ impl Shared {
 
     /// Answers every parked permission `cancelled` (each exactly once: it leaves the map).
     fn cancel_parked(&self, st: &mut State) {
-        let cancelled = serde_json::to_value(schema::RequestPermissionResponse::new(
-            schema::RequestPermissionOutcome::Cancelled,
-        ))
-        .unwrap_or_default();
         for (_, (id, parked)) in std::mem::take(&mut st.parked) {
-            let _ = parked.responder.respond(cancelled.clone());
+            parked.responder.answer(None);
             self.emit(
                 st,
                 TurnDelta::PermissionAnswered {
@@ -589,7 +613,7 @@ fn handle_permission(
         (
             permission_id.clone(),
             Parked {
-                responder,
+                responder: Asker::Agent(Box::new(responder)),
                 options: options.clone(),
             },
         ),
@@ -603,26 +627,13 @@ fn handle_permission(
     shared.emit(&mut st, TurnDelta::PermissionAsked { permission: part });
 }
 
-/// A terminal cwd: absent means the project; present must resolve inside it.
+/// A terminal cwd: absent means the project; present must be a directory inside it, decided
+/// like a file path (`fs::resolve_dir`: one error for every outside path, nothing opened).
 fn terminal_cwd(project: &Path, cwd: Option<&Path>) -> Result<PathBuf, acp::Error> {
     let Some(cwd) = cwd else {
         return Ok(project.to_owned());
     };
-    let joined = if cwd.is_absolute() {
-        cwd.to_owned()
-    } else {
-        project.join(cwd)
-    };
-    let canon = joined
-        .canonicalize()
-        .map_err(|e| json_error(format!("terminal cwd {}: {e}", cwd.display())))?;
-    if !canon.starts_with(project) || !canon.is_dir() {
-        return Err(json_error(format!(
-            "terminal cwd {} is not a directory inside the project",
-            cwd.display()
-        )));
-    }
-    Ok(canon)
+    fs::resolve_dir(project, cwd).map_err(|e| json_error(format!("terminal cwd: {e}")))
 }
 
 /// Where a terminal's live output goes: into the running turn, as deltas on the tool call
@@ -665,6 +676,155 @@ fn terminal_sink(shared: &Arc<Shared>) -> crate::terminal::TerminalSink {
     })
 }
 
+/// Whether a turn runs (and no replay): only then are writes and terminals served.
+fn in_turn(shared: &Shared) -> bool {
+    let st = shared.lock();
+    st.turn.is_some() && !st.replaying
+}
+
+/// Leaves a notice in the running turn (`guard`): stored and shown like every delta.
+fn trace(shared: &Shared, kind: NoticeKind, message: String) {
+    let mut st = shared.lock();
+    shared.emit(
+        &mut st,
+        TurnDelta::Notice {
+            notice: Notice { kind, message },
+        },
+    );
+}
+
+/// Asks the person, through the turn's permission flow, whether ax-code may serve a write
+/// it would not serve unasked; resolves to whether they allowed it.
+async fn ask_before_writing(shared: &Shared, shown: &str, relative: &Path, why: &str) -> bool {
+    let Ok(permission_id) = PermissionId::mint() else {
+        return false;
+    };
+    let (tx, rx) = oneshot::channel();
+    {
+        let mut st = shared.lock();
+        if st.turn.is_none() {
+            return false;
+        }
+        let options = vec![
+            PermissionChoice {
+                option_id: "ax-allow-once".into(),
+                name: "Allow this write".into(),
+                kind: PermissionKind::AllowOnce,
+            },
+            PermissionChoice {
+                option_id: "ax-reject-once".into(),
+                name: "Refuse".into(),
+                kind: PermissionKind::RejectOnce,
+            },
+        ];
+        st.next_permission += 1;
+        let n = st.next_permission;
+        st.parked.insert(
+            n,
+            (
+                permission_id.clone(),
+                Parked {
+                    responder: Asker::Backend(tx),
+                    options: options.clone(),
+                },
+            ),
+        );
+        let path = relative.to_string_lossy().into_owned();
+        // Composed by ax-code, so shown escaped: a name cannot reorder or hide the title.
+        let shown_path = ax_core::text::escape_controls(&path);
+        let part = PermissionPart {
+            permission_id,
+            tool_call: ToolCallPart {
+                tool_call_id: format!("ax-write-{n}"),
+                title: format!("The agent asks ax-code to write {shown_path} ({why})"),
+                kind: turn::ToolKind::Edit,
+                status: ToolStatus::Pending,
+                locations: vec![turn::ToolLocation {
+                    path: shown.to_owned(),
+                    line: None,
+                }],
+                raw_input: Some(serde_json::json!({ "path": path })),
+                ..ToolCallPart::default()
+            },
+            options,
+            outcome: PermissionOutcome::Pending,
+        };
+        shared.emit(&mut st, TurnDelta::PermissionAsked { permission: part });
+    }
+    matches!(
+        rx.await,
+        Ok(Some(
+            PermissionKind::AllowOnce | PermissionKind::AllowAlways
+        ))
+    )
+}
+
+/// `fs/write_text_file` during a turn: where it would land is decided first (nothing
+/// written or created); a write there that needs approval asks the person; the write then
+/// leaves a notice in the turn, done or not.
+async fn serve_write(
+    shared: Arc<Shared>,
+    req: schema::WriteTextFileRequest,
+    responder: v1::Responder<serde_json::Value>,
+) {
+    let project = shared.project.clone();
+    let shown = req.path.to_string_lossy().into_owned();
+    let blocking = |f: Box<dyn FnOnce() -> Result<PathBuf, fs::FsError> + Send>| async move {
+        tokio::task::spawn_blocking(f)
+            .await
+            .map_err(acp::Error::into_internal_error)
+            .and_then(|r| r.map_err(fs_error))
+    };
+    let destination = {
+        let (project, path) = (project.clone(), req.path.clone());
+        blocking(Box::new(move || fs::write_destination(&project, &path))).await
+    };
+    let relative = match destination {
+        Ok(real) => real
+            .strip_prefix(&project)
+            .map(Path::to_owned)
+            .unwrap_or(real),
+        Err(e) => return respond::<()>(responder, Err(e)),
+    };
+    if let Some(why) = guard::needs_approval(&relative)
+        && !ask_before_writing(&shared, &shown, &relative, why).await
+    {
+        let refused = "the person did not allow it";
+        trace(
+            &shared,
+            NoticeKind::Info,
+            guard::not_written(&shown, refused),
+        );
+        return respond::<()>(
+            responder,
+            Err(acp::Error::new(
+                ErrorCode::INVALID_PARAMS,
+                format!("{shown}: {refused} ({why})"),
+            )),
+        );
+    }
+    let bytes = req.content.len();
+    let written = {
+        let (project, path) = (project.clone(), req.path.clone());
+        blocking(Box::new(move || {
+            fs::write_text_file(&project, &path, &req.content).map(|()| PathBuf::new())
+        }))
+        .await
+    };
+    match &written {
+        Ok(_) => trace(&shared, NoticeKind::Info, guard::wrote(&relative, bytes)),
+        Err(e) => trace(
+            &shared,
+            NoticeKind::Info,
+            guard::not_written(&shown, &e.message),
+        ),
+    }
+    respond(
+        responder,
+        written.map(|_| schema::WriteTextFileResponse::new()),
+    );
+}
+
 fn handle_request(
     shared: &Arc<Shared>,
     method: &str,
@@ -704,34 +864,42 @@ fn handle_request(
                 Ok(r) => r,
                 Err(e) => return respond::<()>(responder, Err(e)),
             };
-            tokio::spawn(async move {
-                let written = tokio::task::spawn_blocking(move || {
-                    fs::write_text_file(&project, &req.path, &req.content)
-                })
-                .await;
-                let result = match written {
-                    Ok(r) => r
-                        .map(|()| schema::WriteTextFileResponse::new())
-                        .map_err(fs_error),
-                    Err(e) => Err(acp::Error::into_internal_error(e)),
-                };
-                respond(responder, result);
-            });
+            if !in_turn(shared) {
+                return respond::<()>(responder, Err(json_error(guard::OUTSIDE_A_TURN)));
+            }
+            tokio::spawn(serve_write(shared.clone(), req, responder));
         }
         "terminal/create" => {
             let result = parse::<schema::CreateTerminalRequest>(params).and_then(|req| {
+                if !in_turn(shared) {
+                    return Err(json_error(guard::OUTSIDE_A_TURN));
+                }
                 let cwd = terminal_cwd(&project, req.cwd.as_deref())?;
+                let notice = |id: &str| {
+                    let shown_cwd = cwd.strip_prefix(&project).unwrap_or(&cwd);
+                    let shown_cwd = if shown_cwd.as_os_str().is_empty() {
+                        Path::new(".")
+                    } else {
+                        shown_cwd
+                    };
+                    guard::started(id, &req.command, &req.args, shown_cwd)
+                };
                 let spec = TerminalSpec {
-                    command: req.command,
-                    args: req.args,
-                    env: req.env.into_iter().map(|e| (e.name, e.value)).collect(),
-                    cwd,
+                    command: req.command.clone(),
+                    args: req.args.clone(),
+                    env: req
+                        .env
+                        .iter()
+                        .map(|e| (e.name.clone(), e.value.clone()))
+                        .collect(),
+                    cwd: cwd.clone(),
                     output_byte_limit: req.output_byte_limit,
                 };
-                terminals
+                let id = terminals
                     .create(spec, Some(terminal_sink(shared)))
-                    .map(schema::CreateTerminalResponse::new)
-                    .map_err(json_error)
+                    .map_err(json_error)?;
+                trace(shared, NoticeKind::Info, notice(&id));
+                Ok(schema::CreateTerminalResponse::new(id))
             });
             respond(responder, result);
         }
@@ -1377,13 +1545,7 @@ impl AgentHandle {
         let Some((id, parked)) = st.parked.remove(&key) else {
             return Err(AnswerError::Unknown(permission_id.to_string()));
         };
-        let response =
-            schema::RequestPermissionResponse::new(schema::RequestPermissionOutcome::Selected(
-                schema::SelectedPermissionOutcome::new(choice.option_id.clone()),
-            ));
-        let _ = parked
-            .responder
-            .respond(serde_json::to_value(response).unwrap_or_default());
+        parked.responder.answer(Some(&choice));
         self.shared.emit(
             &mut st,
             TurnDelta::PermissionAnswered {

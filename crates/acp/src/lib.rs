@@ -9,12 +9,14 @@
 //!   deltas ([`ax_protocol::turn`]), permissions parked until the person answers, cancel with
 //!   a watchdog, stop, crash handling and reopening;
 //! - [`fs`]: the agent's file requests, confined to the project;
+//! - [`guard`]: the trace every served write and terminal leaves, and which writes ask first;
 //! - [`terminal`]: the agent's terminals, behind the [`terminal::Terminals`] trait;
 //! - [`process`]: spawning with an allowlisted environment, bounded output.
 
 pub mod client;
 pub mod config;
 pub mod fs;
+pub mod guard;
 mod map;
 pub mod process;
 pub mod terminal;

@@ -22,7 +22,10 @@ pub struct Attachment {
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum PathError {
     /// Empty, too long, or holding a control character (NUL, line breaks, escapes).
-    #[error("attachment paths must be 1 to {MAX_PATH_BYTES} bytes without control characters")]
+    #[error(
+        "attachment paths must be 1 to {MAX_PATH_BYTES} bytes without control characters or \
+         bidi controls"
+    )]
     Malformed,
     /// Names a parent directory.
     #[error("attachment {0:?}: `..` is not allowed")]
@@ -38,15 +41,20 @@ pub enum PathError {
     NotAFile(String),
     /// The resolved path is not UTF-8 or holds a control character, so it cannot be shown
     /// truthfully or passed on unambiguously.
-    #[error("attachment {0:?} resolves to a path with control characters or invalid UTF-8")]
+    #[error(
+        "attachment {0:?} resolves to a path with control characters, bidi controls or \
+         invalid UTF-8"
+    )]
     UnsafeName(String),
     /// Resolves elsewhere than when the prompt was checked (swapped for a symlink, renamed).
     #[error("attachment {0:?} changed since it was approved: it now resolves elsewhere")]
     Changed(String),
 }
 
+/// Control characters, and bidi controls (a name that reads differently from what it is in
+/// the approval, docs/SECURITY.md).
 fn has_control(s: &str) -> bool {
-    s.chars().any(char::is_control)
+    s.chars().any(ax_core::text::is_unsafe_char)
 }
 
 /// Resolves `raw` (relative to the canonical `project`, or absolute inside it): no `..`, no
@@ -141,6 +149,23 @@ mod tests {
         // The name the person typed is clean; what it resolves to is not.
         std::fs::write(project.join("evil\nname"), "x").unwrap();
         std::os::unix::fs::symlink(project.join("evil\nname"), project.join("clean")).unwrap();
+        assert!(matches!(
+            resolve(&project, "clean"),
+            Err(PathError::UnsafeName(_))
+        ));
+    }
+
+    #[test]
+    fn bidi_controls_are_refused_typed_and_resolved() {
+        let dir = tempfile::tempdir().unwrap();
+        let project = std::fs::canonicalize(dir.path()).unwrap();
+        std::fs::write(project.join("report\u{202e}fdp.sh"), "x").unwrap();
+        assert_eq!(
+            resolve(&project, "report\u{202e}fdp.sh"),
+            Err(PathError::Malformed)
+        );
+        std::os::unix::fs::symlink(project.join("report\u{202e}fdp.sh"), project.join("clean"))
+            .unwrap();
         assert!(matches!(
             resolve(&project, "clean"),
             Err(PathError::UnsafeName(_))

@@ -6,6 +6,8 @@
 //!   compared in constant time, zeroed when dropped.
 //! - [`random`]: the one source of randomness for tokens, nonces and ID suffixes. A failure to
 //!   get randomness is an error; there is never a predictable fallback.
+//! - [`text`]: which characters may never be shown raw (control and bidi characters) and the
+//!   one escaping that makes them visible in terminals, logs and labels.
 //!
 //! ```
 //! use ax_core::{Secret, ids::SessionId};
@@ -21,6 +23,7 @@
 pub mod ids;
 pub mod random;
 pub mod secret;
+pub mod text;
 
 pub use random::RandomError;
 pub use secret::Secret;

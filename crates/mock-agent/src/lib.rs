@@ -28,6 +28,8 @@
 //! | `usage` | a `usage_update` |
 //! | `unknown-update` | a `session/update` of a kind no client knows |
 //! | `garbage` | prints lines that are not JSON-RPC (and not UTF-8) on stdout |
+//! | `later MS MARKER write PATH CONTENT` / `later MS MARKER term CMD` | after the turn, MS ms later, `fs/write_text_file` or `terminal/create` (`sh -c CMD`); writes `ok` or `error CODE MESSAGE` to the file MARKER |
+//! | `hostile-log` | sends a `session/update` of an unknown kind, a notification and a request of unknown methods, each name carrying terminal escapes ([`HOSTILE`]) |
 //! | `flood N` | N text chunks written straight to stdout (for benchmarks) |
 //! | `flood-timed N RATE` | N chunks at RATE per second, each text `t<unix ns> ` |
 //! | `mcp TOOL JSON` | starts the session's stdio MCP server `ax-code-screen` (else the first stdio one), lists its tools and calls TOOL with arguments JSON; reports `mcp: tools=NAMES result=TEXT` (`result=error TEXT` for a refused call) |
@@ -54,6 +56,8 @@
 //! `AX_MOCK_LOAD=1` advertises `loadSession` (replaying the history) and `AX_MOCK_RESUME=1`
 //! advertises `session/resume`. `AX_MOCK_IGNORE_EOF=1` keeps running after stdin closes
 //! (as Claude's and Codex's adapters do) and `AX_MOCK_IGNORE_TERM=1` ignores SIGTERM.
+//! `AX_MOCK_HOSTILE=1` puts [`HOSTILE`] (terminal escapes and a bidi override) into its name,
+//! title, version, an authentication method and its error output, as a malicious agent would.
 
 use std::{
     collections::HashMap,
@@ -72,6 +76,11 @@ use agent_client_protocol::{
 };
 use futures::{SinkExt, StreamExt};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt};
+
+/// What a hostile agent puts into every string it controls: OSC 52 (writes the clipboard),
+/// OSC 0 (sets the window title), `ESC [ 2 J` (clears the screen), a C1 CSI and a
+/// right-to-left override.
+pub const HOSTILE: &str = "\u{1b}]52;c;cHduZWQ=\u{7}\u{1b}]0;pwned\u{7}\u{1b}[2J\u{9b}31m\u{202e}";
 
 #[derive(Default)]
 struct Session {
@@ -457,6 +466,52 @@ impl Turn {
                 .to_string()
                 .into_bytes(),
             ),
+            "later" => {
+                let mut words = rest.splitn(4, ' ');
+                let ms: u64 = words.next().and_then(|w| w.parse().ok()).unwrap_or(0);
+                let marker = PathBuf::from(words.next().unwrap_or_default());
+                let (what, arg) = (
+                    words.next().unwrap_or_default().to_string(),
+                    words.next().unwrap_or_default().to_string(),
+                );
+                let (cx, sid) = (self.cx.clone(), self.sid.clone());
+                tokio::spawn(async move {
+                    tokio::time::sleep(Duration::from_millis(ms)).await;
+                    let result = if what == "write" {
+                        let (path, content) = arg.split_once(' ').unwrap_or((&arg, ""));
+                        cx.send_request(schema::WriteTextFileRequest::new(sid, path, content))
+                            .block_task()
+                            .await
+                            .map(|_| ())
+                    } else {
+                        cx.send_request(
+                            schema::CreateTerminalRequest::new(sid, "sh")
+                                .args(vec!["-c".into(), arg.clone()]),
+                        )
+                        .block_task()
+                        .await
+                        .map(|_| ())
+                    };
+                    let report = match result {
+                        Ok(()) => "ok".to_string(),
+                        Err(e) => format!("error {} {}", e.code.value(), e.message),
+                    };
+                    let _ = std::fs::write(marker, report);
+                });
+            }
+            "hostile-log" => {
+                let sid = &*self.sid.0;
+                for line in [
+                    serde_json::json!({"jsonrpc": "2.0", "method": "session/update", "params": {
+                        "sessionId": sid, "update": {"sessionUpdate": format!("kind{HOSTILE}")}}}),
+                    serde_json::json!({"jsonrpc": "2.0", "method": format!("x/note{HOSTILE}"),
+                        "params": {"sessionId": sid}}),
+                    serde_json::json!({"jsonrpc": "2.0", "id": "hostile-1",
+                        "method": format!("x/ask{HOSTILE}"), "params": {"sessionId": sid}}),
+                ] {
+                    self.mock.raw_line(line.to_string().into_bytes());
+                }
+            }
             "garbage" => {
                 self.mock.raw_line(b"this is not json {".to_vec());
                 self.mock.raw_line(b"\xff\xfe not utf-8".to_vec());
@@ -786,6 +841,9 @@ async fn serve() -> i32 {
         .name("ax-mock-agent")
         .on_receive_request(
             async move |_req: schema::InitializeRequest, responder: acp::v1::Responder<schema::InitializeResponse>, _cx| {
+                if env_flag("AX_MOCK_HOSTILE") {
+                    eprintln!("mock-agent: starting {HOSTILE} (error output)");
+                }
                 let version: u16 = std::env::var("AX_MOCK_PROTOCOL_VERSION")
                     .ok()
                     .and_then(|v| v.parse().ok())
@@ -812,6 +870,13 @@ async fn serve() -> i32 {
                     session_caps = session_caps.resume(schema::SessionResumeCapabilities::new());
                 }
                 let mut auth = Vec::new();
+                let hostile = env_flag("AX_MOCK_HOSTILE");
+                if hostile {
+                    auth.push(schema::AuthMethod::Agent(
+                        schema::AuthMethodAgent::new(format!("key{HOSTILE}"), format!("Key{HOSTILE}"))
+                            .description(format!("set{HOSTILE}")),
+                    ));
+                }
                 if env_flag("AX_MOCK_REQUIRE_AUTH") {
                     auth.push(schema::AuthMethod::Agent(
                         schema::AuthMethodAgent::new("mock-key", "Mock API key")
@@ -826,10 +891,13 @@ async fn serve() -> i32 {
                                 .session_capabilities(session_caps),
                         )
                         .auth_methods(auth)
-                        .agent_info(
+                        .agent_info(if hostile {
+                            schema::Implementation::new(format!("mock{HOSTILE}"), format!("1.0{HOSTILE}"))
+                                .title(format!("title{HOSTILE}"))
+                        } else {
                             schema::Implementation::new("ax-mock-agent", env!("CARGO_PKG_VERSION"))
-                                .title("ax-code mock agent".to_string()),
-                        ),
+                                .title("ax-code mock agent".to_string())
+                        }),
                 )
             },
             acp::on_receive_request!(),

@@ -253,7 +253,8 @@ pub struct CreateSession {
     pub agent: Option<String>,
 }
 
-/// `PATCH /session/{id}` body: the new title (1 to 200 characters, no control characters).
+/// `PATCH /session/{id}` body: the new title (1 to 200 characters, no control characters and
+/// no bidi controls).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct RenameSession {

@@ -215,7 +215,8 @@ async fn create_session(
     Ok((StatusCode::CREATED, Json(session)).into_response())
 }
 
-/// A title as stored: trimmed, bounded, without control characters.
+/// A title as stored: trimmed, bounded, without control characters or bidi controls (which
+/// would let a title read differently from what it is, docs/SECURITY.md).
 fn check_title(app: &Shared, title: &str) -> ApiResult<String> {
     if title.chars().count() > app.limits.title_chars {
         return Err(Failure::bad_request(format!(
@@ -228,11 +229,19 @@ fn check_title(app: &Shared, title: &str) -> ApiResult<String> {
             "a title may not contain control characters",
         ));
     }
+    if let Some(c) = title.chars().find(|&c| ax_core::text::is_bidi_control(c)) {
+        return Err(Failure::bad_request(format!(
+            "a title may not contain bidirectional control characters (it holds U+{:04X}), \
+             which make text read differently from what it is",
+            c as u32
+        )));
+    }
     Ok(title.trim().to_owned())
 }
 
 /// The title a session gets from its first prompt: the first non-blank line of its text,
-/// control characters dropped, shortened to 60 characters with an ellipsis.
+/// control characters and bidi controls turned into spaces, shortened to 60 characters with
+/// an ellipsis.
 fn title_from_prompt(prompt: &Prompt) -> Option<String> {
     const MAX: usize = 60;
     let line = prompt.parts.iter().find_map(|p| match p {
@@ -242,7 +251,13 @@ fn title_from_prompt(prompt: &Prompt) -> Option<String> {
     let clean: String = line
         .trim()
         .chars()
-        .map(|c| if c.is_control() { ' ' } else { c })
+        .map(|c| {
+            if ax_core::text::is_unsafe_char(c) {
+                ' '
+            } else {
+                c
+            }
+        })
         .collect();
     let mut title: String = clean.chars().take(MAX).collect();
     if clean.chars().count() > MAX {

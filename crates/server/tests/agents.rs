@@ -87,6 +87,13 @@ fn main() {
             "the_session_screen_credential_cannot_answer_a_permission",
             || Box::pin(the_session_screen_credential_cannot_answer_a_permission()),
         ),
+        (
+            "served_writes_and_terminals_leave_a_stored_trace_and_git_asks_first",
+            || Box::pin(served_writes_and_terminals_leave_a_stored_trace_and_git_asks_first()),
+        ),
+        ("nothing_is_served_between_turns", || {
+            Box::pin(nothing_is_served_between_turns())
+        }),
     ];
     for (name, test) in tests {
         if only.as_deref().is_some_and(|o| !name.contains(o)) {
@@ -1311,4 +1318,124 @@ async fn a_prompt_during_a_revoke_is_refused_not_stopped() {
         refused_for_revoke,
         "no prompt reached the backend while a revoke was stopping the agent"
     );
+}
+
+/// The notices of `parts`, in order.
+fn notices(parts: &[TurnPart]) -> Vec<String> {
+    parts
+        .iter()
+        .filter_map(|p| match p {
+            TurnPart::Notice(n) => Some(n.message.clone()),
+            _ => None,
+        })
+        .collect()
+}
+
+/// docs/SECURITY.md "The agent hosted in a session": every write and terminal the backend
+/// serves leaves a notice in the turn (stored: a reload shows it), and a write into
+/// version-control internals (also through a symlink) asks the person first; refused, the
+/// agent gets an error and nothing is written.
+async fn served_writes_and_terminals_leave_a_stored_trace_and_git_asks_first() {
+    let mut b = Backend::start("").await;
+    std::fs::create_dir_all(b.project_dir.join(".git/hooks")).unwrap();
+    std::os::unix::fs::symlink(".git/hooks", b.project_dir.join("hooks")).unwrap();
+    let id = b.mock_session().await;
+    let mut events = b.events().await;
+    let script = "term 1000 echo traced\nwrite notes/a.txt hello\n\
+                  write .git/hooks/post-checkout evil\nwrite hooks/post-merge evil\n\
+                  write .git/hooks/pre-commit good";
+    let accepted = b.client.prompt_text(&id, script).await.unwrap();
+    // The first two asks are refused, the third allowed.
+    let live = follow(&b, &mut events, &id, &accepted.reply_id, |n| {
+        Some(if n < 2 {
+            PermissionReply::RejectOnce
+        } else {
+            PermissionReply::AllowOnce
+        })
+    })
+    .await;
+    let asked: Vec<&str> = live.asked.iter().map(|p| p.command.as_str()).collect();
+    assert_eq!(asked.len(), 3, "{asked:?}");
+    for (ask, path) in asked.iter().zip([
+        ".git/hooks/post-checkout",
+        ".git/hooks/post-merge",
+        ".git/hooks/pre-commit",
+    ]) {
+        assert!(ask.contains(path), "the ask names the real place: {ask}");
+    }
+    let text = text_of(&live.parts);
+    assert_eq!(
+        text.matches("write: error -32602").count(),
+        2,
+        "refused writes fail for the agent: {text}"
+    );
+    assert_eq!(text.matches("write: ok").count(), 2, "{text}");
+    let hooks = b.project_dir.join(".git/hooks");
+    assert!(!hooks.join("post-checkout").exists());
+    assert!(!hooks.join("post-merge").exists());
+    assert_eq!(
+        std::fs::read_to_string(hooks.join("pre-commit")).unwrap(),
+        "good"
+    );
+    let notes = notices(&live.parts);
+    let want = [
+        "ax-code started a terminal for the agent (term-1, in .): sh -c echo traced",
+        "ax-code wrote a file for the agent: notes/a.txt (5 bytes)",
+        "ax-code did not write .git/hooks/post-checkout for the agent: the person did not allow it",
+        "ax-code did not write hooks/post-merge for the agent: the person did not allow it",
+        "ax-code wrote a file for the agent: .git/hooks/pre-commit (4 bytes)",
+    ];
+    for w in want {
+        assert!(notes.iter().any(|n| n == w), "{w:?} in {notes:#?}");
+    }
+    let stored = b.client.messages(&id).await.unwrap();
+    assert_eq!(
+        reply_of(&stored, &accepted.reply_id).parts,
+        as_parts(&live.parts),
+        "a reload shows the same trace"
+    );
+    b.restart().await;
+    assert_eq!(b.client.messages(&id).await.unwrap(), stored);
+}
+
+/// Between turns no one would see a write or a terminal: the backend serves neither, and the
+/// agent hears why.
+async fn nothing_is_served_between_turns() {
+    let b = Backend::start("").await;
+    let markers = tempfile::tempdir().unwrap();
+    let (term_marker, write_marker) = (markers.path().join("term"), markers.path().join("write"));
+    let touched = b.project_dir.join("touched");
+    let id = b.mock_session().await;
+    let mut events = b.events().await;
+    let script = format!(
+        "later 300 {} term touch {}\nlater 300 {} write late.txt x\ntext done",
+        term_marker.display(),
+        touched.display(),
+        write_marker.display()
+    );
+    let accepted = b.client.prompt_text(&id, &script).await.unwrap();
+    follow(&b, &mut events, &id, &accepted.reply_id, |_| None).await;
+    let report = |marker: &Path| {
+        let marker = marker.to_owned();
+        async move {
+            within(async {
+                loop {
+                    if let Ok(r) = std::fs::read_to_string(&marker) {
+                        return r;
+                    }
+                    tokio::time::sleep(Duration::from_millis(20)).await;
+                }
+            })
+            .await
+        }
+    };
+    for marker in [&term_marker, &write_marker] {
+        let r = report(marker).await;
+        assert!(
+            r.starts_with("error -32602") && r.contains("only during a turn"),
+            "{r}"
+        );
+    }
+    assert!(!touched.exists(), "the terminal never ran");
+    assert!(!b.project_dir.join("late.txt").exists(), "nothing written");
 }

@@ -1,6 +1,10 @@
 //! `ax-code agents` lists the configured agents and whether each command is found;
 //! `ax-code agents check NAME` starts one, runs `initialize`, prints what it says about
 //! itself (name, version, capabilities, authentication methods) and stops it.
+//!
+//! Everything the agent says is printed through [`shown`]: its control and bidi characters
+//! escaped, so an agent cannot write the clipboard, retitle or clear the person's terminal
+//! (docs/SECURITY.md, "The agent hosted in a session").
 
 use std::io::Write;
 
@@ -9,6 +13,7 @@ use ax_acp::{
     AgentHandle, AgentKind, AgentsConfig, StartError, StartOptions,
     config::{Origin, find_command},
 };
+use ax_core::text::escape_controls as shown;
 use clap::{Args, Subcommand};
 
 #[derive(Debug, Args)]
@@ -120,12 +125,12 @@ fn check(config: &AgentsConfig, name: &str) -> anyhow::Result<()> {
                     _ => String::new(),
                 };
                 if !tail.trim().is_empty() {
-                    eprintln!(
-                        "--- the agent's error output (end) ---\n{}",
-                        tail.trim_end()
-                    );
+                    eprintln!("--- the agent's error output (end) ---");
+                    for line in tail.trim_end().lines() {
+                        eprintln!("{}", shown(line));
+                    }
                 }
-                bail!("{e}");
+                bail!("{}", shown(&e.to_string()));
             }
         };
         let info = agent.info().clone();
@@ -133,18 +138,18 @@ fn check(config: &AgentsConfig, name: &str) -> anyhow::Result<()> {
         println!("agent:        {name}");
         println!(
             "name:         {}{}",
-            info.name,
+            shown(&info.name),
             info.title
                 .as_deref()
-                .map(|t| format!(" ({t})"))
+                .map(|t| format!(" ({})", shown(t)))
                 .unwrap_or_default()
         );
         println!(
             "version:      {}",
             if info.version.is_empty() {
-                "(not given)"
+                "(not given)".into()
             } else {
-                &info.version
+                shown(&info.version)
             }
         );
         println!("protocol:     ACP {}", info.protocol_version);
@@ -156,18 +161,20 @@ fn check(config: &AgentsConfig, name: &str) -> anyhow::Result<()> {
             "resume:       {}",
             if info.resume_session { "yes" } else { "no" }
         );
+        // JSON escapes C0 controls but not DEL, C1 or bidi controls.
         println!(
             "capabilities: {}",
-            serde_json::to_string(&info.capabilities)?
+            shown(&serde_json::to_string(&info.capabilities)?)
         );
         if info.auth_methods.is_empty() {
             println!("auth methods: none");
         } else {
             println!("auth methods:");
             for m in &info.auth_methods {
+                let (name, id) = (shown(&m.name), shown(&m.id));
                 match &m.description {
-                    Some(d) => println!("  - {} ({}): {d}", m.name, m.id),
-                    None => println!("  - {} ({})", m.name, m.id),
+                    Some(d) => println!("  - {name} ({id}): {}", shown(d)),
+                    None => println!("  - {name} ({id})"),
                 }
             }
         }

@@ -20,8 +20,9 @@ pub fn log_for_stdio_mcp() {
 }
 
 /// Logs to stderr, `default` unless `RUST_LOG` says otherwise, through [`Redacting`] at every
-/// level. Crates that log whole WebSocket messages at trace level (a connect frame carries a
-/// credential) are capped at debug, whatever `RUST_LOG` asks.
+/// level, with every field escaped by [`EscapingFields`]. Crates that log whole WebSocket
+/// messages at trace level (a connect frame carries a credential) are capped at debug,
+/// whatever `RUST_LOG` asks.
 pub fn init_logging(default: &str, ansi: bool) {
     let filter = quiet_frames(
         tracing_subscriber::EnvFilter::try_from_default_env()
@@ -29,9 +30,32 @@ pub fn init_logging(default: &str, ansi: bool) {
     );
     let _ = tracing_subscriber::fmt()
         .with_env_filter(filter)
+        .fmt_fields(EscapingFields)
         .with_writer(|| Redacting(io::stderr()))
         .with_ansi(ansi)
         .try_init();
+}
+
+/// The one place agent-supplied text is made safe for a log (docs/SECURITY.md, "The agent
+/// hosted in a session"): every field of every event and span (the message too) is formatted
+/// as the default formatter does, then its control and bidi characters are escaped
+/// (`ax_core::text::escape_controls`). An agent's update kind, method name or error text can
+/// then neither drive the terminal that shows the log nor forge a log line.
+pub struct EscapingFields;
+
+impl<'w> tracing_subscriber::fmt::FormatFields<'w> for EscapingFields {
+    fn format_fields<R: tracing_subscriber::field::RecordFields>(
+        &self,
+        mut writer: tracing_subscriber::fmt::format::Writer<'w>,
+        fields: R,
+    ) -> std::fmt::Result {
+        let mut plain = String::new();
+        tracing_subscriber::fmt::format::DefaultFields::new().format_fields(
+            tracing_subscriber::fmt::format::Writer::new(&mut plain),
+            fields,
+        )?;
+        writer.write_str(&ax_core::text::escape_controls(&plain))
+    }
 }
 
 /// Caps the WebSocket library's logs, which print whole frames (a gateway `connect` carries

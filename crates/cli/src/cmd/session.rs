@@ -71,7 +71,7 @@ pub fn run(command: SessionCommand) -> anyhow::Result<()> {
             SessionCommand::Rename { id, title, url } => {
                 let id = parse_id(&id)?;
                 let session = client(url).await?.rename_session(&id, &title).await?;
-                println!("{}  {}", session.id, session.title);
+                println!("{}  {}", session.id, display_title(&session));
                 Ok(())
             }
             SessionCommand::Delete { id, url } => {
@@ -190,11 +190,13 @@ async fn create(
     Ok(())
 }
 
-fn display_title(s: &Session) -> &str {
+/// A title as printed: one stored before titles refused bidi controls still cannot reorder
+/// the line (control and bidi characters escaped, docs/SECURITY.md).
+fn display_title(s: &Session) -> std::borrow::Cow<'_, str> {
     if s.title.is_empty() {
-        "(untitled)"
+        "(untitled)".into()
     } else {
-        &s.title
+        ax_core::text::escape_controls(&s.title)
     }
 }
 

@@ -99,6 +99,58 @@ async fn rename_is_strict_and_reaches_every_listener() {
     );
 }
 
+/// docs/SECURITY.md: a right-to-left override (or any bidi control) would let a title read
+/// differently from what it is; titles refuse them as they refuse control characters, and a
+/// title made from a prompt turns them into spaces.
+#[tokio::test]
+async fn titles_refuse_bidi_controls() {
+    let b = Backend::start().await;
+    let id = b.session().await;
+    for c in [
+        '\u{202A}', '\u{202B}', '\u{202C}', '\u{202D}', '\u{202E}', '\u{2066}', '\u{2067}',
+        '\u{2068}', '\u{2069}', '\u{200E}', '\u{200F}', '\u{061C}',
+    ] {
+        let title = format!("invoice{c}fdp.exe");
+        let err = b.client.create_session(Some(&title)).await.unwrap_err();
+        assert_eq!(err.status(), Some(400), "{c:?}: {err}");
+        let message = err.api().unwrap().message.clone();
+        assert!(
+            message.contains("bidirectional") && message.contains(&format!("U+{:04X}", c as u32)),
+            "{message}"
+        );
+        let err = b.client.rename_session(&id, &title).await.unwrap_err();
+        assert_eq!(err.status(), Some(400), "{c:?}: {err}");
+    }
+    let untitled = b.client.create_session(None).await.unwrap().id;
+    let mut events = b.events().await;
+    b.client
+        .prompt_text(&untitled, "cat notes\u{202e}txt.sh")
+        .await
+        .unwrap();
+    let e = next_matching(&mut events, |e| {
+        matches!(e, Event::SessionUpdated { session } if session.id == untitled && !session.title.is_empty())
+    })
+    .await;
+    let Event::SessionUpdated { session } = e.event else {
+        unreachable!()
+    };
+    assert_eq!(session.title, "cat notes txt.sh");
+    let titles: Vec<String> = b
+        .client
+        .list_sessions()
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|s| s.title)
+        .collect();
+    assert!(
+        titles
+            .iter()
+            .all(|t| !t.chars().any(ax_core::text::is_bidi_control)),
+        "{titles:?}"
+    );
+}
+
 #[tokio::test]
 async fn the_first_prompt_titles_an_untitled_session_only() {
     let b = Backend::start().await;
