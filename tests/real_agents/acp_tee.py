@@ -1,4 +1,4 @@
-"""Runs an ACP agent and records its traffic: `acp_tee.py DIR -- COMMAND ARGS...`.
+"""Runs an ACP agent and records its traffic: `acp_tee.py [--mcp] DIR -- COMMAND ARGS...`.
 
 Relays stdin to the agent and the agent's stdout back, line by line, and appends each line to
 `DIR/trace-<ms>-<pid>.jsonl` as `{"t": ms since start, "dir": "to_agent"|"from_agent",
@@ -6,6 +6,10 @@ Relays stdin to the agent and the agent's stdout back, line by line, and appends
 `mcpServers[].env` (docs/agents.md §8) is replaced by "<redacted>" in the record (the agent
 still gets it). The agent stays in this process's group, so a signal to the group reaches it;
 when the agent exits, so does this wrapper, with its status.
+
+With `--mcp` the stdio MCP servers ax-code hands the agent (`mcpServers` of `session/new`,
+`session/load`, `session/resume`) are started through this wrapper too, so their traffic is
+recorded in `DIR/mcp/` (the record of the ACP line keeps the original entry).
 """
 
 import json
@@ -32,10 +36,32 @@ def redacted(msg):
     return msg
 
 
+def wrap_mcp(line, out_dir):
+    """`line` with each stdio MCP server started through this wrapper (recording into
+    `out_dir/mcp`); unchanged when it names none."""
+    try:
+        msg = json.loads(line)
+    except ValueError:
+        return line
+    params = msg.get("params") if isinstance(msg, dict) else None
+    if not isinstance(params, dict) or not isinstance(params.get("mcpServers"), list):
+        return line
+    for server in params["mcpServers"]:
+        if "command" in server:
+            server["args"] = [os.path.abspath(__file__), os.path.join(out_dir, "mcp"), "--",
+                              server["command"], *server.get("args", [])]
+            server["command"] = sys.executable
+    return (json.dumps(msg) + "\n").encode()
+
+
 def main():
-    if len(sys.argv) < 4 or sys.argv[2] != "--":
-        sys.exit("usage: acp_tee.py DIR -- COMMAND ARGS...")
-    out_dir, command = sys.argv[1], sys.argv[3:]
+    args = sys.argv[1:]
+    mcp = args[:1] == ["--mcp"]
+    if mcp:
+        args = args[1:]
+    if len(args) < 3 or args[1] != "--":
+        sys.exit("usage: acp_tee.py [--mcp] DIR -- COMMAND ARGS...")
+    out_dir, command = args[0], args[2:]
     os.makedirs(out_dir, exist_ok=True)
     start = time.monotonic()
     path = os.path.join(out_dir, f"trace-{int(time.time() * 1000)}-{os.getpid()}.jsonl")
@@ -58,6 +84,8 @@ def main():
     def pump_in():
         for line in sys.stdin.buffer:
             record("to_agent", line)
+            if mcp:
+                line = wrap_mcp(line, out_dir)
             try:
                 agent.stdin.write(line)
                 agent.stdin.flush()

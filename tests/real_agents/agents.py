@@ -57,7 +57,9 @@ def setup(name, cache, fake_url, home):
         os.makedirs(gemini_dir, exist_ok=True)
         with open(os.path.join(gemini_dir, "settings.json"), "w") as f:
             json.dump({
-                "security": {"auth": {"selectedType": "gemini-api-key"}},
+                # An untrusted folder makes Gemini fail every "allow always" answer ("Cannot
+                # enable privileged approval modes in an untrusted folder").
+                "security": {"auth": {"selectedType": "gemini-api-key"}, "folderTrust": {"enabled": False}},
                 "telemetry": {"enabled": False},
                 "privacy": {"usageStatisticsEnabled": False},
                 "general": {"disableAutoUpdate": True, "disableUpdateNag": True},

@@ -10,7 +10,7 @@ A conversation is chosen by a marker in the person's prompt, `[[ax:NAME]]`; `SCR
 is a list of *moves*. The server counts the tool results that follow the marked prompt in the
 request it gets and answers with the move of that index, so the same request always gets the
 same answer (deterministic, whatever the timing). A move is a list of steps:
-`("think", text)`, `("text", text)`, `("slow", n, text)` (n chunks, one every 0.2 s),
+`("think", text)`, `("text", text)`, `("slow", n, text)` (n chunks, one every 0.1 s),
 `("tool", kind, args)` with kind `read`, `edit`, `shell`, `plan` or `screen` (mapped to each
 agent's own tool name and argument shape). A move ends the model's message; it ends the turn
 unless it calls a tool.
@@ -57,6 +57,10 @@ SCRIPTS = {
         [("tool", "screen", {"action": "sidebar_hide"})],
         [("text", "screen done.")],
     ],
+    "screen_show": [
+        [("tool", "screen", {"action": "sidebar_show"})],
+        [("text", "screen done.")],
+    ],
     "full": [
         [("think", "Plan first."), ("tool", "plan", {"items": ["read", "edit", "run"]})],
         [("text", "Reading."), ("tool", "read", {"path": "notes.txt"})],
@@ -66,7 +70,7 @@ SCRIPTS = {
     ],
     "slow": [[("slow", 60, "chunk ")]],
     "long": [
-        [("tool", "shell", {"command": "for i in $(seq 600); do sleep 0.1; done; echo finished-long"})],
+        [("tool", "shell", {"command": "for i in 1 2 3 4 5 6; do sleep 10; done; echo finished-long"})],
         [("text", "The long command ended.")],
     ],
 }
@@ -204,7 +208,14 @@ def responses_conversation(body):
                 name, results = found, 0
         elif item.get("type") in ("function_call_output", "custom_tool_call_output"):
             results += 1
-    tools = [t.get("name") for t in body.get("tools") or [] if t.get("name")]
+    tools = []
+    for t in body.get("tools") or []:
+        if t.get("type") == "namespace":
+            # Codex groups an MCP server's tools in a namespace (`mcp__SERVER`); a call names
+            # both: {"namespace": "mcp__ax_code_screen", "name": "screen"}.
+            tools += [f"{t['name']}.{i.get('name')}" for i in t.get("tools") or []]
+        elif t.get("name"):
+            tools.append(t["name"])
     return Conversation(name, results, tools)
 
 
@@ -224,7 +235,7 @@ def responses_tool(kind, args, tools, cwd):
         return "function_call", "update_plan", json.dumps(
             {"plan": [{"step": i, "status": "pending"} for i in args["items"]]})
     if kind == "screen":
-        return "function_call", _pick(tools, "mcp__ax-code-screen__screen", contains="screen"), json.dumps({"action": args["action"]})
+        return "function_call", _pick(tools, "mcp__ax_code_screen.screen", contains="screen"), json.dumps({"action": args["action"]})
     raise ValueError(kind)
 
 
@@ -274,6 +285,8 @@ def responses_stream(handler, conv, cwd):
             iid = f"fc_{rid}_{out}"
             if kind == "function_call":
                 item = {"type": "function_call", "id": iid, "call_id": call_id, "name": name, "arguments": payload, "status": "completed"}
+                if "." in name:
+                    item["namespace"], item["name"] = name.split(".", 1)
             else:
                 item = {"type": "custom_tool_call", "id": iid, "call_id": call_id, "name": name, "input": payload, "status": "completed"}
             event("response.output_item.added", {"output_index": out, "item": item})

@@ -84,7 +84,7 @@ class AgentBackend:
         command, args, env = agents.setup(agent, cache, self.fake.url, os.path.join(root, "home"))
         self.config_home = os.path.join(root, "config")
         os.makedirs(os.path.join(self.config_home, "ax-code"), exist_ok=True)
-        tee = [os.path.join(HERE, "acp_tee.py"), self.traces, "--", command, *args]
+        tee = [os.path.join(HERE, "acp_tee.py"), "--mcp", self.traces, "--", command, *args]
         env_toml = ", ".join(f"{k} = {json.dumps(v)}" for k, v in env.items())
         with open(os.path.join(self.config_home, "ax-code", "config.toml"), "w") as f:
             f.write(f"[agents.{agent}]\ncommand = {json.dumps(sys.executable)}\n"

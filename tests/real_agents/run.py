@@ -56,6 +56,8 @@ def run_agent(args):
                     traceback.print_exc(file=log)
                     result.update(ok=False, why=f"{type(e).__name__}: {e}")
             result["secs"] = round(time.monotonic() - start, 1)
+            if ab is not None:
+                cleanup(ab)
             if args.traces and ab is not None:
                 save_traces(ab, name, args)
             out.write(json.dumps(result) + "\n")
@@ -64,6 +66,14 @@ def run_agent(args):
         if ab is not None:
             with contextlib.suppress(Exception):
                 ab.stop()
+
+
+def cleanup(ab):
+    """Stops whatever a scenario left running, so the next one starts clean."""
+    for s in ab.scenario_sessions:
+        with contextlib.suppress(Exception):
+            if ab.session(s)["status"] != "idle":
+                ab.api("POST", f"/session/{s}/abort")
 
 
 def save_traces(ab, scenario, args):
