@@ -296,20 +296,64 @@ def long_command(ab):
     s = ab.new_session("long command")
     ab.prompt(s, "Run the long command [[ax:long]]")
 
+    def cards():
+        reply = (ab.replies(s) or [{"parts": []}])[-1]
+        # The card: the tool call part, or (Gemini sends no tool_call before asking,
+        # docs/agents.md §5) the permission request's own tool call.
+        return parts_of(reply, "tool_call") + [p["toolCall"] for p in parts_of(reply, "permission")
+                                               if p.get("toolCall")]
+
     def running():
         _answer_any(ab, s, "allow_once")
-        return _long_pids_of(ab)
-    pids = wait_for(running, "the long command runs", timeout=TURN_TIMEOUT)
+        return cards() and _long_pids_of(ab)
+    pids = wait_for(running, "the long command runs and its card shows", timeout=TURN_TIMEOUT)
     ab.backend.stop()
     wait_for(lambda: not _long_pids_of(ab), f"no process of the command survives the backend ({pids})", timeout=20)
     ab.start()
-    reply = ab.replies(s)[-1]
-    # The card: the tool call part, or (Gemini sends no tool_call before asking,
-    # docs/agents.md §5) the permission request's own tool call.
-    cards = parts_of(reply, "tool_call") + [p["toolCall"] for p in parts_of(reply, "permission") if p.get("toolCall")]
-    check(cards, f"the command's card is stored: {json.dumps(reply['parts'])[:600]}")
-    open_cards = [c for c in cards if c.get("status") in ("pending", "in_progress")]
-    check(not open_cards, f"the card is not left pending: {[c.get('status') for c in cards]}")
+    shown = cards()
+    check(shown, f"the command's card is stored: {json.dumps(ab.messages(s))[:1500]}")
+    open_cards = [c for c in shown if c.get("status") in ("pending", "in_progress")]
+    check(not open_cards, f"the card is not left pending: {[c.get('status') for c in shown]}")
+
+
+def _tmux(ab, *args):
+    import subprocess
+    return subprocess.run(["tmux", "-S", os.path.join(ab.root, "tmux.sock"), *args],
+                          capture_output=True, text=True, timeout=20)
+
+
+def tui_enter(ab):
+    """The real TUI (`ax-code attach`, in tmux) with a real agent's approval: Enter answers
+    "allow once", never the standing "always" the agent lists first (docs/tui.md §3)."""
+    import shlex
+    ab.reset_notes()
+    s = ab.new_session("tui enter")
+    env = {"AX_CODE_DATA_DIR": ab.backend.data, "HOME": os.path.join(ab.root, "tui-home"),
+           "TERM": "xterm-256color", "PATH": os.environ.get("PATH", "/usr/bin:/bin"), "LANG": "C.UTF-8"}
+    line = "env -i " + " ".join(f"{k}={shlex.quote(v)}" for k, v in env.items()) + \
+        f" {shlex.quote(ab.binary)} attach {ab.backend.url} 2>{shlex.quote(os.path.join(ab.root, 'tui.log'))}"
+    started = _tmux(ab, "new-session", "-d", "-s", "tui", "-x", "120", "-y", "40", line)
+    check(started.returncode == 0, f"the TUI starts in tmux: {started.stderr.strip()}")
+    try:
+        screen = lambda: _tmux(ab, "capture-pane", "-p", "-t", "tui").stdout  # noqa: E731
+        wait_for(lambda: "tui enter" in screen(), "the TUI lists the session", timeout=30)
+        ab.prompt(s, "Edit the notes [[ax:edit]]")
+        perm = ab.wait_permission(s, f"{ab.agent} asks before editing")
+        kinds = check_options_named(perm)
+        _tmux(ab, "send-keys", "-t", "tui", "Enter")  # opens the session
+        wait_for(lambda: "Enter confirm" in screen(), "the approval dialog shows", timeout=30)
+        _tmux(ab, "send-keys", "-t", "tui", "Enter")  # confirms the preselected choice
+        wait_for(lambda: not [p for p in ab.api("GET", "/permission") if p["sessionId"] == s and p["state"] == "pending"],
+                 "Enter answered the permission", timeout=30)
+        ab.wait_idle(s, "the turn ends")
+        part = parts_of(ab.replies(s)[-1], "permission")[0]
+        option = json.dumps(part.get("outcome"))
+        chosen = [o for o in perm["options"] if f'"{o["optionId"]}"' in option]
+        check(chosen and chosen[0]["kind"] == "allow_once",
+              f"Enter sent the agent's allow_once option (offered in order {kinds}): {part.get('outcome')}")
+        check(not ab.session(s).get("standing"), "no standing grant was made")
+    finally:
+        _tmux(ab, "kill-server")
 
 
 SCENARIOS = [
@@ -320,6 +364,7 @@ SCENARIOS = [
     ("reload", reload, False),
     ("screen_api", screen_api, False),
     ("screen_ui", screen_ui, False),
+    ("tui_enter", tui_enter, False),
     ("restart", restart, True),
     ("long_command", long_command, True),
 ]
