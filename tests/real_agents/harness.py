@@ -12,7 +12,6 @@ import json
 import os
 import sys
 import threading
-import time
 import urllib.request
 
 HERE = os.path.dirname(os.path.abspath(__file__))
