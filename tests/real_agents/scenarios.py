@@ -8,6 +8,7 @@ each one guards).
 import json
 import os
 import re
+import time
 
 from axtest import check, wait_for
 from harness import TURN_TIMEOUT, parts_of, reply_text, strings, check_options_named
@@ -247,6 +248,13 @@ def restart(ab):
     _run_answering(ab, s, "the read turn ends")
     before = ab.messages(s)
     check("The notes were read." in reply_text(before[-1]), "the first turn's text is stored")
+    if ab.agent == "gemini":
+        # Gemini CLI names a session's chat file by the minute it was opened: reopened in the
+        # same minute, it writes the new (empty) record over the old one and `session/load`
+        # finds nothing (docs/agents.md §10). Reopen it in the next minute, so the replay
+        # this scenario is about happens.
+        minute = time.gmtime().tm_min
+        wait_for(lambda: time.gmtime().tm_min != minute, "the next minute (Gemini's chat files)", timeout=65)
     ab.restart()
     check(ab.messages(s) == before, "the transcript is unchanged by the restart")
     ab.prompt(s, "Hello again [[ax:hello]]")
@@ -260,6 +268,10 @@ def restart(ab):
           and not parts_of(new[0], "tool_call"),
           f"the reply holds no replayed old card or text: {json.dumps(new[0]['parts'])[:400]}")
     check("Hello from the fake model." in reply_text(new[0]), f"the new answer is shown: {reply_text(new[0])!r}")
+    loads = [e for e in ab.trace(s) if e["dir"] == "to_agent" and e["msg"].get("method") == "session/load"]
+    check(loads, "the reopened session was loaded (session/load)")
+    answer = next((e["msg"] for e in ab.trace(s) if e["dir"] == "from_agent" and e["msg"].get("id") == loads[-1]["msg"]["id"]), {})
+    check("result" in answer, f"{ab.agent} loaded its session (else nothing was replayed to check): {json.dumps(answer)[:300]}")
 
 
 MARK_LONG = "finished-long"
