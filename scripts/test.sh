@@ -17,3 +17,4 @@ SHELL=/bin/sh cargo test --workspace --locked
 
 # A short bounded run of every fuzz target on its committed seeds (seconds each, not minutes).
 bash scripts/fuzz-smoke.sh
+bash scripts/real-agents.sh  # the real ACP adapters through ax-code, offline (README: Real agents conformance suite)

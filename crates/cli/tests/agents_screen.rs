@@ -31,13 +31,13 @@ fn main() {
         "agent_screen_browser.py failed ({status}); its checks are printed above"
     );
     println!("test the_in_session_screen_tool_follows_the_client_of_the_turn ... ok");
-    println!("test the_screen_server_announces_each_gate_change ...");
+    println!("test the_screen_server_lists_the_tool_and_checks_the_gate_per_call ...");
     tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
         .unwrap()
-        .block_on(the_screen_server_announces_each_gate_change());
-    println!("test the_screen_server_announces_each_gate_change ... ok");
+        .block_on(the_screen_server_lists_the_tool_and_checks_the_gate_per_call());
+    println!("test the_screen_server_lists_the_tool_and_checks_the_gate_per_call ... ok");
 }
 
 /// `ax-code mcp screen --from-env` over stdio, by hand (one JSON-RPC message per line).
@@ -96,28 +96,15 @@ impl Mcp {
             .map(|t| t["name"].as_str().unwrap().to_owned())
             .collect()
     }
-
-    /// Waits for the next `notifications/tools/list_changed` (one already read counts).
-    async fn list_changed(&mut self) {
-        const NOTE: &str = "notifications/tools/list_changed";
-        if let Some(i) = self.notes.iter().position(|n| n == NOTE) {
-            self.notes.remove(i);
-            return;
-        }
-        loop {
-            let v = self.line().await;
-            if v["method"] == NOTE {
-                return;
-            }
-        }
-    }
 }
 
-/// The session-scoped screen server follows its session's gate: nothing listed between
-/// turns, `notifications/tools/list_changed` when a Control UI turn opens it and again when
-/// the turn ends. Its credential and URL come from the environment the backend gave the
-/// agent (here recorded by a stand-in screen server).
-async fn the_screen_server_announces_each_gate_change() {
+/// The session-scoped screen server always lists `screen` (the real agents list an MCP
+/// server's tools once, docs/agents.md §10) and checks its session's gate at each call: a call
+/// between turns is refused, one during a Control UI turn reaches the Control UI, one after
+/// the turn is refused again; no `notifications/tools/list_changed` is ever sent. Its
+/// credential and URL come from the environment the backend gave the agent (here recorded by
+/// a stand-in screen server).
+async fn the_screen_server_lists_the_tool_and_checks_the_gate_per_call() {
     let dir = tempfile::tempdir().unwrap();
     let project = dir.path().join("project");
     std::fs::create_dir_all(&project).unwrap();
@@ -201,10 +188,21 @@ async fn the_screen_server_announces_each_gate_change() {
                 "clientInfo": {"name": "test", "version": "1"}}),
         )
         .await;
-    assert_eq!(init["capabilities"]["tools"]["listChanged"], true, "{init}");
+    assert!(init["capabilities"]["tools"].is_object(), "{init}");
+    assert_ne!(
+        init["capabilities"]["tools"]["listChanged"], true,
+        "the list never changes: {init}"
+    );
     mcp.send(serde_json::json!({"jsonrpc": "2.0", "method": "notifications/initialized"}))
         .await;
-    assert!(mcp.tools().await.is_empty(), "nothing listed between turns");
+    assert_eq!(mcp.tools().await, ["screen"], "listed between turns too");
+    let sidebar_hide =
+        serde_json::json!({"name": "screen", "arguments": {"action": "sidebar_hide"}});
+    let refused = |call: &serde_json::Value| {
+        call["isError"] == true && call.to_string().contains("not enabled for this turn")
+    };
+    let call = mcp.call("tools/call", sidebar_hide.clone()).await;
+    assert!(refused(&call), "refused between turns: {call}");
 
     // A Control UI (the backend credential, mode ui, the cap) starts a turn.
     let ui = ax_gateway::GatewayClient::connect(
@@ -218,6 +216,7 @@ async fn the_screen_server_announces_each_gate_change() {
     )
     .await
     .unwrap();
+    let mut commands = ui.subscribe();
     let conn = ui.hello().server.conn_id.clone();
     let r = reqwest::Client::builder()
         .no_proxy()
@@ -230,25 +229,51 @@ async fn the_screen_server_announces_each_gate_change() {
         .await
         .unwrap();
     assert_eq!(r.status(), 202);
-    mcp.list_changed().await;
+    let deadline = std::time::Instant::now() + WAIT;
+    while client.get_session(&id).await.unwrap().status != ax_protocol::SessionStatus::Busy {
+        assert!(std::time::Instant::now() < deadline, "the turn starts");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
     assert_eq!(
         mcp.tools().await,
         ["screen"],
         "listed during the Control UI turn"
     );
-    assert!(client.abort(&id).await.unwrap().aborted);
-    mcp.list_changed().await;
-    assert!(mcp.tools().await.is_empty(), "gone when the turn ended");
-    let call = mcp
-        .call(
-            "tools/call",
-            serde_json::json!({"name": "screen", "arguments": {"action": "sidebar_hide"}}),
-        )
-        .await;
-    assert_eq!(call["isError"], true, "{call}");
+    let call = mcp.call("tools/call", sidebar_hide.clone()).await;
     assert!(
-        call.to_string().contains("not enabled for this turn"),
-        "{call}"
+        !refused(&call),
+        "the gate is open during the Control UI turn: {call}"
+    );
+    let delivered = tokio::time::timeout(WAIT, async {
+        loop {
+            match commands.recv().await {
+                Ok(e) if e.event == "ui.command" => return e,
+                Ok(_) => {}
+                Err(e) => panic!("the Control UI's events end: {e}"),
+            }
+        }
+    })
+    .await
+    .expect("the Control UI receives the command");
+    assert!(
+        delivered
+            .payload
+            .as_ref()
+            .unwrap()
+            .to_string()
+            .contains("sidebar"),
+        "{delivered:?}"
+    );
+    assert!(client.abort(&id).await.unwrap().aborted);
+    assert_eq!(mcp.tools().await, ["screen"], "still listed after the turn");
+    let call = mcp.call("tools/call", sidebar_hide).await;
+    assert!(refused(&call), "refused again after the turn: {call}");
+    assert!(
+        !mcp.notes
+            .iter()
+            .any(|n| n == "notifications/tools/list_changed"),
+        "no list_changed was sent: {:?}",
+        mcp.notes
     );
     drop(mcp);
     ui.close().await;

@@ -12,8 +12,9 @@
 //! session's gate before the prompt goes to the agent; the turn's end closes it. The gateway
 //! refuses `ui.command` from the credential while the gate is closed (the check is the
 //! backend's, not the MCP process's), answers `screen.gate` with the current state (the MCP
-//! process asks before it lists or calls the tool) and pushes the `screen.gate` event on each
-//! change (the MCP process then sends `notifications/tools/list_changed`).
+//! process asks before each call; it always lists the tool, since the real agents list an
+//! MCP server's tools only once, docs/agents.md §10) and pushes the `screen.gate` event on
+//! each change.
 
 use std::{
     collections::HashMap,

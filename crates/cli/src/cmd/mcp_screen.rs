@@ -17,20 +17,27 @@
 //! §8): URL, session and a per-session credential come from `AX_CODE_SCREEN_URL`,
 //! `AX_CODE_SCREEN_SESSION` and `AX_CODE_SCREEN_TOKEN` (never arguments). The gateway grants
 //! that credential `operator.write` at most, for its session only, and refuses its
-//! `ui.command` unless the session's current turn came from a Control UI. The tool is listed
-//! only then: before listing or calling, the server asks the gateway (`screen.gate`), and a
-//! watcher connection hears each change (`screen.gate` event) and sends
-//! `notifications/tools/list_changed`.
+//! `ui.command` unless the session's current turn came from a Control UI. The tool is always
+//! listed (the real agents list an MCP server's tools once, when their session starts,
+//! docs/agents.md §10); before each call the server asks the gateway (`screen.gate`) and
+//! refuses the call while the gate is closed.
 
 use anyhow::Context;
 use std::sync::Arc;
 
 use ax_gateway::{
-    ClientMode, ConnectOptions, Event, GatewayClient, Method, Scope,
+    ClientMode, ConnectOptions, GatewayClient, Method, Scope,
     screen::{Connector, SERVER_NAME, ScreenError, ScreenGate, ScreenServer},
 };
 use clap::Args;
-use rmcp::ServiceExt;
+use rmcp::{
+    ErrorData, RoleServer, ServerHandler, ServiceExt,
+    model::{
+        CallToolRequestParams, CallToolResponse, ListToolsResult, PaginatedRequestParams,
+        ServerCapabilities, ServerConfig, Tool,
+    },
+    service::RequestContext,
+};
 use tokio::sync::{Mutex, watch};
 
 #[derive(Debug, Args)]
@@ -150,37 +157,6 @@ impl SessionBackend {
             .with_client_id(SERVER_NAME)
     }
 
-    /// Keeps one connection that hears `screen.gate` events; reconnects after a second.
-    async fn watch(self: Arc<Self>) {
-        loop {
-            if let Ok(client) = GatewayClient::connect(&self.url, self.options()).await {
-                let mut events = client.subscribe();
-                self.refresh_on(&client).await;
-                loop {
-                    match events.recv().await {
-                        Ok(e) if e.event == Event::ScreenGate.as_str() => {
-                            let enabled = e
-                                .payload
-                                .as_ref()
-                                .and_then(|p| p.get("enabled"))
-                                .and_then(serde_json::Value::as_bool)
-                                .unwrap_or(false);
-                            self.gate
-                                .send_if_modified(|g| std::mem::replace(g, enabled) != enabled);
-                        }
-                        Ok(_) => {}
-                        Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => {
-                            self.refresh_on(&client).await;
-                        }
-                        Err(_) => break,
-                    }
-                }
-            }
-            self.gate.send_if_modified(|g| std::mem::replace(g, false));
-            tokio::time::sleep(std::time::Duration::from_secs(1)).await;
-        }
-    }
-
     async fn refresh_on(&self, client: &GatewayClient) {
         let enabled = client
             .request(Method::ScreenGate, serde_json::json!({}))
@@ -193,7 +169,7 @@ impl SessionBackend {
     }
 }
 
-/// The connector of the session-scoped server (the watcher shares the backend).
+/// The connector of the session-scoped server.
 struct SessionConnector(Arc<SessionBackend>);
 
 impl Connector for SessionConnector {
@@ -232,15 +208,72 @@ fn run_session_scoped() -> anyhow::Result<()> {
     super::redact_secret(&token);
     let (gate, rx) = watch::channel(false);
     let backend = Arc::new(SessionBackend { url, token, gate });
-    let screen = ScreenServer::new(
-        SessionConnector(backend.clone()),
+    let screen = SessionScreen::new(ScreenServer::new(
+        SessionConnector(backend),
         Some(session),
         ScreenGate::Switch(rx),
-    );
-    runtime()?.block_on(async move {
-        tokio::spawn(backend.watch());
-        serve_stdio(screen).await
-    })
+    ));
+    runtime()?.block_on(serve_stdio(screen))
+}
+
+/// What the session-scoped tool adds to the shared description.
+const SESSION_NOTE: &str = " Works only during a turn the person started from the AX Code \
+Control UI; in any other turn the call is refused (FORBIDDEN) and changes nothing.";
+
+/// The session-scoped server as the agent sees it (docs/agents.md §8): `screen` is always
+/// listed, and a call is refused while the session's gate is closed. The real agents list an
+/// MCP server's tools once, when their session starts, and do not list again (Claude, Codex)
+/// or not before the turn's first model request (Gemini) on `notifications/tools/list_changed`
+/// (docs/agents.md §10): a tool listed only during a Control UI turn never reached them.
+struct SessionScreen {
+    inner: ScreenServer<SessionConnector>,
+    tool: Tool,
+}
+
+impl SessionScreen {
+    fn new(inner: ScreenServer<SessionConnector>) -> Self {
+        let mut tool = ScreenServer::new(NoConnection, None, ScreenGate::Always)
+            .tools()
+            .remove(0);
+        let description = format!("{}{SESSION_NOTE}", tool.description.unwrap_or_default());
+        tool.description = Some(description.into());
+        SessionScreen { inner, tool }
+    }
+}
+
+/// Stands in for a connection where only the tool's definition is wanted.
+struct NoConnection;
+
+impl Connector for NoConnection {
+    async fn connect(&self) -> Result<GatewayClient, ScreenError> {
+        Err(unavailable("no connection"))
+    }
+}
+
+impl ServerHandler for SessionScreen {
+    fn get_info(&self) -> ServerConfig {
+        let mut info = self.inner.get_info();
+        // The list never changes, so nothing is announced.
+        info.capabilities = ServerCapabilities::builder().enable_tools().build();
+        info
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, ErrorData> {
+        Ok(ListToolsResult::with_all_items(vec![self.tool.clone()]))
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        // Asks the gateway for the gate first, and refuses while it is closed.
+        self.inner.call_tool(request, context).await
+    }
 }
 
 fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
@@ -251,7 +284,7 @@ fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
 }
 
 /// Serves `screen` on stdin/stdout until the client goes away.
-async fn serve_stdio<C: Connector>(screen: ScreenServer<C>) -> anyhow::Result<()> {
+async fn serve_stdio<S: ServerHandler>(screen: S) -> anyhow::Result<()> {
     let service = screen
         .serve(rmcp::transport::stdio_pipes())
         .await
