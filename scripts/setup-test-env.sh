@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Installs what the test suite needs on a fresh machine: Debian's Chromium and ChromeDriver
-# (Control UI tests), tmux, and a private Python venv with the official MCP SDK (interop tests).
+# (Control UI tests), tmux, Node.js and npm (real-agent suite), and a private Python venv with the official MCP SDK (interop tests).
 # Idempotent: a second run only checks.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -11,6 +11,9 @@ command -v chromedriver >/dev/null 2>&1 || need_apt+=(chromium-driver)
 command -v tmux >/dev/null 2>&1 || need_apt+=(tmux)
 command -v c++ >/dev/null 2>&1 || need_apt+=(g++)  # libFuzzer (fuzz smoke) builds C++
 command -v python3 >/dev/null 2>&1 || need_apt+=(python3 python3-venv)
+# The real-agent conformance suite (scripts/real-agents.sh) runs the agents' npm adapters.
+command -v node >/dev/null 2>&1 || need_apt+=(nodejs)
+command -v npm >/dev/null 2>&1 || need_apt+=(npm)
 if [ ${#need_apt[@]} -gt 0 ]; then
   echo "setup: installing ${need_apt[*]}"
   SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO="sudo"
