@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs what the test suite needs on a fresh machine: Debian's Chromium and ChromeDriver
-# (Control UI tests), tmux, Node.js and npm (real-agent suite), and a private Python venv with the official MCP SDK (interop tests).
+# (Control UI tests), tmux, Node.js and npm (real-agent suite), and a private Python venv with
+# the official MCP SDK (interop tests).
 # Idempotent: a second run only checks.
 set -euo pipefail
 cd "$(dirname "$0")/.."
