@@ -148,7 +148,7 @@ fn full_turn() {
         "[~] Read the parser",
         "[ ] Run the tests",
         "The parser drops the last line; see lib.rs.",
-        "? permission: run step p1 ↵ with a second line — allowed once",
+        "✓ permission: run step p1 ↵ with a second line — allowed once",
         "allowed once (“Allow”)",
         "✓ [run] run step p1",
         "permission p1: allow",

@@ -236,7 +236,14 @@ pub struct App {
     pub(crate) list_offset: usize,
     pub(crate) permissions: Vec<Permission>,
     pub(crate) replying: HashSet<ax_protocol::PermissionId>,
-    pub(crate) approval_choice: usize,
+    /// The answer the person moved to; `None` until they do (then the default shows:
+    /// allow once, never an "always").
+    pub(crate) approval_choice: Option<usize>,
+    /// Approvals the person left for later (Esc): the dialog stays closed for them until the
+    /// session is opened again or Enter on an empty prompt asks for it.
+    pub(crate) deferred: HashSet<ax_protocol::PermissionId>,
+    /// The session whose next prompt is the feedback an agent's option asked for.
+    pub(crate) feedback_for: Option<SessionId>,
     pub(crate) transcript: Transcript,
     pub(crate) transcript_loaded: bool,
     pub(crate) scroll: usize,
@@ -289,7 +296,9 @@ impl App {
             list_offset: 0,
             permissions: Vec::new(),
             replying: HashSet::new(),
-            approval_choice: 0,
+            approval_choice: None,
+            deferred: HashSet::new(),
+            feedback_for: None,
             transcript: Transcript::new(78),
             transcript_loaded: false,
             scroll: 0,
@@ -417,8 +426,26 @@ impl App {
                 &p.session_id == id
                     && p.state == PermissionState::Pending
                     && !self.replying.contains(&p.id)
+                    && !self.deferred.contains(&p.id)
             })
             .min_by_key(|p| p.created)
+    }
+
+    /// A pending approval of the open session the person left for later (Esc).
+    pub fn deferred_approval(&self) -> Option<&Permission> {
+        let Route::Session(id) = &self.route else {
+            return None;
+        };
+        self.permissions.iter().find(|p| {
+            &p.session_id == id
+                && p.state == PermissionState::Pending
+                && self.deferred.contains(&p.id)
+        })
+    }
+
+    /// Whether the composer waits for the feedback an agent's option asked for (docs/tui.md §3).
+    pub fn awaiting_feedback(&self) -> bool {
+        matches!(&self.route, Route::Session(id) if self.feedback_for.as_ref() == Some(id))
     }
 
     /// Rows the help modal is scrolled by.
@@ -426,9 +453,12 @@ impl App {
         self.help_scroll
     }
 
-    /// The highlighted answer of the approval dialog (an index into [`APPROVAL_CHOICES`]).
-    pub fn approval_choice(&self) -> usize {
+    /// The highlighted answer of the approval dialog (an index into
+    /// [`App::approval_choices`]): the one the person moved to, else allow once; `None` when
+    /// the agent offers no allow-once and the person has not chosen (Enter does nothing).
+    pub fn approval_choice(&self) -> Option<usize> {
         self.approval_choice
+            .or_else(|| crate::approval::default_choice(&self.approval_choices()))
     }
 
     /// Event stream up, initial sync done, and on the session route the session loaded.
@@ -559,7 +589,12 @@ impl App {
         self.transcript =
             Transcript::keeping_turn_ends(self.size.0.saturating_sub(2), &self.transcript);
         self.scroll = 0;
-        self.approval_choice = 0;
+        self.approval_choice = None;
+        // Opened again: what was left for later asks again.
+        self.deferred.clear();
+        if self.feedback_for.as_ref() != Some(&id) {
+            self.feedback_for = None;
+        }
         self.load_transcript(id);
         self.keep_selection_visible();
     }
@@ -667,6 +702,7 @@ impl App {
         };
         self.submit_gen = self.next_gen();
         self.composer.submitting = true;
+        self.feedback_for = None;
         self.effects.push(Effect::Submit {
             session,
             parts,
@@ -722,6 +758,7 @@ impl App {
         }
         self.submit_gen = self.next_gen();
         self.composer.submitting = true;
+        self.feedback_for = None;
         self.effects.push(Effect::CreateSession {
             generation: self.submit_gen,
             agent,
@@ -942,7 +979,7 @@ impl App {
             permission_id,
             reply,
         });
-        self.approval_choice = 0;
+        self.approval_choice = None;
     }
 
     /// Rows the session list shows.

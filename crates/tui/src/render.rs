@@ -239,7 +239,15 @@ fn session(frame: &mut Frame, app: &App, r: Rect) {
         return;
     }
     if app.transcript().line_count() == 0 {
-        let text = "No messages yet. Type a shell command below and press Enter.";
+        let text = match s.map(|s| s.agent.as_str()) {
+            Some("shell") | None => {
+                "No messages yet. Type a shell command below and press Enter.".to_owned()
+            }
+            Some(a) => format!(
+                "No messages yet. Ask {} below and press Enter.",
+                crate::markdown::sanitize(a)
+            ),
+        };
         frame.render_widget(Paragraph::new(Span::styled(text, DIM)), tr(inner));
         return;
     }
@@ -353,6 +361,13 @@ fn session_state(app: &App) -> (String, Style) {
         e.map(|e| format!("{} {}", spinner(e), format_duration(e)))
             .unwrap_or_default()
     };
+    if app.pending_approval().is_none() && app.deferred_approval().is_some() {
+        let t = timer(elapsed);
+        return (
+            format!("waiting for approval {t} · Enter answers").replace("  ", " "),
+            Style::new().fg(Color::Magenta).bold(),
+        );
+    }
     if app.pending_approval().is_some() || s.status == SessionStatus::Pending {
         let t = timer(elapsed);
         return (
@@ -420,14 +435,13 @@ fn composer(frame: &mut Frame, app: &App, r: Rect) {
         return;
     }
     if c.draft().is_empty() {
-        let hint = match app.route() {
-            Route::Home => "Type a prompt to start a new session, or / for commands",
-            Route::Session(_) if app.open_session().is_some_and(|s| s.agent != "shell") => {
-                "Type a prompt for the agent, or / for commands"
-            }
-            Route::Session(_) => "Type a shell command for the agent, or / for commands",
+        let hint = composer_hint(app);
+        let style = if app.awaiting_feedback() {
+            Style::new().fg(Color::Magenta)
+        } else {
+            DIM
         };
-        frame.render_widget(Paragraph::new(Span::styled(hint, DIM)), tr(inner));
+        frame.render_widget(Paragraph::new(Span::styled(hint, style)), tr(inner));
     } else {
         // The draft wraps; show the rows around the cursor (the tail unless it is above).
         let w = (inner.width as usize).max(1);
@@ -445,6 +459,25 @@ fn composer(frame: &mut Frame, app: &App, r: Rect) {
             let y = inner.y + (cur_row - from) as u16;
             frame.set_cursor_position((x, y));
         }
+    }
+}
+
+/// The empty composer's placeholder, naming the open session's agent (the `shell` agent
+/// takes a command); after an option that asks for feedback, it asks for that.
+pub fn composer_hint(app: &App) -> String {
+    let agent = app
+        .open_session()
+        .map(|s| crate::markdown::sanitize(&s.agent));
+    match (app.route(), agent) {
+        (Route::Home, _) => "Type a prompt to start a new session, or / for commands".into(),
+        (Route::Session(_), Some(a)) if app.awaiting_feedback() => {
+            format!("Tell {a} what to do differently, then press Enter")
+        }
+        (Route::Session(_), Some(a)) if a == "shell" => {
+            "Type a shell command for the agent, or / for commands".into()
+        }
+        (Route::Session(_), Some(a)) => format!("Ask {a}…, or / for commands"),
+        (Route::Session(_), None) => "Type a prompt, or / for commands".into(),
     }
 }
 

@@ -271,8 +271,38 @@ fn status_mark(status: ToolStatus) -> (char, &'static str, Style) {
     }
 }
 
+/// How a finished command failed, when its tool call still says "completed": its terminal's
+/// non-zero exit status or signal, or a non-zero `exit_code` in its raw output.
+pub fn failed_exit(t: &ToolCallPart) -> Option<String> {
+    for c in &t.content {
+        if let ToolContent::Terminal { exit: Some(e), .. } = c {
+            match (&e.signal, e.exit_code) {
+                (Some(sig), _) => {
+                    return Some(format!("killed by {}", crate::markdown::sanitize(sig)));
+                }
+                (None, Some(code)) if code != 0 => return Some(format!("exit {code}")),
+                _ => {}
+            }
+        }
+    }
+    let out = t.raw_output.as_ref()?;
+    ["exit_code", "exitCode"]
+        .iter()
+        .find_map(|k| out.get(k).and_then(|v| v.as_i64()))
+        .filter(|code| *code != 0)
+        .map(|code| format!("exit {code}"))
+}
+
 fn card_header(t: &ToolCallPart, fold: Fold, width: usize, has_body: bool) -> Row {
     let (mark, word, mstyle) = status_mark(t.status);
+    let failed = match t.status {
+        ToolStatus::Completed => failed_exit(t),
+        _ => None,
+    };
+    let (mark, word, mstyle) = match &failed {
+        Some(why) => ('✗', why.as_str(), Style::new().fg(Color::Red).bold()),
+        None => (mark, word, mstyle),
+    };
     let kind = kind_label(t.kind);
     let title = if t.title.is_empty() {
         t.tool_call_id.as_str()
@@ -337,10 +367,11 @@ fn has_body(t: &ToolCallPart) -> bool {
     !t.locations.is_empty()
         || !t.content.is_empty()
         || t.raw_output.is_some()
-        || t.raw_input
-            .as_ref()
-            .and_then(|v| v.get("command"))
-            .is_some_and(|c| c.is_string())
+        || t.raw_input.as_ref().is_some_and(|v| match v {
+            serde_json::Value::Null => false,
+            serde_json::Value::Object(m) => !m.is_empty(),
+            _ => true,
+        })
 }
 
 fn tool_call(t: &ToolCallPart, fold: Fold, width: usize) -> Vec<Row> {
@@ -393,28 +424,12 @@ pub fn request_rows(t: &ToolCallPart, width: usize) -> Vec<Row> {
         };
         rows.push(row(LineStyle::Agent, &clip(&at, width), DIM));
     }
-    if let Some(cmd) = t
-        .raw_input
-        .as_ref()
-        .and_then(|v| v.get("command"))
-        .and_then(|c| c.as_str())
-    {
-        for (i, l) in cmd.split('\n').enumerate() {
-            let lead = if i == 0 { "  $ " } else { "  > " };
-            wrap_into(
-                &mut rows,
-                &crate::markdown::sanitize(l),
-                width,
-                "    ",
-                lead,
-                DIM,
-                Style::new().bold(),
-            );
-        }
+    if let Some(input) = &t.raw_input {
+        input_rows(&mut rows, input, t, width);
     }
     for c in &t.content {
         match c {
-            ToolContent::Text { text } => ansi_rows(&mut rows, text, width),
+            ToolContent::Text { text } => ansi_rows(&mut rows, strip_fence(text), width),
             ToolContent::Diff {
                 path,
                 old_text,
@@ -466,16 +481,76 @@ pub fn request_rows(t: &ToolCallPart, width: usize) -> Vec<Row> {
                 None => serde_json::to_string_pretty(other).unwrap_or_default(),
             },
         };
+        // Shown once: not again when the content already has it (fenced or not).
         if !text.trim().is_empty()
-            && !t
-                .content
-                .iter()
-                .any(|c| matches!(c, ToolContent::Text { text: tt } if tt == &text))
+            && !t.content.iter().any(
+                |c| matches!(c, ToolContent::Text { text: tt } if strip_fence(tt).trim() == text.trim()),
+            )
         {
             ansi_rows(&mut rows, &text, width);
         }
     }
     rows
+}
+
+/// The agent's input, every field (`crate::tool_input`): the command as `$ `/`> ` lines,
+/// then `key: value` rows; an edit's old and new text are named, not repeated.
+fn input_rows(rows: &mut Vec<Row>, input: &serde_json::Value, t: &ToolCallPart, width: usize) {
+    use crate::tool_input::InputLine;
+    let mut shown: Vec<&str> = Vec::new();
+    for c in &t.content {
+        if let ToolContent::Diff {
+            old_text, new_text, ..
+        } = c
+        {
+            shown.push(new_text);
+            if let Some(o) = old_text {
+                shown.push(o);
+            }
+        }
+    }
+    for line in crate::tool_input::input_lines(input, &shown) {
+        match line {
+            InputLine::Command { first, text } => {
+                let lead = if first { "  $ " } else { "  > " };
+                wrap_into(rows, &text, width, "    ", lead, DIM, Style::new().bold());
+            }
+            InputLine::Field { key, value } => {
+                wrap_into(
+                    rows,
+                    &value,
+                    width,
+                    "    ",
+                    &format!("  {key}: "),
+                    DIM,
+                    Style::new(),
+                );
+            }
+            InputLine::More(text) => {
+                wrap_into(rows, &text, width, "    │ ", "    │ ", DIM, Style::new())
+            }
+            InputLine::Note(text) => rows.push(row(LineStyle::Agent, &format!("  {text}"), DIM)),
+        }
+    }
+}
+
+/// Output an agent wrapped in a Markdown code fence (Claude's run card: ```` ```console ````)
+/// without the fence: it is shown as output, once.
+pub fn strip_fence(text: &str) -> &str {
+    let t = text.trim_end();
+    let Some(rest) = t.strip_prefix("```") else {
+        return text;
+    };
+    let Some((lang, body)) = rest.split_once('\n') else {
+        return text;
+    };
+    if lang.contains('`') || lang.contains(' ') {
+        return text;
+    }
+    match body.strip_suffix("```") {
+        Some(inner) if !inner.contains("\n```") => inner.strip_suffix('\n').unwrap_or(inner),
+        _ => text,
+    }
 }
 
 /// Command output through the ANSI renderer (colours kept, `\r` overwrites), cut to width.
@@ -566,12 +641,14 @@ fn permission(p: &PermissionPart, fold: Fold, width: usize) -> Vec<Row> {
     } else {
         one_line(&p.tool_call.title)
     };
-    let (state, style) = match &p.outcome {
+    // The icon says the answer: `?` only while it waits.
+    let (icon, state, style) = match &p.outcome {
         PermissionOutcome::Pending => (
+            "?",
             "waiting for you".to_owned(),
             Style::new().fg(Color::Magenta).bold(),
         ),
-        PermissionOutcome::Cancelled => ("cancelled".to_owned(), DIM),
+        PermissionOutcome::Cancelled => ("⊘", "cancelled".to_owned(), DIM),
         PermissionOutcome::Selected { option_id, kind } => {
             let name = p
                 .options
@@ -579,13 +656,17 @@ fn permission(p: &PermissionPart, fold: Fold, width: usize) -> Vec<Row> {
                 .find(|o| &o.option_id == option_id)
                 .map(|o| crate::markdown::sanitize(&o.name))
                 .unwrap_or_else(|| crate::markdown::sanitize(option_id));
-            let (word, s) = match kind {
-                PermissionKind::AllowOnce => ("allowed once", Style::new().fg(Color::Green)),
-                PermissionKind::AllowAlways => ("always allowed", Style::new().fg(Color::Green)),
-                PermissionKind::RejectOnce => ("rejected", Style::new().fg(Color::Red)),
-                PermissionKind::RejectAlways => ("always rejected", Style::new().fg(Color::Red)),
+            let (icon, word, s) = match kind {
+                PermissionKind::AllowOnce => ("✓", "allowed once", Style::new().fg(Color::Green)),
+                PermissionKind::AllowAlways => {
+                    ("✓", "always allowed", Style::new().fg(Color::Green))
+                }
+                PermissionKind::RejectOnce => ("✗", "rejected", Style::new().fg(Color::Red)),
+                PermissionKind::RejectAlways => {
+                    ("✗", "always rejected", Style::new().fg(Color::Red))
+                }
             };
-            (format!("{word} (“{name}”)"), s)
+            (icon, format!("{word} (“{name}”)"), s)
         }
     };
     let body = if fold == Fold::Collapsed {
@@ -602,7 +683,7 @@ fn permission(p: &PermissionPart, fold: Fold, width: usize) -> Vec<Row> {
     let mut rows = vec![(
         LineStyle::Agent,
         vec![
-            ("? ".to_owned(), style),
+            (format!("{icon} "), style),
             ("permission: ".to_owned(), Style::new().fg(Color::Magenta)),
             (
                 clip(&title, width.saturating_sub(fixed).max(4)),

@@ -213,7 +213,7 @@ fn every_part_kind_renders() {
         "The parser drops the last line.",
         "let n = 1;",
         "✗ [run] cargo test · failed ▸",
-        "? permission: Edit src/lib.rs — allowed once (“Allow”) ▸",
+        "✓ permission: Edit src/lib.rs — allowed once (“Allow”) ▸",
         "✓ [edit] Edit src/lib.rs ▸",
         "│ usage: 1,234 tokens",
         "│ needs auth: the agent needs authentication: Mock API key",
@@ -637,7 +637,7 @@ fn agent_and_mode_commands_and_the_standing_always() {
         "{s}"
     );
     assert!(s.contains("[Revoke]"));
-    assert!(s.contains("Type a prompt for the agent"));
+    assert!(s.contains("Ask mock…, or / for commands"));
 
     typed(&mut app, "/agent");
     app.handle_input(key(KeyCode::Enter));
@@ -786,7 +786,8 @@ fn the_approval_dialog_shows_an_acp_request_and_the_agents_options() {
     app.resize(100, 40);
     let s = screen(&app);
     for want in [
-        "$ Edit src/lib.rs",
+        "The agent wants to edit src/lib.rs:",
+        "  Edit src/lib.rs",
         "kind: edit",
         "$ apply",
         "> --patch",
