@@ -1,0 +1,131 @@
+//! Tool call and permission cards as real agents fill them (docs/tui.md §2a): output shown
+//! once without Markdown fences, a run that exited non-zero marked failed, an answered
+//! permission showing its answer, the agent's whole input in the open card.
+
+use ax_protocol::PermissionId;
+use ax_protocol::turn::{
+    PermissionChoice, PermissionKind, PermissionOutcome, PermissionPart, TerminalExit,
+    ToolCallPart, ToolContent, ToolKind, ToolStatus, TurnPart,
+};
+use ax_tui::turn_view::{Fold, render};
+
+fn text(part: &TurnPart, fold: Fold) -> Vec<String> {
+    render(part, fold, false, 100)
+        .into_iter()
+        .map(|(_, pieces)| pieces.into_iter().map(|(t, _)| t).collect::<String>())
+        .collect()
+}
+
+fn run(status: ToolStatus) -> ToolCallPart {
+    ToolCallPart {
+        tool_call_id: "toolu_1".into(),
+        title: "python3 -m pytest -q".into(),
+        kind: ToolKind::Execute,
+        status,
+        ..ToolCallPart::default()
+    }
+}
+
+/// Claude's Bash card: the output as a ```console fence in its content and again, plain, as
+/// its raw output.
+#[test]
+fn fenced_output_shows_once_without_its_fence() {
+    let mut t = run(ToolStatus::Completed);
+    t.raw_input =
+        Some(serde_json::json!({"command": "python3 -m pytest -q", "description": "Run tests"}));
+    t.content = vec![ToolContent::Text {
+        text: "```console\n3 passed in 0.01s\n```".into(),
+    }];
+    t.raw_output = Some(serde_json::json!("3 passed in 0.01s"));
+    let rows = text(&TurnPart::ToolCall(t), Fold::Open);
+    let joined = rows.join("\n");
+    assert_eq!(joined.matches("3 passed in 0.01s").count(), 1, "{joined}");
+    assert!(!joined.contains("```"), "{joined}");
+    assert!(joined.contains("$ python3 -m pytest -q"), "{joined}");
+    assert!(joined.contains("description: Run tests"), "{joined}");
+}
+
+#[test]
+fn a_run_that_exited_non_zero_is_marked_failed() {
+    let mut t = run(ToolStatus::Completed);
+    t.content = vec![ToolContent::Terminal {
+        terminal_id: "term_1".into(),
+        output: "1 failed\n".into(),
+        dropped_bytes: 0,
+        exit: Some(TerminalExit {
+            exit_code: Some(1),
+            signal: None,
+        }),
+    }];
+    let header = &text(&TurnPart::ToolCall(t.clone()), Fold::Collapsed)[0];
+    assert!(
+        header.starts_with("✗ [run]") && header.contains("exit 1"),
+        "{header}"
+    );
+    // A raw output that carries the exit code (Codex) says the same.
+    let mut codex = run(ToolStatus::Completed);
+    codex.raw_output = Some(serde_json::json!({"exit_code": 2, "stdout": "", "stderr": "E"}));
+    let header = &text(&TurnPart::ToolCall(codex), Fold::Collapsed)[0];
+    assert!(
+        header.starts_with("✗ [run]") && header.contains("exit 2"),
+        "{header}"
+    );
+    // Exit 0 stays ✓.
+    if let ToolContent::Terminal { exit, .. } = &mut t.content[0] {
+        *exit = Some(TerminalExit {
+            exit_code: Some(0),
+            signal: None,
+        });
+    }
+    let header = &text(&TurnPart::ToolCall(t), Fold::Collapsed)[0];
+    assert!(header.starts_with("✓ [run]"), "{header}");
+}
+
+#[test]
+fn an_answered_permission_shows_its_answer() {
+    let options = vec![
+        PermissionChoice {
+            option_id: "allow".into(),
+            name: "Allow".into(),
+            kind: PermissionKind::AllowOnce,
+        },
+        PermissionChoice {
+            option_id: "reject".into(),
+            name: "Reject".into(),
+            kind: PermissionKind::RejectOnce,
+        },
+    ];
+    let part = |outcome| {
+        TurnPart::Permission(PermissionPart {
+            permission_id: "per_00000000000000000000000031"
+                .parse::<PermissionId>()
+                .unwrap(),
+            tool_call: run(ToolStatus::Pending),
+            options: options.clone(),
+            outcome,
+        })
+    };
+    let header = |outcome| text(&part(outcome), Fold::Collapsed)[0].clone();
+    assert!(header(PermissionOutcome::Pending).starts_with("? permission"));
+    let allowed = header(PermissionOutcome::Selected {
+        option_id: "allow".into(),
+        kind: PermissionKind::AllowOnce,
+    });
+    assert!(
+        allowed.starts_with("✓ permission") && allowed.contains("allowed once (“Allow”)"),
+        "{allowed}"
+    );
+    let rejected = header(PermissionOutcome::Selected {
+        option_id: "reject".into(),
+        kind: PermissionKind::RejectOnce,
+    });
+    assert!(
+        rejected.starts_with("✗ permission") && rejected.contains("rejected"),
+        "{rejected}"
+    );
+    let cancelled = header(PermissionOutcome::Cancelled);
+    assert!(
+        cancelled.starts_with("⊘ permission") && cancelled.contains("cancelled"),
+        "{cancelled}"
+    );
+}
