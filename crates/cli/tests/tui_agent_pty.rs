@@ -102,8 +102,10 @@ fn new_mock_session(t: &AgentTui) {
         "the built-in agent is listed too:\n{s}"
     );
     t.tui.send("\r");
-    t.tui
-        .wait_for("the new session", |s| s.contains("(untitled) ses_"));
+    t.tui.wait_for("the new session", |s| {
+        s.lines()
+            .any(|l| l.contains("(untitled) ") && l.contains(" ses_"))
+    });
 }
 
 fn artifacts_dir() -> PathBuf {

@@ -244,6 +244,8 @@ pub struct App {
     pub(crate) deferred: HashSet<ax_protocol::PermissionId>,
     /// The session whose next prompt is the feedback an agent's option asked for.
     pub(crate) feedback_for: Option<SessionId>,
+    /// Sessions whose deletion was asked for and has not completed (shown as "deleting…").
+    pub(crate) deleting: HashSet<SessionId>,
     pub(crate) transcript: Transcript,
     pub(crate) transcript_loaded: bool,
     pub(crate) scroll: usize,
@@ -299,6 +301,7 @@ impl App {
             approval_choice: None,
             deferred: HashSet::new(),
             feedback_for: None,
+            deleting: HashSet::new(),
             transcript: Transcript::new(78),
             transcript_loaded: false,
             scroll: 0,
@@ -441,6 +444,17 @@ impl App {
                 && p.state == PermissionState::Pending
                 && self.deferred.contains(&p.id)
         })
+    }
+
+    /// Whether the deletion of `id` was asked for and has not completed yet.
+    pub fn is_deleting(&self, id: &SessionId) -> bool {
+        self.deleting.contains(id)
+    }
+
+    /// A deletion failed: the session is shown as before, and why it failed.
+    pub fn on_delete_failed(&mut self, session: &SessionId, error: String) {
+        self.deleting.remove(session);
+        self.notify(NoticeKind::Error, error);
     }
 
     /// Whether the composer waits for the feedback an agent's option asked for (docs/tui.md §3).

@@ -228,6 +228,17 @@ impl App {
             },
             Modal::ConfirmDelete { session, title } => match key.code {
                 KeyCode::Char('y') | KeyCode::Enter => {
+                    // Until the backend says it is gone, the list and the header say so.
+                    self.deleting.insert(session.clone());
+                    let name = if title.is_empty() {
+                        "(untitled)"
+                    } else {
+                        &title
+                    };
+                    self.notify(
+                        NoticeKind::Info,
+                        format!("deleting “{}”…", crate::markdown::sanitize(name)),
+                    );
                     self.effects
                         .push(crate::app::Effect::DeleteSession { session });
                     None

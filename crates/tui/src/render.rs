@@ -59,9 +59,31 @@ pub const HELP_KEYS: &[(&str, &str)] = &[
     ("^N ^P", "new session · command palette"),
     (
         "approval",
-        "↑↓ PgUp/PgDn wheel scroll · ←→ Enter or y/a/n answer",
+        "↑↓ scroll · ←→ Enter or y/a/n/r answer (Enter: allow once) · Esc later",
     ),
 ];
+
+/// The widest key column of the help modal (longer keys push their description along).
+const HELP_KEY_MAX: usize = 22;
+
+/// A help description word-wrapped to `width` (a word longer than a row is cut).
+fn help_rows(text: &str, width: usize) -> Vec<String> {
+    let width = width.max(8);
+    let mut rows = vec![String::new()];
+    for word in text.split(' ') {
+        let row = rows.last_mut().expect("one row");
+        let (rw, ww) = (row.chars().count(), word.chars().count());
+        if rw > 0 && rw + 1 + ww > width {
+            rows.push(String::new());
+        }
+        let row = rows.last_mut().expect("one row");
+        if !row.is_empty() {
+            row.push(' ');
+        }
+        row.push_str(word);
+    }
+    rows
+}
 
 pub(crate) fn tr(r: Rect) -> TRect {
     TRect::new(r.x, r.y, r.width, r.height)
@@ -168,8 +190,7 @@ fn home(frame: &mut Frame, app: &App, r: Rect) {
         return;
     }
     let selected = app.selected_index();
-    // Marker, time and ID have fixed widths; the title gets the rest.
-    let title_w = (inner.width as usize).saturating_sub(61).max(12);
+    let cols = list_columns(app.sessions(), inner.width as usize);
     let lines: Vec<Line> = app
         .sessions()
         .iter()
@@ -178,27 +199,38 @@ fn home(frame: &mut Frame, app: &App, r: Rect) {
         .take(inner.height as usize)
         .map(|(i, s)| {
             let (marker, mstyle) = match s.status {
+                _ if app.is_deleting(&s.id) => ("deleting…", Style::new().fg(Color::Red)),
                 SessionStatus::Busy => ("● busy   ", Style::new().fg(Color::Yellow)),
                 SessionStatus::Pending => ("? waiting", Style::new().fg(Color::Magenta).bold()),
                 SessionStatus::Idle => ("         ", Style::new()),
                 SessionStatus::NeedsAuth => ("! auth   ", Style::new().fg(Color::Red)),
             };
             let title = if s.title.is_empty() {
-                "(untitled)"
+                "(untitled)".to_owned()
             } else {
-                &s.title
+                crate::markdown::sanitize(&s.title)
             };
-            let row = Line::from(vec![
+            let agent = crate::markdown::sanitize(&s.agent);
+            let (title_w, agent_w) = (cols.title, cols.agent);
+            let mut spans = vec![
                 Span::styled(if Some(i) == selected { "▶ " } else { "  " }, ACCENT),
                 Span::styled(marker, mstyle),
                 Span::raw(" "),
                 Span::styled(
-                    format!("{:<title_w$}", clip(title, title_w)),
+                    format!("{:<title_w$}", clip(&title, title_w)),
                     Style::new().bold(),
                 ),
+                Span::styled(
+                    format!(" {:<agent_w$}", clip(&agent, agent_w)),
+                    Style::new().fg(Color::Cyan),
+                ),
                 // Last activity: the list is sorted by it.
-                Span::styled(format!(" {}  {}", format_utc_minutes(s.updated), s.id), DIM),
-            ]);
+                Span::styled(format!(" {}", format_utc_minutes(s.updated)), DIM),
+            ];
+            if cols.id {
+                spans.push(Span::styled(format!("  {}", s.id), DIM));
+            }
+            let row = Line::from(spans);
             if Some(i) == selected {
                 row.style(Style::new().bg(Color::Indexed(236)))
             } else {
@@ -207,6 +239,39 @@ fn home(frame: &mut Frame, app: &App, r: Rect) {
         })
         .collect();
     frame.render_widget(Paragraph::new(lines), tr(inner));
+}
+
+/// Widths of the session list's columns: the agent column fits the longest agent name (at
+/// most 12), the ID shows only where the title still gets [`TITLE_MIN`] columns, and the
+/// title gets the rest.
+pub struct ListColumns {
+    /// Columns for the title.
+    pub title: usize,
+    /// Columns for the agent's name.
+    pub agent: usize,
+    /// Whether the session ID shows.
+    pub id: bool,
+}
+
+/// The title's columns below which the ID gives way.
+pub const TITLE_MIN: usize = 40;
+
+/// See [`ListColumns`].
+pub fn list_columns(sessions: &[ax_protocol::Session], width: usize) -> ListColumns {
+    let agent = sessions
+        .iter()
+        .map(|s| unicode_width::UnicodeWidthStr::width(s.agent.as_str()))
+        .max()
+        .unwrap_or(5)
+        .clamp(5, 12);
+    // "▶ " + marker + " " + title + " " + agent + " " + time (16).
+    let fixed = 2 + 9 + 1 + 1 + agent + 1 + 16;
+    let id_w = 2 + 30;
+    let id = width >= fixed + TITLE_MIN + id_w;
+    let title = width
+        .saturating_sub(fixed + if id { id_w } else { 0 })
+        .max(8);
+    ListColumns { title, agent, id }
 }
 
 fn session(frame: &mut Frame, app: &App, r: Rect) {
@@ -220,10 +285,34 @@ fn session(frame: &mut Frame, app: &App, r: Rect) {
     let block = Block::bordered()
         .title(Line::from(vec![
             Span::styled(
-                format!(" {} ", title.unwrap_or("(untitled)")),
+                format!(
+                    " {} ",
+                    crate::markdown::sanitize(title.unwrap_or("(untitled)"))
+                ),
                 Style::new().bold(),
             ),
-            Span::styled(format!("{id} "), DIM),
+            Span::styled(
+                format!(
+                    "{} ",
+                    crate::markdown::sanitize(s.map(|s| s.agent.as_str()).unwrap_or(""))
+                ),
+                Style::new().fg(Color::Cyan),
+            ),
+            // The ID only where it leaves the title its room (docs/tui.md §2).
+            Span::styled(
+                if (r.width as usize)
+                    > state.chars().count()
+                        + title.map_or(10, |t| t.chars().count())
+                        + s.map_or(0, |s| s.agent.chars().count())
+                        + id.len()
+                        + 10
+                {
+                    format!("{id} ")
+                } else {
+                    String::new()
+                },
+                DIM,
+            ),
         ]))
         .title(Line::from(Span::styled(format!(" {state} "), sstyle)).right_aligned())
         .border_style(Style::new().fg(ACCENT));
@@ -356,6 +445,9 @@ fn session_state(app: &App) -> (String, Style) {
     let Some(s) = app.open_session() else {
         return ("idle".into(), Style::new().fg(Color::Green));
     };
+    if app.is_deleting(&s.id) {
+        return ("deleting…".into(), Style::new().fg(Color::Red).bold());
+    }
     let elapsed = app.progress().elapsed(&s.id, app.now());
     let timer = |e: Option<std::time::Duration>| {
         e.map(|e| format!("{} {}", spinner(e), format_duration(e)))
@@ -564,20 +656,47 @@ pub(crate) fn agent_picker_box(screen: Rect, agents: usize) -> Rect {
 fn modal(frame: &mut Frame, app: &App, m: &Modal, screen: Rect) {
     match m {
         Modal::Help => {
-            // Keys first (no heading, so everything fits 80x24 while sharing), then commands.
+            // Keys first (no heading), then commands; each description wraps under itself
+            // so nothing is cut at 80 columns, and the box scrolls when taller than the
+            // screen.
+            let area_w = screen.width.saturating_sub(2).min(78);
+            let text_w = (area_w.saturating_sub(2) as usize).max(24);
             let mut lines = Vec::new();
+            let commands: Vec<_> = command::available(app.sharing().is_some()).collect();
+            // The key column fits the longest key or command (and a space after it).
+            let key_w = HELP_KEYS
+                .iter()
+                .map(|(k, _)| k.chars().count())
+                .chain(commands.iter().map(|c| c.name().chars().count()))
+                .max()
+                .unwrap_or(0)
+                .min(HELP_KEY_MAX)
+                + 3;
+            let entry = |lines: &mut Vec<Line<'static>>, k: &str, what: &str, key_style| {
+                for (i, row) in help_rows(what, text_w.saturating_sub(key_w))
+                    .into_iter()
+                    .enumerate()
+                {
+                    let lead = if i == 0 {
+                        format!("  {k:<w$}", w = key_w - 2)
+                    } else {
+                        " ".repeat(key_w)
+                    };
+                    lines.push(Line::from(vec![
+                        Span::styled(lead, key_style),
+                        Span::raw(row),
+                    ]));
+                }
+            };
             for (k, what) in HELP_KEYS {
-                lines.push(Line::from(vec![
-                    Span::styled(format!("  {k:<17}"), Style::new().fg(ACCENT)),
-                    Span::raw(*what),
-                ]));
+                entry(&mut lines, k, what, Style::new().fg(ACCENT));
             }
             lines.push(Line::styled("Commands", Style::new().bold()));
-            for c in command::available(app.sharing().is_some()) {
-                lines.push(Line::raw(format!("  {:<17}{}", c.name(), c.help())));
+            for c in commands {
+                entry(&mut lines, c.name(), c.help(), Style::new());
             }
             let want = lines.len() as u16 + 2;
-            let area = screen.centered(78, want);
+            let area = screen.centered(area_w, want);
             let visible = area.height.saturating_sub(2) as usize;
             let max = lines.len().saturating_sub(visible);
             let from = app.help_scroll().min(max);
