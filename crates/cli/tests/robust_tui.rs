@@ -36,10 +36,7 @@ fn the_tui_attaches_to_the_projects_serve_and_manages_sessions() {
     // It asks which agent, the default preselected: Enter takes it.
     tui.wait_text("which agent?");
     tui.send("\r");
-    tui.wait_for("the new session", |s| {
-        s.lines()
-            .any(|l| l.contains("(untitled) ") && l.contains(" ses_"))
-    });
+    tui.wait_for("the new session", |s| s.contains("(untitled) ses_"));
     tui.send("echo titled-by-prompt\r");
     tui.wait_text("Approval needed");
     tui.send("n");

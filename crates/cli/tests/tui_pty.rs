@@ -165,7 +165,7 @@ fn embedded_tui_is_shared_navigated_blocked_and_revoked() {
     // The agent selects a session: the screen shows it and the notice.
     assert_applied(&agent.select(&target), &target);
     tui.wait_for("the target session and the notice", |s| {
-        s.contains("pty-target shell ses_") && s.contains("Navigated by agent via TUIMCP")
+        s.contains("pty-target ses_") && s.contains("Navigated by agent via TUIMCP")
     });
 
     // A draft blocks navigation.
@@ -270,7 +270,7 @@ fn attached_tui_follows_the_backend_down_and_back() {
     agent.wait_context("ready", unblocked);
     assert_applied(&agent.select(&a), &a);
     tui.wait_for("session a and the notice", |s| {
-        s.contains("att-a shell ses_") && s.contains("Navigated by agent via TUIMCP")
+        s.contains("att-a ses_") && s.contains("Navigated by agent via TUIMCP")
     });
 
     // The backend dies: not ready, navigation refused.

@@ -322,8 +322,16 @@ pub fn button_rows(choices: &[Choice], width: usize) -> Vec<Vec<(usize, String)>
 }
 
 /// The first line of the dialog: what the agent wants, by the kind of its tool call (an
-/// edit names its files).
-pub fn heading(p: &Permission) -> String {
+/// edit names its files, relative to the project `workspace` when inside it).
+pub fn heading(p: &Permission, workspace: &str) -> String {
+    let relative = |path: &str| -> String {
+        let base = workspace.trim_end_matches('/');
+        let rel = path
+            .strip_prefix(base)
+            .and_then(|r| r.strip_prefix('/'))
+            .filter(|r| !base.is_empty() && !r.is_empty());
+        crate::tool_input::visible(rel.unwrap_or(path))
+    };
     let Some(t) = &p.tool_call else {
         return "The agent wants to run".to_owned();
     };
@@ -353,13 +361,10 @@ pub fn heading(p: &Permission) -> String {
     }
     match paths.as_slice() {
         [] => format!("The agent wants to {verb}"),
-        [one] => format!(
-            "The agent wants to {verb} {}",
-            crate::tool_input::visible(one)
-        ),
+        [one] => format!("The agent wants to {verb} {}", relative(one)),
         [one, rest @ ..] => format!(
             "The agent wants to {verb} {} and {} more",
-            crate::tool_input::visible(one),
+            relative(one),
             rest.len()
         ),
     }
@@ -485,7 +490,7 @@ pub(crate) fn draw(frame: &mut Frame, app: &App, p: &Permission) {
     let inner = crate::render::boxed(frame, g.dialog, "Approval needed", Color::Magenta);
     let dim = Style::new().fg(Color::DarkGray);
     let scroll = app.approval_scroll().min(g.max_scroll());
-    let head = heading(p);
+    let head = heading(p, app.workspace());
     let inner_w = g.dialog.width.saturating_sub(2).max(1) as usize;
     let mut lines = vec![Line::raw(clip_width(
         &if g.scrolls() {

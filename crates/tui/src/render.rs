@@ -291,13 +291,6 @@ fn session(frame: &mut Frame, app: &App, r: Rect) {
                 ),
                 Style::new().bold(),
             ),
-            Span::styled(
-                format!(
-                    "{} ",
-                    crate::markdown::sanitize(s.map(|s| s.agent.as_str()).unwrap_or(""))
-                ),
-                Style::new().fg(Color::Cyan),
-            ),
             // The ID only where it leaves the title its room (docs/tui.md §2).
             Span::styled(
                 if (r.width as usize)
@@ -312,6 +305,14 @@ fn session(frame: &mut Frame, app: &App, r: Rect) {
                     String::new()
                 },
                 DIM,
+            ),
+            // After the ID, so "title ses_…" stays together for whoever reads the screen.
+            Span::styled(
+                format!(
+                    "· {} ",
+                    crate::markdown::sanitize(s.map(|s| s.agent.as_str()).unwrap_or(""))
+                ),
+                Style::new().fg(Color::Cyan),
             ),
         ]))
         .title(Line::from(Span::styled(format!(" {state} "), sstyle)).right_aligned())

@@ -106,9 +106,21 @@ fn bounded(s: &str) -> (String, Option<String>) {
     (cut, Some(format!("… {} more chars", n - FIELD_CHARS)))
 }
 
-/// The rows of `input`. String values equal to one of `shown_elsewhere` (an edit's old and new
-/// text, drawn as its diff) are named, not repeated.
-pub fn input_lines(input: &Value, shown_elsewhere: &[&str]) -> Vec<InputLine> {
+/// What the card draws elsewhere, so the input names it instead of repeating it: an edit's
+/// old and new text and the paths of its diffs.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Shown<'a> {
+    /// Texts drawn as a diff.
+    pub texts: &'a [&'a str],
+    /// Paths whose diff is drawn.
+    pub paths: &'a [&'a str],
+}
+
+/// The rows of `input`. String values drawn elsewhere ([`Shown`]) are named, not repeated; a
+/// `changes` map of paths (Codex's edits: `{path: {type, unified_diff, move_path}}`) reads as
+/// one row per file, with its diff unless the card draws it already.
+pub fn input_lines(input: &Value, shown: Shown<'_>) -> Vec<InputLine> {
+    let shown_elsewhere = shown.texts;
     let mut out = Vec::new();
     let Value::Object(map) = input else {
         if !input.is_null() {
@@ -137,6 +149,12 @@ pub fn input_lines(input: &Value, shown_elsewhere: &[&str]) -> Vec<InputLine> {
         .filter(|(k, _)| Some(&k.as_str()) != command_key)
         .collect();
     for (k, v) in rest.iter().take(FIELDS_SHOWN) {
+        if k.as_str() == "changes"
+            && let Some(changes) = file_changes(v)
+        {
+            push_changes(&mut out, changes, shown.paths);
+            continue;
+        }
         push_field(&mut out, k, v, shown_elsewhere);
     }
     if rest.len() > FIELDS_SHOWN {
@@ -146,6 +164,46 @@ pub fn input_lines(input: &Value, shown_elsewhere: &[&str]) -> Vec<InputLine> {
         )));
     }
     out
+}
+
+/// A map of path → change object (each with a string `type`), if `v` is one.
+fn file_changes(v: &Value) -> Option<&serde_json::Map<String, Value>> {
+    let map = v.as_object()?;
+    let all = map
+        .values()
+        .all(|c| c.get("type").is_some_and(|t| t.is_string()));
+    (all && !map.is_empty()).then_some(map)
+}
+
+fn push_changes(
+    out: &mut Vec<InputLine>,
+    changes: &serde_json::Map<String, Value>,
+    shown_paths: &[&str],
+) {
+    for (path, change) in changes.iter().take(FIELDS_SHOWN) {
+        let kind = change.get("type").and_then(Value::as_str).unwrap_or("");
+        let moved = change
+            .get("move_path")
+            .and_then(Value::as_str)
+            .map(|to| format!(" → {}", visible(to)))
+            .unwrap_or_default();
+        let drawn = shown_paths.contains(&path.as_str());
+        out.push(InputLine::Field {
+            key: visible(kind),
+            value: format!(
+                "{}{moved}{}",
+                visible(path),
+                if drawn { " (diff below)" } else { "" }
+            ),
+        });
+        if !drawn && let Some(diff) = change.get("unified_diff").and_then(Value::as_str) {
+            let (diff, more) = bounded(diff);
+            out.extend(diff.lines().map(|l| InputLine::More(visible(l))));
+            if let Some(more) = more {
+                out.push(InputLine::Note(more));
+            }
+        }
+    }
 }
 
 fn push_field(out: &mut Vec<InputLine>, key: &str, v: &Value, shown_elsewhere: &[&str]) {
@@ -186,6 +244,44 @@ mod tests {
     use serde_json::json;
 
     #[test]
+    fn codex_changes_read_as_files_with_their_diffs() {
+        let input = json!({
+            "call_id": "call_1",
+            "changes": {
+                "/p/a.txt": {"type": "update", "unified_diff": "@@ -1 +1 @@\n-alpha\n+omega\n", "move_path": null},
+                "/p/b.txt": {"type": "add", "content": "x"}
+            }
+        });
+        let rows = input_lines(
+            &input,
+            Shown {
+                texts: &[],
+                paths: &["/p/b.txt"],
+            },
+        );
+        assert_eq!(
+            rows,
+            [
+                InputLine::Field {
+                    key: "call_id".into(),
+                    value: "call_1".into()
+                },
+                InputLine::Field {
+                    key: "update".into(),
+                    value: "/p/a.txt".into()
+                },
+                InputLine::More("@@ -1 +1 @@".into()),
+                InputLine::More("-alpha".into()),
+                InputLine::More("+omega".into()),
+                InputLine::Field {
+                    key: "add".into(),
+                    value: "/p/b.txt (diff below)".into()
+                },
+            ]
+        );
+    }
+
+    #[test]
     fn arrays_are_shell_quoted_and_every_field_is_kept() {
         let rows = input_lines(
             &json!({
@@ -194,7 +290,7 @@ mod tests {
                 "dangerouslyDisableSandbox": true,
                 "env": {"A": "1"},
             }),
-            &[],
+            Shown::default(),
         );
         assert_eq!(
             rows[0],
@@ -227,7 +323,7 @@ mod tests {
             "a^[[2J^Mb<U+202E>c<U+009B>"
         );
         let long = "x".repeat(FIELD_CHARS + 5);
-        let rows = input_lines(&json!({"cmd": "ls", "note": long}), &[]);
+        let rows = input_lines(&json!({"cmd": "ls", "note": long}), Shown::default());
         assert_eq!(rows.last(), Some(&InputLine::Note("… 5 more chars".into())));
         assert!(matches!(&rows[0], InputLine::Command { text, .. } if text == "ls"));
     }

@@ -497,19 +497,25 @@ pub fn request_rows(t: &ToolCallPart, width: usize) -> Vec<Row> {
 /// then `key: value` rows; an edit's old and new text are named, not repeated.
 fn input_rows(rows: &mut Vec<Row>, input: &serde_json::Value, t: &ToolCallPart, width: usize) {
     use crate::tool_input::InputLine;
-    let mut shown: Vec<&str> = Vec::new();
+    let (mut texts, mut paths): (Vec<&str>, Vec<&str>) = (Vec::new(), Vec::new());
     for c in &t.content {
         if let ToolContent::Diff {
-            old_text, new_text, ..
+            path,
+            old_text,
+            new_text,
+            ..
         } = c
         {
-            shown.push(new_text);
-            if let Some(o) = old_text {
-                shown.push(o);
-            }
+            texts.push(new_text);
+            texts.extend(old_text.as_deref());
+            paths.push(path);
         }
     }
-    for line in crate::tool_input::input_lines(input, &shown) {
+    let shown = crate::tool_input::Shown {
+        texts: &texts,
+        paths: &paths,
+    };
+    for line in crate::tool_input::input_lines(input, shown) {
         match line {
             InputLine::Command { first, text } => {
                 let lead = if first { "  $ " } else { "  > " };

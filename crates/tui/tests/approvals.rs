@@ -274,3 +274,69 @@ fn esc_leaves_the_approval_for_later_and_stays_in_the_session() {
     app.handle_input(key(KeyCode::Enter));
     assert!(app.pending_approval().is_some());
 }
+
+/// Codex's edit approval as the real adapter sends it (codex-acp 0.16.0): a diff, a
+/// `changes` map in its input, the options "Yes" and "No, provide feedback".
+fn codex_edit() -> ToolCallPart {
+    let path = "/home/me/project/notes.txt";
+    ToolCallPart {
+        tool_call_id: "call_edit_1".into(),
+        title: format!("Edit {path}"),
+        kind: ToolKind::Edit,
+        status: ax_protocol::turn::ToolStatus::Pending,
+        content: vec![ax_protocol::turn::ToolContent::Diff {
+            path: path.into(),
+            old_text: Some("alpha\n".into()),
+            new_text: "omega\n".into(),
+        }],
+        locations: vec![ax_protocol::turn::ToolLocation {
+            path: path.into(),
+            line: None,
+        }],
+        raw_input: Some(serde_json::json!({
+            "call_id": "call_edit_1",
+            "turn_id": "01a233a2-5890-7e30-8cf9-999b1708a2f0",
+            "started_at_ms": 1796162609322u64,
+            "changes": {path: {"type": "update", "unified_diff": "@@ -1 +1 @@\n-alpha\n+omega\n", "move_path": null}}
+        })),
+        ..ToolCallPart::default()
+    }
+}
+
+#[test]
+fn codex_edit_approval_reads_as_an_edit_with_its_diff() {
+    let mut app = asked(
+        codex_edit(),
+        vec![
+            option("approved", "Yes", PermissionKind::AllowOnce),
+            option("abort", "No, provide feedback", PermissionKind::RejectOnce),
+        ],
+    );
+    app.resize(120, 30);
+    let s = screen(&app);
+    for want in [
+        "The agent wants to edit notes.txt:",
+        "-alpha",
+        "+omega",
+        "update: /home/me/project/notes.txt (diff below)",
+        "[y] Yes",
+        "[n] No, provide feedback",
+    ] {
+        assert!(s.contains(want), "missing {want:?}:\n{s}");
+    }
+    assert!(!s.contains("wants to run") && !s.contains("$ Edit"), "{s}");
+    assert!(
+        !s.contains("unified_diff") && !s.contains("{\""),
+        "no raw JSON:\n{s}"
+    );
+    assert!(
+        !s.contains("abort") && !s.contains("approved"),
+        "no option ids:\n{s}"
+    );
+    app.handle_input(key(KeyCode::Char('n')));
+    assert_eq!(replied(&mut app), [PermissionReply::RejectOnce]);
+    assert!(
+        app.awaiting_feedback(),
+        "“No, provide feedback” opens the composer"
+    );
+}

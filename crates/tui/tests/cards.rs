@@ -129,3 +129,61 @@ fn an_answered_permission_shows_its_answer() {
         "{cancelled}"
     );
 }
+
+/// Codex's edit card once applied: the diff and the file, not its input's JSON.
+#[test]
+fn a_codex_edit_card_reads_as_a_diff() {
+    let path = "/p/notes.txt";
+    let t = ToolCallPart {
+        tool_call_id: "call_edit_1".into(),
+        title: format!("Edit {path}"),
+        kind: ToolKind::Edit,
+        status: ToolStatus::Completed,
+        content: vec![ToolContent::Diff {
+            path: path.into(),
+            old_text: Some("alpha\n".into()),
+            new_text: "omega\n".into(),
+        }],
+        raw_input: Some(serde_json::json!({
+            "call_id": "call_edit_1",
+            "changes": {path: {"type": "update", "unified_diff": "@@ -1 +1 @@\n-alpha\n+omega\n", "move_path": null}}
+        })),
+        raw_output: Some(serde_json::json!({
+            "stdout": "Success. Updated the following files:\nM notes.txt\n",
+            "stderr": "",
+            "success": true,
+            "changes": {path: {"type": "update", "unified_diff": "@@ -1 +1 @@\n-alpha\n+omega\n", "move_path": null}},
+            "status": "completed"
+        })),
+        ..ToolCallPart::default()
+    };
+    let rows = text(&TurnPart::ToolCall(t), Fold::Full);
+    let joined = rows.join("\n");
+    for want in [
+        "update: /p/notes.txt (diff below)",
+        "-alpha",
+        "+omega",
+        "M notes.txt",
+    ] {
+        assert!(joined.contains(want), "missing {want:?}:\n{joined}");
+    }
+    assert!(
+        !joined.contains("unified_diff") && !joined.contains("{\""),
+        "{joined}"
+    );
+    assert_eq!(joined.matches("+omega").count(), 1, "{joined}");
+}
+
+/// Claude's Read card: the output in a bare ``` fence and again as its raw output.
+#[test]
+fn a_bare_fence_is_stripped_too() {
+    let mut t = run(ToolStatus::Completed);
+    t.kind = ToolKind::Read;
+    t.content = vec![ToolContent::Text {
+        text: "```\n     1→alpha\n     2→\n```".into(),
+    }];
+    t.raw_output = Some(serde_json::json!("     1→alpha\n     2→\n"));
+    let joined = text(&TurnPart::ToolCall(t), Fold::Open).join("\n");
+    assert_eq!(joined.matches("1→alpha").count(), 1, "{joined}");
+    assert!(!joined.contains("```"), "{joined}");
+}
