@@ -277,6 +277,10 @@ pub fn list_columns(sessions: &[ax_protocol::Session], width: usize) -> ListColu
 fn session(frame: &mut Frame, app: &App, r: Rect) {
     let s = app.open_session();
     let (state, sstyle) = session_state(app);
+    let meter = s
+        .and_then(usage_meter)
+        .map(|m| format!(" {m} ·"))
+        .unwrap_or_default();
     let title = s.map(|s| s.title.as_str()).filter(|t| !t.is_empty());
     let id = match app.route() {
         Route::Session(id) => id.as_str(),
@@ -295,6 +299,7 @@ fn session(frame: &mut Frame, app: &App, r: Rect) {
             Span::styled(
                 if (r.width as usize)
                     > state.chars().count()
+                        + meter.chars().count()
                         + title.map_or(10, |t| t.chars().count())
                         + s.map_or(0, |s| s.agent.chars().count())
                         + id.len()
@@ -315,7 +320,13 @@ fn session(frame: &mut Frame, app: &App, r: Rect) {
                 Style::new().fg(Color::Cyan),
             ),
         ]))
-        .title(Line::from(Span::styled(format!(" {state} "), sstyle)).right_aligned())
+        .title(
+            Line::from(vec![
+                Span::styled(meter.clone(), DIM),
+                Span::styled(format!(" {state} "), sstyle),
+            ])
+            .right_aligned(),
+        )
         .border_style(Style::new().fg(ACCENT));
     frame.render_widget(block, tr(r));
     if app.standing_row()
@@ -438,6 +449,45 @@ fn standing(frame: &mut Frame, s: &ax_protocol::Session, inner: Rect) {
             1,
         )),
     );
+}
+
+/// Token counts short: `950`, `12.3k`, `200k`, `1.5M`.
+fn short_count(n: u64) -> String {
+    let (v, unit) = match n {
+        0..1_000 => return n.to_string(),
+        1_000..1_000_000 => (n as f64 / 1_000.0, "k"),
+        _ => (n as f64 / 1_000_000.0, "M"),
+    };
+    let s = format!("{v:.1}");
+    format!("{}{unit}", s.strip_suffix(".0").unwrap_or(&s))
+}
+
+/// The agent's usage as a meter for the session header: `ctx 12.3k/200k 6% · $0.04`
+/// (docs/tui.md §2); `None` when the agent reported none.
+pub fn usage_meter(s: &ax_protocol::Session) -> Option<String> {
+    let u = s.agent_state.as_ref()?.usage.as_ref()?;
+    let pct = if u.size > 0 {
+        format!(
+            " {}%",
+            (u.used as f64 * 100.0 / u.size as f64).round() as u64
+        )
+    } else {
+        String::new()
+    };
+    let mut out = format!("ctx {}/{}{pct}", short_count(u.used), short_count(u.size));
+    if let Some(c) = &u.cost {
+        let amount = if c.currency == "USD" {
+            if c.amount > 0.0 && c.amount < 0.01 {
+                "<$0.01".to_owned()
+            } else {
+                format!("${:.2}", c.amount)
+            }
+        } else {
+            format!("{:.2} {}", c.amount, crate::markdown::sanitize(&c.currency))
+        };
+        out.push_str(&format!(" · {amount}"));
+    }
+    Some(out)
 }
 
 /// The open session's state for its header: a spinner and the elapsed time while a turn runs,

@@ -88,6 +88,9 @@ pub fn render(part: &TurnPart, fold: Fold, focused: bool, width: u16) -> Vec<Row
             rows
         }
         TurnPart::Permission(p) => permission(p, fold, width),
+        // Usage is a meter in the session header (docs/tui.md §2), not transcript lines; a
+        // stored usage notice from before the meter draws nothing.
+        TurnPart::Notice(n) if n.kind == NoticeKind::Usage => Vec::new(),
         TurnPart::Notice(n) => {
             let (label, style) = match n.kind {
                 NoticeKind::Usage => ("usage", Style::new().fg(Color::Blue)),
@@ -434,7 +437,15 @@ pub fn request_rows(t: &ToolCallPart, width: usize) -> Vec<Row> {
                 path,
                 old_text,
                 new_text,
-            } => diff_rows(&mut rows, path, old_text.as_deref(), new_text, width),
+                line,
+            } => diff_rows(
+                &mut rows,
+                path,
+                old_text.as_deref(),
+                new_text,
+                line.unwrap_or(1),
+                width,
+            ),
             ToolContent::Terminal {
                 terminal_id,
                 output,
@@ -585,7 +596,16 @@ fn ansi_rows(rows: &mut Vec<Row>, text: &str, width: usize) {
     }
 }
 
-fn diff_rows(rows: &mut Vec<Row>, path: &str, old: Option<&str>, new: &str, width: usize) {
+/// An edit's diff; `first_line` is where the fragment starts in the file (the backend finds
+/// it, docs/agents.md §4), so hunks carry the file's line numbers, not the fragment's.
+fn diff_rows(
+    rows: &mut Vec<Row>,
+    path: &str,
+    old: Option<&str>,
+    new: &str,
+    first_line: u32,
+    width: usize,
+) {
     let path = crate::markdown::sanitize(path);
     let head = Style::new().bold();
     match old {
@@ -605,7 +625,7 @@ fn diff_rows(rows: &mut Vec<Row>, path: &str, old: Option<&str>, new: &str, widt
         &clip(&format!("  +++ {path}"), width),
         head,
     ));
-    for line in unified_diff(old.unwrap_or(""), new, 3) {
+    for line in unified_diff_at(old.unwrap_or(""), new, 3, first_line as usize) {
         let (style, text) = match line {
             DiffLine::Hunk(h) => (Style::new().fg(Color::Cyan), h),
             DiffLine::Same(s) => (Style::new(), format!(" {s}")),
@@ -725,6 +745,13 @@ const DIFF_CELLS: usize = 4_000_000;
 /// longest-common-subsequence table, or, when that table would exceed [`DIFF_CELLS`], shown as
 /// removed then added (still a correct diff, only less minimal).
 pub fn unified_diff(old: &str, new: &str, context: usize) -> Vec<DiffLine> {
+    unified_diff_at(old, new, context, 1)
+}
+
+/// [`unified_diff`] of fragments that start at line `first_line` (1-based) of the file: the
+/// hunks are numbered as in the file.
+pub fn unified_diff_at(old: &str, new: &str, context: usize, first_line: usize) -> Vec<DiffLine> {
+    let shift = first_line.max(1) - 1;
     let a: Vec<&str> = if old.is_empty() {
         Vec::new()
     } else {
@@ -805,8 +832,8 @@ pub fn unified_diff(old: &str, new: &str, context: usize) -> Vec<DiffLine> {
         let b_n = ops[start..end].iter().filter(|o| o.0 != 1).count();
         out.push(DiffLine::Hunk(format!(
             "@@ -{},{a_n} +{},{b_n} @@",
-            if a_n == 0 { a0 } else { a0 + 1 },
-            if b_n == 0 { b0 } else { b0 + 1 }
+            shift + if a_n == 0 { a0 } else { a0 + 1 },
+            shift + if b_n == 0 { b0 } else { b0 + 1 }
         )));
         for &(op, i, j) in &ops[start..end] {
             out.push(match op {
@@ -852,6 +879,15 @@ mod tests {
                 " g"
             ]
         );
+    }
+
+    #[test]
+    fn hunks_carry_the_files_line_numbers() {
+        assert_eq!(
+            text(&unified_diff_at("x = 1", "x = 2", 3, 5)),
+            ["@@ -5,1 +5,1 @@", "-x = 1", "+x = 2"]
+        );
+        assert_eq!(text(&unified_diff_at("a", "b", 3, 0))[0], "@@ -1,1 +1,1 @@");
     }
 
     #[test]

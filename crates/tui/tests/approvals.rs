@@ -288,6 +288,7 @@ fn codex_edit() -> ToolCallPart {
             path: path.into(),
             old_text: Some("alpha\n".into()),
             new_text: "omega\n".into(),
+            line: None,
         }],
         locations: vec![ax_protocol::turn::ToolLocation {
             path: path.into(),

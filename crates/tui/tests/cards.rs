@@ -143,6 +143,7 @@ fn a_codex_edit_card_reads_as_a_diff() {
             path: path.into(),
             old_text: Some("alpha\n".into()),
             new_text: "omega\n".into(),
+            line: None,
         }],
         raw_input: Some(serde_json::json!({
             "call_id": "call_edit_1",
