@@ -654,6 +654,17 @@ fn status_line(frame: &mut Frame, app: &App, r: Rect) {
                     ("^P", "commands"),
                     ("^C", "quit"),
                 ],
+                Route::Session(_) if app.pending_approval().is_some() => &[
+                    ("Enter", "confirm"),
+                    ("←→", "choose"),
+                    ("y/a/n/r", "answer"),
+                    ("Esc", "later"),
+                ],
+                Route::Session(_) if app.deferred_approval().is_some() => &[
+                    ("Enter", "answer the approval"),
+                    ("PgUp/Dn", "scroll"),
+                    ("Esc", "sessions"),
+                ],
                 Route::Session(_) if app.open_session_busy() => &[
                     ("Esc", "abort the turn"),
                     ("PgUp/Dn", "scroll"),
