@@ -289,9 +289,16 @@ pub fn failed_exit(t: &ToolCallPart) -> Option<String> {
         }
     }
     let out = t.raw_output.as_ref()?;
+    // Claude's Bash reports a failed command as output starting "Exit code N".
+    let from_text = || {
+        let s = out.as_str()?.strip_prefix("Exit code ")?;
+        let digits: String = s.chars().take_while(char::is_ascii_digit).collect();
+        digits.parse::<i64>().ok()
+    };
     ["exit_code", "exitCode"]
         .iter()
         .find_map(|k| out.get(k).and_then(|v| v.as_i64()))
+        .or_else(|| (t.kind == ToolKind::Execute).then(from_text).flatten())
         .filter(|code| *code != 0)
         .map(|code| format!("exit {code}"))
 }

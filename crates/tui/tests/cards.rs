@@ -70,6 +70,14 @@ fn a_run_that_exited_non_zero_is_marked_failed() {
         header.starts_with("✗ [run]") && header.contains("exit 2"),
         "{header}"
     );
+    // Claude's Bash says it in its output.
+    let mut claude = run(ToolStatus::Completed);
+    claude.raw_output = Some(serde_json::json!("Exit code 1\nFAILED tests/test_calc.py"));
+    let header = &text(&TurnPart::ToolCall(claude), Fold::Collapsed)[0];
+    assert!(
+        header.starts_with("✗ [run]") && header.contains("exit 1"),
+        "{header}"
+    );
     // Exit 0 stays ✓.
     if let ToolContent::Terminal { exit, .. } = &mut t.content[0] {
         *exit = Some(TerminalExit {
