@@ -238,7 +238,8 @@ pub struct App {
     pub(crate) replying: HashSet<ax_protocol::PermissionId>,
     /// The answer the person moved to; `None` until they do (then the default shows:
     /// allow once, never an "always").
-    pub(crate) approval_choice: Option<usize>,
+    /// Keyed by the request it was made on: a move never carries over to another request.
+    pub(crate) approval_choice: Option<(ax_protocol::PermissionId, usize)>,
     /// Approvals the person left for later (Esc): the dialog stays closed for them until the
     /// session is opened again or Enter on an empty prompt asks for it.
     pub(crate) deferred: HashSet<ax_protocol::PermissionId>,
@@ -471,8 +472,11 @@ impl App {
     /// [`App::approval_choices`]): the one the person moved to, else allow once; `None` when
     /// the agent offers no allow-once and the person has not chosen (Enter does nothing).
     pub fn approval_choice(&self) -> Option<usize> {
-        self.approval_choice
-            .or_else(|| crate::approval::default_choice(&self.approval_choices()))
+        let pending = self.pending_approval()?;
+        match &self.approval_choice {
+            Some((id, i)) if *id == pending.id => Some(*i),
+            _ => crate::approval::default_choice(&self.approval_choices()),
+        }
     }
 
     /// Event stream up, initial sync done, and on the session route the session loaded.

@@ -361,15 +361,15 @@ impl App {
             KeyCode::Home => self.scroll_approval(isize::MIN / 2),
             KeyCode::End => self.scroll_approval(isize::MAX / 2),
             KeyCode::Left | KeyCode::BackTab => {
-                self.approval_choice =
-                    Some(self.approval_choice().map_or(0, |i| i.saturating_sub(1)))
+                let i = self.approval_choice().map_or(0, |i| i.saturating_sub(1));
+                self.choose_approval(i);
             }
             KeyCode::Right | KeyCode::Tab => {
                 let n = self.approval_choices().len();
-                self.approval_choice = Some(
-                    self.approval_choice()
-                        .map_or(0, |i| (i + 1).min(n.saturating_sub(1))),
-                )
+                let i = self
+                    .approval_choice()
+                    .map_or(0, |i| (i + 1).min(n.saturating_sub(1)));
+                self.choose_approval(i);
             }
             // The highlighted answer: allow once unless the person moved; nothing when the
             // agent offers no allow-once and nothing is highlighted.
@@ -395,6 +395,12 @@ impl App {
             // Later: the dialog closes, the transcript stays (docs/tui.md §3).
             KeyCode::Esc => self.defer_approval(),
             _ => {}
+        }
+    }
+
+    fn choose_approval(&mut self, i: usize) {
+        if let Some(p) = self.pending_approval() {
+            self.approval_choice = Some((p.id.clone(), i));
         }
     }
 

@@ -341,3 +341,37 @@ fn codex_edit_approval_reads_as_an_edit_with_its_diff() {
         "“No, provide feedback” opens the composer"
     );
 }
+
+/// A choice made on one request never carries over to the next: the next one starts on
+/// allow once again.
+#[test]
+fn a_moved_highlight_does_not_carry_over_to_the_next_request() {
+    let mut app = asked(
+        run_tool(serde_json::json!({"command": "ls"})),
+        claude_options(),
+    );
+    app.handle_input(key(KeyCode::Right));
+    assert_eq!(app.approval_choice(), Some(1), "on Always Allow");
+    // Answered elsewhere (the Control UI); the agent asks again.
+    app.on_event(Event::PermissionReplied {
+        session_id: sid(1),
+        permission_id: PID.parse().unwrap(),
+        state: PermissionState::Approved,
+    });
+    app.on_event(Event::PermissionAsked {
+        permission: Permission {
+            id: "per_00000000000000000000000022".parse().unwrap(),
+            session_id: sid(1),
+            command: "ls -l".into(),
+            attachments: Vec::new(),
+            state: PermissionState::Pending,
+            created: 2,
+            tool_call: Some(run_tool(serde_json::json!({"command": "ls -l"}))),
+            options: claude_options(),
+            option_id: None,
+        },
+    });
+    assert_eq!(app.approval_choice(), Some(0));
+    app.handle_input(key(KeyCode::Enter));
+    assert_eq!(replied(&mut app), [PermissionReply::AllowOnce]);
+}
