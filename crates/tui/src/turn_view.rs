@@ -439,6 +439,8 @@ pub fn request_rows(t: &ToolCallPart, width: usize) -> Vec<Row> {
     }
     for c in &t.content {
         match c {
+            // Claude repeats its Bash description as content: the input row shows it.
+            ToolContent::Text { text } if repeats_input(t, text) => {}
             ToolContent::Text { text } => ansi_rows(&mut rows, strip_fence(text), width),
             ToolContent::Diff {
                 path,
@@ -556,6 +558,16 @@ fn input_rows(rows: &mut Vec<Row>, input: &serde_json::Value, t: &ToolCallPart, 
             InputLine::Note(text) => rows.push(row(LineStyle::Agent, &format!("  {text}"), DIM)),
         }
     }
+}
+
+/// Whether `text` is only a string field of the call's input, already shown as its row.
+fn repeats_input(t: &ToolCallPart, text: &str) -> bool {
+    let text = text.trim();
+    !text.is_empty()
+        && t.raw_input
+            .as_ref()
+            .and_then(|v| v.as_object())
+            .is_some_and(|m| m.values().any(|v| v.as_str().map(str::trim) == Some(text)))
 }
 
 /// Output an agent wrapped in a Markdown code fence (Claude's run card: ```` ```console ````)

@@ -196,3 +196,19 @@ fn a_bare_fence_is_stripped_too() {
     assert_eq!(joined.matches("1→alpha").count(), 1, "{joined}");
     assert!(!joined.contains("```"), "{joined}");
 }
+
+/// Claude's Bash card repeats its input's description as content: shown once, as the input.
+#[test]
+fn a_description_repeated_as_content_shows_once() {
+    let mut t = run(ToolStatus::Pending);
+    t.raw_input = Some(serde_json::json!({
+        "command": "for i in 1 2 3; do sleep 10; done",
+        "description": "Run the command"
+    }));
+    t.content = vec![ToolContent::Text {
+        text: "Run the command".into(),
+    }];
+    let joined = text(&TurnPart::ToolCall(t), Fold::Open).join("\n");
+    assert_eq!(joined.matches("Run the command").count(), 1, "{joined}");
+    assert!(joined.contains("description: Run the command"), "{joined}");
+}
