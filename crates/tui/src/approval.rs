@@ -305,8 +305,24 @@ pub fn button_rows(choices: &[Choice], width: usize) -> Vec<Vec<(usize, String)>
     let mut rows: Vec<Vec<(usize, String)>> = Vec::new();
     let mut used = 0;
     for (i, c) in choices.iter().enumerate() {
-        let text = clip_width(&format!(" [{}] {} ", c.key, c.label), width.max(8));
+        let text = format!(" [{}] {} ", c.key, c.label);
         let w = unicode_width::UnicodeWidthStr::width(text.as_str());
+        if w > width {
+            // Wider than the dialog: the button takes rows of its own, its label wrapped
+            // (never cut: the name is what the person agrees to).
+            for (n, piece) in wrap_plain(
+                &format!("[{}] {}", c.key, c.label),
+                width.saturating_sub(6).max(4),
+            )
+            .into_iter()
+            .enumerate()
+            {
+                let lead = if n == 0 { " " } else { "     " };
+                rows.push(vec![(i, clip_width(&format!("{lead}{piece} "), width))]);
+            }
+            used = width;
+            continue;
+        }
         match rows.last_mut() {
             Some(row) if used + 1 + w <= width => {
                 row.push((i, text));

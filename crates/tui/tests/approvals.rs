@@ -222,13 +222,18 @@ fn codex_buttons_fit_at_120_columns_with_the_agents_names() {
     for internal in ["ApprovedExecpolicyAmendment", "Abort"] {
         assert!(!s.contains(internal), "{internal} shown:\n{s}");
     }
-    // At 80 columns too.
+    // At 80 columns too: a name wider than the dialog wraps, never cut.
     app.resize(80, 24);
     let s = screen(&app);
     assert!(
         s.contains("[n] No, and tell Codex what to do differently"),
         "{s}"
     );
+    assert!(
+        s.contains("[a] Yes, and don't ask again for commands"),
+        "{s}"
+    );
+    assert!(s.contains("pytest`") && !s.contains("py…"), "{s}");
 }
 
 #[test]
