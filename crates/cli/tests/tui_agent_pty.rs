@@ -141,7 +141,7 @@ fn full_turn() {
     t.tui.send("\r");
     // The permission: the dialog shows the agent's whole request; Claude sends "always"
     // first, yet allow once is highlighted and Enter allows once.
-    let s = t.tui.wait_text("Approval needed");
+    let s = t.tui.wait_text("[n] Reject");
     assert!(s.contains("run step p1"), "{s}");
     let (once, always) = (
         s.find("[y] Allow").unwrap(),
@@ -293,7 +293,10 @@ fn codex_exec() {
     new_mock_session(&t);
     paste(&t.tui, "exec e1 python3 -m pytest -q");
     t.tui.send("\r");
-    let s = t.tui.wait_text("Approval needed");
+    // The last row of the dialog: the whole dialog is drawn.
+    let s = t
+        .tui
+        .wait_text("[n] No, and tell Codex what to do differently");
     for want in [
         "$ bash -lc 'python3 -m pytest -q'",
         "cwd: ",
