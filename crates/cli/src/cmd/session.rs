@@ -206,7 +206,7 @@ fn print_table(sessions: &[Session]) {
 }
 
 /// The rows of `session list`: the agent named on every row (sessions of different agents
-/// look alike otherwise), padded to the longest name; control characters in names and titles
+/// look alike otherwise), padded to the longest name; control characters in agent names
 /// never reach the terminal.
 fn table_rows(sessions: &[Session]) -> Vec<String> {
     let agents: Vec<String> = sessions
@@ -222,7 +222,7 @@ fn table_rows(sessions: &[Session]) -> Vec<String> {
                 "{}  {} UTC  {agent:<w$}  {}",
                 s.id,
                 format_utc_minutes(s.updated),
-                ax_tui::markdown::sanitize(display_title(s))
+                display_title(s)
             )
         })
         .collect()
@@ -248,13 +248,13 @@ mod tests {
         };
         let rows = table_rows(&[
             session(1, "claude", "fix the parser"),
-            session(2, "shell", "x\x1b[2J"),
+            session(2, "shell", "list the files"),
         ]);
         assert_eq!(
             rows,
             [
                 "ses_000000000001ABCDEFGHIJKLMN  2025-11-29 21:00 UTC  claude  fix the parser",
-                "ses_000000000002ABCDEFGHIJKLMN  2025-11-29 21:00 UTC  shell   x\u{fffd}[2J",
+                "ses_000000000002ABCDEFGHIJKLMN  2025-11-29 21:00 UTC  shell   list the files",
             ]
         );
     }
