@@ -17,7 +17,7 @@
 //! there, which the `session/new` answer carries too.
 
 use std::{
-    collections::BTreeMap,
+    collections::{BTreeMap, HashSet},
     io,
     os::unix::process::ExitStatusExt,
     path::{Path, PathBuf},
@@ -30,11 +30,12 @@ use agent_client_protocol::{
     self as acp, Agent, Client, ErrorCode, Handled, Lines, schema::ProtocolVersion,
     v1::ConnectionTo,
 };
-use ax_protocol::PermissionId;
 use ax_protocol::turn::{
     self, AuthMethod, Notice, NoticeKind, PermissionChoice, PermissionKind, PermissionOutcome,
-    PermissionPart, ToolCallFields, ToolCallPart, ToolStatus, TurnDelta, TurnEnd, TurnPart,
+    PermissionPart, ToolCallFields, ToolCallPart, ToolContent, ToolStatus, TurnDelta, TurnEnd,
+    TurnPart,
 };
+use ax_protocol::{AgentCost, AgentUsage, PermissionId};
 use futures::{SinkExt, StreamExt};
 use serde::{Deserialize, Serialize};
 use tokio::{
@@ -166,6 +167,99 @@ pub enum ReplayItem {
     Agent(Box<TurnDelta>),
 }
 
+/// What the backend already stored of the conversation. Given before a reopen
+/// ([`AgentHandle::expect_history`]), it lets the runtime recognize a `session/load` replay —
+/// also the part an agent sends after answering the load, as Gemini does — so it is never
+/// shown as new work (docs/agents.md §7).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct StoredHistory {
+    /// Every tool call id in the stored transcript: a `tool_call` with one of them is never a
+    /// new card.
+    pub tool_call_ids: HashSet<String>,
+    /// The agent's stored texts and thoughts, in order (`true`: a thought).
+    pub texts: Vec<(bool, String)>,
+}
+
+/// Where a replay has got to in the stored texts.
+#[derive(Debug)]
+struct ReplayTail {
+    texts: Vec<(bool, String)>,
+    /// The stored text the replay is in, and the byte offset it reached there.
+    at: (usize, usize),
+}
+
+impl ReplayTail {
+    /// Whether `chunk` (of kind `thought`) continues the replay; if so, it is consumed. A
+    /// chunk may start at any later stored text and run on over the next ones of its kind
+    /// (an agent may replay in one chunk what we stored as texts around tool calls).
+    /// Whitespace is ignored: agents store and replay texts with different spacing.
+    fn consume(&mut self, thought: bool, chunk: &str) -> bool {
+        let want: Vec<char> = chunk.chars().filter(|c| !c.is_whitespace()).collect();
+        if want.is_empty() {
+            return true;
+        }
+        for j in self.at.0..self.texts.len() {
+            if self.texts[j].0 != thought {
+                continue;
+            }
+            let from = if j == self.at.0 { self.at.1 } else { 0 };
+            if let Some(at) = self.run_from(thought, (j, from), &want) {
+                self.at = at;
+                return true;
+            }
+        }
+        false
+    }
+
+    /// Where the stored texts of kind `thought`, read from `start` on, have given all of
+    /// `want`; `None` if they differ first or end first.
+    fn run_from(
+        &self,
+        thought: bool,
+        start: (usize, usize),
+        want: &[char],
+    ) -> Option<(usize, usize)> {
+        let (mut j, mut from) = start;
+        let mut k = 0;
+        loop {
+            let text = &self.texts[j].1;
+            for (i, c) in text[from..].char_indices() {
+                if c.is_whitespace() {
+                    continue;
+                }
+                if c != want[k] {
+                    return None;
+                }
+                k += 1;
+                if k == want.len() {
+                    return Some((j, from + i + c.len_utf8()));
+                }
+            }
+            j = (j + 1..self.texts.len()).find(|&n| self.texts[n].0 == thought)?;
+            from = 0;
+        }
+    }
+
+    /// Whether every stored text was replayed.
+    fn exhausted(&self) -> bool {
+        self.texts
+            .iter()
+            .enumerate()
+            .skip(self.at.0)
+            .all(|(j, (_, t))| {
+                let from = if j == self.at.0 { self.at.1 } else { 0 };
+                t[from..].trim().is_empty()
+            })
+    }
+}
+
+/// Whether `parts` hold a tool call card with this id.
+fn has_card(parts: &[TurnPart], id: &str) -> bool {
+    parts
+        .iter()
+        .any(|p| matches!(p, TurnPart::ToolCall(t) if t.tool_call_id == id))
+}
+
 /// What the runtime reports, in order.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum AcpEvent {
@@ -175,6 +269,9 @@ pub enum AcpEvent {
     Replay(ReplayItem),
     /// A change that arrived outside any turn (e.g. a mode change, the not-restored notice).
     Idle(TurnDelta),
+    /// The agent's latest context usage (`usage_update`): a meter for the session, not a
+    /// part of the transcript (docs/agents.md §4).
+    Usage(AgentUsage),
     /// The turn ended; `parts` is the fold of every delta it streamed.
     TurnEnded {
         /// How it ended.
@@ -306,6 +403,8 @@ pub enum AnswerError {
 struct Parked {
     responder: Asker,
     options: Vec<PermissionChoice>,
+    /// The tool call the request concerns, as shown with it.
+    tool_call: ToolCallPart,
 }
 
 /// Who waits for a parked permission's answer: the agent's own request, or ax-code itself
@@ -340,6 +439,9 @@ struct TurnState {
     seq: u64,
     parts: Vec<TurnPart>,
     cancel_requested: bool,
+    /// What the person rejected this turn (the tool calls' titles), for the notice when the
+    /// agent ends its turn after it (docs/agents.md §5).
+    rejected: Vec<String>,
 }
 
 #[derive(Default)]
@@ -353,6 +455,12 @@ struct State {
     next_permission: u64,
     modes: Option<Modes>,
     auth_methods: Vec<AuthMethod>,
+    /// The stored history the next `session/load` replays (see [`StoredHistory`]).
+    history: Option<StoredHistory>,
+    /// After a load: the stored tool call ids (never new cards) ...
+    known_tools: HashSet<String>,
+    /// ... and the stored texts a replay may still send, until live work shows.
+    tail: Option<ReplayTail>,
 }
 
 struct Shared {
@@ -383,6 +491,13 @@ impl Shared {
             AcpEvent::Idle(delta)
         };
         let _ = self.events.send(event);
+    }
+
+    /// Reports `delta` as replayed history, never as new work.
+    fn replayed(&self, delta: TurnDelta) {
+        let _ = self
+            .events
+            .send(AcpEvent::Replay(ReplayItem::Agent(Box::new(delta))));
     }
 
     /// Answers every parked permission `cancelled` (each exactly once: it leaves the map).
@@ -499,11 +614,34 @@ fn handle_update(shared: &Shared, params: &serde_json::Value) {
             return;
         }
     };
+    // Mapped before the lock: numbering a diff reads its file.
+    let mut tool_delta = match &note.update {
+        schema::SessionUpdate::ToolCall(tc) => Some(TurnDelta::ToolCallCreated {
+            tool_call: map::tool_call(tc),
+        }),
+        schema::SessionUpdate::ToolCallUpdate(u) => Some(TurnDelta::ToolCallUpdated {
+            tool_call_id: u.tool_call_id.0.to_string(),
+            fields: map::fields(&u.fields),
+        }),
+        _ => None,
+    };
+    match tool_delta.as_mut() {
+        Some(TurnDelta::ToolCallCreated { tool_call }) => {
+            number_diffs(&shared.project, &mut tool_call.content);
+        }
+        Some(TurnDelta::ToolCallUpdated { fields, .. }) => {
+            if let Some(content) = fields.content.as_mut() {
+                number_diffs(&shared.project, content);
+            }
+        }
+        _ => {}
+    }
     let mut st = shared.lock();
     if st.session_id.as_deref() != Some(&*note.session_id.0) {
         tracing::warn!("skipped an update for another agent session");
         return;
     }
+    let replay = is_replay(&mut st, &note.update);
     let delta = match note.update {
         schema::SessionUpdate::AgentMessageChunk(c) => TurnDelta::TextAppended {
             text: map::block_text(&c.content),
@@ -521,22 +659,25 @@ fn handle_update(shared: &Shared, params: &serde_json::Value) {
             }
             return;
         }
-        schema::SessionUpdate::ToolCall(tc) => TurnDelta::ToolCallCreated {
-            tool_call: map::tool_call(&tc),
-        },
-        schema::SessionUpdate::ToolCallUpdate(u) => TurnDelta::ToolCallUpdated {
-            tool_call_id: u.tool_call_id.0.to_string(),
-            fields: map::fields(&u.fields),
-        },
+        schema::SessionUpdate::ToolCall(_) | schema::SessionUpdate::ToolCallUpdate(_) => {
+            let Some(delta) = tool_delta else { return };
+            delta
+        }
         schema::SessionUpdate::Plan(p) => TurnDelta::PlanReplaced {
             entries: map::plan(&p),
         },
-        schema::SessionUpdate::UsageUpdate(u) => TurnDelta::Notice {
-            notice: Notice {
-                kind: NoticeKind::Usage,
-                message: format!("context: {} of {} tokens used", u.used, u.size),
-            },
-        },
+        schema::SessionUpdate::UsageUpdate(u) => {
+            let cost = u.cost.filter(|c| c.amount.is_finite()).map(|c| AgentCost {
+                amount: c.amount,
+                currency: c.currency,
+            });
+            let _ = shared.events.send(AcpEvent::Usage(AgentUsage {
+                used: u.used,
+                size: u.size,
+                cost,
+            }));
+            return;
+        }
         schema::SessionUpdate::CurrentModeUpdate(m) => {
             let id = m.current_mode_id.0.to_string();
             if let Some(modes) = st.modes.as_mut() {
@@ -566,7 +707,66 @@ fn handle_update(shared: &Shared, params: &serde_json::Value) {
             return;
         }
     };
-    shared.emit(&mut st, delta);
+    if replay && !st.replaying {
+        shared.replayed(delta);
+    } else {
+        shared.emit(&mut st, delta);
+    }
+}
+
+/// Whether `update` is history an agent replays (docs/agents.md §7): everything during
+/// `session/load`; after it, a tool call with a stored id (never a new card), and texts that
+/// continue the stored ones in order until live work shows (a text that does not, a new tool
+/// call, a permission request) or every stored text came back.
+fn is_replay(st: &mut State, update: &schema::SessionUpdate) -> bool {
+    let in_turn = |st: &State, id: &str| st.turn.as_ref().is_some_and(|t| has_card(&t.parts, id));
+    let replay = match update {
+        schema::SessionUpdate::ToolCall(tc) => {
+            let id = &*tc.tool_call_id.0;
+            let old = st.known_tools.contains(id) && !in_turn(st, id);
+            if !old && !st.replaying {
+                st.tail = None;
+            }
+            old
+        }
+        schema::SessionUpdate::ToolCallUpdate(u) => {
+            let id = &*u.tool_call_id.0;
+            st.known_tools.contains(id) && !in_turn(st, id)
+        }
+        schema::SessionUpdate::AgentMessageChunk(c)
+        | schema::SessionUpdate::AgentThoughtChunk(c) => {
+            let thought = matches!(update, schema::SessionUpdate::AgentThoughtChunk(_));
+            let text = map::block_text(&c.content);
+            let replaying = st.replaying;
+            match st.tail.as_mut() {
+                Some(tail) => {
+                    let matched = tail.consume(thought, &text);
+                    if (!matched && !replaying) || tail.exhausted() {
+                        st.tail = None;
+                    }
+                    matched
+                }
+                None => false,
+            }
+        }
+        _ => false,
+    };
+    replay || st.replaying
+}
+
+/// Numbers each diff by where it is in its file (docs/agents.md §4).
+fn number_diffs(project: &Path, content: &mut [ToolContent]) {
+    for c in content {
+        if let ToolContent::Diff {
+            path,
+            old_text,
+            new_text,
+            line,
+        } = c
+        {
+            *line = fs::diff_line(project, Path::new(path), old_text.as_deref(), new_text);
+        }
+    }
 }
 
 fn handle_permission(
@@ -589,7 +789,13 @@ fn handle_permission(
             );
         }
     };
+    let mut fields = map::fields(&req.tool_call.fields);
+    if let Some(content) = fields.content.as_mut() {
+        number_diffs(&shared.project, content);
+    }
     let mut st = shared.lock();
+    // A permission request is live work: the replay is over.
+    st.tail = None;
     let id_str = req.tool_call.tool_call_id.0.to_string();
     let mut tool_call = st
         .turn
@@ -604,7 +810,7 @@ fn handle_permission(
             tool_call_id: id_str.clone(),
             ..ToolCallPart::default()
         });
-    map::fields(&req.tool_call.fields).merge_into(&mut tool_call);
+    fields.merge_into(&mut tool_call);
     let options: Vec<PermissionChoice> = req.options.iter().filter_map(map::option).collect();
     st.next_permission += 1;
     let n = st.next_permission;
@@ -615,6 +821,7 @@ fn handle_permission(
             Parked {
                 responder: Asker::Agent(Box::new(responder)),
                 options: options.clone(),
+                tool_call: tool_call.clone(),
             },
         ),
     );
@@ -719,16 +926,6 @@ async fn ask_before_writing(shared: &Shared, shown: &str, relative: &Path, why: 
         ];
         st.next_permission += 1;
         let n = st.next_permission;
-        st.parked.insert(
-            n,
-            (
-                permission_id.clone(),
-                Parked {
-                    responder: Asker::Backend(tx),
-                    options: options.clone(),
-                },
-            ),
-        );
         let path = relative.to_string_lossy().into_owned();
         // Composed by ax-code, so shown escaped: a name cannot reorder or hide the title.
         let shown_path = ax_core::text::escape_controls(&path);
@@ -746,9 +943,20 @@ async fn ask_before_writing(shared: &Shared, shown: &str, relative: &Path, why: 
                 raw_input: Some(serde_json::json!({ "path": path })),
                 ..ToolCallPart::default()
             },
-            options,
+            options: options.clone(),
             outcome: PermissionOutcome::Pending,
         };
+        st.parked.insert(
+            n,
+            (
+                part.permission_id.clone(),
+                Parked {
+                    responder: Asker::Backend(tx),
+                    options,
+                    tool_call: part.tool_call.clone(),
+                },
+            ),
+        );
         shared.emit(&mut st, TurnDelta::PermissionAsked { permission: part });
     }
     matches!(
@@ -1330,11 +1538,26 @@ impl AgentHandle {
                     let mut st = self.shared.lock();
                     st.session_id = Some(old.to_string());
                     st.replaying = true;
+                    let history = st.history.take().unwrap_or_default();
+                    st.known_tools = history.tool_call_ids;
+                    st.tail = Some(ReplayTail {
+                        texts: history.texts,
+                        at: (0, 0),
+                    });
                 }
                 let req = schema::LoadSessionRequest::new(old.to_string(), project.clone())
                     .mcp_servers(mcp_servers.clone());
                 let loaded = self.request_raw(req).await;
-                self.shared.lock().replaying = false;
+                {
+                    let mut st = self.shared.lock();
+                    st.replaying = false;
+                    if loaded.is_err() {
+                        st.known_tools.clear();
+                        st.tail = None;
+                    } else if st.tail.as_ref().is_some_and(ReplayTail::exhausted) {
+                        st.tail = None;
+                    }
+                }
                 let loaded = loaded.map(|r| (r.modes, options(r.config_options)));
                 Some(("session/load", Restored::Loaded, loaded))
             } else if self.info.resume_session {
@@ -1458,6 +1681,13 @@ impl AgentHandle {
         Ok(info)
     }
 
+    /// What the backend stored of this conversation, for the next reopen through
+    /// `session/load`: its replay is matched against it, also what arrives after the load's
+    /// answer (see [`StoredHistory`]).
+    pub fn expect_history(&self, history: StoredHistory) {
+        self.shared.lock().history = Some(history);
+    }
+
     /// Switches the agent's mode (`session/set_mode`).
     pub async fn set_mode(&self, mode_id: &str) -> Result<(), SessionError> {
         let sid = self
@@ -1501,6 +1731,7 @@ impl AgentHandle {
                 seq,
                 parts: Vec::new(),
                 cancel_requested: false,
+                rejected: Vec::new(),
             });
             (sid, seq)
         };
@@ -1556,6 +1787,31 @@ impl AgentHandle {
                 },
             },
         );
+        if matches!(
+            choice.kind,
+            PermissionKind::RejectOnce | PermissionKind::RejectAlways
+        ) {
+            // The rejected command keeps a card even when the agent sent no tool call for
+            // it (Gemini, Codex) or ends its turn at once (docs/agents.md §5).
+            let mut card = parked.tool_call;
+            let shown = st
+                .turn
+                .as_ref()
+                .is_some_and(|t| has_card(&t.parts, &card.tool_call_id));
+            let title = if card.title.is_empty() {
+                card.tool_call_id.clone()
+            } else {
+                card.title.clone()
+            };
+            if let Some(t) = st.turn.as_mut() {
+                t.rejected.push(title);
+            }
+            if !shown && st.turn.is_some() {
+                card.status = ToolStatus::Failed;
+                self.shared
+                    .emit(&mut st, TurnDelta::ToolCallCreated { tool_call: card });
+            }
+        }
         Ok(choice)
     }
 
@@ -1637,19 +1893,33 @@ impl Drop for AgentHandle {
     }
 }
 
+/// The rejected tool calls for a notice: each title's first line, shortened.
+fn rejected_list(titles: &[String]) -> String {
+    titles
+        .iter()
+        .map(|t| {
+            let first = t.lines().next().unwrap_or_default();
+            let short: String = first.chars().take(120).collect();
+            let more = first.chars().count() > 120 || t.lines().nth(1).is_some();
+            format!("`{short}{}`", if more { "…" } else { "" })
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
 async fn finish_turn(
     shared: &Shared,
     seq: u64,
     result: Result<schema::PromptResponse, acp::Error>,
     mut exit: watch::Receiver<Option<String>>,
 ) {
-    let (cancel_requested, stopping) = {
+    let (cancel_requested, stopping, rejected) = {
         let st = shared.lock();
+        let turn = st.turn.as_ref().filter(|t| t.seq == seq);
         (
-            st.turn
-                .as_ref()
-                .is_some_and(|t| t.seq == seq && t.cancel_requested),
+            turn.is_some_and(|t| t.cancel_requested),
             st.stopping,
+            turn.map(|t| rejected_list(&t.rejected)).unwrap_or_default(),
         )
     };
     let mut stop_notice = None;
@@ -1660,10 +1930,21 @@ async fn finish_turn(
                 .and_then(|v| v.as_str().map(str::to_string))
                 .unwrap_or_else(|| "unknown".into());
             if reason == "cancelled" || cancel_requested {
+                // Not the person's abort: the agent ended the turn itself, after a reject
+                // (Codex's `abort` option does that). Say why (docs/agents.md §5).
+                if !cancel_requested && !stopping && !rejected.is_empty() {
+                    stop_notice = Some(format!(
+                        "the agent ended its turn after you rejected {rejected}"
+                    ));
+                }
                 TurnEnd::Cancelled
             } else {
                 if reason != "end_turn" {
-                    stop_notice = Some(format!("the agent stopped: {reason}"));
+                    stop_notice = Some(if rejected.is_empty() {
+                        format!("the agent stopped: {reason}")
+                    } else {
+                        format!("the agent stopped ({reason}) after you rejected {rejected}")
+                    });
                 }
                 TurnEnd::Completed {
                     stop_reason: reason,

@@ -386,6 +386,33 @@ pub fn read_text_file(
     Ok(text.split_inclusive('\n').skip(skip).take(take).collect())
 }
 
+/// The 1-based line of `path` (inside `project`) where an edit starts: where `old_text` is
+/// now, found exactly once (the edit is still to come), else where `new_text` is, found
+/// exactly once (it is done). `None` for a new file (no `old_text`), a file that cannot be
+/// read for an agent, or a fragment found nowhere or more than once. docs/agents.md §4.
+pub fn diff_line(
+    project: &Path,
+    path: &Path,
+    old_text: Option<&str>,
+    new_text: &str,
+) -> Option<u32> {
+    let old = old_text.filter(|o| !o.is_empty())?;
+    let text = read_text_file(project, path, None, None).ok()?;
+    let at = only_match(&text, old).or_else(|| only_match(&text, new_text))?;
+    u32::try_from(text[..at].bytes().filter(|b| *b == b'\n').count() + 1).ok()
+}
+
+/// Where `needle` starts in `hay`, if it occurs exactly once.
+fn only_match(hay: &str, needle: &str) -> Option<usize> {
+    if needle.is_empty() {
+        return None;
+    }
+    let first = hay.find(needle)?;
+    // Overlapping occurrences count too: look again one character further.
+    let next = first + needle.chars().next().map_or(1, char::len_utf8);
+    (!hay[next..].contains(needle)).then_some(first)
+}
+
 static TEMP_COUNTER: AtomicU64 = AtomicU64::new(0);
 
 /// Writes a text file inside `project` (canonical) atomically, creating missing parent
@@ -465,6 +492,33 @@ mod tests {
         let outside = tempfile::tempdir().unwrap();
         std::fs::write(outside.path().join("secret"), "top secret").unwrap();
         (dir, canon, outside)
+    }
+
+    #[test]
+    fn a_diff_is_numbered_by_where_its_fragment_is_in_the_file() {
+        let (_d, p, o) = project();
+        let file = p.join("m.py");
+        write_text_file(&p, &file, "a\nb\nc\nd\nreturn a - b\nz\n").unwrap();
+        // Before the edit: the old fragment, line 5.
+        assert_eq!(
+            diff_line(&p, &file, Some("return a - b"), "return a + b"),
+            Some(5)
+        );
+        // After it: the new fragment.
+        write_text_file(&p, &file, "a\nb\nc\nd\nreturn a + b\nz\n").unwrap();
+        assert_eq!(
+            diff_line(&p, &file, Some("return a - b"), "return a + b"),
+            Some(5)
+        );
+        // Ambiguous (also overlapping), nowhere, a new file, outside: no number.
+        write_text_file(&p, &file, "aaa\n").unwrap();
+        assert_eq!(diff_line(&p, &file, Some("aa"), "x"), None);
+        assert_eq!(diff_line(&p, &file, Some("q"), "r"), None);
+        assert_eq!(diff_line(&p, &file, None, "aaa\n"), None);
+        assert_eq!(
+            diff_line(&p, &o.path().join("secret"), Some("top"), "x"),
+            None
+        );
     }
 
     #[test]

@@ -53,6 +53,7 @@ fn content(c: &schema::ToolCallContent) -> Option<ToolContent> {
             path: d.path.to_string_lossy().into_owned(),
             old_text: d.old_text.clone(),
             new_text: d.new_text.clone(),
+            line: None,
         },
         schema::ToolCallContent::Terminal(t) => ToolContent::terminal(t.terminal_id.0.to_string()),
         #[allow(unreachable_patterns)]

@@ -21,13 +21,17 @@ fn main() {
     if std::env::var_os("AX_TEST_BE_MOCK_AGENT").is_some() {
         ax_mock_agent::run();
     }
-    let tests: [(&str, fn()); 3] = [
+    let tests: [(&str, fn()); 4] = [
         (
             "a_full_agent_turn_renders_and_a_card_opens_to_its_diff",
             full_turn,
         ),
         ("esc_aborts_a_running_agent_turn", esc_aborts),
         ("mode_switches_the_agents_mode", mode_switches),
+        (
+            "a_codex_exec_approval_fits_and_its_feedback_option_opens_the_composer",
+            codex_exec,
+        ),
     ];
     let filter: Vec<String> = std::env::args()
         .skip(1)
@@ -135,10 +139,16 @@ fn full_turn() {
                   text Done: **fixed**.";
     paste(&t.tui, prompt);
     t.tui.send("\r");
-    // The permission: the dialog shows the agent's whole request; y allows once.
-    let s = t.tui.wait_text("Approval needed");
+    // The permission: the dialog shows the agent's whole request; Claude sends "always"
+    // first, yet allow once is highlighted and Enter allows once.
+    let s = t.tui.wait_text("[n] Reject");
     assert!(s.contains("run step p1"), "{s}");
-    t.tui.send("y");
+    let (once, always) = (
+        s.find("[y] Allow").unwrap(),
+        s.find("[a] Always Allow").unwrap(),
+    );
+    assert!(once < always, "allow once comes first:\n{s}");
+    t.tui.send("\r");
     let s = t.tui.wait_for("the whole turn", |s| {
         s.contains("Done: fixed.") && s.contains("idle")
     });
@@ -148,20 +158,24 @@ fn full_turn() {
         "[~] Read the parser",
         "[ ] Run the tests",
         "The parser drops the last line; see lib.rs.",
-        "? permission: run step p1 ↵ with a second line — allowed once",
+        "✓ permission: run step p1 ↵ with a second line — allowed once",
         "allowed once (“Allow”)",
         "✓ [run] run step p1",
         "permission p1: allow",
         "✓ [edit] Edit src/lib.rs ▸",
         "✓ [run] printf 'term-ok\\n'",
         "term: exit=0",
-        "│ usage:",
+        "ctx 100/1k 10%",
         "── turn took",
     ] {
         assert!(s.contains(want), "missing {want:?}:\n{s}");
     }
     let reply = &s[s.find("│agent").expect("the agent's message")..];
     assert!(!reply.contains("old_line"), "cards start collapsed:\n{s}");
+    assert!(
+        !s.contains("always allowed") && !s.contains("│ usage:"),
+        "{s}"
+    );
     let dir = artifacts_dir();
     std::fs::write(dir.join("tui-agent-turn.txt"), &s).unwrap();
     std::fs::write(dir.join("tui-agent-turn.ansi"), t.tui.screen_ansi()).unwrap();
@@ -268,4 +282,36 @@ fn mode_switches() {
     t.tui.send("mode\r");
     t.tui.wait_text("mode: acceptEdits");
     let _: &Path = &t.env.project;
+}
+
+/// Codex's exec approval (the mock sends Codex's shape and options): at 120 columns every
+/// button shows with the agent's own names, the whole input (the command array, cwd) is
+/// there, and "No, and tell Codex what to do differently" sends that option and leaves the
+/// composer asking for the feedback.
+fn codex_exec() {
+    let t = start();
+    new_mock_session(&t);
+    paste(&t.tui, "exec e1 python3 -m pytest -q");
+    t.tui.send("\r");
+    // The last row of the dialog: the whole dialog is drawn.
+    let s = t
+        .tui
+        .wait_text("[n] No, and tell Codex what to do differently");
+    for want in [
+        "$ bash -lc 'python3 -m pytest -q'",
+        "cwd: ",
+        "[y] Yes",
+        "[a] Yes, for this session",
+        "[n] No, and tell Codex what to do differently",
+    ] {
+        assert!(s.contains(want), "missing {want:?}:\n{s}");
+    }
+    assert!(!s.contains("approved-for-session"), "no option ids:\n{s}");
+    t.tui.send("n");
+    let s = t.tui.wait_for("the turn ended", |s| {
+        s.contains("idle") && !s.contains("Approval needed")
+    });
+    assert!(s.contains("Tell mock what to do differently"), "{s}");
+    t.tui.send("use -x");
+    t.tui.wait_text("use -x");
 }

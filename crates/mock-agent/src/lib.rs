@@ -25,7 +25,10 @@
 //! | `env` | reports the names of its environment variables: `env: A,B,...` |
 //! | `mode` | reports the current mode: `mode: ID` |
 //! | `pid` | reports its process id: `pid N` (tests see whether the process was restarted) |
-//! | `usage` | a `usage_update` |
+//! | `usage [USED SIZE [COST]]` | a `usage_update` (default 100 of 1000 tokens; COST in USD) |
+//! | `exec ID CMD` | Codex's shape: `session/request_permission` with no prior `tool_call`, the command in the title and `rawInput {command: ["bash", "-lc", CMD], cwd}`, Codex's options; reports like `permission` (`abort` ends the turn `cancelled`) |
+//! | `detach SECS` | starts `sleep SECS` in a session of its own (`setsid`, as a command of Claude's Bash tool may), leaving the agent's process group; reports `detached PID` |
+//! | `edit ID PATH OLD NEW` | Claude's edit: a `tool_call` with a diff of the whole fragments OLD → NEW, a permission (`claude` options), then on allow writes the file with OLD replaced by NEW; reports `edit ID: OPTION` |
 //! | `unknown-update` | a `session/update` of a kind no client knows |
 //! | `garbage` | prints lines that are not JSON-RPC (and not UTF-8) on stdout |
 //! | `later MS MARKER write PATH CONTENT` / `later MS MARKER term CMD` | after the turn, MS ms later, `fs/write_text_file` or `terminal/create` (`sh -c CMD`); writes `ok` or `error CODE MESSAGE` to the file MARKER |
@@ -41,10 +44,10 @@
 //! | `auth` | fails the prompt with -32000 (authentication required) |
 //! | `stop REASON` | ends the turn with that stop reason (`max_tokens`, `refusal`, ...) |
 //!
-//! Permission option sets (ids as the real adapters name them): `claude` (`allow`,
-//! `allow_always`, `reject`), `codex` (`approved`, `approved-for-session`, `abort`; no
-//! `reject_always`; `abort` ends the whole turn `cancelled`), `gemini` (`proceed_once`,
-//! `proceed_always`, `cancel`), `full` (one of each kind), `allow-only` (`ok`, allow once only).
+//! Permission option sets (ids and order as the real adapters send them): `claude`
+//! (`allow_always`, `allow`, `reject`), `codex` (`approved`, `approved-for-session`, `abort`;
+//! no `reject_always`; `abort` ends the whole turn `cancelled`), `gemini` (`proceed_always`,
+//! `proceed_once`, `cancel`), `full` (one of each kind), `allow-only` (`ok`, allow once only).
 //!
 //! Started as `ax-mock-agent --mcp-server` it is instead a trivial stdio MCP server whose one
 //! tool, `screen`, echoes its arguments.
@@ -54,7 +57,12 @@
 //! starts sessions in that mode (modes: `default`, `acceptEdits`, `bypassPermissions`);
 //! `AX_MOCK_STATE_DIR=DIR` keeps each session's history there, and with it
 //! `AX_MOCK_LOAD=1` advertises `loadSession` (replaying the history) and `AX_MOCK_RESUME=1`
-//! advertises `session/resume`. `AX_MOCK_IGNORE_EOF=1` keeps running after stdin closes
+//! advertises `session/resume`. `AX_MOCK_REPLAY=gemini` replays as Gemini CLI does: each
+//! turn's person text, the agent's text, then its tool calls with their old ids (completed),
+//! the first update before the `session/load` answer and the rest after it.
+//! `AX_MOCK_STEP_USAGE=1` sends a `usage_update` after each command (as Claude does after
+//! each step). After `session/new` the agent sends `available_commands_update` (as Claude
+//! does). `AX_MOCK_IGNORE_EOF=1` keeps running after stdin closes
 //! (as Claude's and Codex's adapters do) and `AX_MOCK_IGNORE_TERM=1` ignores SIGTERM.
 //! `AX_MOCK_HOSTILE=1` puts [`HOSTILE`] (terminal escapes and a bidi override) into its name,
 //! title, version, an authentication method and its error output, as a malicious agent would.
@@ -139,9 +147,9 @@ impl Mock {
         }
     }
 
-    fn record(&self, sid: &str, user: &str, agent: &str) {
+    fn record(&self, sid: &str, user: &str, agent: &str, tools: &[(String, String)]) {
         let Some(dir) = state_dir() else { return };
-        let line = serde_json::json!({"user": user, "agent": agent}).to_string();
+        let line = serde_json::json!({"user": user, "agent": agent, "tools": tools}).to_string();
         let path = dir.join(format!("{sid}.jsonl"));
         let mut old = std::fs::read_to_string(&path).unwrap_or_default();
         old.push_str(&line);
@@ -149,20 +157,26 @@ impl Mock {
         let _ = std::fs::write(path, old);
     }
 
-    fn history(&self, sid: &str) -> Option<Vec<(String, String)>> {
+    fn history(&self, sid: &str) -> Option<Vec<Recorded>> {
         let text = std::fs::read_to_string(state_dir()?.join(format!("{sid}.jsonl"))).ok()?;
         Some(
             text.lines()
                 .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
-                .map(|v| {
-                    (
-                        v["user"].as_str().unwrap_or_default().to_string(),
-                        v["agent"].as_str().unwrap_or_default().to_string(),
-                    )
+                .map(|v| Recorded {
+                    user: v["user"].as_str().unwrap_or_default().to_string(),
+                    agent: v["agent"].as_str().unwrap_or_default().to_string(),
+                    tools: serde_json::from_value(v["tools"].clone()).unwrap_or_default(),
                 })
                 .collect(),
         )
     }
+}
+
+/// One recorded turn of a session's history.
+struct Recorded {
+    user: String,
+    agent: String,
+    tools: Vec<(String, String)>,
 }
 
 struct Turn {
@@ -170,6 +184,10 @@ struct Turn {
     sid: schema::SessionId,
     mock: Arc<Mock>,
     said: String,
+    /// The tool calls of the turn (id, title), for the history a load replays.
+    tools: Vec<(String, String)>,
+    /// Tokens "used" so far (`AX_MOCK_STEP_USAGE`).
+    used: u64,
 }
 
 fn permission_options(set: &str) -> Vec<schema::PermissionOption> {
@@ -190,8 +208,8 @@ fn permission_options(set: &str) -> Vec<schema::PermissionOption> {
             ),
         ],
         "gemini" => vec![
-            o("proceed_once", "Allow", K::AllowOnce),
             o("proceed_always", "Always allow", K::AllowAlways),
+            o("proceed_once", "Allow", K::AllowOnce),
             o("cancel", "Reject", K::RejectOnce),
         ],
         "allow-only" => vec![o("ok", "OK", K::AllowOnce)],
@@ -202,8 +220,8 @@ fn permission_options(set: &str) -> Vec<schema::PermissionOption> {
             o("o4", "Reject always", K::RejectAlways),
         ],
         _ => vec![
-            o("allow", "Allow", K::AllowOnce),
             o("allow_always", "Always Allow", K::AllowAlways),
+            o("allow", "Allow", K::AllowOnce),
             o("reject", "Reject", K::RejectOnce),
         ],
     }
@@ -223,7 +241,8 @@ impl Turn {
         ))
     }
 
-    fn tool_call(&self, id: &str, title: &str) -> Result<(), acp::Error> {
+    fn tool_call(&mut self, id: &str, title: &str) -> Result<(), acp::Error> {
+        self.tools.push((id.to_string(), title.to_string()));
         self.update(schema::SessionUpdate::ToolCall(
             schema::ToolCall::new(id.to_string(), title)
                 .kind(schema::ToolKind::Execute)
@@ -327,6 +346,102 @@ impl Turn {
                         }
                     }
                 }
+            }
+            "exec" => {
+                // Codex: no tool_call first; the command is the title, an array in rawInput.
+                let (id, command) = rest.split_once(' ').unwrap_or((rest, "true"));
+                let cwd = std::env::current_dir().unwrap_or_default();
+                let request = schema::RequestPermissionRequest::new(
+                    self.sid.clone(),
+                    schema::ToolCallUpdate::new(
+                        id.to_string(),
+                        schema::ToolCallUpdateFields::new()
+                            .title(command.to_string())
+                            .kind(schema::ToolKind::Execute)
+                            .status(schema::ToolCallStatus::Pending)
+                            .raw_input(serde_json::json!({
+                                "command": ["bash", "-lc", command],
+                                "cwd": cwd,
+                            })),
+                    ),
+                    permission_options("codex"),
+                );
+                let answer = self.cx.send_request(request).block_task().await?;
+                let option = match answer.outcome {
+                    schema::RequestPermissionOutcome::Selected(s) => s.option_id.0.to_string(),
+                    _ => "cancelled".into(),
+                };
+                if option == "abort" || option == "cancelled" {
+                    // Codex ends the whole turn; it sends nothing more about the call.
+                    return Ok(Some(schema::StopReason::Cancelled));
+                }
+                self.tool_call(id, command)?;
+                self.tool_status(id, schema::ToolCallStatus::Completed)?;
+                self.say(format!("exec {id}: {option}\n"))?;
+            }
+            "detach" => {
+                let secs: u64 = rest.parse().unwrap_or(600);
+                let out = std::process::Command::new("sh")
+                    .arg("-c")
+                    .arg(format!(
+                        "setsid sleep {secs} </dev/null >/dev/null 2>&1 & echo $!"
+                    ))
+                    .stderr(std::process::Stdio::null())
+                    .output();
+                let pid = out
+                    .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
+                    .unwrap_or_default();
+                self.say(format!("detached {pid}\n"))?;
+            }
+            "edit" => {
+                let mut words = rest.splitn(4, ' ');
+                let (id, path, old, new) = (
+                    words.next().unwrap_or("e1"),
+                    words.next().unwrap_or("f"),
+                    words.next().unwrap_or(""),
+                    words.next().unwrap_or(""),
+                );
+                let diff = schema::ToolCallContent::Diff(
+                    schema::Diff::new(path, new).old_text(old.to_string()),
+                );
+                self.tools.push((id.to_string(), format!("Edit {path}")));
+                self.update(schema::SessionUpdate::ToolCall(
+                    schema::ToolCall::new(id.to_string(), format!("Edit {path}"))
+                        .kind(schema::ToolKind::Edit)
+                        .content(vec![diff.clone()]),
+                ))?;
+                let request = schema::RequestPermissionRequest::new(
+                    self.sid.clone(),
+                    schema::ToolCallUpdate::new(
+                        id.to_string(),
+                        schema::ToolCallUpdateFields::new().content(vec![diff]),
+                    ),
+                    permission_options("claude"),
+                );
+                let answer = self.cx.send_request(request).block_task().await?;
+                let option = match answer.outcome {
+                    schema::RequestPermissionOutcome::Selected(s) => s.option_id.0.to_string(),
+                    _ => "cancelled".into(),
+                };
+                if option.starts_with("allow") {
+                    let file = self
+                        .cx
+                        .send_request(schema::ReadTextFileRequest::new(self.sid.clone(), path))
+                        .block_task()
+                        .await?;
+                    self.cx
+                        .send_request(schema::WriteTextFileRequest::new(
+                            self.sid.clone(),
+                            path,
+                            file.content.replacen(old, new, 1),
+                        ))
+                        .block_task()
+                        .await?;
+                    self.tool_status(id, schema::ToolCallStatus::Completed)?;
+                } else {
+                    self.tool_status(id, schema::ToolCallStatus::Failed)?;
+                }
+                self.say(format!("edit {id}: {option}\n"))?;
             }
             "diff" => {
                 let mut words = rest.splitn(3, ' ');
@@ -451,9 +566,16 @@ impl Turn {
                     .clone();
                 self.say(format!("mode: {mode}"))?;
             }
-            "usage" => self.update(schema::SessionUpdate::UsageUpdate(
-                schema::UsageUpdate::new(100, 1000),
-            ))?,
+            "usage" => {
+                let mut words = rest.split_whitespace();
+                let used = words.next().and_then(|w| w.parse().ok()).unwrap_or(100);
+                let size = words.next().and_then(|w| w.parse().ok()).unwrap_or(1000);
+                let cost = words.next().and_then(|w| w.parse::<f64>().ok());
+                self.update(schema::SessionUpdate::UsageUpdate(
+                    schema::UsageUpdate::new(used, size)
+                        .cost(cost.map(|c| schema::Cost::new(c, "USD"))),
+                ))?;
+            }
             "unknown-update" => self.mock.raw_line(
                 serde_json::json!({
                     "jsonrpc": "2.0",
@@ -754,15 +876,27 @@ async fn run_turn(
         sid: req.session_id.clone(),
         mock: mock.clone(),
         said: String::new(),
+        tools: Vec::new(),
+        used: 0,
     };
     let mut stop = schema::StopReason::EndTurn;
+    let step_usage = env_flag("AX_MOCK_STEP_USAGE");
     for line in script.lines() {
-        if let Some(reason) = turn.run(line.trim()).await? {
+        let end = turn.run(line.trim()).await?;
+        if step_usage {
+            // As Claude does after each step: the context grows, the cost adds up.
+            turn.used += 1000;
+            let cost = turn.used as f64 / 100_000.0;
+            turn.update(schema::SessionUpdate::UsageUpdate(
+                schema::UsageUpdate::new(turn.used, 200_000).cost(schema::Cost::new(cost, "USD")),
+            ))?;
+        }
+        if let Some(reason) = end {
             stop = reason;
             break;
         }
     }
-    mock.record(&req.session_id.0, &script, &turn.said);
+    mock.record(&req.session_id.0, &script, &turn.said, &turn.tools);
     Ok(schema::PromptResponse::new(stop))
 }
 
@@ -903,7 +1037,7 @@ async fn serve() -> i32 {
             acp::on_receive_request!(),
         )
         .on_receive_request(
-            async move |req: schema::NewSessionRequest, responder, _cx| {
+            async move |req: schema::NewSessionRequest, responder, cx: ConnectionTo<Client>| {
                 if env_flag("AX_MOCK_REQUIRE_AUTH") {
                     return responder.respond_with_error(acp::Error::auth_required());
                 }
@@ -914,7 +1048,17 @@ async fn serve() -> i32 {
                     let _ = std::fs::write(dir.join(format!("{id}.jsonl")), "");
                 }
                 let mode = m.sessions.lock().unwrap()[&id].mode.clone();
-                responder.respond(schema::NewSessionResponse::new(id).modes(modes(&mode)))
+                responder.respond(schema::NewSessionResponse::new(id.clone()).modes(modes(&mode)))?;
+                // As Claude does, right after the answer.
+                cx.send_notification(schema::SessionNotification::new(
+                    id,
+                    schema::SessionUpdate::AvailableCommandsUpdate(
+                        schema::AvailableCommandsUpdate::new(vec![
+                            schema::AvailableCommand::new("compact", "Clear history, keep a summary"),
+                            schema::AvailableCommand::new("review", "Review the changes"),
+                        ]),
+                    ),
+                ))
             },
             acp::on_receive_request!(),
         )
@@ -925,24 +1069,45 @@ async fn serve() -> i32 {
                         .respond_with_error(schema::Error::session_not_found(req.session_id).into());
                 };
                 m2.open(&req.session_id.0, req.mcp_servers.clone());
-                for (user, agent) in history {
-                    for (update, text_) in [
-                        (true, user),
-                        (false, agent),
-                    ] {
-                        let chunk = schema::ContentChunk::new(text(text_));
-                        let update = if update {
-                            schema::SessionUpdate::UserMessageChunk(chunk)
-                        } else {
-                            schema::SessionUpdate::AgentMessageChunk(chunk)
-                        };
-                        cx.send_notification(schema::SessionNotification::new(
-                            req.session_id.clone(),
-                            update,
-                        ))?;
+                let gemini = std::env::var("AX_MOCK_REPLAY").is_ok_and(|v| v == "gemini");
+                let mut updates = Vec::new();
+                for turn in history {
+                    updates.push(schema::SessionUpdate::UserMessageChunk(
+                        schema::ContentChunk::new(text(turn.user)),
+                    ));
+                    updates.push(schema::SessionUpdate::AgentMessageChunk(
+                        schema::ContentChunk::new(text(turn.agent)),
+                    ));
+                    if gemini {
+                        for (id, title) in turn.tools {
+                            updates.push(schema::SessionUpdate::ToolCall(
+                                schema::ToolCall::new(id, title)
+                                    .kind(schema::ToolKind::Execute)
+                                    .status(schema::ToolCallStatus::Completed),
+                            ));
+                        }
                     }
                 }
-                responder.respond(schema::LoadSessionResponse::new().modes(modes("default")))
+                let send = |update| {
+                    cx.send_notification(schema::SessionNotification::new(
+                        req.session_id.clone(),
+                        update,
+                    ))
+                };
+                // Gemini CLI answers the load while its replay is still going out.
+                let later = if gemini && updates.len() > 1 {
+                    updates.split_off(1)
+                } else {
+                    Vec::new()
+                };
+                for update in updates {
+                    send(update)?;
+                }
+                responder.respond(schema::LoadSessionResponse::new().modes(modes("default")))?;
+                for update in later {
+                    send(update)?;
+                }
+                Ok(())
             },
             acp::on_receive_request!(),
         )

@@ -66,7 +66,8 @@ async fn every_delta_kind_streams_and_folds_to_the_turn() {
         vec![ToolContent::Diff {
             path: "src/x.rs".into(),
             old_text: Some("old".into()),
-            new_text: "new".into()
+            new_text: "new".into(),
+            line: None,
         }]
     );
     assert_eq!(edit.locations[0].line, Some(1));
@@ -77,7 +78,8 @@ async fn every_delta_kind_streams_and_folds_to_the_turn() {
             _ => None,
         })
         .collect();
-    assert_eq!(notices, vec![NoticeKind::Usage, NoticeKind::Stop]);
+    // Usage is a meter (AcpEvent::Usage), not a transcript line.
+    assert_eq!(notices, vec![NoticeKind::Stop]);
     // The unknown update kind was skipped and the turn went on.
     assert!(turn.text().ends_with("done"), "{}", turn.text());
     assert!(fx.agent.is_alive());
@@ -160,7 +162,8 @@ async fn permissions_allow_once_allow_always_reject_once() {
         // The request shows the whole command, newlines included, and the agent's names.
         assert_eq!(perm.tool_call.title, "run step p1\nwith a second line");
         assert_eq!(perm.options.len(), 3);
-        assert_eq!(perm.options[1].name, "Always Allow");
+        // Claude's order: the standing grant first.
+        assert_eq!(perm.options[0].name, "Always Allow");
     }
     fx.agent.stop().await;
 }
@@ -721,4 +724,192 @@ async fn stop_closes_stdin_then_terms_then_kills_the_group() {
             .await;
     assert_eq!(status, "killed by signal 9");
     assert!(took >= std::time::Duration::from_millis(800), "{took:?}");
+}
+
+/// Every event until the turn ends (whatever their kind).
+async fn events_to_end(
+    events: &mut tokio::sync::mpsc::UnboundedReceiver<AcpEvent>,
+) -> Vec<AcpEvent> {
+    let mut seen = Vec::new();
+    loop {
+        let event = next(events).await;
+        let ended = matches!(event, AcpEvent::TurnEnded { .. });
+        seen.push(event);
+        if ended {
+            return seen;
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn usage_is_a_meter_not_a_transcript_line() {
+    let mut fx = start(&[("AX_MOCK_STEP_USAGE", "1")]).await;
+    fx.agent
+        .prompt_text("text a\ntext b\nusage 5 10 0.25")
+        .unwrap();
+    let seen = events_to_end(&mut fx.events).await;
+    let usage: Vec<_> = seen
+        .iter()
+        .filter_map(|e| match e {
+            AcpEvent::Usage(u) => Some(u.clone()),
+            _ => None,
+        })
+        .collect();
+    // One after each step (as Claude sends them), the scripted one among them.
+    assert_eq!(usage.len(), 4, "{usage:?}");
+    assert_eq!(usage[0].used, 1000);
+    assert_eq!(usage[0].size, 200_000);
+    assert_eq!(usage[2].used, 5);
+    assert_eq!(
+        usage[2]
+            .cost
+            .as_ref()
+            .map(|c| (c.amount, c.currency.as_str())),
+        Some((0.25, "USD"))
+    );
+    let Some(AcpEvent::TurnEnded { parts, .. }) = seen.last() else {
+        panic!("{seen:?}")
+    };
+    assert!(
+        !parts.iter().any(|p| matches!(p, TurnPart::Notice(_))),
+        "no usage notice in the transcript: {parts:?}"
+    );
+    fx.agent.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_gemini_replay_after_the_load_answer_is_never_new_work() {
+    let state = tempfile::tempdir().unwrap();
+    let state_dir = state.path().to_str().unwrap().to_string();
+    let env = [
+        ("AX_MOCK_STATE_DIR", state_dir.as_str()),
+        ("AX_MOCK_LOAD", "1"),
+        ("AX_MOCK_REPLAY", "gemini"),
+    ];
+    let mut fx = start(&env).await;
+    let id = fx.agent.session().unwrap().session_id.clone();
+    let first = run(
+        &mut fx,
+        "text Fixing add().\ntool r1 ReadFile\ntool-done r1\ntool s1 Shell\ntool-done s1\n\
+         text Fixed add(); tests pass.",
+    )
+    .await;
+    fx.agent.stop().await;
+    let mut history = ax_acp::StoredHistory::default();
+    for p in &first.parts {
+        match p {
+            TurnPart::Text { text } => history.texts.push((false, text.clone())),
+            TurnPart::ToolCall(t) => {
+                history.tool_call_ids.insert(t.tool_call_id.clone());
+            }
+            _ => {}
+        }
+    }
+
+    // A new process loads the session; Gemini keeps replaying after its answer.
+    let (mut agent, mut events) = try_start(&env, fx.project.path()).await.unwrap();
+    agent.expect_history(history);
+    let info = agent.open_session(Vec::new(), Some(&id)).await.unwrap();
+    assert_eq!(info.restored, Restored::Loaded);
+    // The same answer again is new work and shows once.
+    agent.prompt_text("text Fixed add(); tests pass.").unwrap();
+    let seen = events_to_end(&mut events).await;
+    for e in &seen {
+        match e {
+            AcpEvent::Delta(TurnDelta::ToolCallCreated { tool_call })
+            | AcpEvent::Idle(TurnDelta::ToolCallCreated { tool_call }) => {
+                panic!("an old tool call shown as new: {tool_call:?}")
+            }
+            AcpEvent::Idle(TurnDelta::TextAppended { text }) => {
+                panic!("old text shown outside the replay: {text}")
+            }
+            _ => {}
+        }
+    }
+    let Some(AcpEvent::TurnEnded { parts, .. }) = seen.last() else {
+        panic!("{seen:?}")
+    };
+    assert_eq!(
+        parts,
+        &vec![TurnPart::Text {
+            text: "Fixed add(); tests pass.".into()
+        }],
+        "only the new work is in the new turn"
+    );
+    assert!(
+        seen.iter()
+            .any(|e| matches!(e, AcpEvent::Replay(ReplayItem::Agent(d))
+            if matches!(&**d, TurnDelta::ToolCallCreated { .. }))),
+        "the old tool calls came back as replay: {seen:?}"
+    );
+    agent.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_codex_reject_keeps_its_card_and_says_why_the_turn_ended() {
+    let mut fx = start(&[]).await;
+    fx.agent.prompt_text("exec c1 rm -rf build").unwrap();
+    let mut deltas = Vec::new();
+    let p = permission(&mut fx.events, &mut deltas).await;
+    // Codex's shape: the command is the title, an array in rawInput, with its cwd.
+    assert_eq!(p.tool_call.title, "rm -rf build");
+    let raw = p.tool_call.raw_input.clone().unwrap();
+    assert_eq!(raw["command"][2], "rm -rf build");
+    assert!(raw["cwd"].is_string(), "{raw}");
+    let sent = fx
+        .agent
+        .answer_permission(&p.permission_id, PermissionKind::RejectOnce)
+        .unwrap();
+    assert_eq!(sent.option_id, "abort");
+    let turn = finish(&mut fx.events, deltas).await;
+    assert_eq!(turn.end, TurnEnd::Cancelled);
+    let card = tool(&turn.parts, "c1");
+    assert_eq!(card.title, "rm -rf build");
+    assert_eq!(card.status, ToolStatus::Failed);
+    let notice = turn
+        .parts
+        .iter()
+        .find_map(|p| match p {
+            TurnPart::Notice(n) => Some(n),
+            _ => None,
+        })
+        .expect("a notice says why the turn ended");
+    assert_eq!(notice.kind, NoticeKind::Stop);
+    assert!(
+        notice.message.contains("after you rejected `rm -rf build`"),
+        "{}",
+        notice.message
+    );
+    // The person's own abort is no such case: no notice.
+    fx.agent.prompt_text("wait-cancel").unwrap();
+    assert!(fx.agent.cancel());
+    let turn = finish(&mut fx.events, Vec::new()).await;
+    assert!(!turn.parts.iter().any(|p| matches!(p, TurnPart::Notice(_))));
+    fx.agent.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_edit_is_numbered_by_where_it_is_in_the_file() {
+    let mut fx = start(&[]).await;
+    let file = project_path(&fx).join("m.py");
+    std::fs::write(&file, "a\nb\nc\nd\nreturn old5\nz\n").unwrap();
+    fx.agent.prompt_text("edit e1 m.py old5 new5").unwrap();
+    let mut deltas = Vec::new();
+    let p = permission(&mut fx.events, &mut deltas).await;
+    let line_of = |content: &[ToolContent]| match content {
+        [ToolContent::Diff { line, .. }] => *line,
+        other => panic!("{other:?}"),
+    };
+    // The approval shows the fragment's true line, not 1.
+    assert_eq!(line_of(&p.tool_call.content), Some(5));
+    fx.agent
+        .answer_permission(&p.permission_id, PermissionKind::AllowOnce)
+        .unwrap();
+    let turn = finish(&mut fx.events, deltas).await;
+    assert_eq!(line_of(&tool(&turn.parts, "e1").content), Some(5));
+    assert_eq!(
+        std::fs::read_to_string(&file).unwrap(),
+        "a\nb\nc\nd\nreturn new5\nz\n"
+    );
+    fx.agent.stop().await;
 }

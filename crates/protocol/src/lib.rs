@@ -200,7 +200,36 @@ pub struct AgentState {
     /// How to authenticate, while the session is `needs_auth`.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub auth_methods: Vec<turn::AuthMethod>,
+    /// The agent's latest `usage_update`: a meter, not transcript lines (docs/agents.md §4).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub usage: Option<AgentUsage>,
 }
+
+/// How much of its context the agent uses, and what the session has cost so far.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct AgentUsage {
+    /// Tokens currently in the agent's context.
+    pub used: u64,
+    /// The size of the agent's context window, in tokens.
+    pub size: u64,
+    /// The session's cumulative cost, when the agent reports one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cost: Option<AgentCost>,
+}
+
+/// A cumulative cost as the agent reported it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct AgentCost {
+    /// The amount; always finite (JSON cannot carry anything else, and the backend drops a
+    /// cost that is not), which is why this type can be `Eq`.
+    pub amount: f64,
+    /// The unit: an ISO 4217 code such as `USD`, or another unit the agent names.
+    pub currency: String,
+}
+
+impl Eq for AgentCost {}
 
 /// The modes an agent offers.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

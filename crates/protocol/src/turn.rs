@@ -107,6 +107,11 @@ pub enum ToolContent {
         old_text: Option<String>,
         /// The file after.
         new_text: String,
+        /// The 1-based line of the file where the change starts, found by the backend in the
+        /// file itself (a diff carries only fragments); absent when it could not tell (a new
+        /// file, a fragment found nowhere or more than once). docs/agents.md §4.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        line: Option<u32>,
     },
     /// A terminal the agent created, with its output as it streamed
     /// ([`TurnDelta::TerminalOutput`]): the last [`TERMINAL_OUTPUT_KEPT`] bytes of it.

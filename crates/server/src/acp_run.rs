@@ -14,10 +14,12 @@ use std::{
     time::Duration,
 };
 
-use ax_acp::{AcpEvent, AgentHandle, AgentKind, AgentSpec, SessionError, StartOptions, schema};
+use ax_acp::{
+    AcpEvent, AgentHandle, AgentKind, AgentSpec, SessionError, StartOptions, StoredHistory, schema,
+};
 use ax_protocol::{
-    AgentMode, AgentModes, AgentState, Event, MessageId, Permission, PermissionId, PermissionReply,
-    PermissionState, Prompt, PromptAccepted, Session, SessionId, SessionStatus,
+    AgentMode, AgentModes, AgentUsage, Event, Message, MessageId, Part, Permission, PermissionId,
+    PermissionReply, PermissionState, Prompt, PromptAccepted, Session, SessionId, SessionStatus,
     turn::{Notice, NoticeKind, PermissionKind, PermissionOutcome, TurnDelta, TurnEnd},
 };
 use tokio::sync::{mpsc, oneshot};
@@ -112,6 +114,7 @@ pub async fn start(
         open: HashSet::new(),
         interrupted: false,
         ui,
+        usage: None,
     };
     app.tasks.spawn(turn.drive(spec, blocks, inbox));
     Ok(PromptAccepted {
@@ -142,6 +145,8 @@ struct Turn {
     interrupted: bool,
     /// The prompt came from a live Control UI: the agent's screen tool works this turn.
     ui: bool,
+    /// The agent's latest usage, not yet stored (docs/agents.md §4: a meter on the session).
+    usage: Option<AgentUsage>,
 }
 
 impl Turn {
@@ -187,6 +192,10 @@ impl Turn {
             AcpEvent::Replay(_) => None,
             AcpEvent::TurnEnded { end, .. } => Some(end),
             AcpEvent::Exited { .. } => None,
+            AcpEvent::Usage(usage) => {
+                self.usage = Some(usage);
+                None
+            }
         }
     }
 
@@ -235,7 +244,8 @@ impl Turn {
 
     /// Stores `batch` in one transaction, then publishes it.
     async fn flush(&mut self, batch: Vec<Item>) {
-        if batch.is_empty() {
+        let usage = self.usage.take();
+        if batch.is_empty() && usage.is_none() {
             return;
         }
         let pending = self
@@ -272,10 +282,20 @@ impl Turn {
                         Item::Delta(..) => {}
                     }
                 }
-                let session = match new_status {
+                let mut session = match new_status {
                     Some(s) => store::set_status(&tx, project, &sid, s, ids::now_ms())?,
                     None => None,
                 };
+                if let Some(usage) = usage
+                    && let Some(current) = store::get_session(&tx, project, &sid)?
+                {
+                    let mut state = current.agent_state.unwrap_or_default();
+                    if state.usage.as_ref() != Some(&usage) {
+                        state.usage = Some(usage);
+                        store::set_agent_state(&tx, &sid, &state)?;
+                        session = store::get_session(&tx, project, &sid)?;
+                    }
+                }
                 tx.commit()?;
                 Ok((batch, session))
             })
@@ -305,10 +325,12 @@ impl Turn {
         }
         if let Some(session) = session {
             self.app.bus.publish(Event::SessionUpdated { session });
-            self.app.bus.publish(Event::SessionStatus {
-                session_id: self.session.clone(),
-                status,
-            });
+            if new_status.is_some() {
+                self.app.bus.publish(Event::SessionStatus {
+                    session_id: self.session.clone(),
+                    status,
+                });
+            }
         }
     }
 
@@ -397,6 +419,9 @@ impl Turn {
                 return Err(end);
             }
         };
+        if reopen.is_some() {
+            handle.expect_history(self.stored_history().await);
+        }
         let opened = handle.open_session(screen, reopen.as_deref()).await;
         let info = match opened {
             Ok(info) => info,
@@ -412,29 +437,33 @@ impl Turn {
                 return Err(end);
             }
         };
-        let state = AgentState {
-            modes: info.modes.as_ref().map(|m| AgentModes {
-                current: m.current.clone(),
-                available: m
-                    .available
-                    .iter()
-                    .map(|a| AgentMode {
-                        id: a.id.clone(),
-                        name: a.name.clone(),
-                        description: a.description.clone(),
-                    })
-                    .collect(),
-            }),
-            auth_methods: Vec::new(),
-        };
+        let modes = info.modes.as_ref().map(|m| AgentModes {
+            current: m.current.clone(),
+            available: m
+                .available
+                .iter()
+                .map(|a| AgentMode {
+                    id: a.id.clone(),
+                    name: a.name.clone(),
+                    description: a.description.clone(),
+                })
+                .collect(),
+        });
         let pgid = handle.process_group();
         let start = ax_agents::process::process_start_time(pgid);
         let agent_session = info.session_id.clone();
+        let project = self.app.project_id;
         if let Err(e) = self
             .app
             .store
             .write(move |c| {
                 store::set_agent_session(c, &sid, &agent_session)?;
+                // The usage meter stays until the agent reports anew.
+                let mut state = store::get_session(c, project, &sid)?
+                    .and_then(|s| s.agent_state)
+                    .unwrap_or_default();
+                state.modes = modes;
+                state.auth_methods = Vec::new();
                 store::set_agent_state(c, &sid, &state)?;
                 store::set_run_process(c, &sid, pgid, start)
             })
@@ -450,6 +479,23 @@ impl Turn {
             .agent_slots()
             .insert(self.session.clone(), slot.clone());
         Ok(slot)
+    }
+
+    /// What the store holds of this conversation, for matching an agent's replay
+    /// (docs/agents.md §7).
+    async fn stored_history(&self) -> StoredHistory {
+        let id = self.session.clone();
+        let reply = self.reply_id.clone();
+        let messages = self
+            .app
+            .store
+            .read(move |c| store::messages(c, &id))
+            .await
+            .unwrap_or_else(|e| {
+                tracing::error!(error = %e, "reading the history to match a replay failed");
+                Vec::new()
+            });
+        history_of(messages.iter().filter(|m| m.id != reply))
     }
 
     async fn drive(
@@ -656,6 +702,33 @@ impl Turn {
             let _ = ack.send(());
         }
     }
+}
+
+/// The tool call ids and the agent's texts of stored messages, in order.
+fn history_of<'a>(messages: impl Iterator<Item = &'a Message>) -> StoredHistory {
+    use ax_protocol::turn::TurnPart;
+    let mut history = StoredHistory::default();
+    for m in messages {
+        if m.role != ax_protocol::Role::Assistant {
+            continue;
+        }
+        for part in &m.parts {
+            match part {
+                Part::Text { text } => history.texts.push((false, text.clone())),
+                Part::Turn(TurnPart::Thought { text }) => history.texts.push((true, text.clone())),
+                Part::Turn(TurnPart::ToolCall(tc)) => {
+                    history.tool_call_ids.insert(tc.tool_call_id.clone());
+                }
+                Part::Turn(TurnPart::Permission(p)) => {
+                    history
+                        .tool_call_ids
+                        .insert(p.tool_call.tool_call_id.clone());
+                }
+                _ => {}
+            }
+        }
+    }
+    history
 }
 
 /// A permission's state and sent option for an outcome.

@@ -236,7 +236,17 @@ pub struct App {
     pub(crate) list_offset: usize,
     pub(crate) permissions: Vec<Permission>,
     pub(crate) replying: HashSet<ax_protocol::PermissionId>,
-    pub(crate) approval_choice: usize,
+    /// The answer the person moved to; `None` until they do (then the default shows:
+    /// allow once, never an "always").
+    /// Keyed by the request it was made on: a move never carries over to another request.
+    pub(crate) approval_choice: Option<(ax_protocol::PermissionId, usize)>,
+    /// Approvals the person left for later (Esc): the dialog stays closed for them until the
+    /// session is opened again or Enter on an empty prompt asks for it.
+    pub(crate) deferred: HashSet<ax_protocol::PermissionId>,
+    /// The session whose next prompt is the feedback an agent's option asked for.
+    pub(crate) feedback_for: Option<SessionId>,
+    /// Sessions whose deletion was asked for and has not completed (shown as "deleting…").
+    pub(crate) deleting: HashSet<SessionId>,
     pub(crate) transcript: Transcript,
     pub(crate) transcript_loaded: bool,
     pub(crate) scroll: usize,
@@ -289,7 +299,10 @@ impl App {
             list_offset: 0,
             permissions: Vec::new(),
             replying: HashSet::new(),
-            approval_choice: 0,
+            approval_choice: None,
+            deferred: HashSet::new(),
+            feedback_for: None,
+            deleting: HashSet::new(),
             transcript: Transcript::new(78),
             transcript_loaded: false,
             scroll: 0,
@@ -417,8 +430,37 @@ impl App {
                 &p.session_id == id
                     && p.state == PermissionState::Pending
                     && !self.replying.contains(&p.id)
+                    && !self.deferred.contains(&p.id)
             })
             .min_by_key(|p| p.created)
+    }
+
+    /// A pending approval of the open session the person left for later (Esc).
+    pub fn deferred_approval(&self) -> Option<&Permission> {
+        let Route::Session(id) = &self.route else {
+            return None;
+        };
+        self.permissions.iter().find(|p| {
+            &p.session_id == id
+                && p.state == PermissionState::Pending
+                && self.deferred.contains(&p.id)
+        })
+    }
+
+    /// Whether the deletion of `id` was asked for and has not completed yet.
+    pub fn is_deleting(&self, id: &SessionId) -> bool {
+        self.deleting.contains(id)
+    }
+
+    /// A deletion failed: the session is shown as before, and why it failed.
+    pub fn on_delete_failed(&mut self, session: &SessionId, error: String) {
+        self.deleting.remove(session);
+        self.notify(NoticeKind::Error, error);
+    }
+
+    /// Whether the composer waits for the feedback an agent's option asked for (docs/tui.md §3).
+    pub fn awaiting_feedback(&self) -> bool {
+        matches!(&self.route, Route::Session(id) if self.feedback_for.as_ref() == Some(id))
     }
 
     /// Rows the help modal is scrolled by.
@@ -426,9 +468,15 @@ impl App {
         self.help_scroll
     }
 
-    /// The highlighted answer of the approval dialog (an index into [`APPROVAL_CHOICES`]).
-    pub fn approval_choice(&self) -> usize {
-        self.approval_choice
+    /// The highlighted answer of the approval dialog (an index into
+    /// [`App::approval_choices`]): the one the person moved to, else allow once; `None` when
+    /// the agent offers no allow-once and the person has not chosen (Enter does nothing).
+    pub fn approval_choice(&self) -> Option<usize> {
+        let pending = self.pending_approval()?;
+        match &self.approval_choice {
+            Some((id, i)) if *id == pending.id => Some(*i),
+            _ => crate::approval::default_choice(&self.approval_choices()),
+        }
     }
 
     /// Event stream up, initial sync done, and on the session route the session loaded.
@@ -559,7 +607,12 @@ impl App {
         self.transcript =
             Transcript::keeping_turn_ends(self.size.0.saturating_sub(2), &self.transcript);
         self.scroll = 0;
-        self.approval_choice = 0;
+        self.approval_choice = None;
+        // Opened again: what was left for later asks again.
+        self.deferred.clear();
+        if self.feedback_for.as_ref() != Some(&id) {
+            self.feedback_for = None;
+        }
         self.load_transcript(id);
         self.keep_selection_visible();
     }
@@ -667,6 +720,7 @@ impl App {
         };
         self.submit_gen = self.next_gen();
         self.composer.submitting = true;
+        self.feedback_for = None;
         self.effects.push(Effect::Submit {
             session,
             parts,
@@ -722,6 +776,7 @@ impl App {
         }
         self.submit_gen = self.next_gen();
         self.composer.submitting = true;
+        self.feedback_for = None;
         self.effects.push(Effect::CreateSession {
             generation: self.submit_gen,
             agent,
@@ -942,7 +997,7 @@ impl App {
             permission_id,
             reply,
         });
-        self.approval_choice = 0;
+        self.approval_choice = None;
     }
 
     /// Rows the session list shows.

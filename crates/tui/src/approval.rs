@@ -10,7 +10,7 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::Paragraph;
 use unicode_width::UnicodeWidthChar;
 
-use ax_protocol::turn::PermissionKind;
+use ax_protocol::turn::{PermissionKind, ToolContent, ToolKind};
 use ax_protocol::{PermissionReply, turn::ToolCallPart};
 
 use crate::app::{APPROVAL_CHOICES, App};
@@ -45,6 +45,8 @@ pub struct Geometry {
     pub always_rows: Vec<String>,
     /// The key hints, wrapped.
     pub hint_rows: Vec<String>,
+    /// The answers' buttons, in rows that fit (see [`button_rows`]).
+    pub button_rows: Vec<Vec<(usize, String)>>,
 }
 
 impl Geometry {
@@ -59,29 +61,50 @@ impl Geometry {
     }
 }
 
-/// Lays out the dialog for `command` (with `attachments`) on a `width`×`height` screen.
+/// Lays out the `shell` agent's dialog for `command` (with `attachments`) on a
+/// `width`×`height` screen.
 pub fn geometry(command: &str, attachments: &[String], width: u16, height: u16) -> Geometry {
     let w = width.saturating_sub(4).clamp(20, 100).min(width);
     let inner_w = w.saturating_sub(2).max(1) as usize;
-    let body_rows = request_rows(command, inner_w);
-    let file_rows = file_rows(attachments, inner_w);
-    let always_rows = wrap_plain(ALWAYS_COVERS, inner_w);
-    let hint_rows = wrap_plain(HINT, inner_w);
-    // title, (body), scroll indicator, files…, always…, blank, buttons, hint…
-    let fixed = 1 + 1 + file_rows.len() + always_rows.len() + 1 + 1 + hint_rows.len();
+    let shell: Vec<Choice> = APPROVAL_CHOICES
+        .iter()
+        .zip(['y', 'a', 'n'])
+        .map(|((reply, label), key)| Choice {
+            reply: *reply,
+            label: (*label).to_owned(),
+            key,
+            feedback: false,
+        })
+        .collect();
+    let mut g = Geometry {
+        dialog: Rect::new(0, 0, w, 0),
+        body_rows: request_rows(command, inner_w),
+        body_height: 0,
+        file_rows: file_rows(attachments, inner_w),
+        always_rows: wrap_plain(ALWAYS_COVERS, inner_w),
+        hint_rows: wrap_plain(HINT, inner_w),
+        button_rows: button_rows(&shell, inner_w),
+    };
+    fit(&mut g, width, height);
+    g
+}
+
+/// Sizes the body and the dialog for the rows `g` holds: everything but the body always
+/// shows (title, scroll indicator, files, always, blank, buttons, hints); the body gets the
+/// rest and scrolls.
+fn fit(g: &mut Geometry, width: u16, height: u16) {
+    let fixed = 1
+        + 1
+        + g.file_rows.len()
+        + g.always_rows.len()
+        + 1
+        + g.button_rows.len().max(1)
+        + g.hint_rows.len();
     let max_h = height.saturating_sub(2).max(MIN_BODY_ROWS + 2) as usize;
     let room = max_h.saturating_sub(fixed + 2).max(MIN_BODY_ROWS as usize);
-    let body_height = body_rows.len().clamp(1, room);
-    let h = (body_height + fixed + 2).min(height as usize) as u16;
-    let screen = Rect::new(0, 0, width, height);
-    Geometry {
-        dialog: screen.centered(w, h),
-        body_rows,
-        body_height,
-        file_rows,
-        always_rows,
-        hint_rows,
-    }
+    g.body_height = g.body_rows.len().clamp(1, room);
+    let h = (g.body_height + fixed + 2).min(height as usize) as u16;
+    g.dialog = Rect::new(0, 0, width, height).centered(g.dialog.width, h);
 }
 
 /// The request as display rows: `$ ` before the first line, `> ` before each further line
@@ -89,10 +112,15 @@ pub fn geometry(command: &str, attachments: &[String], width: u16, height: u16) 
 /// characters are shown in caret notation (`^[`, `^M`), so nothing is hidden from the person
 /// and nothing reaches the terminal.
 pub fn request_rows(command: &str, width: usize) -> Vec<String> {
+    prefixed_rows(command, width, ["$ ", "> "])
+}
+
+/// [`request_rows`] with other prefixes for the first and the further lines (two columns).
+fn prefixed_rows(command: &str, width: usize, prefixes: [&str; 2]) -> Vec<String> {
     let width = width.max(4);
     let mut rows = Vec::new();
     for (n, line) in command.split('\n').enumerate() {
-        let mut row = String::from(if n == 0 { "$ " } else { "> " });
+        let mut row = String::from(if n == 0 { prefixes[0] } else { prefixes[1] });
         let mut used = 2;
         let push = |rows: &mut Vec<String>, row: &mut String, used: &mut usize, s: &str| {
             let w: usize = s.chars().map(|c| c.width().unwrap_or(0)).sum();
@@ -103,19 +131,11 @@ pub fn request_rows(command: &str, width: usize) -> Vec<String> {
             row.push_str(s);
             *used += w;
         };
+        let mut b = [0; 4];
         for c in line.chars() {
-            match c {
-                '\t' => push(&mut rows, &mut row, &mut used, "    "),
-                c if (c as u32) < 0x20 || c == '\u{7f}' => {
-                    let caret = format!("^{}", ((c as u8) ^ 0x40) as char);
-                    push(&mut rows, &mut row, &mut used, &caret);
-                }
-                c if c.is_control() => push(&mut rows, &mut row, &mut used, "\u{fffd}"),
-                c => {
-                    let mut b = [0; 4];
-                    push(&mut rows, &mut row, &mut used, c.encode_utf8(&mut b));
-                }
-            }
+            let shown = crate::tool_input::visible(c.encode_utf8(&mut b));
+            // One visible unit at a time, so a caret pair never splits across rows.
+            push(&mut rows, &mut row, &mut used, &shown);
         }
         rows.push(row);
     }
@@ -202,10 +222,33 @@ pub struct Choice {
     pub label: String,
     /// The key that picks it.
     pub key: char,
+    /// The option asks the person to tell the agent what to do instead: after it is sent the
+    /// composer waits for that feedback as the next prompt.
+    pub feedback: bool,
 }
 
-/// The answers for `p`: the agent's options by kind, in the order it gave them, with their
-/// own names; for the `shell` agent the three fixed ones.
+/// Display order by kind: allow once, allow always, reject once, reject always.
+fn kind_rank(kind: PermissionKind) -> u8 {
+    match kind {
+        PermissionKind::AllowOnce => 0,
+        PermissionKind::AllowAlways => 1,
+        PermissionKind::RejectOnce => 2,
+        PermissionKind::RejectAlways => 3,
+    }
+}
+
+/// Whether an option's name asks for feedback ("No, and tell Codex what to do differently").
+pub fn asks_feedback(name: &str) -> bool {
+    let n = name.to_lowercase();
+    n.contains("feedback") || n.contains("differently") || n.contains("what to do")
+}
+
+/// The answers for `p`, always in one order by kind (allow once, allow always, reject once,
+/// reject always), whatever order the agent sent them in: agents put "always" first, and the
+/// highlighted answer must never be a standing grant. The reply names a kind and the backend
+/// sends the agent's first option of that kind, so only that option is shown per kind (no
+/// button sends something other than what it says). Labels are the agent's own names; for
+/// the `shell` agent the three fixed answers.
 pub fn choices(p: &Permission) -> Vec<Choice> {
     if p.options.is_empty() {
         return APPROVAL_CHOICES
@@ -215,25 +258,140 @@ pub fn choices(p: &Permission) -> Vec<Choice> {
                 reply: *reply,
                 label: (*label).to_owned(),
                 key,
+                feedback: false,
             })
             .collect();
     }
-    p.options
-        .iter()
+    let mut options: Vec<_> = p.options.iter().collect();
+    options.sort_by_key(|o| kind_rank(o.kind));
+    options.dedup_by_key(|o| o.kind);
+    options
+        .into_iter()
         .map(|o| {
-            let (reply, key) = match o.kind {
-                PermissionKind::AllowOnce => (PermissionReply::AllowOnce, 'y'),
-                PermissionKind::AllowAlways => (PermissionReply::AllowAlways, 'a'),
-                PermissionKind::RejectOnce => (PermissionReply::RejectOnce, 'n'),
-                PermissionKind::RejectAlways => (PermissionReply::RejectAlways, 'r'),
+            let (reply, key, word) = match o.kind {
+                PermissionKind::AllowOnce => (PermissionReply::AllowOnce, 'y', "Allow once"),
+                PermissionKind::AllowAlways => (PermissionReply::AllowAlways, 'a', "Always allow"),
+                PermissionKind::RejectOnce => (PermissionReply::RejectOnce, 'n', "Reject"),
+                PermissionKind::RejectAlways => {
+                    (PermissionReply::RejectAlways, 'r', "Always reject")
+                }
             };
+            let name = crate::tool_input::visible(o.name.trim());
             Choice {
                 reply,
-                label: crate::markdown::sanitize(&o.name),
+                label: if name.is_empty() {
+                    word.to_owned()
+                } else {
+                    name
+                },
                 key,
+                feedback: asks_feedback(&o.name),
             }
         })
         .collect()
+}
+
+/// The answer highlighted before the person moves: allow once, never an "always"; `None`
+/// when the agent offers no allow-once (then Enter does nothing).
+pub fn default_choice(choices: &[Choice]) -> Option<usize> {
+    choices
+        .iter()
+        .position(|c| matches!(c.reply, PermissionReply::Once | PermissionReply::AllowOnce))
+}
+
+/// The buttons laid out in rows that fit `width`: (index into the choices, text) per button;
+/// a new row starts where the next button would not fit, so every answer and its key shows.
+pub fn button_rows(choices: &[Choice], width: usize) -> Vec<Vec<(usize, String)>> {
+    let mut rows: Vec<Vec<(usize, String)>> = Vec::new();
+    let mut used = 0;
+    for (i, c) in choices.iter().enumerate() {
+        let text = format!(" [{}] {} ", c.key, c.label);
+        let w = unicode_width::UnicodeWidthStr::width(text.as_str());
+        if w > width {
+            // Wider than the dialog: the button takes rows of its own, its label wrapped
+            // (never cut: the name is what the person agrees to).
+            for (n, piece) in wrap_plain(
+                &format!("[{}] {}", c.key, c.label),
+                width.saturating_sub(6).max(4),
+            )
+            .into_iter()
+            .enumerate()
+            {
+                let lead = if n == 0 { " " } else { "     " };
+                rows.push(vec![(i, clip_width(&format!("{lead}{piece} "), width))]);
+            }
+            used = width;
+            continue;
+        }
+        match rows.last_mut() {
+            Some(row) if used + 1 + w <= width => {
+                row.push((i, text));
+                used += 1 + w;
+            }
+            _ => {
+                rows.push(vec![(i, text)]);
+                used = w;
+            }
+        }
+    }
+    rows
+}
+
+/// The first line of the dialog: what the agent wants, by the kind of its tool call (an
+/// edit names its files, relative to the project `workspace` when inside it).
+pub fn heading(p: &Permission, workspace: &str) -> String {
+    let relative = |path: &str| -> String {
+        let base = workspace.trim_end_matches('/');
+        let rel = path
+            .strip_prefix(base)
+            .and_then(|r| r.strip_prefix('/'))
+            .filter(|r| !base.is_empty() && !r.is_empty());
+        crate::tool_input::visible(rel.unwrap_or(path))
+    };
+    let Some(t) = &p.tool_call else {
+        return "The agent wants to run".to_owned();
+    };
+    let verb = match t.kind {
+        ToolKind::Execute => "run",
+        ToolKind::Edit => "edit",
+        ToolKind::Read => "read",
+        ToolKind::Delete => "delete",
+        ToolKind::Move => "move",
+        ToolKind::Search => "search",
+        ToolKind::Fetch => "fetch",
+        ToolKind::Think => "think",
+        ToolKind::SwitchMode => "switch its mode",
+        ToolKind::Other => "use a tool",
+    };
+    let mut paths: Vec<String> = Vec::new();
+    if t.kind != ToolKind::Execute {
+        for c in &t.content {
+            if let ToolContent::Diff { path, .. } = c {
+                paths.push(path.clone());
+            }
+        }
+        if paths.is_empty() {
+            paths = t.locations.iter().map(|l| l.path.clone()).collect();
+        }
+        paths.dedup();
+    }
+    match paths.as_slice() {
+        [] => format!("The agent wants to {verb}"),
+        [one] => format!("The agent wants to {verb} {}", relative(one)),
+        [one, rest @ ..] => format!(
+            "The agent wants to {verb} {} and {} more",
+            relative(one),
+            rest.len()
+        ),
+    }
+}
+
+/// Whether the request's first rows are a command (`$ `): the `shell` agent's, and an ACP
+/// agent's tool call that runs something; other kinds show their title as is.
+fn title_is_command(p: &Permission) -> bool {
+    p.tool_call
+        .as_ref()
+        .is_none_or(|t| t.kind == ToolKind::Execute)
 }
 
 /// What "always" covers for an ACP agent's request, in words.
@@ -250,14 +408,23 @@ fn acp_always(p: &Permission) -> Option<String> {
 }
 
 /// The whole request: the title's lines, then for an ACP agent the tool call's kind, its
-/// locations, input command and content (an edit's diff), as the transcript's open card shows
-/// them.
+/// locations, its whole input and content (an edit's diff), as the transcript's open card
+/// shows them.
 fn request_text_rows(p: &Permission, width: usize) -> Vec<String> {
-    let mut rows = request_rows(&p.command, width);
+    let mut rows = title_rows(p, width);
     if let Some(t) = &p.tool_call {
         rows.extend(tool_rows(t, width));
     }
     rows
+}
+
+/// The request's own title rows: a command (`$ `) or, for other kinds, the title as is.
+fn title_rows(p: &Permission, width: usize) -> Vec<String> {
+    if title_is_command(p) {
+        request_rows(&p.command, width)
+    } else {
+        prefixed_rows(&p.command, width, ["  ", "  "])
+    }
 }
 
 fn tool_rows(t: &ToolCallPart, width: usize) -> Vec<String> {
@@ -281,24 +448,18 @@ pub fn permission_geometry(p: &Permission, width: u16, height: u16) -> Geometry 
     } else {
         g.always_rows = wrap_plain("The agent offers no “always” answer here.", inner_w);
     }
-    let labels: Vec<String> = choices(p)
-        .iter()
-        .map(|c| format!("{} {}", c.key, c.label))
-        .collect();
+    let choices = choices(p);
+    let keys: Vec<String> = choices.iter().map(|c| c.key.to_string()).collect();
     g.hint_rows = wrap_plain(
         &format!(
-            "↑↓ PgUp/PgDn scroll · ←→ choose · Enter confirm · {} · Esc later",
-            labels.join(" · ")
+            "↑↓ PgUp/PgDn scroll · ←→ choose · Enter confirm · {} or 1–{} answer · Esc later",
+            keys.join("/"),
+            choices.len()
         ),
         inner_w,
     );
-    // Recompute the height with the new rows.
-    let fixed = 1 + 1 + g.file_rows.len() + g.always_rows.len() + 1 + 1 + g.hint_rows.len();
-    let max_h = height.saturating_sub(2).max(MIN_BODY_ROWS + 2) as usize;
-    let room = max_h.saturating_sub(fixed + 2).max(MIN_BODY_ROWS as usize);
-    g.body_height = g.body_rows.len().clamp(1, room);
-    let h = (g.body_height + fixed + 2).min(height as usize) as u16;
-    g.dialog = Rect::new(0, 0, width, height).centered(g.dialog.width, h);
+    g.button_rows = button_rows(&choices, inner_w);
+    fit(&mut g, width, height);
     g
 }
 
@@ -345,16 +506,23 @@ pub(crate) fn draw(frame: &mut Frame, app: &App, p: &Permission) {
     let inner = crate::render::boxed(frame, g.dialog, "Approval needed", Color::Magenta);
     let dim = Style::new().fg(Color::DarkGray);
     let scroll = app.approval_scroll().min(g.max_scroll());
-    let mut lines = vec![Line::raw(if g.scrolls() {
-        format!(
-            "The agent wants to run ({} lines, scroll to read all):",
-            p.command.split('\n').count()
-        )
-    } else {
-        "The agent wants to run:".to_owned()
-    })];
-    let title_rows =
-        request_rows(&p.command, g.dialog.width.saturating_sub(2).max(1) as usize).len();
+    let head = heading(p, app.workspace());
+    let inner_w = g.dialog.width.saturating_sub(2).max(1) as usize;
+    let mut lines = vec![Line::raw(clip_width(
+        &if g.scrolls() {
+            match p.tool_call {
+                None => format!(
+                    "{head} ({} lines, scroll to read all):",
+                    p.command.split('\n').count()
+                ),
+                Some(_) => format!("{head} ({} rows, scroll to read all):", g.body_rows.len()),
+            }
+        } else {
+            format!("{head}:")
+        },
+        inner_w,
+    ))];
+    let title_rows = title_rows(p, inner_w).len();
     for (i, row) in g
         .body_rows
         .iter()
@@ -399,17 +567,22 @@ pub(crate) fn draw(frame: &mut Frame, app: &App, p: &Permission) {
         lines.push(Line::styled(r.clone(), dim));
     }
     lines.push(Line::raw(""));
-    let mut buttons = Vec::new();
-    for (i, c) in choices(p).iter().enumerate() {
-        let style = if i == app.approval_choice() {
-            Style::new().fg(Color::Black).bg(Color::Magenta).bold()
-        } else {
-            Style::new().fg(Color::Magenta)
-        };
-        buttons.push(Span::styled(format!(" [{}] {} ", c.key, c.label), style));
-        buttons.push(Span::raw(" "));
+    let highlighted = app.approval_choice();
+    for row in &g.button_rows {
+        let mut buttons = Vec::new();
+        for (i, text) in row {
+            let style = if Some(*i) == highlighted {
+                Style::new().fg(Color::Black).bg(Color::Magenta).bold()
+            } else {
+                Style::new().fg(Color::Magenta)
+            };
+            if !buttons.is_empty() {
+                buttons.push(Span::raw(" "));
+            }
+            buttons.push(Span::styled(text.clone(), style));
+        }
+        lines.push(Line::from(buttons));
     }
-    lines.push(Line::from(buttons));
     for r in &g.hint_rows {
         lines.push(Line::styled(r.clone(), dim));
     }

@@ -82,6 +82,13 @@ impl App {
             {
                 self.transcript.toggle_focused();
             }
+            (Route::Session(_), KeyCode::Enter)
+                if !self.composer.has_draft()
+                    && !self.composer.has_attachments()
+                    && self.deferred_approval().is_some() =>
+            {
+                self.deferred.clear();
+            }
             (_, KeyCode::Enter) => self.enter(),
             (_, KeyCode::Backspace) => self.composer.backspace(),
             (Route::Home, KeyCode::Up) => self.move_selection(-1),
@@ -221,6 +228,17 @@ impl App {
             },
             Modal::ConfirmDelete { session, title } => match key.code {
                 KeyCode::Char('y') | KeyCode::Enter => {
+                    // Until the backend says it is gone, the list and the header say so.
+                    self.deleting.insert(session.clone());
+                    let name = if title.is_empty() {
+                        "(untitled)"
+                    } else {
+                        &title
+                    };
+                    self.notify(
+                        NoticeKind::Info,
+                        format!("deleting “{}”…", crate::markdown::sanitize(name)),
+                    );
                     self.effects
                         .push(crate::app::Effect::DeleteSession { session });
                     None
@@ -343,15 +361,24 @@ impl App {
             KeyCode::Home => self.scroll_approval(isize::MIN / 2),
             KeyCode::End => self.scroll_approval(isize::MAX / 2),
             KeyCode::Left | KeyCode::BackTab => {
-                self.approval_choice = self.approval_choice.saturating_sub(1)
+                let i = self.approval_choice().map_or(0, |i| i.saturating_sub(1));
+                self.choose_approval(i);
             }
             KeyCode::Right | KeyCode::Tab => {
                 let n = self.approval_choices().len();
-                self.approval_choice = (self.approval_choice + 1).min(n.saturating_sub(1))
+                let i = self
+                    .approval_choice()
+                    .map_or(0, |i| (i + 1).min(n.saturating_sub(1)));
+                self.choose_approval(i);
             }
+            // The highlighted answer: allow once unless the person moved; nothing when the
+            // agent offers no allow-once and nothing is highlighted.
             KeyCode::Enter => {
-                if let Some(c) = self.approval_choices().get(self.approval_choice) {
-                    self.reply(c.reply);
+                if let Some(c) = self
+                    .approval_choice()
+                    .and_then(|i| self.approval_choices().get(i).cloned())
+                {
+                    self.answer(c);
                 }
             }
             // By the key shown on the button, or by its position (1, 2, 3, 4).
@@ -362,11 +389,43 @@ impl App {
                     .and_then(|d| (d as usize).checked_sub(1))
                     .and_then(|i| choices.get(i));
                 if let Some(c) = choices.iter().find(|c| c.key == k).or(by_digit) {
-                    self.reply(c.reply);
+                    self.answer(c.clone());
                 }
             }
-            KeyCode::Esc => self.go_home(),
+            // Later: the dialog closes, the transcript stays (docs/tui.md §3).
+            KeyCode::Esc => self.defer_approval(),
             _ => {}
+        }
+    }
+
+    fn choose_approval(&mut self, i: usize) {
+        if let Some(p) = self.pending_approval() {
+            self.approval_choice = Some((p.id.clone(), i));
+        }
+    }
+
+    /// Sends `c`; an option that asks for feedback leaves the composer waiting for it.
+    fn answer(&mut self, c: crate::approval::Choice) {
+        let session = self.pending_approval().map(|p| p.session_id.clone());
+        self.reply(c.reply);
+        if c.feedback {
+            self.feedback_for = session;
+            self.notify(
+                NoticeKind::Info,
+                "type what the agent should do differently and press Enter",
+            );
+        }
+    }
+
+    fn defer_approval(&mut self) {
+        if let Some(p) = self.pending_approval() {
+            let id = p.id.clone();
+            self.deferred.insert(id);
+            self.approval_choice = None;
+            self.notify(
+                NoticeKind::Info,
+                "approval left for later: Enter on an empty prompt answers it",
+            );
         }
     }
 

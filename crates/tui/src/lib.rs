@@ -61,6 +61,7 @@ mod run;
 pub mod share;
 mod sync;
 pub mod term;
+pub mod tool_input;
 pub mod transcript;
 pub mod turn_view;
 

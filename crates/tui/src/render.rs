@@ -59,9 +59,31 @@ pub const HELP_KEYS: &[(&str, &str)] = &[
     ("^N ^P", "new session · command palette"),
     (
         "approval",
-        "↑↓ PgUp/PgDn wheel scroll · ←→ Enter or y/a/n answer",
+        "↑↓ scroll · ←→ Enter or y/a/n/r answer (Enter: allow once) · Esc later",
     ),
 ];
+
+/// The widest key column of the help modal (longer keys push their description along).
+const HELP_KEY_MAX: usize = 22;
+
+/// A help description word-wrapped to `width` (a word longer than a row is cut).
+fn help_rows(text: &str, width: usize) -> Vec<String> {
+    let width = width.max(8);
+    let mut rows = vec![String::new()];
+    for word in text.split(' ') {
+        let row = rows.last_mut().expect("one row");
+        let (rw, ww) = (row.chars().count(), word.chars().count());
+        if rw > 0 && rw + 1 + ww > width {
+            rows.push(String::new());
+        }
+        let row = rows.last_mut().expect("one row");
+        if !row.is_empty() {
+            row.push(' ');
+        }
+        row.push_str(word);
+    }
+    rows
+}
 
 pub(crate) fn tr(r: Rect) -> TRect {
     TRect::new(r.x, r.y, r.width, r.height)
@@ -168,8 +190,7 @@ fn home(frame: &mut Frame, app: &App, r: Rect) {
         return;
     }
     let selected = app.selected_index();
-    // Marker, time and ID have fixed widths; the title gets the rest.
-    let title_w = (inner.width as usize).saturating_sub(61).max(12);
+    let cols = list_columns(app.sessions(), inner.width as usize);
     let lines: Vec<Line> = app
         .sessions()
         .iter()
@@ -178,27 +199,38 @@ fn home(frame: &mut Frame, app: &App, r: Rect) {
         .take(inner.height as usize)
         .map(|(i, s)| {
             let (marker, mstyle) = match s.status {
+                _ if app.is_deleting(&s.id) => ("deleting…", Style::new().fg(Color::Red)),
                 SessionStatus::Busy => ("● busy   ", Style::new().fg(Color::Yellow)),
                 SessionStatus::Pending => ("? waiting", Style::new().fg(Color::Magenta).bold()),
                 SessionStatus::Idle => ("         ", Style::new()),
                 SessionStatus::NeedsAuth => ("! auth   ", Style::new().fg(Color::Red)),
             };
             let title = if s.title.is_empty() {
-                "(untitled)"
+                "(untitled)".to_owned()
             } else {
-                &s.title
+                crate::markdown::sanitize(&s.title)
             };
-            let row = Line::from(vec![
+            let agent = crate::markdown::sanitize(&s.agent);
+            let (title_w, agent_w) = (cols.title, cols.agent);
+            let mut spans = vec![
                 Span::styled(if Some(i) == selected { "▶ " } else { "  " }, ACCENT),
                 Span::styled(marker, mstyle),
                 Span::raw(" "),
                 Span::styled(
-                    format!("{:<title_w$}", clip(title, title_w)),
+                    format!("{:<title_w$}", clip(&title, title_w)),
                     Style::new().bold(),
                 ),
+                Span::styled(
+                    format!(" {:<agent_w$}", clip(&agent, agent_w)),
+                    Style::new().fg(Color::Cyan),
+                ),
                 // Last activity: the list is sorted by it.
-                Span::styled(format!(" {}  {}", format_utc_minutes(s.updated), s.id), DIM),
-            ]);
+                Span::styled(format!(" {}", format_utc_minutes(s.updated)), DIM),
+            ];
+            if cols.id {
+                spans.push(Span::styled(format!("  {}", s.id), DIM));
+            }
+            let row = Line::from(spans);
             if Some(i) == selected {
                 row.style(Style::new().bg(Color::Indexed(236)))
             } else {
@@ -209,9 +241,46 @@ fn home(frame: &mut Frame, app: &App, r: Rect) {
     frame.render_widget(Paragraph::new(lines), tr(inner));
 }
 
+/// Widths of the session list's columns: the agent column fits the longest agent name (at
+/// most 12), the ID shows only where the title still gets [`TITLE_MIN`] columns, and the
+/// title gets the rest.
+pub struct ListColumns {
+    /// Columns for the title.
+    pub title: usize,
+    /// Columns for the agent's name.
+    pub agent: usize,
+    /// Whether the session ID shows.
+    pub id: bool,
+}
+
+/// The title's columns below which the ID gives way.
+pub const TITLE_MIN: usize = 40;
+
+/// See [`ListColumns`].
+pub fn list_columns(sessions: &[ax_protocol::Session], width: usize) -> ListColumns {
+    let agent = sessions
+        .iter()
+        .map(|s| unicode_width::UnicodeWidthStr::width(s.agent.as_str()))
+        .max()
+        .unwrap_or(5)
+        .clamp(5, 12);
+    // "▶ " + marker + " " + title + " " + agent + " " + time (16).
+    let fixed = 2 + 9 + 1 + 1 + agent + 1 + 16;
+    let id_w = 2 + 30;
+    let id = width >= fixed + TITLE_MIN + id_w;
+    let title = width
+        .saturating_sub(fixed + if id { id_w } else { 0 })
+        .max(8);
+    ListColumns { title, agent, id }
+}
+
 fn session(frame: &mut Frame, app: &App, r: Rect) {
     let s = app.open_session();
     let (state, sstyle) = session_state(app);
+    let meter = s
+        .and_then(usage_meter)
+        .map(|m| format!(" {m} ·"))
+        .unwrap_or_default();
     let title = s.map(|s| s.title.as_str()).filter(|t| !t.is_empty());
     let id = match app.route() {
         Route::Session(id) => id.as_str(),
@@ -220,12 +289,44 @@ fn session(frame: &mut Frame, app: &App, r: Rect) {
     let block = Block::bordered()
         .title(Line::from(vec![
             Span::styled(
-                format!(" {} ", title.unwrap_or("(untitled)")),
+                format!(
+                    " {} ",
+                    crate::markdown::sanitize(title.unwrap_or("(untitled)"))
+                ),
                 Style::new().bold(),
             ),
-            Span::styled(format!("{id} "), DIM),
+            // The ID only where it leaves the title its room (docs/tui.md §2).
+            Span::styled(
+                if (r.width as usize)
+                    > state.chars().count()
+                        + meter.chars().count()
+                        + title.map_or(10, |t| t.chars().count())
+                        + s.map_or(0, |s| s.agent.chars().count())
+                        + id.len()
+                        + 10
+                {
+                    format!("{id} ")
+                } else {
+                    String::new()
+                },
+                DIM,
+            ),
+            // After the ID, so "title ses_…" stays together for whoever reads the screen.
+            Span::styled(
+                format!(
+                    "· {} ",
+                    crate::markdown::sanitize(s.map(|s| s.agent.as_str()).unwrap_or(""))
+                ),
+                Style::new().fg(Color::Cyan),
+            ),
         ]))
-        .title(Line::from(Span::styled(format!(" {state} "), sstyle)).right_aligned())
+        .title(
+            Line::from(vec![
+                Span::styled(meter.clone(), DIM),
+                Span::styled(format!(" {state} "), sstyle),
+            ])
+            .right_aligned(),
+        )
         .border_style(Style::new().fg(ACCENT));
     frame.render_widget(block, tr(r));
     if app.standing_row()
@@ -239,7 +340,15 @@ fn session(frame: &mut Frame, app: &App, r: Rect) {
         return;
     }
     if app.transcript().line_count() == 0 {
-        let text = "No messages yet. Type a shell command below and press Enter.";
+        let text = match s.map(|s| s.agent.as_str()) {
+            Some("shell") | None => {
+                "No messages yet. Type a shell command below and press Enter.".to_owned()
+            }
+            Some(a) => format!(
+                "No messages yet. Ask {} below and press Enter.",
+                crate::markdown::sanitize(a)
+            ),
+        };
         frame.render_widget(Paragraph::new(Span::styled(text, DIM)), tr(inner));
         return;
     }
@@ -342,17 +451,66 @@ fn standing(frame: &mut Frame, s: &ax_protocol::Session, inner: Rect) {
     );
 }
 
+/// Token counts short: `950`, `12.3k`, `200k`, `1.5M`.
+fn short_count(n: u64) -> String {
+    let (v, unit) = match n {
+        0..1_000 => return n.to_string(),
+        1_000..1_000_000 => (n as f64 / 1_000.0, "k"),
+        _ => (n as f64 / 1_000_000.0, "M"),
+    };
+    let s = format!("{v:.1}");
+    format!("{}{unit}", s.strip_suffix(".0").unwrap_or(&s))
+}
+
+/// The agent's usage as a meter for the session header: `ctx 12.3k/200k 6% · $0.04`
+/// (docs/tui.md §2); `None` when the agent reported none.
+pub fn usage_meter(s: &ax_protocol::Session) -> Option<String> {
+    let u = s.agent_state.as_ref()?.usage.as_ref()?;
+    let pct = if u.size > 0 {
+        format!(
+            " {}%",
+            (u.used as f64 * 100.0 / u.size as f64).round() as u64
+        )
+    } else {
+        String::new()
+    };
+    let mut out = format!("ctx {}/{}{pct}", short_count(u.used), short_count(u.size));
+    if let Some(c) = &u.cost {
+        let amount = if c.currency == "USD" {
+            if c.amount > 0.0 && c.amount < 0.01 {
+                "<$0.01".to_owned()
+            } else {
+                format!("${:.2}", c.amount)
+            }
+        } else {
+            format!("{:.2} {}", c.amount, crate::markdown::sanitize(&c.currency))
+        };
+        out.push_str(&format!(" · {amount}"));
+    }
+    Some(out)
+}
+
 /// The open session's state for its header: a spinner and the elapsed time while a turn runs,
 /// the last turn's duration when idle.
 fn session_state(app: &App) -> (String, Style) {
     let Some(s) = app.open_session() else {
         return ("idle".into(), Style::new().fg(Color::Green));
     };
+    if app.is_deleting(&s.id) {
+        return ("deleting…".into(), Style::new().fg(Color::Red).bold());
+    }
     let elapsed = app.progress().elapsed(&s.id, app.now());
     let timer = |e: Option<std::time::Duration>| {
         e.map(|e| format!("{} {}", spinner(e), format_duration(e)))
             .unwrap_or_default()
     };
+    if app.pending_approval().is_none() && app.deferred_approval().is_some() {
+        let t = timer(elapsed);
+        return (
+            format!("waiting for approval {t} · Enter answers").replace("  ", " "),
+            Style::new().fg(Color::Magenta).bold(),
+        );
+    }
     if app.pending_approval().is_some() || s.status == SessionStatus::Pending {
         let t = timer(elapsed);
         return (
@@ -420,14 +578,13 @@ fn composer(frame: &mut Frame, app: &App, r: Rect) {
         return;
     }
     if c.draft().is_empty() {
-        let hint = match app.route() {
-            Route::Home => "Type a prompt to start a new session, or / for commands",
-            Route::Session(_) if app.open_session().is_some_and(|s| s.agent != "shell") => {
-                "Type a prompt for the agent, or / for commands"
-            }
-            Route::Session(_) => "Type a shell command for the agent, or / for commands",
+        let hint = composer_hint(app);
+        let style = if app.awaiting_feedback() {
+            Style::new().fg(Color::Magenta)
+        } else {
+            DIM
         };
-        frame.render_widget(Paragraph::new(Span::styled(hint, DIM)), tr(inner));
+        frame.render_widget(Paragraph::new(Span::styled(hint, style)), tr(inner));
     } else {
         // The draft wraps; show the rows around the cursor (the tail unless it is above).
         let w = (inner.width as usize).max(1);
@@ -445,6 +602,25 @@ fn composer(frame: &mut Frame, app: &App, r: Rect) {
             let y = inner.y + (cur_row - from) as u16;
             frame.set_cursor_position((x, y));
         }
+    }
+}
+
+/// The empty composer's placeholder, naming the open session's agent (the `shell` agent
+/// takes a command); after an option that asks for feedback, it asks for that.
+pub fn composer_hint(app: &App) -> String {
+    let agent = app
+        .open_session()
+        .map(|s| crate::markdown::sanitize(&s.agent));
+    match (app.route(), agent) {
+        (Route::Home, _) => "Type a prompt to start a new session, or / for commands".into(),
+        (Route::Session(_), Some(a)) if app.awaiting_feedback() => {
+            format!("Tell {a} what to do differently, then press Enter")
+        }
+        (Route::Session(_), Some(a)) if a == "shell" => {
+            "Type a shell command for the agent, or / for commands".into()
+        }
+        (Route::Session(_), Some(a)) => format!("Ask {a}…, or / for commands"),
+        (Route::Session(_), None) => "Type a prompt, or / for commands".into(),
     }
 }
 
@@ -477,6 +653,17 @@ fn status_line(frame: &mut Frame, app: &App, r: Rect) {
                     ("^N", "new"),
                     ("^P", "commands"),
                     ("^C", "quit"),
+                ],
+                Route::Session(_) if app.pending_approval().is_some() => &[
+                    ("Enter", "confirm"),
+                    ("←→", "choose"),
+                    ("y/a/n/r", "answer"),
+                    ("Esc", "later"),
+                ],
+                Route::Session(_) if app.deferred_approval().is_some() => &[
+                    ("Enter", "answer the approval"),
+                    ("PgUp/Dn", "scroll"),
+                    ("Esc", "sessions"),
                 ],
                 Route::Session(_) if app.open_session_busy() => &[
                     ("Esc", "abort the turn"),
@@ -531,20 +718,47 @@ pub(crate) fn agent_picker_box(screen: Rect, agents: usize) -> Rect {
 fn modal(frame: &mut Frame, app: &App, m: &Modal, screen: Rect) {
     match m {
         Modal::Help => {
-            // Keys first (no heading, so everything fits 80x24 while sharing), then commands.
+            // Keys first (no heading), then commands; each description wraps under itself
+            // so nothing is cut at 80 columns, and the box scrolls when taller than the
+            // screen.
+            let area_w = screen.width.saturating_sub(2).min(78);
+            let text_w = (area_w.saturating_sub(2) as usize).max(24);
             let mut lines = Vec::new();
+            let commands: Vec<_> = command::available(app.sharing().is_some()).collect();
+            // The key column fits the longest key or command (and a space after it).
+            let key_w = HELP_KEYS
+                .iter()
+                .map(|(k, _)| k.chars().count())
+                .chain(commands.iter().map(|c| c.name().chars().count()))
+                .max()
+                .unwrap_or(0)
+                .min(HELP_KEY_MAX)
+                + 3;
+            let entry = |lines: &mut Vec<Line<'static>>, k: &str, what: &str, key_style| {
+                for (i, row) in help_rows(what, text_w.saturating_sub(key_w))
+                    .into_iter()
+                    .enumerate()
+                {
+                    let lead = if i == 0 {
+                        format!("  {k:<w$}", w = key_w - 2)
+                    } else {
+                        " ".repeat(key_w)
+                    };
+                    lines.push(Line::from(vec![
+                        Span::styled(lead, key_style),
+                        Span::raw(row),
+                    ]));
+                }
+            };
             for (k, what) in HELP_KEYS {
-                lines.push(Line::from(vec![
-                    Span::styled(format!("  {k:<17}"), Style::new().fg(ACCENT)),
-                    Span::raw(*what),
-                ]));
+                entry(&mut lines, k, what, Style::new().fg(ACCENT));
             }
             lines.push(Line::styled("Commands", Style::new().bold()));
-            for c in command::available(app.sharing().is_some()) {
-                lines.push(Line::raw(format!("  {:<17}{}", c.name(), c.help())));
+            for c in commands {
+                entry(&mut lines, c.name(), c.help(), Style::new());
             }
             let want = lines.len() as u16 + 2;
-            let area = screen.centered(78, want);
+            let area = screen.centered(area_w, want);
             let visible = area.height.saturating_sub(2) as usize;
             let max = lines.len().saturating_sub(visible);
             let from = app.help_scroll().min(max);

@@ -93,8 +93,10 @@ enum Done {
         path: String,
         result: Result<(), String>,
     },
-    /// A rename or delete failed.
+    /// A rename failed.
     Failed { error: String },
+    /// A delete failed.
+    DeleteFailed { session: SessionId, error: String },
     /// Why the backend does not answer; `credential` when it answers but does not prove (or
     /// refuses) the credential held.
     Probed { result: Result<(), (bool, String)> },
@@ -463,6 +465,7 @@ fn apply_done(app: &mut App, done: Done) {
         Done::Aborted { session, result } => app.on_aborted(&session, result),
         Done::AttachmentChecked { path, result } => app.on_attachment_checked(&path, result),
         Done::Failed { error } => app.notify(crate::app::NoticeKind::Error, error),
+        Done::DeleteFailed { session, error } => app.on_delete_failed(&session, error),
         Done::Probed { .. } => {}
     }
 }
@@ -568,7 +571,8 @@ fn spawn_job(client: &Client, effect: Effect, done: &mpsc::UnboundedSender<Done>
             }
             Effect::DeleteSession { session } => match client.delete_session(&session).await {
                 Ok(_) => return,
-                Err(e) => Done::Failed {
+                Err(e) => Done::DeleteFailed {
+                    session,
                     error: format!("delete failed: {e}"),
                 },
             },

@@ -230,6 +230,7 @@ impl App {
                 self.upsert(session);
             }
             Event::SessionDeleted { session_id } => {
+                self.deleting.remove(&session_id);
                 let before = self.sessions.len();
                 self.sessions.retain(|s| s.id != session_id);
                 if self.sessions.len() != before {

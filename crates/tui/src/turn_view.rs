@@ -88,6 +88,9 @@ pub fn render(part: &TurnPart, fold: Fold, focused: bool, width: u16) -> Vec<Row
             rows
         }
         TurnPart::Permission(p) => permission(p, fold, width),
+        // Usage is a meter in the session header (docs/tui.md §2), not transcript lines; a
+        // stored usage notice from before the meter draws nothing.
+        TurnPart::Notice(n) if n.kind == NoticeKind::Usage => Vec::new(),
         TurnPart::Notice(n) => {
             let (label, style) = match n.kind {
                 NoticeKind::Usage => ("usage", Style::new().fg(Color::Blue)),
@@ -271,8 +274,45 @@ fn status_mark(status: ToolStatus) -> (char, &'static str, Style) {
     }
 }
 
+/// How a finished command failed, when its tool call still says "completed": its terminal's
+/// non-zero exit status or signal, or a non-zero `exit_code` in its raw output.
+pub fn failed_exit(t: &ToolCallPart) -> Option<String> {
+    for c in &t.content {
+        if let ToolContent::Terminal { exit: Some(e), .. } = c {
+            match (&e.signal, e.exit_code) {
+                (Some(sig), _) => {
+                    return Some(format!("killed by {}", crate::markdown::sanitize(sig)));
+                }
+                (None, Some(code)) if code != 0 => return Some(format!("exit {code}")),
+                _ => {}
+            }
+        }
+    }
+    let out = t.raw_output.as_ref()?;
+    // Claude's Bash reports a failed command as output starting "Exit code N".
+    let from_text = || {
+        let s = out.as_str()?.strip_prefix("Exit code ")?;
+        let digits: String = s.chars().take_while(char::is_ascii_digit).collect();
+        digits.parse::<i64>().ok()
+    };
+    ["exit_code", "exitCode"]
+        .iter()
+        .find_map(|k| out.get(k).and_then(|v| v.as_i64()))
+        .or_else(|| (t.kind == ToolKind::Execute).then(from_text).flatten())
+        .filter(|code| *code != 0)
+        .map(|code| format!("exit {code}"))
+}
+
 fn card_header(t: &ToolCallPart, fold: Fold, width: usize, has_body: bool) -> Row {
     let (mark, word, mstyle) = status_mark(t.status);
+    let failed = match t.status {
+        ToolStatus::Completed => failed_exit(t),
+        _ => None,
+    };
+    let (mark, word, mstyle) = match &failed {
+        Some(why) => ('✗', why.as_str(), Style::new().fg(Color::Red).bold()),
+        None => (mark, word, mstyle),
+    };
     let kind = kind_label(t.kind);
     let title = if t.title.is_empty() {
         t.tool_call_id.as_str()
@@ -337,10 +377,11 @@ fn has_body(t: &ToolCallPart) -> bool {
     !t.locations.is_empty()
         || !t.content.is_empty()
         || t.raw_output.is_some()
-        || t.raw_input
-            .as_ref()
-            .and_then(|v| v.get("command"))
-            .is_some_and(|c| c.is_string())
+        || t.raw_input.as_ref().is_some_and(|v| match v {
+            serde_json::Value::Null => false,
+            serde_json::Value::Object(m) => !m.is_empty(),
+            _ => true,
+        })
 }
 
 fn tool_call(t: &ToolCallPart, fold: Fold, width: usize) -> Vec<Row> {
@@ -393,33 +434,27 @@ pub fn request_rows(t: &ToolCallPart, width: usize) -> Vec<Row> {
         };
         rows.push(row(LineStyle::Agent, &clip(&at, width), DIM));
     }
-    if let Some(cmd) = t
-        .raw_input
-        .as_ref()
-        .and_then(|v| v.get("command"))
-        .and_then(|c| c.as_str())
-    {
-        for (i, l) in cmd.split('\n').enumerate() {
-            let lead = if i == 0 { "  $ " } else { "  > " };
-            wrap_into(
-                &mut rows,
-                &crate::markdown::sanitize(l),
-                width,
-                "    ",
-                lead,
-                DIM,
-                Style::new().bold(),
-            );
-        }
+    if let Some(input) = &t.raw_input {
+        input_rows(&mut rows, input, t, width);
     }
     for c in &t.content {
         match c {
-            ToolContent::Text { text } => ansi_rows(&mut rows, text, width),
+            // Claude repeats its Bash description as content: the input row shows it.
+            ToolContent::Text { text } if repeats_input(t, text) => {}
+            ToolContent::Text { text } => ansi_rows(&mut rows, strip_fence(text), width),
             ToolContent::Diff {
                 path,
                 old_text,
                 new_text,
-            } => diff_rows(&mut rows, path, old_text.as_deref(), new_text, width),
+                line,
+            } => diff_rows(
+                &mut rows,
+                path,
+                old_text.as_deref(),
+                new_text,
+                line.unwrap_or(1),
+                width,
+            ),
             ToolContent::Terminal {
                 terminal_id,
                 output,
@@ -466,16 +501,92 @@ pub fn request_rows(t: &ToolCallPart, width: usize) -> Vec<Row> {
                 None => serde_json::to_string_pretty(other).unwrap_or_default(),
             },
         };
+        // Shown once: not again when the content already has it (fenced or not).
         if !text.trim().is_empty()
-            && !t
-                .content
-                .iter()
-                .any(|c| matches!(c, ToolContent::Text { text: tt } if tt == &text))
+            && !t.content.iter().any(
+                |c| matches!(c, ToolContent::Text { text: tt } if strip_fence(tt).trim() == text.trim()),
+            )
         {
             ansi_rows(&mut rows, &text, width);
         }
     }
     rows
+}
+
+/// The agent's input, every field (`crate::tool_input`): the command as `$ `/`> ` lines,
+/// then `key: value` rows; an edit's old and new text are named, not repeated.
+fn input_rows(rows: &mut Vec<Row>, input: &serde_json::Value, t: &ToolCallPart, width: usize) {
+    use crate::tool_input::InputLine;
+    let (mut texts, mut paths): (Vec<&str>, Vec<&str>) = (Vec::new(), Vec::new());
+    for c in &t.content {
+        if let ToolContent::Diff {
+            path,
+            old_text,
+            new_text,
+            ..
+        } = c
+        {
+            texts.push(new_text);
+            texts.extend(old_text.as_deref());
+            paths.push(path);
+        }
+    }
+    let shown = crate::tool_input::Shown {
+        texts: &texts,
+        paths: &paths,
+    };
+    for line in crate::tool_input::input_lines(input, shown) {
+        match line {
+            InputLine::Command { first, text } => {
+                let lead = if first { "  $ " } else { "  > " };
+                wrap_into(rows, &text, width, "    ", lead, DIM, Style::new().bold());
+            }
+            InputLine::Field { key, value } => {
+                wrap_into(
+                    rows,
+                    &value,
+                    width,
+                    "    ",
+                    &format!("  {key}: "),
+                    DIM,
+                    Style::new(),
+                );
+            }
+            InputLine::More(text) => {
+                wrap_into(rows, &text, width, "    │ ", "    │ ", DIM, Style::new())
+            }
+            InputLine::Note(text) => rows.push(row(LineStyle::Agent, &format!("  {text}"), DIM)),
+        }
+    }
+}
+
+/// Whether `text` is only a string field of the call's input, already shown as its row.
+fn repeats_input(t: &ToolCallPart, text: &str) -> bool {
+    let text = text.trim();
+    !text.is_empty()
+        && t.raw_input
+            .as_ref()
+            .and_then(|v| v.as_object())
+            .is_some_and(|m| m.values().any(|v| v.as_str().map(str::trim) == Some(text)))
+}
+
+/// Output an agent wrapped in a Markdown code fence (Claude's run card: ```` ```console ````)
+/// without the fence: it is shown as output, once.
+pub fn strip_fence(text: &str) -> &str {
+    let t = text.trim_end();
+    let Some(rest) = t.strip_prefix("```") else {
+        return text;
+    };
+    let Some((lang, body)) = rest.split_once('\n') else {
+        return text;
+    };
+    if lang.contains('`') || lang.contains(' ') {
+        return text;
+    }
+    match body.strip_suffix("```") {
+        Some(inner) if !inner.contains("\n```") => inner.strip_suffix('\n').unwrap_or(inner),
+        _ => text,
+    }
 }
 
 /// Command output through the ANSI renderer (colours kept, `\r` overwrites), cut to width.
@@ -504,7 +615,16 @@ fn ansi_rows(rows: &mut Vec<Row>, text: &str, width: usize) {
     }
 }
 
-fn diff_rows(rows: &mut Vec<Row>, path: &str, old: Option<&str>, new: &str, width: usize) {
+/// An edit's diff; `first_line` is where the fragment starts in the file (the backend finds
+/// it, docs/agents.md §4), so hunks carry the file's line numbers, not the fragment's.
+fn diff_rows(
+    rows: &mut Vec<Row>,
+    path: &str,
+    old: Option<&str>,
+    new: &str,
+    first_line: u32,
+    width: usize,
+) {
     let path = crate::markdown::sanitize(path);
     let head = Style::new().bold();
     match old {
@@ -524,7 +644,7 @@ fn diff_rows(rows: &mut Vec<Row>, path: &str, old: Option<&str>, new: &str, widt
         &clip(&format!("  +++ {path}"), width),
         head,
     ));
-    for line in unified_diff(old.unwrap_or(""), new, 3) {
+    for line in unified_diff_at(old.unwrap_or(""), new, 3, first_line as usize) {
         let (style, text) = match line {
             DiffLine::Hunk(h) => (Style::new().fg(Color::Cyan), h),
             DiffLine::Same(s) => (Style::new(), format!(" {s}")),
@@ -566,12 +686,14 @@ fn permission(p: &PermissionPart, fold: Fold, width: usize) -> Vec<Row> {
     } else {
         one_line(&p.tool_call.title)
     };
-    let (state, style) = match &p.outcome {
+    // The icon says the answer: `?` only while it waits.
+    let (icon, state, style) = match &p.outcome {
         PermissionOutcome::Pending => (
+            "?",
             "waiting for you".to_owned(),
             Style::new().fg(Color::Magenta).bold(),
         ),
-        PermissionOutcome::Cancelled => ("cancelled".to_owned(), DIM),
+        PermissionOutcome::Cancelled => ("⊘", "cancelled".to_owned(), DIM),
         PermissionOutcome::Selected { option_id, kind } => {
             let name = p
                 .options
@@ -579,13 +701,17 @@ fn permission(p: &PermissionPart, fold: Fold, width: usize) -> Vec<Row> {
                 .find(|o| &o.option_id == option_id)
                 .map(|o| crate::markdown::sanitize(&o.name))
                 .unwrap_or_else(|| crate::markdown::sanitize(option_id));
-            let (word, s) = match kind {
-                PermissionKind::AllowOnce => ("allowed once", Style::new().fg(Color::Green)),
-                PermissionKind::AllowAlways => ("always allowed", Style::new().fg(Color::Green)),
-                PermissionKind::RejectOnce => ("rejected", Style::new().fg(Color::Red)),
-                PermissionKind::RejectAlways => ("always rejected", Style::new().fg(Color::Red)),
+            let (icon, word, s) = match kind {
+                PermissionKind::AllowOnce => ("✓", "allowed once", Style::new().fg(Color::Green)),
+                PermissionKind::AllowAlways => {
+                    ("✓", "always allowed", Style::new().fg(Color::Green))
+                }
+                PermissionKind::RejectOnce => ("✗", "rejected", Style::new().fg(Color::Red)),
+                PermissionKind::RejectAlways => {
+                    ("✗", "always rejected", Style::new().fg(Color::Red))
+                }
             };
-            (format!("{word} (“{name}”)"), s)
+            (icon, format!("{word} (“{name}”)"), s)
         }
     };
     let body = if fold == Fold::Collapsed {
@@ -602,7 +728,7 @@ fn permission(p: &PermissionPart, fold: Fold, width: usize) -> Vec<Row> {
     let mut rows = vec![(
         LineStyle::Agent,
         vec![
-            ("? ".to_owned(), style),
+            (format!("{icon} "), style),
             ("permission: ".to_owned(), Style::new().fg(Color::Magenta)),
             (
                 clip(&title, width.saturating_sub(fixed).max(4)),
@@ -638,6 +764,13 @@ const DIFF_CELLS: usize = 4_000_000;
 /// longest-common-subsequence table, or, when that table would exceed [`DIFF_CELLS`], shown as
 /// removed then added (still a correct diff, only less minimal).
 pub fn unified_diff(old: &str, new: &str, context: usize) -> Vec<DiffLine> {
+    unified_diff_at(old, new, context, 1)
+}
+
+/// [`unified_diff`] of fragments that start at line `first_line` (1-based) of the file: the
+/// hunks are numbered as in the file.
+pub fn unified_diff_at(old: &str, new: &str, context: usize, first_line: usize) -> Vec<DiffLine> {
+    let shift = first_line.max(1) - 1;
     let a: Vec<&str> = if old.is_empty() {
         Vec::new()
     } else {
@@ -718,8 +851,8 @@ pub fn unified_diff(old: &str, new: &str, context: usize) -> Vec<DiffLine> {
         let b_n = ops[start..end].iter().filter(|o| o.0 != 1).count();
         out.push(DiffLine::Hunk(format!(
             "@@ -{},{a_n} +{},{b_n} @@",
-            if a_n == 0 { a0 } else { a0 + 1 },
-            if b_n == 0 { b0 } else { b0 + 1 }
+            shift + if a_n == 0 { a0 } else { a0 + 1 },
+            shift + if b_n == 0 { b0 } else { b0 + 1 }
         )));
         for &(op, i, j) in &ops[start..end] {
             out.push(match op {
@@ -765,6 +898,15 @@ mod tests {
                 " g"
             ]
         );
+    }
+
+    #[test]
+    fn hunks_carry_the_files_line_numbers() {
+        assert_eq!(
+            text(&unified_diff_at("x = 1", "x = 2", 3, 5)),
+            ["@@ -5,1 +5,1 @@", "-x = 1", "+x = 2"]
+        );
+        assert_eq!(text(&unified_diff_at("a", "b", 3, 0))[0], "@@ -1,1 +1,1 @@");
     }
 
     #[test]

@@ -64,6 +64,7 @@ fn every_kind() -> Vec<TurnDelta> {
         path: "src/lib.rs".into(),
         old_text: Some("fn a() {}\nfn b() {\n    1\n}\nfn c() {}\n".into()),
         new_text: "fn a() {}\nfn b() {\n    2\n}\nfn c() {}\n".into(),
+        line: None,
     }];
     edit.locations = vec![ToolLocation {
         path: "src/lib.rs".into(),
@@ -213,9 +214,8 @@ fn every_part_kind_renders() {
         "The parser drops the last line.",
         "let n = 1;",
         "✗ [run] cargo test · failed ▸",
-        "? permission: Edit src/lib.rs — allowed once (“Allow”) ▸",
+        "✓ permission: Edit src/lib.rs — allowed once (“Allow”) ▸",
         "✓ [edit] Edit src/lib.rs ▸",
-        "│ usage: 1,234 tokens",
         "│ needs auth: the agent needs authentication: Mock API key",
         "what to do: set the variable",
         "│ error: the agent's error output ends with:",
@@ -225,6 +225,7 @@ fn every_part_kind_renders() {
         assert!(s.contains(want), "missing {want:?}:\n{s}");
     }
     assert!(!s.contains("fn b()"), "cards start collapsed:\n{s}");
+    assert!(!s.contains("usage:"), "usage is a meter, not a line:\n{s}");
     insta::assert_snapshot!("screen", s);
 }
 
@@ -618,6 +619,7 @@ fn acp_session(status: SessionStatus) -> ax_protocol::Session {
             ],
         }),
         auth_methods: Vec::new(),
+        usage: None,
     });
     s.standing = vec![StandingGrant {
         title: "Always Allow: Edit src/lib.rs".into(),
@@ -637,7 +639,7 @@ fn agent_and_mode_commands_and_the_standing_always() {
         "{s}"
     );
     assert!(s.contains("[Revoke]"));
-    assert!(s.contains("Type a prompt for the agent"));
+    assert!(s.contains("Ask mock…, or / for commands"));
 
     typed(&mut app, "/agent");
     app.handle_input(key(KeyCode::Enter));
@@ -754,6 +756,7 @@ fn the_approval_dialog_shows_an_acp_request_and_the_agents_options() {
         path: "src/lib.rs".into(),
         old_text: Some("a\nold line\nc\n".into()),
         new_text: "a\nnew line\nc\n".into(),
+        line: None,
     }];
     edit.raw_input = Some(serde_json::json!({"command": "apply\n--patch"}));
     let option = |id: &str, name: &str, kind| PermissionChoice {
@@ -786,7 +789,8 @@ fn the_approval_dialog_shows_an_acp_request_and_the_agents_options() {
     app.resize(100, 40);
     let s = screen(&app);
     for want in [
-        "$ Edit src/lib.rs",
+        "The agent wants to edit src/lib.rs:",
+        "  Edit src/lib.rs",
         "kind: edit",
         "$ apply",
         "> --patch",

@@ -200,14 +200,64 @@ fn display_title(s: &Session) -> std::borrow::Cow<'_, str> {
     }
 }
 
-/// One line per session: ID, last activity, title.
+/// One line per session: ID, last activity, agent, title.
 fn print_table(sessions: &[Session]) {
-    for s in sessions {
-        println!(
-            "{}  {} UTC  {}",
-            s.id,
-            format_utc_minutes(s.updated),
-            display_title(s)
+    for row in table_rows(sessions) {
+        println!("{row}");
+    }
+}
+
+/// The rows of `session list`: the agent named on every row (sessions of different agents
+/// look alike otherwise), padded to the longest name; control characters in agent names
+/// never reach the terminal.
+fn table_rows(sessions: &[Session]) -> Vec<String> {
+    let agents: Vec<String> = sessions
+        .iter()
+        .map(|s| ax_tui::markdown::sanitize(&s.agent))
+        .collect();
+    let w = agents.iter().map(|a| a.chars().count()).max().unwrap_or(0);
+    sessions
+        .iter()
+        .zip(agents)
+        .map(|(s, agent)| {
+            format!(
+                "{}  {} UTC  {agent:<w$}  {}",
+                s.id,
+                format_utc_minutes(s.updated),
+                display_title(s)
+            )
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_row_names_its_agent() {
+        let session = |n: u32, agent: &str, title: &str| Session {
+            id: format!("ses_0000000000{n:02}ABCDEFGHIJKLMN")
+                .parse()
+                .unwrap(),
+            title: title.into(),
+            created: 0,
+            updated: 1_764_450_000_000,
+            status: ax_protocol::SessionStatus::Idle,
+            agent: agent.into(),
+            agent_state: None,
+            standing: Vec::new(),
+        };
+        let rows = table_rows(&[
+            session(1, "claude", "fix the parser"),
+            session(2, "shell", "list the files"),
+        ]);
+        assert_eq!(
+            rows,
+            [
+                "ses_000000000001ABCDEFGHIJKLMN  2025-11-29 21:00 UTC  claude  fix the parser",
+                "ses_000000000002ABCDEFGHIJKLMN  2025-11-29 21:00 UTC  shell   list the files",
+            ]
         );
     }
 }
