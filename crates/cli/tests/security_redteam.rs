@@ -643,3 +643,37 @@ fn out_of_descriptors_the_backend_waits_without_spinning_and_accepts_again() {
     let _ = child.kill();
     let _ = child.wait();
 }
+
+fn is_root() -> bool {
+    Command::new("id")
+        .arg("-u")
+        .output()
+        .is_ok_and(|o| String::from_utf8_lossy(&o.stdout).trim() == "0")
+}
+
+/// Red team (high): another OS user who held the port while the backend was down served the
+/// page and its script "immutable" for a year, or a service worker for `/`; the person reloaded
+/// the tab once. A fresh `ax-code link` after the restart then ran the squatter's code in the
+/// real page, which exchanged the code and sent the credential out through a frame; an open tab
+/// sent its requests (with the credential) through the worker. With the fix every sign-in link
+/// opens an origin of its own, the page is `no-store` with `Clear-Site-Data: "cache"`, and the
+/// page refuses (and removes) a service worker it did not register. Headless Chromium, the
+/// squatter a real second user (tests/python/squatter_cache_browser.py).
+#[test]
+fn a_squatters_cached_script_or_service_worker_never_runs_in_a_later_real_page() {
+    if !is_root() {
+        eprintln!("not root: cannot create or switch to a second OS user; not run");
+        return;
+    }
+    python();
+    require_browser();
+    let status = run_script(
+        "squatter_cache_browser.py",
+        &[AX.as_ref()],
+        Duration::from_secs(300),
+    );
+    assert!(
+        status.success(),
+        "squatter_cache_browser.py failed ({status}); its checks are printed above"
+    );
+}

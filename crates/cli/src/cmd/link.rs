@@ -1,6 +1,8 @@
 //! `ax-code link [--url URL]`: prints a fresh one-time sign-in link for the Control UI.
 //!
-//! The link `URL/#code=CODE` carries a code the page exchanges once, within 60 s, for the
+//! The link `http://<label>.localhost:PORT/#code=CODE` (a fresh origin for each link, see
+//! `ax_server::sign_in_link`; `URL/#code=CODE` for a backend not on this machine), printed
+//! alone on stdout with its note on stderr, carries a code the page exchanges once, within 60 s, for the
 //! credential; the credential itself never appears in a URL or the browser's history. Without
 //! `--url` it asks the registered backend of the current directory's project; with `--url`,
 //! that backend, with the credential from `$AX_CODE_SERVER_PASSWORD` or the local credential
@@ -51,10 +53,13 @@ async fn link(args: LinkArgs) -> anyhow::Result<()> {
         .sign_in_code()
         .await
         .context("cannot get a sign-in code")?;
-    println!(
-        "{}/#code={} (one-time sign-in link, valid {} s)",
-        client.url(),
-        code.code.expose(),
+    let link = ax_server::sign_in_link(client.url(), code.code.expose())
+        .context("cannot make the sign-in link")?;
+    // The link alone on stdout, so the whole line pastes (and pipes) as it is; the note on
+    // stderr.
+    println!("{link}");
+    eprintln!(
+        "one-time sign-in link on an address of its own, valid {} s",
         code.expires_in_ms / 1000
     );
     Ok(())

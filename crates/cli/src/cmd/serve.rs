@@ -154,12 +154,13 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
         "ax-code backend for {} listening on {url}",
         server.project_dir().display()
     )?;
-    // A one-time code, not the credential: a link stays in the browser's history.
+    // A one-time code, not the credential: a link stays in the browser's history. The link
+    // alone after the label, so copying the line or the link both work; the note below.
+    writeln!(out, "Control UI: {}", server.sign_in_link()?)?;
     writeln!(
         out,
-        "Control UI: {url}/#code={} (one-time sign-in link, valid 60 s; \
-         `ax-code link --url {url}` prints a fresh one)",
-        server.sign_in_code()?.expose()
+        "  (one-time sign-in link on an address of its own, valid 60 s; \
+         `ax-code link --url {url}` prints a fresh one)"
     )?;
     if !generated {
         writeln!(out, "Credential: ${PASSWORD_ENV}")?;
