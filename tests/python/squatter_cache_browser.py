@@ -147,12 +147,19 @@ def variant(binary, user, kind):
         wait_for(lambda: driver.execute_script("return window.__squatter === true"),
                  "the reload ran the squatter's page in tab A")
         if kind == "worker":
-            wait_for(lambda: driver.execute_async_script(
-                "const done = arguments[0]; navigator.serviceWorker.getRegistrations()"
-                ".then((r) => done(r.some((x) => x.active)))"),
-                "the squatter's service worker is active on the origin")
+            seen = []
+
+            def worker_active():
+                state = driver.execute_async_script(
+                    "const done = arguments[0]; navigator.serviceWorker.getRegistrations()"
+                    ".then((r) => done(r.some((x) => x.active) || `${window.__worker} ${r.length}`))")
+                seen.append(state)
+                return state is True
+
+            wait_for(worker_active, "the squatter's service worker is active on the origin", timeout=30)
         else:
             wait_for(lambda: "served /assets/app.js" in served, "its script was fetched (and cached)")
+            seen = None
         squatter.terminate()
         squatter.wait(timeout=10)
         squatter = None

@@ -677,3 +677,114 @@ fn a_squatters_cached_script_or_service_worker_never_runs_in_a_later_real_page()
         "squatter_cache_browser.py failed ({status}); its checks are printed above"
     );
 }
+
+/// `ax-code serve --port 0` under `prlimit --nofile=256:1024` with `password`: the child and
+/// its URL and address.
+fn serve_with_1024_descriptors(env: &Env, password: &str) -> (Child, String, SocketAddr) {
+    let mut cmd = Command::new("prlimit");
+    cmd.args(["--nofile=256:1024", "--", AX, "serve", "--port", "0"])
+        .current_dir(&env.project)
+        .envs(env.vars())
+        .env("AX_CODE_SERVER_PASSWORD", password)
+        .env_remove("XDG_DATA_HOME")
+        .stdin(Stdio::null())
+        .stderr(Stdio::null());
+    let mut child = cmd.stdout(Stdio::piped()).spawn().unwrap();
+    let lines = line_channel(child.stdout.take().unwrap());
+    let line = lines.recv_timeout(WAIT).expect("serve printed its address");
+    let url = line
+        .split_whitespace()
+        .find(|w| w.starts_with("http://"))
+        .unwrap()
+        .to_owned();
+    let addr = url.trim_start_matches("http://").parse().unwrap();
+    (child, url, addr)
+}
+
+/// Red team 2 (medium): the head timeout did not cover bodies, so 300 `POST /signin` whose
+/// bodies never arrive (no credential needed) held the 256 unauthenticated slots forever and
+/// every new connection was dropped: the person's requests failed. With the fix a request
+/// without the credential must be whole within the head's 10 s, and one stalled for a second
+/// makes room for a new connection. The person's requests (each on a new connection) and an
+/// event stream opened before the flood (what an attached TUI holds) keep working, and the
+/// backend closes every stalled connection.
+#[test]
+fn a_flood_of_stalled_request_bodies_does_not_lock_the_person_out() {
+    let env = Env::new();
+    let password = "stalled-body-password-0123456789";
+    let (child, url, addr) = serve_with_1024_descriptors(&env, password);
+    let _reap = Reap(child);
+    let mut flood = Vec::new();
+    runtime().block_on(async {
+        let watcher = ax_client::Client::new(&url, password).unwrap();
+        let mut events = watcher.events(None);
+        // The stream is up once it delivers its first event (a reset or a heartbeat comment
+        // is not an event; creating a session is).
+        ax_client::Client::new(&url, password)
+            .unwrap()
+            .create_session(Some("before the flood"))
+            .await
+            .unwrap();
+        tokio::time::timeout(WAIT, events.next())
+            .await
+            .expect("the event stream delivers")
+            .expect("an event")
+            .expect("not an error");
+
+        for _ in 0..300 {
+            let mut s = TcpStream::connect_timeout(&addr, Duration::from_secs(2)).unwrap();
+            // A head, and a body that never comes.
+            let _ = write!(
+                s,
+                "POST /signin HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\n\
+                 Content-Length: 64\r\n\r\n{{\"code\":"
+            );
+            flood.push(s);
+        }
+        // Every stalled request has waited for its body for more than a second.
+        tokio::time::sleep(Duration::from_millis(1500)).await;
+        for i in 0..5 {
+            // A new client: a new connection, which must find a slot.
+            let client = ax_client::Client::new(&url, password).unwrap();
+            let session = tokio::time::timeout(WAIT, client.create_session(Some("during")))
+                .await
+                .unwrap_or_else(|_| panic!("request {i} timed out during the flood"))
+                .unwrap_or_else(|e| panic!("request {i} failed during the flood: {e}"));
+            let list = tokio::time::timeout(WAIT, client.list_sessions())
+                .await
+                .expect("list timed out during the flood")
+                .unwrap();
+            assert!(list.iter().any(|s| s.id == session.id));
+            // The stream opened before the flood still delivers.
+            tokio::time::timeout(WAIT, events.next())
+                .await
+                .expect("the event stream delivers during the flood")
+                .expect("an event")
+                .expect("not an error");
+        }
+    });
+    // The backend drops every stalled request: within the 10 s deadline (bounded here by
+    // 20 s), each socket is closed from the other end.
+    for mut s in flood {
+        s.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+        let mut buf = [0u8; 512];
+        loop {
+            match s.read(&mut buf) {
+                Ok(0) => break,
+                Ok(_) => continue, // a 408 answer, then the close
+                Err(e) if e.kind() == std::io::ErrorKind::ConnectionReset => break,
+                Err(e) => panic!("a stalled request's connection is still open: {e}"),
+            }
+        }
+    }
+}
+
+/// Kills and reaps a child when dropped, also when the test panics.
+struct Reap(Child);
+
+impl Drop for Reap {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
