@@ -110,7 +110,7 @@ async function exchangeCode(code) {
 function notProvenMessage(e) {
   return 'The server at this address could not prove that it holds your access token '
     + `(${e.message}), so the token was not sent, and this page has forgotten it. `
-    + 'The backend may have restarted with a new credential, or stopped and another program taken its port. '
+    + 'The backend may have restarted with a new credential (`ax-code link --rotate`), or stopped and another program taken its port. '
     + 'Start the backend again, then run `ax-code link` in a terminal for a fresh sign-in link.';
 }
 

@@ -80,6 +80,7 @@ mod error;
 mod events;
 mod gateway_mount;
 mod ids;
+pub mod kept;
 mod listen;
 mod markdown;
 pub mod project;

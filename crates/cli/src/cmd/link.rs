@@ -1,4 +1,6 @@
 //! `ax-code link [--url URL]`: prints a fresh one-time sign-in link for the Control UI.
+//! `ax-code link --rotate`: replaces the credential `serve` keeps for this project (used from
+//! its next start).
 //!
 //! The link `http://<label>.localhost:PORT/#code=CODE` (a fresh origin for each link, see
 //! `ax_server::sign_in_link`; `URL/#code=CODE` for a backend not on this machine), printed
@@ -17,6 +19,11 @@ pub struct LinkArgs {
     /// Backend URL (default: the registered backend of this project).
     #[arg(long)]
     pub url: Option<String>,
+    /// Instead of a link: replace the credential `ax-code serve` keeps for this project with a
+    /// new one. The running backend keeps the old credential until it stops; after its
+    /// restart every Control UI tab and client holding the old one must sign in again.
+    #[arg(long, conflicts_with = "url")]
+    pub rotate: bool,
 }
 
 pub fn run(args: LinkArgs) -> anyhow::Result<()> {
@@ -27,7 +34,25 @@ pub fn run(args: LinkArgs) -> anyhow::Result<()> {
     runtime.block_on(link(args))
 }
 
+/// `--rotate`: a new kept credential for the current directory's project.
+fn rotate() -> anyhow::Result<()> {
+    let (project, data) = super::serve::project_and_data_dir(None)?;
+    let path = ax_server::kept::path(&data, &project);
+    ax_server::kept::rotate(&data, &project)
+        .with_context(|| format!("cannot replace {}", path.display()))?;
+    println!(
+        "New credential for {} (in {}). A running `ax-code serve` keeps the old one until it \
+         stops: restart it, then sign in again with `ax-code link`.",
+        project.display(),
+        path.display()
+    );
+    Ok(())
+}
+
 async fn link(args: LinkArgs) -> anyhow::Result<()> {
+    if args.rotate {
+        return rotate();
+    }
     let client = match args.url {
         Some(url) => {
             let token = ax_client::credential_for_url(ax_client::Kind::Full, &url)
