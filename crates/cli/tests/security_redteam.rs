@@ -788,3 +788,89 @@ impl Drop for Reap {
         let _ = self.0.wait();
     }
 }
+
+/// Without `RUST_LOG`, `serve` logs our crates at info and its dependencies at warn: opening a
+/// WebSocket (the gateway) and closing it printed the WebSocket library's DEBUG lines, because the cap that
+/// keeps its frame dumps out of trace logs (`tungstenite=debug`) raised it above the default.
+#[test]
+fn serve_logs_no_dependency_debug_lines_by_default() {
+    let env = Env::new();
+    let log = env.tmp.join("serve.log");
+    let mut cmd = env.command(&["serve", "--port", "0"]);
+    let password = "quiet-log-password-0123456789";
+    cmd.env_remove("RUST_LOG")
+        .env("AX_CODE_SERVER_PASSWORD", password)
+        .stderr(std::fs::File::create(&log).unwrap());
+    let mut child = cmd.stdout(Stdio::piped()).spawn().unwrap();
+    let lines = line_channel(child.stdout.take().unwrap());
+    let line = lines.recv_timeout(WAIT).expect("serve printed its address");
+    let _serve = Reap(child);
+    let host = line
+        .split_whitespace()
+        .find(|w| w.starts_with("http://"))
+        .unwrap()
+        .trim_start_matches("http://")
+        .to_owned();
+    // The gateway as the Control UI uses it: connect, then close as a page that goes away.
+    runtime().block_on(async {
+        use futures_util::{SinkExt, StreamExt};
+        use tokio_tungstenite::tungstenite::{
+            Message,
+            protocol::{CloseFrame, frame::coding::CloseCode},
+        };
+        let (mut ws, _) = tokio_tungstenite::connect_async(format!("ws://{host}/gateway"))
+            .await
+            .unwrap();
+        let challenge = tokio::time::timeout(WAIT, ws.next()).await.unwrap();
+        assert!(
+            challenge
+                .unwrap()
+                .unwrap()
+                .to_text()
+                .unwrap()
+                .contains("challenge")
+        );
+        let connect = json!({"type": "req", "id": "c", "method": "connect", "params": {
+            "minProtocol": 1, "maxProtocol": 1,
+            "client": {"id": "t", "version": "1", "platform": "linux", "mode": "ui"},
+            "caps": ["ui-commands"], "role": "operator", "scopes": ["operator.read"],
+            "auth": {"token": password}}});
+        ws.send(Message::text(connect.to_string())).await.unwrap();
+        let answer = tokio::time::timeout(WAIT, ws.next()).await.unwrap();
+        assert!(
+            answer
+                .unwrap()
+                .unwrap()
+                .to_text()
+                .unwrap()
+                .contains("\"ok\":true")
+        );
+        ws.send(Message::Close(Some(CloseFrame {
+            code: CloseCode::Away,
+            reason: "".into(),
+        })))
+        .await
+        .unwrap();
+        // The backend answers the close (after handling it): then its lines are written.
+        while let Ok(Some(Ok(m))) = tokio::time::timeout(WAIT, ws.next()).await {
+            if m.is_close() {
+                break;
+            }
+        }
+    });
+    // Our crates' info lines are there (the ready line is logged just after the address).
+    eventually("serve logs its ready line at info", || {
+        std::fs::read_to_string(&log).is_ok_and(|l| l.contains("backend ready"))
+    });
+    drop(_serve);
+    let stderr = std::fs::read_to_string(&log).unwrap();
+    let noisy: Vec<&str> = stderr
+        .lines()
+        .filter(|l| l.contains("DEBUG") || l.contains("TRACE"))
+        .collect();
+    assert!(
+        noisy.is_empty(),
+        "debug lines at the default level:\n{}",
+        noisy.join("\n")
+    );
+}
