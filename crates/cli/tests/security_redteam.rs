@@ -680,7 +680,11 @@ fn a_squatters_cached_script_or_service_worker_never_runs_in_a_later_real_page()
 
 /// `ax-code serve --port 0` under `prlimit --nofile=256:1024` with `password`: the child and
 /// its URL and address.
-fn serve_with_1024_descriptors(env: &Env, password: &str) -> (Child, String, SocketAddr) {
+fn serve_with_1024_descriptors(
+    env: &Env,
+    password: &str,
+    log: Option<&std::path::Path>,
+) -> (Child, String, SocketAddr) {
     let mut cmd = Command::new("prlimit");
     cmd.args(["--nofile=256:1024", "--", AX, "serve", "--port", "0"])
         .current_dir(&env.project)
@@ -688,7 +692,10 @@ fn serve_with_1024_descriptors(env: &Env, password: &str) -> (Child, String, Soc
         .env("AX_CODE_SERVER_PASSWORD", password)
         .env_remove("XDG_DATA_HOME")
         .stdin(Stdio::null())
-        .stderr(Stdio::null());
+        .stderr(match log {
+            Some(path) => Stdio::from(std::fs::File::create(path).unwrap()),
+            None => Stdio::null(),
+        });
     let mut child = cmd.stdout(Stdio::piped()).spawn().unwrap();
     let lines = line_channel(child.stdout.take().unwrap());
     let line = lines.recv_timeout(WAIT).expect("serve printed its address");
@@ -712,7 +719,7 @@ fn serve_with_1024_descriptors(env: &Env, password: &str) -> (Child, String, Soc
 fn a_flood_of_stalled_request_bodies_does_not_lock_the_person_out() {
     let env = Env::new();
     let password = "stalled-body-password-0123456789";
-    let (child, url, addr) = serve_with_1024_descriptors(&env, password);
+    let (child, url, addr) = serve_with_1024_descriptors(&env, password, None);
     let _reap = Reap(child);
     let mut flood = Vec::new();
     runtime().block_on(async {
@@ -872,5 +879,123 @@ fn serve_logs_no_dependency_debug_lines_by_default() {
         noisy.is_empty(),
         "debug lines at the default level:\n{}",
         noisy.join("\n")
+    );
+}
+
+/// A WebSocket upgrade of the gateway that never sends `connect` (waiting at most 200 ms for
+/// the backend's answer); `None` when the connection cannot be made.
+fn silent_websocket(addr: SocketAddr) -> Option<TcpStream> {
+    let mut s = TcpStream::connect_timeout(&addr, Duration::from_secs(2)).ok()?;
+    write!(
+        s,
+        "GET /gateway HTTP/1.1\r\nHost: {addr}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\
+         Sec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n"
+    )
+    .ok()?;
+    s.set_read_timeout(Some(Duration::from_millis(200))).ok()?;
+    // The answer (101), or none yet: held either way, in a descriptor or the backlog.
+    let mut head = [0u8; 12];
+    let _ = s.read_exact(&mut head);
+    s.set_nonblocking(true).ok()?;
+    Some(s)
+}
+
+/// Whether the other end closed `s` (non-blocking read: EOF or a reset).
+fn closed(s: &mut TcpStream) -> bool {
+    let mut buf = [0u8; 1024];
+    loop {
+        match s.read(&mut buf) {
+            Ok(0) => return true,
+            Ok(_) => continue,
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => return false,
+            Err(_) => return true,
+        }
+    }
+}
+
+/// Red team 2: WebSockets left the connection cap once upgraded. 1,100 gateway sockets that
+/// never send `connect`, reopened (at a bounded rate) as the backend closes them, against a
+/// backend limited to 1,024 descriptors: it ran out of descriptors and the person's requests
+/// waited for the gateway's 10 s handshake timeout. With the fix an upgraded socket stays in
+/// the cap until its `connect` succeeds (evicted like an idle connection before that; the
+/// handshake timeout still applies): the backend never runs out of descriptors, and the
+/// person's requests on new connections keep working.
+#[test]
+fn a_flood_of_silent_websockets_does_not_lock_the_person_out() {
+    let env = Env::new();
+    let password = "websocket-flood-password-0123456789";
+    let log = env.tmp.join("serve.log");
+    let (child, url, addr) = serve_with_1024_descriptors(&env, password, Some(&log));
+    let pid = child.id();
+    let _reap = Reap(child);
+    let stop = Arc::new(AtomicBool::new(false));
+    let opened = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let flood = {
+        let (stop, opened) = (stop.clone(), opened.clone());
+        thread::spawn(move || {
+            let mut held: Vec<TcpStream> = Vec::new();
+            let started = Instant::now();
+            // Bounded: 1,100 at once, at most 64 reopened every 250 ms, 60 s at most.
+            while !stop.load(Ordering::Acquire) && started.elapsed() < Duration::from_secs(60) {
+                held.retain_mut(|s| !closed(s));
+                let want = 1100 - held.len();
+                let now = if opened.load(Ordering::Relaxed) < 1100 {
+                    want
+                } else {
+                    want.min(64)
+                };
+                for _ in 0..now {
+                    match silent_websocket(addr) {
+                        Some(s) => held.push(s),
+                        None => break,
+                    }
+                    opened.fetch_add(1, Ordering::Relaxed);
+                }
+                thread::sleep(Duration::from_millis(250));
+            }
+        })
+    };
+    let started = Instant::now();
+    while opened.load(Ordering::Relaxed) < 1100 {
+        assert!(
+            started.elapsed() < Duration::from_secs(60),
+            "the flood could not open its 1,100 sockets"
+        );
+        thread::sleep(Duration::from_millis(50));
+    }
+    eprintln!(
+        "flood open after {:?}: the backend holds {} descriptors",
+        started.elapsed(),
+        fd_count(pid)
+    );
+    runtime().block_on(async {
+        for i in 0..5 {
+            let t = Instant::now();
+            let client = ax_client::Client::new(&url, password).unwrap();
+            let session = tokio::time::timeout(WAIT, client.create_session(Some("during")))
+                .await
+                .unwrap_or_else(|_| panic!("request {i} timed out during the flood"))
+                .unwrap_or_else(|e| panic!("request {i} failed during the flood: {e}"));
+            let list = tokio::time::timeout(WAIT, client.list_sessions())
+                .await
+                .expect("list timed out during the flood")
+                .unwrap();
+            assert!(list.iter().any(|s| s.id == session.id));
+            eprintln!(
+                "request {i} took {:?}; {} descriptors",
+                t.elapsed(),
+                fd_count(pid)
+            );
+        }
+    });
+    let fds = fd_count(pid);
+    stop.store(true, Ordering::Release);
+    flood.join().unwrap();
+    assert!(fds < 1000, "the backend holds {fds} descriptors");
+    // It never ran out of descriptors (the accept loop logs that at warn).
+    let stderr = std::fs::read_to_string(&log).unwrap();
+    assert!(
+        !stderr.contains("out of file descriptors"),
+        "the flood exhausted the backend's descriptors:\n{stderr}"
     );
 }

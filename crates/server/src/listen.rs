@@ -20,6 +20,9 @@
 //!   the loop evicts the oldest unauthenticated connection idle for a second or more and waits
 //!   for a connection to close (at most [`EXHAUSTED_PAUSE`]) before it accepts again: no hot
 //!   loop, no stop.
+//! - **WebSockets.** An upgraded connection stays in the count ([`Conn::upgraded`]) until its
+//!   socket closes: unauthenticated (and evictable while idle) until the gateway's `connect`
+//!   succeeds, which must happen within the gateway's handshake timeout (10 s).
 
 use std::{
     collections::HashMap,
@@ -197,6 +200,23 @@ impl Conn {
             .is_some_and(|e| e.authenticated)
     }
 
+    /// The connection became a WebSocket: it stays in the tracker (counted in the cap until
+    /// it authenticates, evictable while idle) until the returned guard is dropped, when the
+    /// socket's task ends. [`Upgraded::evicted`] tells that task to close it.
+    pub fn upgraded(&self) -> Upgraded {
+        let evict = match self.tracker.lock().conns.get_mut(&self.id) {
+            Some(e) => {
+                e.upgraded = true;
+                e.evict.clone()
+            }
+            None => CancellationToken::new(),
+        };
+        Upgraded {
+            conn: self.clone(),
+            evict,
+        }
+    }
+
     /// Drops the connection at once (its task sees the token).
     fn evict(&self) {
         if let Some(e) = self.tracker.lock().conns.get(&self.id) {
@@ -205,8 +225,34 @@ impl Conn {
     }
 }
 
+/// An upgraded connection's place in the [`Tracker`], held by the WebSocket's task.
+pub struct Upgraded {
+    conn: Conn,
+    evict: CancellationToken,
+}
+
+impl Upgraded {
+    /// The socket proved the credential (the gateway's `connect`): never capped or evicted.
+    pub fn authenticated(&self) {
+        self.conn.authenticated();
+    }
+
+    /// Resolves when the cap (or a lack of descriptors) evicts the socket.
+    pub async fn evicted(&self) {
+        self.evict.cancelled().await;
+    }
+}
+
+impl Drop for Upgraded {
+    fn drop(&mut self) {
+        self.conn.tracker.remove(self.conn.id);
+    }
+}
+
 struct Entry {
     authenticated: bool,
+    /// A WebSocket now: its [`Upgraded`] guard removes it.
+    upgraded: bool,
     in_flight: u32,
     last_active: Instant,
     evict: CancellationToken,
@@ -278,6 +324,7 @@ impl Tracker {
             id,
             Entry {
                 authenticated: false,
+                upgraded: false,
                 in_flight: 0,
                 last_active: Instant::now(),
                 evict: evict.clone(),
@@ -295,6 +342,14 @@ impl Tracker {
     fn remove(&self, id: u64) {
         self.lock().conns.remove(&id);
         self.closed.notify_waiters();
+    }
+
+    /// Removes the connection when its HTTP part ended, unless it lives on as a WebSocket.
+    fn http_ended(&self, id: u64) {
+        let upgraded = self.lock().conns.get(&id).is_some_and(|e| e.upgraded);
+        if !upgraded {
+            self.remove(id);
+        }
     }
 }
 
@@ -441,7 +496,7 @@ async fn accept_loop(
                     let _ = connection.await;
                 }
             }
-            tracker.remove(id);
+            tracker.http_ended(id);
         });
     }
 }
