@@ -769,6 +769,20 @@ fn a_flood_of_stalled_request_bodies_does_not_lock_the_person_out() {
                 .expect("an event")
                 .expect("not an error");
         }
+        // The client that holds the stream (as `attach` holds its one client) sends too: its
+        // request needs a connection beside the stream's.
+        tokio::time::timeout(
+            WAIT,
+            watcher.create_session(Some("from the attached client")),
+        )
+        .await
+        .expect("the attached client's request timed out during the flood")
+        .expect("the attached client's request works during the flood");
+        tokio::time::timeout(WAIT, events.next())
+            .await
+            .expect("and its stream tells it")
+            .expect("an event")
+            .expect("not an error");
     });
     // The backend drops every stalled request: within the 10 s deadline (bounded here by
     // 20 s), each socket is closed from the other end.
