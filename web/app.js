@@ -41,13 +41,34 @@ const FRESH_LINK = 'Run `ax-code link` in a terminal for a fresh sign-in link.';
  */
 async function takeFragment() {
   const params = new URLSearchParams(location.hash.slice(1));
-  const code = params.get('code');
+  // A whole pasted line (the link and whatever followed it) still carries its code first.
+  const code = params.has('code') ? leadingCode(params.get('code')) : null;
   const legacy = params.has('token');
-  if (!code && !legacy) return false;
+  if (!params.has('code') && !legacy) return false;
   history.replaceState(null, '', location.pathname + location.search);
-  const result = code
+  await signInWith(code
     ? await exchangeCode(code)
-    : { error: `Links that carry the access token are not accepted. ${FRESH_LINK}` };
+    : { error: legacy ? `Links that carry the access token are not accepted. ${FRESH_LINK}` : `This sign-in link holds no code. ${FRESH_LINK}` });
+  return true;
+}
+
+/** The code at the start of `text` (32 letters and digits, as `ax-code link` prints it). */
+function leadingCode(text) {
+  return /^[0-9A-Za-z]{32}(?![0-9A-Za-z])/.exec(text ?? '')?.[0] ?? null;
+}
+
+/**
+ * A sign-in link or code somewhere in text pasted into the sign-in form (a whole line of
+ * `ax-code serve` output, say): the link when there is one, else the code after `code=`.
+ */
+function pastedSignIn(text) {
+  const link = /\bhttps?:\/\/[^\s#]+#code=([0-9A-Za-z]{32})(?![0-9A-Za-z])/.exec(text);
+  if (link) return { link: link[0], code: link[1] };
+  const code = /(?:^|[^0-9A-Za-z])code=([0-9A-Za-z]{32})(?![0-9A-Za-z])/.exec(text);
+  return code ? { code: code[1] } : null;
+}
+
+async function signInWith(result) {
   if (result.token) {
     sessionStorage.setItem(TOKEN_KEY, result.token);
     boot();
@@ -58,7 +79,6 @@ async function takeFragment() {
   } else {
     showSignIn(result.error, 'link-refused');
   }
-  return true;
 }
 
 async function exchangeCode(code) {
@@ -91,7 +111,7 @@ async function exchangeCode(code) {
 function notProvenMessage(e) {
   return 'The server at this address could not prove that it holds your access token '
     + `(${e.message}), so the token was not sent, and this page has forgotten it. `
-    + 'The backend may have restarted with a new credential, or stopped and another program taken its port. '
+    + 'The backend may have restarted with a new credential (`ax-code link --rotate`), or stopped and another program taken its port. '
     + 'Start the backend again, then run `ax-code link` in a terminal for a fresh sign-in link.';
 }
 
@@ -110,13 +130,21 @@ function signOut(message, reason) {
   showSignIn(message, reason);
 }
 
-$('signin-form').addEventListener('submit', (ev) => {
+$('signin-form').addEventListener('submit', async (ev) => {
   ev.preventDefault();
-  const token = $('token').value.trim();
-  if (!token) return;
-  sessionStorage.setItem(TOKEN_KEY, token);
+  const text = $('token').value.trim();
+  if (!text) return;
   $('token').value = '';
-  boot();
+  const pasted = pastedSignIn(text);
+  if (pasted?.link && new URL(pasted.link).origin !== location.origin) {
+    // A link opens an origin of its own (docs/SECURITY.md): go there, as clicking it would.
+    location.assign(pasted.link);
+  } else if (pasted) {
+    await signInWith(await exchangeCode(pasted.code));
+  } else {
+    sessionStorage.setItem(TOKEN_KEY, text);
+    boot();
+  }
 });
 
 // ---- the session store -----------------------------------------------------------------
@@ -159,6 +187,7 @@ class ControlUi {
     const notProven = (e) => {
       if (app !== this) return;
       if (e.insecure) signOut(`The access token was not sent: ${e.message}.`, 'insecure');
+      else if (e.foreignWorker) signOut(`The access token was not sent, and this page has forgotten it: ${e.message}. ${FRESH_LINK}`, 'foreign-worker');
       else if (this.proof.everProven) signOut(notProvenMessage(e), 'not-proven');
       // Never proven: most likely a mistyped token, or one of another backend.
       else signOut('The access token was refused: the backend at this address does not hold it.', 'refused');

@@ -21,16 +21,17 @@ export function proofMessage(nonce, address) {
 
 /**
  * The server addresses a proof may be bound to for a page served from `host` (`location.host`):
- * the host itself when it is an IP literal (`127.0.0.1:P`, `[::1]:P`); for `localhost`, either
- * loopback address, since the browser may reach either and the backend holds both on its port.
+ * the host itself when it is an IP literal (`127.0.0.1:P`, `[::1]:P`); for `localhost` and a sign-in
+ * link's `<label>.localhost`, either loopback address, since the browser may reach either and the backend holds both on its port.
  * Empty for any other name: the page cannot know which address the backend behind it listens
  * on, so it cannot check the proof.
  */
 export function proofAddresses(host) {
-  const m = /^(\[[0-9a-f:.]+\]|[0-9.]+|localhost)(?::(\d{1,5}))?$/.exec(String(host).toLowerCase());
+  const m = /^(\[[0-9a-f:.]+\]|[0-9.]+|(?:[a-z0-9]{1,63}\.)?localhost)(?::(\d{1,5}))?$/.exec(String(host).toLowerCase());
   if (!m) return [];
   const port = m[2] ?? '80';
-  if (m[1] === 'localhost') return [`127.0.0.1:${port}`, `[::1]:${port}`];
+  // `<label>.localhost`: the origin of a sign-in link (browsers resolve it to loopback).
+  if (m[1].endsWith('localhost')) return [`127.0.0.1:${port}`, `[::1]:${port}`];
   if (!m[1].startsWith('[') && !/^\d{1,3}(\.\d{1,3}){3}$/.test(m[1])) return [];
   return [`${m[1]}:${port}`];
 }
@@ -59,6 +60,30 @@ function sameText(a, b) {
   let diff = 0;
   for (let i = 0; i < a.length; i++) diff |= a.charCodeAt(i) ^ b.charCodeAt(i);
   return diff === 0;
+}
+
+/**
+ * The page registers no service worker. One on this origin was registered by a page someone
+ * else served here (another user who held the port while the backend was down): it could
+ * answer this page's requests, the proof and then the ones carrying the credential. Every
+ * registration is removed and the check fails, so the credential is never sent through it
+ * (docs/SECURITY.md).
+ */
+async function refuseForeignWorkers(proof) {
+  const workers = navigator.serviceWorker;
+  if (!workers) return;
+  let registrations = [];
+  try {
+    registrations = await workers.getRegistrations();
+  } catch {
+    registrations = [];
+  }
+  if (registrations.length === 0 && !workers.controller) return;
+  await Promise.all(registrations.map((r) => r.unregister().catch(() => false)));
+  const error = proof.fail('a service worker this page did not register was present on this address (now removed): '
+    + 'another program may have served pages here while the backend was down');
+  error.foreignWorker = true;
+  throw error;
 }
 
 /** The server could not be reached (try again later); nothing was sent. */
@@ -118,6 +143,7 @@ export class ServerProof {
     if (addresses.length === 0) {
       throw this.fail(`the page cannot check the server at ${location.host}: open the Control UI as http://127.0.0.1:PORT, http://[::1]:PORT or http://localhost:PORT`);
     }
+    await refuseForeignWorkers(this);
     const nonce = newNonce();
     let res;
     try {

@@ -85,13 +85,18 @@ class Backend:
     """`ax-code serve --port 0` with a generated AX_CODE_SERVER_PASSWORD and a private data
     directory under `root`; its stderr goes to `root/serve.log`."""
 
-    def __init__(self, binary, root, rust_log=None, port=0, token=None, extra_env=None):
-        self.token = token or secrets.token_urlsafe(32)
+    def __init__(self, binary, root, rust_log=None, port=0, token=None, extra_env=None, generated=False):
+        """`generated`: no AX_CODE_SERVER_PASSWORD; the credential is the one `serve` keeps for
+        the project, read from its `credentials/` file."""
+        self.token = None if generated else (token or secrets.token_urlsafe(32))
         self.data = os.path.join(root, "data")
         self.project = os.path.join(root, "project")
         os.makedirs(self.data, mode=0o700, exist_ok=True)
         os.makedirs(self.project, exist_ok=True)
-        env = dict(os.environ, AX_CODE_DATA_DIR=self.data, AX_CODE_SERVER_PASSWORD=self.token)
+        env = dict(os.environ, AX_CODE_DATA_DIR=self.data)
+        env.pop("AX_CODE_SERVER_PASSWORD", None)
+        if self.token:
+            env["AX_CODE_SERVER_PASSWORD"] = self.token
         env.pop("XDG_DATA_HOME", None)
         if rust_log is not None:
             env["RUST_LOG"] = rust_log
@@ -117,6 +122,14 @@ class Backend:
                 self.link = m.group(1) if m else None
                 break
         check(self.url is not None, f"ax-code serve is listening ({self.url})")
+        if generated:
+            folder = os.path.join(self.data, "credentials")
+            for name in os.listdir(folder):
+                with open(os.path.join(folder, name)) as f:
+                    record = json.load(f)
+                if record.get("url") == self.url:
+                    self.token = record["token"]
+            check(self.token is not None, "serve wrote its credential file")
         check(self.token not in (self.url or ""), "the token is not in the printed URL")
         self.port = int(self.url.rsplit(":", 1)[1])
 

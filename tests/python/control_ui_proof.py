@@ -81,6 +81,8 @@ def proof_vector(driver):
         ("127.0.0.1", ["127.0.0.1:80"]),
         ("ax.example:4096", []),
         ("localhost.ax.example:4096", []),
+        ("0123abcd.localhost:4096", ["127.0.0.1:4096", "[::1]:4096"]),
+        ("a.b.localhost:4096", []),
         ("1.2.3:4096", []),
     ]:
         got = page_call(driver, f"m.proofAddresses({host!r})")

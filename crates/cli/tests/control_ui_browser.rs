@@ -41,6 +41,13 @@ fn agent_layout_commands_never_move_what_is_under_the_persons_hands() {
     browser_script("control_ui_priority.py", Duration::from_secs(150));
 }
 
+/// A restart keeps the project's credential: an open tab proves the new process by itself;
+/// `ax-code link --rotate` then a restart makes it stop and forget (tests/python/control_ui_restart.py).
+#[test]
+fn an_open_tab_follows_a_restart_until_the_credential_is_rotated() {
+    browser_script("control_ui_restart.py", Duration::from_secs(180));
+}
+
 #[test]
 fn one_time_sign_in_links_keep_the_credential_out_of_urls_and_history() {
     browser_script("control_ui_signin.py", Duration::from_secs(150));

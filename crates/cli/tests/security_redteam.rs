@@ -643,3 +643,373 @@ fn out_of_descriptors_the_backend_waits_without_spinning_and_accepts_again() {
     let _ = child.kill();
     let _ = child.wait();
 }
+
+fn is_root() -> bool {
+    Command::new("id")
+        .arg("-u")
+        .output()
+        .is_ok_and(|o| String::from_utf8_lossy(&o.stdout).trim() == "0")
+}
+
+/// Red team (high): another OS user who held the port while the backend was down served the
+/// page and its script "immutable" for a year, or a service worker for `/`; the person reloaded
+/// the tab once. A fresh `ax-code link` after the restart then ran the squatter's code in the
+/// real page, which exchanged the code and sent the credential out through a frame; an open tab
+/// sent its requests (with the credential) through the worker. With the fix every sign-in link
+/// opens an origin of its own, the page is `no-store` with `Clear-Site-Data: "cache"`, and the
+/// page refuses (and removes) a service worker it did not register. Headless Chromium, the
+/// squatter a real second user (tests/python/squatter_cache_browser.py).
+#[test]
+fn a_squatters_cached_script_or_service_worker_never_runs_in_a_later_real_page() {
+    if !is_root() {
+        eprintln!("not root: cannot create or switch to a second OS user; not run");
+        return;
+    }
+    python();
+    require_browser();
+    let status = run_script(
+        "squatter_cache_browser.py",
+        &[AX.as_ref()],
+        Duration::from_secs(300),
+    );
+    assert!(
+        status.success(),
+        "squatter_cache_browser.py failed ({status}); its checks are printed above"
+    );
+}
+
+/// `ax-code serve --port 0` under `prlimit --nofile=256:1024` with `password`: the child and
+/// its URL and address.
+fn serve_with_1024_descriptors(
+    env: &Env,
+    password: &str,
+    log: Option<&std::path::Path>,
+) -> (Child, String, SocketAddr) {
+    let mut cmd = Command::new("prlimit");
+    cmd.args(["--nofile=256:1024", "--", AX, "serve", "--port", "0"])
+        .current_dir(&env.project)
+        .envs(env.vars())
+        .env("AX_CODE_SERVER_PASSWORD", password)
+        .env_remove("XDG_DATA_HOME")
+        .stdin(Stdio::null())
+        .stderr(match log {
+            Some(path) => Stdio::from(std::fs::File::create(path).unwrap()),
+            None => Stdio::null(),
+        });
+    let mut child = cmd.stdout(Stdio::piped()).spawn().unwrap();
+    let lines = line_channel(child.stdout.take().unwrap());
+    let line = lines.recv_timeout(WAIT).expect("serve printed its address");
+    let url = line
+        .split_whitespace()
+        .find(|w| w.starts_with("http://"))
+        .unwrap()
+        .to_owned();
+    let addr = url.trim_start_matches("http://").parse().unwrap();
+    (child, url, addr)
+}
+
+/// Red team 2 (medium): the head timeout did not cover bodies, so 300 `POST /signin` whose
+/// bodies never arrive (no credential needed) held the 256 unauthenticated slots forever and
+/// every new connection was dropped: the person's requests failed. With the fix a request
+/// without the credential must be whole within the head's 10 s, and one stalled for a second
+/// makes room for a new connection. The person's requests (each on a new connection) and an
+/// event stream opened before the flood (what an attached TUI holds) keep working, and the
+/// backend closes every stalled connection.
+#[test]
+fn a_flood_of_stalled_request_bodies_does_not_lock_the_person_out() {
+    let env = Env::new();
+    let password = "stalled-body-password-0123456789";
+    let (child, url, addr) = serve_with_1024_descriptors(&env, password, None);
+    let _reap = Reap(child);
+    let mut flood = Vec::new();
+    runtime().block_on(async {
+        let watcher = ax_client::Client::new(&url, password).unwrap();
+        let mut events = watcher.events(None);
+        // The stream is up once it delivers its first event (a reset or a heartbeat comment
+        // is not an event; creating a session is).
+        ax_client::Client::new(&url, password)
+            .unwrap()
+            .create_session(Some("before the flood"))
+            .await
+            .unwrap();
+        tokio::time::timeout(WAIT, events.next())
+            .await
+            .expect("the event stream delivers")
+            .expect("an event")
+            .expect("not an error");
+
+        for _ in 0..300 {
+            let mut s = TcpStream::connect_timeout(&addr, Duration::from_secs(2)).unwrap();
+            // A head, and a body that never comes.
+            let _ = write!(
+                s,
+                "POST /signin HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\n\
+                 Content-Length: 64\r\n\r\n{{\"code\":"
+            );
+            flood.push(s);
+        }
+        // Every stalled request has waited for its body for more than a second.
+        tokio::time::sleep(Duration::from_millis(1500)).await;
+        for i in 0..5 {
+            // A new client: a new connection, which must find a slot.
+            let client = ax_client::Client::new(&url, password).unwrap();
+            let session = tokio::time::timeout(WAIT, client.create_session(Some("during")))
+                .await
+                .unwrap_or_else(|_| panic!("request {i} timed out during the flood"))
+                .unwrap_or_else(|e| panic!("request {i} failed during the flood: {e}"));
+            let list = tokio::time::timeout(WAIT, client.list_sessions())
+                .await
+                .expect("list timed out during the flood")
+                .unwrap();
+            assert!(list.iter().any(|s| s.id == session.id));
+            // The stream opened before the flood still delivers.
+            tokio::time::timeout(WAIT, events.next())
+                .await
+                .expect("the event stream delivers during the flood")
+                .expect("an event")
+                .expect("not an error");
+        }
+        // The client that holds the stream (as `attach` holds its one client) sends too: its
+        // request needs a connection beside the stream's.
+        tokio::time::timeout(
+            WAIT,
+            watcher.create_session(Some("from the attached client")),
+        )
+        .await
+        .expect("the attached client's request timed out during the flood")
+        .expect("the attached client's request works during the flood");
+        tokio::time::timeout(WAIT, events.next())
+            .await
+            .expect("and its stream tells it")
+            .expect("an event")
+            .expect("not an error");
+    });
+    // The backend drops every stalled request: within the 10 s deadline (bounded here by
+    // 20 s), each socket is closed from the other end.
+    for mut s in flood {
+        s.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+        let mut buf = [0u8; 512];
+        loop {
+            match s.read(&mut buf) {
+                Ok(0) => break,
+                Ok(_) => continue, // a 408 answer, then the close
+                Err(e) if e.kind() == std::io::ErrorKind::ConnectionReset => break,
+                Err(e) => panic!("a stalled request's connection is still open: {e}"),
+            }
+        }
+    }
+}
+
+/// Kills and reaps a child when dropped, also when the test panics.
+struct Reap(Child);
+
+impl Drop for Reap {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// Without `RUST_LOG`, `serve` logs our crates at info and its dependencies at warn: opening a
+/// WebSocket (the gateway) and closing it printed the WebSocket library's DEBUG lines, because the cap that
+/// keeps its frame dumps out of trace logs (`tungstenite=debug`) raised it above the default.
+#[test]
+fn serve_logs_no_dependency_debug_lines_by_default() {
+    let env = Env::new();
+    let log = env.tmp.join("serve.log");
+    let mut cmd = env.command(&["serve", "--port", "0"]);
+    let password = "quiet-log-password-0123456789";
+    cmd.env_remove("RUST_LOG")
+        .env("AX_CODE_SERVER_PASSWORD", password)
+        .stderr(std::fs::File::create(&log).unwrap());
+    let mut child = cmd.stdout(Stdio::piped()).spawn().unwrap();
+    let lines = line_channel(child.stdout.take().unwrap());
+    let line = lines.recv_timeout(WAIT).expect("serve printed its address");
+    let _serve = Reap(child);
+    let host = line
+        .split_whitespace()
+        .find(|w| w.starts_with("http://"))
+        .unwrap()
+        .trim_start_matches("http://")
+        .to_owned();
+    // The gateway as the Control UI uses it: connect, then close as a page that goes away.
+    runtime().block_on(async {
+        use futures_util::{SinkExt, StreamExt};
+        use tokio_tungstenite::tungstenite::{
+            Message,
+            protocol::{CloseFrame, frame::coding::CloseCode},
+        };
+        let (mut ws, _) = tokio_tungstenite::connect_async(format!("ws://{host}/gateway"))
+            .await
+            .unwrap();
+        let challenge = tokio::time::timeout(WAIT, ws.next()).await.unwrap();
+        assert!(
+            challenge
+                .unwrap()
+                .unwrap()
+                .to_text()
+                .unwrap()
+                .contains("challenge")
+        );
+        let connect = json!({"type": "req", "id": "c", "method": "connect", "params": {
+            "minProtocol": 1, "maxProtocol": 1,
+            "client": {"id": "t", "version": "1", "platform": "linux", "mode": "ui"},
+            "caps": ["ui-commands"], "role": "operator", "scopes": ["operator.read"],
+            "auth": {"token": password}}});
+        ws.send(Message::text(connect.to_string())).await.unwrap();
+        let answer = tokio::time::timeout(WAIT, ws.next()).await.unwrap();
+        assert!(
+            answer
+                .unwrap()
+                .unwrap()
+                .to_text()
+                .unwrap()
+                .contains("\"ok\":true")
+        );
+        ws.send(Message::Close(Some(CloseFrame {
+            code: CloseCode::Away,
+            reason: "".into(),
+        })))
+        .await
+        .unwrap();
+        // The backend answers the close (after handling it): then its lines are written.
+        while let Ok(Some(Ok(m))) = tokio::time::timeout(WAIT, ws.next()).await {
+            if m.is_close() {
+                break;
+            }
+        }
+    });
+    // Our crates' info lines are there (the ready line is logged just after the address).
+    eventually("serve logs its ready line at info", || {
+        std::fs::read_to_string(&log).is_ok_and(|l| l.contains("backend ready"))
+    });
+    drop(_serve);
+    let stderr = std::fs::read_to_string(&log).unwrap();
+    let noisy: Vec<&str> = stderr
+        .lines()
+        .filter(|l| l.contains("DEBUG") || l.contains("TRACE"))
+        .collect();
+    assert!(
+        noisy.is_empty(),
+        "debug lines at the default level:\n{}",
+        noisy.join("\n")
+    );
+}
+
+/// A WebSocket upgrade of the gateway that never sends `connect` (waiting at most 200 ms for
+/// the backend's answer); `None` when the connection cannot be made.
+fn silent_websocket(addr: SocketAddr) -> Option<TcpStream> {
+    let mut s = TcpStream::connect_timeout(&addr, Duration::from_secs(2)).ok()?;
+    write!(
+        s,
+        "GET /gateway HTTP/1.1\r\nHost: {addr}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\
+         Sec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n"
+    )
+    .ok()?;
+    s.set_read_timeout(Some(Duration::from_millis(200))).ok()?;
+    // The answer (101), or none yet: held either way, in a descriptor or the backlog.
+    let mut head = [0u8; 12];
+    let _ = s.read_exact(&mut head);
+    s.set_nonblocking(true).ok()?;
+    Some(s)
+}
+
+/// Whether the other end closed `s` (non-blocking read: EOF or a reset).
+fn closed(s: &mut TcpStream) -> bool {
+    let mut buf = [0u8; 1024];
+    loop {
+        match s.read(&mut buf) {
+            Ok(0) => return true,
+            Ok(_) => continue,
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => return false,
+            Err(_) => return true,
+        }
+    }
+}
+
+/// Red team 2: WebSockets left the connection cap once upgraded. 1,100 gateway sockets that
+/// never send `connect`, reopened (at a bounded rate) as the backend closes them, against a
+/// backend limited to 1,024 descriptors: it ran out of descriptors and the person's requests
+/// waited for the gateway's 10 s handshake timeout. With the fix an upgraded socket stays in
+/// the cap until its `connect` succeeds (evicted like an idle connection before that; the
+/// handshake timeout still applies): the backend never runs out of descriptors, and the
+/// person's requests on new connections keep working.
+#[test]
+fn a_flood_of_silent_websockets_does_not_lock_the_person_out() {
+    let env = Env::new();
+    let password = "websocket-flood-password-0123456789";
+    let log = env.tmp.join("serve.log");
+    let (child, url, addr) = serve_with_1024_descriptors(&env, password, Some(&log));
+    let pid = child.id();
+    let _reap = Reap(child);
+    let stop = Arc::new(AtomicBool::new(false));
+    let opened = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let flood = {
+        let (stop, opened) = (stop.clone(), opened.clone());
+        thread::spawn(move || {
+            let mut held: Vec<TcpStream> = Vec::new();
+            let started = Instant::now();
+            // Bounded: 1,100 at once, at most 64 reopened every 250 ms, 60 s at most.
+            while !stop.load(Ordering::Acquire) && started.elapsed() < Duration::from_secs(60) {
+                held.retain_mut(|s| !closed(s));
+                let want = 1100 - held.len();
+                let now = if opened.load(Ordering::Relaxed) < 1100 {
+                    want
+                } else {
+                    want.min(64)
+                };
+                for _ in 0..now {
+                    match silent_websocket(addr) {
+                        Some(s) => held.push(s),
+                        None => break,
+                    }
+                    opened.fetch_add(1, Ordering::Relaxed);
+                }
+                thread::sleep(Duration::from_millis(250));
+            }
+        })
+    };
+    let started = Instant::now();
+    while opened.load(Ordering::Relaxed) < 1100 {
+        assert!(
+            started.elapsed() < Duration::from_secs(60),
+            "the flood could not open its 1,100 sockets"
+        );
+        thread::sleep(Duration::from_millis(50));
+    }
+    eprintln!(
+        "flood open after {:?}: the backend holds {} descriptors",
+        started.elapsed(),
+        fd_count(pid)
+    );
+    runtime().block_on(async {
+        for i in 0..5 {
+            let t = Instant::now();
+            let client = ax_client::Client::new(&url, password).unwrap();
+            let session = tokio::time::timeout(WAIT, client.create_session(Some("during")))
+                .await
+                .unwrap_or_else(|_| panic!("request {i} timed out during the flood"))
+                .unwrap_or_else(|e| panic!("request {i} failed during the flood: {e}"));
+            let list = tokio::time::timeout(WAIT, client.list_sessions())
+                .await
+                .expect("list timed out during the flood")
+                .unwrap();
+            assert!(list.iter().any(|s| s.id == session.id));
+            eprintln!(
+                "request {i} took {:?}; {} descriptors",
+                t.elapsed(),
+                fd_count(pid)
+            );
+        }
+    });
+    let fds = fd_count(pid);
+    stop.store(true, Ordering::Release);
+    flood.join().unwrap();
+    assert!(fds < 1000, "the backend holds {fds} descriptors");
+    // It never ran out of descriptors (the accept loop logs that at warn).
+    let stderr = std::fs::read_to_string(&log).unwrap();
+    assert!(
+        !stderr.contains("out of file descriptors"),
+        "the flood exhausted the backend's descriptors:\n{stderr}"
+    );
+}

@@ -211,11 +211,15 @@ async fn open(shared: Arc<Shared>, mut socket: WebSocket) -> Option<Opened> {
 pub(crate) fn serve(
     shared: Arc<Shared>,
     socket: WebSocket,
+    on_open: Option<Box<dyn FnOnce() + Send>>,
 ) -> impl Future<Output = ()> + Send + 'static {
     let handshake = Box::pin(open(shared.clone(), socket));
     async move {
         shared.ensure_ticker();
         if let Some(opened) = handshake.await {
+            if let Some(on_open) = on_open {
+                on_open();
+            }
             run(shared, opened).await;
         }
     }

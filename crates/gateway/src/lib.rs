@@ -268,7 +268,18 @@ impl Gateway {
     /// `async fn`, so the socket is not kept in it twice: pass the socket straight in, e.g.
     /// `on_upgrade(move |socket| gateway.serve_socket(socket))`.
     pub fn serve_socket(&self, socket: WebSocket) -> impl Future<Output = ()> + Send + use<> {
-        connection::serve(self.shared.clone(), socket)
+        connection::serve(self.shared.clone(), socket, None)
+    }
+
+    /// [`Gateway::serve_socket`], calling `on_open` once the handshake succeeded (a valid
+    /// `connect`, `hello-ok` sent): a host that caps connections without a credential counts
+    /// the socket as authenticated from then on.
+    pub fn serve_socket_then(
+        &self,
+        socket: WebSocket,
+        on_open: Box<dyn FnOnce() + Send>,
+    ) -> impl Future<Output = ()> + Send + use<> {
+        connection::serve(self.shared.clone(), socket, Some(on_open))
     }
 
     /// The upgrade settings the gateway expects: 4 KiB buffers (an idle connection costs a

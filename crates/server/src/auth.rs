@@ -14,7 +14,9 @@ use crate::{error::Failure, state::Shared};
 /// Checks Host (one of the served names: the bound address and the loopback names with the
 /// port, and the names allowed with `--allow-host`) and, when present, Origin (this server's
 /// own origin: `http://` + the Host, or for an `--allow-host` name also `https://` + the Host,
-/// as a browser behind a TLS-terminating proxy sends it).
+/// as a browser behind a TLS-terminating proxy sends it). A backend that serves `localhost`
+/// also serves `<label>.localhost` on its port: every sign-in link opens a fresh origin
+/// (docs/SECURITY.md, "a squatter's code never runs in a later real page").
 pub fn check_host_origin(app: &Shared, headers: &HeaderMap) -> Result<(), Failure> {
     let host = headers
         .get(header::HOST)
@@ -23,7 +25,7 @@ pub fn check_host_origin(app: &Shared, headers: &HeaderMap) -> Result<(), Failur
     let Some(host) = host else {
         return Err(Failure::forbidden("a Host header is required"));
     };
-    if !app.allowed_hosts.contains(&host) {
+    if !app.allowed_hosts.contains(&host) && !link_host(&host, &app.allowed_hosts) {
         return Err(Failure::forbidden(format!(
             "Host {host:?} is not served here; use one of {}",
             app.allowed_hosts.join(", ")
@@ -44,6 +46,22 @@ pub fn check_host_origin(app: &Shared, headers: &HeaderMap) -> Result<(), Failur
         }
     }
     Ok(())
+}
+
+/// Whether `host` is `<label>.localhost:PORT` (the origin of a sign-in link, see
+/// [`crate::sign_in_link`]) for a backend that serves `localhost:PORT`: a label of 1 to 63
+/// lowercase letters and digits. Browsers resolve every `*.localhost` name to loopback
+/// themselves, never through DNS, so such a name cannot be rebound to another machine.
+fn link_host(host: &str, allowed: &[String]) -> bool {
+    let Some((label, rest)) = host.split_once('.') else {
+        return false;
+    };
+    (1..=63).contains(&label.len())
+        && label
+            .bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit())
+        && rest.starts_with("localhost:")
+        && allowed.iter().any(|a| a == rest)
 }
 
 /// Layer for every route.
@@ -78,5 +96,37 @@ pub async fn bearer(State(app): State<Shared>, request: Request, next: Next) -> 
         next.run(request).await
     } else {
         Failure::unauthorized().into_response()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::link_host;
+
+    #[test]
+    fn link_hosts_are_a_label_on_a_served_localhost_port() {
+        let allowed = vec!["localhost:4096".to_owned(), "127.0.0.1:4096".to_owned()];
+        assert!(link_host("k3j4a9.localhost:4096", &allowed));
+        for refused in [
+            "k3j4a9.localhost:4097",
+            "k3j4a9.localhost",
+            ".localhost:4096",
+            "a.b.localhost:4096",
+            "a-b.localhost:4096",
+            "k3j4a9.127.0.0.1:4096",
+            "evil.example:4096",
+            "localhost.evil.example:4096",
+        ] {
+            assert!(!link_host(refused, &allowed), "{refused}");
+        }
+        assert!(!link_host(
+            &format!("{}.localhost:4096", "a".repeat(64)),
+            &allowed
+        ));
+        // Not served over loopback names (a remote bind without them): no link hosts.
+        assert!(!link_host(
+            "k3j4a9.localhost:4096",
+            &["192.0.2.1:4096".to_owned()]
+        ));
     }
 }

@@ -12,7 +12,7 @@
 use axum::{
     Router,
     extract::Path,
-    http::{HeaderValue, StatusCode, header},
+    http::{HeaderName, HeaderValue, StatusCode, header},
     response::{IntoResponse, Response},
     routing::get,
 };
@@ -118,6 +118,14 @@ async fn index() -> Response {
         h.insert(header::CONTENT_SECURITY_POLICY, csp);
     }
     h.insert(header::X_FRAME_OPTIONS, HeaderValue::from_static("DENY"));
+    // Whatever the browser cached for this origin (another user may have held the port and
+    // served scripts "immutable" for a year) is dropped before the page loads its scripts;
+    // the page itself is never stored (docs/SECURITY.md).
+    h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    h.insert(
+        HeaderName::from_static("clear-site-data"),
+        HeaderValue::from_static("\"cache\""),
+    );
     res
 }
 

@@ -3,18 +3,18 @@
 //! its connect frame. Besides the full credential it accepts the screen credential, granting at
 //! most `operator.read` and `operator.write`.
 
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 use ax_gateway::{Gateway, GatewayConfig, LimitedToken, Scope, Scopes, SessionDirectory, Tuning};
 use axum::{
-    Router,
+    Extension, Router,
     extract::{State, ws::WebSocketUpgrade},
     response::Response,
     routing::get,
 };
 use rusqlite::Connection;
 
-use crate::{state::Shared, store};
+use crate::{listen::Conn, state::Shared, store};
 
 /// Session lookups for `ui.command` targets, on a connection of their own (the trait is
 /// synchronous and a primary-key lookup takes microseconds).
@@ -63,20 +63,40 @@ pub fn gateway(app: &Shared) -> Result<Gateway, store::StoreError> {
 
 async fn upgrade(
     State((app, gateway)): State<(Shared, Gateway)>,
+    conn: Option<Extension<Conn>>,
     ws: WebSocketUpgrade,
 ) -> Response {
     let shutdown = app.shutdown.clone();
+    // The socket keeps its place in the connection cap (docs/SECURITY.md): unauthenticated
+    // until its `connect` succeeds, evicted like an idle connection before that.
+    let place = conn.map(|Extension(conn)| Arc::new(conn.upgraded()));
     // Small buffers keep an idle connection at a few KiB; the message cap stops a client from
     // making us buffer megabytes, yet lets the gateway's own size check answer first.
     gateway.configure_upgrade(ws).on_upgrade(move |socket| {
         // The socket goes straight into the gateway's future; an `async move` block that
         // captured it would keep a moved-out copy for the connection's whole life.
-        let serve = gateway.serve_socket(socket);
+        let opened = place.clone();
+        let serve = gateway.serve_socket_then(
+            socket,
+            Box::new(move || {
+                if let Some(place) = opened {
+                    place.authenticated();
+                }
+            }),
+        );
         async move {
+            let evicted = async {
+                match &place {
+                    Some(place) => place.evicted().await,
+                    None => std::future::pending().await,
+                }
+            };
             tokio::select! {
                 () = serve => {}
+                () = evicted => {}
                 () = shutdown.cancelled() => {}
             }
+            drop(place);
         }
     })
 }

@@ -80,6 +80,7 @@ mod error;
 mod events;
 mod gateway_mount;
 mod ids;
+pub mod kept;
 mod listen;
 mod markdown;
 pub mod project;
@@ -236,6 +237,27 @@ pub fn screen_credential(token: &str) -> Secret {
     ax_protocol::proof::screen_credential(token)
 }
 
+/// The Control UI link for a one-time sign-in `code` of the backend at `url`. For a backend on
+/// this machine (`127.0.0.1`, `[::1]` or `localhost`) the link opens a fresh origin,
+/// `http://<label>.localhost:PORT/` with a random 64-bit label: the browser's cache, service
+/// workers and storage are per origin, so nothing another OS user served while holding the
+/// port (a script cached for a year, a service worker) can run in the page the link opens
+/// (docs/SECURITY.md). Any other URL (a proxy name) keeps its origin.
+pub fn sign_in_link(url: &str, code: &str) -> Result<String, ax_core::RandomError> {
+    let url = url.trim_end_matches('/');
+    let port = ["http://127.0.0.1:", "http://[::1]:", "http://localhost:"]
+        .iter()
+        .find_map(|prefix| url.strip_prefix(prefix))
+        .filter(|port| port.parse::<u16>().is_ok());
+    Ok(match port {
+        Some(port) => {
+            let label = ax_core::random::random_hex(8)?;
+            format!("http://{label}.localhost:{port}/#code={code}")
+        }
+        None => format!("{url}/#code={code}"),
+    })
+}
+
 fn token_ok(token: &str) -> bool {
     (16..=512).contains(&token.len()) && token.bytes().all(|b| b.is_ascii_graphic())
 }
@@ -336,6 +358,13 @@ impl RunningServer {
     /// credential itself never appears in a URL or the browser's history.
     pub fn sign_in_code(&self) -> Result<Secret, ax_core::RandomError> {
         self.sign_in.mint(std::time::Instant::now())
+    }
+
+    /// A fresh one-time sign-in link with a code of [`RunningServer::sign_in_code`], on an
+    /// origin of its own ([`sign_in_link`]).
+    pub fn sign_in_link(&self) -> Result<String, ax_core::RandomError> {
+        let code = self.sign_in_code()?;
+        sign_in_link(&self.url, code.expose())
     }
 
     /// The `servers/` record, when registered.

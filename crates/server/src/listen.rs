@@ -11,13 +11,18 @@
 //!   IPv4 alone (logged at info).
 //! - **Connections.** Each connection reads its request head within
 //!   [`Limits::header_read_timeout`], which hyper also applies while a kept-alive connection
-//!   waits for its next request (the idle timeout). Connections that have not carried the
-//!   credential are capped ([`Limits::unauthenticated_connections`], and at most a quarter of
-//!   the file-descriptor limit): the next one evicts the oldest idle one. At start the soft
+//!   waits for its next request (the idle timeout); a request without the credential must
+//!   also be whole (its body) within that time, or its connection is dropped. Connections that
+//!   have not carried the credential are capped ([`Limits::unauthenticated_connections`], and
+//!   at most a quarter of the file-descriptor limit): the next one evicts the oldest idle one,
+//!   or one whose request has stalled for [`STALLED_REQUEST`]. At start the soft
 //!   `RLIMIT_NOFILE` is raised to the hard limit. When `accept` fails for lack of descriptors
 //!   the loop evicts the oldest unauthenticated connection idle for a second or more and waits
 //!   for a connection to close (at most [`EXHAUSTED_PAUSE`]) before it accepts again: no hot
 //!   loop, no stop.
+//! - **WebSockets.** An upgraded connection stays in the count ([`Conn::upgraded`]) until its
+//!   socket closes: unauthenticated (and evictable while idle) until the gateway's `connect`
+//!   succeeds, which must happen within the gateway's handshake timeout (10 s).
 
 use std::{
     collections::HashMap,
@@ -43,6 +48,10 @@ pub const EXHAUSTED_PAUSE: Duration = Duration::from_millis(100);
 /// Out of descriptors, only connections idle this long are evicted: a connection accepted a
 /// moment ago has most likely a request on its way (the person's, waiting its turn).
 const EXHAUSTED_MIN_IDLE: Duration = Duration::from_secs(1);
+/// An unauthenticated request still in flight after this long (its body stalled) may be
+/// evicted to make room: no request without the credential takes that long when its bytes
+/// arrive (`/health`, `/signin`, the page's files, the gateway's upgrade).
+const STALLED_REQUEST: Duration = Duration::from_secs(1);
 /// Port-0 binds try this many ports before giving up on one whose sibling is free.
 const PORT_TRIES: usize = 16;
 
@@ -182,10 +191,68 @@ impl Conn {
             e.last_active = Instant::now();
         }
     }
+
+    fn is_authenticated(&self) -> bool {
+        self.tracker
+            .lock()
+            .conns
+            .get(&self.id)
+            .is_some_and(|e| e.authenticated)
+    }
+
+    /// The connection became a WebSocket: it stays in the tracker (counted in the cap until
+    /// it authenticates, evictable while idle) until the returned guard is dropped, when the
+    /// socket's task ends. [`Upgraded::evicted`] tells that task to close it.
+    pub fn upgraded(&self) -> Upgraded {
+        let evict = match self.tracker.lock().conns.get_mut(&self.id) {
+            Some(e) => {
+                e.upgraded = true;
+                e.evict.clone()
+            }
+            None => CancellationToken::new(),
+        };
+        Upgraded {
+            conn: self.clone(),
+            evict,
+        }
+    }
+
+    /// Drops the connection at once (its task sees the token).
+    fn evict(&self) {
+        if let Some(e) = self.tracker.lock().conns.get(&self.id) {
+            e.evict.cancel();
+        }
+    }
+}
+
+/// An upgraded connection's place in the [`Tracker`], held by the WebSocket's task.
+pub struct Upgraded {
+    conn: Conn,
+    evict: CancellationToken,
+}
+
+impl Upgraded {
+    /// The socket proved the credential (the gateway's `connect`): never capped or evicted.
+    pub fn authenticated(&self) {
+        self.conn.authenticated();
+    }
+
+    /// Resolves when the cap (or a lack of descriptors) evicts the socket.
+    pub async fn evicted(&self) {
+        self.evict.cancelled().await;
+    }
+}
+
+impl Drop for Upgraded {
+    fn drop(&mut self) {
+        self.conn.tracker.remove(self.conn.id);
+    }
 }
 
 struct Entry {
     authenticated: bool,
+    /// A WebSocket now: its [`Upgraded`] guard removes it.
+    upgraded: bool,
     in_flight: u32,
     last_active: Instant,
     evict: CancellationToken,
@@ -210,16 +277,24 @@ impl Tracker {
         self.inner.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// Evicts the unauthenticated connection idle the longest, if it has been idle for at
-    /// least `min_idle`; false when there is none.
+    /// Evicts the unauthenticated connection idle (or stalled in a request for at least
+    /// [`STALLED_REQUEST`]) the longest, if that has lasted at least `min_idle`; false when
+    /// there is none.
     fn evict_oldest_idle(&self, min_idle: Duration) -> bool {
         let inner = self.lock();
         let now = Instant::now();
         let oldest = inner
             .conns
             .values()
-            .filter(|e| !e.authenticated && e.in_flight == 0 && !e.evict.is_cancelled())
-            .filter(|e| now.duration_since(e.last_active) >= min_idle)
+            .filter(|e| !e.authenticated && !e.evict.is_cancelled())
+            .filter(|e| {
+                let min = if e.in_flight == 0 {
+                    min_idle
+                } else {
+                    min_idle.max(STALLED_REQUEST)
+                };
+                now.duration_since(e.last_active) >= min
+            })
             .min_by_key(|e| e.last_active);
         match oldest {
             Some(e) => {
@@ -249,6 +324,7 @@ impl Tracker {
             id,
             Entry {
                 authenticated: false,
+                upgraded: false,
                 in_flight: 0,
                 last_active: Instant::now(),
                 evict: evict.clone(),
@@ -266,6 +342,14 @@ impl Tracker {
     fn remove(&self, id: u64) {
         self.lock().conns.remove(&id);
         self.closed.notify_waiters();
+    }
+
+    /// Removes the connection when its HTTP part ended, unless it lives on as a WebSocket.
+    fn http_ended(&self, id: u64) {
+        let upgraded = self.lock().conns.get(&id).is_some_and(|e| e.upgraded);
+        if !upgraded {
+            self.remove(id);
+        }
     }
 }
 
@@ -374,7 +458,25 @@ async fn accept_loop(
                 request.extensions_mut().insert(conn.clone());
                 async move {
                     conn.request(true);
-                    let response = hyper::service::Service::call(&service, request).await;
+                    let call = hyper::service::Service::call(&service, request);
+                    tokio::pin!(call);
+                    // A request without the credential must be whole within the head's time
+                    // (its body too: a stalled `POST /signin` holds a slot of the cap);
+                    // past it the connection is dropped like an idle one.
+                    let response = tokio::select! {
+                        r = &mut call => r,
+                        () = tokio::time::sleep(header_read_timeout) => {
+                            if conn.is_authenticated() {
+                                call.await
+                            } else {
+                                tracing::debug!("unauthenticated request unfinished in time: dropped");
+                                conn.evict();
+                                let mut late = hyper::Response::new(axum::body::Body::empty());
+                                *late.status_mut() = hyper::StatusCode::REQUEST_TIMEOUT;
+                                Ok(late)
+                            }
+                        }
+                    };
                     conn.request(false);
                     response
                 }
@@ -394,7 +496,7 @@ async fn accept_loop(
                     let _ = connection.await;
                 }
             }
-            tracker.remove(id);
+            tracker.http_ended(id);
         });
     }
 }
@@ -434,5 +536,26 @@ mod tests {
         second.request(false);
         second.request(false);
         assert!(!second_evict.is_cancelled());
+    }
+
+    #[test]
+    fn a_stalled_unauthenticated_request_makes_room_but_a_fresh_one_does_not() {
+        let tracker = Arc::new(Tracker::default());
+        let (stalled, stalled_evict) = tracker.admit(2).unwrap();
+        let (fresh, fresh_evict) = tracker.admit(2).unwrap();
+        stalled.request(true);
+        fresh.request(true);
+        // Both in flight a moment ago: nothing can make room.
+        assert!(tracker.admit(2).is_none());
+        // One has waited for its body for longer than a request takes: it makes room.
+        tracker
+            .lock()
+            .conns
+            .get_mut(&stalled.id)
+            .unwrap()
+            .last_active -= STALLED_REQUEST * 2;
+        assert!(tracker.admit(2).is_some());
+        assert!(stalled_evict.is_cancelled());
+        assert!(!fresh_evict.is_cancelled());
     }
 }

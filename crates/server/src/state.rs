@@ -31,7 +31,8 @@ pub struct Limits {
     /// Output kept per reply message; beyond it a truncation marker says how much was dropped.
     pub output_bytes_per_message: usize,
     /// Time to read a request head, also the longest a kept-alive connection may sit idle
-    /// between requests.
+    /// between requests and the longest a request without the credential may take (its body
+    /// included).
     pub header_read_timeout: Duration,
     /// Open connections that have not carried the credential; the next one evicts the oldest
     /// idle one. Also capped at a quarter of the file-descriptor limit.

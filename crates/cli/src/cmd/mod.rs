@@ -19,15 +19,61 @@ pub fn log_for_stdio_mcp() {
     init_logging("warn", false);
 }
 
-/// Logs to stderr, `default` unless `RUST_LOG` says otherwise, through [`Redacting`] at every
-/// level, with every field escaped by [`EscapingFields`]. Crates that log whole WebSocket
-/// messages at trace level (a connect frame carries a credential) are capped at debug,
-/// whatever `RUST_LOG` asks.
+/// Our crates' log targets (the binary's and the libraries').
+const OUR_TARGETS: &[&str] = &[
+    "ax_code",
+    "ax_cli",
+    "ax_server",
+    "ax_gateway",
+    "ax_client",
+    "ax_acp",
+    "ax_agents",
+    "ax_tui",
+    "ax_tuimcp",
+    "ax_protocol",
+    "ax_core",
+];
+
+/// The filter without `RUST_LOG`: our crates at `level`, every dependency at warn (the
+/// WebSocket library, hyper and the others log their own details at debug).
+fn default_directives(level: &str) -> String {
+    let ours: Vec<String> = OUR_TARGETS.iter().map(|t| format!("{t}={level}")).collect();
+    format!("warn,{}", ours.join(","))
+}
+
+/// Whether a `RUST_LOG` value may turn on trace level somewhere: a `trace` (or `5`) level, or
+/// a directive naming a target without a level (which means every level).
+fn may_trace(spec: &str) -> bool {
+    spec.split(',').map(str::trim).any(|d| {
+        let d = d.to_ascii_lowercase();
+        let level = d.rsplit_once('=').map_or(d.as_str(), |(_, l)| l);
+        d.contains("trace")
+            || level == "5"
+            || (!d.is_empty()
+                && !d.contains('=')
+                && ![
+                    "off", "error", "warn", "info", "debug", "0", "1", "2", "3", "4",
+                ]
+                .contains(&d.as_str()))
+    })
+}
+
+/// Logs to stderr through [`Redacting`] at every level, with every field escaped by
+/// [`EscapingFields`]: [`default_directives`] of `default` unless `RUST_LOG` says otherwise.
+/// Crates that log whole WebSocket messages at trace level (a connect frame carries a
+/// credential) are capped at debug when `RUST_LOG` may ask for trace (the cap is never
+/// applied otherwise: it would raise them to debug).
 pub fn init_logging(default: &str, ansi: bool) {
-    let filter = quiet_frames(
-        tracing_subscriber::EnvFilter::try_from_default_env()
-            .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default)),
-    );
+    let filter = match std::env::var("RUST_LOG") {
+        Ok(spec) if !spec.trim().is_empty() => {
+            match tracing_subscriber::EnvFilter::try_new(&spec) {
+                Ok(filter) if may_trace(&spec) => quiet_frames(filter),
+                Ok(filter) => filter,
+                Err(_) => tracing_subscriber::EnvFilter::new(default_directives(default)),
+            }
+        }
+        _ => tracing_subscriber::EnvFilter::new(default_directives(default)),
+    };
     let _ = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .fmt_fields(EscapingFields)
@@ -169,5 +215,38 @@ mod tests {
         assert!(!redact(&format!("payload: 0x00{hex}ff")).contains(&hex));
         // Idempotent.
         assert_eq!(redact(&out), out);
+    }
+
+    #[test]
+    fn the_frame_cap_applies_only_where_trace_may_be_asked_for() {
+        for spec in [
+            "trace",
+            "TRACE",
+            "info,tungstenite=trace",
+            "tungstenite",
+            "ax_server=5",
+            "warn,hyper",
+        ] {
+            assert!(may_trace(spec), "{spec}");
+        }
+        for spec in [
+            "info",
+            "debug",
+            "warn,ax_server=debug",
+            "off",
+            "",
+            "ax_cli=info,4",
+        ] {
+            assert!(!may_trace(spec), "{spec}");
+        }
+        let d = default_directives("info");
+        assert!(
+            d.starts_with("warn,") && d.contains("ax_server=info"),
+            "{d}"
+        );
+        assert!(
+            d.contains("ax_code=info") && !d.contains("tungstenite"),
+            "{d}"
+        );
     }
 }

@@ -6,9 +6,11 @@
 //! must always name the backend: the loopback names, the bound address, or a `--allow-host`
 //! name; `--allow-remote` does not turn that off.
 //!
-//! The credential is `$AX_CODE_SERVER_PASSWORD`, else a fresh random token written with the
-//! URL to `credentials/<host>_<port>.json` (0600) in the data directory, so `ax-code attach`
-//! run by the same OS user finds it. stdout gets the addresses (the Control UI one with a
+//! The credential is `$AX_CODE_SERVER_PASSWORD`, else the project's kept credential
+//! (`ax_server::kept`: random, made at the first start, the same at every restart until
+//! `ax-code link --rotate`), also written with the URL to `credentials/<host>_<port>.json`
+//! (0600) in the data directory while it runs, so `ax-code attach` run by the same OS user
+//! finds it. stdout gets the addresses (the Control UI one with a
 //! one-time sign-in code in the URL fragment, never the credential); logs go to stderr.
 
 use std::{
@@ -100,9 +102,12 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     let password = std::env::var(PASSWORD_ENV).ok().filter(|p| !p.is_empty());
     let generated = password.is_none();
     // Known before anything can log it.
+    // Without a password, the project's kept credential (made at the first start): a restart
+    // keeps signed-in Control UI tabs and attached TUIs working (docs/SECURITY.md).
     let token = match password {
         Some(password) => ax_server::Secret::new(password),
-        None => ax_server::generate_token().context("cannot generate a credential")?,
+        None => ax_server::kept::load_or_create(&data_dir, &project)
+            .context("cannot read or keep the project's credential")?,
     };
     super::redact_secret(&token);
     super::redact_secret(&ax_server::screen_credential(token.expose()));
@@ -154,12 +159,13 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
         "ax-code backend for {} listening on {url}",
         server.project_dir().display()
     )?;
-    // A one-time code, not the credential: a link stays in the browser's history.
+    // A one-time code, not the credential: a link stays in the browser's history. The link
+    // alone after the label, so copying the line or the link both work; the note below.
+    writeln!(out, "Control UI: {}", server.sign_in_link()?)?;
     writeln!(
         out,
-        "Control UI: {url}/#code={} (one-time sign-in link, valid 60 s; \
-         `ax-code link --url {url}` prints a fresh one)",
-        server.sign_in_code()?.expose()
+        "  (one-time sign-in link on an address of its own, valid 60 s; \
+         `ax-code link --url {url}` prints a fresh one)"
     )?;
     if !generated {
         writeln!(out, "Credential: ${PASSWORD_ENV}")?;

@@ -74,7 +74,7 @@ impl Drop for Serve {
     }
 }
 
-/// The URL and one-time sign-in code of a `Control UI: URL/#code=CODE (…)` line.
+/// The origin and one-time sign-in code of a `Control UI: ORIGIN/#code=CODE` line.
 pub fn control_ui_link(line: &str) -> Option<(String, String)> {
     let rest = line.strip_prefix("Control UI: ")?;
     let link = rest.split_whitespace().next()?;
@@ -123,7 +123,15 @@ pub fn spawn_control_ui(
         };
         let link = control_ui_link(&line);
         lines_seen.push(line);
-        if let Some((url, _code)) = link {
+        if link.is_some() {
+            // The API's URL is the one `serve` listens on; the link has an origin of its own.
+            let url = lines_seen
+                .iter()
+                .find_map(|l| {
+                    l.split_once("listening on ")
+                        .map(|(_, u)| u.trim().to_owned())
+                })
+                .expect("serve printed its address before the link");
             let Some(token) = generated_credential(&cmd, &url) else {
                 let _ = child.kill();
                 let _ = child.wait();
