@@ -83,6 +83,15 @@ fn main() {
         ("abort_while_busy_without_a_permission", || {
             Box::pin(abort_while_busy_without_a_permission())
         }),
+        ("a_gemini_replay_is_never_shown_as_new_work", || {
+            Box::pin(a_gemini_replay_is_never_shown_as_new_work())
+        }),
+        ("usage_is_a_meter_on_the_session", || {
+            Box::pin(usage_is_a_meter_on_the_session())
+        }),
+        ("a_codex_reject_keeps_its_card_and_says_why", || {
+            Box::pin(a_codex_reject_keeps_its_card_and_says_why())
+        }),
         (
             "the_session_screen_credential_cannot_answer_a_permission",
             || Box::pin(the_session_screen_credential_cannot_answer_a_permission()),
@@ -1310,5 +1319,150 @@ async fn a_prompt_during_a_revoke_is_refused_not_stopped() {
     assert!(
         refused_for_revoke,
         "no prompt reached the backend while a revoke was stopping the agent"
+    );
+}
+
+/// docs/agents.md §7: Gemini replays its history on `session/load` with the old tool call ids
+/// and texts, partly after answering the load; none of it is new work in the next turn.
+async fn a_gemini_replay_is_never_shown_as_new_work() {
+    let state = tempfile::tempdir().unwrap();
+    let env = format!(
+        ", AX_MOCK_STATE_DIR = {:?}, AX_MOCK_LOAD = \"1\", AX_MOCK_REPLAY = \"gemini\"",
+        state.path().to_string_lossy()
+    );
+    let mut b = Backend::start(&env).await;
+    let id = b.mock_session().await;
+    let mut events = b.events().await;
+    let first = b
+        .client
+        .prompt_text(
+            &id,
+            "text Fixing add().\ntool r1 ReadFile\ntool-done r1\ntool s1 Shell\ntool-done s1\n\
+             text Fixed add(); tests pass.",
+        )
+        .await
+        .unwrap();
+    follow(&b, &mut events, &id, &first.reply_id, |_| None).await;
+    let before = b.client.messages(&id).await.unwrap();
+    b.restart().await;
+    let mut events = b.events().await;
+    let second = b
+        .client
+        .prompt_text(&id, "text Fixed add(); tests pass.")
+        .await
+        .unwrap();
+    let live = follow(&b, &mut events, &id, &second.reply_id, |_| None).await;
+    assert_eq!(
+        live.parts,
+        vec![TurnPart::Text {
+            text: "Fixed add(); tests pass.".into()
+        }],
+        "no old card, no old text in the new reply"
+    );
+    let after = b.client.messages(&id).await.unwrap();
+    assert_eq!(after.len(), 4, "two turns, each once: {after:?}");
+    assert_eq!(after[..2], before[..]);
+    assert_eq!(
+        reply_of(&after, &second.reply_id).parts,
+        as_parts(&live.parts)
+    );
+}
+
+/// docs/agents.md §4: `usage_update` is a meter on the session (`agentState.usage`), sent
+/// live as `session.updated` and equal after a reload; never a transcript line.
+async fn usage_is_a_meter_on_the_session() {
+    let mut b = Backend::start(", AX_MOCK_STEP_USAGE = \"1\"").await;
+    let id = b.mock_session().await;
+    let mut events = b.events().await;
+    let accepted = b
+        .client
+        .prompt_text(&id, "text a\nusage 5 10 0.25")
+        .await
+        .unwrap();
+    let mut live_usage = None;
+    let mut seen = false;
+    within(async {
+        loop {
+            let e = events.next().await.expect("open").expect("no error");
+            match e.event {
+                Event::MessageDelta { message_id, .. } if message_id == accepted.reply_id => {
+                    seen = true
+                }
+                Event::SessionUpdated { session } if session.id == id => {
+                    if let Some(u) = session.agent_state.and_then(|s| s.usage) {
+                        live_usage = Some(u);
+                    }
+                }
+                Event::SessionStatus { session_id, status }
+                    if seen && session_id == id && status == SessionStatus::Idle =>
+                {
+                    return;
+                }
+                _ => {}
+            }
+        }
+    })
+    .await;
+    let session = b.client.get_session(&id).await.unwrap();
+    let json = serde_json::to_value(&session).unwrap();
+    // After the last step: 2 steps of 1000 tokens, $0.02 (the mock's figures).
+    assert_eq!(
+        json["agentState"]["usage"],
+        serde_json::json!({"used": 2000, "size": 200000, "cost": {"amount": 0.02, "currency": "USD"}})
+    );
+    let stored = session.agent_state.and_then(|s| s.usage);
+    assert_eq!(live_usage, stored, "what streamed equals what is stored");
+    let messages = b.client.messages(&id).await.unwrap();
+    let reply = reply_of(&messages, &accepted.reply_id);
+    assert!(
+        !reply
+            .parts
+            .iter()
+            .any(|p| matches!(p, Part::Turn(TurnPart::Notice(_)))),
+        "no usage line in the transcript: {:?}",
+        reply.parts
+    );
+    b.restart().await;
+    let again = b.client.get_session(&id).await.unwrap();
+    assert_eq!(again.agent_state.and_then(|s| s.usage), stored);
+}
+
+/// docs/agents.md §5: Codex's reject option (`abort`) ends the whole turn `cancelled`; the
+/// rejected command keeps its card and a notice says why the turn ended.
+async fn a_codex_reject_keeps_its_card_and_says_why() {
+    let mut b = Backend::start("").await;
+    let id = b.mock_session().await;
+    let mut events = b.events().await;
+    let accepted = b
+        .client
+        .prompt_text(&id, "exec c1 rm -rf build\ntext never said")
+        .await
+        .unwrap();
+    let live = follow(&b, &mut events, &id, &accepted.reply_id, |_| {
+        Some(PermissionReply::RejectOnce)
+    })
+    .await;
+    let card = live
+        .parts
+        .iter()
+        .find_map(|p| match p {
+            TurnPart::ToolCall(t) if t.tool_call_id == "c1" => Some(t),
+            _ => None,
+        })
+        .expect("the rejected command has a card");
+    assert_eq!(card.title, "rm -rf build");
+    assert_eq!(card.status, turn::ToolStatus::Failed);
+    assert!(
+        live.parts.iter().any(|p| matches!(p, TurnPart::Notice(n)
+            if n.kind == NoticeKind::Stop
+                && n.message.contains("ended its turn after you rejected `rm -rf build`"))),
+        "{:?}",
+        live.parts
+    );
+    b.restart().await;
+    let stored = b.client.messages(&id).await.unwrap();
+    assert_eq!(
+        reply_of(&stored, &accepted.reply_id).parts,
+        as_parts(&live.parts)
     );
 }
