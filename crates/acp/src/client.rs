@@ -69,6 +69,10 @@ pub struct StartOptions {
     pub request_timeout: Duration,
     /// The terminal implementation (default: [`LocalTerminals`]).
     pub terminals: Option<Arc<dyn Terminals>>,
+    /// A value unique to this agent process, set as `AX_CODE_AGENT_TAG` in its environment:
+    /// when the agent ends, every process still carrying it is killed, also those that left
+    /// its process group (docs/agents.md §2). `None`: only the process group is stopped.
+    pub tag: Option<String>,
 }
 
 impl StartOptions {
@@ -81,6 +85,7 @@ impl StartOptions {
             stop_kill_after: Duration::from_secs(3),
             request_timeout: Duration::from_secs(120),
             terminals: None,
+            tag: None,
         }
     }
 }
@@ -1044,7 +1049,7 @@ impl AgentHandle {
                 path: options.project_dir.clone(),
                 source,
             })?;
-        let mut child = process::agent_command(spec, &project)
+        let mut child = process::agent_command(spec, &project, options.tag.as_deref())
             .spawn()
             .map_err(|source| StartError::Spawn {
                 name: spec.name.clone(),
@@ -1081,10 +1086,22 @@ impl AgentHandle {
         let (exit_tx, exit_rx) = watch::channel(None);
         {
             let shared = shared.clone();
+            let tag = options.tag.clone();
             tokio::spawn(async move {
                 let status = describe_status(child.wait().await);
-                // Whatever the agent left in its group would keep our pipes open.
+                // Whatever the agent left in its group would keep our pipes open; what it
+                // started elsewhere (setsid) must not outlive it either.
                 signal_group(pgid, rustix::process::Signal::KILL);
+                if let Some(tag) = tag {
+                    let killed = tokio::task::spawn_blocking(move || {
+                        ax_agents::process::kill_tagged(|v| v == tag)
+                    })
+                    .await
+                    .unwrap_or(0);
+                    if killed > 0 {
+                        tracing::info!(killed, "stopped processes the agent had started");
+                    }
+                }
                 if let Some(pump) = stderr_pump {
                     let _ = tokio::time::timeout(Duration::from_secs(2), pump).await;
                 }
@@ -1726,6 +1743,9 @@ impl Drop for AgentHandle {
         self.close_stdin.cancel();
         if self.is_alive() {
             signal_group(self.pgid, rustix::process::Signal::KILL);
+            if let Some(tag) = &self.options.tag {
+                ax_agents::process::kill_tagged(|v| v == tag);
+            }
         }
     }
 }

@@ -382,6 +382,7 @@ impl Turn {
         }
         let mut options = StartOptions::new(&self.app.project_dir);
         options.watchdog = self.app.limits.agent_watchdog;
+        options.tag = Some(agent_tag(&self.app.agent_tag_scope, &self.session));
         let (mut handle, events) = match AgentHandle::start(spec, options).await {
             Ok(x) => x,
             Err(e) => {
@@ -810,6 +811,51 @@ pub async fn set_mode(app: &Shared, id: &SessionId, mode_id: &str) -> Result<Ses
         session: session.clone(),
     });
     Ok(session)
+}
+
+/// The scope of the agent tags of the backend serving `project_dir` from `data_dir`: a
+/// hash of both, so one backend's tags never match another's, and a backend restarted on
+/// the same data finds what its dead predecessor's agents left (docs/agents.md §2).
+pub fn tag_scope(data_dir: &std::path::Path, project_dir: &std::path::Path) -> String {
+    let data = data_dir
+        .canonicalize()
+        .unwrap_or_else(|_| data_dir.to_owned());
+    // FNV-1a: stable across builds, unlike the standard library's hasher.
+    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
+    for byte in data
+        .as_os_str()
+        .as_encoded_bytes()
+        .iter()
+        .chain(b"\0")
+        .chain(project_dir.as_os_str().as_encoded_bytes())
+    {
+        hash ^= u64::from(*byte);
+        hash = hash.wrapping_mul(0x0100_0000_01b3);
+    }
+    format!("axc{hash:016x}")
+}
+
+/// A new tag for an agent process of `session`: unique to this start, so the cleanup after
+/// an agent that ended can never hit its successor.
+fn agent_tag(scope: &str, session: &SessionId) -> String {
+    static STARTS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let n = STARTS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    format!("{scope}:{session}:{n}")
+}
+
+/// At start: kills every process an agent of a dead backend on the same data and project
+/// started, even those that left the agent's process group (the project lock proves no live
+/// backend owns them).
+pub fn kill_left_behind(scope: &str) -> usize {
+    let prefix = format!("{scope}:");
+    let killed = ax_agents::process::kill_tagged(|v| v.starts_with(&prefix));
+    if killed > 0 {
+        tracing::warn!(
+            killed,
+            "killed processes agents of a crashed backend left running"
+        );
+    }
+    killed
 }
 
 /// Stops the session's agent process, if one runs (session deleted, backend stopping).

@@ -114,6 +114,9 @@ pub struct App {
     pub agent: Arc<dyn Agent>,
     /// The named agents sessions can be created with.
     pub agents: ax_acp::AgentsConfig,
+    /// What every agent tag of this backend starts with: one value per data directory and
+    /// project (docs/agents.md §2, [`crate::acp_run::tag_scope`]).
+    pub agent_tag_scope: String,
     /// Running ACP agent processes by session (one per session that has work).
     pub agent_slots: Mutex<HashMap<SessionId, Arc<crate::acp_run::AgentSlot>>>,
     /// The session-scoped screen credentials and gates of ACP sessions.

@@ -86,6 +86,10 @@ fn main() {
         ("a_gemini_replay_is_never_shown_as_new_work", || {
             Box::pin(a_gemini_replay_is_never_shown_as_new_work())
         }),
+        (
+            "a_detached_command_stops_with_its_session_and_the_backend",
+            || Box::pin(a_detached_command_stops_with_its_session_and_the_backend()),
+        ),
         ("usage_is_a_meter_on_the_session", || {
             Box::pin(usage_is_a_meter_on_the_session())
         }),
@@ -1465,4 +1469,71 @@ async fn a_codex_reject_keeps_its_card_and_says_why() {
         reply_of(&stored, &accepted.reply_id).parts,
         as_parts(&live.parts)
     );
+}
+
+/// Whether `pid` runs (a zombie waiting for its reaper does not).
+fn running(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| {
+        stat.rsplit_once(')')
+            .is_some_and(|(_, rest)| !rest.trim_start().starts_with('Z'))
+    })
+}
+
+/// The process group and session of `pid`.
+fn group_and_session(pid: u32) -> (u32, u32) {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
+    let (_, rest) = stat.rsplit_once(')').unwrap();
+    let f: Vec<&str> = rest.split_whitespace().collect();
+    (f[2].parse().unwrap(), f[3].parse().unwrap())
+}
+
+async fn gone(pid: u32, what: &str) {
+    within(async {
+        while running(pid) {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    })
+    .await;
+    assert!(!running(pid), "{what}");
+}
+
+/// Starts `sleep` in a session of its own through the agent (as a command of Claude's Bash
+/// tool may); its pid.
+async fn detached(b: &Backend, id: &SessionId) -> u32 {
+    let mut events = b.events().await;
+    let accepted = b.client.prompt_text(id, "detach 600\npid").await.unwrap();
+    let live = follow(b, &mut events, id, &accepted.reply_id, |_| None).await;
+    let text = text_of(&live.parts);
+    let pid: u32 = text
+        .split_whitespace()
+        .nth(1)
+        .and_then(|p| p.parse().ok())
+        .unwrap_or_else(|| panic!("{text}"));
+    let agent: u32 = text
+        .rsplit_once("pid ")
+        .and_then(|(_, p)| p.trim().parse().ok())
+        .unwrap_or_else(|| panic!("{text}"));
+    assert!(running(pid), "the detached command runs");
+    let (group, session) = group_and_session(pid);
+    assert_ne!(
+        (group, session),
+        group_and_session(agent),
+        "it left the agent's process group and session"
+    );
+    pid
+}
+
+/// docs/agents.md §2: whatever an agent started stops when its session is deleted and when
+/// the backend stops, also a command that left the agent's process group (`setsid`).
+async fn a_detached_command_stops_with_its_session_and_the_backend() {
+    let mut b = Backend::start("").await;
+    let id = b.mock_session().await;
+    let pid = detached(&b, &id).await;
+    b.client.delete_session(&id).await.unwrap();
+    gone(pid, "deleting the session stopped the detached command").await;
+
+    let id = b.mock_session().await;
+    let pid = detached(&b, &id).await;
+    b.restart().await;
+    gone(pid, "stopping the backend stopped the detached command").await;
 }
