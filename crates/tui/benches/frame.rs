@@ -93,6 +93,7 @@ fn agent_part(i: usize) -> TurnPart {
             path: format!("crates/some-crate/src/file{i}.rs"),
             old_text: Some("fn a() {}\nfn b() {\n    1\n}\n".repeat(5)),
             new_text: "fn a() {}\nfn b() {\n    2\n}\n".repeat(5),
+            line: None,
         }],
         ..ToolCallPart::default()
     };

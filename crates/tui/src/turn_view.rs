@@ -419,6 +419,7 @@ pub fn request_rows(t: &ToolCallPart, width: usize) -> Vec<Row> {
                 path,
                 old_text,
                 new_text,
+                ..
             } => diff_rows(&mut rows, path, old_text.as_deref(), new_text, width),
             ToolContent::Terminal {
                 terminal_id,

@@ -64,6 +64,7 @@ fn every_kind() -> Vec<TurnDelta> {
         path: "src/lib.rs".into(),
         old_text: Some("fn a() {}\nfn b() {\n    1\n}\nfn c() {}\n".into()),
         new_text: "fn a() {}\nfn b() {\n    2\n}\nfn c() {}\n".into(),
+        line: None,
     }];
     edit.locations = vec![ToolLocation {
         path: "src/lib.rs".into(),
@@ -618,6 +619,7 @@ fn acp_session(status: SessionStatus) -> ax_protocol::Session {
             ],
         }),
         auth_methods: Vec::new(),
+        usage: None,
     });
     s.standing = vec![StandingGrant {
         title: "Always Allow: Edit src/lib.rs".into(),
@@ -754,6 +756,7 @@ fn the_approval_dialog_shows_an_acp_request_and_the_agents_options() {
         path: "src/lib.rs".into(),
         old_text: Some("a\nold line\nc\n".into()),
         new_text: "a\nnew line\nc\n".into(),
+        line: None,
     }];
     edit.raw_input = Some(serde_json::json!({"command": "apply\n--patch"}));
     let option = |id: &str, name: &str, kind| PermissionChoice {
