@@ -81,6 +81,8 @@ pub enum HeldFor {
     Revoking,
     /// `DELETE /session/{id}` is removing the session.
     Deleting,
+    /// `POST /session/{id}/mode` is starting the session's agent to switch its mode.
+    StartingAgent,
 }
 
 /// A message to a run's task.

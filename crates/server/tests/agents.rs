@@ -90,6 +90,10 @@ fn main() {
             "a_detached_command_stops_with_its_session_and_the_backend",
             || Box::pin(a_detached_command_stops_with_its_session_and_the_backend()),
         ),
+        (
+            "a_mode_is_switched_before_the_first_prompt_and_after_a_restart",
+            || Box::pin(a_mode_is_switched_before_the_first_prompt_and_after_a_restart()),
+        ),
         ("usage_is_a_meter_on_the_session", || {
             Box::pin(usage_is_a_meter_on_the_session())
         }),
@@ -1536,4 +1540,57 @@ async fn a_detached_command_stops_with_its_session_and_the_backend() {
     let pid = detached(&b, &id).await;
     b.restart().await;
     gone(pid, "stopping the backend stopped the detached command").await;
+}
+
+/// docs/agents.md §3: the agent's modes can be switched whenever the session exists: a
+/// mode change starts an agent that does not run (before the first prompt, after a restart).
+async fn a_mode_is_switched_before_the_first_prompt_and_after_a_restart() {
+    let mut b = Backend::start("").await;
+    let id = b.mock_session().await;
+    let switched = b.client.set_mode(&id, "acceptEdits").await.unwrap();
+    let modes = switched
+        .agent_state
+        .unwrap()
+        .modes
+        .expect("the agent's modes");
+    assert_eq!(modes.current, "acceptEdits");
+    assert_eq!(modes.available.len(), 3);
+    let mut events = b.events().await;
+    let accepted = b.client.prompt_text(&id, "mode\npid").await.unwrap();
+    let live = follow(&b, &mut events, &id, &accepted.reply_id, |_| None).await;
+    assert!(
+        text_of(&live.parts).contains("mode: acceptEdits"),
+        "the agent the mode change started takes the prompt: {:?}",
+        live.parts
+    );
+
+    b.restart().await;
+    // The modes are still offered after the restart, from the stored state ...
+    let session = b.client.get_session(&id).await.unwrap();
+    let modes = session
+        .agent_state
+        .unwrap()
+        .modes
+        .expect("kept across the restart");
+    assert_eq!(modes.available.len(), 3);
+    // ... and switching them starts the agent again.
+    let switched = b.client.set_mode(&id, "acceptEdits").await.unwrap();
+    assert_eq!(
+        switched.agent_state.unwrap().modes.unwrap().current,
+        "acceptEdits"
+    );
+    let mut events = b.events().await;
+    let accepted = b.client.prompt_text(&id, "mode").await.unwrap();
+    let live = follow(&b, &mut events, &id, &accepted.reply_id, |_| None).await;
+    assert!(
+        text_of(&live.parts).contains("mode: acceptEdits"),
+        "{:?}",
+        live.parts
+    );
+    // A shell session has no modes: a clear 400, not a start.
+    let shell = b.client.create_session(None).await.unwrap();
+    match b.client.set_mode(&shell.id, "default").await {
+        Err(ClientError::Api { status, .. }) => assert_eq!(status, 400),
+        other => panic!("{other:?}"),
+    }
 }
