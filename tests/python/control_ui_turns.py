@@ -5,7 +5,8 @@ default agent is the mock ACP agent, scripted by its prompt; see crates/mock-age
    and its pane says which.
 2. One full turn renders every part kind: agent text as Markdown (through POST /markdown, built
    as elements), a folded thought, the plan as a checklist, tool-call cards (a run, a diff
-   edit with coloured lines), a usage notice, the permission's line.
+   edit with coloured lines), the permission's line (usage is a meter on the session, not a
+   transcript line: docs/agents.md §4).
 3. Hostile Markdown and HTML in agent text, in a file the agent reads back, in tool titles and
    in a diff stay text: no <img>, <script>, <iframe> or javascript: link is made, and no
    script runs (window.__pwned stays unset).
@@ -284,7 +285,7 @@ def run(binary, mock, artifacts):
         check(tools["p1"]["status"] == "completed", f"the approved call is done: {tools.get('p1')}")
         check(r["diffDel"] == ["-old-line\n"] and r["diffAdd"] == ["+fresh <img src=x onerror=\"window.__pwned='diff'\"> line\n"],
               f"a coloured unified diff, its lines as text: {r['diffDel']} {r['diffAdd']}")
-        check("usage" in r["notices"], f"the usage notice: {r['notices']}")
+        check("usage" not in r["notices"], f"no usage line in the transcript: {r['notices']}")
         check(len(r["permission"]) == 1 and r["permission"][0][0] == "selected" and "“Allow”" in r["permission"][0][1],
               f"the permission line with its answer: {r['permission']}")
         text = page.transcript_text()

@@ -155,7 +155,7 @@ fn full_turn() {
         "✓ [edit] Edit src/lib.rs ▸",
         "✓ [run] printf 'term-ok\\n'",
         "term: exit=0",
-        "│ usage:",
+        // `usage` is a meter on the session now (agentState.usage), not a transcript line.
         "── turn took",
     ] {
         assert!(s.contains(want), "missing {want:?}:\n{s}");
