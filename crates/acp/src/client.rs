@@ -1883,3 +1883,49 @@ async fn finish_turn(
     let parts = st.turn.take().map(|t| t.parts).unwrap_or_default();
     let _ = shared.events.send(AcpEvent::TurnEnded { end, parts });
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn tail(texts: &[(bool, &str)]) -> ReplayTail {
+        ReplayTail {
+            texts: texts.iter().map(|(t, s)| (*t, (*s).to_string())).collect(),
+            at: (0, 0),
+        }
+    }
+
+    /// docs/agents.md §7: a replay is matched in order, across stored parts and whatever
+    /// the spacing; a text that does not continue it is live work.
+    #[test]
+    fn a_replay_continues_the_stored_texts_in_order() {
+        let mut t = tail(&[
+            (false, "Fixing add()."),
+            (true, "**Plan**\nfix it"),
+            (false, "Fixed add(); tests pass."),
+        ]);
+        // One chunk over two stored texts of its kind (a thought between is skipped).
+        assert!(t.consume(false, "Fixing add().Fixed add();"));
+        assert!(!t.exhausted());
+        // Going back is not a continuation.
+        assert!(!t.consume(false, "Fixing"));
+        assert!(t.consume(false, " tests  pass.\n"));
+        assert!(t.exhausted(), "thoughts before the cursor are behind it");
+
+        let mut t = tail(&[(false, "old answer"), (true, "**Plan**\nfix it")]);
+        assert!(t.consume(true, "**Plan** fix it"), "spacing differs");
+        assert!(!t.consume(false, "old answer"), "behind the cursor now");
+        assert!(
+            t.consume(false, "\n"),
+            "whitespace proves nothing either way"
+        );
+
+        let mut t = tail(&[(false, "abc")]);
+        assert!(!t.consume(false, "abcd"), "more than was stored");
+        assert!(!t.consume(true, "abc"), "another kind");
+        assert!(t.consume(false, "ab"));
+        assert!(!t.exhausted());
+        assert!(t.consume(false, "c"));
+        assert!(t.exhausted());
+    }
+}
