@@ -69,6 +69,10 @@ pub struct StartOptions {
     pub request_timeout: Duration,
     /// The terminal implementation (default: [`LocalTerminals`]).
     pub terminals: Option<Arc<dyn Terminals>>,
+    /// A value unique to this agent process, set as `AX_CODE_AGENT_TAG` in its environment:
+    /// when the agent ends, every process still carrying it is killed, also those that left
+    /// its process group (docs/agents.md §2). `None`: only the process group is stopped.
+    pub tag: Option<String>,
 }
 
 impl StartOptions {
@@ -81,6 +85,7 @@ impl StartOptions {
             stop_kill_after: Duration::from_secs(3),
             request_timeout: Duration::from_secs(120),
             terminals: None,
+            tag: None,
         }
     }
 }
@@ -1213,7 +1218,7 @@ impl AgentHandle {
                 path: options.project_dir.clone(),
                 source,
             })?;
-        let mut child = process::agent_command(spec, &project)
+        let mut child = process::agent_command(spec, &project, options.tag.as_deref())
             .spawn()
             .map_err(|source| StartError::Spawn {
                 name: spec.name.clone(),
@@ -1250,10 +1255,22 @@ impl AgentHandle {
         let (exit_tx, exit_rx) = watch::channel(None);
         {
             let shared = shared.clone();
+            let tag = options.tag.clone();
             tokio::spawn(async move {
                 let status = describe_status(child.wait().await);
-                // Whatever the agent left in its group would keep our pipes open.
+                // Whatever the agent left in its group would keep our pipes open; what it
+                // started elsewhere (setsid) must not outlive it either.
                 signal_group(pgid, rustix::process::Signal::KILL);
+                if let Some(tag) = tag {
+                    let killed = tokio::task::spawn_blocking(move || {
+                        ax_agents::process::kill_tagged(|v| v == tag)
+                    })
+                    .await
+                    .unwrap_or(0);
+                    if killed > 0 {
+                        tracing::info!(killed, "stopped processes the agent had started");
+                    }
+                }
                 if let Some(pump) = stderr_pump {
                     let _ = tokio::time::timeout(Duration::from_secs(2), pump).await;
                 }
@@ -1889,6 +1906,9 @@ impl Drop for AgentHandle {
         self.close_stdin.cancel();
         if self.is_alive() {
             signal_group(self.pgid, rustix::process::Signal::KILL);
+            if let Some(tag) = &self.options.tag {
+                ax_agents::process::kill_tagged(|v| v == tag);
+            }
         }
     }
 }
@@ -2025,4 +2045,50 @@ async fn finish_turn(
     }
     let parts = st.turn.take().map(|t| t.parts).unwrap_or_default();
     let _ = shared.events.send(AcpEvent::TurnEnded { end, parts });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn tail(texts: &[(bool, &str)]) -> ReplayTail {
+        ReplayTail {
+            texts: texts.iter().map(|(t, s)| (*t, (*s).to_string())).collect(),
+            at: (0, 0),
+        }
+    }
+
+    /// docs/agents.md §7: a replay is matched in order, across stored parts and whatever
+    /// the spacing; a text that does not continue it is live work.
+    #[test]
+    fn a_replay_continues_the_stored_texts_in_order() {
+        let mut t = tail(&[
+            (false, "Fixing add()."),
+            (true, "**Plan**\nfix it"),
+            (false, "Fixed add(); tests pass."),
+        ]);
+        // One chunk over two stored texts of its kind (a thought between is skipped).
+        assert!(t.consume(false, "Fixing add().Fixed add();"));
+        assert!(!t.exhausted());
+        // Going back is not a continuation.
+        assert!(!t.consume(false, "Fixing"));
+        assert!(t.consume(false, " tests  pass.\n"));
+        assert!(t.exhausted(), "thoughts before the cursor are behind it");
+
+        let mut t = tail(&[(false, "old answer"), (true, "**Plan**\nfix it")]);
+        assert!(t.consume(true, "**Plan** fix it"), "spacing differs");
+        assert!(!t.consume(false, "old answer"), "behind the cursor now");
+        assert!(
+            t.consume(false, "\n"),
+            "whitespace proves nothing either way"
+        );
+
+        let mut t = tail(&[(false, "abc")]);
+        assert!(!t.consume(false, "abcd"), "more than was stored");
+        assert!(!t.consume(true, "abc"), "another kind");
+        assert!(t.consume(false, "ab"));
+        assert!(!t.exhausted());
+        assert!(t.consume(false, "c"));
+        assert!(t.exhausted());
+    }
 }

@@ -18,11 +18,21 @@ pub const MAX_LINE_BYTES: usize = 32 * 1024 * 1024;
 /// The command for an agent, built on the one process module (`ax_agents::process`):
 /// project directory, own process group, the allowlisted environment plus the agent's
 /// configured `env`, all three standard streams piped.
-pub fn agent_command(spec: &AgentSpec, project_dir: &Path) -> tokio::process::Command {
+/// `tag`, when given, is set as [`ax_agents::process::AGENT_TAG`] (after the configured
+/// `env`, so an agent's config cannot take it away): every process the agent starts
+/// inherits it, and stopping the agent stops them all (docs/agents.md §2).
+pub fn agent_command(
+    spec: &AgentSpec,
+    project_dir: &Path,
+    tag: Option<&str>,
+) -> tokio::process::Command {
     let mut command_spec =
         ax_agents::process::CommandSpec::new(&spec.command, project_dir).args(&spec.args);
     for (k, v) in &spec.env {
         command_spec = command_spec.env(k, v);
+    }
+    if let Some(tag) = tag {
+        command_spec = command_spec.env(ax_agents::process::AGENT_TAG, tag);
     }
     let mut command = command_spec.command();
     command

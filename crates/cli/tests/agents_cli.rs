@@ -6,6 +6,8 @@
 //! user passes keys to an agent) it serves ACP instead of running the tests. Hence its own
 //! `main` (`harness = false` in Cargo.toml).
 
+mod support;
+
 use std::{
     path::{Path, PathBuf},
     process::{Command, Output},
@@ -17,11 +19,15 @@ fn main() {
     if std::env::var_os("AX_TEST_BE_MOCK_AGENT").is_some() {
         ax_mock_agent::run();
     }
-    let tests: [(&str, fn()); 4] = [
+    let tests: [(&str, fn()); 5] = [
         ("agents_lists_presets_and_configured_agents", lists),
         ("agents_check_prints_what_the_agent_says", check),
         ("agents_check_explains_failures", check_failures),
         ("a_bad_config_names_the_file_and_line", bad_config),
+        (
+            "a_crashed_backends_detached_agent_command_is_killed_at_the_next_start",
+            crash_cleanup,
+        ),
     ];
     for (name, test) in tests {
         println!("test {name} ...");
@@ -213,4 +219,66 @@ fn bad_config() {
     let path = s.config_home.join("ax-code/config.toml");
     assert!(err.contains(&format!("{}:4:", path.display())), "{err}");
     assert!(err.contains("colour"), "{err}");
+}
+
+/// docs/agents.md §2: a backend killed with SIGKILL cannot stop what its agents started; a
+/// command that left the agent's process group (`setsid`) survives it, and the next backend
+/// on the same data kills it at start.
+fn crash_cleanup() {
+    use support::{Env, Serve, WAIT, process_gone};
+    const PASSWORD: &str = "agents-cli-crash-cleanup-credential-0123456789";
+    let env = Env::new();
+    let config = env.home.join(".config/ax-code");
+    std::fs::create_dir_all(&config).unwrap();
+    std::fs::write(
+        config.join("config.toml"),
+        format!(
+            "[agents.mock]\ncommand = {:?}\nenv = {{ AX_TEST_BE_MOCK_AGENT = \"1\" }}\n",
+            std::env::current_exe().unwrap()
+        ),
+    )
+    .unwrap();
+    let mut serve = Serve::start(&env, 0, Some(PASSWORD));
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let client = ax_client::Client::new(&serve.url, PASSWORD).unwrap();
+    let pid: u32 = rt.block_on(async {
+        let id = client
+            .create_session_with(Some("t"), Some("mock"))
+            .await
+            .unwrap()
+            .id;
+        client.prompt_text(&id, "detach 600").await.unwrap();
+        let deadline = std::time::Instant::now() + WAIT;
+        loop {
+            assert!(std::time::Instant::now() < deadline, "the turn ends");
+            let messages = client.messages(&id).await.unwrap();
+            let text = serde_json::to_string(&messages).unwrap();
+            if let Some(pid) = text
+                .split("detached ")
+                .nth(1)
+                .and_then(|rest| rest.split(|c: char| !c.is_ascii_digit()).next())
+                .and_then(|p| p.parse().ok())
+            {
+                break pid;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        }
+    });
+    serve.kill();
+    assert!(
+        !process_gone(pid),
+        "the detached command outlived the killed backend"
+    );
+    let _serve = Serve::start(&env, 0, Some(PASSWORD));
+    let deadline = std::time::Instant::now() + WAIT;
+    while !process_gone(pid) {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the next backend killed the command its dead predecessor's agent left"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
 }

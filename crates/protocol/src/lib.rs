@@ -883,6 +883,14 @@ mod tests {
                     }],
                 }),
                 auth_methods: Vec::new(),
+                usage: Some(AgentUsage {
+                    used: 1200,
+                    size: 200_000,
+                    cost: Some(AgentCost {
+                        amount: 0.5,
+                        currency: "USD".into(),
+                    }),
+                }),
             }),
             standing: vec![StandingGrant {
                 title: "every command".into(),

@@ -373,129 +373,7 @@ impl Turn {
 
     /// Starts the agent (or reuses the running one) and opens its session.
     async fn agent(&mut self, spec: &AgentSpec) -> Result<Arc<AgentSlot>, TurnEnd> {
-        let running = self.app.agent_slots().get(&self.session).cloned();
-        if let Some(slot) = running {
-            if slot.handle.is_alive() {
-                return Ok(slot);
-            }
-            self.app.agent_slots().remove(&self.session);
-        }
-        let mut options = StartOptions::new(&self.app.project_dir);
-        options.watchdog = self.app.limits.agent_watchdog;
-        let (mut handle, events) = match AgentHandle::start(spec, options).await {
-            Ok(x) => x,
-            Err(e) => {
-                let tail = match &e {
-                    ax_acp::StartError::ProtocolVersion { stderr_tail, .. }
-                    | ax_acp::StartError::Handshake { stderr_tail, .. } => stderr_tail.clone(),
-                    _ => String::new(),
-                };
-                return Err(TurnEnd::Failed {
-                    message: e.to_string(),
-                    stderr_tail: tail,
-                });
-            }
-        };
-        let sid = self.session.to_string();
-        let reopen = {
-            let sid = sid.clone();
-            self.app
-                .store
-                .read(move |c| store::agent_session(c, &sid))
-                .await
-                .unwrap_or_else(|e| {
-                    tracing::error!(error = %e, "reading the agent's session id failed");
-                    None
-                })
-        };
-        let screen = match self.app.screens.mcp_servers(&self.session) {
-            Ok(servers) => servers,
-            Err(e) => {
-                let end = TurnEnd::Failed {
-                    message: e.to_string(),
-                    stderr_tail: String::new(),
-                };
-                self.app.tasks.spawn(async move { handle.stop().await });
-                return Err(end);
-            }
-        };
-        if reopen.is_some() {
-            handle.expect_history(self.stored_history().await);
-        }
-        let opened = handle.open_session(screen, reopen.as_deref()).await;
-        let info = match opened {
-            Ok(info) => info,
-            Err(e) => {
-                let end = match e {
-                    SessionError::NeedsAuth { auth_methods } => TurnEnd::NeedsAuth { auth_methods },
-                    other => TurnEnd::Failed {
-                        message: other.to_string(),
-                        stderr_tail: handle.stderr_tail(),
-                    },
-                };
-                self.app.tasks.spawn(async move { handle.stop().await });
-                return Err(end);
-            }
-        };
-        let modes = info.modes.as_ref().map(|m| AgentModes {
-            current: m.current.clone(),
-            available: m
-                .available
-                .iter()
-                .map(|a| AgentMode {
-                    id: a.id.clone(),
-                    name: a.name.clone(),
-                    description: a.description.clone(),
-                })
-                .collect(),
-        });
-        let pgid = handle.process_group();
-        let start = ax_agents::process::process_start_time(pgid);
-        let agent_session = info.session_id.clone();
-        let project = self.app.project_id;
-        if let Err(e) = self
-            .app
-            .store
-            .write(move |c| {
-                store::set_agent_session(c, &sid, &agent_session)?;
-                // The usage meter stays until the agent reports anew.
-                let mut state = store::get_session(c, project, &sid)?
-                    .and_then(|s| s.agent_state)
-                    .unwrap_or_default();
-                state.modes = modes;
-                state.auth_methods = Vec::new();
-                store::set_agent_state(c, &sid, &state)?;
-                store::set_run_process(c, &sid, pgid, start)
-            })
-            .await
-        {
-            tracing::error!(error = %e, "storing the agent's session failed");
-        }
-        let slot = Arc::new(AgentSlot {
-            handle,
-            events: tokio::sync::Mutex::new(events),
-        });
-        self.app
-            .agent_slots()
-            .insert(self.session.clone(), slot.clone());
-        Ok(slot)
-    }
-
-    /// What the store holds of this conversation, for matching an agent's replay
-    /// (docs/agents.md §7).
-    async fn stored_history(&self) -> StoredHistory {
-        let id = self.session.clone();
-        let reply = self.reply_id.clone();
-        let messages = self
-            .app
-            .store
-            .read(move |c| store::messages(c, &id))
-            .await
-            .unwrap_or_else(|e| {
-                tracing::error!(error = %e, "reading the history to match a replay failed");
-                Vec::new()
-            });
-        history_of(messages.iter().filter(|m| m.id != reply))
+        open_agent(&self.app, &self.session, spec, Some(&self.reply_id)).await
     }
 
     async fn drive(
@@ -704,6 +582,140 @@ impl Turn {
     }
 }
 
+/// Starts the session's agent (or reuses the running one) and opens its agent session,
+/// storing what it said (its session id, modes); `skip` is a reply not to count as history.
+/// Used by a turn and by a mode change while no agent runs (docs/agents.md §3).
+async fn open_agent(
+    app: &Shared,
+    session: &SessionId,
+    spec: &AgentSpec,
+    skip: Option<&MessageId>,
+) -> Result<Arc<AgentSlot>, TurnEnd> {
+    let running = app.agent_slots().get(session).cloned();
+    if let Some(slot) = running {
+        if slot.handle.is_alive() {
+            return Ok(slot);
+        }
+        app.agent_slots().remove(session);
+    }
+    let mut options = StartOptions::new(&app.project_dir);
+    options.watchdog = app.limits.agent_watchdog;
+    options.tag = Some(agent_tag(&app.agent_tag_scope, session));
+    let (mut handle, events) = match AgentHandle::start(spec, options).await {
+        Ok(x) => x,
+        Err(e) => {
+            let tail = match &e {
+                ax_acp::StartError::ProtocolVersion { stderr_tail, .. }
+                | ax_acp::StartError::Handshake { stderr_tail, .. } => stderr_tail.clone(),
+                _ => String::new(),
+            };
+            return Err(TurnEnd::Failed {
+                message: e.to_string(),
+                stderr_tail: tail,
+            });
+        }
+    };
+    let sid = session.to_string();
+    let reopen = {
+        let sid = sid.clone();
+        app.store
+            .read(move |c| store::agent_session(c, &sid))
+            .await
+            .unwrap_or_else(|e| {
+                tracing::error!(error = %e, "reading the agent's session id failed");
+                None
+            })
+    };
+    let screen = match app.screens.mcp_servers(session) {
+        Ok(servers) => servers,
+        Err(e) => {
+            let end = TurnEnd::Failed {
+                message: e.to_string(),
+                stderr_tail: String::new(),
+            };
+            app.tasks.spawn(async move { handle.stop().await });
+            return Err(end);
+        }
+    };
+    if reopen.is_some() {
+        handle.expect_history(stored_history(app, session, skip).await);
+    }
+    let opened = handle.open_session(screen, reopen.as_deref()).await;
+    let info = match opened {
+        Ok(info) => info,
+        Err(e) => {
+            let end = match e {
+                SessionError::NeedsAuth { auth_methods } => TurnEnd::NeedsAuth { auth_methods },
+                other => TurnEnd::Failed {
+                    message: other.to_string(),
+                    stderr_tail: handle.stderr_tail(),
+                },
+            };
+            app.tasks.spawn(async move { handle.stop().await });
+            return Err(end);
+        }
+    };
+    let modes = info.modes.as_ref().map(|m| AgentModes {
+        current: m.current.clone(),
+        available: m
+            .available
+            .iter()
+            .map(|a| AgentMode {
+                id: a.id.clone(),
+                name: a.name.clone(),
+                description: a.description.clone(),
+            })
+            .collect(),
+    });
+    let pgid = handle.process_group();
+    let start = ax_agents::process::process_start_time(pgid);
+    let agent_session = info.session_id.clone();
+    let project = app.project_id;
+    if let Err(e) = app
+        .store
+        .write(move |c| {
+            store::set_agent_session(c, &sid, &agent_session)?;
+            // The usage meter stays until the agent reports anew.
+            let mut state = store::get_session(c, project, &sid)?
+                .and_then(|s| s.agent_state)
+                .unwrap_or_default();
+            state.modes = modes;
+            state.auth_methods = Vec::new();
+            store::set_agent_state(c, &sid, &state)?;
+            store::set_run_process(c, &sid, pgid, start)
+        })
+        .await
+    {
+        tracing::error!(error = %e, "storing the agent's session failed");
+    }
+    let slot = Arc::new(AgentSlot {
+        handle,
+        events: tokio::sync::Mutex::new(events),
+    });
+    app.agent_slots().insert(session.clone(), slot.clone());
+    Ok(slot)
+}
+
+/// What the store holds of this conversation (but `skip`), for matching an agent's replay
+/// (docs/agents.md §7).
+async fn stored_history(
+    app: &Shared,
+    session: &SessionId,
+    skip: Option<&MessageId>,
+) -> StoredHistory {
+    let id = session.clone();
+    let skip = skip.cloned();
+    let messages = app
+        .store
+        .read(move |c| store::messages(c, &id))
+        .await
+        .unwrap_or_else(|e| {
+            tracing::error!(error = %e, "reading the history to match a replay failed");
+            Vec::new()
+        });
+    history_of(messages.iter().filter(|m| Some(&m.id) != skip.as_ref()))
+}
+
 /// The tool call ids and the agent's texts of stored messages, in order.
 fn history_of<'a>(messages: impl Iterator<Item = &'a Message>) -> StoredHistory {
     use ax_protocol::turn::TurnPart;
@@ -759,14 +771,51 @@ fn tail_of(tail: &str) -> &str {
     &tail[start..]
 }
 
-/// `POST /session/{id}/mode`: switches the running agent's mode.
+/// `POST /session/{id}/mode`: switches the agent's mode; an agent that does not run (a
+/// session never prompted, or reopened after a restart) is started first, as a prompt would
+/// start it (docs/agents.md §3).
 pub async fn set_mode(app: &Shared, id: &SessionId, mode_id: &str) -> Result<Session, Failure> {
-    let slot = app.agent_slots().get(id).cloned();
-    let Some(slot) = slot.filter(|s| s.handle.is_alive()) else {
-        return Err(Failure::conflict(
-            "the session's agent is not running; its modes can be switched once it runs \
-             (after a prompt)",
-        ));
+    let running = app
+        .agent_slots()
+        .get(id)
+        .cloned()
+        .filter(|s| s.handle.is_alive());
+    // Held while the agent starts: a prompt meanwhile is 409, not a second agent.
+    let mut _held = None;
+    let slot = match running {
+        Some(slot) => slot,
+        None => {
+            let (project, sid) = (app.project_id, id.to_string());
+            let session = app
+                .store
+                .read(move |c| store::get_session(c, project, &sid))
+                .await?
+                .ok_or_else(|| Failure::session_not_found(id.as_str()))?;
+            if session.agent == ax_acp::config::SHELL {
+                return Err(Failure::bad_request("the shell agent offers no modes"));
+            }
+            let spec = spec_of(app, &session.agent)?;
+            _held = Some(runner::hold_slot(
+                app,
+                id,
+                crate::state::HeldFor::StartingAgent,
+            )?);
+            match open_agent(app, id, &spec, None).await {
+                Ok(slot) => slot,
+                Err(TurnEnd::NeedsAuth { .. }) => {
+                    return Err(Failure::conflict(
+                        "the agent needs authentication before its mode can be switched; see \
+                         the session's authentication methods",
+                    ));
+                }
+                Err(TurnEnd::Failed { message, .. }) => {
+                    return Err(Failure::conflict(format!(
+                        "the session's agent could not start: {message}"
+                    )));
+                }
+                Err(_) => return Err(Failure::conflict("the session's agent could not start")),
+            }
+        }
     };
     let Some(modes) = slot.handle.modes() else {
         return Err(Failure::bad_request("this agent offers no modes"));
@@ -810,6 +859,51 @@ pub async fn set_mode(app: &Shared, id: &SessionId, mode_id: &str) -> Result<Ses
         session: session.clone(),
     });
     Ok(session)
+}
+
+/// The scope of the agent tags of the backend serving `project_dir` from `data_dir`: a
+/// hash of both, so one backend's tags never match another's, and a backend restarted on
+/// the same data finds what its dead predecessor's agents left (docs/agents.md §2).
+pub fn tag_scope(data_dir: &std::path::Path, project_dir: &std::path::Path) -> String {
+    let data = data_dir
+        .canonicalize()
+        .unwrap_or_else(|_| data_dir.to_owned());
+    // FNV-1a: stable across builds, unlike the standard library's hasher.
+    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
+    for byte in data
+        .as_os_str()
+        .as_encoded_bytes()
+        .iter()
+        .chain(b"\0")
+        .chain(project_dir.as_os_str().as_encoded_bytes())
+    {
+        hash ^= u64::from(*byte);
+        hash = hash.wrapping_mul(0x0100_0000_01b3);
+    }
+    format!("axc{hash:016x}")
+}
+
+/// A new tag for an agent process of `session`: unique to this start, so the cleanup after
+/// an agent that ended can never hit its successor.
+fn agent_tag(scope: &str, session: &SessionId) -> String {
+    static STARTS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let n = STARTS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    format!("{scope}:{session}:{n}")
+}
+
+/// At start: kills every process an agent of a dead backend on the same data and project
+/// started, even those that left the agent's process group (the project lock proves no live
+/// backend owns them).
+pub fn kill_left_behind(scope: &str) -> usize {
+    let prefix = format!("{scope}:");
+    let killed = ax_agents::process::kill_tagged(|v| v.starts_with(&prefix));
+    if killed > 0 {
+        tracing::warn!(
+            killed,
+            "killed processes agents of a crashed backend left running"
+        );
+    }
+    killed
 }
 
 /// Stops the session's agent process, if one runs (session deleted, backend stopping).

@@ -426,6 +426,8 @@ pub async fn start(config: ServerConfig) -> Result<RunningServer, StartError> {
 
     let data_dir = config.data_dir.clone();
     let directory = project_dir.to_string_lossy().into_owned();
+    let agent_tag_scope = acp_run::tag_scope(&config.data_dir, &project_dir);
+    let left_scope = agent_tag_scope.clone();
     let (store, project_id) = tokio::task::spawn_blocking(move || {
         let store = store::Store::open(&data_dir)?;
         let project_id = store.write_blocking(|c| {
@@ -445,6 +447,7 @@ pub async fn start(config: ServerConfig) -> Result<RunningServer, StartError> {
                     tracing::warn!(pgid, "killed a command a crashed backend left running");
                 }
             }
+            acp_run::kill_left_behind(&left_scope);
             Ok(id)
         })?;
         Ok::<_, store::StoreError>((store, project_id))
@@ -476,6 +479,7 @@ pub async fn start(config: ServerConfig) -> Result<RunningServer, StartError> {
         bus: events::EventBus::new(config.event_ring),
         agent: config.agent,
         agents: config.agents,
+        agent_tag_scope,
         agent_slots: Mutex::new(Default::default()),
         screens: Arc::new(agent_screen::AgentScreens::new(
             config.screen_exe,

@@ -101,6 +101,9 @@ pub(crate) fn busy_message(id: &SessionId, phase: &Phase) -> String {
             "session {id} is revoking its standing answers (its agent is being stopped); try again when that is done"
         ),
         Phase::Held(HeldFor::Deleting) => format!("session {id} is being deleted"),
+        Phase::Held(HeldFor::StartingAgent) => {
+            format!("session {id} is starting its agent to switch its mode; try again in a moment")
+        }
     }
 }
 

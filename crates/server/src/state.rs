@@ -82,6 +82,8 @@ pub enum HeldFor {
     Revoking,
     /// `DELETE /session/{id}` is removing the session.
     Deleting,
+    /// `POST /session/{id}/mode` is starting the session's agent to switch its mode.
+    StartingAgent,
 }
 
 /// A message to a run's task.
@@ -115,6 +117,9 @@ pub struct App {
     pub agent: Arc<dyn Agent>,
     /// The named agents sessions can be created with.
     pub agents: ax_acp::AgentsConfig,
+    /// What every agent tag of this backend starts with: one value per data directory and
+    /// project (docs/agents.md §2, [`crate::acp_run::tag_scope`]).
+    pub agent_tag_scope: String,
     /// Running ACP agent processes by session (one per session that has work).
     pub agent_slots: Mutex<HashMap<SessionId, Arc<crate::acp_run::AgentSlot>>>,
     /// The session-scoped screen credentials and gates of ACP sessions.

@@ -1082,6 +1082,49 @@ fn cancel_permission_parts(tx: &Connection, session: &str, message: &str) -> Res
     )
 }
 
+/// An agent's turn cut by a crash: each tool call still open (pending, in progress) gets a
+/// `cancelled` status delta, so no reloaded card shows work that runs no more
+/// (docs/agents.md §2).
+fn cancel_open_tool_calls(tx: &Connection, message: &str) -> Result<()> {
+    let rows: Vec<(String, i64)> = {
+        let mut stmt =
+            tx.prepare("SELECT body, seq FROM delta WHERE message_id = ?1 ORDER BY seq")?;
+        stmt.query_map([message], |r| Ok((r.get(0)?, r.get(1)?)))?
+            .collect::<rusqlite::Result<_>>()?
+    };
+    let Some(&(_, last)) = rows.last() else {
+        return Ok(());
+    };
+    let mut parts = Vec::new();
+    for (body, _) in &rows {
+        turn::apply(&mut parts, decode_json("delta", message, "body", body)?);
+    }
+    let closes: Vec<turn::TurnDelta> = parts
+        .iter()
+        .filter_map(|p| match p {
+            turn::TurnPart::ToolCall(t) if t.status.is_open() => {
+                Some(turn::TurnDelta::ToolCallUpdated {
+                    tool_call_id: t.tool_call_id.clone(),
+                    fields: turn::ToolCallFields {
+                        status: Some(turn::ToolStatus::Cancelled),
+                        ..turn::ToolCallFields::default()
+                    },
+                })
+            }
+            _ => None,
+        })
+        .collect();
+    let message: MessageId = decode("message", message, "id", message)?;
+    append_deltas(
+        tx,
+        &message,
+        closes
+            .iter()
+            .enumerate()
+            .map(|(i, d)| (last as u64 + 1 + i as u64, d)),
+    )
+}
+
 /// What [`recover_interrupted`] found.
 #[derive(Debug, Default)]
 pub struct Recovered {
@@ -1147,6 +1190,7 @@ pub fn recover_interrupted(
              FROM part WHERE message_id = ?1",
             params![message, encode_part(&Part::Interrupted)?],
         )?;
+        cancel_open_tool_calls(&tx, message)?;
         cancel_permission_parts(&tx, session, message)?;
         tx.execute(
             "UPDATE permission SET state = 'cancelled' WHERE session_id = ?1 AND state = 'pending'",
@@ -1410,6 +1454,88 @@ mod tests {
             .unwrap()
             .unwrap();
         assert_eq!(s.agent, "mock");
+    }
+
+    /// docs/agents.md §2: a turn cut by a crash reloads with no tool call card left pending
+    /// or running.
+    #[test]
+    fn a_cut_agent_turn_reloads_its_open_tool_calls_cancelled() {
+        let tmp = tempfile::tempdir().unwrap();
+        let store = Store::open(tmp.path()).unwrap();
+        let id: SessionId = "ses_0123456789abABCDEFGHIJKLMN".parse().unwrap();
+        let mid: MessageId = "msg_0123456789abABCDEFGHIJKLMA".parse().unwrap();
+        let call = |id: &str, status| turn::TurnDelta::ToolCallCreated {
+            tool_call: turn::ToolCallPart {
+                tool_call_id: id.into(),
+                status,
+                ..turn::ToolCallPart::default()
+            },
+        };
+        let deltas = [
+            call("run", turn::ToolStatus::InProgress),
+            call("wait", turn::ToolStatus::Pending),
+            call("done", turn::ToolStatus::Completed),
+        ];
+        store
+            .write_blocking(|c| {
+                let p = project_id(c, "/p")?;
+                insert_session(
+                    c,
+                    p,
+                    &Session {
+                        id: id.clone(),
+                        title: String::new(),
+                        created: 1,
+                        updated: 1,
+                        status: SessionStatus::Busy,
+                        agent: "mock".into(),
+                        agent_state: None,
+                        standing: Vec::new(),
+                    },
+                )?;
+                insert_message(
+                    c,
+                    &Message {
+                        id: mid.clone(),
+                        session_id: id.clone(),
+                        role: ax_protocol::Role::Assistant,
+                        created: 1,
+                        ended: None,
+                        deltas: 0,
+                        parts: Vec::new(),
+                    },
+                )?;
+                append_deltas(
+                    c,
+                    &mid,
+                    deltas.iter().enumerate().map(|(i, d)| (i as u64 + 1, d)),
+                )?;
+                begin_run(c, id.as_str(), &mid, 1, (1, Some(1)))
+            })
+            .unwrap();
+        store
+            .write_blocking(|c| recover_interrupted(c, 1, 2, |_| false))
+            .unwrap();
+        let msgs = store.read_blocking(|c| messages(c, &id)).unwrap();
+        let statuses: Vec<_> = msgs[0]
+            .parts
+            .iter()
+            .filter_map(|p| match p {
+                Part::Turn(turn::TurnPart::ToolCall(t)) => {
+                    Some((t.tool_call_id.as_str(), t.status))
+                }
+                _ => None,
+            })
+            .collect();
+        assert_eq!(
+            statuses,
+            vec![
+                ("run", turn::ToolStatus::Cancelled),
+                ("wait", turn::ToolStatus::Cancelled),
+                ("done", turn::ToolStatus::Completed),
+            ]
+        );
+        assert_eq!(msgs[0].parts.last(), Some(&Part::Interrupted));
     }
 
     fn v2_database_with(sql: &str) -> (tempfile::TempDir, Store) {

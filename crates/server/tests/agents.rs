@@ -83,6 +83,23 @@ fn main() {
         ("abort_while_busy_without_a_permission", || {
             Box::pin(abort_while_busy_without_a_permission())
         }),
+        ("a_gemini_replay_is_never_shown_as_new_work", || {
+            Box::pin(a_gemini_replay_is_never_shown_as_new_work())
+        }),
+        (
+            "a_detached_command_stops_with_its_session_and_the_backend",
+            || Box::pin(a_detached_command_stops_with_its_session_and_the_backend()),
+        ),
+        (
+            "a_mode_is_switched_before_the_first_prompt_and_after_a_restart",
+            || Box::pin(a_mode_is_switched_before_the_first_prompt_and_after_a_restart()),
+        ),
+        ("usage_is_a_meter_on_the_session", || {
+            Box::pin(usage_is_a_meter_on_the_session())
+        }),
+        ("a_codex_reject_keeps_its_card_and_says_why", || {
+            Box::pin(a_codex_reject_keeps_its_card_and_says_why())
+        }),
         (
             "the_session_screen_credential_cannot_answer_a_permission",
             || Box::pin(the_session_screen_credential_cannot_answer_a_permission()),
@@ -1438,4 +1455,269 @@ async fn nothing_is_served_between_turns() {
     }
     assert!(!touched.exists(), "the terminal never ran");
     assert!(!b.project_dir.join("late.txt").exists(), "nothing written");
+}
+
+/// docs/agents.md §7: Gemini replays its history on `session/load` with the old tool call ids
+/// and texts, partly after answering the load; none of it is new work in the next turn.
+async fn a_gemini_replay_is_never_shown_as_new_work() {
+    let state = tempfile::tempdir().unwrap();
+    let env = format!(
+        ", AX_MOCK_STATE_DIR = {:?}, AX_MOCK_LOAD = \"1\", AX_MOCK_REPLAY = \"gemini\"",
+        state.path().to_string_lossy()
+    );
+    let mut b = Backend::start(&env).await;
+    let id = b.mock_session().await;
+    let mut events = b.events().await;
+    let first = b
+        .client
+        .prompt_text(
+            &id,
+            "text Fixing add().\ntool r1 ReadFile\ntool-done r1\ntool s1 Shell\ntool-done s1\n\
+             text Fixed add(); tests pass.",
+        )
+        .await
+        .unwrap();
+    follow(&b, &mut events, &id, &first.reply_id, |_| None).await;
+    let before = b.client.messages(&id).await.unwrap();
+    b.restart().await;
+    let mut events = b.events().await;
+    let second = b
+        .client
+        .prompt_text(&id, "text Fixed add(); tests pass.")
+        .await
+        .unwrap();
+    let live = follow(&b, &mut events, &id, &second.reply_id, |_| None).await;
+    assert_eq!(
+        live.parts,
+        vec![TurnPart::Text {
+            text: "Fixed add(); tests pass.".into()
+        }],
+        "no old card, no old text in the new reply"
+    );
+    let after = b.client.messages(&id).await.unwrap();
+    assert_eq!(after.len(), 4, "two turns, each once: {after:?}");
+    assert_eq!(after[..2], before[..]);
+    assert_eq!(
+        reply_of(&after, &second.reply_id).parts,
+        as_parts(&live.parts)
+    );
+}
+
+/// docs/agents.md §4: `usage_update` is a meter on the session (`agentState.usage`), sent
+/// live as `session.updated` and equal after a reload; never a transcript line.
+async fn usage_is_a_meter_on_the_session() {
+    let mut b = Backend::start(", AX_MOCK_STEP_USAGE = \"1\"").await;
+    let id = b.mock_session().await;
+    let mut events = b.events().await;
+    let accepted = b
+        .client
+        .prompt_text(&id, "text a\nusage 5 10 0.25")
+        .await
+        .unwrap();
+    let mut live_usage = None;
+    let mut seen = false;
+    within(async {
+        loop {
+            let e = events.next().await.expect("open").expect("no error");
+            match e.event {
+                Event::MessageDelta { message_id, .. } if message_id == accepted.reply_id => {
+                    seen = true
+                }
+                Event::SessionUpdated { session } if session.id == id => {
+                    if let Some(u) = session.agent_state.and_then(|s| s.usage) {
+                        live_usage = Some(u);
+                    }
+                }
+                Event::SessionStatus { session_id, status }
+                    if seen && session_id == id && status == SessionStatus::Idle =>
+                {
+                    return;
+                }
+                _ => {}
+            }
+        }
+    })
+    .await;
+    let session = b.client.get_session(&id).await.unwrap();
+    let json = serde_json::to_value(&session).unwrap();
+    // After the last step: 2 steps of 1000 tokens, $0.02 (the mock's figures).
+    assert_eq!(
+        json["agentState"]["usage"],
+        serde_json::json!({"used": 2000, "size": 200000, "cost": {"amount": 0.02, "currency": "USD"}})
+    );
+    let stored = session.agent_state.and_then(|s| s.usage);
+    assert_eq!(live_usage, stored, "what streamed equals what is stored");
+    let messages = b.client.messages(&id).await.unwrap();
+    let reply = reply_of(&messages, &accepted.reply_id);
+    assert!(
+        !reply
+            .parts
+            .iter()
+            .any(|p| matches!(p, Part::Turn(TurnPart::Notice(_)))),
+        "no usage line in the transcript: {:?}",
+        reply.parts
+    );
+    b.restart().await;
+    let again = b.client.get_session(&id).await.unwrap();
+    assert_eq!(again.agent_state.and_then(|s| s.usage), stored);
+}
+
+/// docs/agents.md §5: Codex's reject option (`abort`) ends the whole turn `cancelled`; the
+/// rejected command keeps its card and a notice says why the turn ended.
+async fn a_codex_reject_keeps_its_card_and_says_why() {
+    let mut b = Backend::start("").await;
+    let id = b.mock_session().await;
+    let mut events = b.events().await;
+    let accepted = b
+        .client
+        .prompt_text(&id, "exec c1 rm -rf build\ntext never said")
+        .await
+        .unwrap();
+    let live = follow(&b, &mut events, &id, &accepted.reply_id, |_| {
+        Some(PermissionReply::RejectOnce)
+    })
+    .await;
+    let card = live
+        .parts
+        .iter()
+        .find_map(|p| match p {
+            TurnPart::ToolCall(t) if t.tool_call_id == "c1" => Some(t),
+            _ => None,
+        })
+        .expect("the rejected command has a card");
+    assert_eq!(card.title, "rm -rf build");
+    assert_eq!(card.status, turn::ToolStatus::Failed);
+    assert!(
+        live.parts.iter().any(|p| matches!(p, TurnPart::Notice(n)
+            if n.kind == NoticeKind::Stop
+                && n.message.contains("ended its turn after you rejected `rm -rf build`"))),
+        "{:?}",
+        live.parts
+    );
+    b.restart().await;
+    let stored = b.client.messages(&id).await.unwrap();
+    assert_eq!(
+        reply_of(&stored, &accepted.reply_id).parts,
+        as_parts(&live.parts)
+    );
+}
+
+/// Whether `pid` runs (a zombie waiting for its reaper does not).
+fn running(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| {
+        stat.rsplit_once(')')
+            .is_some_and(|(_, rest)| !rest.trim_start().starts_with('Z'))
+    })
+}
+
+/// The process group and session of `pid`.
+fn group_and_session(pid: u32) -> (u32, u32) {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
+    let (_, rest) = stat.rsplit_once(')').unwrap();
+    let f: Vec<&str> = rest.split_whitespace().collect();
+    (f[2].parse().unwrap(), f[3].parse().unwrap())
+}
+
+async fn gone(pid: u32, what: &str) {
+    within(async {
+        while running(pid) {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    })
+    .await;
+    assert!(!running(pid), "{what}");
+}
+
+/// Starts `sleep` in a session of its own through the agent (as a command of Claude's Bash
+/// tool may); its pid.
+async fn detached(b: &Backend, id: &SessionId) -> u32 {
+    let mut events = b.events().await;
+    let accepted = b.client.prompt_text(id, "detach 600\npid").await.unwrap();
+    let live = follow(b, &mut events, id, &accepted.reply_id, |_| None).await;
+    let text = text_of(&live.parts);
+    let pid: u32 = text
+        .split_whitespace()
+        .nth(1)
+        .and_then(|p| p.parse().ok())
+        .unwrap_or_else(|| panic!("{text}"));
+    let agent: u32 = text
+        .rsplit_once("pid ")
+        .and_then(|(_, p)| p.trim().parse().ok())
+        .unwrap_or_else(|| panic!("{text}"));
+    assert!(running(pid), "the detached command runs");
+    let (group, session) = group_and_session(pid);
+    assert_ne!(
+        (group, session),
+        group_and_session(agent),
+        "it left the agent's process group and session"
+    );
+    pid
+}
+
+/// docs/agents.md §2: whatever an agent started stops when its session is deleted and when
+/// the backend stops, also a command that left the agent's process group (`setsid`).
+async fn a_detached_command_stops_with_its_session_and_the_backend() {
+    let mut b = Backend::start("").await;
+    let id = b.mock_session().await;
+    let pid = detached(&b, &id).await;
+    b.client.delete_session(&id).await.unwrap();
+    gone(pid, "deleting the session stopped the detached command").await;
+
+    let id = b.mock_session().await;
+    let pid = detached(&b, &id).await;
+    b.restart().await;
+    gone(pid, "stopping the backend stopped the detached command").await;
+}
+
+/// docs/agents.md §3: the agent's modes can be switched whenever the session exists: a
+/// mode change starts an agent that does not run (before the first prompt, after a restart).
+async fn a_mode_is_switched_before_the_first_prompt_and_after_a_restart() {
+    let mut b = Backend::start("").await;
+    let id = b.mock_session().await;
+    let switched = b.client.set_mode(&id, "acceptEdits").await.unwrap();
+    let modes = switched
+        .agent_state
+        .unwrap()
+        .modes
+        .expect("the agent's modes");
+    assert_eq!(modes.current, "acceptEdits");
+    assert_eq!(modes.available.len(), 3);
+    let mut events = b.events().await;
+    let accepted = b.client.prompt_text(&id, "mode\npid").await.unwrap();
+    let live = follow(&b, &mut events, &id, &accepted.reply_id, |_| None).await;
+    assert!(
+        text_of(&live.parts).contains("mode: acceptEdits"),
+        "the agent the mode change started takes the prompt: {:?}",
+        live.parts
+    );
+
+    b.restart().await;
+    // The modes are still offered after the restart, from the stored state ...
+    let session = b.client.get_session(&id).await.unwrap();
+    let modes = session
+        .agent_state
+        .unwrap()
+        .modes
+        .expect("kept across the restart");
+    assert_eq!(modes.available.len(), 3);
+    // ... and switching them starts the agent again.
+    let switched = b.client.set_mode(&id, "acceptEdits").await.unwrap();
+    assert_eq!(
+        switched.agent_state.unwrap().modes.unwrap().current,
+        "acceptEdits"
+    );
+    let mut events = b.events().await;
+    let accepted = b.client.prompt_text(&id, "mode").await.unwrap();
+    let live = follow(&b, &mut events, &id, &accepted.reply_id, |_| None).await;
+    assert!(
+        text_of(&live.parts).contains("mode: acceptEdits"),
+        "{:?}",
+        live.parts
+    );
+    // A shell session has no modes: a clear 400, not a start.
+    let shell = b.client.create_session(None).await.unwrap();
+    match b.client.set_mode(&shell.id, "default").await {
+        Err(ClientError::Api { status, .. }) => assert_eq!(status, 400),
+        other => panic!("{other:?}"),
+    }
 }

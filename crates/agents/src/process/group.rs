@@ -112,6 +112,53 @@ pub fn kill_session(sid: u32) -> bool {
     any
 }
 
+/// The environment variable that tags every process an ACP agent starts (docs/agents.md
+/// §2): inherited by whatever the agent runs, also by a command that left the agent's
+/// process group or session (`setsid`), so stopping the agent can find and stop it.
+pub const AGENT_TAG: &str = "AX_CODE_AGENT_TAG";
+
+/// Sends SIGKILL to every process of this user (never this process) whose environment holds
+/// [`AGENT_TAG`] with a value `matches` accepts. Passes repeat until one finds nobody (at
+/// most a few), so a process forking meanwhile is caught too. Returns how many were signalled.
+pub fn kill_tagged(matches: impl Fn(&str) -> bool) -> usize {
+    let me = std::process::id();
+    let prefix = format!("{AGENT_TAG}=");
+    let mut killed = 0;
+    for _ in 0..5 {
+        let Ok(dir) = std::fs::read_dir("/proc") else {
+            return killed;
+        };
+        let mut found = 0;
+        for pid in dir.filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok()) {
+            if pid == me {
+                continue;
+            }
+            // Unreadable for other users' processes: those are never ours.
+            let Ok(environ) = std::fs::read(format!("/proc/{pid}/environ")) else {
+                continue;
+            };
+            let tagged = environ
+                .split(|b| *b == 0)
+                .filter_map(|var| std::str::from_utf8(var).ok()?.strip_prefix(prefix.as_str()))
+                .any(&matches);
+            let Some(p) = i32::try_from(pid)
+                .ok()
+                .and_then(rustix::process::Pid::from_raw)
+            else {
+                continue;
+            };
+            if tagged && rustix::process::kill_process(p, rustix::process::Signal::KILL).is_ok() {
+                found += 1;
+            }
+        }
+        killed += found;
+        if found == 0 {
+            break;
+        }
+    }
+    killed
+}
+
 /// Sends SIGKILL to every process in group `pgid`. Returns whether the signal was delivered
 /// (`false` when nobody is left in the group, the normal case after a clean exit).
 pub fn kill_group(pgid: u32) -> bool {

@@ -65,8 +65,8 @@ use tokio::{
 };
 
 pub use group::{
-    ProcessGroup, kill_group, kill_orphaned_group, kill_session, owner_alive, process_start_time,
-    this_process,
+    AGENT_TAG, ProcessGroup, kill_group, kill_orphaned_group, kill_session, kill_tagged,
+    owner_alive, process_start_time, this_process,
 };
 pub use output::{Bound, ExitStatus, OutputEvent, Piece, Snapshot, marker};
 
