@@ -287,8 +287,9 @@ def run(binary, mock, artifacts):
         check(tools["p1"]["status"] == "completed", f"the approved call is done: {tools.get('p1')}")
         check(r["diffDel"] == ["-old-line\n"] and r["diffAdd"] == ["+fresh <img src=x onerror=\"window.__pwned='diff'\"> line\n"],
               f"a coloured unified diff, its lines as text: {r['diffDel']} {r['diffAdd']}")
-        check("usage" not in r["notices"] and page.js("return document.querySelectorAll('[data-part=usage]').length") > 0,
-              f"the usage report is no transcript line (the header shows usage): {r['notices']}")
+        meter = page.js("return [...document.querySelectorAll('[data-testid=usage-meter]')].map(e => e.textContent)")
+        check("usage" not in r["notices"] and "ctx 100/1k 10%" in meter,
+              f"the usage report is no transcript line; the header shows it as a meter: {r['notices']} {meter}")
         check(len(r["permission"]) == 1 and r["permission"][0][0] == "selected" and "“Allow”" in r["permission"][0][1],
               f"the permission line with its answer: {r['permission']}")
         text = page.transcript_text()
