@@ -98,11 +98,14 @@ class Conversation:
 
 
 def _marked(texts):
+    """The LAST marker among `texts`: Claude Code folds the person's messages that follow an
+    interrupted request into one user message (`[old prompt, "[Request interrupted by user]",
+    new prompt]`), and the newest prompt is the one to answer."""
+    found = None
     for t in texts:
-        m = MARK.search(t)
-        if m:
-            return m.group(1)
-    return None
+        for m in MARK.finditer(t):
+            found = m.group(1)
+    return found
 
 
 def _texts(value):

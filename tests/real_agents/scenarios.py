@@ -112,6 +112,11 @@ def abort(ab):
     last = ab.replies(s)[-1]
     check(reply_text(last).startswith("Hello from the fake model.") and "chunk" not in reply_text(last),
           f"the next reply is only the new answer: {reply_text(last)!r}")
+    # One prompt late (Claude's adapter after a cancel, docs/agents.md §10) shows here too.
+    ab.prompt(s, "Hello again [[ax:hello]]")
+    ab.wait_idle(s, "the session answers the prompt after that")
+    again = reply_text(ab.replies(s)[-1])
+    check(again == "Hello from the fake model.", f"the reply after that is only its own answer: {again!r}")
 
 
 def reload(ab):

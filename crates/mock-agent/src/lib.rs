@@ -62,8 +62,11 @@
 //! the first update before the `session/load` answer and the rest after it.
 //! `AX_MOCK_STEP_USAGE=1` sends a `usage_update` after each command (as Claude does after
 //! each step). After `session/new` the agent sends `available_commands_update` (as Claude
-//! does). `AX_MOCK_IGNORE_EOF=1` keeps running after stdin closes
-//! (as Claude's and Codex's adapters do) and `AX_MOCK_IGNORE_TERM=1` ignores SIGTERM.
+//! does). `AX_MOCK_STALE_CANCEL=1` behaves as Claude's adapter 0.23.1 after `session/cancel`
+//! (docs/agents.md §10): the prompt after the cancel answers `end_turn` at once with no
+//! update (the cancelled turn's queued end), and its script runs at the start of the prompt
+//! after it, whose answer then carries both. `AX_MOCK_IGNORE_EOF=1` keeps running after stdin
+//! closes (as Claude's and Codex's adapters do) and `AX_MOCK_IGNORE_TERM=1` ignores SIGTERM.
 //! `AX_MOCK_HOSTILE=1` puts [`HOSTILE`] (terminal escapes and a bidi override) into its name,
 //! title, version, an authentication method and its error output, as a malicious agent would.
 
@@ -96,6 +99,11 @@ struct Session {
     mcp_servers: Vec<schema::McpServer>,
     cancelled: Arc<AtomicBool>,
     cancel: Arc<tokio::sync::Notify>,
+    /// `AX_MOCK_STALE_CANCEL`: a cancel left the cancelled turn's end queued.
+    stale_end: bool,
+    /// `AX_MOCK_STALE_CANCEL`: the script of the prompt that got the stale end, run at the
+    /// start of the next prompt.
+    held: Option<String>,
 }
 
 #[derive(Default)]
@@ -871,6 +879,23 @@ async fn run_turn(
     {
         return Err(schema::Error::session_not_found(req.session_id.clone()).into());
     }
+    // Claude's adapter after a cancel (docs/agents.md §10): one prompt late.
+    let script = if env_flag("AX_MOCK_STALE_CANCEL") {
+        let mut sessions = mock.sessions.lock().unwrap();
+        let Some(s) = sessions.get_mut(&*req.session_id.0) else {
+            return Err(schema::Error::session_not_found(req.session_id.clone()).into());
+        };
+        if std::mem::take(&mut s.stale_end) {
+            s.held = Some(script);
+            return Ok(schema::PromptResponse::new(schema::StopReason::EndTurn));
+        }
+        match s.held.take() {
+            Some(held) => format!("{held}\n{script}"),
+            None => script,
+        }
+    } else {
+        script
+    };
     let mut turn = Turn {
         cx,
         sid: req.session_id.clone(),
@@ -1151,9 +1176,10 @@ async fn serve() -> i32 {
         )
         .on_receive_notification(
             async move |n: schema::CancelNotification, _cx| {
-                if let Some(s) = m4.sessions.lock().unwrap().get(&*n.session_id.0) {
+                if let Some(s) = m4.sessions.lock().unwrap().get_mut(&*n.session_id.0) {
                     s.cancelled.store(true, Ordering::SeqCst);
                     s.cancel.notify_waiters();
+                    s.stale_end = env_flag("AX_MOCK_STALE_CANCEL");
                 }
                 Ok(())
             },

@@ -44,6 +44,19 @@ const NOTICE_TAIL_BYTES: usize = 4096;
 pub struct AgentSlot {
     pub handle: AgentHandle,
     events: tokio::sync::Mutex<mpsc::UnboundedReceiver<AcpEvent>>,
+    /// The last turn of this process was cancelled (see [`stale_after_cancel`]).
+    after_cancel: std::sync::atomic::AtomicBool,
+}
+
+/// Whether `end` is the answer an agent left queued by a cancel rather than the answer to the
+/// prompt just sent: the first turn after a cancelled one ended `end_turn` at once without a
+/// single update (`deltas` 0). Claude's adapter 0.23.1 does this and then stays one prompt
+/// late: each prompt's answer streams during the next prompt (docs/agents.md §7, §10). Its
+/// state cannot be mended over ACP, so the process is restarted and the session reopened.
+fn stale_after_cancel(slot: &AgentSlot, end: &TurnEnd, deltas: u64) -> bool {
+    slot.after_cancel.load(std::sync::atomic::Ordering::SeqCst)
+        && deltas == 0
+        && matches!(end, TurnEnd::Completed { stop_reason } if stop_reason == "end_turn")
 }
 
 /// The spec of the session's agent, or why it cannot run.
@@ -384,42 +397,103 @@ impl Turn {
     ) {
         let mut batch = Vec::new();
         let mut acks = Vec::new();
-        let slot = match self.agent(&spec).await {
-            Ok(slot) => slot,
-            Err(end) => return self.finish(end, false, batch, acks, &mut inbox, None).await,
-        };
-        // Before the agent sees the prompt, so a tool list it asks for at once is right.
-        self.app.screens.set_enabled(&self.session, self.ui);
-        if let Err(e) = slot.handle.prompt(blocks) {
-            let end = TurnEnd::Failed {
-                message: e.to_string(),
-                stderr_tail: slot.handle.stderr_tail(),
+        // When the agent was restarted for a stale answer; at most once per turn (docs/agents.md §7).
+        let mut restarted: Option<std::time::Instant> = None;
+        loop {
+            let slot = match self.agent(&spec).await {
+                Ok(slot) => slot,
+                Err(end) => return self.finish(end, false, batch, acks, &mut inbox, None).await,
             };
-            return self
-                .finish(end, false, batch, acks, &mut inbox, Some(&slot))
+            if let Some(since) = restarted {
+                tracing::info!(
+                    session = %self.session,
+                    ms = since.elapsed().as_millis() as u64,
+                    "the agent was restarted and its session reopened"
+                );
+            }
+            // Before the agent sees the prompt, so a tool list it asks for at once is right.
+            self.app.screens.set_enabled(&self.session, self.ui);
+            if let Err(e) = slot.handle.prompt(blocks.clone()) {
+                let end = TurnEnd::Failed {
+                    message: e.to_string(),
+                    stderr_tail: slot.handle.stderr_tail(),
+                };
+                return self
+                    .finish(end, false, batch, acks, &mut inbox, Some(&slot))
+                    .await;
+            }
+            let (end, from_runtime) = self
+                .await_end(&slot, &mut batch, &mut acks, &mut inbox)
                 .await;
+            let stale = restarted.is_none()
+                && !self.interrupted
+                && acks.is_empty()
+                && stale_after_cancel(&slot, &end, self.seq);
+            slot.after_cancel.store(
+                matches!(end, TurnEnd::Cancelled),
+                std::sync::atomic::Ordering::SeqCst,
+            );
+            if !stale {
+                return self
+                    .finish(end, from_runtime, batch, acks, &mut inbox, Some(&slot))
+                    .await;
+            }
+            tracing::info!(
+                session = %self.session,
+                "the agent answered the prompt after an abort at once with nothing: \
+                 restarting it and reopening its session (docs/agents.md §7)"
+            );
+            restarted = Some(std::time::Instant::now());
+            self.retire(&slot).await;
         }
+    }
+
+    /// Stops `slot`'s process and forgets it, so the next [`Turn::agent`] starts a new one
+    /// and reopens the stored agent session. Waits for the process: two processes must never
+    /// write the agent's own session record at once.
+    async fn retire(&self, slot: &Arc<AgentSlot>) {
+        {
+            let mut slots = self.app.agent_slots();
+            if slots
+                .get(&self.session)
+                .is_some_and(|s| Arc::ptr_eq(s, slot))
+            {
+                slots.remove(&self.session);
+            }
+        }
+        slot.handle.stop().await;
+    }
+
+    /// Takes the agent's events into the turn until the prompt is answered; serves aborts,
+    /// permission answers and the backend's shutdown meanwhile.
+    async fn await_end(
+        &mut self,
+        slot: &Arc<AgentSlot>,
+        batch: &mut Vec<Item>,
+        acks: &mut Vec<oneshot::Sender<()>>,
+        inbox: &mut mpsc::UnboundedReceiver<Control>,
+    ) -> (TurnEnd, bool) {
         let shutdown = self.app.shutdown.clone();
         let mut events = slot.events.lock().await;
-        let (end, from_runtime) = loop {
+        loop {
             tokio::select! {
                 event = events.recv() => {
                     let Some(event) = event else {
-                        break (TurnEnd::Failed {
+                        return (TurnEnd::Failed {
                             message: "the agent's connection ended".into(),
                             stderr_tail: slot.handle.stderr_tail(),
                         }, false);
                     };
-                    let mut end = self.take(event, &mut batch);
+                    let mut end = self.take(event, batch);
                     while end.is_none() && batch.len() < BURST {
                         match events.try_recv() {
-                            Ok(event) => end = self.take(event, &mut batch),
+                            Ok(event) => end = self.take(event, batch),
                             Err(_) => break,
                         }
                     }
-                    self.flush(std::mem::take(&mut batch)).await;
+                    self.flush(std::mem::take(batch)).await;
                     if let Some(end) = end {
-                        break (end, true);
+                        return (end, true);
                     }
                 }
                 control = inbox.recv() => match control {
@@ -428,7 +502,7 @@ impl Turn {
                         acks.push(ack);
                     }
                     Some(Control::AgentReply { permission_id, reply, ack }) => {
-                        let _ = ack.send(self.answer(&slot, &permission_id, reply));
+                        let _ = ack.send(self.answer(slot, &permission_id, reply));
                     }
                     Some(Control::Reply { ack, .. }) => {
                         let _ = ack.send(Err(Failure::conflict("this is an agent's turn")));
@@ -441,10 +515,7 @@ impl Turn {
                     self.app.tasks.spawn(async move { slot.handle.stop().await });
                 }
             }
-        };
-        drop(events);
-        self.finish(end, from_runtime, batch, acks, &mut inbox, Some(&slot))
-            .await;
+        }
     }
 
     /// Ends the turn: notices for a failure, the status (idle or needs_auth), the run slot
@@ -691,6 +762,7 @@ async fn open_agent(
     let slot = Arc::new(AgentSlot {
         handle,
         events: tokio::sync::Mutex::new(events),
+        after_cancel: std::sync::atomic::AtomicBool::new(false),
     });
     app.agent_slots().insert(session.clone(), slot.clone());
     Ok(slot)

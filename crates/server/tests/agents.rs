@@ -100,6 +100,9 @@ fn main() {
         ("a_codex_reject_keeps_its_card_and_says_why", || {
             Box::pin(a_codex_reject_keeps_its_card_and_says_why())
         }),
+        ("the_prompt_after_an_abort_gets_its_own_answer", || {
+            Box::pin(the_prompt_after_an_abort_gets_its_own_answer())
+        }),
         (
             "the_session_screen_credential_cannot_answer_a_permission",
             || Box::pin(the_session_screen_credential_cannot_answer_a_permission()),
@@ -1126,6 +1129,72 @@ async fn abort_while_busy_without_a_permission() {
         }
     })
     .await;
+}
+
+/// An agent that, after an abort, answers the next prompt `end_turn` at once with nothing and
+/// delivers that prompt's answer one prompt late (Claude's adapter 0.23.1, docs/agents.md §10):
+/// every reply is still its own answer, and the agent's context is restored (§7).
+async fn the_prompt_after_an_abort_gets_its_own_answer() {
+    let state = tempfile::tempdir().unwrap();
+    let env = format!(
+        ", AX_MOCK_STATE_DIR = {:?}, AX_MOCK_LOAD = \"1\", AX_MOCK_STALE_CANCEL = \"1\"",
+        state.path().to_string_lossy()
+    );
+    let b = Backend::start(&env).await;
+    let id = b.mock_session().await;
+    let mut events = b.events().await;
+    let reply_text = async |reply: &MessageId| {
+        let messages = b.client.messages(&id).await.unwrap();
+        let parts: Vec<TurnPart> = reply_of(&messages, reply)
+            .parts
+            .iter()
+            .filter_map(|p| match p {
+                Part::Text { text } => Some(TurnPart::Text { text: text.clone() }),
+                _ => None,
+            })
+            .collect();
+        text_of(&parts)
+    };
+    let first = b
+        .client
+        .prompt_text(&id, "text first answer")
+        .await
+        .unwrap();
+    follow(&b, &mut events, &id, &first.reply_id, |_| None).await;
+    let aborted = b
+        .client
+        .prompt_text(&id, "text working\nwait-cancel")
+        .await
+        .unwrap();
+    within(async {
+        loop {
+            let e = events.next().await.unwrap().unwrap();
+            if matches!(e.event, Event::MessageDelta { ref message_id, .. } if *message_id == aborted.reply_id)
+            {
+                break;
+            }
+        }
+    })
+    .await;
+    assert!(b.client.abort(&id).await.unwrap().aborted);
+    for answer in ["second answer", "third answer"] {
+        let next = b
+            .client
+            .prompt_text(&id, &format!("text {answer}"))
+            .await
+            .unwrap();
+        let live = follow(&b, &mut events, &id, &next.reply_id, |_| None).await;
+        assert_eq!(text_of(&live.parts), answer, "{:?}", live.parts);
+        assert_eq!(reply_text(&next.reply_id).await, answer);
+        assert!(
+            !live
+                .parts
+                .iter()
+                .any(|p| matches!(p, TurnPart::Notice(n) if n.message.contains("not restored"))),
+            "the agent's context was restored: {:?}",
+            live.parts
+        );
+    }
 }
 
 /// The session-scoped screen credential (what the backend hands the agent's screen server)
