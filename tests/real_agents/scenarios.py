@@ -314,10 +314,13 @@ def long_command(ab):
 
     def cards():
         reply = (ab.replies(s) or [{"parts": []}])[-1]
-        # The card: the tool call part, or (Gemini sends no tool_call before asking,
-        # docs/agents.md §5) the permission request's own tool call.
-        return parts_of(reply, "tool_call") + [p["toolCall"] for p in parts_of(reply, "permission")
-                                               if p.get("toolCall")]
+        # The cards: the tool call parts, and a permission request's own tool call (as asked)
+        # where no card has its id: Gemini sends no tool_call before asking (docs/agents.md §5),
+        # and ax-code makes the card from the request once it is answered.
+        calls = parts_of(reply, "tool_call")
+        ids = {c.get("toolCallId") for c in calls}
+        return calls + [p["toolCall"] for p in parts_of(reply, "permission")
+                        if p.get("toolCall") and p["toolCall"].get("toolCallId") not in ids]
 
     def running():
         _answer_any(ab, s, "allow_once")

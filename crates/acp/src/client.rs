@@ -1793,6 +1793,8 @@ impl AgentHandle {
         let Some((id, parked)) = st.parked.remove(&key) else {
             return Err(AnswerError::Unknown(permission_id.to_string()));
         };
+        // ax-code's own asks (a guarded write) are no command of the agent's: no card runs.
+        let agents_ask = matches!(parked.responder, Asker::Agent(_));
         parked.responder.answer(Some(&choice));
         self.shared.emit(
             &mut st,
@@ -1804,17 +1806,16 @@ impl AgentHandle {
                 },
             },
         );
-        if matches!(
+        // The command keeps a card of its own even when the agent sent no tool call for it
+        // (Gemini, Codex) or ends its turn at once (docs/agents.md §5): allowed, it runs
+        // (so an abort or a stop marks it cancelled, never leaves it pending); rejected, it
+        // failed. A tool call the agent sends later under the same id replaces this card.
+        let rejected = matches!(
             choice.kind,
             PermissionKind::RejectOnce | PermissionKind::RejectAlways
-        ) {
-            // The rejected command keeps a card even when the agent sent no tool call for
-            // it (Gemini, Codex) or ends its turn at once (docs/agents.md §5).
-            let mut card = parked.tool_call;
-            let shown = st
-                .turn
-                .as_ref()
-                .is_some_and(|t| has_card(&t.parts, &card.tool_call_id));
+        );
+        let mut card = parked.tool_call;
+        if rejected {
             let title = if card.title.is_empty() {
                 card.tool_call_id.clone()
             } else {
@@ -1823,11 +1824,19 @@ impl AgentHandle {
             if let Some(t) = st.turn.as_mut() {
                 t.rejected.push(title);
             }
-            if !shown && st.turn.is_some() {
-                card.status = ToolStatus::Failed;
-                self.shared
-                    .emit(&mut st, TurnDelta::ToolCallCreated { tool_call: card });
-            }
+        }
+        let shown = st
+            .turn
+            .as_ref()
+            .is_some_and(|t| has_card(&t.parts, &card.tool_call_id));
+        if !shown && st.turn.is_some() && (rejected || agents_ask) {
+            card.status = if rejected {
+                ToolStatus::Failed
+            } else {
+                ToolStatus::InProgress
+            };
+            self.shared
+                .emit(&mut st, TurnDelta::ToolCallCreated { tool_call: card });
         }
         Ok(choice)
     }

@@ -219,6 +219,33 @@ async fn agent_without_reject_always_and_several_permissions_in_one_turn() {
     fx.agent.stop().await;
 }
 
+/// docs/agents.md §5: a request the agent sent no tool call for (Gemini) becomes a card once
+/// it is answered: allowed, it runs and the agent's later updates complete it (an abort or a
+/// backend stop would mark it cancelled, never leave it pending); rejected, it failed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_answered_request_without_a_tool_call_becomes_a_card() {
+    let mut fx = start(&[]).await;
+    fx.agent
+        .prompt_text("permission-bare g1 gemini\npermission-bare g2 gemini")
+        .unwrap();
+    let mut deltas = Vec::new();
+    assert_eq!(
+        answer(&mut fx, &mut deltas, PermissionKind::AllowOnce).await,
+        "proceed_once"
+    );
+    assert_eq!(
+        answer(&mut fx, &mut deltas, PermissionKind::RejectOnce).await,
+        "cancel"
+    );
+    let turn = finish(&mut fx.events, deltas).await;
+    let allowed = tool(&turn.parts, "g1");
+    // The mock agent sends no tool call for a bare request, only its later status update.
+    assert_eq!(allowed.status, ToolStatus::Completed);
+    assert_eq!(allowed.title, "run step g1\nwith a second line");
+    assert_eq!(tool(&turn.parts, "g2").status, ToolStatus::Failed);
+    fx.agent.stop().await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_option_the_agent_does_not_offer_is_refused_and_stays_pending() {
     let mut fx = start(&[]).await;
