@@ -346,8 +346,10 @@ impl Turn {
                     schema::RequestPermissionOutcome::Selected(s) => {
                         let option = s.option_id.0.to_string();
                         self.say(format!("permission {id}: {option}\n"))?;
-                        let allowed =
-                            !matches!(option.as_str(), "reject" | "abort" | "denied" | "cancel" | "o3" | "o4");
+                        let allowed = !matches!(
+                            option.as_str(),
+                            "reject" | "abort" | "denied" | "cancel" | "o3" | "o4"
+                        );
                         self.tool_status(
                             id,
                             if allowed {

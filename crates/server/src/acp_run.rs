@@ -357,7 +357,11 @@ impl Turn {
         if let Some(wanted) = option_id
             && !record.options.iter().any(|o| o.option_id == wanted)
         {
-            let valid: Vec<&str> = record.options.iter().map(|o| o.option_id.as_str()).collect();
+            let valid: Vec<&str> = record
+                .options
+                .iter()
+                .map(|o| o.option_id.as_str())
+                .collect();
             return Err(Failure::bad_request(format!(
                 "optionId {wanted:?} is not an option of permission {permission_id}; \
                  its options are: {}",

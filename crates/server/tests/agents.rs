@@ -641,7 +641,9 @@ async fn a_permission_is_answered_by_its_exact_option() {
     let session = b.client.get_session(&id).await.unwrap();
     assert_eq!(session.standing.len(), 1, "{session:?}");
     assert!(
-        session.standing[0].title.contains("remember this command pattern"),
+        session.standing[0]
+            .title
+            .contains("remember this command pattern"),
         "{:?}",
         session.standing
     );

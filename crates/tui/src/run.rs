@@ -545,7 +545,11 @@ fn spawn_job(client: &Client, effect: Effect, done: &mpsc::UnboundedSender<Done>
                             .reply_permission_option(&session, &permission_id, reply, &option)
                             .await
                     }
-                    None => client.reply_permission(&session, &permission_id, reply).await,
+                    None => {
+                        client
+                            .reply_permission(&session, &permission_id, reply)
+                            .await
+                    }
                 };
                 match sent {
                     Ok(_) => return,

@@ -387,7 +387,11 @@ fn a_moved_highlight_does_not_carry_over_to_the_next_request() {
 #[test]
 fn every_option_of_a_kind_is_offered_and_sends_its_own_id() {
     let options = vec![
-        option("abort", "No, and tell Codex what to do differently", PermissionKind::RejectOnce),
+        option(
+            "abort",
+            "No, and tell Codex what to do differently",
+            PermissionKind::RejectOnce,
+        ),
         option(
             "approved-for-session",
             "Yes, and don't ask again this session",
@@ -399,9 +403,16 @@ fn every_option_of_a_kind_is_offered_and_sends_its_own_id() {
             "Yes, and remember this command pattern",
             PermissionKind::AllowAlways,
         ),
-        option("denied", "No, continue without running it", PermissionKind::RejectOnce),
+        option(
+            "denied",
+            "No, continue without running it",
+            PermissionKind::RejectOnce,
+        ),
     ];
-    let mut app = asked(run_tool(serde_json::json!({"command": "ls"})), options.clone());
+    let mut app = asked(
+        run_tool(serde_json::json!({"command": "ls"})),
+        options.clone(),
+    );
     let shown: Vec<(char, Option<String>)> = app
         .approval_choices()
         .iter()
