@@ -111,11 +111,12 @@ export class Api {
   }
   abort(id) { return this.request('POST', `/session/${encodeURIComponent(id)}/abort`); }
   permissions() { return this.request('GET', '/permission'); }
-  reply(sessionId, permissionId, reply) {
+  /** `optionId` (optional): the exact option of the permission's `options` (docs/agents.md §5). */
+  reply(sessionId, permissionId, reply, optionId) {
     return this.request(
       'POST',
       `/session/${encodeURIComponent(sessionId)}/permission/${encodeURIComponent(permissionId)}`,
-      { reply },
+      optionId ? { reply, optionId } : { reply },
     );
   }
 

@@ -634,9 +634,9 @@ class ControlUi {
           self.toast(e.message);
         }
       },
-      async reply(sessionId, permissionId, reply) {
+      async reply(sessionId, permissionId, reply, optionId) {
         try {
-          await self.api.reply(sessionId, permissionId, reply);
+          await self.api.reply(sessionId, permissionId, reply, optionId);
           self.store.permissions.delete(permissionId);
           self.refreshApprovals(sessionId);
           return true;

@@ -401,7 +401,7 @@ export function fillApprovals(el, permissions, sessionId, actions, fresh = false
   if (!changed && el.children.length === permissions.length) return;
   el.replaceChildren();
   for (const p of permissions) {
-    const button = (reply, label, cls, feedback = false) => h('button', {
+    const button = (reply, label, cls, feedback = false, optionId = undefined) => h('button', {
       type: 'button',
       class: cls,
       'data-testid': `approve-${reply}`,
@@ -412,7 +412,7 @@ export function fillApprovals(el, permissions, sessionId, actions, fresh = false
         }
         // The pane may be drawn anew while the answer travels: find its composer first.
         const pane = el.closest('[data-testid="pane"]')?.dataset.paneId;
-        const answered = await actions.reply(sessionId, p.id, reply);
+        const answered = await actions.reply(sessionId, p.id, reply, optionId);
         if (answered && feedback) askFeedback(pane, sessionId, session);
       },
       text: label,

@@ -130,15 +130,14 @@ export function inputFields(rawInput) {
 export const KIND_ORDER = ['allow_once', 'allow_always', 'reject_once', 'reject_always'];
 
 /**
- * The options a card offers, in the order allow once, allow always, reject once, reject
- * always. An answer names a kind and the backend sends the agent's first option of that kind
- * (docs/agents.md §5), so only that one is offered: a second button of the same kind would
- * send the first one's option.
+ * The options a card offers: every one the agent sent, in the order allow once, allow always,
+ * reject once, reject always, the agent's order kept within a kind. An answer names the exact
+ * option (`optionId`, docs/agents.md §5), so two options of one kind (Codex's) each get their
+ * own button. Options of an unknown kind are left out.
  */
 export function orderedOptions(options) {
   const list = Array.isArray(options) ? options : [];
-  const firsts = KIND_ORDER.map((kind) => list.find((o) => isObj(o) && o.kind === kind)).filter(Boolean);
-  return firsts;
+  return KIND_ORDER.flatMap((kind) => list.filter((o) => isObj(o) && o.kind === kind));
 }
 
 /** An option whose name asks the person to tell the agent what to do instead. */

@@ -286,8 +286,9 @@ export const SHELL_ALWAYS = 'Always allow runs this command, and every later com
  * newlines and every other field of the input, the diff of an edit, the paths), the agent's
  * options by their own names in the order allow once, allow always, reject once, reject
  * always (allow once the primary one; an "always" never is), and what "always" covers.
- * `button(reply, label, cls, feedback)` makes a guarded answer button; `feedback` marks an
- * option that asks the person to tell the agent what to do instead.
+ * `button(reply, label, cls, feedback, optionId)` makes a guarded answer button; `feedback`
+ * marks an option that asks the person to tell the agent what to do instead; `optionId` is the
+ * exact option the answer names (the agent may offer several of one kind, docs/agents.md §5).
  */
 export function approvalCard(p, session, button) {
   const tool = p.toolCall;
@@ -338,9 +339,11 @@ export function approvalCard(p, session, button) {
   const words = options.map((o) => alwaysWords(o.kind, optionLabel(o), title, agent)).filter(Boolean);
   for (const w of words) card.append(h('p', { class: 'approval-always', 'data-testid': 'approval-always', text: w }));
   card.append(h('div', { class: 'approval-actions' },
-    options.map((o) => {
+    options.map((o, i) => {
       const feedback = o.kind.startsWith('reject') && asksForFeedback(o);
-      const b = button(o.kind, optionLabel(o), KIND_CLASS[o.kind], feedback);
+      // One primary button: the first allow once (an "always" never is).
+      const cls = o.kind === 'allow_once' && i > 0 ? '' : KIND_CLASS[o.kind];
+      const b = button(o.kind, optionLabel(o), cls, feedback, str(o.optionId) || undefined);
       b.dataset.optionId = str(o.optionId);
       b.title = feedback ? `${KIND_WORDS[o.kind]}, then write what to do instead` : KIND_WORDS[o.kind];
       if (feedback) b.dataset.feedback = 'true';

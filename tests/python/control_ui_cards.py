@@ -5,9 +5,10 @@ options `allow_always` first, Gemini's `proceed_always` first, Codex's command a
 with `cwd`, its internal option names and its feedback option); the sessions part drives the
 page itself.
 
-1. Options: one order by kind (allow once, allow always, reject once, reject always), one
-   button per kind (an answer names a kind); allow once is the primary button and comes first,
-   no "always" option ever is primary.
+1. Options: one order by kind (allow once, allow always, reject once, reject always), every
+   option the agent sent (the agent's order within a kind; Codex offers two of one kind), each
+   answering with its own id; allow once is the primary button and comes first, no "always"
+   option ever is primary; a click sends that option's id.
 2. The approval shows every field of the input: an array command joined shell-quoted, `cwd`,
    `workdir`, `dangerouslyDisableSandbox`, any other key (nested values as compact JSON), as
    text, bounded, with control and bidirectional characters made visible.
@@ -42,8 +43,9 @@ CARDS_JS = r"""
 const done = arguments[arguments.length - 1];
 Promise.all([import('/assets/turns.js'), import('/assets/present.js'), import('/assets/diff.js'),
              import('/assets/panes.js'), import('/assets/layout.js')]).then(([t, p, d, panes, layout]) => {
-  const button = (reply, label, cls, feedback) => {
+  const button = (reply, label, cls, feedback, optionId) => {
     const b = document.createElement('button');
+    b.dataset.sent = optionId ?? '';
     b.dataset.testid = `approve-${reply}`;
     b.dataset.reply = reply;
     b.className = cls || '';
@@ -55,7 +57,7 @@ Promise.all([import('/assets/turns.js'), import('/assets/present.js'), import('/
   const perm = (options, toolCall) => ({ id: 'per_1', sessionId: 's', state: 'pending', options, toolCall: tool(toolCall) });
   const buttons = (card) => [...card.querySelectorAll('.approval-actions button')].map((b) => ({
     reply: b.dataset.reply, label: b.textContent, primary: b.classList.contains('primary'),
-    option: b.dataset.optionId, feedback: b.dataset.feedback === 'true',
+    option: b.dataset.optionId, feedback: b.dataset.feedback === 'true', sent: b.dataset.sent,
   }));
   const session = { id: 's', agent: 'claude', title: '' };
   const o = (optionId, name, kind) => ({ optionId, name, kind });
@@ -65,6 +67,26 @@ Promise.all([import('/assets/turns.js'), import('/assets/present.js'), import('/
   out.claude = buttons(t.approvalCard(perm([o('allow_always', 'Always Allow', 'allow_always'), o('allow', 'Allow', 'allow_once'), o('reject', 'Reject', 'reject_once')]), session, button));
   out.gemini = buttons(t.approvalCard(perm([o('proceed_always', 'Allow always', 'allow_always'), o('proceed_once', 'Allow', 'allow_once'), o('cancel', 'Reject', 'reject_once')]), session, button));
   out.full = buttons(t.approvalCard(perm([o('o4', 'Never', 'reject_always'), o('o2', 'Always', 'allow_always'), o('o3', 'No', 'reject_once'), o('o1', 'Yes', 'allow_once')]), session, button));
+  // Codex's command approval: two options of each of two kinds, in the agent's order.
+  const execOptions = [
+    o('approved', 'Yes, proceed', 'allow_once'),
+    o('approved-for-session', "Yes, and don't ask again for this command in this session", 'allow_always'),
+    o('approved-execpolicy-amendment', 'Yes, and remember this command pattern', 'allow_always'),
+    o('denied', 'No, continue without running it', 'reject_once'),
+    o('abort', 'No, and tell Codex what to do differently', 'reject_once'),
+  ];
+  out.exec = buttons(t.approvalCard(perm([...execOptions].reverse()), session, button));
+  // A click in a pane's approvals answers with the option's own id.
+  const sent = [];
+  const approvals = document.createElement('div');
+  panes.fillApprovals(approvals, [perm(execOptions)], 's', {
+    reply: (...args) => { sent.push(args); return Promise.resolve(false); },
+    toast: () => {},
+  });
+  approvals.dataset.shownAt = String(performance.now() - 1e6);
+  const denied = [...approvals.querySelectorAll('.approval-actions button')].find((b) => b.textContent.startsWith('No, continue'));
+  denied?.click();
+  out.execSent = sent;
   out.onlyAlways = buttons(t.approvalCard(perm([o('a', 'Always', 'allow_always'), o('r', 'No', 'reject_once')]), session, button));
 
   // 2. every field of the input
@@ -244,6 +266,17 @@ def check_cards(r):
         check([b["primary"] for b in r[name]] == [True, False, False], f"{name}: allow once is the one primary button: {r[name]}")
     check([b["reply"] for b in r["full"]] == ["allow_once", "allow_always", "reject_once", "reject_always"],
           f"all four kinds in order: {r['full']}")
+    check([(b["reply"], b["option"], b["sent"]) for b in r["exec"]] == [
+        ("allow_once", "approved", "approved"),
+        ("allow_always", "approved-execpolicy-amendment", "approved-execpolicy-amendment"),
+        ("allow_always", "approved-for-session", "approved-for-session"),
+        ("reject_once", "abort", "abort"),
+        ("reject_once", "denied", "denied"),
+    ], f"every option, by kind, the agent's order within a kind, each answering with its id: {r['exec']}")
+    check([b["primary"] for b in r["exec"]] == [True, False, False, False, False],
+          f"one primary button, the first allow once: {r['exec']}")
+    check(r["execSent"] == [["s", "per_1", "reject_once", "denied"]],
+          f"a click answers with the second reject_once option's own id: {r['execSent']}")
     check(not any(b["primary"] for b in r["onlyAlways"]) and r["onlyAlways"][0]["reply"] == "allow_always",
           f"without an allow-once option no button is primary (an always never is): {r['onlyAlways']}")
     # 2.
@@ -264,11 +297,13 @@ def check_cards(r):
           and r["toolCommand"] == inp["command"], f"the tool card shows the same fields: {r['toolFields']}")
     # 3.
     codex = r["codex"]
-    check([b["label"] for b in codex] == ["Yes, proceed", "Allow always", "No, and tell Codex what to do differently"],
-          f"Codex's option names, an internal identifier replaced, one button per kind: {[b['label'] for b in codex]}")
-    check([b["option"] for b in codex] == ["approved", "approved-execpolicy-amendment", "abort"],
-          f"each button is the option an answer of its kind sends (the first of the kind): {codex}")
-    check([b["feedback"] for b in codex] == [False, False, True], f"the feedback option is marked: {codex}")
+    check([b["label"] for b in codex] == ["Yes, proceed", "Allow always",
+                                          "Yes, and don't ask again for this command in this session",
+                                          "No, and tell Codex what to do differently"],
+          f"Codex's option names, an internal identifier replaced, every option: {[b['label'] for b in codex]}")
+    check([b["option"] for b in codex] == ["approved", "approved-execpolicy-amendment", "approved-for-session", "abort"],
+          f"each button is its own option: {codex}")
+    check([b["feedback"] for b in codex] == [False, False, False, True], f"the feedback option is marked: {codex}")
     check(r["labels"] == ["Allow always", "Abort", "Allow once", "Allow"], f"option labels: {r['labels']}")
     check(r["narrow"] == {"inside": True, "cardFits": True, "count": 3}, f"in a 300 px card every button wraps inside it: {r['narrow']}")
     # 4.

@@ -403,6 +403,14 @@ pub enum AnswerError {
         /// The kinds the agent offered, by wire name.
         offered: Vec<String>,
     },
+    /// The request has no option of the id the person chose.
+    #[error("the agent offers no option {option_id:?} here (offered: {})", .offered.join(", "))]
+    NoSuchOptionId {
+        /// The id the person chose.
+        option_id: String,
+        /// The option ids the agent offered.
+        offered: Vec<String>,
+    },
 }
 
 struct Parked {
@@ -1772,6 +1780,18 @@ impl AgentHandle {
         permission_id: &PermissionId,
         kind: PermissionKind,
     ) -> Result<PermissionChoice, AnswerError> {
+        self.answer_option(permission_id, kind, None)
+    }
+
+    /// Like [`Self::answer_permission`], but `option_id`, when given, names the exact option
+    /// to send (an agent may offer several of one kind, docs/agents.md §5); `kind` is then
+    /// not used.
+    pub fn answer_option(
+        &self,
+        permission_id: &PermissionId,
+        kind: PermissionKind,
+        option_id: Option<&str>,
+    ) -> Result<PermissionChoice, AnswerError> {
         let mut st = self.shared.lock();
         let key = st
             .parked
@@ -1780,8 +1800,16 @@ impl AgentHandle {
             .map(|(k, _)| *k)
             .ok_or_else(|| AnswerError::Unknown(permission_id.to_string()))?;
         let options = &st.parked[&key].1.options;
-        let choice =
-            map::pick(options, kind)
+        let choice = match option_id {
+            Some(wanted) => options
+                .iter()
+                .find(|o| o.option_id == wanted)
+                .cloned()
+                .ok_or_else(|| AnswerError::NoSuchOptionId {
+                    option_id: wanted.to_string(),
+                    offered: options.iter().map(|o| o.option_id.clone()).collect(),
+                })?,
+            None => map::pick(options, kind)
                 .cloned()
                 .ok_or_else(|| AnswerError::NoSuchOption {
                     kind,
@@ -1789,7 +1817,8 @@ impl AgentHandle {
                         .iter()
                         .map(|o| o.kind.as_str().to_string())
                         .collect(),
-                })?;
+                })?,
+        };
         let Some((id, parked)) = st.parked.remove(&key) else {
             return Err(AnswerError::Unknown(permission_id.to_string()));
         };

@@ -366,7 +366,29 @@ impl Client {
     ) -> Result<Permission, ClientError> {
         self.post(
             &format!("/session/{id}/permission/{permission_id}"),
-            &PermissionAnswer { reply },
+            &PermissionAnswer {
+                reply,
+                option_id: None,
+            },
+        )
+        .await
+    }
+
+    /// Answers a pending permission with the exact option `option_id` of its `options` (an
+    /// agent may offer several of one kind, docs/agents.md §5); `reply` is that option's kind.
+    pub async fn reply_permission_option(
+        &self,
+        id: &SessionId,
+        permission_id: &PermissionId,
+        reply: PermissionReply,
+        option_id: &str,
+    ) -> Result<Permission, ClientError> {
+        self.post(
+            &format!("/session/{id}/permission/{permission_id}"),
+            &PermissionAnswer {
+                reply,
+                option_id: Some(option_id.to_owned()),
+            },
         )
         .await
     }

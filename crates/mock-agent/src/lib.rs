@@ -46,7 +46,9 @@
 //!
 //! Permission option sets (ids and order as the real adapters send them): `claude`
 //! (`allow_always`, `allow`, `reject`), `codex` (`approved`, `approved-for-session`, `abort`;
-//! no `reject_always`; `abort` ends the whole turn `cancelled`), `gemini` (`proceed_always`,
+//! no `reject_always`; `abort` ends the whole turn `cancelled`), `codex-exec` (Codex's
+//! command approval with two options of each of two kinds: `approved`, `approved-for-session`,
+//! `approved-execpolicy-amendment`, `denied`, `abort`), `gemini` (`proceed_always`,
 //! `proceed_once`, `cancel`), `full` (one of each kind), `allow-only` (`ok`, allow once only).
 //!
 //! Started as `ax-mock-agent --mcp-server` it is instead a trivial stdio MCP server whose one
@@ -215,6 +217,25 @@ fn permission_options(set: &str) -> Vec<schema::PermissionOption> {
                 K::RejectOnce,
             ),
         ],
+        "codex-exec" => vec![
+            o("approved", "Yes, proceed", K::AllowOnce),
+            o(
+                "approved-for-session",
+                "Yes, and don't ask again for this command in this session",
+                K::AllowAlways,
+            ),
+            o(
+                "approved-execpolicy-amendment",
+                "Yes, and remember this command pattern",
+                K::AllowAlways,
+            ),
+            o("denied", "No, continue without running it", K::RejectOnce),
+            o(
+                "abort",
+                "No, and tell Codex what to do differently",
+                K::RejectOnce,
+            ),
+        ],
         "gemini" => vec![
             o("proceed_always", "Always allow", K::AllowAlways),
             o("proceed_once", "Allow", K::AllowOnce),
@@ -333,8 +354,10 @@ impl Turn {
                     schema::RequestPermissionOutcome::Selected(s) => {
                         let option = s.option_id.0.to_string();
                         self.say(format!("permission {id}: {option}\n"))?;
-                        let allowed =
-                            !matches!(option.as_str(), "reject" | "abort" | "cancel" | "o3" | "o4");
+                        let allowed = !matches!(
+                            option.as_str(),
+                            "reject" | "abort" | "denied" | "cancel" | "o3" | "o4"
+                        );
                         self.tool_status(
                             id,
                             if allowed {

@@ -276,6 +276,52 @@ async fn an_option_the_agent_does_not_offer_is_refused_and_stays_pending() {
     fx.agent.stop().await;
 }
 
+/// An answer can name the exact option: the second of a kind is what the agent receives; an
+/// id the agent did not offer is refused with the offered ids and stays pending.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_answer_by_option_id_sends_that_option() {
+    let mut fx = start(&[]).await;
+    fx.agent.prompt_text("permission p1 codex-exec").unwrap();
+    let mut deltas = Vec::new();
+    let p = permission(&mut fx.events, &mut deltas).await;
+    assert_eq!(
+        fx.agent
+            .answer_option(&p.permission_id, PermissionKind::RejectOnce, Some("nope")),
+        Err(AnswerError::NoSuchOptionId {
+            option_id: "nope".into(),
+            offered: [
+                "approved",
+                "approved-for-session",
+                "approved-execpolicy-amendment",
+                "denied",
+                "abort"
+            ]
+            .map(String::from)
+            .to_vec(),
+        })
+    );
+    assert_eq!(fx.agent.pending_permissions().len(), 1);
+    let sent = fx
+        .agent
+        .answer_option(
+            &p.permission_id,
+            PermissionKind::AllowOnce,
+            Some("approved-execpolicy-amendment"),
+        )
+        .unwrap();
+    assert_eq!(
+        sent.kind,
+        PermissionKind::AllowAlways,
+        "the option's own kind"
+    );
+    let turn = finish(&mut fx.events, deltas).await;
+    assert_eq!(
+        turn.text(),
+        "permission p1: approved-execpolicy-amendment\n"
+    );
+    fx.agent.stop().await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn abort_while_a_permission_is_pending_answers_it_cancelled() {
     let mut fx = start(&[]).await;

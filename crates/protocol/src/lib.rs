@@ -517,11 +517,16 @@ impl PermissionReply {
 }
 
 /// `POST /session/{id}/permission/{pid}` body.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct PermissionAnswer {
     /// The person's answer.
     pub reply: PermissionReply,
+    /// For an ACP agent: the exact option chosen, one of the permission's `options` (an
+    /// agent may offer several of one kind, docs/agents.md §5). Without it the first option
+    /// of the reply's kind is sent. Its kind wins over `reply`'s.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub option_id: Option<String>,
 }
 
 /// One item of the `/event` stream. The SSE `id:` line carries [`EventEnvelope::id`].

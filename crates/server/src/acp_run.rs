@@ -347,12 +347,13 @@ impl Turn {
         }
     }
 
-    /// The person's answer, by option kind.
+    /// The person's answer: the option `option_id` names, else the first of the reply's kind.
     fn answer(
         &mut self,
         slot: &AgentSlot,
         permission_id: &PermissionId,
         reply: PermissionReply,
+        option_id: Option<&str>,
     ) -> Result<Permission, Failure> {
         let Some(record) = self.perms.get(permission_id) else {
             return Err(Failure::not_found(format!(
@@ -366,7 +367,24 @@ impl Turn {
                 record.state
             )));
         }
-        match slot.handle.answer_permission(permission_id, reply.kind()) {
+        if let Some(wanted) = option_id
+            && !record.options.iter().any(|o| o.option_id == wanted)
+        {
+            let valid: Vec<&str> = record
+                .options
+                .iter()
+                .map(|o| o.option_id.as_str())
+                .collect();
+            return Err(Failure::bad_request(format!(
+                "optionId {wanted:?} is not an option of permission {permission_id}; \
+                 its options are: {}",
+                valid.join(", ")
+            )));
+        }
+        match slot
+            .handle
+            .answer_option(permission_id, reply.kind(), option_id)
+        {
             Ok(choice) => {
                 let mut answered = record.clone();
                 let (state, option) = settle(&PermissionOutcome::Selected {
@@ -501,8 +519,9 @@ impl Turn {
                         slot.handle.cancel();
                         acks.push(ack);
                     }
-                    Some(Control::AgentReply { permission_id, reply, ack }) => {
-                        let _ = ack.send(self.answer(slot, &permission_id, reply));
+                    Some(Control::AgentReply { permission_id, reply, option_id, ack }) => {
+                        let answer = self.answer(slot, &permission_id, reply, option_id.as_deref());
+                        let _ = ack.send(answer);
                     }
                     Some(Control::Reply { ack, .. }) => {
                         let _ = ack.send(Err(Failure::conflict("this is an agent's turn")));

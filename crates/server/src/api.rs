@@ -446,7 +446,7 @@ async fn reply_permission(
     let id = session_id(&id)?;
     let pid: PermissionId = parse_id(&pid)?;
     let answer = body(input)?;
-    let answered = runner::reply(&app, &id, &pid, answer.reply).await?;
+    let answered = runner::reply(&app, &id, &pid, answer.reply, answer.option_id).await?;
     if let Some(title) = standing_title(&answered, answer.reply) {
         let project = app.project_id;
         let sid = id.to_string();

@@ -629,6 +629,7 @@ pub async fn reply(
     id: &SessionId,
     pid: &PermissionId,
     reply: PermissionReply,
+    option_id: Option<String>,
 ) -> Result<Permission, Failure> {
     let agent = {
         let runs = app.runs();
@@ -645,6 +646,7 @@ pub async fn reply(
         let sent = control.send(Control::AgentReply {
             permission_id: pid.clone(),
             reply,
+            option_id: option_id.clone(),
             ack,
         });
         if sent.is_ok()
@@ -689,6 +691,13 @@ pub async fn reply(
             )),
         });
     };
+    if let Some(option) = option_id {
+        // The shell agent offers no options: only the reply names its answer.
+        return Err(Failure::bad_request(format!(
+            "permission {pid} offers no options, so optionId {option:?} is not one of them \
+             (answer with reply alone)"
+        )));
+    }
     let (ack, answer) = oneshot::channel();
     if control.send(Control::Reply { reply, ack }).is_err() {
         return Err(Failure::conflict("the run already ended"));

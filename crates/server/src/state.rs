@@ -99,6 +99,8 @@ pub enum Control {
     AgentReply {
         permission_id: PermissionId,
         reply: PermissionReply,
+        /// The exact option chosen, when the answer named one (docs/agents.md §5).
+        option_id: Option<String>,
         ack: oneshot::Sender<Result<Permission, Failure>>,
     },
 }

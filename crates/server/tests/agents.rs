@@ -56,6 +56,9 @@ fn main() {
         ("permissions_are_answered_by_kind", || {
             Box::pin(permissions_are_answered_by_kind())
         }),
+        ("a_permission_is_answered_by_its_exact_option", || {
+            Box::pin(a_permission_is_answered_by_its_exact_option())
+        }),
         ("abort_while_pending_cancels_and_watchdog_kills", || {
             Box::pin(abort_while_pending_cancels_and_watchdog_kills())
         }),
@@ -575,6 +578,94 @@ async fn permissions_are_answered_by_kind() {
     assert_eq!(answered.option_id.as_deref(), Some("ok"));
     let live = follow(&b, &mut events, &id, &accepted.reply_id, |_| None).await;
     assert!(text_of(&live.parts).contains("permission f: ok"));
+}
+
+/// Codex offers two options of one kind; the person's answer can name the second one, and it
+/// is what the agent receives (docs/agents.md §5).
+async fn a_permission_is_answered_by_its_exact_option() {
+    let b = Backend::start("").await;
+    let mut events = b.events().await;
+    let id = b.mock_session().await;
+    let accepted = b
+        .client
+        .prompt_text(&id, "permission g codex-exec")
+        .await
+        .unwrap();
+    let asked = next_asked(&mut events).await;
+    let ids: Vec<&str> = asked.options.iter().map(|o| o.option_id.as_str()).collect();
+    assert_eq!(
+        ids,
+        [
+            "approved",
+            "approved-for-session",
+            "approved-execpolicy-amendment",
+            "denied",
+            "abort"
+        ],
+        "every option is kept, in the agent's order"
+    );
+    // An id that is not one of the options: 400 naming the valid ones, still pending.
+    let refused = b
+        .client
+        .reply_permission_option(&id, &asked.id, PermissionReply::AllowOnce, "yes")
+        .await;
+    match &refused {
+        Err(ClientError::Api { status: 400, error }) => {
+            for valid in &ids {
+                assert!(error.message.contains(valid), "{valid} in {error:?}");
+            }
+        }
+        other => panic!("expected a 400, got {other:?}"),
+    }
+    assert_eq!(b.client.permissions().await.unwrap().len(), 1);
+    // The second allow_always, which a reply by kind alone could never choose.
+    let answered = b
+        .client
+        .reply_permission_option(
+            &id,
+            &asked.id,
+            PermissionReply::AllowAlways,
+            "approved-execpolicy-amendment",
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        answered.option_id.as_deref(),
+        Some("approved-execpolicy-amendment")
+    );
+    assert_eq!(answered.state, PermissionState::Approved);
+    let live = follow(&b, &mut events, &id, &accepted.reply_id, |_| None).await;
+    let text = text_of(&live.parts);
+    assert!(
+        text.contains("permission g: approved-execpolicy-amendment"),
+        "the agent received the chosen option: {text}"
+    );
+    // An allow_always option, so a standing grant is recorded, named after that option.
+    let session = b.client.get_session(&id).await.unwrap();
+    assert_eq!(session.standing.len(), 1, "{session:?}");
+    assert!(
+        session.standing[0]
+            .title
+            .contains("remember this command pattern"),
+        "{:?}",
+        session.standing
+    );
+    // The second reject_once of the next request (`abort` ends Codex's turn).
+    let accepted = b
+        .client
+        .prompt_text(&id, "permission h codex-exec")
+        .await
+        .unwrap();
+    let asked = next_asked(&mut events).await;
+    let answered = b
+        .client
+        .reply_permission_option(&id, &asked.id, PermissionReply::RejectOnce, "abort")
+        .await
+        .unwrap();
+    assert_eq!(answered.option_id.as_deref(), Some("abort"));
+    assert_eq!(answered.state, PermissionState::Rejected);
+    let live = follow(&b, &mut events, &id, &accepted.reply_id, |_| None).await;
+    assert!(text_of(&live.parts).contains("permission h: abort"));
 }
 
 async fn next_asked(events: &mut EventStream) -> ax_protocol::Permission {

@@ -181,6 +181,8 @@ pub enum Effect {
         permission_id: ax_protocol::PermissionId,
         /// The person's answer.
         reply: PermissionReply,
+        /// The exact option chosen, for an ACP agent (docs/agents.md §5).
+        option_id: Option<String>,
     },
     /// Stop the session's running turn.
     Abort {
@@ -982,7 +984,7 @@ impl App {
         target
     }
 
-    pub(crate) fn reply(&mut self, reply: PermissionReply) {
+    pub(crate) fn reply(&mut self, reply: PermissionReply, option_id: Option<String>) {
         let Some(p) = self.pending_approval() else {
             return;
         };
@@ -996,6 +998,7 @@ impl App {
             session,
             permission_id,
             reply,
+            option_id,
         });
         self.approval_choice = None;
     }

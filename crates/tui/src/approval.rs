@@ -74,6 +74,7 @@ pub fn geometry(command: &str, attachments: &[String], width: u16, height: u16) 
             label: (*label).to_owned(),
             key,
             feedback: false,
+            option_id: None,
         })
         .collect();
     let mut g = Geometry {
@@ -225,6 +226,9 @@ pub struct Choice {
     /// The option asks the person to tell the agent what to do instead: after it is sent the
     /// composer waits for that feedback as the next prompt.
     pub feedback: bool,
+    /// For an ACP agent: the exact option sent (an agent may offer several of one kind,
+    /// docs/agents.md §5); `None` for the `shell` agent's fixed answers.
+    pub option_id: Option<String>,
 }
 
 /// Display order by kind: allow once, allow always, reject once, reject always.
@@ -245,10 +249,11 @@ pub fn asks_feedback(name: &str) -> bool {
 
 /// The answers for `p`, always in one order by kind (allow once, allow always, reject once,
 /// reject always), whatever order the agent sent them in: agents put "always" first, and the
-/// highlighted answer must never be a standing grant. The reply names a kind and the backend
-/// sends the agent's first option of that kind, so only that option is shown per kind (no
-/// button sends something other than what it says). Labels are the agent's own names; for
-/// the `shell` agent the three fixed answers.
+/// highlighted answer must never be a standing grant. Every option the agent sent is shown
+/// (the agent's order within a kind) and answers with its own id, so several options of one
+/// kind (Codex's) each get a button (docs/agents.md §5). The first option of a kind has the
+/// kind's letter, a further one the digit of its position. Labels are the agent's own names;
+/// for the `shell` agent the three fixed answers.
 pub fn choices(p: &Permission) -> Vec<Choice> {
     if p.options.is_empty() {
         return APPROVAL_CHOICES
@@ -259,22 +264,34 @@ pub fn choices(p: &Permission) -> Vec<Choice> {
                 label: (*label).to_owned(),
                 key,
                 feedback: false,
+                option_id: None,
             })
             .collect();
     }
     let mut options: Vec<_> = p.options.iter().collect();
+    // Stable: the agent's order within a kind is kept.
     options.sort_by_key(|o| kind_rank(o.kind));
-    options.dedup_by_key(|o| o.kind);
     options
-        .into_iter()
-        .map(|o| {
-            let (reply, key, word) = match o.kind {
+        .iter()
+        .enumerate()
+        .map(|(i, o)| {
+            let (reply, letter, word) = match o.kind {
                 PermissionKind::AllowOnce => (PermissionReply::AllowOnce, 'y', "Allow once"),
                 PermissionKind::AllowAlways => (PermissionReply::AllowAlways, 'a', "Always allow"),
                 PermissionKind::RejectOnce => (PermissionReply::RejectOnce, 'n', "Reject"),
                 PermissionKind::RejectAlways => {
                     (PermissionReply::RejectAlways, 'r', "Always reject")
                 }
+            };
+            let first_of_kind = i == 0 || options[i - 1].kind != o.kind;
+            let key = if first_of_kind {
+                letter
+            } else {
+                // Past nine: chosen with ←→ and Enter only.
+                u32::try_from(i + 1)
+                    .ok()
+                    .and_then(|d| char::from_digit(d, 10))
+                    .unwrap_or('·')
             };
             let name = crate::tool_input::visible(o.name.trim());
             Choice {
@@ -286,6 +303,7 @@ pub fn choices(p: &Permission) -> Vec<Choice> {
                 },
                 key,
                 feedback: asks_feedback(&o.name),
+                option_id: Some(o.option_id.clone()),
             }
         })
         .collect()
@@ -449,7 +467,12 @@ pub fn permission_geometry(p: &Permission, width: u16, height: u16) -> Geometry 
         g.always_rows = wrap_plain("The agent offers no “always” answer here.", inner_w);
     }
     let choices = choices(p);
-    let keys: Vec<String> = choices.iter().map(|c| c.key.to_string()).collect();
+    // The kinds' letters; a further option of a kind is named by its digit (1–N).
+    let keys: Vec<String> = choices
+        .iter()
+        .filter(|c| c.key.is_ascii_alphabetic())
+        .map(|c| c.key.to_string())
+        .collect();
     g.hint_rows = wrap_plain(
         &format!(
             "↑↓ PgUp/PgDn scroll · ←→ choose · Enter confirm · {} or 1–{} answer · Esc later",

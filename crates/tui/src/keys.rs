@@ -407,7 +407,7 @@ impl App {
     /// Sends `c`; an option that asks for feedback leaves the composer waiting for it.
     fn answer(&mut self, c: crate::approval::Choice) {
         let session = self.pending_approval().map(|p| p.session_id.clone());
-        self.reply(c.reply);
+        self.reply(c.reply, c.option_id);
         if c.feedback {
             self.feedback_for = session;
             self.notify(

@@ -537,16 +537,28 @@ fn spawn_job(client: &Client, effect: Effect, done: &mpsc::UnboundedSender<Done>
                 session,
                 permission_id,
                 reply,
-            } => match client
-                .reply_permission(&session, &permission_id, reply)
-                .await
-            {
-                Ok(_) => return,
-                Err(e) => Done::ReplyFailed {
-                    permission_id,
-                    error: e.to_string(),
-                },
-            },
+                option_id,
+            } => {
+                let sent = match option_id {
+                    Some(option) => {
+                        client
+                            .reply_permission_option(&session, &permission_id, reply, &option)
+                            .await
+                    }
+                    None => {
+                        client
+                            .reply_permission(&session, &permission_id, reply)
+                            .await
+                    }
+                };
+                match sent {
+                    Ok(_) => return,
+                    Err(e) => Done::ReplyFailed {
+                        permission_id,
+                        error: e.to_string(),
+                    },
+                }
+            }
             Effect::Abort { session } => {
                 let result = client.abort(&session).await.map(|r| r.aborted).map_err(msg);
                 Done::Aborted { session, result }

@@ -380,3 +380,102 @@ fn a_moved_highlight_does_not_carry_over_to_the_next_request() {
     app.handle_input(key(KeyCode::Enter));
     assert_eq!(replied(&mut app), [PermissionReply::AllowOnce]);
 }
+
+/// Codex's command approval offers two options of a kind: every one gets a button, ordered by
+/// kind with the agent's order kept within a kind, and each sends its own id
+/// (docs/agents.md §5).
+#[test]
+fn every_option_of_a_kind_is_offered_and_sends_its_own_id() {
+    let options = vec![
+        option(
+            "abort",
+            "No, and tell Codex what to do differently",
+            PermissionKind::RejectOnce,
+        ),
+        option(
+            "approved-for-session",
+            "Yes, and don't ask again this session",
+            PermissionKind::AllowAlways,
+        ),
+        option("approved", "Yes, proceed", PermissionKind::AllowOnce),
+        option(
+            "approved-execpolicy-amendment",
+            "Yes, and remember this command pattern",
+            PermissionKind::AllowAlways,
+        ),
+        option(
+            "denied",
+            "No, continue without running it",
+            PermissionKind::RejectOnce,
+        ),
+    ];
+    let mut app = asked(
+        run_tool(serde_json::json!({"command": "ls"})),
+        options.clone(),
+    );
+    let shown: Vec<(char, Option<String>)> = app
+        .approval_choices()
+        .iter()
+        .map(|c| (c.key, c.option_id.clone()))
+        .collect();
+    let want = [
+        ('y', "approved"),
+        ('a', "approved-for-session"),
+        ('3', "approved-execpolicy-amendment"),
+        ('n', "abort"),
+        ('5', "denied"),
+    ];
+    assert_eq!(
+        shown,
+        want.map(|(k, id)| (k, Some(id.to_owned()))),
+        "every option, by kind, the agent's order within a kind"
+    );
+    app.resize(120, 30);
+    let s = screen(&app);
+    for label in [
+        "[y] Yes, proceed",
+        "[a] Yes, and don't ask again this session",
+        "[3] Yes, and remember this command pattern",
+        "[n] No, and tell Codex what to do differently",
+        "[5] No, continue without running it",
+    ] {
+        assert!(s.contains(label), "missing {label:?}:\n{s}");
+    }
+    // Never an "always" by default.
+    assert_eq!(app.approval_choice(), Some(0));
+    // The second option of a kind, by its digit: its own id is sent with its kind.
+    app.handle_input(key(KeyCode::Char('3')));
+    let sent: Vec<(PermissionReply, Option<String>)> = app
+        .take_effects()
+        .into_iter()
+        .filter_map(|e| match e {
+            Effect::ReplyPermission {
+                reply, option_id, ..
+            } => Some((reply, option_id)),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        sent,
+        [(
+            PermissionReply::AllowAlways,
+            Some("approved-execpolicy-amendment".to_owned())
+        )]
+    );
+    // And by moving to it: the last reject_once is `denied`, not the first one, `abort`.
+    let mut app = asked(run_tool(serde_json::json!({"command": "ls"})), options);
+    for _ in 0..4 {
+        app.handle_input(key(KeyCode::Right));
+    }
+    app.handle_input(key(KeyCode::Enter));
+    let sent: Vec<Option<String>> = app
+        .take_effects()
+        .into_iter()
+        .filter_map(|e| match e {
+            Effect::ReplyPermission { option_id, .. } => Some(option_id),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(sent, [Some("denied".to_owned())]);
+    assert!(!app.awaiting_feedback(), "`denied` asks for no feedback");
+}

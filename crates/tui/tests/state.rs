@@ -314,7 +314,8 @@ fn approval_dialog_replies() {
         [Effect::ReplyPermission {
             session: sid(1),
             permission_id: "per_0123456789abABCDEFGHIJ0009".parse().unwrap(),
-            reply: PermissionReply::Always
+            reply: PermissionReply::Always,
+            option_id: None,
         }]
     );
     assert!(app.pending_approval().is_none());

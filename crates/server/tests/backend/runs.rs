@@ -749,3 +749,33 @@ async fn the_stored_end_of_a_turn_is_sent_before_idle() {
     );
     assert!(reply.ended.unwrap() >= reply.created);
 }
+
+/// The shell agent's permissions have no options: an answer naming one is a clear 400 and
+/// the request stays pending for a proper answer (docs/backend.md §3).
+#[tokio::test]
+async fn a_shell_permission_refuses_an_option_id_and_stays_pending() {
+    let b = Backend::start().await;
+    let id = b.session().await;
+    let accepted = b.client.prompt_text(&id, "echo hi").await.unwrap();
+    let permission = accepted.permission.expect("the shell agent asks first");
+    let refused = b
+        .client
+        .reply_permission_option(&id, &permission.id, PermissionReply::Once, "approved")
+        .await;
+    match &refused {
+        Err(ax_client::ClientError::Api { status: 400, error }) => {
+            assert!(error.message.contains("no options"), "{error:?}")
+        }
+        other => panic!("expected a 400, got {other:?}"),
+    }
+    assert_eq!(
+        b.client.permissions().await.unwrap(),
+        vec![permission.clone()]
+    );
+    let answered = b
+        .client
+        .reply_permission(&id, &permission.id, PermissionReply::Once)
+        .await
+        .unwrap();
+    assert_eq!(answered.state, PermissionState::Approved);
+}
