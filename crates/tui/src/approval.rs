@@ -66,17 +66,7 @@ impl Geometry {
 pub fn geometry(command: &str, attachments: &[String], width: u16, height: u16) -> Geometry {
     let w = width.saturating_sub(4).clamp(20, 100).min(width);
     let inner_w = w.saturating_sub(2).max(1) as usize;
-    let shell: Vec<Choice> = APPROVAL_CHOICES
-        .iter()
-        .zip(['y', 'a', 'n'])
-        .map(|((reply, label), key)| Choice {
-            reply: *reply,
-            label: (*label).to_owned(),
-            key,
-            feedback: false,
-            option_id: None,
-        })
-        .collect();
+    let shell = shell_choices();
     let mut g = Geometry {
         dialog: Rect::new(0, 0, w, 0),
         body_rows: request_rows(command, inner_w),
@@ -247,6 +237,21 @@ pub fn asks_feedback(name: &str) -> bool {
     n.contains("feedback") || n.contains("differently") || n.contains("what to do")
 }
 
+/// The `shell` agent's three fixed answers, keyed y, a, n.
+fn shell_choices() -> Vec<Choice> {
+    APPROVAL_CHOICES
+        .iter()
+        .zip(['y', 'a', 'n'])
+        .map(|((reply, label), key)| Choice {
+            reply: *reply,
+            label: (*label).to_owned(),
+            key,
+            feedback: false,
+            option_id: None,
+        })
+        .collect()
+}
+
 /// The answers for `p`, always in one order by kind (allow once, allow always, reject once,
 /// reject always), whatever order the agent sent them in: agents put "always" first, and the
 /// highlighted answer must never be a standing grant. Every option the agent sent is shown
@@ -256,17 +261,7 @@ pub fn asks_feedback(name: &str) -> bool {
 /// for the `shell` agent the three fixed answers.
 pub fn choices(p: &Permission) -> Vec<Choice> {
     if p.options.is_empty() {
-        return APPROVAL_CHOICES
-            .iter()
-            .zip(['y', 'a', 'n'])
-            .map(|((reply, label), key)| Choice {
-                reply: *reply,
-                label: (*label).to_owned(),
-                key,
-                feedback: false,
-                option_id: None,
-            })
-            .collect();
+        return shell_choices();
     }
     let mut options: Vec<_> = p.options.iter().collect();
     // Stable: the agent's order within a kind is kept.
