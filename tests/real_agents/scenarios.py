@@ -180,11 +180,14 @@ def _answer_any(ab, s, reply="allow_once"):
             ab.answer(s, p, reply)
 
 
-def _run_answering(ab, s, what, reply="allow_once"):
+def _run_answering(ab, s, what, reply="allow_once", after=0):
+    """Waits, answering its permissions with `reply`, until the session's turn has ended and
+    it has more than `after` replies (a prompt typed in a page arrives asynchronously: the
+    previous turn's end must not count as this one's)."""
     def done():
         _answer_any(ab, s, reply)
         r = ab.replies(s)
-        return ab.session(s)["status"] == "idle" and r and r[-1].get("ended")
+        return ab.session(s)["status"] == "idle" and len(r) > after and r[-1].get("ended")
     wait_for(done, what, timeout=TURN_TIMEOUT)
 
 
@@ -228,9 +231,10 @@ def screen_ui(ab):
         box = wait_for(lambda: driver.find_element(
             By.CSS_SELECTOR, f'[data-testid="composer-input"][data-session="{s}"]'), "the composer shows")
         since = len(ab.fake.requests)
+        before = len(ab.replies(s))
         box.send_keys("Arrange the screen [[ax:screen]]")
         box.send_keys(Keys.ENTER)
-        _run_answering(ab, s, "the Control UI turn ends")
+        _run_answering(ab, s, "the Control UI turn ends", after=before)
         listed, texts = _screen_results(ab, since)
         check(listed, f"{ab.agent} lists the screen tool in a Control UI turn (tools: {_tool_lists(ab.fake.requests[since:])[-1:]})")
         wait_for(sidebar_hidden, "the page reacts: the sidebar is hidden")
