@@ -22,19 +22,7 @@ from selenium.webdriver.common.by import By
 from selenium.webdriver.common.action_chains import ActionChains
 from selenium.webdriver.common.keys import Keys
 
-from axtest import Backend, browser, check, run_checks, wait_for
-
-
-def strings(value):
-    """Every string inside a JSON value."""
-    if isinstance(value, str):
-        yield value
-    elif isinstance(value, dict):
-        for v in value.values():
-            yield from strings(v)
-    elif isinstance(value, list):
-        for v in value:
-            yield from strings(v)
+from axtest import Backend, browser, check, run_checks, strings, wait_for
 
 
 def run(binary, mock):

@@ -65,6 +65,18 @@ def wait_for(predicate, what, timeout=10.0):
     check(False, f"{what} (last: {last!r})")
 
 
+def strings(value):
+    """Every string inside a JSON value."""
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, dict):
+        for v in value.values():
+            yield from strings(v)
+    elif isinstance(value, list):
+        for v in value:
+            yield from strings(v)
+
+
 def run_checks(main, *args):
     """Runs `main(*args)` (a coroutine function or a plain one); a failed check (also one
     wrapped in the MCP client's task groups) exits with status 1."""

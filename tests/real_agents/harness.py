@@ -18,23 +18,11 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "python"))
 
 import agents  # noqa: E402
-from axtest import Backend, check, wait_for  # noqa: E402
+from axtest import Backend, check, strings, wait_for  # noqa: E402
 from fake_models import FakeModels  # noqa: E402
 
 # Waits for the real agents (each starts a Node or native process; the machine is small).
 TURN_TIMEOUT = 90
-
-
-def strings(value):
-    """Every string inside a JSON value."""
-    if isinstance(value, str):
-        yield value
-    elif isinstance(value, dict):
-        for v in value.values():
-            yield from strings(v)
-    elif isinstance(value, list):
-        for v in value:
-            yield from strings(v)
 
 
 class Events:

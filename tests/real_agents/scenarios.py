@@ -10,8 +10,8 @@ import os
 import re
 import time
 
-from axtest import check, wait_for
-from harness import TURN_TIMEOUT, parts_of, reply_text, strings, check_options_named
+from axtest import check, strings, wait_for
+from harness import TURN_TIMEOUT, parts_of, reply_text, check_options_named
 
 
 def _diff_shown(permission, reply):
