@@ -678,6 +678,21 @@ fn a_squatters_cached_script_or_service_worker_never_runs_in_a_later_real_page()
     );
 }
 
+/// The person's `i`-th request during a flood: a new client (a new connection, which must
+/// find a slot) creates a session and finds it in the list.
+async fn person_works_during_the_flood(url: &str, password: &str, i: usize) {
+    let client = ax_client::Client::new(url, password).unwrap();
+    let session = tokio::time::timeout(WAIT, client.create_session(Some("during")))
+        .await
+        .unwrap_or_else(|_| panic!("request {i} timed out during the flood"))
+        .unwrap_or_else(|e| panic!("request {i} failed during the flood: {e}"));
+    let list = tokio::time::timeout(WAIT, client.list_sessions())
+        .await
+        .expect("list timed out during the flood")
+        .unwrap();
+    assert!(list.iter().any(|s| s.id == session.id));
+}
+
 /// `ax-code serve --port 0` under `prlimit --nofile=256:1024` with `password`: the child and
 /// its URL and address.
 fn serve_with_1024_descriptors(
@@ -751,17 +766,7 @@ fn a_flood_of_stalled_request_bodies_does_not_lock_the_person_out() {
         // Every stalled request has waited for its body for more than a second.
         tokio::time::sleep(Duration::from_millis(1500)).await;
         for i in 0..5 {
-            // A new client: a new connection, which must find a slot.
-            let client = ax_client::Client::new(&url, password).unwrap();
-            let session = tokio::time::timeout(WAIT, client.create_session(Some("during")))
-                .await
-                .unwrap_or_else(|_| panic!("request {i} timed out during the flood"))
-                .unwrap_or_else(|e| panic!("request {i} failed during the flood: {e}"));
-            let list = tokio::time::timeout(WAIT, client.list_sessions())
-                .await
-                .expect("list timed out during the flood")
-                .unwrap();
-            assert!(list.iter().any(|s| s.id == session.id));
+            person_works_during_the_flood(&url, password, i).await;
             // The stream opened before the flood still delivers.
             tokio::time::timeout(WAIT, events.next())
                 .await
@@ -985,16 +990,7 @@ fn a_flood_of_silent_websockets_does_not_lock_the_person_out() {
     runtime().block_on(async {
         for i in 0..5 {
             let t = Instant::now();
-            let client = ax_client::Client::new(&url, password).unwrap();
-            let session = tokio::time::timeout(WAIT, client.create_session(Some("during")))
-                .await
-                .unwrap_or_else(|_| panic!("request {i} timed out during the flood"))
-                .unwrap_or_else(|e| panic!("request {i} failed during the flood: {e}"));
-            let list = tokio::time::timeout(WAIT, client.list_sessions())
-                .await
-                .expect("list timed out during the flood")
-                .unwrap();
-            assert!(list.iter().any(|s| s.id == session.id));
+            person_works_during_the_flood(&url, password, i).await;
             eprintln!(
                 "request {i} took {:?}; {} descriptors",
                 t.elapsed(),

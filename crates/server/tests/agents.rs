@@ -215,6 +215,20 @@ struct Streamed {
     deltas: Vec<TurnDelta>,
 }
 
+/// Waits until `reply`'s first delta arrives: the agent is at work on it.
+async fn first_delta(events: &mut EventStream, reply: &MessageId) {
+    within(async {
+        loop {
+            let e = events.next().await.unwrap().unwrap();
+            if matches!(e.event, Event::MessageDelta { ref message_id, .. } if message_id == reply)
+            {
+                return;
+            }
+        }
+    })
+    .await;
+}
+
 /// Follows `reply`'s deltas until the session is idle (or needs auth) again; answers each
 /// permission with `answer(index)` when given.
 async fn follow(
@@ -717,15 +731,7 @@ async fn abort_while_pending_cancels_and_watchdog_kills() {
         .prompt_text(&id, "text waiting\nignore-cancel")
         .await
         .unwrap();
-    within(async {
-        loop {
-            let e = events.next().await.unwrap().unwrap();
-            if matches!(e.event, Event::MessageDelta { ref message_id, .. } if *message_id == accepted.reply_id) {
-                break;
-            }
-        }
-    })
-    .await;
+    first_delta(&mut events, &accepted.reply_id).await;
     let started = std::time::Instant::now();
     assert!(b.client.abort(&id).await.unwrap().aborted);
     assert!(
@@ -1171,16 +1177,7 @@ async fn abort_while_busy_without_a_permission() {
         .prompt_text(&id, "text working\nwait-cancel")
         .await
         .unwrap();
-    within(async {
-        loop {
-            let e = events.next().await.unwrap().unwrap();
-            if matches!(e.event, Event::MessageDelta { ref message_id, .. } if *message_id == accepted.reply_id)
-            {
-                break;
-            }
-        }
-    })
-    .await;
+    first_delta(&mut events, &accepted.reply_id).await;
     assert_eq!(
         b.client.get_session(&id).await.unwrap().status,
         SessionStatus::Busy
@@ -1257,16 +1254,7 @@ async fn the_prompt_after_an_abort_gets_its_own_answer() {
         .prompt_text(&id, "text working\nwait-cancel")
         .await
         .unwrap();
-    within(async {
-        loop {
-            let e = events.next().await.unwrap().unwrap();
-            if matches!(e.event, Event::MessageDelta { ref message_id, .. } if *message_id == aborted.reply_id)
-            {
-                break;
-            }
-        }
-    })
-    .await;
+    first_delta(&mut events, &aborted.reply_id).await;
     assert!(b.client.abort(&id).await.unwrap().aborted);
     for answer in ["second answer", "third answer"] {
         let next = b
