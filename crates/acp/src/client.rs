@@ -30,6 +30,7 @@ use agent_client_protocol::{
     self as acp, Agent, Client, ErrorCode, Handled, Lines, schema::ProtocolVersion,
     v1::ConnectionTo,
 };
+use ax_agents::process::signal_group;
 use ax_protocol::turn::{
     self, AuthMethod, Notice, NoticeKind, PermissionChoice, PermissionKind, PermissionOutcome,
     PermissionPart, ToolCallFields, ToolCallPart, ToolContent, ToolStatus, TurnDelta, TurnEnd,
@@ -47,7 +48,7 @@ use tokio_util::sync::CancellationToken;
 use crate::{
     config::AgentSpec,
     fs, guard, map,
-    process::{self, STDERR_TAIL_BYTES, Tail, signal_group},
+    process::{self, STDERR_TAIL_BYTES, Tail},
     terminal::{LocalTerminals, TerminalSpec, Terminals},
 };
 
@@ -1001,8 +1002,7 @@ async fn serve_write(
         blocking(Box::new(move || fs::write_destination(&project, &path))).await
     };
     let relative = match destination {
-        Ok(real) => real
-            .strip_prefix(&project)
+        Ok(real) => ax_core::project::relative(&project, &real)
             .map(Path::to_owned)
             .unwrap_or(real),
         Err(e) => return respond::<()>(responder, Err(e)),
@@ -1097,7 +1097,7 @@ fn handle_request(
                 }
                 let cwd = terminal_cwd(&project, req.cwd.as_deref())?;
                 let notice = |id: &str| {
-                    let shown_cwd = cwd.strip_prefix(&project).unwrap_or(&cwd);
+                    let shown_cwd = ax_core::project::relative(&project, &cwd).unwrap_or(&cwd);
                     let shown_cwd = if shown_cwd.as_os_str().is_empty() {
                         Path::new(".")
                     } else {

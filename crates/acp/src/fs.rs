@@ -266,7 +266,7 @@ fn real_path(fd: &impl AsFd) -> std::io::Result<PathBuf> {
 /// Defence in depth after a walk: the descriptor must still be under the project (a
 /// directory renamed away in the middle of a walk is caught here).
 fn check_inside(project: &Path, real: &Path, shown_as: &Path) -> Result<(), FsError> {
-    if real.starts_with(project) {
+    if ax_core::project::is_inside(project, real) {
         Ok(())
     } else {
         Err(FsError::Outside(shown(shown_as)))

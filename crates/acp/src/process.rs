@@ -44,13 +44,6 @@ pub fn agent_command(
     command
 }
 
-/// Sends `signal` to the process group `pgid`. ESRCH (nobody left) is fine.
-pub fn signal_group(pgid: u32, signal: rustix::process::Signal) {
-    if let Some(pid) = rustix::process::Pid::from_raw(pgid as i32) {
-        let _ = rustix::process::kill_process_group(pid, signal);
-    }
-}
-
 /// The last `cap` bytes written.
 #[derive(Debug)]
 pub struct Tail {

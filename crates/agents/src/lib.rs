@@ -5,7 +5,8 @@
 //!   terminal and ACP terminals all start their commands through it.
 //! - [`agent`]: the [`Agent`] interface the backend's runner drives.
 //! - [`shell`]: the built-in `shell` agent.
-//! - [`project`]: paths confined to the project directory (attachments).
+//! - [`project`]: paths confined to the project directory (attachments); it is
+//!   `ax_core::project`, the one "inside the project" check, re-exported here.
 //!
 //! Of ax-code's crates it depends on `ax-protocol` only (see the code map in the README).
 
@@ -13,7 +14,7 @@
 
 pub mod agent;
 pub mod process;
-pub mod project;
+pub use ax_core::project;
 pub mod shell;
 
 pub use agent::{Agent, AgentOutput, AgentRequest, RunEnd};

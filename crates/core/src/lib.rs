@@ -8,6 +8,9 @@
 //!   get randomness is an error; there is never a predictable fallback.
 //! - [`text`]: which characters may never be shown raw (control and bidi characters) and the
 //!   one escaping that makes them visible in terminals, logs and labels.
+//! - [`project`]: the one "is this path inside the project" check, and the rules a path the
+//!   person names (an attachment, `/attach`) must meet; the backend, the ACP file service and
+//!   the TUI all use it.
 //!
 //! ```
 //! use ax_core::{Secret, ids::SessionId};
@@ -21,6 +24,7 @@
 //! ```
 
 pub mod ids;
+pub mod project;
 pub mod random;
 pub mod secret;
 pub mod text;

@@ -3,37 +3,28 @@
 //! resolves (symlinks followed) inside the project. The backend checks again on submit; this
 //! only tells the person now instead of after they wrote the prompt.
 
-use std::path::{Component, Path};
+use std::path::Path;
 
-/// Checks `path` against the project directory `workspace`. `Err` says why, for the person.
+use ax_core::project::{self, PathError};
+
+/// Checks `path` against the project directory `workspace` with the backend's own rules
+/// ([`ax_core::project::resolve`]). `Err` says why, briefly, for the person.
 pub fn check(workspace: &Path, path: &str) -> Result<(), String> {
-    let p = Path::new(path);
-    if p.components().any(|c| c == Component::ParentDir) {
-        return Err("`..` is not allowed".into());
-    }
-    let full = if p.is_absolute() {
-        p.to_path_buf()
-    } else {
-        workspace.join(p)
-    };
     let root = workspace
         .canonicalize()
         .map_err(|e| format!("the project directory is not readable ({e})"))?;
-    let real = match full.canonicalize() {
-        Ok(r) => r,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-            return Err("no such file".into());
+    project::resolve(&root, path).map(drop).map_err(|e| {
+        match e {
+            PathError::Malformed => "the path is empty, too long or holds control characters",
+            PathError::ParentDir(_) => "`..` is not allowed",
+            PathError::Missing(_) => "no such file",
+            PathError::Outside(_) => "it is outside the project",
+            PathError::NotAFile(_) => "not a regular file",
+            PathError::UnsafeName(_) => "it resolves to a name with control characters",
+            PathError::Changed(_) => "it changed while it was checked",
         }
-        Err(e) => return Err(e.to_string()),
-    };
-    if !real.starts_with(&root) {
-        return Err("it is outside the project".into());
-    }
-    let meta = std::fs::metadata(&real).map_err(|e| e.to_string())?;
-    if !meta.is_file() {
-        return Err("not a regular file".into());
-    }
-    Ok(())
+        .to_owned()
+    })
 }
 
 #[cfg(test)]

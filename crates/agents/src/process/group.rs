@@ -162,17 +162,21 @@ pub fn kill_tagged(matches: impl Fn(&str) -> bool) -> usize {
 /// Sends SIGKILL to every process in group `pgid`. Returns whether the signal was delivered
 /// (`false` when nobody is left in the group, the normal case after a clean exit).
 pub fn kill_group(pgid: u32) -> bool {
+    signal_group(pgid, rustix::process::Signal::KILL)
+}
+
+/// Sends `signal` to every process in group `pgid`; the one place a group is signalled.
+/// Returns whether it was delivered. Never to group 0 or 1: `kill(0)` would signal our own
+/// group, and 1 is init.
+pub fn signal_group(pgid: u32, signal: rustix::process::Signal) -> bool {
     let Ok(raw) = i32::try_from(pgid) else {
         return false;
     };
-    // Never 0 or 1: `kill(0)` would signal our own group, and 1 is init.
     if raw <= 1 {
         return false;
     }
     match rustix::process::Pid::from_raw(raw) {
-        Some(pid) => {
-            rustix::process::kill_process_group(pid, rustix::process::Signal::KILL).is_ok()
-        }
+        Some(pid) => rustix::process::kill_process_group(pid, signal).is_ok(),
         None => false,
     }
 }
@@ -253,6 +257,8 @@ mod tests {
         assert!(!kill_orphaned_group(me, start + 1));
         assert!(!kill_group(0));
         assert!(!kill_group(1));
+        assert!(!signal_group(0, rustix::process::Signal::TERM));
+        assert!(!signal_group(1, rustix::process::Signal::TERM));
         // Our own session is never a target.
         assert!(!kill_session(session_of(me).unwrap()));
         assert!(!kill_session(1));

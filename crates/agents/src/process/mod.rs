@@ -66,7 +66,7 @@ use tokio::{
 
 pub use group::{
     AGENT_TAG, ProcessGroup, kill_group, kill_orphaned_group, kill_session, kill_tagged,
-    owner_alive, process_start_time, this_process,
+    owner_alive, process_start_time, signal_group, this_process,
 };
 pub use output::{Bound, ExitStatus, OutputEvent, Piece, Snapshot, marker};
 

@@ -1,4 +1,7 @@
-//! Paths confined to the project directory: attachments now, ACP file requests later.
+//! Paths confined to the project directory: the one place that says what "inside the project"
+//! means ([`is_inside`]), and the rules for a file the person names ([`resolve`]): prompt
+//! attachments in the backend, `/attach` in the TUI. The ACP file service walks paths with
+//! its own descriptor-based walk and ends each walk with [`is_inside`].
 //!
 //! A path is checked by resolving it (symlinks followed) and requiring the result inside the
 //! canonical project directory. A check is only true at the moment it is made, so whoever
@@ -54,7 +57,19 @@ pub enum PathError {
 /// Control characters, and bidi controls (a name that reads differently from what it is in
 /// the approval, docs/SECURITY.md).
 fn has_control(s: &str) -> bool {
-    s.chars().any(ax_core::text::is_unsafe_char)
+    s.chars().any(crate::text::is_unsafe_char)
+}
+
+/// Whether the resolved path `real` is the canonical `project` directory or below it.
+/// Compared by whole components, so `/work/app2` is not inside `/work/app`. Both paths must
+/// already be resolved (symlinks followed): this looks at names only.
+pub fn is_inside(project: &Path, real: &Path) -> bool {
+    real.starts_with(project)
+}
+
+/// `real` relative to `project`, or `None` when it is not inside ([`is_inside`]).
+pub fn relative<'a>(project: &Path, real: &'a Path) -> Option<&'a Path> {
+    real.strip_prefix(project).ok()
 }
 
 /// Resolves `raw` (relative to the canonical `project`, or absolute inside it): no `..`, no
@@ -75,7 +90,7 @@ pub fn resolve(project: &Path, raw: &str) -> Result<Attachment, PathError> {
     };
     let resolved =
         std::fs::canonicalize(&joined).map_err(|_| PathError::Missing(raw.to_owned()))?;
-    let Ok(relative) = resolved.strip_prefix(project) else {
+    let Some(relative) = relative(project, &resolved) else {
         return Err(PathError::Outside(raw.to_owned()));
     };
     let shown = match (relative.to_str(), resolved.to_str()) {
@@ -101,6 +116,20 @@ pub fn recheck(project: &Path, attachment: &Attachment) -> Result<PathBuf, PathE
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn inside_compares_whole_components() {
+        let project = Path::new("/work/app");
+        assert!(is_inside(project, Path::new("/work/app")));
+        assert!(is_inside(project, Path::new("/work/app/src/main.rs")));
+        assert!(!is_inside(project, Path::new("/work/app2/x")));
+        assert!(!is_inside(project, Path::new("/work")));
+        assert_eq!(
+            relative(project, Path::new("/work/app/src")),
+            Some(Path::new("src"))
+        );
+        assert_eq!(relative(project, Path::new("/work/app2")), None);
+    }
 
     #[test]
     fn confinement_rules() {
