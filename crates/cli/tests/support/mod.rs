@@ -89,12 +89,39 @@ impl Drop for Reaped {
 }
 
 /// Sends a signal by name (`STOP`, `CONT`, `KILL`, `TERM`) to one process.
+/// Sends signal `name` to `pid`. For `STOP`, also waits (bounded by [`WAIT`]) until every
+/// thread of the process is stopped: `kill` returns when the signal is queued, and on a
+/// loaded machine a thread can still answer a request for a moment after that.
 pub fn signal(pid: u32, name: &str) {
     let _ = Command::new("kill")
         .arg(format!("-{name}"))
         .arg(pid.to_string())
         .stderr(Stdio::null())
         .status();
+    if name == "STOP" {
+        let deadline = Instant::now() + WAIT;
+        while !all_threads_stopped(pid) {
+            assert!(Instant::now() < deadline, "process {pid} did not stop");
+            std::thread::sleep(Duration::from_millis(5));
+        }
+    }
+}
+
+/// Whether every thread of `pid` is in state `T` (stopped) per `/proc`; a process that is
+/// gone counts as stopped (nothing of it can answer).
+fn all_threads_stopped(pid: u32) -> bool {
+    let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
+        return true;
+    };
+    tasks.filter_map(Result::ok).all(|task| {
+        let Ok(stat) = std::fs::read_to_string(task.path().join("stat")) else {
+            return true;
+        };
+        // The state follows the command name, which is in parentheses and may hold spaces.
+        stat.rsplit_once(')')
+            .and_then(|(_, rest)| rest.trim_start().chars().next())
+            .is_none_or(|state| matches!(state, 'T' | 't' | 'Z' | 'X'))
+    })
 }
 
 /// Waits (bounded by [`WAIT`]) for a child to exit.
