@@ -312,6 +312,20 @@ impl Client {
             .await
     }
 
+    /// The project's files that match `query` (fuzzy, `.gitignore` respected), best first; at
+    /// most `limit` (1 to 200).
+    pub async fn find_files(
+        &self,
+        query: &str,
+        limit: u32,
+    ) -> Result<ax_protocol::FoundFiles, ClientError> {
+        self.send(
+            self.request(Method::GET, "/find/file")
+                .query(&[("query", query), ("limit", &limit.to_string())]),
+        )
+        .await
+    }
+
     /// The session's transcript, oldest first.
     pub async fn messages(&self, id: &SessionId) -> Result<Vec<Message>, ClientError> {
         self.get(&format!("/session/{id}/message")).await

@@ -270,6 +270,27 @@ pub struct Project {
     pub directory: String,
 }
 
+/// `GET /find/file` answer: the project's files that match a query, best first
+/// (docs/backend.md §3, "Finding files").
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct FoundFiles {
+    /// The matches, best first.
+    pub files: Vec<FoundFile>,
+    /// The project has more files than the backend lists, so a file may be missing.
+    pub truncated: bool,
+}
+
+/// One file that matched.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct FoundFile {
+    /// Relative to the project, `/`-separated: what a prompt's file part names.
+    pub path: String,
+    /// Higher is a better match; only the order within one answer means anything.
+    pub score: i64,
+}
+
 /// `POST /session` body.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]

@@ -78,6 +78,7 @@ pub fn protected(app: Shared) -> Router<Shared> {
         .route("/permission", get(permissions))
         .route("/session/{id}/permission/{pid}", post(reply_permission))
         .route("/event", get(sse::events))
+        .merge(crate::files::routes())
         .layer(DefaultBodyLimit::max(limit))
         .route_layer(middleware::from_fn_with_state(app, auth::bearer))
 }

@@ -78,6 +78,7 @@ mod auth;
 mod control_ui;
 mod error;
 mod events;
+mod files;
 mod gateway_mount;
 mod ids;
 pub mod kept;

@@ -3,6 +3,7 @@
 
 mod auth;
 mod events;
+mod files;
 mod gateway;
 mod input;
 mod manage;
