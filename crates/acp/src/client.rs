@@ -483,11 +483,23 @@ struct Shared {
     project: PathBuf,
     terminals: Arc<dyn Terminals>,
     stderr: Arc<Mutex<Tail>>,
+    /// Set as soon as the agent is known to be finished: its output closed, the watchdog
+    /// killed it, or it was reaped. The exit status comes later (after the cleanup of what it
+    /// left), and a turn that starts in between must not be given to a dead agent.
+    gone: std::sync::atomic::AtomicBool,
 }
 
 impl Shared {
     fn lock(&self) -> MutexGuard<'_, State> {
         self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn mark_gone(&self) {
+        self.gone.store(true, std::sync::atomic::Ordering::SeqCst);
+    }
+
+    fn is_gone(&self) -> bool {
+        self.gone.load(std::sync::atomic::Ordering::SeqCst)
     }
 
     fn stderr_tail(&self) -> String {
@@ -1257,6 +1269,7 @@ impl AgentHandle {
                 .clone()
                 .unwrap_or_else(|| Arc::new(LocalTerminals::new())),
             stderr: stderr.clone(),
+            gone: std::sync::atomic::AtomicBool::new(false),
         });
 
         // The process: reaped by its own task, which reports the exit.
@@ -1266,6 +1279,7 @@ impl AgentHandle {
             let tag = options.tag.clone();
             tokio::spawn(async move {
                 let status = describe_status(child.wait().await);
+                shared.mark_gone();
                 // Whatever the agent left in its group would keep our pipes open; what it
                 // started elsewhere (setsid) must not outlive it either.
                 signal_group(pgid, rustix::process::Signal::KILL);
@@ -1303,6 +1317,7 @@ impl AgentHandle {
         let (cx_tx, cx_rx) = oneshot::channel();
         let shutdown = close_stdin.clone();
         let handler_shared = shared.clone();
+        let closed_shared = shared.clone();
         tokio::spawn(async move {
             let result = Client
                 .v1()
@@ -1337,6 +1352,8 @@ impl AgentHandle {
                     Ok(())
                 })
                 .await;
+            // Its output is closed: whatever the process does now, it speaks no more ACP.
+            closed_shared.mark_gone();
             if let Err(e) = result {
                 tracing::debug!(error = %e, "agent connection ended with an error");
             }
@@ -1494,9 +1511,11 @@ impl AgentHandle {
         self.shared.stderr_tail()
     }
 
-    /// Whether the agent process still runs.
+    /// Whether the agent can still take a turn: not reaped, its output not closed, and not
+    /// killed by the watchdog (each is known before the exit status, which waits for the
+    /// cleanup of what the agent left).
     pub fn is_alive(&self) -> bool {
-        self.exit.borrow().is_none()
+        !self.shared.is_gone() && self.exit.borrow().is_none()
     }
 
     /// Whether a turn is running.
@@ -1907,6 +1926,8 @@ impl AgentHandle {
                     pgid,
                     "the agent ignored the abort: killing its process group"
                 );
+                // Dead from now on for whoever asks, before the kernel and the reaper agree.
+                shared.mark_gone();
                 signal_group(pgid, rustix::process::Signal::KILL);
             }
         });
@@ -1942,7 +1963,9 @@ impl AgentHandle {
 impl Drop for AgentHandle {
     fn drop(&mut self) {
         self.close_stdin.cancel();
-        if self.is_alive() {
+        // Not `is_alive`: an agent that closed its output may still run, and must not outlive
+        // its handle; only a reaped one is surely gone.
+        if self.exit.borrow().is_none() {
             signal_group(self.pgid, rustix::process::Signal::KILL);
             if let Some(tag) = &self.options.tag {
                 ax_agents::process::kill_tagged(|v| v == tag);

@@ -26,6 +26,10 @@
 //! | `mode` | reports the current mode: `mode: ID` |
 //! | `pid` | reports its process id: `pid N` (tests see whether the process was restarted) |
 //! | `usage [USED SIZE [COST]]` | a `usage_update` (default 100 of 1000 tokens; COST in USD) |
+//! | `config` | reports the session's config options: `config: mode=M model=X reasoning_effort=E fast=B` |
+//! | `config-set ID VALUE` | changes an option itself and sends `config_option_update` with the full list (as an adapter falling back to another model does) |
+//! | `title WORDS` | a `session_info_update` with that title |
+//! | `blocks` | reports the prompt's non-text blocks: `blocks: image MIME BYTES; link NAME URI; resource URI BYTES` (`blocks: none`) |
 //! | `exec ID CMD` | Codex's shape: `session/request_permission` with no prior `tool_call`, the command in the title and `rawInput {command: ["bash", "-lc", CMD], cwd}`, Codex's options; reports like `permission` (`abort` ends the turn `cancelled`) |
 //! | `detach SECS` | starts `sleep SECS` in a session of its own (`setsid`, as a command of Claude's Bash tool may), leaving the agent's process group; reports `detached PID` |
 //! | `edit ID PATH OLD NEW` | Claude's edit: a `tool_call` with a diff of the whole fragments OLD → NEW, a permission (`claude` options), then on allow writes the file with OLD replaced by NEW; reports `edit ID: OPTION` |
@@ -69,6 +73,13 @@
 //! update (the cancelled turn's queued end), and its script runs at the start of the prompt
 //! after it, whose answer then carries both. `AX_MOCK_IGNORE_EOF=1` keeps running after stdin
 //! closes (as Claude's and Codex's adapters do) and `AX_MOCK_IGNORE_TERM=1` ignores SIGTERM.
+//! Sessions offer config options (`mode`, `model`, `reasoning_effort` selects and a boolean
+//! `fast`, see [`config`]) and answer `session/set_config_option` with the full list, unless
+//! `AX_MOCK_NO_CONFIG=1`. The agent advertises `promptCapabilities {image, embeddedContext}`
+//! (as Claude, Codex and Gemini do) unless `AX_MOCK_NO_IMAGE=1`. `AX_MOCK_QUEUE=1` advertises
+//! Claude's `_meta.claudeCode.promptQueueing` and runs a session's prompts one after the other
+//! in the order they came (a prompt sent during a turn waits for it); without it a second
+//! prompt runs beside the first.
 //! `AX_MOCK_HOSTILE=1` puts [`HOSTILE`] (terminal escapes and a bidi override) into its name,
 //! title, version, an authentication method and its error output, as a malicious agent would.
 
@@ -95,9 +106,14 @@ use tokio::io::{AsyncBufReadExt, AsyncWriteExt};
 /// right-to-left override.
 pub const HOSTILE: &str = "\u{1b}]52;c;cHduZWQ=\u{7}\u{1b}]0;pwned\u{7}\u{1b}[2J\u{9b}31m\u{202e}";
 
+mod config;
+
 #[derive(Default)]
 struct Session {
     mode: String,
+    config: config::Config,
+    /// `AX_MOCK_QUEUE`: held by the running turn, so queued prompts run in order.
+    turn_lock: Arc<tokio::sync::Mutex<()>>,
     mcp_servers: Vec<schema::McpServer>,
     cancelled: Arc<AtomicBool>,
     cancel: Arc<tokio::sync::Notify>,
@@ -151,6 +167,16 @@ impl Mock {
         );
     }
 
+    /// The session's mode and its config options (none with `AX_MOCK_NO_CONFIG`).
+    fn config_options(&self, id: &str) -> (String, Option<Vec<schema::SessionConfigOption>>) {
+        let sessions = self.sessions.lock().unwrap();
+        let Some(s) = sessions.get(id) else {
+            return ("default".to_owned(), None);
+        };
+        let options = (!env_flag("AX_MOCK_NO_CONFIG")).then(|| config::options(&s.mode, &s.config));
+        (s.mode.clone(), options)
+    }
+
     fn raw_line(&self, bytes: Vec<u8>) {
         if let Some(tx) = self.raw.lock().unwrap().as_ref() {
             let _ = tx.unbounded_send(bytes);
@@ -193,6 +219,8 @@ struct Turn {
     cx: ConnectionTo<Client>,
     sid: schema::SessionId,
     mock: Arc<Mock>,
+    /// The prompt's non-text blocks, described for `blocks`.
+    blocks: Vec<String>,
     said: String,
     /// The tool calls of the turn (id, title), for the history a load replays.
     tools: Vec<(String, String)>,
@@ -597,6 +625,39 @@ impl Turn {
                     .clone();
                 self.say(format!("mode: {mode}"))?;
             }
+            "config" => {
+                let sessions = self.mock.sessions.lock().unwrap();
+                let s = &sessions[&*self.sid.0];
+                let report = config::describe(&s.mode, &s.config);
+                drop(sessions);
+                self.say(report)?;
+            }
+            "config-set" => {
+                let (id, value) = rest.split_once(' ').unwrap_or((rest, ""));
+                let options = {
+                    let mut sessions = self.mock.sessions.lock().unwrap();
+                    let s = sessions.get_mut(&*self.sid.0).expect("the turn's session");
+                    config::set_from_script(&mut s.mode, &mut s.config, id, value.trim())
+                        .map(|()| config::options(&s.mode, &s.config))
+                };
+                match options {
+                    Ok(options) => self.update(schema::SessionUpdate::ConfigOptionUpdate(
+                        schema::ConfigOptionUpdate::new(options),
+                    ))?,
+                    Err(why) => self.say(format!("config-set: {why}"))?,
+                }
+            }
+            "title" => self.update(schema::SessionUpdate::SessionInfoUpdate(
+                schema::SessionInfoUpdate::new().title(rest.to_owned()),
+            ))?,
+            "blocks" => {
+                let report = if self.blocks.is_empty() {
+                    "none".to_owned()
+                } else {
+                    self.blocks.join("; ")
+                };
+                self.say(format!("blocks: {report}"))?;
+            }
             "usage" => {
                 let mut words = rest.split_whitespace();
                 let used = words.next().and_then(|w| w.parse().ok()).unwrap_or(100);
@@ -894,14 +955,22 @@ async fn run_turn(
         })
         .collect::<Vec<_>>()
         .join("\n");
-    if !mock
+    let blocks = req.prompt.iter().filter_map(describe_block).collect();
+    let Some(turn_lock) = mock
         .sessions
         .lock()
         .unwrap()
-        .contains_key(&*req.session_id.0)
-    {
+        .get(&*req.session_id.0)
+        .map(|s| s.turn_lock.clone())
+    else {
         return Err(schema::Error::session_not_found(req.session_id.clone()).into());
-    }
+    };
+    // With queueing, a prompt that came during a turn waits for it (docs/agents.md §10).
+    let _queued = if env_flag("AX_MOCK_QUEUE") {
+        Some(turn_lock.lock_owned().await)
+    } else {
+        None
+    };
     // Claude's adapter after a cancel (docs/agents.md §10): one prompt late.
     let script = if env_flag("AX_MOCK_STALE_CANCEL") {
         let mut sessions = mock.sessions.lock().unwrap();
@@ -923,6 +992,7 @@ async fn run_turn(
         cx,
         sid: req.session_id.clone(),
         mock: mock.clone(),
+        blocks,
         said: String::new(),
         tools: Vec::new(),
         used: 0,
@@ -946,6 +1016,33 @@ async fn run_turn(
     }
     mock.record(&req.session_id.0, &script, &turn.said, &turn.tools);
     Ok(schema::PromptResponse::new(stop))
+}
+
+/// A prompt block other than text, as `blocks` reports it.
+fn describe_block(block: &schema::ContentBlock) -> Option<String> {
+    match block {
+        schema::ContentBlock::Text(_) => None,
+        schema::ContentBlock::Image(i) => {
+            Some(format!("image {} {}", i.mime_type, base64_len(&i.data)))
+        }
+        schema::ContentBlock::ResourceLink(l) => Some(format!("link {} {}", l.name, l.uri)),
+        schema::ContentBlock::Resource(r) => Some(match &r.resource {
+            schema::EmbeddedResourceResource::TextResourceContents(t) => {
+                format!("resource {} {}", t.uri, t.text.len())
+            }
+            schema::EmbeddedResourceResource::BlobResourceContents(b) => {
+                format!("resource {} {}", b.uri, base64_len(&b.blob))
+            }
+            _ => "resource (unknown kind)".to_owned(),
+        }),
+        _ => Some("other".to_owned()),
+    }
+}
+
+/// The number of bytes a base64 text decodes to (padding aware; whitespace not expected).
+fn base64_len(data: &str) -> usize {
+    let padding = data.bytes().rev().take_while(|&b| b == b'=').count();
+    (data.len() / 4) * 3 - padding.min(2)
 }
 
 /// Serves ACP on this process's stdin/stdout until stdin closes, then exits the process.
@@ -1018,6 +1115,7 @@ async fn serve() -> i32 {
     let m5 = mock.clone();
     let m6 = mock.clone();
     let m7 = mock.clone();
+    let m8 = mock.clone();
     let result = Agent
         .v1()
         .name("ax-mock-agent")
@@ -1067,11 +1165,22 @@ async fn serve() -> i32 {
                 }
                 responder.respond(
                     schema::InitializeResponse::new(ProtocolVersion::from(version))
-                        .agent_capabilities(
-                            schema::AgentCapabilities::new()
+                        .agent_capabilities({
+                            let mut caps = schema::AgentCapabilities::new()
                                 .load_session(env_flag("AX_MOCK_LOAD"))
-                                .session_capabilities(session_caps),
-                        )
+                                .session_capabilities(session_caps)
+                                .prompt_capabilities(
+                                    schema::PromptCapabilities::new()
+                                        .image(!env_flag("AX_MOCK_NO_IMAGE"))
+                                        .embedded_context(!env_flag("AX_MOCK_NO_IMAGE")),
+                                );
+                            if env_flag("AX_MOCK_QUEUE") {
+                                // Claude's extension, where Claude's adapter puts it.
+                                let meta = serde_json::json!({"claudeCode": {"promptQueueing": true}});
+                                caps = caps.meta(meta.as_object().cloned());
+                            }
+                            caps
+                        })
                         .auth_methods(auth)
                         .agent_info(if hostile {
                             schema::Implementation::new(format!("mock{HOSTILE}"), format!("1.0{HOSTILE}"))
@@ -1095,8 +1204,12 @@ async fn serve() -> i32 {
                 if let Some(dir) = state_dir() {
                     let _ = std::fs::write(dir.join(format!("{id}.jsonl")), "");
                 }
-                let mode = m.sessions.lock().unwrap()[&id].mode.clone();
-                responder.respond(schema::NewSessionResponse::new(id.clone()).modes(modes(&mode)))?;
+                let (mode, options) = m.config_options(&id);
+                responder.respond(
+                    schema::NewSessionResponse::new(id.clone())
+                        .modes(modes(&mode))
+                        .config_options(options),
+                )?;
                 // As Claude does, right after the answer.
                 cx.send_notification(schema::SessionNotification::new(
                     id,
@@ -1151,7 +1264,12 @@ async fn serve() -> i32 {
                 for update in updates {
                     send(update)?;
                 }
-                responder.respond(schema::LoadSessionResponse::new().modes(modes("default")))?;
+                let (mode, options) = m2.config_options(&req.session_id.0);
+                responder.respond(
+                    schema::LoadSessionResponse::new()
+                        .modes(modes(&mode))
+                        .config_options(options),
+                )?;
                 for update in later {
                     send(update)?;
                 }
@@ -1166,7 +1284,12 @@ async fn serve() -> i32 {
                         .respond_with_error(schema::Error::session_not_found(req.session_id).into());
                 }
                 m5.open(&req.session_id.0, req.mcp_servers.clone());
-                responder.respond(schema::ResumeSessionResponse::new().modes(modes("default")))
+                let (mode, options) = m5.config_options(&req.session_id.0);
+                responder.respond(
+                    schema::ResumeSessionResponse::new()
+                        .modes(modes(&mode))
+                        .config_options(options),
+                )
             },
             acp::on_receive_request!(),
         )
@@ -1176,6 +1299,27 @@ async fn serve() -> i32 {
                     s.mode = req.mode_id.0.to_string();
                 }
                 responder.respond(schema::SetSessionModeResponse::new())
+            },
+            acp::on_receive_request!(),
+        )
+        .on_receive_request(
+            async move |req: schema::SetSessionConfigOptionRequest, responder, _cx| {
+                if env_flag("AX_MOCK_NO_CONFIG") {
+                    return responder.respond_with_error(acp::Error::method_not_found());
+                }
+                let answer = {
+                    let mut sessions = m8.sessions.lock().unwrap();
+                    match sessions.get_mut(&*req.session_id.0) {
+                        None => Err(schema::Error::session_not_found(req.session_id.clone()).into()),
+                        Some(s) => config::set(&mut s.mode, &mut s.config, &req.config_id.0, &req.value)
+                            .map(|()| config::options(&s.mode, &s.config))
+                            .map_err(|why| acp::Error::invalid_params().data(why)),
+                    }
+                };
+                match answer {
+                    Ok(options) => responder.respond(schema::SetSessionConfigOptionResponse::new(options)),
+                    Err(e) => responder.respond_with_error(e),
+                }
             },
             acp::on_receive_request!(),
         )

@@ -740,7 +740,7 @@ async fn abort_while_pending_cancels_and_watchdog_kills() {
     );
     let accepted = b.client.prompt_text(&id, "text again").await.unwrap();
     let live = follow(&b, &mut events, &id, &accepted.reply_id, |_| None).await;
-    assert!(text_of(&live.parts).contains("again"));
+    assert!(text_of(&live.parts).contains("again"), "{:?}", live.parts);
 }
 
 async fn crash_auth_and_version_are_clear_states() {
