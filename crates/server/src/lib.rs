@@ -88,6 +88,7 @@ pub mod project;
 pub mod registry;
 mod runner;
 mod secure;
+mod sessions;
 mod signin;
 mod sse;
 mod state;
