@@ -11,6 +11,7 @@
 //! | [`approval`], [`progress`], [`attach`] | the honest approval dialog; turn timing and spinner; `/attach` checked at once |
 //! | [`transcript`] | display lines of the open session with a row index (draw cost = visible rows) |
 //! | [`composer`], [`command`], [`layout`] | the draft and chips, slash commands, screen geometry |
+//! | [`history`], [`find`] | prompt history (↑/↓, Ctrl+R); find in the transcript |
 //! | [`render`] | ratatui drawing, side-effect free |
 //! | `run` | the owner loop: one task owns state, terminal and TUIMCP controller |
 //! | [`term`] | crossterm conversion and terminal restore (also on panic) |
@@ -50,7 +51,9 @@ pub mod approval;
 pub mod attach;
 pub mod command;
 pub mod composer;
+pub mod find;
 pub mod highlight;
+pub mod history;
 pub mod input;
 mod keys;
 pub mod layout;
