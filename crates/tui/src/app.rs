@@ -278,8 +278,12 @@ pub struct App {
     /// (permission id, rows scrolled) of the approval dialog.
     pub(crate) approval_scroll: (String, usize),
     pub(crate) help_scroll: usize,
-    /// The last prompt sent from this TUI, for ↑ on an empty composer.
-    pub(crate) last_prompt: Option<String>,
+    /// The open session's prompts, for ↑/↓ and Ctrl+R (`recall.rs`).
+    pub(crate) history: crate::history::History,
+    /// The Ctrl+R search, while one is under way.
+    pub(crate) history_search: Option<crate::history::Search>,
+    /// The text the last ↑/↓ put in the composer; a draft that differs was edited since.
+    pub(crate) recalled: Option<String>,
     /// Changes whenever a session appears in or leaves the list; part of the guard inputs,
     /// so a TUIMCP revision read before a deletion is stale.
     pub(crate) sessions_epoch: u64,
@@ -328,7 +332,9 @@ impl App {
             aborting: HashSet::new(),
             approval_scroll: (String::new(), 0),
             help_scroll: 0,
-            last_prompt: None,
+            history: Default::default(),
+            history_search: None,
+            recalled: None,
             sessions_epoch: 0,
             backend_url: String::new(),
             down_cause: None,
@@ -612,6 +618,7 @@ impl App {
         self.approval_choice = None;
         // Opened again: what was left for later asks again.
         self.deferred.clear();
+        self.forget_history();
         if self.feedback_for.as_ref() != Some(&id) {
             self.feedback_for = None;
         }
@@ -626,6 +633,7 @@ impl App {
         self.transcript_loaded = false;
         self.transcript_buffer = None;
         self.scroll = 0;
+        self.forget_history();
     }
 
     /// Navigation applied by an agent through TUIMCP (the controller already checked the
@@ -708,7 +716,7 @@ impl App {
             }
             return;
         }
-        self.last_prompt = Some(draft.clone());
+        self.remember_prompt(&draft);
         let mut parts = vec![PromptPart::Text { text: draft }];
         parts.extend(
             self.composer

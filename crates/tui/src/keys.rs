@@ -28,7 +28,7 @@ impl App {
             }
             None => {}
         }
-        if key == Key::ctrl('c') {
+        if key == Key::ctrl('c') && self.history_search.is_none() {
             self.ctrl_c();
             return;
         }
@@ -39,6 +39,26 @@ impl App {
         if self.pending_approval().is_some() {
             self.approval_key(key);
             return;
+        }
+        if self.history_search.is_some() {
+            self.history_search_key(key);
+            return;
+        }
+        if key == Key::ctrl('r') {
+            self.start_history_search();
+            return;
+        }
+        // ↑ on the draft's first line and ↓ on its last (during a walk) belong to the
+        // session's prompt history (docs/tui.md §3a).
+        if matches!(self.route, Route::Session(_)) && key.mods == crate::input::Modifiers::NONE {
+            let (line, _) = self.composer.cursor_line_col();
+            let last = self.composer.line_count() - 1;
+            if key.code == KeyCode::Up && line == 0 && self.history_older() {
+                return;
+            }
+            if key.code == KeyCode::Down && line == last && self.history_newer() {
+                return;
+            }
         }
         if key == Key::ctrl('p') {
             self.modal = Some(Modal::Palette {
@@ -106,12 +126,6 @@ impl App {
                 } else {
                     self.go_home();
                 }
-            }
-            (Route::Session(_), KeyCode::Up)
-                if !self.composer.has_draft() && self.last_prompt.is_some() =>
-            {
-                let last = self.last_prompt.clone().unwrap_or_default();
-                self.composer.paste(&last);
             }
             (Route::Session(_), KeyCode::Up) => self.scroll_by(1),
             (Route::Session(_), KeyCode::Down) => self.scroll_by(-1),
@@ -450,6 +464,7 @@ impl App {
                 | Modal::Modes { .. },
             ) => {}
             None if approval => {}
+            None if self.history_search.is_some() => self.history_search_paste(text),
             None => self.composer.paste(text),
         }
     }

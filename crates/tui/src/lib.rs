@@ -11,7 +11,7 @@
 //! | [`approval`], [`progress`], [`attach`] | the honest approval dialog; turn timing and spinner; `/attach` checked at once |
 //! | [`transcript`] | display lines of the open session with a row index (draw cost = visible rows) |
 //! | [`composer`], [`command`], [`layout`] | the draft and chips, slash commands, screen geometry |
-//! | [`history`], [`find`] | prompt history (↑/↓, Ctrl+R); find in the transcript |
+//! | [`history`], [`recall`], [`find`] | prompt history (↑/↓, Ctrl+R) and its keys; find in the transcript |
 //! | [`render`] | ratatui drawing, side-effect free |
 //! | `run` | the owner loop: one task owns state, terminal and TUIMCP controller |
 //! | [`term`] | crossterm conversion and terminal restore (also on panic) |
@@ -60,6 +60,7 @@ pub mod layout;
 pub mod markdown;
 pub mod progress;
 pub mod render;
+pub mod recall;
 mod run;
 pub mod share;
 mod sync;

@@ -37,10 +37,13 @@ pub const HELP_KEYS: &[(&str, &str)] = &[
         "Backspace, ×",
         "empty prompt: remove the last chip · click × removes one",
     ),
-    ("↑ (empty prompt)", "in a session: recall the last prompt"),
+    (
+        "↑↓ (in the prompt)",
+        "walk this session's prompts (your draft comes back) · ^R search them",
+    ),
     (
         "↑↓ PgUp/PgDn",
-        "sessions: select · transcript: scroll · also mouse wheel",
+        "sessions: select · transcript: scroll (↑↓ if no history) · mouse wheel",
     ),
     ("Home/End", "first/last session · transcript top/bottom"),
     (
@@ -564,6 +567,10 @@ fn chips_row(frame: &mut Frame, app: &App, r: Rect) {
 
 fn composer(frame: &mut Frame, app: &App, r: Rect) {
     let c = app.composer();
+    if let Some(search) = app.history_search() {
+        history_search_box(frame, app, search, r);
+        return;
+    }
     let title = if c.submitting {
         " Prompt (sending…) "
     } else {
@@ -603,6 +610,33 @@ fn composer(frame: &mut Frame, app: &App, r: Rect) {
             frame.set_cursor_position((x, y));
         }
     }
+}
+
+/// The composer during a Ctrl+R search: the query, and the prompt it found (its first
+/// line), or that nothing matches.
+fn history_search_box(frame: &mut Frame, app: &App, search: &crate::history::Search, r: Rect) {
+    let block = Block::bordered()
+        .title(" History search · ^R older · Enter take · Esc cancel ")
+        .border_style(Style::new().fg(ACCENT));
+    frame.render_widget(block, tr(r));
+    let found = match app.history_search_found() {
+        Some(text) => {
+            let first = text.lines().next().unwrap_or_default();
+            let more = if text.contains('\n') { " …" } else { "" };
+            Span::raw(format!("{first}{more}"))
+        }
+        None if search.query.is_empty() => Span::styled("type to search the prompts", DIM),
+        None => Span::styled("no match", Style::new().fg(Color::Red)),
+    };
+    let line = Line::from(vec![
+        Span::styled(
+            format!("search: {}", search.query),
+            Style::new().fg(ACCENT).bold(),
+        ),
+        Span::styled(" → ", DIM),
+        found,
+    ]);
+    frame.render_widget(Paragraph::new(line), tr(r.inner()));
 }
 
 /// The empty composer's placeholder, naming the open session's agent (the `shell` agent

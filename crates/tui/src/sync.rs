@@ -135,6 +135,11 @@ impl App {
                     &self.transcript,
                 );
                 self.transcript_loaded = true;
+                // A walk or search under way keeps its entries (a reload mid-walk would
+                // pull the text from under the person).
+                if !self.history.walking() && self.history_search.is_none() {
+                    self.load_history(&messages);
+                }
                 let buffered = self.transcript_buffer.take().unwrap_or_default();
                 for event in buffered {
                     self.apply_message_event(event);

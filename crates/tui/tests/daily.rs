@@ -1,0 +1,183 @@
+//! Daily keyboard habits and attention, driven without a terminal (docs/tui.md §3a–§3d):
+//! the session's prompt history on ↑/↓ and Ctrl+R, find in the transcript, the attention
+//! state of each session, terminal notifications and copying.
+
+mod util;
+
+use ax_protocol::{Part, Role, SessionStatus};
+use ax_tui::app::{App, Effect};
+use ax_tui::input::{Input, KeyCode};
+use ax_tui::render::draw;
+use ratatui::Terminal;
+use ratatui::backend::TestBackend;
+use util::*;
+
+fn screen(app: &App) -> String {
+    let (w, h) = app.size();
+    let mut term = Terminal::new(TestBackend::new(w, h)).unwrap();
+    term.draw(|f| draw(f, app)).unwrap();
+    term.backend().to_string()
+}
+
+fn prompt(id: &str, text: &str) -> ax_protocol::Message {
+    message(id, 1, Role::User, vec![Part::Text { text: text.into() }])
+}
+
+fn up(app: &mut App) {
+    app.handle_input(key(KeyCode::Up));
+}
+
+fn down(app: &mut App) {
+    app.handle_input(key(KeyCode::Down));
+}
+
+/// Session 1 open with three stored prompts (and a reply between them).
+fn with_history() -> App {
+    let mut app = ready_app(vec![session(1, "a", SessionStatus::Idle)], false);
+    open_loaded(
+        &mut app,
+        1,
+        vec![
+            prompt("msg_0123456789abABCDEFGHIJ0001", "cargo build"),
+            message("msg_0123456789abABCDEFGHIJ0002", 1, Role::Assistant, vec![out("ok\n")]),
+            prompt("msg_0123456789abABCDEFGHIJ0003", "git status"),
+            prompt("msg_0123456789abABCDEFGHIJ0004", "cargo test -p ax-tui"),
+        ],
+    );
+    app
+}
+
+fn send(app: &mut App) {
+    app.handle_input(key(KeyCode::Enter));
+    let effects = app.take_effects();
+    let [Effect::Submit { generation, .. }] = effects.as_slice() else {
+        panic!("{effects:?}")
+    };
+    app.on_submitted(*generation, Ok(sid(1)));
+}
+
+#[test]
+fn up_and_down_walk_every_stored_prompt_and_give_the_draft_back() {
+    let mut app = with_history();
+    assert_eq!(
+        app.history().entries(),
+        ["cargo build", "git status", "cargo test -p ax-tui"]
+    );
+    typed(&mut app, "half-written");
+    up(&mut app);
+    assert_eq!(app.composer().draft(), "cargo test -p ax-tui");
+    up(&mut app);
+    assert_eq!(app.composer().draft(), "git status");
+    up(&mut app);
+    assert_eq!(app.composer().draft(), "cargo build");
+    up(&mut app);
+    assert_eq!(app.composer().draft(), "cargo build", "nothing older: stays");
+    assert_eq!(app.scroll(), 0, "the oldest entry does not scroll the transcript");
+    down(&mut app);
+    down(&mut app);
+    assert_eq!(app.composer().draft(), "cargo test -p ax-tui");
+    down(&mut app);
+    assert_eq!(app.composer().draft(), "half-written", "the draft comes back");
+    assert!(!app.history().walking());
+}
+
+#[test]
+fn a_sent_prompt_joins_the_history_and_an_edit_is_kept() {
+    let mut app = with_history();
+    typed(&mut app, "ls -la");
+    send(&mut app);
+    assert_eq!(app.history().entries().last().unwrap(), "ls -la");
+    up(&mut app);
+    assert_eq!(app.composer().draft(), "ls -la");
+    up(&mut app);
+    assert_eq!(app.composer().draft(), "cargo test -p ax-tui");
+    // Edited: the walk ends, and the edit is what comes back after the next walk.
+    typed(&mut app, " --lib");
+    up(&mut app);
+    assert_eq!(app.composer().draft(), "ls -la");
+    down(&mut app);
+    assert_eq!(app.composer().draft(), "cargo test -p ax-tui --lib");
+}
+
+#[test]
+fn in_a_multi_line_draft_up_moves_the_cursor_before_the_history() {
+    let mut app = with_history();
+    typed(&mut app, "one");
+    app.handle_input(ctrl('j'));
+    typed(&mut app, "two");
+    up(&mut app);
+    assert_eq!(app.composer().draft(), "one\ntwo", "the cursor moved up a line");
+    assert_eq!(app.composer().cursor_line_col().0, 0);
+    up(&mut app);
+    assert_eq!(app.composer().draft(), "cargo test -p ax-tui");
+    down(&mut app);
+    assert_eq!(app.composer().draft(), "one\ntwo");
+}
+
+#[test]
+fn without_history_up_still_scrolls_and_home_keeps_its_list() {
+    let lines: String = (0..60).map(|i| format!("line {i}\n")).collect();
+    let mut app = ready_app(
+        vec![
+            session(1, "a", SessionStatus::Idle),
+            session(2, "b", SessionStatus::Idle),
+        ],
+        false,
+    );
+    open_loaded(
+        &mut app,
+        1,
+        vec![message("msg_0123456789abABCDEFGHIJ0001", 1, Role::Assistant, vec![out(&lines)])],
+    );
+    up(&mut app);
+    assert_eq!(app.scroll(), 1, "no prompts: ↑ scrolls the transcript");
+    assert_eq!(app.composer().draft(), "");
+    app.handle_input(key(KeyCode::Esc));
+    assert_eq!(app.selected_index(), Some(1), "session 1 is the older one");
+    up(&mut app);
+    assert_eq!(app.selected_index(), Some(0), "home: ↑ selects");
+}
+
+#[test]
+fn ctrl_r_searches_backwards_and_enter_takes_the_match() {
+    let mut app = with_history();
+    typed(&mut app, "draft");
+    app.handle_input(ctrl('r'));
+    assert!(app.history_search().is_some());
+    typed(&mut app, "cargo");
+    assert_eq!(app.history_search_found(), Some("cargo test -p ax-tui"));
+    let s = screen(&app);
+    assert!(s.contains("History search"), "{s}");
+    assert!(s.contains("search: cargo → cargo test -p ax-tui"), "{s}");
+    app.handle_input(ctrl('r'));
+    assert_eq!(app.history_search_found(), Some("cargo build"));
+    assert_eq!(app.composer().draft(), "draft", "not taken yet");
+    app.handle_input(key(KeyCode::Enter));
+    assert!(app.history_search().is_none());
+    assert_eq!(app.composer().draft(), "cargo build");
+    assert!(app.take_effects().is_empty(), "taking a match does not send it");
+
+    // Esc gives the draft back; no match says so.
+    app.handle_input(ctrl('r'));
+    typed(&mut app, "zzz");
+    assert!(screen(&app).contains("no match"));
+    app.handle_input(key(KeyCode::Esc));
+    assert_eq!(app.composer().draft(), "cargo build");
+    // Ctrl+C inside a search cancels it and never quits.
+    app.handle_input(ctrl('r'));
+    app.handle_input(ctrl('c'));
+    assert!(app.history_search().is_none());
+    assert!(!app.is_exiting());
+    // A paste goes into the query.
+    app.handle_input(ctrl('r'));
+    app.handle_input(Input::Paste("git".into()));
+    assert_eq!(app.history_search_found(), Some("git status"));
+}
+
+#[test]
+fn ctrl_r_without_history_says_so() {
+    let mut app = ready_app(vec![], false);
+    app.handle_input(ctrl('r'));
+    assert!(app.history_search().is_none());
+    assert!(app.notice().unwrap().text.contains("no prompt history"));
+}
