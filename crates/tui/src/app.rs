@@ -282,6 +282,8 @@ pub struct App {
     pub(crate) history: crate::history::History,
     /// The Ctrl+R search, while one is under way.
     pub(crate) history_search: Option<crate::history::Search>,
+    /// The find bar's search in the transcript, while it is open (`find_bar.rs`).
+    pub(crate) find: Option<crate::find::Find>,
     /// The text the last ↑/↓ put in the composer; a draft that differs was edited since.
     pub(crate) recalled: Option<String>,
     /// Changes whenever a session appears in or leaves the list; part of the guard inputs,
@@ -334,6 +336,7 @@ impl App {
             help_scroll: 0,
             history: Default::default(),
             history_search: None,
+            find: None,
             recalled: None,
             sessions_epoch: 0,
             backend_url: String::new(),
@@ -619,6 +622,7 @@ impl App {
         // Opened again: what was left for later asks again.
         self.deferred.clear();
         self.forget_history();
+        self.close_find();
         if self.feedback_for.as_ref() != Some(&id) {
             self.feedback_for = None;
         }
@@ -634,6 +638,7 @@ impl App {
         self.transcript_buffer = None;
         self.scroll = 0;
         self.forget_history();
+        self.close_find();
     }
 
     /// Navigation applied by an agent through TUIMCP (the controller already checked the
@@ -900,6 +905,7 @@ impl App {
                     self.modal = Some(Modal::ConfirmDelete { session, title });
                 }
             }
+            Command::Find => self.open_find(invocation.arg),
             Command::Help => {
                 self.help_scroll = 0;
                 self.modal = Some(Modal::Help)

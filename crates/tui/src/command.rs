@@ -22,6 +22,8 @@ pub enum Command {
     Mode,
     /// Forget the open session's standing "always" answers.
     Revoke,
+    /// Find in the open transcript: `/find TEXT` (also Ctrl+F).
+    Find,
     /// Show the key and command reference.
     Help,
     /// Leave the TUI (asks first while a session is busy).
@@ -54,7 +56,7 @@ pub struct Invocation {
 
 impl Command {
     /// Every command, in palette and `/help` order.
-    pub const ALL: [Command; 13] = [
+    pub const ALL: [Command; 14] = [
         Command::New,
         Command::Sessions,
         Command::Attach,
@@ -64,6 +66,7 @@ impl Command {
         Command::Agent,
         Command::Mode,
         Command::Revoke,
+        Command::Find,
         Command::Help,
         Command::Quit,
         Command::TuiMcpConfig,
@@ -82,6 +85,7 @@ impl Command {
             Command::Agent => "/agent",
             Command::Mode => "/mode",
             Command::Revoke => "/revoke",
+            Command::Find => "/find",
             Command::Help => "/help",
             Command::Quit => "/quit",
             Command::TuiMcpConfig => "/tui-mcp-config",
@@ -101,6 +105,7 @@ impl Command {
             Command::Agent => "this session's agent, its modes and state",
             Command::Mode => "switch the agent's mode: /mode [ID]",
             Command::Revoke => "forget this session's standing “always”",
+            Command::Find => "find in the transcript: /find [TEXT] (also ^F)",
             Command::Help => "keys and commands",
             Command::Quit => "exit ax-code",
             Command::TuiMcpConfig => "MCP client config of this TUI",
@@ -114,6 +119,7 @@ impl Command {
             Command::Attach => "/attach PATH",
             Command::Rename => "/rename TITLE",
             Command::Mode => "/mode [ID]",
+            Command::Find => "/find [TEXT]",
             other => other.name(),
         }
     }
@@ -125,7 +131,7 @@ impl Command {
 
     /// Takes an argument if one is given (`/mode` alone lists, `/mode ID` switches).
     pub fn optional_arg(self) -> bool {
-        matches!(self, Command::Mode)
+        matches!(self, Command::Mode | Command::Find)
     }
 
     /// Listed only while the TUI is shared.

@@ -28,7 +28,7 @@ impl App {
             }
             None => {}
         }
-        if key == Key::ctrl('c') && self.history_search.is_none() {
+        if key == Key::ctrl('c') && self.history_search.is_none() && self.find.is_none() {
             self.ctrl_c();
             return;
         }
@@ -44,8 +44,15 @@ impl App {
             self.history_search_key(key);
             return;
         }
+        if self.find.is_some() && self.find_key(key) {
+            return;
+        }
         if key == Key::ctrl('r') {
             self.start_history_search();
+            return;
+        }
+        if key == Key::ctrl('f') {
+            self.open_find(None);
             return;
         }
         // ↑ on the draft's first line and ↓ on its last (during a walk) belong to the
@@ -465,6 +472,7 @@ impl App {
             ) => {}
             None if approval => {}
             None if self.history_search.is_some() => self.history_search_paste(text),
+            None if self.find.is_some() => self.find_paste(text),
             None => self.composer.paste(text),
         }
     }

@@ -58,6 +58,10 @@ pub const HELP_KEYS: &[(&str, &str)] = &[
         "Esc",
         "abort the running turn; otherwise back to the sessions",
     ),
+    (
+        "^F, /find TEXT",
+        "find in the transcript: Enter/^N next · ^P/Shift+Enter previous · Esc close",
+    ),
     ("^C", "close a dialog, clear the prompt, abort, or quit"),
     ("^N ^P", "new session · command palette"),
     (
@@ -357,7 +361,7 @@ fn session(frame: &mut Frame, app: &App, r: Rect) {
     }
     let rows = app
         .transcript()
-        .visible_spans(inner.height as usize, app.scroll);
+        .visible_indexed(inner.height as usize, app.scroll);
     // A running tool call's first cell turns with the clock (the row itself never changes).
     let frame_char = spinner(
         s.and_then(|s| app.progress().elapsed(&s.id, app.now()))
@@ -365,27 +369,39 @@ fn session(frame: &mut Frame, app: &App, r: Rect) {
     );
     let mut spin_buf = [0u8; 4];
     let spin: &str = frame_char.encode_utf8(&mut spin_buf);
+    let find = app.find();
+    let current = find.and_then(crate::find::Find::current);
     let lines: Vec<Line> = rows
         .into_iter()
-        .map(|(style, pieces)| {
-            let base = line_style(style);
-            let running = style == LineStyle::Running;
-            Line::from(
-                pieces
-                    .into_iter()
-                    .enumerate()
-                    .flat_map(|(i, (text, ansi))| {
-                        let st = base.patch(ansi);
-                        match text.strip_prefix(crate::turn_view::SPINNER_SLOT) {
-                            // After the focus mark, if the part is focused.
-                            Some(rest) if running && i <= 1 => {
-                                vec![Span::styled(spin, st), Span::styled(rest, st)]
-                            }
-                            _ => vec![Span::styled(text, st)],
+        .map(|row| {
+            let base = line_style(row.style);
+            let running = row.style == LineStyle::Running;
+            let matches = find.map_or(&[][..], |f| f.line_matches(row.line));
+            let mut at = row.start;
+            let mut spans = Vec::new();
+            for (i, (text, ansi)) in row.pieces.into_iter().enumerate() {
+                let st = base.patch(ansi);
+                let from = at;
+                at += text.len();
+                for (text, _, hit) in
+                    crate::bars::cut_at_matches(vec![(text, st)], from, matches, current)
+                {
+                    let st = match hit {
+                        Some(true) => st.patch(crate::bars::CURRENT),
+                        Some(false) => st.patch(crate::bars::MATCH),
+                        None => st,
+                    };
+                    match text.strip_prefix(crate::turn_view::SPINNER_SLOT) {
+                        // After the focus mark, if the part is focused.
+                        Some(rest) if running && i <= 1 => {
+                            spans.push(Span::styled(spin, st));
+                            spans.push(Span::styled(rest, st));
                         }
-                    })
-                    .collect::<Vec<_>>(),
-            )
+                        _ => spans.push(Span::styled(text, st)),
+                    }
+                }
+            }
+            Line::from(spans)
         })
         .collect();
     frame.render_widget(Paragraph::new(lines), tr(inner));
@@ -568,7 +584,11 @@ fn chips_row(frame: &mut Frame, app: &App, r: Rect) {
 fn composer(frame: &mut Frame, app: &App, r: Rect) {
     let c = app.composer();
     if let Some(search) = app.history_search() {
-        history_search_box(frame, app, search, r);
+        crate::bars::history_search(frame, app, search, r);
+        return;
+    }
+    if let Some(find) = app.find() {
+        crate::bars::find(frame, find, r);
         return;
     }
     let title = if c.submitting {
@@ -610,33 +630,6 @@ fn composer(frame: &mut Frame, app: &App, r: Rect) {
             frame.set_cursor_position((x, y));
         }
     }
-}
-
-/// The composer during a Ctrl+R search: the query, and the prompt it found (its first
-/// line), or that nothing matches.
-fn history_search_box(frame: &mut Frame, app: &App, search: &crate::history::Search, r: Rect) {
-    let block = Block::bordered()
-        .title(" History search · ^R older · Enter take · Esc cancel ")
-        .border_style(Style::new().fg(ACCENT));
-    frame.render_widget(block, tr(r));
-    let found = match app.history_search_found() {
-        Some(text) => {
-            let first = text.lines().next().unwrap_or_default();
-            let more = if text.contains('\n') { " …" } else { "" };
-            Span::raw(format!("{first}{more}"))
-        }
-        None if search.query.is_empty() => Span::styled("type to search the prompts", DIM),
-        None => Span::styled("no match", Style::new().fg(Color::Red)),
-    };
-    let line = Line::from(vec![
-        Span::styled(
-            format!("search: {}", search.query),
-            Style::new().fg(ACCENT).bold(),
-        ),
-        Span::styled(" → ", DIM),
-        found,
-    ]);
-    frame.render_widget(Paragraph::new(line), tr(r.inner()));
 }
 
 /// The empty composer's placeholder, naming the open session's agent (the `shell` agent
@@ -687,6 +680,12 @@ fn status_line(frame: &mut Frame, app: &App, r: Rect) {
                     ("^N", "new"),
                     ("^P", "commands"),
                     ("^C", "quit"),
+                ],
+                Route::Session(_) if app.find().is_some() => &[
+                    ("Enter/^N", "next"),
+                    ("^P", "previous"),
+                    ("PgUp/Dn", "scroll"),
+                    ("Esc", "close find"),
                 ],
                 Route::Session(_) if app.pending_approval().is_some() => &[
                     ("Enter", "confirm"),

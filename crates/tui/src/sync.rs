@@ -144,6 +144,7 @@ impl App {
                 for event in buffered {
                     self.apply_message_event(event);
                 }
+                self.refresh_find();
             }
             Err(e) => {
                 self.transcript_buffer = None;
@@ -336,6 +337,7 @@ impl App {
             // Keep the person's place while output streams in below it.
             self.scroll += self.transcript.total_rows().saturating_sub(before);
         }
+        self.refresh_find();
     }
 
     pub(crate) fn upsert(&mut self, session: Session) {

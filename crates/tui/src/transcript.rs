@@ -121,6 +121,19 @@ pub fn turn_end_text(took_ms: i64, ended: i64) -> String {
     )
 }
 
+/// One visible row with where it comes from, see [`Transcript::visible_indexed`].
+#[derive(Debug, Clone)]
+pub struct IndexedRow<'a> {
+    /// The logical line.
+    pub line: usize,
+    /// Byte offset of the row in that line.
+    pub start: usize,
+    /// How the line is drawn.
+    pub style: LineStyle,
+    /// The row cut into (text, ANSI style) pieces.
+    pub pieces: Vec<(&'a str, Style)>,
+}
+
 /// Display lines of one session.
 #[derive(Debug, Clone)]
 pub struct Transcript {
@@ -896,8 +909,48 @@ impl Transcript {
     /// Returns at most `height` rows, oldest first.
     pub fn visible(&self, height: usize, scroll: usize) -> Vec<(LineStyle, &str)> {
         self.window(height, scroll)
-            .map(|(line, row)| (line.style, row))
+            .map(|(_, line, row)| (line.style, row))
             .collect()
+    }
+
+    /// Like [`Transcript::visible_spans`], each row with the index of its logical line and the
+    /// byte offset where the row starts in it (so find can highlight its matches).
+    pub fn visible_indexed(&self, height: usize, scroll: usize) -> Vec<IndexedRow<'_>> {
+        self.window(height, scroll)
+            .map(|(i, line, row)| IndexedRow {
+                line: i,
+                start: row.as_ptr() as usize - line.text.as_ptr() as usize,
+                style: line.style,
+                pieces: split_runs(line, row),
+            })
+            .collect()
+    }
+
+    /// The logical line that shows screen row `row` (counted from the top).
+    pub fn line_at_row(&self, row: usize) -> usize {
+        self.rows_end.partition_point(|&e| e <= row)
+    }
+
+    /// The text of every logical line, in order (what find searches).
+    pub fn line_texts(&self) -> impl Iterator<Item = &str> {
+        self.lines.iter().map(|l| l.text.as_str())
+    }
+
+    /// The screen row (counted from the top of the transcript) that shows byte `byte` of
+    /// logical line `line`.
+    pub fn row_of(&self, line: usize, byte: usize) -> usize {
+        let Some(l) = self.lines.get(line) else {
+            return self.total_rows();
+        };
+        let first = line.checked_sub(1).map_or(0, |i| self.rows_end[i]);
+        let mut at = 0;
+        let within = wrap_rows(&l.text, self.wrap)
+            .take_while(|row| {
+                at += row.len();
+                at <= byte
+            })
+            .count();
+        first + within.min(rows_of(l, self.wrap).saturating_sub(1))
     }
 
     /// Like [`Transcript::visible`], with each row cut into (text, ANSI style) pieces; the
@@ -908,13 +961,17 @@ impl Transcript {
         scroll: usize,
     ) -> Vec<(LineStyle, Vec<(&str, Style)>)> {
         self.window(height, scroll)
-            .map(|(line, row)| (line.style, split_runs(line, row)))
+            .map(|(_, line, row)| (line.style, split_runs(line, row)))
             .collect()
     }
 
     /// The wrapped rows of the window, each with its line: the first visible line is found by
     /// binary search on the row index and only the visible lines are wrapped.
-    fn window(&self, height: usize, scroll: usize) -> impl Iterator<Item = (&TextLine, &str)> {
+    fn window(
+        &self,
+        height: usize,
+        scroll: usize,
+    ) -> impl Iterator<Item = (usize, &TextLine, &str)> {
         let total = self.total_rows();
         let end = total.saturating_sub(scroll.min(self.max_scroll(height)));
         let start = if height == 0 {
@@ -924,9 +981,13 @@ impl Transcript {
         };
         let first = self.rows_end.partition_point(|&e| e <= start);
         let first_row = first.checked_sub(1).map_or(0, |i| self.rows_end[i]);
-        self.lines[first.min(self.lines.len())..]
+        let first = first.min(self.lines.len());
+        self.lines[first..]
             .iter()
-            .flat_map(|line| wrap_rows(&line.text, self.wrap).map(move |row| (line, row)))
+            .enumerate()
+            .flat_map(move |(i, line)| {
+                wrap_rows(&line.text, self.wrap).map(move |row| (first + i, line, row))
+            })
             .skip(start - first_row)
             .take(end - start)
     }

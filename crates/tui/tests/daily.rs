@@ -181,3 +181,144 @@ fn ctrl_r_without_history_says_so() {
     assert!(app.history_search().is_none());
     assert!(app.notice().unwrap().text.contains("no prompt history"));
 }
+
+// ---- find in the transcript -------------------------------------------------------------
+
+fn buffer(app: &App) -> ratatui::buffer::Buffer {
+    let (w, h) = app.size();
+    let mut term = Terminal::new(TestBackend::new(w, h)).unwrap();
+    term.draw(|f| draw(f, app)).unwrap();
+    term.backend().buffer().clone()
+}
+
+/// The text of the cells drawn with background `bg`, row by row.
+fn cells_with_bg(app: &App, bg: ratatui::style::Color) -> Vec<String> {
+    let buf = buffer(app);
+    let mut rows = Vec::new();
+    for y in 0..buf.area.height {
+        let row: String = (0..buf.area.width)
+            .map(|x| &buf[(x, y)])
+            .filter(|c| c.bg == bg)
+            .map(|c| c.symbol())
+            .collect();
+        if !row.is_empty() {
+            rows.push(row);
+        }
+    }
+    rows
+}
+
+/// Session 1 open with `lines` lines of output, every tenth saying "needle N".
+fn long_transcript(lines: usize) -> App {
+    let text: String = (0..lines)
+        .map(|i| {
+            if i % 10 == 0 {
+                format!("row {i} has Needle {i}\n")
+            } else {
+                format!("row {i}\n")
+            }
+        })
+        .collect();
+    let mut app = ready_app(vec![session(1, "a", SessionStatus::Idle)], false);
+    open_loaded(
+        &mut app,
+        1,
+        vec![message(
+            "msg_0123456789abABCDEFGHIJ0001",
+            1,
+            Role::Assistant,
+            vec![out(&text)],
+        )],
+    );
+    app
+}
+
+#[test]
+fn ctrl_f_finds_counts_and_steps_through_matches_with_highlights() {
+    let mut app = long_transcript(8);
+    app.handle_input(ctrl('f'));
+    assert!(app.find().is_some());
+    assert!(screen(&app).contains("type to find in the transcript"));
+    typed(&mut app, "row");
+    assert_eq!(app.find().unwrap().status(), "1/8");
+    let s = screen(&app);
+    assert!(s.contains("find: row  1/8"), "{s}");
+    assert_eq!(
+        cells_with_bg(&app, ratatui::style::Color::LightMagenta),
+        ["row"],
+        "the current match, once"
+    );
+    assert_eq!(
+        cells_with_bg(&app, ratatui::style::Color::Yellow).len(),
+        7,
+        "every other match on screen"
+    );
+    app.handle_input(key(KeyCode::Enter));
+    assert_eq!(app.find().unwrap().status(), "2/8");
+    app.handle_input(ctrl('n'));
+    assert_eq!(app.find().unwrap().status(), "3/8");
+    app.handle_input(ctrl('p'));
+    app.handle_input(Input::Key(ax_tui::input::Key {
+        code: KeyCode::Enter,
+        mods: ax_tui::input::Modifiers {
+            shift: true,
+            ..Default::default()
+        },
+    }));
+    assert_eq!(app.find().unwrap().status(), "1/8", "previous twice");
+    app.handle_input(key(KeyCode::Up));
+    assert_eq!(app.find().unwrap().status(), "8/8", "wraps to the last");
+    assert!(app.take_effects().is_empty(), "Enter in find sends nothing");
+    // Smart case: an upper-case letter makes it exact.
+    typed(&mut app, " 0");
+    assert_eq!(app.find().unwrap().status(), "1/1");
+    app.handle_input(key(KeyCode::Esc));
+    assert!(app.find().is_none());
+    assert!(cells_with_bg(&app, ratatui::style::Color::Yellow).is_empty());
+    assert!(cells_with_bg(&app, ratatui::style::Color::LightMagenta).is_empty());
+}
+
+#[test]
+fn the_current_match_is_scrolled_into_view() {
+    let mut app = long_transcript(200);
+    typed(&mut app, "/find needle");
+    app.handle_input(key(KeyCode::Enter));
+    let f = app.find().expect("/find opens the bar");
+    assert_eq!(f.matches().len(), 20);
+    // The view is at the bottom: the first match at or below its top is current.
+    assert!(screen(&app).contains(&format!("{}/20", f.status().split('/').next().unwrap())));
+    for _ in 0..25 {
+        app.handle_input(ctrl('n'));
+        let f = app.find().unwrap();
+        let n = f.current().unwrap().line / 10 * 10;
+        let s = screen(&app);
+        assert!(
+            s.contains(&format!("row {n} has Needle {n}")),
+            "match {} not on screen:\n{s}",
+            f.status()
+        );
+    }
+}
+
+#[test]
+fn find_follows_streamed_output_and_is_refused_at_home() {
+    let mut app = ready_app(vec![session(1, "a", SessionStatus::Idle)], false);
+    app.handle_input(ctrl('f'));
+    assert!(app.find().is_none());
+    assert!(app.notice().unwrap().text.contains("find works in a session"));
+    let mut app = long_transcript(20);
+    app.handle_input(ctrl('f'));
+    typed(&mut app, "needle");
+    assert_eq!(app.find().unwrap().status(), "2/2", "row 0 is above the view");
+    app.on_event(ax_protocol::Event::MessagePart {
+        session_id: sid(1),
+        message_id: "msg_0123456789abABCDEFGHIJ0001".parse().unwrap(),
+        index: 1,
+        part: out("one more needle\n"),
+    });
+    assert_eq!(app.find().unwrap().matches().len(), 3);
+    // Ctrl+C closes the find bar and does not quit.
+    app.handle_input(ctrl('c'));
+    assert!(app.find().is_none());
+    assert!(!app.is_exiting());
+}
