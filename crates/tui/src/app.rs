@@ -282,6 +282,8 @@ pub struct App {
     pub(crate) history: crate::history::History,
     /// The Ctrl+R search, while one is under way.
     pub(crate) history_search: Option<crate::history::Search>,
+    /// Unread and failed turn ends, for the session list (`attention.rs`).
+    pub(crate) board: crate::attention::Board,
     /// The find bar's search in the transcript, while it is open (`find_bar.rs`).
     pub(crate) find: Option<crate::find::Find>,
     /// The text the last ↑/↓ put in the composer; a draft that differs was edited since.
@@ -337,6 +339,7 @@ impl App {
             history: Default::default(),
             history_search: None,
             find: None,
+            board: Default::default(),
             recalled: None,
             sessions_epoch: 0,
             backend_url: String::new(),
@@ -621,6 +624,8 @@ impl App {
         self.approval_choice = None;
         // Opened again: what was left for later asks again.
         self.deferred.clear();
+        self.board.seen(&id);
+        self.sort_sessions();
         self.forget_history();
         self.close_find();
         if self.feedback_for.as_ref() != Some(&id) {

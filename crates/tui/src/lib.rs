@@ -49,6 +49,7 @@ pub mod ansi;
 pub mod app;
 pub mod approval;
 pub mod attach;
+pub mod attention;
 pub mod bars;
 pub mod command;
 pub mod composer;

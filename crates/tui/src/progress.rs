@@ -135,6 +135,11 @@ impl App {
         new: SessionStatus,
     ) {
         let change = self.progress.observe(id, old, new, self.now);
+        let looking = self.route == Route::Session(id.clone());
+        if new.is_active() && !old.is_some_and(SessionStatus::is_active) {
+            self.board.turn_started(id);
+        }
+        let failed = matches!(change, Change::Finished(_)) && self.board.turn_ended(id, looking);
         if new == SessionStatus::Idle {
             self.aborting.remove(id);
         }
@@ -164,6 +169,10 @@ impl App {
             .filter(|t| !t.is_empty())
             .unwrap_or_else(|| id.to_string());
         match change {
+            Change::Finished(took) if failed => self.notify(
+                NoticeKind::Error,
+                format!("“{title}” failed after {}", format_duration(took)),
+            ),
             Change::Finished(took) => self.notify(
                 NoticeKind::Info,
                 format!("“{title}” finished in {}", format_duration(took)),

@@ -11,6 +11,7 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Clear, Paragraph};
 
 use crate::app::{App, Connection, Modal, NoticeKind, Overlay, Route};
+use crate::attention::Attention;
 use crate::command;
 use crate::keys::{chip_label, palette_entries};
 use crate::layout::{
@@ -181,7 +182,15 @@ fn sharing_bar(frame: &mut Frame, app: &App, r: Rect, layout: &Layout) {
 }
 
 fn home(frame: &mut Frame, app: &App, r: Rect) {
-    let title = format!(" Sessions ({}) ", app.sessions().len());
+    let (needs, unread) = app.attention_counts();
+    let mut title = format!(" Sessions ({}) ", app.sessions().len());
+    if needs > 0 {
+        let verb = if needs == 1 { "needs" } else { "need" };
+        title.push_str(&format!("· {needs} {verb} you "));
+    }
+    if unread > 0 {
+        title.push_str(&format!("· {unread} unread "));
+    }
     let block = Block::bordered()
         .title(Span::styled(title, Style::new().bold()))
         .border_style(Style::new().fg(ACCENT));
@@ -205,12 +214,18 @@ fn home(frame: &mut Frame, app: &App, r: Rect) {
         .skip(app.list_offset)
         .take(inner.height as usize)
         .map(|(i, s)| {
-            let (marker, mstyle) = match s.status {
+            let attention = app.attention(s);
+            let marker = attention.marker(s.status);
+            let (marker, mstyle) = match attention {
                 _ if app.is_deleting(&s.id) => ("deleting…", Style::new().fg(Color::Red)),
-                SessionStatus::Busy => ("● busy   ", Style::new().fg(Color::Yellow)),
-                SessionStatus::Pending => ("? waiting", Style::new().fg(Color::Magenta).bold()),
-                SessionStatus::Idle => ("         ", Style::new()),
-                SessionStatus::NeedsAuth => ("! auth   ", Style::new().fg(Color::Red)),
+                Attention::NeedsYou if s.status == SessionStatus::NeedsAuth => {
+                    (marker, Style::new().fg(Color::Red))
+                }
+                Attention::NeedsYou => (marker, Style::new().fg(Color::Magenta).bold()),
+                Attention::Working => (marker, Style::new().fg(Color::Yellow)),
+                Attention::Unread => (marker, Style::new().fg(Color::Green).bold()),
+                Attention::Failed => (marker, Style::new().fg(Color::Red).bold()),
+                Attention::Idle => (marker, Style::new()),
             };
             let title = if s.title.is_empty() {
                 "(untitled)".to_owned()

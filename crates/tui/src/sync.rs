@@ -91,11 +91,11 @@ impl App {
                 self.progress
                     .retain(|id| sessions.iter().any(|s| &s.id == id));
                 self.sessions = sessions;
-                sort_sessions(&mut self.sessions);
                 self.permissions = permissions
                     .into_iter()
                     .filter(|p| p.state == PermissionState::Pending)
                     .collect();
+                self.sort_sessions();
                 self.synced = true;
                 if self.overlay == Some(Overlay::Startup) {
                     self.overlay = None;
@@ -210,6 +210,8 @@ impl App {
 
     /// One event from the backend stream.
     pub fn on_event(&mut self, event: Event) {
+        // Every session's message events, not only the open one's: a failure marks the list.
+        self.board.observe(&event);
         match event {
             Event::Reset => self.resync(),
             Event::MessageCreated { .. }
@@ -237,6 +239,7 @@ impl App {
             }
             Event::SessionDeleted { session_id } => {
                 self.deleting.remove(&session_id);
+                self.board.forget(&session_id);
                 let before = self.sessions.len();
                 self.sessions.retain(|s| s.id != session_id);
                 if self.sessions.len() != before {
@@ -277,6 +280,7 @@ impl App {
             | Event::MessageDelta { .. }
             | Event::MessageEnded { .. } => {}
         }
+        self.sort_sessions();
         self.keep_selection_visible();
     }
 
@@ -356,14 +360,9 @@ impl App {
                 self.sessions_epoch += 1;
             }
         }
-        sort_sessions(&mut self.sessions);
+        self.sort_sessions();
         if self.selected.is_none() {
             self.selected = self.sessions.first().map(|s| s.id.clone());
         }
     }
-}
-
-/// Most recent activity first, the same order as the backend's list (`ax-code session list`).
-fn sort_sessions(sessions: &mut [Session]) {
-    sessions.sort_by(|a, b| b.updated.cmp(&a.updated).then_with(|| b.id.cmp(&a.id)));
 }

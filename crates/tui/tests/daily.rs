@@ -322,3 +322,127 @@ fn find_follows_streamed_output_and_is_refused_at_home() {
     assert!(app.find().is_none());
     assert!(!app.is_exiting());
 }
+
+// ---- attention at a glance --------------------------------------------------------------
+
+use ax_protocol::Event;
+use ax_tui::attention::Attention;
+
+fn status(app: &mut App, n: u32, status: SessionStatus) {
+    app.on_event(Event::SessionStatus {
+        session_id: sid(n),
+        status,
+    });
+}
+
+fn part(app: &mut App, n: u32, part: Part) {
+    app.on_event(Event::MessagePart {
+        session_id: sid(n),
+        message_id: format!("msg_0123456789abABCDEFGHIJ00{n:02}").parse().unwrap(),
+        index: 0,
+        part,
+    });
+}
+
+fn order(app: &App) -> Vec<(u32, Attention)> {
+    app.sessions()
+        .iter()
+        .map(|s| {
+            let n = (1..=9).find(|&n| sid(n) == s.id).unwrap();
+            (n, app.attention(s))
+        })
+        .collect()
+}
+
+#[test]
+fn the_list_shows_each_state_and_sorts_what_needs_you_first() {
+    let mut app = ready_app(
+        (1..=5)
+            .map(|n| session(n, &format!("s{n}"), SessionStatus::Idle))
+            .collect(),
+        false,
+    );
+    // Session 1 is open: its turn ends in front of the person.
+    open_loaded(&mut app, 1, vec![]);
+    for n in [1, 2, 3, 5] {
+        status(&mut app, n, SessionStatus::Busy);
+    }
+    status(&mut app, 1, SessionStatus::Idle);
+    // 2 fails (a non-zero exit), 3 ends well, 5 is aborted by the person (not a failure),
+    // 4 asks for approval; all while the person looks at session 1.
+    part(&mut app, 2, Part::Exit { code: Some(2), signal: None });
+    status(&mut app, 2, SessionStatus::Idle);
+    assert!(app.notice().unwrap().text.contains("“s2” failed after"));
+    status(&mut app, 3, SessionStatus::Idle);
+    part(&mut app, 5, Part::Aborted);
+    status(&mut app, 5, SessionStatus::Idle);
+    app.on_event(Event::PermissionAsked {
+        permission: permission("per_0123456789abABCDEFGHIJKLMN", 4, "rm -rf build"),
+    });
+    app.handle_input(key(KeyCode::Esc));
+    assert_eq!(
+        order(&app),
+        [
+            (4, Attention::NeedsYou),
+            (5, Attention::Unread),
+            (3, Attention::Unread),
+            (2, Attention::Failed),
+            (1, Attention::Idle),
+        ]
+    );
+    let s = screen(&app);
+    assert!(s.contains("Sessions (5) · 1 needs you · 3 unread"), "{s}");
+    for (title, marker) in [
+        ("s4", "? waiting"),
+        ("s3", "✓ unread"),
+        ("s2", "✗ failed"),
+    ] {
+        let row = s.lines().find(|l| l.contains(&format!(" {title} "))).unwrap();
+        assert!(row.contains(marker), "{row}");
+    }
+    // A running turn sorts right after what needs the person.
+    status(&mut app, 1, SessionStatus::Busy);
+    assert_eq!(order(&app)[1], (1, Attention::Working));
+    // Opening a session reads it: it is idle again, and stays so at home.
+    open_loaded(&mut app, 2, vec![]);
+    app.handle_input(key(KeyCode::Esc));
+    assert_eq!(order(&app).last(), Some(&(2, Attention::Idle)));
+    assert!(screen(&app).contains("· 2 unread"));
+}
+
+#[test]
+fn an_error_notice_or_a_restart_fails_a_turn_and_a_new_turn_clears_it() {
+    use ax_protocol::turn::{Notice, NoticeKind, TurnDelta};
+    let mut app = ready_app(
+        vec![
+            session(1, "a", SessionStatus::Idle),
+            session(2, "b", SessionStatus::Idle),
+        ],
+        false,
+    );
+    status(&mut app, 1, SessionStatus::Busy);
+    app.on_event(Event::MessageDelta {
+        session_id: sid(1),
+        message_id: "msg_0123456789abABCDEFGHIJ0001".parse().unwrap(),
+        seq: 1,
+        delta: TurnDelta::Notice {
+            notice: Notice {
+                kind: NoticeKind::Error,
+                message: "agent crashed".into(),
+            },
+        },
+    });
+    status(&mut app, 1, SessionStatus::Idle);
+    status(&mut app, 2, SessionStatus::Busy);
+    part(&mut app, 2, Part::Interrupted);
+    status(&mut app, 2, SessionStatus::Idle);
+    let s1 = app.sessions().iter().find(|s| s.id == sid(1)).unwrap();
+    assert_eq!(app.attention(s1), Attention::Failed);
+    let s2 = app.sessions().iter().find(|s| s.id == sid(2)).unwrap();
+    assert_eq!(app.attention(s2), Attention::Failed);
+    // The next turn of 1 ends well: unread, no longer failed.
+    status(&mut app, 1, SessionStatus::Busy);
+    status(&mut app, 1, SessionStatus::Idle);
+    let s1 = app.sessions().iter().find(|s| s.id == sid(1)).unwrap();
+    assert_eq!(app.attention(s1), Attention::Unread);
+}
