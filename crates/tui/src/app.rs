@@ -210,6 +210,11 @@ pub enum Effect {
     },
     /// Close the TUIMCP endpoint for good.
     RevokeSharing,
+    /// Ring the terminal: write `sequence` (BEL, or an OSC 9 / OSC 777 notification).
+    Ring {
+        /// The bytes, already built and sanitised by `notify.rs`.
+        sequence: String,
+    },
     /// Put `text` on the clipboard through the terminal (OSC 52).
     CopyToClipboard {
         /// What to copy.
@@ -282,6 +287,13 @@ pub struct App {
     pub(crate) history: crate::history::History,
     /// The Ctrl+R search, while one is under way.
     pub(crate) history_search: Option<crate::history::Search>,
+    /// How the terminal is rung (`notify.rs`): the mode, what it rings with, and what
+    /// `auto` resolved to.
+    pub(crate) notify_mode: crate::notify::NotifyMode,
+    pub(crate) ring: crate::notify::Ring,
+    pub(crate) ring_auto: crate::notify::Ring,
+    /// Whether the terminal has the focus (true until it reports otherwise).
+    pub(crate) focused: bool,
     /// Unread and failed turn ends, for the session list (`attention.rs`).
     pub(crate) board: crate::attention::Board,
     /// The find bar's search in the transcript, while it is open (`find_bar.rs`).
@@ -340,6 +352,10 @@ impl App {
             history_search: None,
             find: None,
             board: Default::default(),
+            notify_mode: crate::notify::NotifyMode::Auto,
+            ring: crate::notify::Ring::Bell,
+            ring_auto: crate::notify::Ring::Bell,
+            focused: true,
             recalled: None,
             sessions_epoch: 0,
             backend_url: String::new(),
@@ -911,6 +927,7 @@ impl App {
                 }
             }
             Command::Find => self.open_find(invocation.arg),
+            Command::Notify => self.notify_command(invocation.arg),
             Command::Help => {
                 self.help_scroll = 0;
                 self.modal = Some(Modal::Help)

@@ -24,6 +24,8 @@ pub enum Command {
     Revoke,
     /// Find in the open transcript: `/find TEXT` (also Ctrl+F).
     Find,
+    /// How the terminal is rung: `/notify [off|bell|osc9|osc777|auto]`.
+    Notify,
     /// Show the key and command reference.
     Help,
     /// Leave the TUI (asks first while a session is busy).
@@ -56,7 +58,7 @@ pub struct Invocation {
 
 impl Command {
     /// Every command, in palette and `/help` order.
-    pub const ALL: [Command; 14] = [
+    pub const ALL: [Command; 15] = [
         Command::New,
         Command::Sessions,
         Command::Attach,
@@ -67,6 +69,7 @@ impl Command {
         Command::Mode,
         Command::Revoke,
         Command::Find,
+        Command::Notify,
         Command::Help,
         Command::Quit,
         Command::TuiMcpConfig,
@@ -86,6 +89,7 @@ impl Command {
             Command::Mode => "/mode",
             Command::Revoke => "/revoke",
             Command::Find => "/find",
+            Command::Notify => "/notify",
             Command::Help => "/help",
             Command::Quit => "/quit",
             Command::TuiMcpConfig => "/tui-mcp-config",
@@ -106,6 +110,7 @@ impl Command {
             Command::Mode => "switch the agent's mode: /mode [ID]",
             Command::Revoke => "forget this session's standing “always”",
             Command::Find => "find in the transcript: /find [TEXT] (also ^F)",
+            Command::Notify => "ring when a session needs you: /notify [MODE]",
             Command::Help => "keys and commands",
             Command::Quit => "exit ax-code",
             Command::TuiMcpConfig => "MCP client config of this TUI",
@@ -120,6 +125,7 @@ impl Command {
             Command::Rename => "/rename TITLE",
             Command::Mode => "/mode [ID]",
             Command::Find => "/find [TEXT]",
+            Command::Notify => "/notify [off|bell|osc9|osc777|auto]",
             other => other.name(),
         }
     }
@@ -131,7 +137,7 @@ impl Command {
 
     /// Takes an argument if one is given (`/mode` alone lists, `/mode ID` switches).
     pub fn optional_arg(self) -> bool {
-        matches!(self, Command::Mode | Command::Find)
+        matches!(self, Command::Mode | Command::Find | Command::Notify)
     }
 
     /// Listed only while the TUI is shared.

@@ -61,6 +61,7 @@ pub mod input;
 mod keys;
 pub mod layout;
 pub mod markdown;
+pub mod notify;
 pub mod progress;
 pub mod render;
 pub mod recall;

@@ -143,7 +143,31 @@ impl App {
         if new == SessionStatus::Idle {
             self.aborting.remove(id);
         }
-        if self.route == Route::Session(id.clone()) {
+        let title = self
+            .sessions
+            .iter()
+            .find(|s| &s.id == id)
+            .map(|s| s.title.clone())
+            .filter(|t| !t.is_empty())
+            .unwrap_or_else(|| id.to_string());
+        let what = match change {
+            Change::Finished(took) if failed => {
+                Some(format!("“{title}” failed after {}", format_duration(took)))
+            }
+            Change::Finished(took) => {
+                Some(format!("“{title}” finished in {}", format_duration(took)))
+            }
+            Change::AskedApproval => Some(format!("“{title}” asks for approval")),
+            Change::Started | Change::None => None,
+        };
+        // Rung when the person is not looking: another session, or the terminal has lost
+        // the focus (docs/tui.md §2c).
+        if let Some(what) = &what
+            && !(looking && self.focused)
+        {
+            self.ring(what);
+        }
+        if looking {
             if let Change::Finished(took) = change {
                 let now_ms = std::time::SystemTime::now()
                     .duration_since(std::time::UNIX_EPOCH)
@@ -161,26 +185,13 @@ impl App {
             }
             return;
         }
-        let title = self
-            .sessions
-            .iter()
-            .find(|s| &s.id == id)
-            .map(|s| s.title.clone())
-            .filter(|t| !t.is_empty())
-            .unwrap_or_else(|| id.to_string());
-        match change {
-            Change::Finished(took) if failed => self.notify(
-                NoticeKind::Error,
-                format!("“{title}” failed after {}", format_duration(took)),
-            ),
-            Change::Finished(took) => self.notify(
-                NoticeKind::Info,
-                format!("“{title}” finished in {}", format_duration(took)),
-            ),
-            Change::AskedApproval => {
-                self.notify(NoticeKind::Info, format!("“{title}” asks for approval"))
-            }
-            Change::Started | Change::None => {}
+        if let Some(what) = what {
+            let kind = if failed {
+                NoticeKind::Error
+            } else {
+                NoticeKind::Info
+            };
+            self.notify(kind, what);
         }
     }
 }

@@ -7,7 +7,8 @@ use std::sync::Once;
 use ratatui::Terminal;
 use ratatui::backend::CrosstermBackend;
 use ratatui::crossterm::event::{
-    DisableBracketedPaste, DisableMouseCapture, EnableBracketedPaste, EnableMouseCapture,
+    DisableBracketedPaste, DisableFocusChange, DisableMouseCapture, EnableBracketedPaste,
+    EnableFocusChange, EnableMouseCapture,
     Event as CtEvent, KeyCode as CtKey, KeyEventKind, KeyModifiers, MouseButton, MouseEventKind,
 };
 use ratatui::crossterm::terminal::{
@@ -24,6 +25,8 @@ pub enum TermEvent {
     Input(Input),
     /// The terminal's new size (columns, rows).
     Resize(u16, u16),
+    /// The terminal gained (`true`) or lost the focus.
+    Focus(bool),
     /// Focus changes, key releases: nothing to do.
     Ignored,
 }
@@ -75,7 +78,8 @@ pub fn convert(event: CtEvent) -> TermEvent {
             }))
         }
         CtEvent::Resize(w, h) => TermEvent::Resize(w, h),
-        CtEvent::FocusGained | CtEvent::FocusLost => TermEvent::Ignored,
+        CtEvent::FocusGained => TermEvent::Focus(true),
+        CtEvent::FocusLost => TermEvent::Focus(false),
     }
 }
 
@@ -87,6 +91,7 @@ pub fn restore() {
         out,
         DisableMouseCapture,
         DisableBracketedPaste,
+        DisableFocusChange,
         LeaveAlternateScreen,
         cursor::Show
     );
@@ -110,7 +115,8 @@ impl TerminalGuard {
             out,
             EnterAlternateScreen,
             EnableMouseCapture,
-            EnableBracketedPaste
+            EnableBracketedPaste,
+            EnableFocusChange
         ) {
             restore();
             return Err(e);
@@ -175,6 +181,6 @@ mod tests {
             matches!(convert(moved), TermEvent::Input(_)),
             "movement is activity"
         );
-        assert_eq!(convert(CtEvent::FocusLost), TermEvent::Ignored);
+        assert_eq!(convert(CtEvent::FocusLost), TermEvent::Focus(false));
     }
 }

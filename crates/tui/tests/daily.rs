@@ -446,3 +446,88 @@ fn an_error_notice_or_a_restart_fails_a_turn_and_a_new_turn_clears_it() {
     let s1 = app.sessions().iter().find(|s| s.id == sid(1)).unwrap();
     assert_eq!(app.attention(s1), Attention::Unread);
 }
+
+// ---- notifications ----------------------------------------------------------------------
+
+use ax_tui::notify::{NotifyMode, Ring};
+
+fn rings(app: &mut App) -> Vec<String> {
+    app.take_effects()
+        .into_iter()
+        .filter_map(|e| match e {
+            Effect::Ring { sequence } => Some(sequence),
+            _ => None,
+        })
+        .collect()
+}
+
+#[test]
+fn a_session_out_of_sight_rings_when_its_turn_ends_fails_or_asks() {
+    let mut app = ready_app(
+        vec![
+            session(1, "open one", SessionStatus::Idle),
+            session(2, "other\x1b]0;evil\x07", SessionStatus::Idle),
+        ],
+        false,
+    );
+    app.set_notifications(NotifyMode::Osc777, Ring::Bell);
+    open_loaded(&mut app, 1, vec![]);
+    app.take_effects();
+    status(&mut app, 2, SessionStatus::Busy);
+    assert!(rings(&mut app).is_empty(), "a start does not ring");
+    status(&mut app, 2, SessionStatus::Idle);
+    let r = rings(&mut app);
+    assert_eq!(r.len(), 1, "{r:?}");
+    assert!(
+        r[0].starts_with("\x1b]777;notify;ax-code;“other]0,evil” finished in "),
+        "{:?}",
+        r[0]
+    );
+    assert!(r[0].ends_with('\x07') && r[0].matches('\x07').count() == 1);
+    status(&mut app, 2, SessionStatus::Pending);
+    let r = rings(&mut app);
+    assert!(r[0].contains("asks for approval"), "{r:?}");
+    part(&mut app, 2, Part::Exit { code: Some(1), signal: None });
+    status(&mut app, 2, SessionStatus::Idle);
+    assert!(rings(&mut app)[0].contains("failed after"));
+
+    // The open session's turn ends in front of the person: no ring, unless the terminal
+    // lost the focus.
+    status(&mut app, 1, SessionStatus::Busy);
+    status(&mut app, 1, SessionStatus::Idle);
+    assert!(rings(&mut app).is_empty());
+    app.set_focused(false);
+    status(&mut app, 1, SessionStatus::Busy);
+    status(&mut app, 1, SessionStatus::Idle);
+    assert!(rings(&mut app)[0].contains("“open one” finished"));
+
+    // Bell, and off.
+    app.set_notifications(NotifyMode::Bell, Ring::Osc9);
+    status(&mut app, 2, SessionStatus::Busy);
+    status(&mut app, 2, SessionStatus::Idle);
+    assert_eq!(rings(&mut app), ["\x07"]);
+    app.set_notifications(NotifyMode::Off, Ring::Osc9);
+    status(&mut app, 2, SessionStatus::Busy);
+    status(&mut app, 2, SessionStatus::Idle);
+    assert!(rings(&mut app).is_empty());
+}
+
+#[test]
+fn slash_notify_shows_and_switches_the_mode() {
+    let mut app = ready_app(vec![], false);
+    app.set_notifications(NotifyMode::Auto, Ring::Osc9);
+    typed(&mut app, "/notify");
+    app.handle_input(key(KeyCode::Enter));
+    let n = app.notice().unwrap().text.clone();
+    assert!(n.contains("notifications: auto (rings with OSC 9 notifications)"), "{n}");
+    typed(&mut app, "/notify bell");
+    app.handle_input(key(KeyCode::Enter));
+    assert_eq!(app.notifications(), (NotifyMode::Bell, Ring::Bell));
+    typed(&mut app, "/notify auto");
+    app.handle_input(key(KeyCode::Enter));
+    assert_eq!(app.notifications(), (NotifyMode::Auto, Ring::Osc9));
+    typed(&mut app, "/notify loud");
+    app.handle_input(key(KeyCode::Enter));
+    assert!(app.notice().unwrap().text.contains("not a notification mode"));
+    assert_eq!(app.notifications(), (NotifyMode::Auto, Ring::Osc9));
+}
