@@ -215,6 +215,11 @@ pub enum Effect {
         /// The bytes, already built and sanitised by `notify.rs`.
         sequence: String,
     },
+    /// Capture the mouse, or leave it to the terminal (its own selection then works).
+    SetMouseCapture {
+        /// Capture (`true`) or release.
+        on: bool,
+    },
     /// Put `text` on the clipboard through the terminal (OSC 52).
     CopyToClipboard {
         /// What to copy.
@@ -292,6 +297,8 @@ pub struct App {
     pub(crate) notify_mode: crate::notify::NotifyMode,
     pub(crate) ring: crate::notify::Ring,
     pub(crate) ring_auto: crate::notify::Ring,
+    /// Whether the TUI captures the mouse (`copy.rs`).
+    pub(crate) mouse_capture: bool,
     /// Whether the terminal has the focus (true until it reports otherwise).
     pub(crate) focused: bool,
     /// Unread and failed turn ends, for the session list (`attention.rs`).
@@ -356,6 +363,7 @@ impl App {
             ring: crate::notify::Ring::Bell,
             ring_auto: crate::notify::Ring::Bell,
             focused: true,
+            mouse_capture: true,
             recalled: None,
             sessions_epoch: 0,
             backend_url: String::new(),
@@ -928,6 +936,8 @@ impl App {
             }
             Command::Find => self.open_find(invocation.arg),
             Command::Notify => self.notify_command(invocation.arg),
+            Command::Copy => self.copy_command(invocation.arg),
+            Command::Mouse => self.mouse_command(invocation.arg),
             Command::Help => {
                 self.help_scroll = 0;
                 self.modal = Some(Modal::Help)

@@ -24,6 +24,10 @@ pub enum Command {
     Revoke,
     /// Find in the open transcript: `/find TEXT` (also Ctrl+F).
     Find,
+    /// Copy the last reply, code block or prompt: `/copy [code|prompt]` (also Ctrl+Y).
+    Copy,
+    /// Capture the mouse or leave it to the terminal: `/mouse [on|off]` (also Ctrl+S).
+    Mouse,
     /// How the terminal is rung: `/notify [off|bell|osc9|osc777|auto]`.
     Notify,
     /// Show the key and command reference.
@@ -58,7 +62,7 @@ pub struct Invocation {
 
 impl Command {
     /// Every command, in palette and `/help` order.
-    pub const ALL: [Command; 15] = [
+    pub const ALL: [Command; 17] = [
         Command::New,
         Command::Sessions,
         Command::Attach,
@@ -69,6 +73,8 @@ impl Command {
         Command::Mode,
         Command::Revoke,
         Command::Find,
+        Command::Copy,
+        Command::Mouse,
         Command::Notify,
         Command::Help,
         Command::Quit,
@@ -89,6 +95,8 @@ impl Command {
             Command::Mode => "/mode",
             Command::Revoke => "/revoke",
             Command::Find => "/find",
+            Command::Copy => "/copy",
+            Command::Mouse => "/mouse",
             Command::Notify => "/notify",
             Command::Help => "/help",
             Command::Quit => "/quit",
@@ -110,6 +118,8 @@ impl Command {
             Command::Mode => "switch the agent's mode: /mode [ID]",
             Command::Revoke => "forget this session's standing “always”",
             Command::Find => "find in the transcript: /find [TEXT] (also ^F)",
+            Command::Copy => "copy the last reply: /copy [code|prompt] (also ^Y)",
+            Command::Mouse => "mouse to the terminal to select: /mouse [on|off] (^S)",
             Command::Notify => "ring when a session needs you: /notify [MODE]",
             Command::Help => "keys and commands",
             Command::Quit => "exit ax-code",
@@ -125,6 +135,8 @@ impl Command {
             Command::Rename => "/rename TITLE",
             Command::Mode => "/mode [ID]",
             Command::Find => "/find [TEXT]",
+            Command::Copy => "/copy [code|prompt]",
+            Command::Mouse => "/mouse [on|off]",
             Command::Notify => "/notify [off|bell|osc9|osc777|auto]",
             other => other.name(),
         }
@@ -137,7 +149,10 @@ impl Command {
 
     /// Takes an argument if one is given (`/mode` alone lists, `/mode ID` switches).
     pub fn optional_arg(self) -> bool {
-        matches!(self, Command::Mode | Command::Find | Command::Notify)
+        matches!(
+            self,
+            Command::Mode | Command::Find | Command::Notify | Command::Copy | Command::Mouse
+        )
     }
 
     /// Listed only while the TUI is shared.

@@ -55,6 +55,14 @@ impl App {
             self.open_find(None);
             return;
         }
+        if key == Key::ctrl('y') {
+            self.copy_command(None);
+            return;
+        }
+        if key == Key::ctrl('s') {
+            self.mouse_command(None);
+            return;
+        }
         // ↑ on the draft's first line and ↓ on its last (during a walk) belong to the
         // session's prompt history (docs/tui.md §3a).
         if matches!(self.route, Route::Session(_)) && key.mods == crate::input::Modifiers::NONE {

@@ -53,6 +53,7 @@ pub mod attention;
 pub mod bars;
 pub mod command;
 pub mod composer;
+pub mod copy;
 pub mod find;
 mod find_bar;
 pub mod highlight;

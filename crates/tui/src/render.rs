@@ -63,6 +63,10 @@ pub const HELP_KEYS: &[(&str, &str)] = &[
         "^F, /find TEXT",
         "find in the transcript: Enter/^N next · ^P/Shift+Enter previous · Esc close",
     ),
+    (
+        "^Y ^S",
+        "copy the last reply (/copy code: its code) · mouse to the terminal for selecting",
+    ),
     ("^C", "close a dialog, clear the prompt, abort, or quit"),
     ("^N ^P", "new session · command palette"),
     (
@@ -142,6 +146,12 @@ fn header(frame: &mut Frame, app: &App, r: Rect) {
         Span::styled(app.workspace().to_owned(), DIM),
     ]);
     frame.render_widget(Paragraph::new(left), tr(r));
+    // While the mouse is the terminal's, say so and how to get it back (docs/tui.md §3c).
+    let (conn, style) = if app.mouse_capture() {
+        (conn, style)
+    } else {
+        (format!("mouse off · ^S  {conn}"), style)
+    };
     let w = conn.chars().count() as u16 + 1;
     if r.width > w {
         let cr = Rect::new(r.x + r.width - w, r.y, w, 1);

@@ -365,6 +365,15 @@ async fn owner_loop(
                         closing.push(tokio::spawn(s.revoke()));
                     }
                 }
+                Effect::SetMouseCapture { on } => {
+                    use ratatui::crossterm::event::{DisableMouseCapture, EnableMouseCapture};
+                    let out = guard.terminal.backend_mut();
+                    let _ = if on {
+                        ratatui::crossterm::execute!(out, EnableMouseCapture)
+                    } else {
+                        ratatui::crossterm::execute!(out, DisableMouseCapture)
+                    };
+                }
                 Effect::Ring { sequence } => {
                     // Between frames, so it never lands inside a drawn row.
                     use std::io::Write as _;
@@ -616,6 +625,7 @@ fn spawn_job(client: &Client, effect: Effect, done: &mpsc::UnboundedSender<Done>
             Effect::RevokeSharing
             | Effect::CopyToClipboard { .. }
             | Effect::Ring { .. }
+            | Effect::SetMouseCapture { .. }
             | Effect::Quit => return,
         };
         let _ = done.send(result);

@@ -69,6 +69,8 @@ struct TextLine {
 struct MessageCursor {
     id: String,
     parts: u32,
+    /// The first line after the message's header (its body starts here).
+    first_line: usize,
     /// An output line still waiting for its newline.
     open_line: Option<usize>,
     /// Char column in the open line after a `\r` or backspace; `None` at its end.
@@ -311,6 +313,7 @@ impl Transcript {
         self.messages.push(MessageCursor {
             id: m.id.to_string(),
             parts: 0,
+            first_line: self.lines.len(),
             open_line: None,
             open_col: None,
             ansi: Default::default(),
@@ -740,6 +743,48 @@ impl Transcript {
             .filter(|m| !m.turn.is_empty())
             .map(|m| (m.id.as_str(), m.turn.as_slice()))
             .collect()
+    }
+
+    /// The agent's replies, newest first, as text to copy: an ACP agent's answer is its text
+    /// parts (Markdown, as the agent wrote it); a reply without turn parts (the `shell`
+    /// agent's command output) is its display lines, the turn's end line left out.
+    pub fn replies(&self) -> Vec<String> {
+        let mut out = Vec::new();
+        for (i, m) in self.messages.iter().enumerate().rev() {
+            if m.role != Role::Assistant {
+                continue;
+            }
+            let text: Vec<&str> = m
+                .turn
+                .iter()
+                .filter_map(|p| match p {
+                    TurnPart::Text { text } => Some(text.as_str()),
+                    _ => None,
+                })
+                .collect();
+            if !text.is_empty() {
+                out.push(text.join("\n\n"));
+                continue;
+            }
+            if !m.turn.is_empty() || !m.blocks.is_empty() {
+                continue;
+            }
+            // The next message's blank line and header end this one.
+            let end = self
+                .messages
+                .get(i + 1)
+                .map_or(self.lines.len(), |n| n.first_line.saturating_sub(2));
+            let lines: Vec<&str> = self.lines[m.first_line.min(end)..end]
+                .iter()
+                .filter(|l| l.style != LineStyle::TurnEnd)
+                .map(|l| l.text.as_str())
+                .collect();
+            let text = lines.join("\n");
+            if !text.trim().is_empty() {
+                out.push(text.trim_end().to_owned());
+            }
+        }
+        out
     }
 
     /// The text of every row, for tests.

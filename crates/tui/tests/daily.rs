@@ -531,3 +531,102 @@ fn slash_notify_shows_and_switches_the_mode() {
     assert!(app.notice().unwrap().text.contains("not a notification mode"));
     assert_eq!(app.notifications(), (NotifyMode::Auto, Ring::Osc9));
 }
+
+// ---- copy and mouse ---------------------------------------------------------------------
+
+fn copies(app: &mut App) -> Vec<String> {
+    app.take_effects()
+        .into_iter()
+        .filter_map(|e| match e {
+            Effect::CopyToClipboard { text } => Some(text),
+            _ => None,
+        })
+        .collect()
+}
+
+#[test]
+fn ctrl_y_and_slash_copy_send_the_reply_or_its_code_by_osc52() {
+    let reply = "Try this:\n\n```sh\ncargo test -p ax-tui\n```\n\nand then:\n\n```\nls\n```\n";
+    let mut app = ready_app(vec![session(1, "a", SessionStatus::Idle)], false);
+    open_loaded(
+        &mut app,
+        1,
+        vec![
+            prompt("msg_0123456789abABCDEFGHIJ0001", "how do I test?"),
+            message(
+                "msg_0123456789abABCDEFGHIJ0002",
+                1,
+                Role::Assistant,
+                vec![Part::Text { text: reply.into() }],
+            ),
+        ],
+    );
+    app.take_effects();
+    app.handle_input(ctrl('y'));
+    assert_eq!(copies(&mut app), [reply]);
+    assert!(app.notice().unwrap().text.contains("copied the last reply"));
+    typed(&mut app, "/copy code");
+    app.handle_input(key(KeyCode::Enter));
+    assert_eq!(copies(&mut app), ["ls"]);
+    typed(&mut app, "/copy prompt");
+    app.handle_input(key(KeyCode::Enter));
+    assert_eq!(copies(&mut app), ["how do I test?"]);
+    typed(&mut app, "/copy all");
+    app.handle_input(key(KeyCode::Enter));
+    assert!(copies(&mut app).is_empty());
+    assert!(app.notice().unwrap().text.contains("use /copy, /copy code"));
+}
+
+#[test]
+fn the_shell_agents_reply_copies_as_its_output_lines() {
+    let mut app = ready_app(vec![session(1, "a", SessionStatus::Idle)], false);
+    open_loaded(
+        &mut app,
+        1,
+        vec![
+            prompt("msg_0123456789abABCDEFGHIJ0001", "ls"),
+            message(
+                "msg_0123456789abABCDEFGHIJ0002",
+                1,
+                Role::Assistant,
+                vec![out("\x1b[31ma.txt\x1b[0m\nb.txt\n"), Part::Exit { code: Some(0), signal: None }],
+            ),
+            prompt("msg_0123456789abABCDEFGHIJ0003", "pwd"),
+        ],
+    );
+    app.take_effects();
+    app.handle_input(ctrl('y'));
+    let c = copies(&mut app);
+    assert_eq!(c.len(), 1);
+    assert!(c[0].starts_with("a.txt\nb.txt"), "{c:?}");
+    assert!(!c[0].contains('\x1b') && !c[0].contains("pwd"), "{c:?}");
+    // Nothing to copy at home, nor a code block where none is.
+    typed(&mut app, "/copy code");
+    app.handle_input(key(KeyCode::Enter));
+    assert!(app.notice().unwrap().text.contains("nothing to copy"));
+    app.handle_input(key(KeyCode::Esc));
+    app.handle_input(ctrl('y'));
+    assert!(app.notice().unwrap().text.contains("works in a session"));
+}
+
+#[test]
+fn ctrl_s_and_slash_mouse_hand_the_mouse_to_the_terminal_and_back() {
+    let mut app = ready_app(vec![session(1, "a", SessionStatus::Idle)], false);
+    assert!(app.mouse_capture());
+    app.handle_input(ctrl('s'));
+    assert!(!app.mouse_capture());
+    assert!(
+        app.take_effects()
+            .contains(&Effect::SetMouseCapture { on: false })
+    );
+    assert!(screen(&app).contains("mouse off · ^S"));
+    typed(&mut app, "/mouse on");
+    app.handle_input(key(KeyCode::Enter));
+    assert!(app.mouse_capture());
+    assert!(app.take_effects().contains(&Effect::SetMouseCapture { on: true }));
+    assert!(!screen(&app).contains("mouse off · ^S"));
+    typed(&mut app, "/mouse sideways");
+    app.handle_input(key(KeyCode::Enter));
+    assert!(app.mouse_capture());
+    assert!(app.notice().unwrap().text.contains("use on or off"));
+}
