@@ -297,6 +297,9 @@ pub struct App {
     pub(crate) notify_mode: crate::notify::NotifyMode,
     pub(crate) ring: crate::notify::Ring,
     pub(crate) ring_auto: crate::notify::Ring,
+    /// The session a prompt submitted at home created, until the submission answers and
+    /// opens it (its first events must not ring as if it were out of sight).
+    pub(crate) opening: Option<SessionId>,
     /// Whether the TUI captures the mouse (`copy.rs`).
     pub(crate) mouse_capture: bool,
     /// Whether the terminal has the focus (true until it reports otherwise).
@@ -364,6 +367,7 @@ impl App {
             ring_auto: crate::notify::Ring::Bell,
             focused: true,
             mouse_capture: true,
+            opening: None,
             recalled: None,
             sessions_epoch: 0,
             backend_url: String::new(),

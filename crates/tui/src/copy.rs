@@ -60,7 +60,10 @@ impl App {
             return;
         }
         let (what, text) = match arg.as_deref().map(str::trim) {
-            None | Some("") | Some("reply") => ("the last reply", self.transcript.replies().into_iter().next()),
+            None | Some("") | Some("reply") => (
+                "the last reply",
+                self.transcript.replies().into_iter().next(),
+            ),
             Some("code") => (
                 "the last code block",
                 self.transcript
@@ -78,7 +81,10 @@ impl App {
             }
         };
         let Some(text) = text.filter(|t| !t.is_empty()) else {
-            self.notify(NoticeKind::Error, format!("nothing to copy: no {}", &what[4..]));
+            self.notify(
+                NoticeKind::Error,
+                format!("nothing to copy: no {}", &what[4..]),
+            );
             return;
         };
         let (text, cut) = bounded(text);

@@ -60,8 +60,7 @@ impl App {
         let Some(mut find) = self.find.take() else {
             return false;
         };
-        let used = if key == Key::ctrl('c') || key == Key::ctrl('g') || key.code == KeyCode::Esc
-        {
+        let used = if key == Key::ctrl('c') || key == Key::ctrl('g') || key.code == KeyCode::Esc {
             self.notify(NoticeKind::Info, "find closed");
             return true;
         } else if key == Key::ctrl('n')
@@ -71,8 +70,7 @@ impl App {
         {
             find.next();
             true
-        } else if key == Key::ctrl('p') || key.code == KeyCode::Up || key.code == KeyCode::Enter
-        {
+        } else if key == Key::ctrl('p') || key.code == KeyCode::Up || key.code == KeyCode::Enter {
             find.previous();
             true
         } else if key.code == KeyCode::Backspace {

@@ -242,10 +242,16 @@ mod tests {
                 &[("TERM", "xterm-256color"), ("VTE_VERSION", "7402")],
                 Ring::Osc777,
             ),
-            (&[("TERM", "xterm-256color"), ("VTE_VERSION", "4200")], Ring::Bell),
+            (
+                &[("TERM", "xterm-256color"), ("VTE_VERSION", "4200")],
+                Ring::Bell,
+            ),
             (&[("TERM", "xterm-kitty")], Ring::Bell),
             (
-                &[("TERM_PROGRAM", "iTerm.app"), ("TMUX", "/tmp/tmux-0/default,1,0")],
+                &[
+                    ("TERM_PROGRAM", "iTerm.app"),
+                    ("TMUX", "/tmp/tmux-0/default,1,0"),
+                ],
                 Ring::Bell,
             ),
             (&[], Ring::Bell),

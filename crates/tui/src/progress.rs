@@ -135,7 +135,10 @@ impl App {
         new: SessionStatus,
     ) {
         let change = self.progress.observe(id, old, new, self.now);
-        let looking = self.route == Route::Session(id.clone());
+        let on_screen = self.route == Route::Session(id.clone());
+        // A session this TUI is creating from home opens as soon as the backend answers:
+        // the person is as good as looking at it.
+        let looking = on_screen || self.opening.as_ref() == Some(id);
         if new.is_active() && !old.is_some_and(SessionStatus::is_active) {
             self.board.turn_started(id);
         }
@@ -167,7 +170,10 @@ impl App {
         {
             self.ring(what);
         }
-        if looking {
+        if !on_screen && looking {
+            return;
+        }
+        if on_screen {
             if let Change::Finished(took) = change {
                 let now_ms = std::time::SystemTime::now()
                     .duration_since(std::time::UNIX_EPOCH)

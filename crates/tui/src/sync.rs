@@ -162,6 +162,7 @@ impl App {
             return;
         }
         self.composer.submitting = false;
+        self.opening = None;
         match result {
             Ok(id) => {
                 self.composer.clear();
@@ -180,6 +181,7 @@ impl App {
             return;
         }
         self.composer.submitting = false;
+        self.opening = None;
         match result {
             Ok(session) => {
                 let id = session.id.clone();
@@ -350,6 +352,9 @@ impl App {
             .iter()
             .find(|s| s.id == session.id)
             .map(|s| s.status);
+        if old.is_none() && self.composer.submitting && self.route == Route::Home {
+            self.opening = Some(session.id.clone());
+        }
         if old.unwrap_or(ax_protocol::SessionStatus::Idle) != session.status {
             self.status_changed(&session.id, old, session.status);
         }

@@ -8,8 +8,8 @@ use ratatui::Terminal;
 use ratatui::backend::CrosstermBackend;
 use ratatui::crossterm::event::{
     DisableBracketedPaste, DisableFocusChange, DisableMouseCapture, EnableBracketedPaste,
-    EnableFocusChange, EnableMouseCapture,
-    Event as CtEvent, KeyCode as CtKey, KeyEventKind, KeyModifiers, MouseButton, MouseEventKind,
+    EnableFocusChange, EnableMouseCapture, Event as CtEvent, KeyCode as CtKey, KeyEventKind,
+    KeyModifiers, MouseButton, MouseEventKind,
 };
 use ratatui::crossterm::terminal::{
     EnterAlternateScreen, LeaveAlternateScreen, disable_raw_mode, enable_raw_mode,

@@ -39,7 +39,12 @@ fn with_history() -> App {
         1,
         vec![
             prompt("msg_0123456789abABCDEFGHIJ0001", "cargo build"),
-            message("msg_0123456789abABCDEFGHIJ0002", 1, Role::Assistant, vec![out("ok\n")]),
+            message(
+                "msg_0123456789abABCDEFGHIJ0002",
+                1,
+                Role::Assistant,
+                vec![out("ok\n")],
+            ),
             prompt("msg_0123456789abABCDEFGHIJ0003", "git status"),
             prompt("msg_0123456789abABCDEFGHIJ0004", "cargo test -p ax-tui"),
         ],
@@ -71,13 +76,25 @@ fn up_and_down_walk_every_stored_prompt_and_give_the_draft_back() {
     up(&mut app);
     assert_eq!(app.composer().draft(), "cargo build");
     up(&mut app);
-    assert_eq!(app.composer().draft(), "cargo build", "nothing older: stays");
-    assert_eq!(app.scroll(), 0, "the oldest entry does not scroll the transcript");
+    assert_eq!(
+        app.composer().draft(),
+        "cargo build",
+        "nothing older: stays"
+    );
+    assert_eq!(
+        app.scroll(),
+        0,
+        "the oldest entry does not scroll the transcript"
+    );
     down(&mut app);
     down(&mut app);
     assert_eq!(app.composer().draft(), "cargo test -p ax-tui");
     down(&mut app);
-    assert_eq!(app.composer().draft(), "half-written", "the draft comes back");
+    assert_eq!(
+        app.composer().draft(),
+        "half-written",
+        "the draft comes back"
+    );
     assert!(!app.history().walking());
 }
 
@@ -106,7 +123,11 @@ fn in_a_multi_line_draft_up_moves_the_cursor_before_the_history() {
     app.handle_input(ctrl('j'));
     typed(&mut app, "two");
     up(&mut app);
-    assert_eq!(app.composer().draft(), "one\ntwo", "the cursor moved up a line");
+    assert_eq!(
+        app.composer().draft(),
+        "one\ntwo",
+        "the cursor moved up a line"
+    );
     assert_eq!(app.composer().cursor_line_col().0, 0);
     up(&mut app);
     assert_eq!(app.composer().draft(), "cargo test -p ax-tui");
@@ -127,7 +148,12 @@ fn without_history_up_still_scrolls_and_home_keeps_its_list() {
     open_loaded(
         &mut app,
         1,
-        vec![message("msg_0123456789abABCDEFGHIJ0001", 1, Role::Assistant, vec![out(&lines)])],
+        vec![message(
+            "msg_0123456789abABCDEFGHIJ0001",
+            1,
+            Role::Assistant,
+            vec![out(&lines)],
+        )],
     );
     up(&mut app);
     assert_eq!(app.scroll(), 1, "no prompts: ↑ scrolls the transcript");
@@ -155,7 +181,10 @@ fn ctrl_r_searches_backwards_and_enter_takes_the_match() {
     app.handle_input(key(KeyCode::Enter));
     assert!(app.history_search().is_none());
     assert_eq!(app.composer().draft(), "cargo build");
-    assert!(app.take_effects().is_empty(), "taking a match does not send it");
+    assert!(
+        app.take_effects().is_empty(),
+        "taking a match does not send it"
+    );
 
     // Esc gives the draft back; no match says so.
     app.handle_input(ctrl('r'));
@@ -305,11 +334,20 @@ fn find_follows_streamed_output_and_is_refused_at_home() {
     let mut app = ready_app(vec![session(1, "a", SessionStatus::Idle)], false);
     app.handle_input(ctrl('f'));
     assert!(app.find().is_none());
-    assert!(app.notice().unwrap().text.contains("find works in a session"));
+    assert!(
+        app.notice()
+            .unwrap()
+            .text
+            .contains("find works in a session")
+    );
     let mut app = long_transcript(20);
     app.handle_input(ctrl('f'));
     typed(&mut app, "needle");
-    assert_eq!(app.find().unwrap().status(), "2/2", "row 0 is above the view");
+    assert_eq!(
+        app.find().unwrap().status(),
+        "2/2",
+        "row 0 is above the view"
+    );
     app.on_event(ax_protocol::Event::MessagePart {
         session_id: sid(1),
         message_id: "msg_0123456789abABCDEFGHIJ0001".parse().unwrap(),
@@ -338,7 +376,9 @@ fn status(app: &mut App, n: u32, status: SessionStatus) {
 fn part(app: &mut App, n: u32, part: Part) {
     app.on_event(Event::MessagePart {
         session_id: sid(n),
-        message_id: format!("msg_0123456789abABCDEFGHIJ00{n:02}").parse().unwrap(),
+        message_id: format!("msg_0123456789abABCDEFGHIJ00{n:02}")
+            .parse()
+            .unwrap(),
         index: 0,
         part,
     });
@@ -370,7 +410,14 @@ fn the_list_shows_each_state_and_sorts_what_needs_you_first() {
     status(&mut app, 1, SessionStatus::Idle);
     // 2 fails (a non-zero exit), 3 ends well, 5 is aborted by the person (not a failure),
     // 4 asks for approval; all while the person looks at session 1.
-    part(&mut app, 2, Part::Exit { code: Some(2), signal: None });
+    part(
+        &mut app,
+        2,
+        Part::Exit {
+            code: Some(2),
+            signal: None,
+        },
+    );
     status(&mut app, 2, SessionStatus::Idle);
     assert!(app.notice().unwrap().text.contains("“s2” failed after"));
     status(&mut app, 3, SessionStatus::Idle);
@@ -392,12 +439,11 @@ fn the_list_shows_each_state_and_sorts_what_needs_you_first() {
     );
     let s = screen(&app);
     assert!(s.contains("Sessions (5) · 1 needs you · 3 unread"), "{s}");
-    for (title, marker) in [
-        ("s4", "? waiting"),
-        ("s3", "✓ unread"),
-        ("s2", "✗ failed"),
-    ] {
-        let row = s.lines().find(|l| l.contains(&format!(" {title} "))).unwrap();
+    for (title, marker) in [("s4", "? waiting"), ("s3", "✓ unread"), ("s2", "✗ failed")] {
+        let row = s
+            .lines()
+            .find(|l| l.contains(&format!(" {title} ")))
+            .unwrap();
         assert!(row.contains(marker), "{row}");
     }
     // A running turn sorts right after what needs the person.
@@ -487,7 +533,14 @@ fn a_session_out_of_sight_rings_when_its_turn_ends_fails_or_asks() {
     status(&mut app, 2, SessionStatus::Pending);
     let r = rings(&mut app);
     assert!(r[0].contains("asks for approval"), "{r:?}");
-    part(&mut app, 2, Part::Exit { code: Some(1), signal: None });
+    part(
+        &mut app,
+        2,
+        Part::Exit {
+            code: Some(1),
+            signal: None,
+        },
+    );
     status(&mut app, 2, SessionStatus::Idle);
     assert!(rings(&mut app)[0].contains("failed after"));
 
@@ -519,7 +572,10 @@ fn slash_notify_shows_and_switches_the_mode() {
     typed(&mut app, "/notify");
     app.handle_input(key(KeyCode::Enter));
     let n = app.notice().unwrap().text.clone();
-    assert!(n.contains("notifications: auto (rings with OSC 9 notifications)"), "{n}");
+    assert!(
+        n.contains("notifications: auto (rings with OSC 9 notifications)"),
+        "{n}"
+    );
     typed(&mut app, "/notify bell");
     app.handle_input(key(KeyCode::Enter));
     assert_eq!(app.notifications(), (NotifyMode::Bell, Ring::Bell));
@@ -528,7 +584,12 @@ fn slash_notify_shows_and_switches_the_mode() {
     assert_eq!(app.notifications(), (NotifyMode::Auto, Ring::Osc9));
     typed(&mut app, "/notify loud");
     app.handle_input(key(KeyCode::Enter));
-    assert!(app.notice().unwrap().text.contains("not a notification mode"));
+    assert!(
+        app.notice()
+            .unwrap()
+            .text
+            .contains("not a notification mode")
+    );
     assert_eq!(app.notifications(), (NotifyMode::Auto, Ring::Osc9));
 }
 
@@ -589,7 +650,13 @@ fn the_shell_agents_reply_copies_as_its_output_lines() {
                 "msg_0123456789abABCDEFGHIJ0002",
                 1,
                 Role::Assistant,
-                vec![out("\x1b[31ma.txt\x1b[0m\nb.txt\n"), Part::Exit { code: Some(0), signal: None }],
+                vec![
+                    out("\x1b[31ma.txt\x1b[0m\nb.txt\n"),
+                    Part::Exit {
+                        code: Some(0),
+                        signal: None,
+                    },
+                ],
             ),
             prompt("msg_0123456789abABCDEFGHIJ0003", "pwd"),
         ],
@@ -623,10 +690,36 @@ fn ctrl_s_and_slash_mouse_hand_the_mouse_to_the_terminal_and_back() {
     typed(&mut app, "/mouse on");
     app.handle_input(key(KeyCode::Enter));
     assert!(app.mouse_capture());
-    assert!(app.take_effects().contains(&Effect::SetMouseCapture { on: true }));
+    assert!(
+        app.take_effects()
+            .contains(&Effect::SetMouseCapture { on: true })
+    );
     assert!(!screen(&app).contains("mouse off · ^S"));
     typed(&mut app, "/mouse sideways");
     app.handle_input(key(KeyCode::Enter));
     assert!(app.mouse_capture());
     assert!(app.notice().unwrap().text.contains("use on or off"));
+}
+
+#[test]
+fn a_session_created_by_a_prompt_from_home_does_not_ring_before_it_opens() {
+    let mut app = ready_app(vec![], false);
+    app.set_notifications(NotifyMode::Osc9, Ring::Bell);
+    typed(&mut app, "ls");
+    app.handle_input(key(KeyCode::Enter));
+    let effects = app.take_effects();
+    let [Effect::Submit { generation, .. }] = effects.as_slice() else {
+        panic!("{effects:?}")
+    };
+    app.on_event(Event::SessionCreated {
+        session: session(1, "", SessionStatus::Idle),
+    });
+    status(&mut app, 1, SessionStatus::Pending);
+    assert!(rings(&mut app).is_empty(), "the person just sent it");
+    app.on_submitted(*generation, Ok(sid(1)));
+    assert_eq!(app.route(), &ax_tui::app::Route::Session(sid(1)));
+    // Once it is open and then left, it rings again.
+    app.handle_input(key(KeyCode::Esc));
+    status(&mut app, 1, SessionStatus::Idle);
+    assert_eq!(rings(&mut app).len(), 1);
 }
