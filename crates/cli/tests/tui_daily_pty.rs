@@ -1,7 +1,7 @@
 //! Daily habits in the real TUI under a pseudo-terminal, with the built-in `shell` agent
 //! (docs/tui.md §2b, §2c, §3a–§3c): ↑/↓ recall the session's prompts and Ctrl+R finds one;
-//! Ctrl+F finds in the transcript with a count; Ctrl+Y copies the reply by OSC 52; Ctrl+S
-//! turns mouse reporting off and on; a turn that ends out of sight rings the terminal with an
+//! Ctrl+F finds in the transcript with a count; /copy copies the reply by OSC 52; F2 turns
+//! mouse reporting off and on; a turn that ends out of sight rings the terminal with an
 //! OSC 777 notification (and the bell when asked) and marks the session unread.
 
 mod support;
@@ -15,6 +15,7 @@ fn paste(tui: &Pty, text: &str) {
 
 const UP: &str = "\x1b[A";
 const DOWN: &str = "\x1b[B";
+const F2: &str = "\x1bOQ";
 
 /// The composer's first text row (the row under its top border), trimmed.
 fn composer_row(screen: &str) -> String {
@@ -118,9 +119,9 @@ fn history_find_copy_mouse_and_a_notification_reach_the_terminal() {
         composer_row(s).starts_with("Type a shell")
     });
 
-    // Ctrl+Y copies the newest reply through OSC 52.
+    // /copy copies the newest reply through OSC 52.
     let before = tui.clipboard().len();
-    tui.send("\x19");
+    tui.send("/copy\r");
     eventually("an OSC 52 copy", || tui.clipboard().len() > before);
     let copied = String::from_utf8(unbase64(&tui.clipboard()[before])).unwrap();
     assert!(copied.starts_with("beta-two"), "{copied:?}");
@@ -129,13 +130,13 @@ fn history_find_copy_mouse_and_a_notification_reach_the_terminal() {
         "only the newest reply: {copied:?}"
     );
 
-    // Ctrl+S hands the mouse to the terminal, and back.
+    // F2 hands the mouse to the terminal, and back.
     assert!(tui.mouse_reporting());
-    tui.send("\x13");
-    tui.wait_text("mouse off · ^S");
+    tui.send(F2);
+    tui.wait_text("mouse off · F2");
     eventually("mouse reporting off", || !tui.mouse_reporting());
-    tui.send("\x13");
-    tui.wait_for("the mouse back", |s| !s.contains("mouse off · ^S"));
+    tui.send(F2);
+    tui.wait_for("the mouse back", |s| !s.contains("mouse off · F2"));
     eventually("mouse reporting on", || tui.mouse_reporting());
 
     // A turn that ends while the person is home rings with OSC 777 and marks the session.

@@ -215,6 +215,8 @@ pub enum Effect {
         /// The bytes, already built and sanitised by `notify.rs`.
         sequence: String,
     },
+    /// Clear the terminal and draw everything again (Ctrl+L).
+    Redraw,
     /// Capture the mouse, or leave it to the terminal (its own selection then works).
     SetMouseCapture {
         /// Capture (`true`) or release.
@@ -300,6 +302,8 @@ pub struct App {
     /// The session a prompt submitted at home created, until the submission answers and
     /// opens it (its first events must not ring as if it were out of sight).
     pub(crate) opening: Option<SessionId>,
+    /// What the last ^W, ^U or ^K erased, for ^Y.
+    pub(crate) killed: String,
     /// Whether the TUI captures the mouse (`copy.rs`).
     pub(crate) mouse_capture: bool,
     /// Whether the terminal has the focus (true until it reports otherwise).
@@ -367,6 +371,7 @@ impl App {
             ring_auto: crate::notify::Ring::Bell,
             focused: true,
             mouse_capture: true,
+            killed: String::new(),
             opening: None,
             recalled: None,
             sessions_epoch: 0,

@@ -24,9 +24,9 @@ pub enum Command {
     Revoke,
     /// Find in the open transcript: `/find TEXT` (also Ctrl+F).
     Find,
-    /// Copy the last reply, code block or prompt: `/copy [code|prompt]` (also Ctrl+Y).
+    /// Copy the last reply, code block or prompt: `/copy [code|prompt]`.
     Copy,
-    /// Capture the mouse or leave it to the terminal: `/mouse [on|off]` (also Ctrl+S).
+    /// Capture the mouse or leave it to the terminal: `/mouse [on|off]` (also F2).
     Mouse,
     /// How the terminal is rung: `/notify [off|bell|osc9|osc777|auto]`.
     Notify,
@@ -118,8 +118,8 @@ impl Command {
             Command::Mode => "switch the agent's mode: /mode [ID]",
             Command::Revoke => "forget this session's standing “always”",
             Command::Find => "find in the transcript: /find [TEXT] (also ^F)",
-            Command::Copy => "copy the last reply: /copy [code|prompt] (also ^Y)",
-            Command::Mouse => "mouse to the terminal to select: /mouse [on|off] (^S)",
+            Command::Copy => "copy the last reply (OSC 52): /copy [code|prompt]",
+            Command::Mouse => "mouse to the terminal to select: /mouse [on|off] (F2)",
             Command::Notify => "ring when a session needs you: /notify [MODE]",
             Command::Help => "keys and commands",
             Command::Quit => "exit ax-code",

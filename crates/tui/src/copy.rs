@@ -52,7 +52,7 @@ impl App {
         self.mouse_capture
     }
 
-    /// `/copy [code|prompt]` and Ctrl+Y: the newest reply of the open session, or its newest
+    /// `/copy [code|prompt]` (Claude Code's own command): the newest reply of the open session, or its newest
     /// code block, or the last prompt, to the clipboard.
     pub(crate) fn copy_command(&mut self, arg: Option<String>) {
         if !matches!(self.route, Route::Session(_)) {
@@ -97,7 +97,7 @@ impl App {
         );
     }
 
-    /// Ctrl+S or `/mouse [on|off]`: capture the mouse (clicks, wheel) or leave it to the
+    /// F2 or `/mouse [on|off]`: capture the mouse (clicks, wheel) or leave it to the
     /// terminal, whose own selection then works.
     pub(crate) fn mouse_command(&mut self, arg: Option<String>) {
         let on = match arg.as_deref().map(str::trim) {
@@ -112,9 +112,9 @@ impl App {
         self.mouse_capture = on;
         self.effects.push(Effect::SetMouseCapture { on });
         let text = if on {
-            "mouse captured: click and scroll in the TUI (^S or /mouse off to select text)"
+            "mouse captured: click and scroll in the TUI (F2 or /mouse off to select text)"
         } else {
-            "mouse released: select text with the terminal (^S or /mouse on to click again)"
+            "mouse released: select text with the terminal (F2 or /mouse on to click again)"
         };
         self.notify(NoticeKind::Info, text);
     }

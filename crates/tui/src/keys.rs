@@ -55,11 +55,7 @@ impl App {
             self.open_find(None);
             return;
         }
-        if key == Key::ctrl('y') {
-            self.copy_command(None);
-            return;
-        }
-        if key == Key::ctrl('s') {
+        if key.code == KeyCode::F(2) {
             self.mouse_command(None);
             return;
         }
@@ -86,12 +82,38 @@ impl App {
             self.new_session();
             return;
         }
-        if key == Key::ctrl('w') {
-            self.composer.erase_word();
+        // Readline's kill and yank, as in Claude Code's prompt: ^W ^U ^K keep what they
+        // erase, ^Y puts it back.
+        if key == Key::ctrl('w') || key == Key::ctrl('u') || key == Key::ctrl('k') {
+            let gone = match key.code {
+                KeyCode::Char('w') => self.composer.erase_word(),
+                KeyCode::Char('u') => self.composer.erase_to_line_start(),
+                _ => self.composer.erase_to_line_end(),
+            };
+            if !gone.is_empty() {
+                self.killed = gone;
+            }
             return;
         }
-        if key == Key::ctrl('u') {
-            self.composer.erase_to_line_start();
+        if key == Key::ctrl('y') {
+            let killed = self.killed.clone();
+            self.composer.paste(&killed);
+            return;
+        }
+        if key == Key::ctrl('l') {
+            self.effects.push(crate::app::Effect::Redraw);
+            return;
+        }
+        if key == Key::ctrl('d') {
+            // EOF: on an empty prompt it leaves as Ctrl+C does (asking while a session
+            // works); in a draft it deletes forward, as readline does.
+            if self.composer.has_draft() {
+                self.composer.delete();
+            } else if self.any_session_working() {
+                self.modal = Some(Modal::ConfirmQuit);
+            } else {
+                self.begin_exit();
+            }
             return;
         }
         if self.composer_edit_key(key) {

@@ -64,8 +64,12 @@ pub const HELP_KEYS: &[(&str, &str)] = &[
         "find in the transcript: Enter/^N next · ^P/Shift+Enter previous · Esc close",
     ),
     (
-        "^Y ^S",
-        "copy the last reply (/copy code: its code) · mouse to the terminal for selecting",
+        "^K ^Y, ^L, ^D",
+        "erase to line end · put back what ^W ^U ^K erased · redraw · quit (empty prompt)",
+    ),
+    (
+        "F2, /copy",
+        "mouse to the terminal (select text) and back · /copy [code|prompt] by OSC 52",
     ),
     ("^C", "close a dialog, clear the prompt, abort, or quit"),
     ("^N ^P", "new session · command palette"),
@@ -150,7 +154,7 @@ fn header(frame: &mut Frame, app: &App, r: Rect) {
     let (conn, style) = if app.mouse_capture() {
         (conn, style)
     } else {
-        (format!("mouse off · ^S  {conn}"), style)
+        (format!("mouse off · F2  {conn}"), style)
     };
     let w = conn.chars().count() as u16 + 1;
     if r.width > w {

@@ -365,6 +365,10 @@ async fn owner_loop(
                         closing.push(tokio::spawn(s.revoke()));
                     }
                 }
+                Effect::Redraw => {
+                    guard.terminal.clear()?;
+                    dirty = true;
+                }
                 Effect::SetMouseCapture { on } => {
                     use ratatui::crossterm::event::{DisableMouseCapture, EnableMouseCapture};
                     let out = guard.terminal.backend_mut();
@@ -626,6 +630,7 @@ fn spawn_job(client: &Client, effect: Effect, done: &mpsc::UnboundedSender<Done>
             | Effect::CopyToClipboard { .. }
             | Effect::Ring { .. }
             | Effect::SetMouseCapture { .. }
+            | Effect::Redraw
             | Effect::Quit => return,
         };
         let _ = done.send(result);

@@ -57,6 +57,7 @@ pub fn convert(event: CtEvent) -> TermEvent {
                 CtKey::End => KeyCode::End,
                 CtKey::PageUp => KeyCode::PageUp,
                 CtKey::PageDown => KeyCode::PageDown,
+                CtKey::F(n) => KeyCode::F(n),
                 // Any other key is still a person at the keyboard.
                 _ => KeyCode::Other,
             };

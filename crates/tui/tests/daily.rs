@@ -606,7 +606,7 @@ fn copies(app: &mut App) -> Vec<String> {
 }
 
 #[test]
-fn ctrl_y_and_slash_copy_send_the_reply_or_its_code_by_osc52() {
+fn slash_copy_sends_the_reply_or_its_code_by_osc52() {
     let reply = "Try this:\n\n```sh\ncargo test -p ax-tui\n```\n\nand then:\n\n```\nls\n```\n";
     let mut app = ready_app(vec![session(1, "a", SessionStatus::Idle)], false);
     open_loaded(
@@ -623,7 +623,8 @@ fn ctrl_y_and_slash_copy_send_the_reply_or_its_code_by_osc52() {
         ],
     );
     app.take_effects();
-    app.handle_input(ctrl('y'));
+    typed(&mut app, "/copy");
+    app.handle_input(key(KeyCode::Enter));
     assert_eq!(copies(&mut app), [reply]);
     assert!(app.notice().unwrap().text.contains("copied the last reply"));
     typed(&mut app, "/copy code");
@@ -662,7 +663,8 @@ fn the_shell_agents_reply_copies_as_its_output_lines() {
         ],
     );
     app.take_effects();
-    app.handle_input(ctrl('y'));
+    typed(&mut app, "/copy");
+    app.handle_input(key(KeyCode::Enter));
     let c = copies(&mut app);
     assert_eq!(c.len(), 1);
     assert!(c[0].starts_with("a.txt\nb.txt"), "{c:?}");
@@ -672,21 +674,22 @@ fn the_shell_agents_reply_copies_as_its_output_lines() {
     app.handle_input(key(KeyCode::Enter));
     assert!(app.notice().unwrap().text.contains("nothing to copy"));
     app.handle_input(key(KeyCode::Esc));
-    app.handle_input(ctrl('y'));
+    typed(&mut app, "/copy");
+    app.handle_input(key(KeyCode::Enter));
     assert!(app.notice().unwrap().text.contains("works in a session"));
 }
 
 #[test]
-fn ctrl_s_and_slash_mouse_hand_the_mouse_to_the_terminal_and_back() {
+fn f2_and_slash_mouse_hand_the_mouse_to_the_terminal_and_back() {
     let mut app = ready_app(vec![session(1, "a", SessionStatus::Idle)], false);
     assert!(app.mouse_capture());
-    app.handle_input(ctrl('s'));
+    app.handle_input(key(KeyCode::F(2)));
     assert!(!app.mouse_capture());
     assert!(
         app.take_effects()
             .contains(&Effect::SetMouseCapture { on: false })
     );
-    assert!(screen(&app).contains("mouse off · ^S"));
+    assert!(screen(&app).contains("mouse off · F2"));
     typed(&mut app, "/mouse on");
     app.handle_input(key(KeyCode::Enter));
     assert!(app.mouse_capture());
@@ -694,7 +697,7 @@ fn ctrl_s_and_slash_mouse_hand_the_mouse_to_the_terminal_and_back() {
         app.take_effects()
             .contains(&Effect::SetMouseCapture { on: true })
     );
-    assert!(!screen(&app).contains("mouse off · ^S"));
+    assert!(!screen(&app).contains("mouse off · F2"));
     typed(&mut app, "/mouse sideways");
     app.handle_input(key(KeyCode::Enter));
     assert!(app.mouse_capture());
@@ -722,4 +725,44 @@ fn a_session_created_by_a_prompt_from_home_does_not_ring_before_it_opens() {
     app.handle_input(key(KeyCode::Esc));
     status(&mut app, 1, SessionStatus::Idle);
     assert_eq!(rings(&mut app).len(), 1);
+}
+
+#[test]
+fn readline_kill_and_yank_redraw_and_ctrl_d_work_as_in_claude_code() {
+    let mut app = ready_app(vec![], false);
+    typed(&mut app, "cargo test --lib");
+    for _ in 0..6 {
+        app.handle_input(key(KeyCode::Left));
+    }
+    app.handle_input(ctrl('k'));
+    assert_eq!(app.composer().draft(), "cargo test");
+    app.handle_input(ctrl('a'));
+    app.handle_input(ctrl('y'));
+    assert_eq!(
+        app.composer().draft(),
+        " --libcargo test",
+        "^Y puts back what ^K erased"
+    );
+    // ^W after the yanked text takes the word back, ^Y at the end puts it there.
+    app.handle_input(ctrl('w'));
+    app.handle_input(ctrl('e'));
+    app.handle_input(ctrl('y'));
+    assert_eq!(app.composer().draft(), " cargo test--lib");
+    app.handle_input(ctrl('l'));
+    assert!(app.take_effects().contains(&Effect::Redraw));
+    // ^D in a draft deletes forward; on an empty prompt it quits.
+    app.handle_input(ctrl('a'));
+    app.handle_input(ctrl('d'));
+    assert_eq!(app.composer().draft(), "cargo test--lib");
+    app.handle_input(ctrl('c'));
+    app.handle_input(ctrl('d'));
+    assert!(app.is_exiting());
+}
+
+#[test]
+fn ctrl_d_asks_first_while_a_session_works() {
+    let mut app = ready_app(vec![session(1, "a", SessionStatus::Busy)], false);
+    app.handle_input(ctrl('d'));
+    assert!(!app.is_exiting());
+    assert_eq!(app.modal(), Some(&ax_tui::app::Modal::ConfirmQuit));
 }
