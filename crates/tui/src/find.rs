@@ -1,5 +1,5 @@
-//! Find in the open transcript (`/` or Ctrl+F; Enter or Ctrl+N next, Ctrl+P previous), as a
-//! pager does (docs/tui.md, "Find and copy").
+//! Find in the open transcript (Ctrl+F or `/find`; Enter or Ctrl+N next, Ctrl+P previous), as a
+//! pager does (docs/tui.md §3b).
 //!
 //! The search runs over the transcript's display lines as plain text. Case is ignored unless
 //! the query holds an upper-case letter ("smart case", as in Helix and ripgrep). Matches are
@@ -113,14 +113,14 @@ impl Find {
     }
 
     /// The next match, wrapping to the first.
-    pub fn next(&mut self) -> Option<&Match> {
+    pub fn next_match(&mut self) -> Option<&Match> {
         let n = self.matches.len();
         self.current = self.current.map(|i| (i + 1) % n);
         self.current()
     }
 
     /// The previous match, wrapping to the last.
-    pub fn previous(&mut self) -> Option<&Match> {
+    pub fn previous_match(&mut self) -> Option<&Match> {
         let n = self.matches.len();
         self.current = self.current.map(|i| (i + n - 1) % n);
         self.current()
@@ -193,15 +193,15 @@ mod tests {
             "the first match at or below the top"
         );
         assert_eq!(f.status(), "2/3");
-        f.next();
+        f.next_match();
         assert_eq!(f.status(), "3/3");
-        f.next();
+        f.next_match();
         assert_eq!(f.status(), "1/3", "wraps to the first");
-        f.previous();
+        f.previous_match();
         assert_eq!(f.status(), "3/3", "wraps to the last");
         f.search("zzz", LINES, 0);
         assert_eq!(f.status(), "no match");
-        assert_eq!(f.next(), None);
+        assert_eq!(f.next_match(), None);
         f.search("", LINES, 0);
         assert_eq!(f.status(), "");
     }
@@ -225,7 +225,7 @@ mod tests {
     fn a_refresh_keeps_the_place_and_lines_index_their_matches() {
         let mut f = Find::default();
         f.search("error", LINES, 0);
-        f.next();
+        f.next_match();
         assert_eq!(f.status(), "2/3");
         let more = [LINES[0], LINES[1], LINES[2], LINES[3], "error four"];
         f.refresh(more);

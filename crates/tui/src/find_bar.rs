@@ -68,10 +68,10 @@ impl App {
             || key.code == KeyCode::Down
             || (key.code == KeyCode::Enter && !key.mods.shift && !key.mods.alt)
         {
-            find.next();
+            find.next_match();
             true
         } else if key == Key::ctrl('p') || key.code == KeyCode::Up || key.code == KeyCode::Enter {
-            find.previous();
+            find.previous_match();
             true
         } else if key.code == KeyCode::Backspace {
             let mut q = find.query().to_owned();

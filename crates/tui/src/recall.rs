@@ -150,11 +150,11 @@ impl App {
         } else if key.code == KeyCode::Backspace {
             s.query.pop();
             self.history.search_again(&mut s);
-        } else if let Some(c) = key.printable() {
-            if s.query.len() < 256 {
-                s.query.push(c);
-                self.history.search_again(&mut s);
-            }
+        } else if let Some(c) = key.printable()
+            && s.query.len() < 256
+        {
+            s.query.push(c);
+            self.history.search_again(&mut s);
         }
         self.history_search = Some(s);
     }
