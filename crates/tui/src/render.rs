@@ -412,9 +412,13 @@ fn session(frame: &mut Frame, app: &App, r: Rect) {
                 let st = base.patch(ansi);
                 let from = at;
                 at += text.len();
-                for (text, _, hit) in
+                // Without a match on this line the piece goes as it is (no allocation).
+                let cut = if matches.is_empty() {
+                    vec![(text, st, None)]
+                } else {
                     crate::bars::cut_at_matches(vec![(text, st)], from, matches, current)
-                {
+                };
+                for (text, _, hit) in cut {
                     let st = match hit {
                         Some(true) => st.patch(crate::bars::CURRENT),
                         Some(false) => st.patch(crate::bars::MATCH),
