@@ -548,8 +548,11 @@ impl App {
             // The approval dialog (scrolled or not), the quit confirmation, the agent picker
             // and a turn part the person opened (an expanded card or thought) take their
             // attention like a modal.
+            // So do the Ctrl+R history search and the find bar (docs/tui.md §3a, §3b).
             modal: self.modal.is_some()
                 || self.pending_approval().is_some()
+                || self.history_search.is_some()
+                || self.find.is_some()
                 || (matches!(self.route, Route::Session(_)) && self.transcript.any_expanded()),
             session_busy: self
                 .sessions

@@ -766,3 +766,20 @@ fn ctrl_d_asks_first_while_a_session_works() {
     assert!(!app.is_exiting());
     assert_eq!(app.modal(), Some(&ax_tui::app::Modal::ConfirmQuit));
 }
+
+#[test]
+fn the_history_search_and_the_find_bar_block_agent_navigation() {
+    let mut app = with_history();
+    assert!(!app.blocked_inputs().modal);
+    app.handle_input(ctrl('r'));
+    assert!(
+        app.blocked_inputs().modal,
+        "Ctrl+R takes the person's attention"
+    );
+    app.handle_input(key(KeyCode::Esc));
+    assert!(!app.blocked_inputs().modal);
+    app.handle_input(ctrl('f'));
+    assert!(app.blocked_inputs().modal, "so does the find bar");
+    app.handle_input(key(KeyCode::Esc));
+    assert!(!app.blocked_inputs().modal);
+}
