@@ -135,7 +135,7 @@ impl Command {
             Command::Rename => "/rename TITLE",
             Command::Mode => "/mode [ID]",
             Command::Find => "/find [TEXT]",
-            Command::Copy => "/copy [code|prompt]",
+            Command::Copy => "/copy [code|prompt|N]",
             Command::Mouse => "/mouse [on|off]",
             Command::Notify => "/notify [off|bell|osc9|osc777|auto]",
             other => other.name(),

@@ -52,8 +52,9 @@ impl App {
         self.mouse_capture
     }
 
-    /// `/copy [code|prompt]` (Claude Code's own command): the newest reply of the open session, or its newest
-    /// code block, or the last prompt, to the clipboard.
+    /// `/copy [code|prompt|N]` (Claude Code's own command): the newest reply of the open
+    /// session (or the N-th newest), its newest code block, or the last prompt, to the
+    /// clipboard.
     pub(crate) fn copy_command(&mut self, arg: Option<String>) {
         if !matches!(self.route, Route::Session(_)) {
             self.notify(NoticeKind::Error, "/copy works in a session");
@@ -72,10 +73,17 @@ impl App {
                     .find_map(|r| code_blocks(r).pop()),
             ),
             Some("prompt") => ("the last prompt", self.history.entries().last().cloned()),
+            Some(n) if n.parse::<usize>().is_ok_and(|n| n >= 1) => {
+                let n: usize = n.parse().unwrap_or(1);
+                (
+                    "that reply",
+                    self.transcript.replies().into_iter().nth(n - 1),
+                )
+            }
             Some(other) => {
                 self.notify(
                     NoticeKind::Error,
-                    format!("/copy {other}: use /copy, /copy code or /copy prompt"),
+                    format!("/copy {other}: use /copy, /copy N (N-th newest reply), /copy code or /copy prompt"),
                 );
                 return;
             }

@@ -633,10 +633,17 @@ fn slash_copy_sends_the_reply_or_its_code_by_osc52() {
     typed(&mut app, "/copy prompt");
     app.handle_input(key(KeyCode::Enter));
     assert_eq!(copies(&mut app), ["how do I test?"]);
+    typed(&mut app, "/copy 1");
+    app.handle_input(key(KeyCode::Enter));
+    assert_eq!(copies(&mut app), [reply]);
+    typed(&mut app, "/copy 2");
+    app.handle_input(key(KeyCode::Enter));
+    assert!(copies(&mut app).is_empty(), "only one reply");
+    assert!(app.notice().unwrap().text.contains("nothing to copy"));
     typed(&mut app, "/copy all");
     app.handle_input(key(KeyCode::Enter));
     assert!(copies(&mut app).is_empty());
-    assert!(app.notice().unwrap().text.contains("use /copy, /copy code"));
+    assert!(app.notice().unwrap().text.contains("use /copy, /copy N"));
 }
 
 #[test]
