@@ -109,6 +109,15 @@ fn history_find_copy_mouse_and_a_notification_reach_the_terminal() {
         .unwrap()
         .parse()
         .unwrap();
+    // The highlights are drawn by the terminal: every match on yellow, the current one on
+    // bright magenta.
+    let current = tui.text_on(vt100::Color::Idx(13));
+    assert_eq!(current, ["beta-two"], "one current match");
+    let others = tui.text_on(vt100::Color::Idx(3));
+    assert!(
+        !others.is_empty() && others.iter().all(|r| r.contains("beta-two")),
+        "{others:?}"
+    );
     tui.send("\r");
     let next = format!("{}/{total}", first % total + 1);
     tui.wait_for(&format!("the next match {next}"), |s| {
@@ -145,7 +154,7 @@ fn history_find_copy_mouse_and_a_notification_reach_the_terminal() {
         "nothing rang while the person looked: {:?}",
         tui.oscs()
     );
-    paste(&tui, "sleep 2; echo late-done");
+    paste(&tui, "sleep 3; echo late-done");
     tui.send("\r");
     tui.wait_text("Approval needed");
     tui.send("y");
@@ -182,7 +191,7 @@ fn history_find_copy_mouse_and_a_notification_reach_the_terminal() {
     tui.wait_text("rings with the bell");
     tui.send("\r");
     tui.wait_text("late-done");
-    paste(&tui, "sleep 2; echo gamma-three");
+    paste(&tui, "sleep 3; echo gamma-three");
     tui.send("\r");
     tui.wait_text("Approval needed");
     tui.send("y");

@@ -219,6 +219,24 @@ impl Pty {
         self.parser.lock().unwrap().callbacks().oscs.clone()
     }
 
+    /// The text of the cells drawn on background `bg`, one string per screen row that has any.
+    pub fn text_on(&self, bg: vt100::Color) -> Vec<String> {
+        let parser = self.parser.lock().unwrap();
+        let screen = parser.screen();
+        let (rows, cols) = screen.size();
+        let (rows, cols) = (rows.get(), cols.get());
+        (0..rows)
+            .map(|r| {
+                (0..cols)
+                    .filter_map(|c| screen.cell(r, c))
+                    .filter(|cell| cell.bgcolor() == bg)
+                    .map(|cell| cell.contents().to_owned())
+                    .collect::<String>()
+            })
+            .filter(|row| !row.is_empty())
+            .collect()
+    }
+
     /// Whether the TUI has mouse reporting on.
     pub fn mouse_reporting(&self) -> bool {
         self.parser.lock().unwrap().screen().mouse_protocol_mode() != vt100::MouseProtocolMode::None
