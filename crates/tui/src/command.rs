@@ -24,7 +24,7 @@ pub enum Command {
     Revoke,
     /// Find in the open transcript: `/find TEXT` (also Ctrl+F).
     Find,
-    /// Copy the last reply, code block or prompt: `/copy [code|prompt]`.
+    /// Copy the focused part, the last reply, a code block or the prompt: `/copy [WHAT]`.
     Copy,
     /// Capture the mouse or leave it to the terminal: `/mouse [on|off]` (also F2).
     Mouse,
@@ -135,7 +135,7 @@ impl Command {
             Command::Rename => "/rename TITLE",
             Command::Mode => "/mode [ID]",
             Command::Find => "/find [TEXT]",
-            Command::Copy => "/copy [code|prompt|N]",
+            Command::Copy => "/copy [reply|code|prompt|N]",
             Command::Mouse => "/mouse [on|off]",
             Command::Notify => "/notify [off|bell|osc9|osc777|auto]",
             other => other.name(),

@@ -3,6 +3,7 @@
 //! as the TUIMCP configuration ([`crate::share::osc52`], written by the owner for
 //! [`Effect::CopyToClipboard`]).
 
+use ax_protocol::turn::{ToolContent, TurnPart};
 use pulldown_cmark::{Event, Parser, Tag, TagEnd};
 
 use crate::app::{App, Effect, NoticeKind, Route};
@@ -33,6 +34,54 @@ pub fn code_blocks(markdown: &str) -> Vec<String> {
     blocks
 }
 
+/// Terminal output as plain text: colours and every other escape dropped (`ansi.rs`).
+fn plain(output: &str) -> String {
+    let mut out = String::new();
+    crate::ansi::AnsiParser::default().feed(output, |op| match op {
+        crate::ansi::Op::Text(t, _) => out.push_str(t),
+        crate::ansi::Op::Newline => out.push('\n'),
+        _ => {}
+    });
+    out
+}
+
+/// What copying a turn part gives: a thought's or a text's text, a plan's entries, a
+/// notice's line, a tool call's content (text, an edit's new text, a terminal's output) or,
+/// without content, its raw output. A permission has nothing of its own to copy.
+pub fn part_text(part: &TurnPart) -> Option<String> {
+    let text = match part {
+        TurnPart::Text { text } | TurnPart::Thought { text } => text.clone(),
+        TurnPart::Plan { entries } => entries
+            .iter()
+            .map(|e| e.content.as_str())
+            .collect::<Vec<_>>()
+            .join("\n"),
+        TurnPart::Notice(n) => n.message.clone(),
+        TurnPart::ToolCall(call) => {
+            let content: Vec<String> = call
+                .content
+                .iter()
+                .map(|c| match c {
+                    ToolContent::Text { text } => text.clone(),
+                    ToolContent::Diff { new_text, .. } => new_text.clone(),
+                    ToolContent::Terminal { output, .. } => plain(output),
+                })
+                .collect();
+            if content.iter().any(|c| !c.is_empty()) {
+                content.join("\n")
+            } else {
+                match &call.raw_output {
+                    Some(serde_json::Value::String(s)) => s.clone(),
+                    Some(v) => serde_json::to_string_pretty(v).unwrap_or_default(),
+                    None => String::new(),
+                }
+            }
+        }
+        TurnPart::Permission(_) => return None,
+    };
+    (!text.is_empty()).then_some(text)
+}
+
 /// `text` cut to [`MAX_COPY_BYTES`] at a char boundary; whether it was cut.
 fn bounded(mut text: String) -> (String, bool) {
     if text.len() <= MAX_COPY_BYTES {
@@ -52,15 +101,18 @@ impl App {
         self.mouse_capture
     }
 
-    /// `/copy [code|prompt|N]` (Claude Code's own command): the newest reply of the open
-    /// session (or the N-th newest), its newest code block, or the last prompt, to the
-    /// clipboard.
+    /// `/copy [reply|code|prompt|N]` (Claude Code's own command): the part focused with Tab,
+    /// else the newest reply of the open session; the N-th newest reply, the newest code
+    /// block, or the last prompt; to the clipboard.
     pub(crate) fn copy_command(&mut self, arg: Option<String>) {
         if !matches!(self.route, Route::Session(_)) {
             self.notify(NoticeKind::Error, "/copy works in a session");
             return;
         }
+        let focused = self.transcript.focused_part().and_then(part_text);
         let (what, text) = match arg.as_deref().map(str::trim) {
+            // The part focused with Tab, when there is one (docs/tui.md §3c).
+            None | Some("") if focused.is_some() => ("the focused part", focused),
             None | Some("") | Some("reply") => (
                 "the last reply",
                 self.transcript.replies().into_iter().next(),
@@ -83,7 +135,7 @@ impl App {
             Some(other) => {
                 self.notify(
                     NoticeKind::Error,
-                    format!("/copy {other}: use /copy, /copy N (N-th newest reply), /copy code or /copy prompt"),
+                    format!("/copy {other}: use /copy, /copy reply, /copy N (N-th newest reply), /copy code or /copy prompt"),
                 );
                 return;
             }

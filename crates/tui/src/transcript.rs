@@ -745,6 +745,17 @@ impl Transcript {
             .collect()
     }
 
+    /// The turn part focused with Tab, if any.
+    pub fn focused_part(&self) -> Option<&TurnPart> {
+        let (id, part) = self.focus.as_ref()?;
+        self.messages
+            .iter()
+            .rev()
+            .find(|m| &m.id == id)?
+            .turn
+            .get(*part)
+    }
+
     /// The agent's replies, newest first, as text to copy: an ACP agent's answer is its text
     /// parts (Markdown, as the agent wrote it); a reply without turn parts (the `shell`
     /// agent's command output) is its display lines, the turn's end line left out.

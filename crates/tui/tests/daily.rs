@@ -643,7 +643,7 @@ fn slash_copy_sends_the_reply_or_its_code_by_osc52() {
     typed(&mut app, "/copy all");
     app.handle_input(key(KeyCode::Enter));
     assert!(copies(&mut app).is_empty());
-    assert!(app.notice().unwrap().text.contains("use /copy, /copy N"));
+    assert!(app.notice().unwrap().text.contains("use /copy, /copy reply, /copy N"));
 }
 
 #[test]
@@ -789,4 +789,58 @@ fn the_history_search_and_the_find_bar_block_agent_navigation() {
     assert!(app.blocked_inputs().modal, "so does the find bar");
     app.handle_input(key(KeyCode::Esc));
     assert!(!app.blocked_inputs().modal);
+}
+
+#[test]
+fn slash_copy_takes_the_part_focused_with_tab() {
+    use ax_protocol::turn::{ToolCallPart, ToolContent, ToolKind, TurnPart};
+    let call = ToolCallPart {
+        tool_call_id: "call_1".into(),
+        title: "cargo test".into(),
+        kind: ToolKind::Execute,
+        content: vec![ToolContent::Terminal {
+            terminal_id: "term_1".into(),
+            output: "\x1b[32mtest result: ok\x1b[0m\n".into(),
+            dropped_bytes: 0,
+            exit: None,
+        }],
+        ..Default::default()
+    };
+    let mut app = ready_app(vec![session(1, "a", SessionStatus::Idle)], false);
+    open_loaded(
+        &mut app,
+        1,
+        vec![message(
+            "msg_0123456789abABCDEFGHIJ0002",
+            1,
+            Role::Assistant,
+            vec![
+                Part::Turn(TurnPart::ToolCall(call)),
+                Part::Text {
+                    text: "All green.".into(),
+                },
+            ],
+        )],
+    );
+    app.take_effects();
+    typed(&mut app, "/copy");
+    app.handle_input(key(KeyCode::Enter));
+    assert_eq!(copies(&mut app), ["All green."], "no focus: the reply");
+    app.handle_input(key(KeyCode::Tab));
+    typed(&mut app, "/copy");
+    app.handle_input(key(KeyCode::Enter));
+    assert_eq!(
+        copies(&mut app),
+        ["test result: ok\n"],
+        "the focused card, escapes gone"
+    );
+    assert!(
+        app.notice()
+            .unwrap()
+            .text
+            .contains("copied the focused part")
+    );
+    typed(&mut app, "/copy reply");
+    app.handle_input(key(KeyCode::Enter));
+    assert_eq!(copies(&mut app), ["All green."]);
 }
