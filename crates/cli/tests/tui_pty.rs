@@ -342,34 +342,6 @@ fn attach_finds_the_local_credential_file() {
     assert!(tui.wait_exit().success());
 }
 
-/// Standard base64 (with padding) back to bytes: what a terminal does with OSC 52 data.
-fn unbase64(text: &[u8]) -> Vec<u8> {
-    let value = |c: u8| match c {
-        b'A'..=b'Z' => c - b'A',
-        b'a'..=b'z' => c - b'a' + 26,
-        b'0'..=b'9' => c - b'0' + 52,
-        b'+' => 62,
-        b'/' => 63,
-        _ => panic!("not base64: {c}"),
-    };
-    let mut out = Vec::new();
-    for chunk in text.chunks(4) {
-        let digits: Vec<u8> = chunk
-            .iter()
-            .filter(|&&c| c != b'=')
-            .map(|&c| value(c))
-            .collect();
-        let n = digits
-            .iter()
-            .enumerate()
-            .fold(0u32, |n, (i, &d)| n | u32::from(d) << (18 - 6 * i));
-        for i in 0..digits.len().saturating_sub(1) {
-            out.push((n >> (16 - 8 * i)) as u8);
-        }
-    }
-    out
-}
-
 #[test]
 fn a_long_endpoint_path_is_whole_and_copyable_at_80_columns() {
     let mut env = Env::new();

@@ -210,6 +210,18 @@ pub enum Effect {
     },
     /// Close the TUIMCP endpoint for good.
     RevokeSharing,
+    /// Ring the terminal: write `sequence` (BEL, or an OSC 9 / OSC 777 notification).
+    Ring {
+        /// The bytes, already built and sanitised by `notify.rs`.
+        sequence: String,
+    },
+    /// Clear the terminal and draw everything again (Ctrl+L).
+    Redraw,
+    /// Capture the mouse, or leave it to the terminal (its own selection then works).
+    SetMouseCapture {
+        /// Capture (`true`) or release.
+        on: bool,
+    },
     /// Put `text` on the clipboard through the terminal (OSC 52).
     CopyToClipboard {
         /// What to copy.
@@ -278,8 +290,30 @@ pub struct App {
     /// (permission id, rows scrolled) of the approval dialog.
     pub(crate) approval_scroll: (String, usize),
     pub(crate) help_scroll: usize,
-    /// The last prompt sent from this TUI, for ↑ on an empty composer.
-    pub(crate) last_prompt: Option<String>,
+    /// The open session's prompts, for ↑/↓ and Ctrl+R (`recall.rs`).
+    pub(crate) history: crate::history::History,
+    /// The Ctrl+R search, while one is under way.
+    pub(crate) history_search: Option<crate::history::Search>,
+    /// How the terminal is rung (`notify.rs`): the mode, what it rings with, and what
+    /// `auto` resolved to.
+    pub(crate) notify_mode: crate::notify::NotifyMode,
+    pub(crate) ring: crate::notify::Ring,
+    pub(crate) ring_auto: crate::notify::Ring,
+    /// The session a prompt submitted at home created, until the submission answers and
+    /// opens it (its first events must not ring as if it were out of sight).
+    pub(crate) opening: Option<SessionId>,
+    /// What the last ^W, ^U or ^K erased, for ^Y.
+    pub(crate) killed: String,
+    /// Whether the TUI captures the mouse (`copy.rs`).
+    pub(crate) mouse_capture: bool,
+    /// Whether the terminal has the focus (true until it reports otherwise).
+    pub(crate) focused: bool,
+    /// Unread and failed turn ends, for the session list (`attention.rs`).
+    pub(crate) board: crate::attention::Board,
+    /// The find bar's search in the transcript, while it is open (`find_bar.rs`).
+    pub(crate) find: Option<crate::find::Find>,
+    /// The text the last ↑/↓ put in the composer; a draft that differs was edited since.
+    pub(crate) recalled: Option<String>,
     /// Changes whenever a session appears in or leaves the list; part of the guard inputs,
     /// so a TUIMCP revision read before a deletion is stale.
     pub(crate) sessions_epoch: u64,
@@ -328,7 +362,18 @@ impl App {
             aborting: HashSet::new(),
             approval_scroll: (String::new(), 0),
             help_scroll: 0,
-            last_prompt: None,
+            history: Default::default(),
+            history_search: None,
+            find: None,
+            board: Default::default(),
+            notify_mode: crate::notify::NotifyMode::Auto,
+            ring: crate::notify::Ring::Bell,
+            ring_auto: crate::notify::Ring::Bell,
+            focused: true,
+            mouse_capture: true,
+            killed: String::new(),
+            opening: None,
+            recalled: None,
             sessions_epoch: 0,
             backend_url: String::new(),
             down_cause: None,
@@ -503,8 +548,11 @@ impl App {
             // The approval dialog (scrolled or not), the quit confirmation, the agent picker
             // and a turn part the person opened (an expanded card or thought) take their
             // attention like a modal.
+            // So do the Ctrl+R history search and the find bar (docs/tui.md §3a, §3b).
             modal: self.modal.is_some()
                 || self.pending_approval().is_some()
+                || self.history_search.is_some()
+                || self.find.is_some()
                 || (matches!(self.route, Route::Session(_)) && self.transcript.any_expanded()),
             session_busy: self
                 .sessions
@@ -612,6 +660,10 @@ impl App {
         self.approval_choice = None;
         // Opened again: what was left for later asks again.
         self.deferred.clear();
+        self.board.seen(&id);
+        self.sort_sessions();
+        self.forget_history();
+        self.close_find();
         if self.feedback_for.as_ref() != Some(&id) {
             self.feedback_for = None;
         }
@@ -626,6 +678,8 @@ impl App {
         self.transcript_loaded = false;
         self.transcript_buffer = None;
         self.scroll = 0;
+        self.forget_history();
+        self.close_find();
     }
 
     /// Navigation applied by an agent through TUIMCP (the controller already checked the
@@ -708,7 +762,7 @@ impl App {
             }
             return;
         }
-        self.last_prompt = Some(draft.clone());
+        self.remember_prompt(&draft);
         let mut parts = vec![PromptPart::Text { text: draft }];
         parts.extend(
             self.composer
@@ -892,6 +946,10 @@ impl App {
                     self.modal = Some(Modal::ConfirmDelete { session, title });
                 }
             }
+            Command::Find => self.open_find(invocation.arg),
+            Command::Notify => self.notify_command(invocation.arg),
+            Command::Copy => self.copy_command(invocation.arg),
+            Command::Mouse => self.mouse_command(invocation.arg),
             Command::Help => {
                 self.help_scroll = 0;
                 self.modal = Some(Modal::Help)

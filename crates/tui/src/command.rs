@@ -22,6 +22,14 @@ pub enum Command {
     Mode,
     /// Forget the open session's standing "always" answers.
     Revoke,
+    /// Find in the open transcript: `/find TEXT` (also Ctrl+F).
+    Find,
+    /// Copy the focused part, the last reply, a code block or the prompt: `/copy [WHAT]`.
+    Copy,
+    /// Capture the mouse or leave it to the terminal: `/mouse [on|off]` (also F2).
+    Mouse,
+    /// How the terminal is rung: `/notify [off|bell|osc9|osc777|auto]`.
+    Notify,
     /// Show the key and command reference.
     Help,
     /// Leave the TUI (asks first while a session is busy).
@@ -54,7 +62,7 @@ pub struct Invocation {
 
 impl Command {
     /// Every command, in palette and `/help` order.
-    pub const ALL: [Command; 13] = [
+    pub const ALL: [Command; 17] = [
         Command::New,
         Command::Sessions,
         Command::Attach,
@@ -64,6 +72,10 @@ impl Command {
         Command::Agent,
         Command::Mode,
         Command::Revoke,
+        Command::Find,
+        Command::Copy,
+        Command::Mouse,
+        Command::Notify,
         Command::Help,
         Command::Quit,
         Command::TuiMcpConfig,
@@ -82,6 +94,10 @@ impl Command {
             Command::Agent => "/agent",
             Command::Mode => "/mode",
             Command::Revoke => "/revoke",
+            Command::Find => "/find",
+            Command::Copy => "/copy",
+            Command::Mouse => "/mouse",
+            Command::Notify => "/notify",
             Command::Help => "/help",
             Command::Quit => "/quit",
             Command::TuiMcpConfig => "/tui-mcp-config",
@@ -101,6 +117,10 @@ impl Command {
             Command::Agent => "this session's agent, its modes and state",
             Command::Mode => "switch the agent's mode: /mode [ID]",
             Command::Revoke => "forget this session's standing “always”",
+            Command::Find => "find in the transcript: /find [TEXT] (also ^F)",
+            Command::Copy => "copy the last reply (OSC 52): /copy [code|prompt]",
+            Command::Mouse => "mouse to the terminal to select: /mouse [on|off] (F2)",
+            Command::Notify => "ring when a session needs you: /notify [MODE]",
             Command::Help => "keys and commands",
             Command::Quit => "exit ax-code",
             Command::TuiMcpConfig => "MCP client config of this TUI",
@@ -114,6 +134,10 @@ impl Command {
             Command::Attach => "/attach PATH",
             Command::Rename => "/rename TITLE",
             Command::Mode => "/mode [ID]",
+            Command::Find => "/find [TEXT]",
+            Command::Copy => "/copy [reply|code|prompt|N]",
+            Command::Mouse => "/mouse [on|off]",
+            Command::Notify => "/notify [off|bell|osc9|osc777|auto]",
             other => other.name(),
         }
     }
@@ -125,7 +149,10 @@ impl Command {
 
     /// Takes an argument if one is given (`/mode` alone lists, `/mode ID` switches).
     pub fn optional_arg(self) -> bool {
-        matches!(self, Command::Mode)
+        matches!(
+            self,
+            Command::Mode | Command::Find | Command::Notify | Command::Copy | Command::Mouse
+        )
     }
 
     /// Listed only while the TUI is shared.

@@ -249,18 +249,31 @@ impl Composer {
         self.draft.replace_range(self.cursor..to, "");
     }
 
-    /// Erases the word before the cursor (Ctrl+W).
-    pub fn erase_word(&mut self) {
+    /// Erases the word before the cursor (Ctrl+W); returns what it erased.
+    pub fn erase_word(&mut self) -> String {
         let from = self.word_start_before(self.cursor);
+        let gone = self.draft[from..self.cursor].to_owned();
         self.draft.replace_range(from..self.cursor, "");
         self.cursor = from;
+        gone
     }
 
-    /// Erases from the start of the cursor's line to the cursor (Ctrl+U).
-    pub fn erase_to_line_start(&mut self) {
+    /// Erases from the start of the cursor's line to the cursor (Ctrl+U); returns what it
+    /// erased.
+    pub fn erase_to_line_start(&mut self) -> String {
         let from = self.line_start();
+        let gone = self.draft[from..self.cursor].to_owned();
         self.draft.replace_range(from..self.cursor, "");
         self.cursor = from;
+        gone
+    }
+
+    /// Erases from the cursor to the end of its line (Ctrl+K); returns what it erased.
+    pub fn erase_to_line_end(&mut self) -> String {
+        let to = self.line_end();
+        let gone = self.draft[self.cursor..to].to_owned();
+        self.draft.replace_range(self.cursor..to, "");
+        gone
     }
 
     /// Adds an attachment chip; a path already attached is not added twice.

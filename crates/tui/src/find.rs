@@ -1,5 +1,5 @@
-//! Find in the open transcript (`/` or Ctrl+F; Enter or Ctrl+N next, Ctrl+P previous), as a
-//! pager does (docs/tui.md, "Find and copy").
+//! Find in the open transcript (Ctrl+F or `/find`; Enter or Ctrl+N next, Ctrl+P previous), as a
+//! pager does (docs/tui.md §3b).
 //!
 //! The search runs over the transcript's display lines as plain text. Case is ignored unless
 //! the query holds an upper-case letter ("smart case", as in Helix and ripgrep). Matches are
@@ -92,15 +92,35 @@ impl Find {
         }
     }
 
+    /// Runs the same query again over changed `lines` (output streamed in, a reload),
+    /// keeping the current match's position in the list where it still exists.
+    pub fn refresh<'a>(&mut self, lines: impl IntoIterator<Item = &'a str>) {
+        let keep = self.current;
+        let query = std::mem::take(&mut self.query);
+        self.search(&query, lines, usize::MAX);
+        if let Some(i) = keep
+            && !self.matches.is_empty()
+        {
+            self.current = Some(i.min(self.matches.len() - 1));
+        }
+    }
+
+    /// The matches in display line `line` (the list is in reading order).
+    pub fn line_matches(&self, line: usize) -> &[Match] {
+        let from = self.matches.partition_point(|m| m.line < line);
+        let to = self.matches.partition_point(|m| m.line <= line);
+        &self.matches[from..to]
+    }
+
     /// The next match, wrapping to the first.
-    pub fn next(&mut self) -> Option<&Match> {
+    pub fn next_match(&mut self) -> Option<&Match> {
         let n = self.matches.len();
         self.current = self.current.map(|i| (i + 1) % n);
         self.current()
     }
 
     /// The previous match, wrapping to the last.
-    pub fn previous(&mut self) -> Option<&Match> {
+    pub fn previous_match(&mut self) -> Option<&Match> {
         let n = self.matches.len();
         self.current = self.current.map(|i| (i + n - 1) % n);
         self.current()
@@ -173,15 +193,15 @@ mod tests {
             "the first match at or below the top"
         );
         assert_eq!(f.status(), "2/3");
-        f.next();
+        f.next_match();
         assert_eq!(f.status(), "3/3");
-        f.next();
+        f.next_match();
         assert_eq!(f.status(), "1/3", "wraps to the first");
-        f.previous();
+        f.previous_match();
         assert_eq!(f.status(), "3/3", "wraps to the last");
         f.search("zzz", LINES, 0);
         assert_eq!(f.status(), "no match");
-        assert_eq!(f.next(), None);
+        assert_eq!(f.next_match(), None);
         f.search("", LINES, 0);
         assert_eq!(f.status(), "");
     }
@@ -199,6 +219,22 @@ mod tests {
         assert_eq!(found, ["Größe", "größe"]);
         f.search("ändern", lines, 0);
         assert_eq!(&lines[0][f.matches()[0].range.clone()], "ÄNDERN");
+    }
+
+    #[test]
+    fn a_refresh_keeps_the_place_and_lines_index_their_matches() {
+        let mut f = Find::default();
+        f.search("error", LINES, 0);
+        f.next_match();
+        assert_eq!(f.status(), "2/3");
+        let more = [LINES[0], LINES[1], LINES[2], LINES[3], "error four"];
+        f.refresh(more);
+        assert_eq!(f.status(), "2/4", "the same place, one more match");
+        assert_eq!(f.line_matches(2).len(), 2);
+        assert_eq!(f.line_matches(3).len(), 0);
+        assert_eq!(f.line_matches(4)[0].range, 0..5);
+        f.refresh(["nothing here"]);
+        assert_eq!(f.status(), "no match");
     }
 
     #[test]

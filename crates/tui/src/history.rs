@@ -1,5 +1,5 @@
 //! A session's prompt history, walked with ↑/↓ and searched with Ctrl+R, as in a shell or
-//! Claude Code's TUI (docs/tui.md, "Prompt history").
+//! Claude Code's TUI (docs/tui.md §3a).
 //!
 //! The entries are the session's own prompts, oldest first: the stored user messages when the
 //! session is opened, then each prompt as it is sent. Walking keeps the draft the person was

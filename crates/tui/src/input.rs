@@ -36,7 +36,9 @@ pub enum KeyCode {
     PageUp,
     /// Page down.
     PageDown,
-    /// Any other key (function keys, media keys): activity, nothing else.
+    /// A function key, F1 to F12 (F2 hands the mouse to the terminal).
+    F(u8),
+    /// Any other key (media keys and the like): activity, nothing else.
     Other,
 }
 

@@ -28,7 +28,7 @@ impl App {
             }
             None => {}
         }
-        if key == Key::ctrl('c') {
+        if key == Key::ctrl('c') && self.history_search.is_none() && self.find.is_none() {
             self.ctrl_c();
             return;
         }
@@ -39,6 +39,37 @@ impl App {
         if self.pending_approval().is_some() {
             self.approval_key(key);
             return;
+        }
+        if self.history_search.is_some() {
+            self.history_search_key(key);
+            return;
+        }
+        if self.find.is_some() && self.find_key(key) {
+            return;
+        }
+        if key == Key::ctrl('r') {
+            self.start_history_search();
+            return;
+        }
+        if key == Key::ctrl('f') {
+            self.open_find(None);
+            return;
+        }
+        if key.code == KeyCode::F(2) {
+            self.mouse_command(None);
+            return;
+        }
+        // ↑ on the draft's first line and ↓ on its last (during a walk) belong to the
+        // session's prompt history (docs/tui.md §3a).
+        if matches!(self.route, Route::Session(_)) && key.mods == crate::input::Modifiers::NONE {
+            let (line, _) = self.composer.cursor_line_col();
+            let last = self.composer.line_count() - 1;
+            if key.code == KeyCode::Up && line == 0 && self.history_older() {
+                return;
+            }
+            if key.code == KeyCode::Down && line == last && self.history_newer() {
+                return;
+            }
         }
         if key == Key::ctrl('p') {
             self.modal = Some(Modal::Palette {
@@ -51,12 +82,38 @@ impl App {
             self.new_session();
             return;
         }
-        if key == Key::ctrl('w') {
-            self.composer.erase_word();
+        // Readline's kill and yank, as in Claude Code's prompt: ^W ^U ^K keep what they
+        // erase, ^Y puts it back.
+        if key == Key::ctrl('w') || key == Key::ctrl('u') || key == Key::ctrl('k') {
+            let gone = match key.code {
+                KeyCode::Char('w') => self.composer.erase_word(),
+                KeyCode::Char('u') => self.composer.erase_to_line_start(),
+                _ => self.composer.erase_to_line_end(),
+            };
+            if !gone.is_empty() {
+                self.killed = gone;
+            }
             return;
         }
-        if key == Key::ctrl('u') {
-            self.composer.erase_to_line_start();
+        if key == Key::ctrl('y') {
+            let killed = self.killed.clone();
+            self.composer.paste(&killed);
+            return;
+        }
+        if key == Key::ctrl('l') {
+            self.effects.push(crate::app::Effect::Redraw);
+            return;
+        }
+        if key == Key::ctrl('d') {
+            // EOF: on an empty prompt it leaves as Ctrl+C does (asking while a session
+            // works); in a draft it deletes forward, as readline does.
+            if self.composer.has_draft() {
+                self.composer.delete();
+            } else if self.any_session_working() {
+                self.modal = Some(Modal::ConfirmQuit);
+            } else {
+                self.begin_exit();
+            }
             return;
         }
         if self.composer_edit_key(key) {
@@ -106,12 +163,6 @@ impl App {
                 } else {
                     self.go_home();
                 }
-            }
-            (Route::Session(_), KeyCode::Up)
-                if !self.composer.has_draft() && self.last_prompt.is_some() =>
-            {
-                let last = self.last_prompt.clone().unwrap_or_default();
-                self.composer.paste(&last);
             }
             (Route::Session(_), KeyCode::Up) => self.scroll_by(1),
             (Route::Session(_), KeyCode::Down) => self.scroll_by(-1),
@@ -450,6 +501,8 @@ impl App {
                 | Modal::Modes { .. },
             ) => {}
             None if approval => {}
+            None if self.history_search.is_some() => self.history_search_paste(text),
+            None if self.find.is_some() => self.find_paste(text),
             None => self.composer.paste(text),
         }
     }

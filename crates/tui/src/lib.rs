@@ -11,7 +11,9 @@
 //! | [`approval`], [`progress`], [`attach`] | the honest approval dialog; turn timing and spinner; `/attach` checked at once |
 //! | [`transcript`] | display lines of the open session with a row index (draw cost = visible rows) |
 //! | [`composer`], [`command`], [`layout`] | the draft and chips, slash commands, screen geometry |
-//! | [`history`], [`find`] | prompt history (↑/↓, Ctrl+R); find in the transcript |
+//! | [`history`], [`recall`], [`find`], `find_bar`, [`bars`] | prompt history (↑/↓, Ctrl+R) and its keys; find in the transcript; the bars that take the composer's place |
+//! | [`attention`], [`notify`] | each session's state for the list (needs you first); ringing the terminal (bell, OSC 9, OSC 777) |
+//! | [`copy`] | `/copy` by OSC 52, mouse capture on and off |
 //! | [`render`] | ratatui drawing, side-effect free |
 //! | `run` | the owner loop: one task owns state, terminal and TUIMCP controller |
 //! | [`term`] | crossterm conversion and terminal restore (also on panic) |
@@ -49,16 +51,22 @@ pub mod ansi;
 pub mod app;
 pub mod approval;
 pub mod attach;
+pub mod attention;
+pub mod bars;
 pub mod command;
 pub mod composer;
+pub mod copy;
 pub mod find;
+mod find_bar;
 pub mod highlight;
 pub mod history;
 pub mod input;
 mod keys;
 pub mod layout;
 pub mod markdown;
+pub mod notify;
 pub mod progress;
+pub mod recall;
 pub mod render;
 mod run;
 pub mod share;

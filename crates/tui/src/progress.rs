@@ -135,10 +135,45 @@ impl App {
         new: SessionStatus,
     ) {
         let change = self.progress.observe(id, old, new, self.now);
+        let on_screen = self.route == Route::Session(id.clone());
+        // A session this TUI is creating from home opens as soon as the backend answers:
+        // the person is as good as looking at it.
+        let looking = on_screen || self.opening.as_ref() == Some(id);
+        if new.is_active() && !old.is_some_and(SessionStatus::is_active) {
+            self.board.turn_started(id);
+        }
+        let failed = matches!(change, Change::Finished(_)) && self.board.turn_ended(id, looking);
         if new == SessionStatus::Idle {
             self.aborting.remove(id);
         }
-        if self.route == Route::Session(id.clone()) {
+        let title = self
+            .sessions
+            .iter()
+            .find(|s| &s.id == id)
+            .map(|s| s.title.clone())
+            .filter(|t| !t.is_empty())
+            .unwrap_or_else(|| id.to_string());
+        let what = match change {
+            Change::Finished(took) if failed => {
+                Some(format!("“{title}” failed after {}", format_duration(took)))
+            }
+            Change::Finished(took) => {
+                Some(format!("“{title}” finished in {}", format_duration(took)))
+            }
+            Change::AskedApproval => Some(format!("“{title}” asks for approval")),
+            Change::Started | Change::None => None,
+        };
+        // Rung when the person is not looking: another session, or the terminal has lost
+        // the focus (docs/tui.md §2c).
+        if let Some(what) = &what
+            && !(looking && self.focused)
+        {
+            self.ring(what);
+        }
+        if !on_screen && looking {
+            return;
+        }
+        if on_screen {
             if let Change::Finished(took) = change {
                 let now_ms = std::time::SystemTime::now()
                     .duration_since(std::time::UNIX_EPOCH)
@@ -156,22 +191,13 @@ impl App {
             }
             return;
         }
-        let title = self
-            .sessions
-            .iter()
-            .find(|s| &s.id == id)
-            .map(|s| s.title.clone())
-            .filter(|t| !t.is_empty())
-            .unwrap_or_else(|| id.to_string());
-        match change {
-            Change::Finished(took) => self.notify(
-                NoticeKind::Info,
-                format!("“{title}” finished in {}", format_duration(took)),
-            ),
-            Change::AskedApproval => {
-                self.notify(NoticeKind::Info, format!("“{title}” asks for approval"))
-            }
-            Change::Started | Change::None => {}
+        if let Some(what) = what {
+            let kind = if failed {
+                NoticeKind::Error
+            } else {
+                NoticeKind::Info
+            };
+            self.notify(kind, what);
         }
     }
 }

@@ -11,6 +11,7 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Clear, Paragraph};
 
 use crate::app::{App, Connection, Modal, NoticeKind, Overlay, Route};
+use crate::attention::Attention;
 use crate::command;
 use crate::keys::{chip_label, palette_entries};
 use crate::layout::{
@@ -37,10 +38,13 @@ pub const HELP_KEYS: &[(&str, &str)] = &[
         "Backspace, ×",
         "empty prompt: remove the last chip · click × removes one",
     ),
-    ("↑ (empty prompt)", "in a session: recall the last prompt"),
+    (
+        "↑↓ (in the prompt)",
+        "walk this session's prompts (your draft comes back) · ^R search them",
+    ),
     (
         "↑↓ PgUp/PgDn",
-        "sessions: select · transcript: scroll · also mouse wheel",
+        "sessions: select · transcript: scroll (↑↓ if no history) · mouse wheel",
     ),
     ("Home/End", "first/last session · transcript top/bottom"),
     (
@@ -54,6 +58,18 @@ pub const HELP_KEYS: &[(&str, &str)] = &[
     (
         "Esc",
         "abort the running turn; otherwise back to the sessions",
+    ),
+    (
+        "^F, /find TEXT",
+        "find in the transcript: Enter/^N next · ^P/Shift+Enter previous · Esc close",
+    ),
+    (
+        "^K ^Y, ^L, ^D",
+        "erase to line end · put back what ^W ^U ^K erased · redraw · quit (empty prompt)",
+    ),
+    (
+        "F2, /copy",
+        "mouse to the terminal (select text) and back · /copy [code|prompt] by OSC 52",
     ),
     ("^C", "close a dialog, clear the prompt, abort, or quit"),
     ("^N ^P", "new session · command palette"),
@@ -134,6 +150,12 @@ fn header(frame: &mut Frame, app: &App, r: Rect) {
         Span::styled(app.workspace().to_owned(), DIM),
     ]);
     frame.render_widget(Paragraph::new(left), tr(r));
+    // While the mouse is the terminal's, say so and how to get it back (docs/tui.md §3c).
+    let (conn, style) = if app.mouse_capture() {
+        (conn, style)
+    } else {
+        (format!("mouse off · F2  {conn}"), style)
+    };
     let w = conn.chars().count() as u16 + 1;
     if r.width > w {
         let cr = Rect::new(r.x + r.width - w, r.y, w, 1);
@@ -174,7 +196,15 @@ fn sharing_bar(frame: &mut Frame, app: &App, r: Rect, layout: &Layout) {
 }
 
 fn home(frame: &mut Frame, app: &App, r: Rect) {
-    let title = format!(" Sessions ({}) ", app.sessions().len());
+    let (needs, unread) = app.attention_counts();
+    let mut title = format!(" Sessions ({}) ", app.sessions().len());
+    if needs > 0 {
+        let verb = if needs == 1 { "needs" } else { "need" };
+        title.push_str(&format!("· {needs} {verb} you "));
+    }
+    if unread > 0 {
+        title.push_str(&format!("· {unread} unread "));
+    }
     let block = Block::bordered()
         .title(Span::styled(title, Style::new().bold()))
         .border_style(Style::new().fg(ACCENT));
@@ -198,12 +228,18 @@ fn home(frame: &mut Frame, app: &App, r: Rect) {
         .skip(app.list_offset)
         .take(inner.height as usize)
         .map(|(i, s)| {
-            let (marker, mstyle) = match s.status {
+            let attention = app.attention(s);
+            let marker = attention.marker(s.status);
+            let (marker, mstyle) = match attention {
                 _ if app.is_deleting(&s.id) => ("deleting…", Style::new().fg(Color::Red)),
-                SessionStatus::Busy => ("● busy   ", Style::new().fg(Color::Yellow)),
-                SessionStatus::Pending => ("? waiting", Style::new().fg(Color::Magenta).bold()),
-                SessionStatus::Idle => ("         ", Style::new()),
-                SessionStatus::NeedsAuth => ("! auth   ", Style::new().fg(Color::Red)),
+                Attention::NeedsYou if s.status == SessionStatus::NeedsAuth => {
+                    (marker, Style::new().fg(Color::Red))
+                }
+                Attention::NeedsYou => (marker, Style::new().fg(Color::Magenta).bold()),
+                Attention::Working => (marker, Style::new().fg(Color::Yellow)),
+                Attention::Unread => (marker, Style::new().fg(Color::Green).bold()),
+                Attention::Failed => (marker, Style::new().fg(Color::Red).bold()),
+                Attention::Idle => (marker, Style::new()),
             };
             let title = if s.title.is_empty() {
                 "(untitled)".to_owned()
@@ -354,7 +390,7 @@ fn session(frame: &mut Frame, app: &App, r: Rect) {
     }
     let rows = app
         .transcript()
-        .visible_spans(inner.height as usize, app.scroll);
+        .visible_indexed(inner.height as usize, app.scroll);
     // A running tool call's first cell turns with the clock (the row itself never changes).
     let frame_char = spinner(
         s.and_then(|s| app.progress().elapsed(&s.id, app.now()))
@@ -362,27 +398,43 @@ fn session(frame: &mut Frame, app: &App, r: Rect) {
     );
     let mut spin_buf = [0u8; 4];
     let spin: &str = frame_char.encode_utf8(&mut spin_buf);
+    let find = app.find();
+    let current = find.and_then(crate::find::Find::current);
     let lines: Vec<Line> = rows
         .into_iter()
-        .map(|(style, pieces)| {
-            let base = line_style(style);
-            let running = style == LineStyle::Running;
-            Line::from(
-                pieces
-                    .into_iter()
-                    .enumerate()
-                    .flat_map(|(i, (text, ansi))| {
-                        let st = base.patch(ansi);
-                        match text.strip_prefix(crate::turn_view::SPINNER_SLOT) {
-                            // After the focus mark, if the part is focused.
-                            Some(rest) if running && i <= 1 => {
-                                vec![Span::styled(spin, st), Span::styled(rest, st)]
-                            }
-                            _ => vec![Span::styled(text, st)],
+        .map(|row| {
+            let base = line_style(row.style);
+            let running = row.style == LineStyle::Running;
+            let matches = find.map_or(&[][..], |f| f.line_matches(row.line));
+            let mut at = row.start;
+            let mut spans = Vec::new();
+            for (i, (text, ansi)) in row.pieces.into_iter().enumerate() {
+                let st = base.patch(ansi);
+                let from = at;
+                at += text.len();
+                // Without a match on this line the piece goes as it is (no allocation).
+                let cut = if matches.is_empty() {
+                    vec![(text, st, None)]
+                } else {
+                    crate::bars::cut_at_matches(vec![(text, st)], from, matches, current)
+                };
+                for (text, _, hit) in cut {
+                    let st = match hit {
+                        Some(true) => st.patch(crate::bars::CURRENT),
+                        Some(false) => st.patch(crate::bars::MATCH),
+                        None => st,
+                    };
+                    match text.strip_prefix(crate::turn_view::SPINNER_SLOT) {
+                        // After the focus mark, if the part is focused.
+                        Some(rest) if running && i <= 1 => {
+                            spans.push(Span::styled(spin, st));
+                            spans.push(Span::styled(rest, st));
                         }
-                    })
-                    .collect::<Vec<_>>(),
-            )
+                        _ => spans.push(Span::styled(text, st)),
+                    }
+                }
+            }
+            Line::from(spans)
         })
         .collect();
     frame.render_widget(Paragraph::new(lines), tr(inner));
@@ -564,6 +616,14 @@ fn chips_row(frame: &mut Frame, app: &App, r: Rect) {
 
 fn composer(frame: &mut Frame, app: &App, r: Rect) {
     let c = app.composer();
+    if let Some(search) = app.history_search() {
+        crate::bars::history_search(frame, app, search, r);
+        return;
+    }
+    if let Some(find) = app.find() {
+        crate::bars::find(frame, find, r);
+        return;
+    }
     let title = if c.submitting {
         " Prompt (sending…) "
     } else {
@@ -653,6 +713,12 @@ fn status_line(frame: &mut Frame, app: &App, r: Rect) {
                     ("^N", "new"),
                     ("^P", "commands"),
                     ("^C", "quit"),
+                ],
+                Route::Session(_) if app.find().is_some() => &[
+                    ("Enter/^N", "next"),
+                    ("^P", "previous"),
+                    ("PgUp/Dn", "scroll"),
+                    ("Esc", "close find"),
                 ],
                 Route::Session(_) if app.pending_approval().is_some() => &[
                     ("Enter", "confirm"),

@@ -172,6 +172,7 @@ async fn run_inner(
     });
     let mut app = App::new(String::new(), sharing);
     app.set_backend_url(client.url());
+    notifications_from_env(&mut app);
     let result = owner_loop(client, &mut app, &mut mcp, on_exit, reconnect).await;
     // Exit closes the endpoint whatever happened.
     if let Some(mut s) = mcp.take() {
@@ -231,6 +232,7 @@ async fn owner_loop(
                         app.handle_input(input);
                         dirty = true;
                     }
+                    TermEvent::Focus(focused) => app.set_focused(focused),
                     TermEvent::Resize(w, h) => {
                         app.resize(w, h);
                         dirty = true;
@@ -363,6 +365,26 @@ async fn owner_loop(
                         closing.push(tokio::spawn(s.revoke()));
                     }
                 }
+                Effect::Redraw => {
+                    guard.terminal.clear()?;
+                    dirty = true;
+                }
+                Effect::SetMouseCapture { on } => {
+                    use ratatui::crossterm::event::{DisableMouseCapture, EnableMouseCapture};
+                    let out = guard.terminal.backend_mut();
+                    let _ = if on {
+                        ratatui::crossterm::execute!(out, EnableMouseCapture)
+                    } else {
+                        ratatui::crossterm::execute!(out, DisableMouseCapture)
+                    };
+                }
+                Effect::Ring { sequence } => {
+                    // Between frames, so it never lands inside a drawn row.
+                    use std::io::Write as _;
+                    let out = guard.terminal.backend_mut();
+                    let _ = out.write_all(sequence.as_bytes());
+                    let _ = out.flush();
+                }
                 Effect::CopyToClipboard { text } => {
                     // The terminal copies it (OSC 52); one that does not know the sequence
                     // ignores it, and /tui-mcp-config still shows the text.
@@ -392,6 +414,22 @@ async fn owner_loop(
     }
     drop(guard);
     Ok(())
+}
+
+/// The notification mode from `AX_CODE_NOTIFY` (docs/tui.md §2c); a bad value says so and
+/// keeps `auto`.
+fn notifications_from_env(app: &mut App) {
+    use crate::notify::{ENV, NotifyMode};
+    let env = |k: &str| std::env::var(k).ok();
+    let auto = NotifyMode::Auto.resolve(env);
+    let mode = match std::env::var(ENV) {
+        Ok(v) => v.parse().unwrap_or_else(|e| {
+            app.notify(crate::app::NoticeKind::Error, format!("{ENV}: {e}"));
+            NotifyMode::Auto
+        }),
+        Err(_) => NotifyMode::Auto,
+    };
+    app.set_notifications(mode, auto);
 }
 
 /// Asks the backend why it does not answer (no credential is sent: a proof check).
@@ -588,7 +626,12 @@ fn spawn_job(client: &Client, effect: Effect, done: &mpsc::UnboundedSender<Done>
                     error: format!("delete failed: {e}"),
                 },
             },
-            Effect::RevokeSharing | Effect::CopyToClipboard { .. } | Effect::Quit => return,
+            Effect::RevokeSharing
+            | Effect::CopyToClipboard { .. }
+            | Effect::Ring { .. }
+            | Effect::SetMouseCapture { .. }
+            | Effect::Redraw
+            | Effect::Quit => return,
         };
         let _ = done.send(result);
     });

@@ -91,11 +91,11 @@ impl App {
                 self.progress
                     .retain(|id| sessions.iter().any(|s| &s.id == id));
                 self.sessions = sessions;
-                sort_sessions(&mut self.sessions);
                 self.permissions = permissions
                     .into_iter()
                     .filter(|p| p.state == PermissionState::Pending)
                     .collect();
+                self.sort_sessions();
                 self.synced = true;
                 if self.overlay == Some(Overlay::Startup) {
                     self.overlay = None;
@@ -135,10 +135,16 @@ impl App {
                     &self.transcript,
                 );
                 self.transcript_loaded = true;
+                // A walk or search under way keeps its entries (a reload mid-walk would
+                // pull the text from under the person).
+                if !self.history.walking() && self.history_search.is_none() {
+                    self.load_history(&messages);
+                }
                 let buffered = self.transcript_buffer.take().unwrap_or_default();
                 for event in buffered {
                     self.apply_message_event(event);
                 }
+                self.refresh_find();
             }
             Err(e) => {
                 self.transcript_buffer = None;
@@ -156,6 +162,7 @@ impl App {
             return;
         }
         self.composer.submitting = false;
+        self.opening = None;
         match result {
             Ok(id) => {
                 self.composer.clear();
@@ -174,6 +181,7 @@ impl App {
             return;
         }
         self.composer.submitting = false;
+        self.opening = None;
         match result {
             Ok(session) => {
                 let id = session.id.clone();
@@ -204,6 +212,8 @@ impl App {
 
     /// One event from the backend stream.
     pub fn on_event(&mut self, event: Event) {
+        // Every session's message events, not only the open one's: a failure marks the list.
+        self.board.observe(&event);
         match event {
             Event::Reset => self.resync(),
             Event::MessageCreated { .. }
@@ -231,6 +241,7 @@ impl App {
             }
             Event::SessionDeleted { session_id } => {
                 self.deleting.remove(&session_id);
+                self.board.forget(&session_id);
                 let before = self.sessions.len();
                 self.sessions.retain(|s| s.id != session_id);
                 if self.sessions.len() != before {
@@ -271,6 +282,7 @@ impl App {
             | Event::MessageDelta { .. }
             | Event::MessageEnded { .. } => {}
         }
+        self.sort_sessions();
         self.keep_selection_visible();
     }
 
@@ -331,6 +343,7 @@ impl App {
             // Keep the person's place while output streams in below it.
             self.scroll += self.transcript.total_rows().saturating_sub(before);
         }
+        self.refresh_find();
     }
 
     pub(crate) fn upsert(&mut self, session: Session) {
@@ -339,6 +352,9 @@ impl App {
             .iter()
             .find(|s| s.id == session.id)
             .map(|s| s.status);
+        if old.is_none() && self.composer.submitting && self.route == Route::Home {
+            self.opening = Some(session.id.clone());
+        }
         if old.unwrap_or(ax_protocol::SessionStatus::Idle) != session.status {
             self.status_changed(&session.id, old, session.status);
         }
@@ -349,14 +365,9 @@ impl App {
                 self.sessions_epoch += 1;
             }
         }
-        sort_sessions(&mut self.sessions);
+        self.sort_sessions();
         if self.selected.is_none() {
             self.selected = self.sessions.first().map(|s| s.id.clone());
         }
     }
-}
-
-/// Most recent activity first, the same order as the backend's list (`ax-code session list`).
-fn sort_sessions(sessions: &mut [Session]) {
-    sessions.sort_by(|a, b| b.updated.cmp(&a.updated).then_with(|| b.id.cmp(&a.id)));
 }

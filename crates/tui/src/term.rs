@@ -7,8 +7,9 @@ use std::sync::Once;
 use ratatui::Terminal;
 use ratatui::backend::CrosstermBackend;
 use ratatui::crossterm::event::{
-    DisableBracketedPaste, DisableMouseCapture, EnableBracketedPaste, EnableMouseCapture,
-    Event as CtEvent, KeyCode as CtKey, KeyEventKind, KeyModifiers, MouseButton, MouseEventKind,
+    DisableBracketedPaste, DisableFocusChange, DisableMouseCapture, EnableBracketedPaste,
+    EnableFocusChange, EnableMouseCapture, Event as CtEvent, KeyCode as CtKey, KeyEventKind,
+    KeyModifiers, MouseButton, MouseEventKind,
 };
 use ratatui::crossterm::terminal::{
     EnterAlternateScreen, LeaveAlternateScreen, disable_raw_mode, enable_raw_mode,
@@ -24,6 +25,8 @@ pub enum TermEvent {
     Input(Input),
     /// The terminal's new size (columns, rows).
     Resize(u16, u16),
+    /// The terminal gained (`true`) or lost the focus.
+    Focus(bool),
     /// Focus changes, key releases: nothing to do.
     Ignored,
 }
@@ -54,6 +57,7 @@ pub fn convert(event: CtEvent) -> TermEvent {
                 CtKey::End => KeyCode::End,
                 CtKey::PageUp => KeyCode::PageUp,
                 CtKey::PageDown => KeyCode::PageDown,
+                CtKey::F(n) => KeyCode::F(n),
                 // Any other key is still a person at the keyboard.
                 _ => KeyCode::Other,
             };
@@ -75,7 +79,8 @@ pub fn convert(event: CtEvent) -> TermEvent {
             }))
         }
         CtEvent::Resize(w, h) => TermEvent::Resize(w, h),
-        CtEvent::FocusGained | CtEvent::FocusLost => TermEvent::Ignored,
+        CtEvent::FocusGained => TermEvent::Focus(true),
+        CtEvent::FocusLost => TermEvent::Focus(false),
     }
 }
 
@@ -87,6 +92,7 @@ pub fn restore() {
         out,
         DisableMouseCapture,
         DisableBracketedPaste,
+        DisableFocusChange,
         LeaveAlternateScreen,
         cursor::Show
     );
@@ -110,7 +116,8 @@ impl TerminalGuard {
             out,
             EnterAlternateScreen,
             EnableMouseCapture,
-            EnableBracketedPaste
+            EnableBracketedPaste,
+            EnableFocusChange
         ) {
             restore();
             return Err(e);
@@ -175,6 +182,6 @@ mod tests {
             matches!(convert(moved), TermEvent::Input(_)),
             "movement is activity"
         );
-        assert_eq!(convert(CtEvent::FocusLost), TermEvent::Ignored);
+        assert_eq!(convert(CtEvent::FocusLost), TermEvent::Focus(false));
     }
 }

@@ -69,6 +69,8 @@ struct TextLine {
 struct MessageCursor {
     id: String,
     parts: u32,
+    /// The first line after the message's header (its body starts here).
+    first_line: usize,
     /// An output line still waiting for its newline.
     open_line: Option<usize>,
     /// Char column in the open line after a `\r` or backspace; `None` at its end.
@@ -119,6 +121,19 @@ pub fn turn_end_text(took_ms: i64, ended: i64) -> String {
         crate::progress::format_duration(std::time::Duration::from_millis(took_ms.max(0) as u64)),
         ax_protocol::time::format_utc_minutes(ended)
     )
+}
+
+/// One visible row with where it comes from, see [`Transcript::visible_indexed`].
+#[derive(Debug, Clone)]
+pub struct IndexedRow<'a> {
+    /// The logical line.
+    pub line: usize,
+    /// Byte offset of the row in that line.
+    pub start: usize,
+    /// How the line is drawn.
+    pub style: LineStyle,
+    /// The row cut into (text, ANSI style) pieces.
+    pub pieces: Vec<(&'a str, Style)>,
 }
 
 /// Display lines of one session.
@@ -298,6 +313,7 @@ impl Transcript {
         self.messages.push(MessageCursor {
             id: m.id.to_string(),
             parts: 0,
+            first_line: self.lines.len(),
             open_line: None,
             open_col: None,
             ansi: Default::default(),
@@ -729,6 +745,59 @@ impl Transcript {
             .collect()
     }
 
+    /// The turn part focused with Tab, if any.
+    pub fn focused_part(&self) -> Option<&TurnPart> {
+        let (id, part) = self.focus.as_ref()?;
+        self.messages
+            .iter()
+            .rev()
+            .find(|m| &m.id == id)?
+            .turn
+            .get(*part)
+    }
+
+    /// The agent's replies, newest first, as text to copy: an ACP agent's answer is its text
+    /// parts (Markdown, as the agent wrote it); a reply without turn parts (the `shell`
+    /// agent's command output) is its display lines, the turn's end line left out.
+    pub fn replies(&self) -> Vec<String> {
+        let mut out = Vec::new();
+        for (i, m) in self.messages.iter().enumerate().rev() {
+            if m.role != Role::Assistant {
+                continue;
+            }
+            let text: Vec<&str> = m
+                .turn
+                .iter()
+                .filter_map(|p| match p {
+                    TurnPart::Text { text } => Some(text.as_str()),
+                    _ => None,
+                })
+                .collect();
+            if !text.is_empty() {
+                out.push(text.join("\n\n"));
+                continue;
+            }
+            if !m.turn.is_empty() || !m.blocks.is_empty() {
+                continue;
+            }
+            // The next message's blank line and header end this one.
+            let end = self
+                .messages
+                .get(i + 1)
+                .map_or(self.lines.len(), |n| n.first_line.saturating_sub(2));
+            let lines: Vec<&str> = self.lines[m.first_line.min(end)..end]
+                .iter()
+                .filter(|l| l.style != LineStyle::TurnEnd)
+                .map(|l| l.text.as_str())
+                .collect();
+            let text = lines.join("\n");
+            if !text.trim().is_empty() {
+                out.push(text.trim_end().to_owned());
+            }
+        }
+        out
+    }
+
     /// The text of every row, for tests.
     pub fn all_rows(&self) -> Vec<String> {
         self.visible(self.total_rows(), 0)
@@ -896,8 +965,48 @@ impl Transcript {
     /// Returns at most `height` rows, oldest first.
     pub fn visible(&self, height: usize, scroll: usize) -> Vec<(LineStyle, &str)> {
         self.window(height, scroll)
-            .map(|(line, row)| (line.style, row))
+            .map(|(_, line, row)| (line.style, row))
             .collect()
+    }
+
+    /// Like [`Transcript::visible_spans`], each row with the index of its logical line and the
+    /// byte offset where the row starts in it (so find can highlight its matches).
+    pub fn visible_indexed(&self, height: usize, scroll: usize) -> Vec<IndexedRow<'_>> {
+        self.window(height, scroll)
+            .map(|(i, line, row)| IndexedRow {
+                line: i,
+                start: row.as_ptr() as usize - line.text.as_ptr() as usize,
+                style: line.style,
+                pieces: split_runs(line, row),
+            })
+            .collect()
+    }
+
+    /// The logical line that shows screen row `row` (counted from the top).
+    pub fn line_at_row(&self, row: usize) -> usize {
+        self.rows_end.partition_point(|&e| e <= row)
+    }
+
+    /// The text of every logical line, in order (what find searches).
+    pub fn line_texts(&self) -> impl Iterator<Item = &str> {
+        self.lines.iter().map(|l| l.text.as_str())
+    }
+
+    /// The screen row (counted from the top of the transcript) that shows byte `byte` of
+    /// logical line `line`.
+    pub fn row_of(&self, line: usize, byte: usize) -> usize {
+        let Some(l) = self.lines.get(line) else {
+            return self.total_rows();
+        };
+        let first = line.checked_sub(1).map_or(0, |i| self.rows_end[i]);
+        let mut at = 0;
+        let within = wrap_rows(&l.text, self.wrap)
+            .take_while(|row| {
+                at += row.len();
+                at <= byte
+            })
+            .count();
+        first + within.min(rows_of(l, self.wrap).saturating_sub(1))
     }
 
     /// Like [`Transcript::visible`], with each row cut into (text, ANSI style) pieces; the
@@ -908,13 +1017,17 @@ impl Transcript {
         scroll: usize,
     ) -> Vec<(LineStyle, Vec<(&str, Style)>)> {
         self.window(height, scroll)
-            .map(|(line, row)| (line.style, split_runs(line, row)))
+            .map(|(_, line, row)| (line.style, split_runs(line, row)))
             .collect()
     }
 
     /// The wrapped rows of the window, each with its line: the first visible line is found by
     /// binary search on the row index and only the visible lines are wrapped.
-    fn window(&self, height: usize, scroll: usize) -> impl Iterator<Item = (&TextLine, &str)> {
+    fn window(
+        &self,
+        height: usize,
+        scroll: usize,
+    ) -> impl Iterator<Item = (usize, &TextLine, &str)> {
         let total = self.total_rows();
         let end = total.saturating_sub(scroll.min(self.max_scroll(height)));
         let start = if height == 0 {
@@ -924,9 +1037,13 @@ impl Transcript {
         };
         let first = self.rows_end.partition_point(|&e| e <= start);
         let first_row = first.checked_sub(1).map_or(0, |i| self.rows_end[i]);
-        self.lines[first.min(self.lines.len())..]
+        let first = first.min(self.lines.len());
+        self.lines[first..]
             .iter()
-            .flat_map(|line| wrap_rows(&line.text, self.wrap).map(move |row| (line, row)))
+            .enumerate()
+            .flat_map(move |(i, line)| {
+                wrap_rows(&line.text, self.wrap).map(move |row| (first + i, line, row))
+            })
             .skip(start - first_row)
             .take(end - start)
     }

@@ -551,7 +551,7 @@ fn attach_is_checked_at_once() {
 }
 
 #[test]
-fn up_on_an_empty_composer_recalls_the_last_prompt() {
+fn up_on_an_empty_composer_recalls_the_prompt_just_sent() {
     let mut app = ready_app(vec![session(1, "a", SessionStatus::Idle)], false);
     open_loaded(&mut app, 1, vec![]);
     typed(&mut app, "cargo test -p ax-tui");

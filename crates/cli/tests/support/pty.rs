@@ -12,16 +12,59 @@ use portable_pty::{CommandBuilder, PtySize, native_pty_system};
 
 use super::{AX, Env, WAIT, signal};
 
-/// Records OSC 52 clipboard writes, as a terminal would receive them.
+/// Records OSC 52 clipboard writes, bells and the OSC sequences vt100 does not handle itself
+/// (desktop notifications: OSC 9, OSC 777), as a terminal would receive them.
 #[derive(Default)]
 pub struct Clipboard {
     copies: Vec<Vec<u8>>,
+    bells: usize,
+    oscs: Vec<String>,
 }
 
 impl vt100::Callbacks for Clipboard {
     fn copy_to_clipboard(&mut self, _: &mut vt100::Screen, _ty: &[u8], data: &[u8]) {
         self.copies.push(data.to_vec());
     }
+
+    fn audible_bell(&mut self, _: &mut vt100::Screen) {
+        self.bells += 1;
+    }
+
+    fn unhandled_osc(&mut self, _: &mut vt100::Screen, params: &[&[u8]]) {
+        let fields: Vec<String> = params
+            .iter()
+            .map(|p| String::from_utf8_lossy(p).into_owned())
+            .collect();
+        self.oscs.push(fields.join(";"));
+    }
+}
+
+/// Decodes standard base64 (what an OSC 52 copy carries).
+pub fn unbase64(text: &[u8]) -> Vec<u8> {
+    let value = |c: u8| match c {
+        b'A'..=b'Z' => c - b'A',
+        b'a'..=b'z' => c - b'a' + 26,
+        b'0'..=b'9' => c - b'0' + 52,
+        b'+' => 62,
+        b'/' => 63,
+        _ => panic!("not base64: {c}"),
+    };
+    let mut out = Vec::new();
+    for chunk in text.chunks(4) {
+        let digits: Vec<u8> = chunk
+            .iter()
+            .filter(|&&c| c != b'=')
+            .map(|&c| value(c))
+            .collect();
+        let n = digits
+            .iter()
+            .enumerate()
+            .fold(0u32, |n, (i, &d)| n | u32::from(d) << (18 - 6 * i));
+        for i in 0..digits.len().saturating_sub(1) {
+            out.push((n >> (16 - 8 * i)) as u8);
+        }
+    }
+    out
 }
 
 /// The default terminal width.
@@ -164,6 +207,39 @@ impl Pty {
     /// What the TUI asked the terminal to copy (OSC 52), base64 as sent, oldest first.
     pub fn clipboard(&self) -> Vec<Vec<u8>> {
         self.parser.lock().unwrap().callbacks().copies.clone()
+    }
+
+    /// How many bells (BEL) the TUI rang.
+    pub fn bells(&self) -> usize {
+        self.parser.lock().unwrap().callbacks().bells
+    }
+
+    /// The OSC sequences vt100 left to us (notifications), fields joined by `;`, oldest first.
+    pub fn oscs(&self) -> Vec<String> {
+        self.parser.lock().unwrap().callbacks().oscs.clone()
+    }
+
+    /// The text of the cells drawn on background `bg`, one string per screen row that has any.
+    pub fn text_on(&self, bg: vt100::Color) -> Vec<String> {
+        let parser = self.parser.lock().unwrap();
+        let screen = parser.screen();
+        let (rows, cols) = screen.size();
+        let (rows, cols) = (rows.get(), cols.get());
+        (0..rows)
+            .map(|r| {
+                (0..cols)
+                    .filter_map(|c| screen.cell(r, c))
+                    .filter(|cell| cell.bgcolor() == bg)
+                    .map(|cell| cell.contents().to_owned())
+                    .collect::<String>()
+            })
+            .filter(|row| !row.is_empty())
+            .collect()
+    }
+
+    /// Whether the TUI has mouse reporting on.
+    pub fn mouse_reporting(&self) -> bool {
+        self.parser.lock().unwrap().screen().mouse_protocol_mode() != vt100::MouseProtocolMode::None
     }
 
     /// Whether the terminal is on the alternate screen.
