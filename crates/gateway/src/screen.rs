@@ -32,8 +32,10 @@ use crate::{
     client::{ClientError, GatewayClient},
     frame::ErrorCode,
     ui_command::{
-        Dock, PanelKind, SplitDirection, UiCommand, UiCommandParams, UiCommandResponse, UiOutcome,
+        Annotation, Dock, PanelKind, Preset, SplitDirection, UiCommand, UiCommandParams,
+        UiCommandResponse, UiOutcome,
     },
+    ui_layout::{Target, UiLayout, UiLayoutParams},
 };
 
 /// The MCP server name.
@@ -43,11 +45,14 @@ pub const TOOL_NAME: &str = "screen";
 /// One call, connection included, takes at most this long.
 const CALL_TIMEOUT: Duration = Duration::from_secs(10);
 
-const INSTRUCTIONS: &str = "Arranges the AX Code Control UI (browser) for the person: split, \
-focus, close or navigate session panes, show or hide the sidebar, the operator terminal and \
-the browser panel. Every connected Control UI applies the command; the result says what each \
-did. Session IDs come from `ax-code session list`. It changes presentation only: it cannot \
-read the screen, click, type, or approve anything.";
+const INSTRUCTIONS: &str = "Arranges the AX Code Control UI (browser) for the person: read \
+each UI's layout back (pane IDs, sessions, a revision), split, focus, close or navigate \
+session panes (by sessionKey or paneId), show or hide the sidebar, the operator terminal and \
+the browser panel, apply a whole layout (a preset or one the person saved) and point at \
+things with short-lived labels. Every connected Control UI applies a command unless target \
+\"requester\" or uiId picks one; the result says what each did and its new layout revision. \
+Session IDs come from `ax-code session list`. It changes presentation only: it cannot read \
+the screen, click, type, or approve anything.";
 
 const DESCRIPTION: &str = "Change the layout of every connected AX Code Control UI. \
 Actions: split_right / split_down (open the target session in a new pane beside or below \
@@ -57,8 +62,17 @@ target session), navigate (show the target session in the active pane), sidebar_
 sidebar_hide, terminal_show / terminal_hide and browser_show / browser_hide (the operator \
 terminal and browser panels; dock \"bottom\" or \"right\" only when showing). sessionKey (a \
 session ID, ses_…) is the target for split, close_pane, focus and navigate; it defaults to \
-the current session. The result lists, per UI (connId), outcome applied, ignored (with a \
-reason) or no_answer. Fails with UNAVAILABLE when no Control UI is connected.";
+the current session; paneId (from layout) names the pane instead. layout (read only) answers \
+each UI's uiId, revision, panes (paneId, sessionId, column, row, active, size), sidebar and \
+panels. expectedRevision (from layout): a UI whose layout changed since refuses with its \
+current revision. apply_layout: preset focus | review | pair | grid (sessions: the ones to \
+show) or name (a layout the person saved); panes the person is using are left alone and \
+listed in notApplied. annotate: up to four annotations {text, arrow?, one of paneId, \
+sessionKey (its sidebar row) or panel}, gone after ttlSeconds (3-120, default 10) or the \
+person's first click or key; annotations_clear removes them. target \"requester\" (the \
+Control UI that started the current turn) or uiId sends to one UI; default: every UI. The \
+result lists, per UI (connId), outcome applied, ignored (with a reason) or no_answer, and its \
+revision. Fails with UNAVAILABLE when no (such) Control UI is connected.";
 
 /// What a disabled tool answers.
 const DISABLED: &str = "the screen tool is not enabled for this turn: only a turn started from \
@@ -95,11 +109,19 @@ pub enum ScreenAction {
     BrowserShow,
     // Close the browser panel.
     BrowserHide,
+    // Read each UI's layout (read only).
+    Layout,
+    // Apply a preset or a saved layout.
+    ApplyLayout,
+    // Place short-lived labels or arrows.
+    Annotate,
+    // Remove every annotation.
+    AnnotationsClear,
 }
 
 impl ScreenAction {
     /// Every action, in the order the schema lists them.
-    pub const ALL: [ScreenAction; 11] = [
+    pub const ALL: [ScreenAction; 15] = [
         ScreenAction::SplitRight,
         ScreenAction::SplitDown,
         ScreenAction::ClosePane,
@@ -111,53 +133,80 @@ impl ScreenAction {
         ScreenAction::TerminalHide,
         ScreenAction::BrowserShow,
         ScreenAction::BrowserHide,
+        ScreenAction::Layout,
+        ScreenAction::ApplyLayout,
+        ScreenAction::Annotate,
+        ScreenAction::AnnotationsClear,
     ];
 
-    /// Whether the action acts on a session (and so takes `sessionKey` and the default).
+    /// Whether the action acts on a session (and so takes `sessionKey`, `paneId` and the
+    /// default session).
     pub fn uses_session(self) -> bool {
         matches!(
-            self.command(None, None),
-            UiCommand::Split { .. }
-                | UiCommand::ClosePane { .. }
-                | UiCommand::Focus { .. }
-                | UiCommand::Navigate { .. }
+            self,
+            ScreenAction::SplitRight
+                | ScreenAction::SplitDown
+                | ScreenAction::ClosePane
+                | ScreenAction::Focus
+                | ScreenAction::Navigate
         )
     }
 
     /// Whether `dock` applies (showing a panel).
     pub fn takes_dock(self) -> bool {
-        matches!(
-            self.command(None, None),
-            UiCommand::Panel { open: true, .. }
-        )
+        matches!(self, ScreenAction::TerminalShow | ScreenAction::BrowserShow)
     }
 
-    /// The gateway command for this action.
-    pub fn command(self, session_key: Option<String>, dock: Option<Dock>) -> UiCommand {
+    /// The gateway command for this action; none for `layout` (a read).
+    pub fn command(self, input: &ScreenInput) -> Option<UiCommand> {
+        let session_key = input.session_key.clone();
+        let pane_id = input.pane_id.clone();
         let panel = |panel, open| UiCommand::Panel {
             panel,
             open,
-            dock: if open { dock } else { None },
+            dock: if open { input.dock } else { None },
         };
-        match self {
+        Some(match self {
             ScreenAction::SplitRight => UiCommand::Split {
                 direction: SplitDirection::Right,
                 session_key,
+                pane_id,
             },
             ScreenAction::SplitDown => UiCommand::Split {
                 direction: SplitDirection::Down,
                 session_key,
+                pane_id,
             },
-            ScreenAction::ClosePane => UiCommand::ClosePane { session_key },
-            ScreenAction::Focus => UiCommand::Focus { session_key },
-            ScreenAction::Navigate => UiCommand::Navigate { session_key },
+            ScreenAction::ClosePane => UiCommand::ClosePane {
+                session_key,
+                pane_id,
+            },
+            ScreenAction::Focus => UiCommand::Focus {
+                session_key,
+                pane_id,
+            },
+            ScreenAction::Navigate => UiCommand::Navigate {
+                session_key,
+                pane_id,
+            },
             ScreenAction::SidebarShow => UiCommand::Sidebar { visible: true },
             ScreenAction::SidebarHide => UiCommand::Sidebar { visible: false },
             ScreenAction::TerminalShow => panel(PanelKind::Terminal, true),
             ScreenAction::TerminalHide => panel(PanelKind::Terminal, false),
             ScreenAction::BrowserShow => panel(PanelKind::Browser, true),
             ScreenAction::BrowserHide => panel(PanelKind::Browser, false),
-        }
+            ScreenAction::Layout => return None,
+            ScreenAction::ApplyLayout => UiCommand::ApplyLayout {
+                preset: input.preset,
+                name: input.name.clone(),
+                sessions: input.sessions.clone(),
+            },
+            ScreenAction::Annotate => UiCommand::Annotate {
+                annotations: input.annotations.clone().unwrap_or_default(),
+                ttl_seconds: input.ttl_seconds.unwrap_or(DEFAULT_TTL),
+            },
+            ScreenAction::AnnotationsClear => UiCommand::AnnotationsClear,
+        })
     }
 
     fn name(self) -> String {
@@ -182,7 +231,40 @@ pub struct ScreenInput {
     /// Where to dock the panel; only with terminal_show or browser_show.
     #[serde(default)]
     pub dock: Option<Dock>,
+    /// The pane (a paneId from layout) for split_right, split_down, close_pane, focus and
+    /// navigate; it wins over sessionKey's pane.
+    #[serde(default)]
+    #[schemars(regex(pattern = r"^[A-Za-z0-9_-]{1,32}$"))]
+    pub pane_id: Option<String>,
+    /// The layout revision (from layout) the arrangement is based on; a UI whose layout
+    /// changed since refuses with its current revision.
+    #[serde(default)]
+    pub expected_revision: Option<u64>,
+    /// "requester": only the Control UI that started the current turn; "all" (default).
+    #[serde(default)]
+    pub target: Option<Target>,
+    /// Only this UI (a uiId from layout); not with target.
+    #[serde(default)]
+    pub ui_id: Option<String>,
+    /// apply_layout: a built-in preset.
+    #[serde(default)]
+    pub preset: Option<Preset>,
+    /// apply_layout: a layout the person saved by this name in the Control UI.
+    #[serde(default)]
+    pub name: Option<String>,
+    /// apply_layout with a preset: the sessions to show, in order (at most four).
+    #[serde(default)]
+    pub sessions: Option<Vec<String>>,
+    /// annotate: one to four labels or arrows.
+    #[serde(default)]
+    pub annotations: Option<Vec<Annotation>>,
+    /// annotate: seconds until they go (3 to 120, default 10).
+    #[serde(default)]
+    pub ttl_seconds: Option<u32>,
 }
+
+/// An annotation's life when the call gives none.
+const DEFAULT_TTL: u32 = 10;
 
 /// The error part of a failed call's result.
 #[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
@@ -206,6 +288,9 @@ pub struct ScreenOutput {
     /// What each Control UI did.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub outcomes: Option<Vec<UiOutcome>>,
+    /// The layout action's answer: each targeted UI's layout.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub uis: Option<Vec<UiLayout>>,
     /// Why the call failed, when `ok` is false.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error: Option<ScreenErrorBody>,
@@ -314,12 +399,109 @@ pub fn command_params(
             "dock is allowed only with terminal_show or browser_show",
         ));
     }
-    Ok(UiCommandParams {
-        command: action.command(input.session_key.clone(), input.dock),
+    let only = |given: bool, what: &str, with: ScreenAction| {
+        if given && action != with {
+            Err(ScreenError::invalid(format!(
+                "{what} applies only to {}",
+                with.name()
+            )))
+        } else {
+            Ok(())
+        }
+    };
+    only(input.preset.is_some(), "preset", ScreenAction::ApplyLayout)?;
+    only(input.name.is_some(), "name", ScreenAction::ApplyLayout)?;
+    only(
+        input.sessions.is_some(),
+        "sessions",
+        ScreenAction::ApplyLayout,
+    )?;
+    only(
+        input.annotations.is_some(),
+        "annotations",
+        ScreenAction::Annotate,
+    )?;
+    only(
+        input.ttl_seconds.is_some(),
+        "ttlSeconds",
+        ScreenAction::Annotate,
+    )?;
+    if input.pane_id.is_some() && !action.uses_session() {
+        return Err(ScreenError::invalid(format!(
+            "paneId does not apply to {}",
+            action.name()
+        )));
+    }
+    if input.expected_revision.is_some() && action == ScreenAction::Layout {
+        return Err(ScreenError::invalid(
+            "expectedRevision does not apply to layout",
+        ));
+    }
+    for key in input.sessions.iter().flatten().chain(
+        input
+            .annotations
+            .iter()
+            .flatten()
+            .filter_map(|a| a.session_key.as_ref()),
+    ) {
+        if !is_session_id(key) {
+            return Err(ScreenError::invalid(format!(
+                "{key:?} is not a session ID (ses_ followed by 26 letters or digits)"
+            )));
+        }
+    }
+    let requester = input.target == Some(Target::Requester);
+    let command = action
+        .command(input)
+        .ok_or_else(|| ScreenError::invalid("layout is a read, not a command"))?;
+    let params = UiCommandParams {
+        command,
         session_key: default_session
-            .filter(|_| action.uses_session())
+            .filter(|_| action.uses_session() || requester)
             .map(str::to_string),
         wait: Some(true),
+        expected_revision: input.expected_revision,
+        target: input.target,
+        ui_id: input.ui_id.clone(),
+    };
+    // The gateway checks the rest too; here a bad call is refused before connecting.
+    params.validate(&AnySession).map_err(ScreenError::invalid)?;
+    Ok(params)
+}
+
+/// Session existence is the gateway's to check; this side checks only the shapes.
+struct AnySession;
+impl crate::SessionDirectory for AnySession {
+    fn contains(&self, _session_id: &str) -> bool {
+        true
+    }
+}
+
+/// The `ui.layout` params of a layout call.
+pub fn layout_params(
+    input: &ScreenInput,
+    default_session: Option<&str>,
+) -> Result<UiLayoutParams, ScreenError> {
+    let stray = input.session_key.is_some()
+        || input.dock.is_some()
+        || input.pane_id.is_some()
+        || input.expected_revision.is_some()
+        || input.preset.is_some()
+        || input.name.is_some()
+        || input.sessions.is_some()
+        || input.annotations.is_some()
+        || input.ttl_seconds.is_some();
+    if stray {
+        return Err(ScreenError::invalid("layout takes only target or uiId"));
+    }
+    crate::ui_layout::check_target(input.target, input.ui_id.as_deref())
+        .map_err(ScreenError::invalid)?;
+    Ok(UiLayoutParams {
+        target: input.target,
+        ui_id: input.ui_id.clone(),
+        session_key: default_session
+            .filter(|_| input.target == Some(Target::Requester))
+            .map(str::to_string),
     })
 }
 
@@ -341,6 +523,7 @@ fn success(res: UiCommandResponse) -> ScreenOutput {
         ok: res.ok,
         delivered: Some(res.delivered),
         outcomes: res.outcomes,
+        uis: None,
         error: None,
     }
 }
@@ -353,6 +536,7 @@ fn result_of(out: Result<ScreenOutput, ScreenError>) -> CallToolResult {
                 ok: false,
                 delivered: None,
                 outcomes: None,
+                uis: None,
                 error: Some(ScreenErrorBody {
                     code: e.code,
                     message: e.message,
@@ -433,6 +617,23 @@ impl<C: Connector> ScreenServer<C> {
         let input: ScreenInput =
             serde_json::from_value(Value::Object(arguments.unwrap_or_default()))
                 .map_err(|e| ScreenError::invalid(format!("invalid screen arguments: {e}")))?;
+        if input.action == ScreenAction::Layout {
+            let params = layout_params(&input, self.default_session.as_deref())?;
+            return tokio::time::timeout(CALL_TIMEOUT, async {
+                let client = self.connector.connect().await?;
+                let uis = client.ui_layout(&params).await;
+                client.close().await;
+                Ok(ScreenOutput {
+                    ok: true,
+                    delivered: None,
+                    outcomes: None,
+                    uis: Some(uis?),
+                    error: None,
+                })
+            })
+            .await
+            .map_err(|_| ScreenError::from(ClientError::Timeout))?;
+        }
         let params = command_params(&input, self.default_session.as_deref())?;
         tokio::time::timeout(CALL_TIMEOUT, async {
             let client = self.connector.connect().await?;
@@ -516,7 +717,8 @@ mod tests {
             p.command,
             UiCommand::Split {
                 direction: SplitDirection::Down,
-                session_key: Some(S.into())
+                session_key: Some(S.into()),
+                pane_id: None,
             }
         );
         let p = params(json!({"action": "terminal_show", "dock": "right"}), None).unwrap();
@@ -529,8 +731,65 @@ mod tests {
             }
         );
         for a in ScreenAction::ALL {
-            assert!(params(json!({"action": a}), None).is_ok(), "{a:?}");
+            let needs = matches!(
+                a,
+                ScreenAction::Layout | ScreenAction::ApplyLayout | ScreenAction::Annotate
+            );
+            assert_eq!(params(json!({"action": a}), None).is_ok(), !needs, "{a:?}");
         }
+        let p = params(
+            json!({"action": "focus", "paneId": "p2", "expectedRevision": 7, "uiId": "c1"}),
+            None,
+        )
+        .unwrap();
+        assert_eq!(p.command.pane_id(), Some("p2"));
+        assert_eq!(
+            (p.expected_revision, p.ui_id.as_deref()),
+            (Some(7), Some("c1"))
+        );
+        let p = params(
+            json!({"action": "annotate", "annotations": [{"text": "here", "panel": "terminal"}]}),
+            None,
+        )
+        .unwrap();
+        assert!(matches!(
+            p.command,
+            UiCommand::Annotate {
+                ttl_seconds: 10,
+                ..
+            }
+        ));
+        let p = params(
+            json!({"action": "apply_layout", "preset": "pair", "sessions": [S, S]}),
+            None,
+        )
+        .unwrap();
+        assert!(matches!(
+            p.command,
+            UiCommand::ApplyLayout {
+                preset: Some(Preset::Pair),
+                ..
+            }
+        ));
+    }
+
+    #[test]
+    fn the_layout_read_takes_only_a_target() {
+        let input = |v| serde_json::from_value::<ScreenInput>(v).unwrap();
+        let p = layout_params(
+            &input(json!({"action": "layout", "target": "requester"})),
+            Some(S),
+        )
+        .unwrap();
+        assert_eq!(p.session_key.as_deref(), Some(S));
+        assert!(layout_params(&input(json!({"action": "layout", "paneId": "p1"})), None).is_err());
+        assert!(
+            layout_params(
+                &input(json!({"action": "layout", "target": "all", "uiId": "x"})),
+                None
+            )
+            .is_err()
+        );
     }
 
     #[test]
@@ -554,6 +813,15 @@ mod tests {
             json!({"action": "zoom"}),
             json!({"action": "focus", "extra": 1}),
             json!({"action": "browser_show", "dock": "left"}),
+            json!({"action": "sidebar_show", "paneId": "p1"}),
+            json!({"action": "layout", "expectedRevision": 1}),
+            json!({"action": "focus", "preset": "grid"}),
+            json!({"action": "apply_layout", "preset": "grid", "name": "x"}),
+            json!({"action": "apply_layout", "preset": "grid", "sessions": ["nope"]}),
+            json!({"action": "annotate", "annotations": [], "ttlSeconds": 5}),
+            json!({"action": "annotate", "annotations": [{"text": "x", "paneId": "p1"}], "ttlSeconds": 500}),
+            json!({"action": "focus", "target": "requester", "uiId": "c"}),
+            json!({"action": "focus", "target": "mine"}),
         ] {
             assert!(params(bad.clone(), None).is_err(), "{bad}");
         }
