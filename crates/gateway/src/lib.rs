@@ -32,7 +32,8 @@
 //!
 //! Module map: [`frame`] (wire frames, error codes), [`method`] (method and event names),
 //! [`handshake`] (`connect`, `hello-ok`), [`scope`], [`ui_command`] (command types and
-//! acknowledgements), `hub` (registry and fan-out), `outbound` (bounded per-connection queues),
+//! acknowledgements), [`ui_layout`] (layout reports, `ui.layout`, targets), `hub` (registry,
+//! fan-out and the latest layouts), `outbound` (bounded per-connection queues),
 //! `connection` (reader and writer tasks), `terminal` (the operator terminal's wire side; the backend
 //! runs the commands through a [`TerminalHost`]), [`client`], [`screen`].
 
