@@ -662,6 +662,16 @@ impl Conn {
             }
             Method::UiLayout => {
                 self.need(Scope::Read)?;
+                // A session's screen credential reads the screen only while it may arrange it.
+                if let Some(session) = &self.entry.screen_session
+                    && !self.screen_enabled(session)
+                {
+                    return Err(ErrorShape::new(
+                        ErrorCode::Forbidden,
+                        "the screen tool is not enabled for this turn",
+                    )
+                    .with_details(json!({"code": "SCREEN_DISABLED"})));
+                }
                 let p: UiLayoutParams = parse_params(params, method)?;
                 check_target(p.target, p.ui_id.as_deref())
                     .map_err(|m| ErrorShape::invalid(format!("invalid {method} params: {m}")))?;

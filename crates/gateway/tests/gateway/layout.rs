@@ -6,7 +6,7 @@ use std::sync::{Arc, Mutex};
 use ax_gateway::SessionScreens;
 use serde_json::{Value, json};
 
-use crate::util::{ALL, Client, SESSION_A, eventually, start};
+use crate::util::{ALL, Client, SESSION_A, TOKEN, eventually, start, typed};
 
 fn report(revision: u64, session: &str) -> Value {
     json!({"revision": revision,
@@ -187,4 +187,43 @@ async fn requester_means_the_ui_that_started_the_turn_and_nothing_else() {
     let _ = ui2.event("ui.command").await;
     let _ = ui1.request("ping", json!({})).await;
     assert!(ui1.events.iter().all(|e| e["event"] != "ui.command"));
+}
+
+/// A session credential whose gate the test opens.
+struct Gate(Mutex<bool>);
+const SESSION_TOKEN: &str = "session-a-layout-credential-0123456789";
+impl SessionScreens for Gate {
+    fn session_of(&self, token: &ax_core::Secret) -> Option<String> {
+        (token.expose() == SESSION_TOKEN).then(|| SESSION_A.to_string())
+    }
+    fn enabled(&self, _session: &str) -> bool {
+        *self.0.lock().unwrap()
+    }
+}
+
+#[tokio::test]
+async fn a_session_credential_reads_layouts_only_while_its_gate_is_open() {
+    use ax_gateway::{ClientMode, Method, Scope};
+    let gw = start().await;
+    let gate = Arc::new(Gate(Mutex::new(false)));
+    assert!(gw.gateway.set_session_screens(gate.clone()));
+    let every = [Scope::Read, Scope::Write];
+    let ui = typed(gw.addr, ClientMode::Ui, &["ui-commands"], &every, TOKEN)
+        .await
+        .unwrap();
+    ui.request(Method::UiLayoutReport, report(2, SESSION_A))
+        .await
+        .unwrap();
+    let agent = typed(gw.addr, ClientMode::Agent, &[], &every, SESSION_TOKEN)
+        .await
+        .unwrap();
+    let err = agent
+        .request(Method::UiLayout, json!({}))
+        .await
+        .unwrap_err();
+    let shape = err.gateway_error().unwrap();
+    assert_eq!(shape.code, ax_gateway::ErrorCode::Forbidden);
+    *gate.0.lock().unwrap() = true;
+    let res = agent.request(Method::UiLayout, json!({})).await.unwrap();
+    assert_eq!(res["uis"][0]["revision"], 2, "{res}");
 }
