@@ -35,7 +35,8 @@
 //! acknowledgements), [`ui_layout`] (layout reports, `ui.layout`, targets), `hub` (registry,
 //! fan-out and the latest layouts), `outbound` (bounded per-connection queues),
 //! `connection` (reader and writer tasks), `terminal` (the operator terminal's wire side; the backend
-//! runs the commands through a [`TerminalHost`]), [`client`], [`screen`].
+//! runs the commands through a [`TerminalHost`]), [`client`], [`screen`] and its arguments
+//! [`screen_args`].
 
 use std::{
     future::Future,
@@ -59,6 +60,7 @@ mod outbound;
 mod pty;
 pub mod scope;
 pub mod screen;
+pub mod screen_args;
 mod terminal;
 pub mod ui_command;
 pub mod ui_layout;
