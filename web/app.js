@@ -14,6 +14,7 @@ import { agentOf, sessionTitle } from './present.js';
 import { BrowserPanel, TerminalPanel, placePanels } from './panels.js';
 import { ServerProof } from './proof.js';
 import { applyDelta } from './turn.js';
+import { ScreenSide } from './screen.js';
 
 const TOKEN_KEY = 'ax-code.token';
 const $ = (id) => document.getElementById(id);
@@ -221,6 +222,7 @@ class ControlUi {
     this.reloadAt = new Map();
     this.terminal = new TerminalPanel(this.actions);
     this.browser = new BrowserPanel(this.actions);
+    this.screen = new ScreenSide(this);
     this.gateway = new GatewayClient({
       token,
       proof: this.proof,
@@ -262,6 +264,7 @@ class ControlUi {
         /* storage full or disabled: the layout still works for this page */
       }
     }
+    this.screen?.report();
   }
 
   setLayout(layout) {
@@ -274,6 +277,7 @@ class ControlUi {
     $('signin').hidden = true;
     $('app').hidden = false;
     this.browser.show(this.layout.panels.browser.url);
+    this.screen.renderSaved();
     const note = (ev) => this.noteInput(ev);
     for (const type of ['keydown', 'pointerdown', 'pointermove', 'wheel', 'paste', 'input']) {
       document.addEventListener(type, note, { capture: true, passive: true, signal: this.abort.signal });
@@ -480,7 +484,14 @@ class ControlUi {
 
   // ---- ui.command ----
 
+  /** One `ui.command`; the acknowledgement carries the layout revision after it. */
   handleCommand(payload) {
+    const result = this.screen.handle(payload) ?? this.handleLayoutCommand(payload);
+    this.screen.report();
+    return { ...result, revision: this.screen.revision };
+  }
+
+  handleLayoutCommand(payload) {
     let result = applyCommand(this.layout, payload);
     if (result.outcome === 'applied' && GUARDED.has(payload?.command?.kind)) {
       const kind = payload.command.kind;
@@ -711,6 +722,7 @@ class ControlUi {
         this.restoringFocus = false;
       }
     }
+    this.screen.place();
   }
 
   /**
@@ -759,6 +771,7 @@ class ControlUi {
     });
     if (items.length === 0) items.push(h('li', { class: 'muted', text: 'No sessions yet.' }));
     list.replaceChildren(...items);
+    this.screen.place();
   }
 
   /** Rename and delete buttons of one sidebar row; the list updates from the event stream. */
@@ -843,6 +856,7 @@ class ControlUi {
     $('connection').dataset.gateway = state;
     this.gatewayDetail = detail ?? '';
     this.terminal.onGateway(state);
+    if (state === 'connected') this.screen.connected();
     this.showConnection();
     if (state === 'unauthorized') signOut('The gateway refused the access token.');
   }

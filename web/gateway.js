@@ -12,7 +12,7 @@ export class GatewayClient {
    * @param {string} o.token
    * @param {import('./proof.js').ServerProof} o.proof  shared with the HTTP API client
    * @param {(e: Error) => void} o.onNotProven  the server failed the proof: stop for good
-   * @param {(payload: object) => {outcome: string, reason?: string}} o.onCommand
+   * @param {(payload: object) => {outcome: string, reason?: string, revision?: number, notApplied?: object[]}} o.onCommand
    * @param {(name: string, payload: object) => void} o.onEvent
    * @param {(state: string, detail?: string) => void} o.onStatus
    */
@@ -154,6 +154,13 @@ export class GatewayClient {
       }
       const params = { commandId: payload.commandId, outcome: result.outcome };
       if (result.reason) params.reason = String(result.reason).slice(0, 500);
+      if (Number.isInteger(result.revision)) params.revision = result.revision;
+      if (Array.isArray(result.notApplied) && result.notApplied.length) {
+        params.notApplied = result.notApplied.slice(0, 16).map((n) => ({
+          ...(typeof n.paneId === 'string' ? { paneId: n.paneId } : {}),
+          reason: String(n.reason).slice(0, 500),
+        }));
+      }
       this.request('ui.command.result', params).catch(() => {});
       return;
     }

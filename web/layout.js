@@ -150,6 +150,9 @@ export function applyCommand(current, payload) {
   const named = typeof command.sessionKey === 'string' ? command.sessionKey : null;
   // "Current session": the agent's own session when it runs in one, else the active pane's.
   const target = named ?? source ?? activePane(layout).session;
+  // A `paneId` names the pane itself (docs/gateway.md §3); one this tab lacks is reported.
+  const byId = typeof command.paneId === 'string' ? locate(layout, command.paneId)?.pane ?? null : null;
+  if (typeof command.paneId === 'string' && !byId) return ignored(current, `no pane ${command.paneId}`);
 
   switch (command.kind) {
     case 'split': {
@@ -158,7 +161,7 @@ export function applyCommand(current, payload) {
       }
       if (!target) return ignored(current, 'no session to show in the new pane');
       if (allPanes(layout).length >= MAX_PANES) return ignored(current, `at most ${MAX_PANES} panes`);
-      const beside = (source && paneShowing(layout, source)) || activePane(layout);
+      const beside = byId || (source && paneShowing(layout, source)) || activePane(layout);
       const at = locate(layout, beside.id);
       if (command.direction === 'down') {
         const half = at.pane.weight / 2;
@@ -176,23 +179,23 @@ export function applyCommand(current, payload) {
       return applied(layout);
     }
     case 'close-pane': {
-      if (!target) return ignored(current, 'no current session to close');
-      const pane = paneShowing(layout, target);
+      if (!byId && !target) return ignored(current, 'no current session to close');
+      const pane = byId ?? paneShowing(layout, target);
       if (!pane) return ignored(current, `no pane shows session ${target}`);
       if (allPanes(layout).length === 1) return ignored(current, 'cannot close the last pane');
       closePane(layout, pane.id);
       return applied(layout);
     }
     case 'focus': {
-      if (!target) return ignored(current, 'no current session to focus');
-      const pane = paneShowing(layout, target);
+      if (!byId && !target) return ignored(current, 'no current session to focus');
+      const pane = byId ?? paneShowing(layout, target);
       if (!pane) return ignored(current, `no pane shows session ${target}`);
       layout.active = pane.id;
       return applied(layout);
     }
     case 'navigate': {
       if (!target) return ignored(current, 'no session to open');
-      activePane(layout).session = target;
+      (byId ?? activePane(layout)).session = target;
       return applied(layout);
     }
     case 'sidebar': {
@@ -309,4 +312,156 @@ export function draftPanes(before, after, kind) {
   if (kind !== 'close-pane') return affectedPanes(before, after);
   const kept = new Set(allPanes(after).map((p) => p.id));
   return allPanes(before).filter((p) => !kept.has(p.id));
+}
+
+/**
+ * What `ui.layout.report` says of a layout (docs/gateway.md §3): the arrangement only, pane
+ * IDs, sessions, positions and relative sizes, the sidebar and the panels.
+ */
+export function layoutReport(layout, revision) {
+  const total = layout.columns.reduce((n, c) => n + c.weight, 0) || 1;
+  const panes = [];
+  layout.columns.forEach((col, column) => {
+    const inCol = col.panes.reduce((n, p) => n + p.weight, 0) || 1;
+    col.panes.forEach((pane, row) => {
+      const size = Math.round((col.weight / total) * (pane.weight / inCol) * 1e4) / 1e4;
+      const entry = { paneId: pane.id, column, row, active: pane.id === activePane(layout).id, size: Math.min(1, size) };
+      if (pane.session) entry.sessionId = pane.session;
+      panes.push(entry);
+    });
+  });
+  const panel = (p) => ({ shown: p.open, dock: p.dock });
+  return {
+    revision,
+    panes,
+    sidebar: { shown: layout.sidebar },
+    terminal: panel(layout.panels.terminal),
+    browser: panel(layout.panels.browser),
+  };
+}
+
+/**
+ * The arrangement a preset asks for, from `current` and the sessions to show (default: those
+ * the layout shows, the active pane's first): `{columns: [[session…]…], sidebar?, terminal?}`,
+ * or `{error}` when it cannot apply at all.
+ */
+export function presetSpec(current, preset, sessions) {
+  const shown = [activePane(current).session, ...allPanes(current).map((p) => p.session)];
+  const list = [...new Set(Array.isArray(sessions) && sessions.length ? sessions : shown.filter(Boolean))];
+  const first = list[0];
+  switch (preset) {
+    case 'focus':
+      return first ? { columns: [[first]], sidebar: false } : { error: 'no session to focus on' };
+    case 'review':
+      return first ? { columns: [[first]], terminal: { open: true, dock: 'right' } } : { error: 'no session to review' };
+    case 'pair':
+      return list.length >= 2 ? { columns: [[list[0]], [list[1]]] } : { error: 'pair needs two sessions' };
+    case 'grid': {
+      const four = list.slice(0, 4);
+      if (four.length === 0) return { error: 'no session for the grid' };
+      const columns = four.length === 1 ? [[four[0]]] : [[four[0]], [four[1]]];
+      if (four[2]) columns[0].push(four[2]);
+      if (four[3]) columns[1].push(four[3]);
+      return { columns };
+    }
+    default:
+      return { error: `unknown preset: ${String(preset)}` };
+  }
+}
+
+/** A saved layout's spec: the arrangement of `layout` without its pane IDs. */
+export function savedSpec(layout) {
+  return {
+    columns: layout.columns.map((c) => c.panes.map((p) => p.session)),
+    weights: layout.columns.map((c) => ({ weight: c.weight, panes: c.panes.map((p) => p.weight) })),
+    sidebar: layout.sidebar,
+    terminal: { open: layout.panels.terminal.open, dock: layout.panels.terminal.dock },
+    browser: { open: layout.panels.browser.open, dock: layout.panels.browser.dock },
+  };
+}
+
+/** A stored spec, checked; null if anything is off. */
+export function sanitizeSpec(raw) {
+  if (!isObj(raw) || !Array.isArray(raw.columns) || raw.columns.length === 0) return null;
+  let count = 0;
+  for (const col of raw.columns) {
+    if (!Array.isArray(col) || col.length === 0 || !col.every(sessionOk)) return null;
+    count += col.length;
+  }
+  if (count > MAX_PANES) return null;
+  const spec = { columns: raw.columns.map((c) => [...c]) };
+  if (Array.isArray(raw.weights) && raw.weights.length === raw.columns.length
+    && raw.weights.every((w, i) => isObj(w) && posNum(w.weight) && Array.isArray(w.panes)
+      && w.panes.length === raw.columns[i].length && w.panes.every(posNum))) {
+    spec.weights = raw.weights.map((w) => ({ weight: w.weight, panes: [...w.panes] }));
+  }
+  if (typeof raw.sidebar === 'boolean') spec.sidebar = raw.sidebar;
+  for (const name of PANELS) {
+    const p = raw[name];
+    if (isObj(p) && typeof p.open === 'boolean' && DOCKS.includes(p.dock)) spec[name] = { open: p.open, dock: p.dock };
+  }
+  return spec;
+}
+
+/**
+ * Goes from `current` to the arrangement `spec` in one act, under human priority: `using(pane)`
+ * says why the person is using a pane (or null), and such a pane is never moved (its column
+ * and row), closed or given another session. When the arrangement would do that, the panes are
+ * left as they are and each pane in the way is listed in `notApplied`; the sidebar and panels
+ * still follow the spec. Returns `{layout, outcome, reason?, notApplied}`.
+ */
+export function arrange(current, spec, using) {
+  const layout = structuredClone(current);
+  const pool = allPanes(current).map((p) => ({ ...p, at: locate(current, p.id) }));
+  const taken = new Set();
+  const pick = (session, ci, pi) => {
+    const free = pool.filter((p) => !taken.has(p.id) && p.session === session);
+    const same = free.find((p) => p.at.ci === ci && p.at.pi === pi);
+    return same ?? free[0] ?? null;
+  };
+  let nextId = layout.nextId;
+  const columns = spec.columns.map((sessions, ci) => ({
+    weight: spec.weights?.[ci]?.weight ?? 1,
+    panes: sessions.map((session, pi) => {
+      const reuse = pick(session, ci, pi);
+      if (reuse) taken.add(reuse.id);
+      const id = reuse ? reuse.id : `p${nextId++}`;
+      return { id, session, weight: spec.weights?.[ci]?.panes?.[pi] ?? 1 };
+    }),
+  }));
+  const notApplied = [];
+  for (const pane of pool) {
+    const why = using(pane);
+    if (!why) continue;
+    const now = columns[pane.at.ci]?.panes[pane.at.pi];
+    if (!now || now.id !== pane.id || now.session !== pane.session) {
+      notApplied.push({ paneId: pane.id, reason: `left as it is: ${why}` });
+    }
+  }
+  let changed = false;
+  if (notApplied.length === 0) {
+    const ids = new Set(columns.flatMap((c) => c.panes.map((p) => p.id)));
+    layout.columns = columns;
+    layout.nextId = nextId;
+    if (!ids.has(layout.active)) layout.active = columns[0].panes[0].id;
+    changed = JSON.stringify(layoutReport(layout, 0)) !== JSON.stringify(layoutReport(current, 0));
+  }
+  if (typeof spec.sidebar === 'boolean' && layout.sidebar !== spec.sidebar) {
+    layout.sidebar = spec.sidebar;
+    changed = true;
+  }
+  for (const name of PANELS) {
+    const want = spec[name];
+    if (!want) continue;
+    const panel = layout.panels[name];
+    if (panel.open !== want.open || (want.open && panel.dock !== want.dock)) {
+      panel.open = want.open;
+      if (want.open) panel.dock = want.dock;
+      changed = true;
+    }
+  }
+  if (!changed && notApplied.length > 0) {
+    return { layout: current, outcome: 'ignored', reason: 'human priority: every change is in a pane the person is using', notApplied };
+  }
+  return { layout: changed ? layout : current, outcome: 'applied', notApplied };
 }

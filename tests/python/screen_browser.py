@@ -26,6 +26,8 @@ from axtest import Backend, browser, check, close_browser, mcp_session, run_chec
 ACTIONS = [
     "split_right", "split_down", "close_pane", "focus", "navigate", "sidebar_show",
     "sidebar_hide", "terminal_show", "terminal_hide", "browser_show", "browser_hide",
+    # Beyond v1 (tested in screen_layout_browser.py).
+    "layout", "apply_layout", "annotate", "annotations_clear",
 ]
 
 
@@ -111,7 +113,7 @@ async def run(binary, artifacts):
             check([t.name for t in tools] == ["screen"], "exactly one tool: screen")
             tool = tools[0]
             check(tool.input_schema.get("additionalProperties") is False, "closed input schema")
-            check(tool.input_schema["properties"]["action"]["enum"] == ACTIONS, "the 11 actions")
+            check(tool.input_schema["properties"]["action"]["enum"] == ACTIONS, "the 11 v1 actions, then the 4 beyond")
             check(tool.output_schema is not None, "declares an outputSchema")
             jsonschema.Draft202012Validator.check_schema(tool.output_schema)
 

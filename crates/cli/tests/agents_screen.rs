@@ -31,6 +31,17 @@ fn main() {
         "agent_screen_browser.py failed ({status}); its checks are printed above"
     );
     println!("test the_in_session_screen_tool_follows_the_client_of_the_turn ... ok");
+    println!("test target_requester_reaches_the_tab_that_started_the_turn ...");
+    let status = run_script(
+        "agent_screen_requester.py",
+        &[AX.as_ref(), mock.as_os_str()],
+        Duration::from_secs(240),
+    );
+    assert!(
+        status.success(),
+        "agent_screen_requester.py failed ({status}); its checks are printed above"
+    );
+    println!("test target_requester_reaches_the_tab_that_started_the_turn ... ok");
     println!("test the_screen_server_lists_the_tool_and_checks_the_gate_per_call ...");
     tokio::runtime::Builder::new_multi_thread()
         .enable_all()

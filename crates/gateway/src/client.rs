@@ -45,6 +45,7 @@ use crate::{
     method::{Event, Method},
     scope::Scope,
     ui_command::{UiCommandParams, UiCommandResponse},
+    ui_layout::{UiLayout, UiLayoutParams},
 };
 
 type Socket = WebSocketStream<MaybeTlsStream<TcpStream>>;
@@ -335,6 +336,16 @@ impl GatewayClient {
         let payload = self.request(method, to_value(params)?).await?;
         serde_json::from_value(payload)
             .map_err(|e| ClientError::Protocol(format!("{method} response: {e}")))
+    }
+
+    /// `ui.layout`: the layouts the targeted Control UIs reported.
+    pub async fn ui_layout(&self, params: &UiLayoutParams) -> Result<Vec<UiLayout>, ClientError> {
+        #[derive(serde::Deserialize)]
+        struct Answer {
+            uis: Vec<UiLayout>,
+        }
+        let a: Answer = self.call(Method::UiLayout, params).await?;
+        Ok(a.uis)
     }
 
     /// `ui.command`: what the Control UIs were sent (and, with `wait`, what they did).

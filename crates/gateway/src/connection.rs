@@ -39,6 +39,7 @@ use crate::{
     scope::{Scope, Scopes},
     terminal::{self, KillParams, RunParams, TerminalSlot},
     ui_command::{UiCommandEvent, UiCommandParams, UiCommandResponse, UiCommandResultParams},
+    ui_layout::{LayoutReport, Target, UiLayoutParams, UiLayoutResponse, check_target},
 };
 
 /// Largest frame before the handshake completes.
@@ -246,6 +247,7 @@ fn run(shared: Arc<Shared>, opened: Opened) -> impl Future<Output = ()> + Send +
         screen_session,
         out: out.clone(),
         last_seen: AtomicU64::new(shared.clock_ms()),
+        layout: std::sync::Mutex::new(None),
     });
     shared.hub.register(entry.clone());
     let terminal = Arc::new(TerminalSlot::default());
@@ -638,29 +640,45 @@ impl Conn {
             }
             Method::UiCommand => self.ui_command(req, params),
             Method::UiCommandResult => {
-                if !self.entry.ui_target {
+                self.need_ui_target(method)?;
+                let p: UiCommandResultParams = parse_params(params, method)?;
+                if !p.is_bounded() {
+                    return Err(ErrorShape::invalid(
+                        "invalid ui.command.result params: commandId, reason or notApplied too long",
+                    ));
+                }
+                let accepted = self.shared.hub.record_outcome(self.entry.key, p);
+                self.respond(&req.id, json!({"accepted": accepted}));
+                Ok(())
+            }
+            Method::UiLayoutReport => {
+                self.need_ui_target(method)?;
+                let p: LayoutReport = parse_params(params, method)?;
+                p.validate()
+                    .map_err(|m| ErrorShape::invalid(format!("invalid {method} params: {m}")))?;
+                self.shared.hub.set_layout(&self.entry, p);
+                self.respond(&req.id, json!({"ok": true}));
+                Ok(())
+            }
+            Method::UiLayout => {
+                self.need(Scope::Read)?;
+                // A session's screen credential reads the screen only while it may arrange it.
+                if let Some(session) = &self.entry.screen_session
+                    && !self.screen_enabled(session)
+                {
                     return Err(ErrorShape::new(
                         ErrorCode::Forbidden,
-                        "ui.command.result is only for ui clients with the ui-commands cap",
-                    ));
+                        "the screen tool is not enabled for this turn",
+                    )
+                    .with_details(json!({"code": "SCREEN_DISABLED"})));
                 }
-                let p: UiCommandResultParams = parse_params(params, method)?;
-                if p.command_id.len() > MAX_ID_LEN
-                    || p.reason
-                        .as_ref()
-                        .is_some_and(|r| r.len() > crate::ui_command::MAX_REASON)
-                {
-                    return Err(ErrorShape::invalid(
-                        "invalid ui.command.result params: commandId or reason too long",
-                    ));
-                }
-                let accepted = self.shared.hub.record_outcome(
-                    &p.command_id,
-                    self.entry.key,
-                    p.outcome,
-                    p.reason,
-                );
-                self.respond(&req.id, json!({"accepted": accepted}));
+                let p: UiLayoutParams = parse_params(params, method)?;
+                check_target(p.target, p.ui_id.as_deref())
+                    .map_err(|m| ErrorShape::invalid(format!("invalid {method} params: {m}")))?;
+                let only = self.resolve_target(p.target, p.ui_id, p.session_key.as_deref())?;
+                let uis = self.shared.hub.layouts(only.as_deref())?;
+                let payload = serde_json::to_value(UiLayoutResponse { uis }).unwrap_or(Value::Null);
+                self.respond(&req.id, payload);
                 Ok(())
             }
             Method::TerminalRun => {
@@ -752,6 +770,48 @@ impl Conn {
         }
     }
 
+    fn need_ui_target(&self, method: Method) -> Result<(), ErrorShape> {
+        if self.entry.ui_target {
+            Ok(())
+        } else {
+            Err(ErrorShape::new(
+                ErrorCode::Forbidden,
+                format!("{method} is only for ui clients with the ui-commands cap"),
+            ))
+        }
+    }
+
+    /// The one UI a request is for (`None`: every UI). `requester` is the Control UI that
+    /// started the current turn of the connection's own session (a session's screen
+    /// credential) or else of `session`; none is `UNAVAILABLE`, never everyone instead.
+    fn resolve_target(
+        &self,
+        target: Option<Target>,
+        ui_id: Option<String>,
+        session: Option<&str>,
+    ) -> Result<Option<String>, ErrorShape> {
+        if ui_id.is_some() {
+            return Ok(ui_id);
+        }
+        if target != Some(Target::Requester) {
+            return Ok(None);
+        }
+        let session = self.entry.screen_session.as_deref().or(session);
+        let requester = session.and_then(|s| {
+            self.shared
+                .session_screens
+                .get()
+                .and_then(|screens| screens.requester(s))
+        });
+        match requester {
+            Some(id) => Ok(Some(id)),
+            None => Err(ErrorShape::new(
+                ErrorCode::Unavailable,
+                "no requester: no Control UI started a turn of this session that is running now",
+            )),
+        }
+    }
+
     fn screen_enabled(&self, session: &str) -> bool {
         self.shared
             .session_screens
@@ -796,12 +856,17 @@ impl Conn {
                 "too many ui.command requests waiting on this connection",
             ));
         }
+        let only = self.resolve_target(p.target, p.ui_id, p.session_key.as_deref())?;
         let event = UiCommandEvent {
             command: p.command,
             session_key: p.session_key,
             command_id: format!("cmd_{}", crate::random_hex(8)?),
+            expected_revision: p.expected_revision,
         };
-        let delivery = self.shared.hub.fan_out_ui_command(&event, wait)?;
+        let delivery = self
+            .shared
+            .hub
+            .fan_out_ui_command(&event, wait, only.as_deref())?;
         let Some(done) = delivery.wait else {
             let payload = UiCommandResponse {
                 ok: true,

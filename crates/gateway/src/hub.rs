@@ -14,7 +14,8 @@ use tokio::sync::oneshot;
 use crate::{
     frame::{ErrorCode, ErrorShape, EventPrefix},
     outbound::{Out, Outbound},
-    ui_command::{AckOutcome, Outcome, UiCommandEvent, UiOutcome},
+    ui_command::{Outcome, UiCommandEvent, UiCommandResultParams, UiOutcome},
+    ui_layout::{LayoutReport, UiLayout},
 };
 
 /// Waited commands held at once across the gateway (each lives at most the wait timeout).
@@ -31,11 +32,13 @@ pub(crate) struct ConnEntry {
     pub out: Arc<Outbound>,
     /// When a frame last came from the peer (the gateway clock, ms).
     pub last_seen: AtomicU64,
+    /// The UI's latest `ui.layout.report`.
+    pub layout: Mutex<Option<LayoutReport>>,
 }
 
 struct Pending {
     targets: Vec<(u64, String)>,
-    answers: HashMap<u64, (AckOutcome, Option<String>)>,
+    answers: HashMap<u64, UiCommandResultParams>,
     done: Option<oneshot::Sender<()>>,
 }
 
@@ -118,20 +121,54 @@ impl Hub {
         }
     }
 
-    /// Send `event` to every UI target. The event is serialised once for all of them.
+    /// The live UI targets, or only the one `only` names (absent: `UNAVAILABLE`, never
+    /// everyone instead).
+    fn targets(&self, only: Option<&str>) -> Result<Vec<Arc<ConnEntry>>, ErrorShape> {
+        let targets: Vec<Arc<ConnEntry>> = lock(&self.conns)
+            .values()
+            .filter(|c| c.ui_target && !c.out.is_closed())
+            .filter(|c| only.is_none_or(|id| c.conn_id == id))
+            .cloned()
+            .collect();
+        match only {
+            _ if !targets.is_empty() => Ok(targets),
+            Some(id) => Err(ErrorShape::new(
+                ErrorCode::Unavailable,
+                format!("no ui client {id}: it is not connected"),
+            )),
+            None => Err(no_ui_client()),
+        }
+    }
+
+    /// Stores a UI's layout report.
+    pub(crate) fn set_layout(&self, entry: &ConnEntry, report: LayoutReport) {
+        *lock(&entry.layout) = Some(report);
+    }
+
+    /// The layouts of the targeted UIs that reported one, in connection order.
+    pub(crate) fn layouts(&self, only: Option<&str>) -> Result<Vec<UiLayout>, ErrorShape> {
+        let mut targets = self.targets(only)?;
+        targets.sort_by_key(|t| t.key);
+        Ok(targets
+            .iter()
+            .filter_map(|t| {
+                lock(&t.layout).clone().map(|layout| UiLayout {
+                    ui_id: t.conn_id.clone(),
+                    layout,
+                })
+            })
+            .collect())
+    }
+
+    /// Send `event` to every UI target (or the one `only` names). The event is serialised
+    /// once for all of them.
     pub(crate) fn fan_out_ui_command(
         &self,
         event: &UiCommandEvent,
         wait: bool,
+        only: Option<&str>,
     ) -> Result<Delivery, ErrorShape> {
-        let targets: Vec<Arc<ConnEntry>> = lock(&self.conns)
-            .values()
-            .filter(|c| c.ui_target && !c.out.is_closed())
-            .cloned()
-            .collect();
-        if targets.is_empty() {
-            return Err(no_ui_client());
-        }
+        let targets = self.targets(only)?;
         let payload = serde_json::to_value(event)
             .map_err(|e| ErrorShape::new(ErrorCode::Internal, format!("encode: {e}")))?;
         let prefix = EventPrefix::new(crate::method::Event::UiCommand.as_str(), &payload);
@@ -186,21 +223,15 @@ impl Hub {
     }
 
     /// Record a UI's answer. `false` if nothing waits for it from this connection.
-    pub(crate) fn record_outcome(
-        &self,
-        command_id: &str,
-        conn_key: u64,
-        outcome: AckOutcome,
-        reason: Option<String>,
-    ) -> bool {
+    pub(crate) fn record_outcome(&self, conn_key: u64, answer: UiCommandResultParams) -> bool {
         let mut pending = lock(&self.pending);
-        let Some(p) = pending.get_mut(command_id) else {
+        let Some(p) = pending.get_mut(&answer.command_id) else {
             return false;
         };
         if !p.targets.iter().any(|(k, _)| *k == conn_key) || p.answers.contains_key(&conn_key) {
             return false;
         }
-        p.answers.insert(conn_key, (outcome, reason));
+        p.answers.insert(conn_key, answer);
         p.complete_if_all();
         true
     }
@@ -219,15 +250,19 @@ impl Hub {
         p.targets
             .iter()
             .map(|(key, conn_id)| match p.answers.remove(key) {
-                Some((outcome, reason)) => UiOutcome {
+                Some(a) => UiOutcome {
                     conn_id: conn_id.clone(),
-                    outcome: outcome.into(),
-                    reason,
+                    outcome: a.outcome.into(),
+                    reason: a.reason,
+                    revision: a.revision,
+                    not_applied: a.not_applied,
                 },
                 None => UiOutcome {
                     conn_id: conn_id.clone(),
                     outcome: Outcome::NoAnswer,
                     reason: None,
+                    revision: None,
+                    not_applied: None,
                 },
             })
             .collect()

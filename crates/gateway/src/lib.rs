@@ -32,9 +32,11 @@
 //!
 //! Module map: [`frame`] (wire frames, error codes), [`method`] (method and event names),
 //! [`handshake`] (`connect`, `hello-ok`), [`scope`], [`ui_command`] (command types and
-//! acknowledgements), `hub` (registry and fan-out), `outbound` (bounded per-connection queues),
+//! acknowledgements), [`ui_layout`] (layout reports, `ui.layout`, targets), `hub` (registry,
+//! fan-out and the latest layouts), `outbound` (bounded per-connection queues),
 //! `connection` (reader and writer tasks), `terminal` (the operator terminal's wire side; the backend
-//! runs the commands through a [`TerminalHost`]), [`client`], [`screen`].
+//! runs the commands through a [`TerminalHost`]), [`client`], [`screen`] and its arguments
+//! [`screen_args`].
 
 use std::{
     future::Future,
@@ -58,8 +60,10 @@ mod outbound;
 mod pty;
 pub mod scope;
 pub mod screen;
+pub mod screen_args;
 mod terminal;
 pub mod ui_command;
+pub mod ui_layout;
 
 pub use client::{ClientError, ConnectOptions, GatewayClient, Pending};
 pub use connection::{MAX_PREHANDSHAKE_FRAME, parse_request};
@@ -81,9 +85,11 @@ pub use terminal::{
     PtyOutput, TerminalEvent, TerminalHost, TerminalSize, TerminalStartError, TerminalStream,
 };
 pub use ui_command::{
-    AckOutcome, Dock, Outcome, PanelKind, SplitDirection, UiCommand, UiCommandEvent,
-    UiCommandParams, UiCommandResponse, UiCommandResultParams, UiOutcome,
+    AckOutcome, Annotation, Dock, NotApplied, Outcome, PanelKind, Preset, SplitDirection,
+    UiCommand, UiCommandEvent, UiCommandParams, UiCommandResponse, UiCommandResultParams,
+    UiOutcome,
 };
+pub use ui_layout::{LayoutReport, Target, UiLayout, UiLayoutParams};
 
 /// Largest frame accepted after the handshake (the default [`Tuning::max_payload`]). The
 /// upgrade should pass it as `max_message_size`, so a larger frame is refused before it is
@@ -119,6 +125,11 @@ pub trait SessionScreens: Send + Sync + 'static {
     fn session_of(&self, token: &Secret) -> Option<String>;
     /// Whether the session's current turn may arrange the screen (it came from a Control UI).
     fn enabled(&self, session: &str) -> bool;
+    /// The connection of the Control UI that started the session's current turn, if one
+    /// did and the turn runs (what `target: "requester"` means).
+    fn requester(&self, _session: &str) -> Option<String> {
+        None
+    }
 }
 
 /// What the backend gives the gateway.

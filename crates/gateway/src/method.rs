@@ -53,6 +53,10 @@ names! {
         UiCommand = "ui.command",
         /// A Control UI's outcome for one command; only UI targets.
         UiCommandResult = "ui.command.result",
+        /// A Control UI's current layout (after each change); only UI targets.
+        UiLayoutReport = "ui.layout.report",
+        /// Each Control UI's reported layout; needs `operator.read`.
+        UiLayout = "ui.layout",
         /// Run a command in the operator terminal; needs `operator.admin`.
         TerminalRun = "terminal.run",
         /// Kill the operator terminal's command; needs `operator.admin`.

@@ -24,17 +24,19 @@ use rmcp::{
     service::{NotificationContext, RequestContext},
 };
 use schemars::JsonSchema;
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 use serde_json::Value;
 use tokio::sync::watch;
 
 use crate::{
     client::{ClientError, GatewayClient},
     frame::ErrorCode,
-    ui_command::{
-        Dock, PanelKind, SplitDirection, UiCommand, UiCommandParams, UiCommandResponse, UiOutcome,
-    },
+    ui_command::{UiCommandResponse, UiOutcome},
+    ui_layout::UiLayout,
 };
+
+use crate::screen_args::is_session_id;
+pub use crate::screen_args::{ScreenAction, ScreenInput, command_params, layout_params};
 
 /// The MCP server name.
 pub const SERVER_NAME: &str = "ax-code-screen";
@@ -43,11 +45,14 @@ pub const TOOL_NAME: &str = "screen";
 /// One call, connection included, takes at most this long.
 const CALL_TIMEOUT: Duration = Duration::from_secs(10);
 
-const INSTRUCTIONS: &str = "Arranges the AX Code Control UI (browser) for the person: split, \
-focus, close or navigate session panes, show or hide the sidebar, the operator terminal and \
-the browser panel. Every connected Control UI applies the command; the result says what each \
-did. Session IDs come from `ax-code session list`. It changes presentation only: it cannot \
-read the screen, click, type, or approve anything.";
+const INSTRUCTIONS: &str = "Arranges the AX Code Control UI (browser) for the person: read \
+each UI's layout back (pane IDs, sessions, a revision), split, focus, close or navigate \
+session panes (by sessionKey or paneId), show or hide the sidebar, the operator terminal and \
+the browser panel, apply a whole layout (a preset or one the person saved) and point at \
+things with short-lived labels. Every connected Control UI applies a command unless target \
+\"requester\" or uiId picks one; the result says what each did and its new layout revision. \
+Session IDs come from `ax-code session list`. It changes presentation only: it cannot read \
+the screen, click, type, or approve anything.";
 
 const DESCRIPTION: &str = "Change the layout of every connected AX Code Control UI. \
 Actions: split_right / split_down (open the target session in a new pane beside or below \
@@ -57,132 +62,21 @@ target session), navigate (show the target session in the active pane), sidebar_
 sidebar_hide, terminal_show / terminal_hide and browser_show / browser_hide (the operator \
 terminal and browser panels; dock \"bottom\" or \"right\" only when showing). sessionKey (a \
 session ID, ses_…) is the target for split, close_pane, focus and navigate; it defaults to \
-the current session. The result lists, per UI (connId), outcome applied, ignored (with a \
-reason) or no_answer. Fails with UNAVAILABLE when no Control UI is connected.";
+the current session; paneId (from layout) names the pane instead. layout (read only) answers \
+each UI's uiId, revision, panes (paneId, sessionId, column, row, active, size), sidebar and \
+panels. expectedRevision (from layout): a UI whose layout changed since refuses with its \
+current revision. apply_layout: preset focus | review | pair | grid (sessions: the ones to \
+show) or name (a layout the person saved); panes the person is using are left alone and \
+listed in notApplied. annotate: up to four annotations {text, arrow?, one of paneId, \
+sessionKey (its sidebar row) or panel}, gone after ttlSeconds (3-120, default 10) or the \
+person's first click or key; annotations_clear removes them. target \"requester\" (the \
+Control UI that started the current turn) or uiId sends to one UI; default: every UI. The \
+result lists, per UI (connId), outcome applied, ignored (with a reason) or no_answer, and its \
+revision. Fails with UNAVAILABLE when no (such) Control UI is connected.";
 
 /// What a disabled tool answers.
 const DISABLED: &str = "the screen tool is not enabled for this turn: only a turn started from \
 a Control UI (a client that advertises ui-commands) may arrange the screen";
-
-/// One action of the tool. The wire names (snake_case) exist only here.
-#[allow(
-    missing_docs,
-    reason = "a doc comment on a variant becomes a schema description and turns the schema's `enum` list into a `oneOf`; the variants are explained in plain comments"
-)]
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "snake_case")]
-#[schemars(inline)]
-pub enum ScreenAction {
-    // Split beside the session's pane, to the right.
-    SplitRight,
-    // Split beside the session's pane, below.
-    SplitDown,
-    // Close the session's pane.
-    ClosePane,
-    // Focus the session's pane.
-    Focus,
-    // Show the session in the focused pane.
-    Navigate,
-    // Show the sidebar.
-    SidebarShow,
-    // Hide the sidebar.
-    SidebarHide,
-    // Open the terminal panel.
-    TerminalShow,
-    // Close the terminal panel.
-    TerminalHide,
-    // Open the browser panel.
-    BrowserShow,
-    // Close the browser panel.
-    BrowserHide,
-}
-
-impl ScreenAction {
-    /// Every action, in the order the schema lists them.
-    pub const ALL: [ScreenAction; 11] = [
-        ScreenAction::SplitRight,
-        ScreenAction::SplitDown,
-        ScreenAction::ClosePane,
-        ScreenAction::Focus,
-        ScreenAction::Navigate,
-        ScreenAction::SidebarShow,
-        ScreenAction::SidebarHide,
-        ScreenAction::TerminalShow,
-        ScreenAction::TerminalHide,
-        ScreenAction::BrowserShow,
-        ScreenAction::BrowserHide,
-    ];
-
-    /// Whether the action acts on a session (and so takes `sessionKey` and the default).
-    pub fn uses_session(self) -> bool {
-        matches!(
-            self.command(None, None),
-            UiCommand::Split { .. }
-                | UiCommand::ClosePane { .. }
-                | UiCommand::Focus { .. }
-                | UiCommand::Navigate { .. }
-        )
-    }
-
-    /// Whether `dock` applies (showing a panel).
-    pub fn takes_dock(self) -> bool {
-        matches!(
-            self.command(None, None),
-            UiCommand::Panel { open: true, .. }
-        )
-    }
-
-    /// The gateway command for this action.
-    pub fn command(self, session_key: Option<String>, dock: Option<Dock>) -> UiCommand {
-        let panel = |panel, open| UiCommand::Panel {
-            panel,
-            open,
-            dock: if open { dock } else { None },
-        };
-        match self {
-            ScreenAction::SplitRight => UiCommand::Split {
-                direction: SplitDirection::Right,
-                session_key,
-            },
-            ScreenAction::SplitDown => UiCommand::Split {
-                direction: SplitDirection::Down,
-                session_key,
-            },
-            ScreenAction::ClosePane => UiCommand::ClosePane { session_key },
-            ScreenAction::Focus => UiCommand::Focus { session_key },
-            ScreenAction::Navigate => UiCommand::Navigate { session_key },
-            ScreenAction::SidebarShow => UiCommand::Sidebar { visible: true },
-            ScreenAction::SidebarHide => UiCommand::Sidebar { visible: false },
-            ScreenAction::TerminalShow => panel(PanelKind::Terminal, true),
-            ScreenAction::TerminalHide => panel(PanelKind::Terminal, false),
-            ScreenAction::BrowserShow => panel(PanelKind::Browser, true),
-            ScreenAction::BrowserHide => panel(PanelKind::Browser, false),
-        }
-    }
-
-    fn name(self) -> String {
-        serde_json::to_value(self)
-            .ok()
-            .and_then(|v| v.as_str().map(str::to_string))
-            .unwrap_or_default()
-    }
-}
-
-/// The tool's arguments (closed).
-#[derive(Debug, Clone, PartialEq, Deserialize, JsonSchema)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct ScreenInput {
-    /// What to change.
-    pub action: ScreenAction,
-    /// The target session (ses_ and 26 letters or digits) for split_right, split_down,
-    /// close_pane, focus and navigate; default: the current session.
-    #[serde(default)]
-    #[schemars(regex(pattern = r"^ses_[0-9A-Za-z]{26}$"))]
-    pub session_key: Option<String>,
-    /// Where to dock the panel; only with terminal_show or browser_show.
-    #[serde(default)]
-    pub dock: Option<Dock>,
-}
 
 /// The error part of a failed call's result.
 #[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
@@ -206,6 +100,9 @@ pub struct ScreenOutput {
     /// What each Control UI did.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub outcomes: Option<Vec<UiOutcome>>,
+    /// The layout action's answer: each targeted UI's layout.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub uis: Option<Vec<UiLayout>>,
     /// Why the call failed, when `ok` is false.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error: Option<ScreenErrorBody>,
@@ -283,46 +180,6 @@ impl ScreenGate {
     }
 }
 
-fn is_session_id(key: &str) -> bool {
-    key.len() == 30
-        && key.starts_with("ses_")
-        && key[4..].bytes().all(|b| b.is_ascii_alphanumeric())
-}
-
-/// Checks an input against what the schema cannot say and maps it to the gateway params.
-/// `default_session` is sent (as the source session) only with actions that use a session.
-pub fn command_params(
-    input: &ScreenInput,
-    default_session: Option<&str>,
-) -> Result<UiCommandParams, ScreenError> {
-    let action = input.action;
-    if let Some(key) = &input.session_key {
-        if !is_session_id(key) {
-            return Err(ScreenError::invalid(
-                "sessionKey must be a session ID (ses_ followed by 26 letters or digits)",
-            ));
-        }
-        if !action.uses_session() {
-            return Err(ScreenError::invalid(format!(
-                "sessionKey does not apply to {}",
-                action.name()
-            )));
-        }
-    }
-    if input.dock.is_some() && !action.takes_dock() {
-        return Err(ScreenError::invalid(
-            "dock is allowed only with terminal_show or browser_show",
-        ));
-    }
-    Ok(UiCommandParams {
-        command: action.command(input.session_key.clone(), input.dock),
-        session_key: default_session
-            .filter(|_| action.uses_session())
-            .map(str::to_string),
-        wait: Some(true),
-    })
-}
-
 fn tool() -> Tool {
     Tool::new(TOOL_NAME, DESCRIPTION, schema_for_type::<ScreenInput>())
         .with_title("Arrange the Control UI")
@@ -341,6 +198,7 @@ fn success(res: UiCommandResponse) -> ScreenOutput {
         ok: res.ok,
         delivered: Some(res.delivered),
         outcomes: res.outcomes,
+        uis: None,
         error: None,
     }
 }
@@ -353,6 +211,7 @@ fn result_of(out: Result<ScreenOutput, ScreenError>) -> CallToolResult {
                 ok: false,
                 delivered: None,
                 outcomes: None,
+                uis: None,
                 error: Some(ScreenErrorBody {
                     code: e.code,
                     message: e.message,
@@ -433,6 +292,23 @@ impl<C: Connector> ScreenServer<C> {
         let input: ScreenInput =
             serde_json::from_value(Value::Object(arguments.unwrap_or_default()))
                 .map_err(|e| ScreenError::invalid(format!("invalid screen arguments: {e}")))?;
+        if input.action == ScreenAction::Layout {
+            let params = layout_params(&input, self.default_session.as_deref())?;
+            return tokio::time::timeout(CALL_TIMEOUT, async {
+                let client = self.connector.connect().await?;
+                let uis = client.ui_layout(&params).await;
+                client.close().await;
+                Ok(ScreenOutput {
+                    ok: true,
+                    delivered: None,
+                    outcomes: None,
+                    uis: Some(uis?),
+                    error: None,
+                })
+            })
+            .await
+            .map_err(|_| ScreenError::from(ClientError::Timeout))?;
+        }
         let params = command_params(&input, self.default_session.as_deref())?;
         tokio::time::timeout(CALL_TIMEOUT, async {
             let client = self.connector.connect().await?;
@@ -500,6 +376,7 @@ impl<C: Connector> ServerHandler for ScreenServer<C> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::ui_command::{Dock, PanelKind, Preset, SplitDirection, UiCommand, UiCommandParams};
     use serde_json::json;
 
     const S: &str = "ses_0123456789abABCDEFGHIJKLMN";
@@ -516,7 +393,8 @@ mod tests {
             p.command,
             UiCommand::Split {
                 direction: SplitDirection::Down,
-                session_key: Some(S.into())
+                session_key: Some(S.into()),
+                pane_id: None,
             }
         );
         let p = params(json!({"action": "terminal_show", "dock": "right"}), None).unwrap();
@@ -529,8 +407,65 @@ mod tests {
             }
         );
         for a in ScreenAction::ALL {
-            assert!(params(json!({"action": a}), None).is_ok(), "{a:?}");
+            let needs = matches!(
+                a,
+                ScreenAction::Layout | ScreenAction::ApplyLayout | ScreenAction::Annotate
+            );
+            assert_eq!(params(json!({"action": a}), None).is_ok(), !needs, "{a:?}");
         }
+        let p = params(
+            json!({"action": "focus", "paneId": "p2", "expectedRevision": 7, "uiId": "c1"}),
+            None,
+        )
+        .unwrap();
+        assert_eq!(p.command.pane_id(), Some("p2"));
+        assert_eq!(
+            (p.expected_revision, p.ui_id.as_deref()),
+            (Some(7), Some("c1"))
+        );
+        let p = params(
+            json!({"action": "annotate", "annotations": [{"text": "here", "panel": "terminal"}]}),
+            None,
+        )
+        .unwrap();
+        assert!(matches!(
+            p.command,
+            UiCommand::Annotate {
+                ttl_seconds: 10,
+                ..
+            }
+        ));
+        let p = params(
+            json!({"action": "apply_layout", "preset": "pair", "sessions": [S, S]}),
+            None,
+        )
+        .unwrap();
+        assert!(matches!(
+            p.command,
+            UiCommand::ApplyLayout {
+                preset: Some(Preset::Pair),
+                ..
+            }
+        ));
+    }
+
+    #[test]
+    fn the_layout_read_takes_only_a_target() {
+        let input = |v| serde_json::from_value::<ScreenInput>(v).unwrap();
+        let p = layout_params(
+            &input(json!({"action": "layout", "target": "requester"})),
+            Some(S),
+        )
+        .unwrap();
+        assert_eq!(p.session_key.as_deref(), Some(S));
+        assert!(layout_params(&input(json!({"action": "layout", "paneId": "p1"})), None).is_err());
+        assert!(
+            layout_params(
+                &input(json!({"action": "layout", "target": "all", "uiId": "x"})),
+                None
+            )
+            .is_err()
+        );
     }
 
     #[test]
@@ -554,6 +489,15 @@ mod tests {
             json!({"action": "zoom"}),
             json!({"action": "focus", "extra": 1}),
             json!({"action": "browser_show", "dock": "left"}),
+            json!({"action": "sidebar_show", "paneId": "p1"}),
+            json!({"action": "layout", "expectedRevision": 1}),
+            json!({"action": "focus", "preset": "grid"}),
+            json!({"action": "apply_layout", "preset": "grid", "name": "x"}),
+            json!({"action": "apply_layout", "preset": "grid", "sessions": ["nope"]}),
+            json!({"action": "annotate", "annotations": [], "ttlSeconds": 5}),
+            json!({"action": "annotate", "annotations": [{"text": "x", "paneId": "p1"}], "ttlSeconds": 500}),
+            json!({"action": "focus", "target": "requester", "uiId": "c"}),
+            json!({"action": "focus", "target": "mine"}),
         ] {
             assert!(params(bad.clone(), None).is_err(), "{bad}");
         }

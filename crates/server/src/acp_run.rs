@@ -116,7 +116,9 @@ pub async fn start(
     .await?;
     // Decided now, when the prompt arrives: a Control UI that disconnects later does not
     // take the tool away in the middle of the turn.
-    let ui = client.is_some_and(|c| app.screens.is_ui_client(c));
+    let ui = client
+        .filter(|c| app.screens.is_ui_client(c))
+        .map(str::to_string);
     let turn = Turn {
         app: app.clone(),
         session: id,
@@ -156,8 +158,9 @@ struct Turn {
     /// The permission requests the agent still waits on.
     open: HashSet<PermissionId>,
     interrupted: bool,
-    /// The prompt came from a live Control UI: the agent's screen tool works this turn.
-    ui: bool,
+    /// The live Control UI the prompt came from: the agent's screen tool works this turn,
+    /// and `target: "requester"` reaches that UI.
+    ui: Option<String>,
     /// The agent's latest usage, not yet stored (docs/agents.md §4: a meter on the session).
     usage: Option<AgentUsage>,
 }
@@ -430,7 +433,9 @@ impl Turn {
                 );
             }
             // Before the agent sees the prompt, so a tool list it asks for at once is right.
-            self.app.screens.set_enabled(&self.session, self.ui);
+            self.app
+                .screens
+                .set_enabled(&self.session, self.ui.as_deref());
             if let Err(e) = slot.handle.prompt(blocks.clone()) {
                 let end = TurnEnd::Failed {
                     message: e.to_string(),
@@ -550,7 +555,7 @@ impl Turn {
         inbox: &mut mpsc::UnboundedReceiver<Control>,
         slot: Option<&Arc<AgentSlot>>,
     ) {
-        self.app.screens.set_enabled(&self.session, false);
+        self.app.screens.set_enabled(&self.session, None);
         let mut auth = None;
         match end {
             TurnEnd::Failed {

@@ -7,7 +7,7 @@
 //! its environment, never on its command line. The gateway accepts the credential with at most
 //! `operator.read` + `operator.write`, bound to its session, never as a `ui` client.
 //!
-//! The gate: a turn whose prompt named a gateway connection that is live and receives
+//! The gate (and the requester, the UI `target: "requester"` reaches): a turn whose prompt named a gateway connection that is live and receives
 //! `ui.command` (a Control UI, `POST /session/{id}/prompt {"client": connId}`) opens the
 //! session's gate before the prompt goes to the agent; the turn's end closes it. The gateway
 //! refuses `ui.command` from the credential while the gate is closed (the check is the
@@ -40,6 +40,9 @@ pub const SERVER_NAME: &str = "ax-code-screen";
 struct Grant {
     token: ax_core::Secret,
     enabled: bool,
+    /// The Control UI (gateway connection) whose prompt started the running turn: what the
+    /// screen tool's `target: "requester"` means (docs/gateway.md §3).
+    requester: Option<String>,
 }
 
 /// The per-session screen credentials and gates of one backend.
@@ -86,6 +89,7 @@ impl AgentScreens {
             Grant {
                 token: token.clone(),
                 enabled: false,
+                requester: None,
             },
         );
         let env = vec![
@@ -106,14 +110,18 @@ impl AgentScreens {
         self.gateway.get().is_some_and(|g| g.is_ui_client(client))
     }
 
-    /// Opens or closes `session`'s gate; tells its screen servers when it changed.
-    pub fn set_enabled(&self, session: &SessionId, enabled: bool) {
+    /// Opens `session`'s gate for a turn `requester` (a Control UI's connection) started,
+    /// or closes it (`None`); tells its screen servers when it changed.
+    pub fn set_enabled(&self, session: &SessionId, requester: Option<&str>) {
+        let enabled = requester.is_some();
         let changed = match self.grants().get_mut(session) {
-            Some(g) if g.enabled != enabled => {
+            Some(g) => {
+                g.requester = requester.map(str::to_string);
+                let changed = g.enabled != enabled;
                 g.enabled = enabled;
-                true
+                changed
             }
-            _ => false,
+            None => false,
         };
         if changed && let Some(gateway) = self.gateway.get() {
             gateway.screen_gate_changed(session.as_str(), enabled);
@@ -142,5 +150,12 @@ impl SessionScreens for AgentScreens {
         self.grants()
             .iter()
             .any(|(s, g)| s.as_str() == session && g.enabled)
+    }
+
+    fn requester(&self, session: &str) -> Option<String> {
+        self.grants()
+            .iter()
+            .find(|(s, g)| s.as_str() == session && g.enabled)
+            .and_then(|(_, g)| g.requester.clone())
     }
 }

@@ -64,6 +64,7 @@ const ASSETS: &[Asset] = &[
     asset!("panes.js", JS),
     asset!("present.js", JS),
     asset!("proof.js", JS),
+    asset!("screen.js", JS),
     asset!("style.css", CSS),
     asset!("turn.js", JS),
     asset!("turns.js", JS),

@@ -2,6 +2,7 @@
 //! tokio-tungstenite clients.
 
 mod fanout;
+mod layout;
 mod limited;
 mod protocol;
 mod security;

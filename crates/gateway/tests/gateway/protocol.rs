@@ -251,7 +251,8 @@ async fn schemas_are_closed() {
     assert_eq!(res["error"]["code"], "INVALID_REQUEST");
     // Unknown fields inside ui.command and its command.
     for params in [
-        json!({"command": {"kind": "focus"}, "target": "all"}),
+        // (`target` is a field since issue 22; this one is not.)
+        json!({"command": {"kind": "focus"}, "broadcast": "all"}),
         json!({"command": {"kind": "focus", "pane": 2}}),
         json!({"command": {"kind": "split", "direction": "left"}}),
         json!({"command": {"kind": "panel", "panel": "terminal", "open": false, "dock": "right"}}),

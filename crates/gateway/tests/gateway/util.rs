@@ -174,6 +174,8 @@ pub struct Client {
     /// Events read while waiting for a response.
     pub events: VecDeque<Value>,
     pub last_seq: u64,
+    /// The `connId` of `hello-ok` (empty before the handshake).
+    pub conn_id: String,
 }
 
 impl Client {
@@ -183,6 +185,7 @@ impl Client {
             next_id: 1,
             events: VecDeque::new(),
             last_seq: 0,
+            conn_id: String::new(),
         }
     }
 
@@ -197,6 +200,7 @@ impl Client {
             next_id: 1,
             events: VecDeque::new(),
             last_seq: 0,
+            conn_id: String::new(),
         }
     }
 
@@ -209,6 +213,10 @@ impl Client {
             .request("connect", connect_params(mode, caps, scopes, TOKEN))
             .await;
         assert_eq!(res["ok"], true, "handshake failed: {res}");
+        c.conn_id = res["payload"]["server"]["connId"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string();
         c
     }
 
