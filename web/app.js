@@ -2,6 +2,7 @@
 // layout (panes, sidebar, panels) and the gateway connection that lets agents arrange it.
 
 import { Api } from './api.js';
+import { AgentCommands } from './commands.js';
 import { h, relativeTime } from './dom.js';
 import { GatewayClient } from './gateway.js';
 import {
@@ -336,6 +337,7 @@ class ControlUi {
         s.upsertSession(e.session);
         this.renderSidebar();
         this.refreshPaneHeads(e.session.id);
+        agentCommands.refresh(e.session.id);
         break;
       case 'session.deleted':
         s.sessions.delete(e.sessionId);
@@ -1012,6 +1014,8 @@ document.addEventListener('keydown', (ev) => {
 // ---- wiring ----------------------------------------------------------------------------
 
 let app = null;
+// One `/` completion list for every composer, over the running app's sessions.
+const agentCommands = new AgentCommands((id) => app?.store.sessions.get(id));
 
 function boot() {
   const token = sessionStorage.getItem(TOKEN_KEY);

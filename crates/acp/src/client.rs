@@ -13,8 +13,9 @@
 //!
 //! Events go to an unbounded channel in order; the caller is expected to drain it (the
 //! backend stores and fans out every event). Updates that arrive before the agent's session
-//! id is known (during `session/new`) are skipped: agents send only command lists and modes
-//! there, which the `session/new` answer carries too.
+//! id is known (during `session/new`) are skipped, but for a command list, kept until the
+//! answer names that session: agents send only command lists and modes there, and the
+//! `session/new` answer carries the modes.
 
 use std::{
     collections::{BTreeMap, HashSet},
@@ -36,7 +37,7 @@ use ax_protocol::turn::{
     PermissionPart, ToolCallFields, ToolCallPart, ToolContent, ToolStatus, TurnDelta, TurnEnd,
     TurnPart,
 };
-use ax_protocol::{AgentCost, AgentUsage, PermissionId};
+use ax_protocol::{AgentCommand, AgentCost, AgentUsage, PermissionId};
 use futures::{SinkExt, StreamExt};
 use serde::{Deserialize, Serialize};
 use tokio::{
@@ -278,6 +279,9 @@ pub enum AcpEvent {
     /// The agent's latest context usage (`usage_update`): a meter for the session, not a
     /// part of the transcript (docs/agents.md §4).
     Usage(AgentUsage),
+    /// The agent's latest command list (`available_commands_update`), already bounded
+    /// ([`map::commands`]); the session keeps it, not the transcript (docs/agents.md §4).
+    Commands(Vec<AgentCommand>),
     /// The turn ended; `parts` is the fold of every delta it streamed.
     TurnEnded {
         /// How it ended.
@@ -475,6 +479,11 @@ struct State {
     known_tools: HashSet<String>,
     /// ... and the stored texts a replay may still send, until live work shows.
     tail: Option<ReplayTail>,
+    /// The agent's latest command list.
+    commands: Vec<AgentCommand>,
+    /// A command list that came while `session/new` was being answered, with the agent
+    /// session id it named: reported once that id is ours.
+    early_commands: Option<(String, Vec<AgentCommand>)>,
 }
 
 struct Shared {
@@ -663,6 +672,20 @@ fn handle_update(shared: &Shared, params: &serde_json::Value) {
         _ => {}
     }
     let mut st = shared.lock();
+    if let schema::SessionUpdate::AvailableCommandsUpdate(u) = &note.update {
+        let list = map::commands(&u.available_commands);
+        match st.session_id.as_deref() {
+            // Claude's adapter may send its list as soon as it answered `session/new`, which
+            // can be before that answer is read here.
+            None => st.early_commands = Some((note.session_id.0.to_string(), list)),
+            Some(id) if id == &*note.session_id.0 => {
+                st.commands = list.clone();
+                let _ = shared.events.send(AcpEvent::Commands(list));
+            }
+            Some(_) => tracing::warn!("skipped commands for another agent session"),
+        }
+        return;
+    }
     if st.session_id.as_deref() != Some(&*note.session_id.0) {
         tracing::warn!("skipped an update for another agent session");
         return;
@@ -1528,6 +1551,11 @@ impl AgentHandle {
         self.shared.lock().modes.clone()
     }
 
+    /// The agent's latest command list (empty until it sent one).
+    pub fn commands(&self) -> Vec<AgentCommand> {
+        self.shared.lock().commands.clone()
+    }
+
     /// Pending permissions, oldest first.
     pub fn pending_permissions(&self) -> Vec<(PermissionId, Vec<PermissionChoice>)> {
         self.shared
@@ -1672,6 +1700,12 @@ impl AgentHandle {
             let mut st = self.shared.lock();
             st.session_id = Some(session_id.clone());
             st.modes = modes.clone();
+            if let Some((id, list)) = st.early_commands.take()
+                && id == session_id
+            {
+                st.commands = list.clone();
+                let _ = self.shared.events.send(AcpEvent::Commands(list));
+            }
             if restored == Restored::NotRestored {
                 let why = not_restored_reason.unwrap_or_default();
                 self.shared.emit(

@@ -1,6 +1,7 @@
 //! ACP schema types → our turn parts.
 
 use agent_client_protocol::v1::schema;
+use ax_protocol::AgentCommand;
 use ax_protocol::turn::{
     AuthMethod, PermissionChoice, PermissionKind, PlanEntry, PlanPriority, PlanStatus,
     ToolCallFields, ToolCallPart, ToolContent, ToolKind, ToolLocation, ToolStatus,
@@ -189,6 +190,60 @@ pub fn is_bypass_mode(id: &str, name: &str) -> bool {
     .any(|w| text.contains(w))
 }
 
+/// The agent's command list as a session keeps it (docs/agents.md §4): a command whose name
+/// is empty, too long, or holds whitespace or a control character is dropped (it could not
+/// be typed as `/name`, or could disguise itself); descriptions and hints have their controls
+/// escaped and are cut to [`AgentCommand::MAX_TEXT`]; at most [`AgentCommand::MAX_COUNT`]
+/// are kept, and a repeated name keeps its first entry.
+pub fn commands(list: &[schema::AvailableCommand]) -> Vec<AgentCommand> {
+    let mut out: Vec<AgentCommand> = Vec::new();
+    for c in list {
+        if out.len() == AgentCommand::MAX_COUNT {
+            tracing::warn!(
+                sent = list.len(),
+                "the agent sent more commands than are kept"
+            );
+            break;
+        }
+        let name = c.name.strip_prefix('/').unwrap_or(&c.name);
+        let typable = !name.is_empty()
+            && name.len() <= AgentCommand::MAX_NAME
+            && !name
+                .chars()
+                .any(|ch| ch.is_whitespace() || ax_core::text::is_unsafe_char(ch));
+        if !typable {
+            tracing::warn!(
+                name = %ax_core::text::escape_controls(&c.name),
+                "skipped an agent command that cannot be typed as /name"
+            );
+            continue;
+        }
+        if out.iter().any(|o| o.name == name) {
+            continue;
+        }
+        let hint = match &c.input {
+            Some(schema::AvailableCommandInput::Unstructured(u)) => Some(shown(&u.hint)),
+            _ => None,
+        };
+        out.push(AgentCommand {
+            name: name.to_owned(),
+            description: shown(&c.description),
+            input_hint: hint.filter(|h| !h.is_empty()),
+        });
+    }
+    out
+}
+
+/// Agent text for a label: controls escaped, cut at a character boundary to the bound.
+fn shown(text: &str) -> String {
+    let text = ax_core::text::escape_controls(text.trim());
+    let mut end = text.len().min(AgentCommand::MAX_TEXT);
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    text[..end].to_owned()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -230,5 +285,37 @@ mod tests {
         assert!(is_bypass_mode("yolo", "YOLO"));
         assert!(!is_bypass_mode("default", "Default"));
         assert!(!is_bypass_mode("plan", "Plan Mode"));
+    }
+
+    #[test]
+    fn commands_are_bounded_and_untypable_ones_dropped() {
+        let hinted = schema::AvailableCommand::new("review", "Review\x1b[2J the changes").input(
+            schema::AvailableCommandInput::Unstructured(schema::UnstructuredCommandInput::new(
+                "what to review",
+            )),
+        );
+        let mut list = vec![
+            hinted,
+            schema::AvailableCommand::new("/compact", "Summarize"),
+            schema::AvailableCommand::new("two words", "x"),
+            schema::AvailableCommand::new("bad\u{202e}name", "x"),
+            schema::AvailableCommand::new("", "x"),
+            schema::AvailableCommand::new("n".repeat(AgentCommand::MAX_NAME + 1), "x"),
+            schema::AvailableCommand::new("compact", "a second compact"),
+            schema::AvailableCommand::new("long", "é".repeat(AgentCommand::MAX_TEXT)),
+        ];
+        let kept = commands(&list);
+        let names: Vec<&str> = kept.iter().map(|c| c.name.as_str()).collect();
+        assert_eq!(names, ["review", "compact", "long"]);
+        assert_eq!(kept[0].description, "Review\\x1b[2J the changes");
+        assert_eq!(kept[0].input_hint.as_deref(), Some("what to review"));
+        assert_eq!(kept[1].description, "Summarize");
+        assert!(kept[2].description.len() <= AgentCommand::MAX_TEXT);
+        assert!(kept[2].description.chars().all(|c| c == 'é'));
+        list.extend(
+            (0..AgentCommand::MAX_COUNT + 5)
+                .map(|i| schema::AvailableCommand::new(format!("c{i}"), "")),
+        );
+        assert_eq!(commands(&list).len(), AgentCommand::MAX_COUNT);
     }
 }

@@ -203,6 +203,32 @@ pub struct AgentState {
     /// The agent's latest `usage_update`: a meter, not transcript lines (docs/agents.md §4).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub usage: Option<AgentUsage>,
+    /// The agent's latest `available_commands_update`: what `/name` in a prompt runs
+    /// (docs/agents.md §4). Bounded by [`AgentCommand::MAX_COUNT`].
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub commands: Vec<AgentCommand>,
+}
+
+/// One command the agent offers; a prompt whose text starts with `/name` runs it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct AgentCommand {
+    /// Without the `/`: no whitespace, no control character, at most [`Self::MAX_NAME`] bytes.
+    pub name: String,
+    /// The agent's one-line explanation (controls escaped, at most [`Self::MAX_TEXT`] bytes).
+    pub description: String,
+    /// What to type after the name, when the command takes input (bounded like `description`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub input_hint: Option<String>,
+}
+
+impl AgentCommand {
+    /// At most this many commands are kept; an agent's further ones are dropped.
+    pub const MAX_COUNT: usize = 200;
+    /// The longest name kept, in bytes; a longer one drops the command.
+    pub const MAX_NAME: usize = 64;
+    /// The longest description or hint kept, in bytes; longer ones are cut.
+    pub const MAX_TEXT: usize = 512;
 }
 
 /// How much of its context the agent uses, and what the session has cost so far.
@@ -917,6 +943,11 @@ mod tests {
                         currency: "USD".into(),
                     }),
                 }),
+                commands: vec![AgentCommand {
+                    name: "review".into(),
+                    description: "Review the changes".into(),
+                    input_hint: Some("what to review".into()),
+                }],
             }),
             standing: vec![StandingGrant {
                 title: "every command".into(),

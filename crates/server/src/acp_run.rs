@@ -18,8 +18,9 @@ use ax_acp::{
     AcpEvent, AgentHandle, AgentKind, AgentSpec, SessionError, StartOptions, StoredHistory, schema,
 };
 use ax_protocol::{
-    AgentMode, AgentModes, AgentUsage, Event, Message, MessageId, Part, Permission, PermissionId,
-    PermissionReply, PermissionState, Prompt, PromptAccepted, Session, SessionId, SessionStatus,
+    AgentCommand, AgentMode, AgentModes, AgentUsage, Event, Message, MessageId, Part, Permission,
+    PermissionId, PermissionReply, PermissionState, Prompt, PromptAccepted, Session, SessionId,
+    SessionStatus,
     turn::{Notice, NoticeKind, PermissionKind, PermissionOutcome, TurnDelta, TurnEnd},
 };
 use tokio::sync::{mpsc, oneshot};
@@ -128,6 +129,7 @@ pub async fn start(
         interrupted: false,
         ui,
         usage: None,
+        commands: None,
     };
     app.tasks.spawn(turn.drive(spec, blocks, inbox));
     Ok(PromptAccepted {
@@ -160,6 +162,8 @@ struct Turn {
     ui: bool,
     /// The agent's latest usage, not yet stored (docs/agents.md §4: a meter on the session).
     usage: Option<AgentUsage>,
+    /// The agent's latest command list, not yet stored (kept like `usage`).
+    commands: Option<Vec<AgentCommand>>,
 }
 
 impl Turn {
@@ -207,6 +211,10 @@ impl Turn {
             AcpEvent::Exited { .. } => None,
             AcpEvent::Usage(usage) => {
                 self.usage = Some(usage);
+                None
+            }
+            AcpEvent::Commands(list) => {
+                self.commands = Some(list);
                 None
             }
         }
@@ -258,7 +266,8 @@ impl Turn {
     /// Stores `batch` in one transaction, then publishes it.
     async fn flush(&mut self, batch: Vec<Item>) {
         let usage = self.usage.take();
-        if batch.is_empty() && usage.is_none() {
+        let commands = self.commands.take();
+        if batch.is_empty() && usage.is_none() && commands.is_none() {
             return;
         }
         let pending = self
@@ -299,12 +308,17 @@ impl Turn {
                     Some(s) => store::set_status(&tx, project, &sid, s, ids::now_ms())?,
                     None => None,
                 };
-                if let Some(usage) = usage
+                if (usage.is_some() || commands.is_some())
                     && let Some(current) = store::get_session(&tx, project, &sid)?
                 {
-                    let mut state = current.agent_state.unwrap_or_default();
-                    if state.usage.as_ref() != Some(&usage) {
+                    let mut state = current.agent_state.clone().unwrap_or_default();
+                    if let Some(usage) = usage {
                         state.usage = Some(usage);
+                    }
+                    if let Some(commands) = commands {
+                        state.commands = commands;
+                    }
+                    if current.agent_state.as_ref() != Some(&state) {
                         store::set_agent_state(&tx, &sid, &state)?;
                         session = store::get_session(&tx, project, &sid)?;
                     }
@@ -760,6 +774,8 @@ async fn open_agent(
     let pgid = handle.process_group();
     let start = ax_agents::process::process_start_time(pgid);
     let agent_session = info.session_id.clone();
+    // A list the agent sent with its session's opening is there before any prompt.
+    let commands = handle.commands();
     let project = app.project_id;
     if let Err(e) = app
         .store
@@ -771,6 +787,9 @@ async fn open_agent(
                 .unwrap_or_default();
             state.modes = modes;
             state.auth_methods = Vec::new();
+            if !commands.is_empty() {
+                state.commands = commands;
+            }
             store::set_agent_state(c, &sid, &state)?;
             store::set_run_process(c, &sid, pgid, start)
         })
