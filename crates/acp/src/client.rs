@@ -37,7 +37,9 @@ use ax_protocol::turn::{
     PermissionPart, ToolCallFields, ToolCallPart, ToolContent, ToolStatus, TurnDelta, TurnEnd,
     TurnPart,
 };
-use ax_protocol::{AgentCommand, AgentCost, AgentUsage, PermissionId};
+use ax_protocol::{
+    AgentCommand, AgentConfigOption, AgentCost, AgentUsage, ConfigValue, PermissionId,
+};
 use futures::{SinkExt, StreamExt};
 use serde::{Deserialize, Serialize};
 use tokio::{
@@ -282,6 +284,8 @@ pub enum AcpEvent {
     /// The agent's latest command list (`available_commands_update`), already bounded
     /// ([`map::commands`]); the session keeps it, not the transcript (docs/agents.md §4).
     Commands(Vec<AgentCommand>),
+    /// The agent's full config option list changed by itself (`config_option_update`).
+    ConfigOptions(Vec<AgentConfigOption>),
     /// The turn ended; `parts` is the fold of every delta it streamed.
     TurnEnded {
         /// How it ended.
@@ -484,6 +488,8 @@ struct State {
     /// A command list that came while `session/new` was being answered, with the agent
     /// session id it named: reported once that id is ours.
     early_commands: Option<(String, Vec<AgentCommand>)>,
+    /// The agent's latest config options (bounded, [`map::config_options`]).
+    config_options: Vec<AgentConfigOption>,
 }
 
 struct Shared {
@@ -725,6 +731,12 @@ fn handle_update(shared: &Shared, params: &serde_json::Value) {
                 size: u.size,
                 cost,
             }));
+            return;
+        }
+        schema::SessionUpdate::ConfigOptionUpdate(u) => {
+            let list = map::config_options(&u.config_options);
+            st.config_options = list.clone();
+            let _ = shared.events.send(AcpEvent::ConfigOptions(list));
             return;
         }
         schema::SessionUpdate::CurrentModeUpdate(m) => {
@@ -1700,6 +1712,11 @@ impl AgentHandle {
             let mut st = self.shared.lock();
             st.session_id = Some(session_id.clone());
             st.modes = modes.clone();
+            st.config_options = config_options
+                .as_ref()
+                .and_then(|v| Vec::<schema::SessionConfigOption>::deserialize(v).ok())
+                .map(|list| map::config_options(&list))
+                .unwrap_or_default();
             if let Some((id, list)) = st.early_commands.take()
                 && id == session_id
             {
@@ -1782,6 +1799,41 @@ impl AgentHandle {
             m.current = mode_id.to_string();
         }
         Ok(())
+    }
+
+    /// The agent's latest config options (empty if it offers none).
+    pub fn config_options(&self) -> Vec<AgentConfigOption> {
+        self.shared.lock().config_options.clone()
+    }
+
+    /// Changes one config option (`session/set_config_option`); the agent answers with its
+    /// full option list, which is kept and returned. The caller checks the value first.
+    pub async fn set_config_option(
+        &self,
+        config_id: &str,
+        value: &ConfigValue,
+    ) -> Result<Vec<AgentConfigOption>, SessionError> {
+        let sid = self
+            .shared
+            .lock()
+            .session_id
+            .clone()
+            .ok_or(SessionError::NoSession)?;
+        let value = match value {
+            ConfigValue::Bool(b) => schema::SessionConfigOptionValue::boolean(*b),
+            ConfigValue::Text(t) => schema::SessionConfigOptionValue::value_id(t.clone()),
+        };
+        let answer = self
+            .request_raw(schema::SetSessionConfigOptionRequest::new(
+                sid,
+                config_id.to_string(),
+                value,
+            ))
+            .await
+            .map_err(|e| self.map_session_error(e))?;
+        let list = map::config_options(&answer.config_options);
+        self.shared.lock().config_options = list.clone();
+        Ok(list)
     }
 
     /// Starts a turn with a text prompt.

@@ -1,11 +1,11 @@
 //! ACP schema types → our turn parts.
 
 use agent_client_protocol::v1::schema;
-use ax_protocol::AgentCommand;
 use ax_protocol::turn::{
     AuthMethod, PermissionChoice, PermissionKind, PlanEntry, PlanPriority, PlanStatus,
     ToolCallFields, ToolCallPart, ToolContent, ToolKind, ToolLocation, ToolStatus,
 };
+use ax_protocol::{AgentCommand, AgentConfigChoice, AgentConfigOption, ConfigKind, ConfigValue};
 
 /// A content block as text (non-text blocks by a short description).
 pub fn block_text(block: &schema::ContentBlock) -> String {
@@ -229,6 +229,75 @@ pub fn commands(list: &[schema::AvailableCommand]) -> Vec<AgentCommand> {
             name: name.to_owned(),
             description: shown(&c.description),
             input_hint: hint.filter(|h| !h.is_empty()),
+        });
+    }
+    out
+}
+
+/// The agent's config options as a session keeps them (docs/agents.md §3): grouped choices
+/// flattened in order; an option or choice whose id is empty, longer than 128 bytes or holds a
+/// control character is dropped (it is sent back verbatim, so it is never rewritten); labels
+/// have their controls escaped and are bounded; at most [`AgentConfigOption::MAX_COUNT`]
+/// options, and as many choices each.
+pub fn config_options(list: &[schema::SessionConfigOption]) -> Vec<AgentConfigOption> {
+    let id_ok = |id: &str| {
+        !id.is_empty() && id.len() <= 128 && !id.chars().any(ax_core::text::is_unsafe_char)
+    };
+    let mut out = Vec::new();
+    for o in list.iter().take(AgentConfigOption::MAX_COUNT) {
+        let id = o.id.0.to_string();
+        if !id_ok(&id) {
+            tracing::warn!(id = %ax_core::text::escape_controls(&id), "skipped a config option with an unusable id");
+            continue;
+        }
+        let (kind, current_value, options) = match &o.kind {
+            schema::SessionConfigKind::Select(sel) => {
+                let flat: Vec<&schema::SessionConfigSelectOption> = match &sel.options {
+                    schema::SessionConfigSelectOptions::Ungrouped(v) => v.iter().collect(),
+                    schema::SessionConfigSelectOptions::Grouped(g) => {
+                        g.iter().flat_map(|g| g.options.iter()).collect()
+                    }
+                    _ => Vec::new(),
+                };
+                let choices = flat
+                    .into_iter()
+                    .filter(|c| id_ok(&c.value.0))
+                    .take(AgentConfigOption::MAX_COUNT)
+                    .map(|c| AgentConfigChoice {
+                        value: c.value.0.to_string(),
+                        name: shown(&c.name),
+                        description: c.description.as_deref().map(shown),
+                    })
+                    .collect();
+                (
+                    ConfigKind::Select,
+                    ConfigValue::Text(sel.current_value.0.to_string()),
+                    choices,
+                )
+            }
+            schema::SessionConfigKind::Boolean(b) => (
+                ConfigKind::Boolean,
+                ConfigValue::Bool(b.current_value),
+                Vec::new(),
+            ),
+            _ => continue,
+        };
+        let category = o.category.as_ref().map(|c| match c {
+            schema::SessionConfigOptionCategory::Mode => "mode".to_owned(),
+            schema::SessionConfigOptionCategory::Model => "model".to_owned(),
+            schema::SessionConfigOptionCategory::ModelConfig => "model_config".to_owned(),
+            schema::SessionConfigOptionCategory::ThoughtLevel => "thought_level".to_owned(),
+            schema::SessionConfigOptionCategory::Other(other) => shown(other),
+            _ => "other".to_owned(),
+        });
+        out.push(AgentConfigOption {
+            id,
+            name: shown(&o.name),
+            description: o.description.as_deref().map(shown),
+            category,
+            kind,
+            current_value,
+            options,
         });
     }
     out

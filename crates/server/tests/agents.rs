@@ -122,6 +122,9 @@ fn main() {
         ("agent_commands_are_kept_published_and_run", || {
             Box::pin(agent_state::agent_commands_are_kept_published_and_run())
         }),
+        ("config_options_are_chosen_before_and_after_prompts", || {
+            Box::pin(agent_state::config_options_are_chosen_before_and_after_prompts())
+        }),
     ];
     for (name, test) in tests {
         if only.as_deref().is_some_and(|o| !name.contains(o)) {
