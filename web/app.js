@@ -3,6 +3,7 @@
 
 import { Api } from './api.js';
 import { AgentCommands } from './commands.js';
+import { placeConfigPickers } from './config.js';
 import { h, relativeTime } from './dom.js';
 import { GatewayClient } from './gateway.js';
 import {
@@ -618,6 +619,15 @@ class ControlUi {
         }
         self.refreshPaneHeads(sessionId);
       },
+      async setConfig(sessionId, configId, value) {
+        try {
+          const s = await self.api.setConfig(sessionId, configId, value);
+          if (s?.id) self.store.upsertSession(s);
+        } catch (e) {
+          self.toast(`Could not change the option: ${e.message}`);
+        }
+        self.refreshPaneHeads(sessionId);
+      },
       async revokeStanding(sessionId) {
         try {
           const s = await self.api.revokeStanding(sessionId);
@@ -693,7 +703,9 @@ class ControlUi {
       const cells = [];
       col.panes.forEach((pane, pi) => {
         if (pi > 0) cells.push(this.splitterBetween(col.panes[pi - 1], pane));
-        cells.push(renderPane(pane, ctx(pane)));
+        const el = renderPane(pane, ctx(pane));
+        placeConfigPickers(el.querySelector('.pane-head'), this.store.sessions.get(pane.session), this.actions.setConfig);
+        cells.push(el);
       });
       children.push(h('div', { class: 'column', 'data-testid': 'column', style: { flexGrow: String(col.weight) } }, cells));
     });
@@ -834,6 +846,7 @@ class ControlUi {
       const head = paneHead(pane, session, {
         store: this.store, actions: this.actions, count: allPanes(this.layout).length, view: this.view,
       });
+      placeConfigPickers(head, session, this.actions.setConfig);
       el.querySelector('.pane-head')?.replaceWith(head);
       el.setAttribute('aria-label', `Pane: ${session ? sessionTitle(session) : pane.session}`);
     }

@@ -7,6 +7,11 @@ whose default agent is the mock ACP agent; see crates/mock-agent): docs/control-
    completes `/name `, and the prompt `/name args` reaches the agent as its command. While the
    list is open, a new list from the agent replaces it; Escape closes it; Enter on an open
    list completes instead of sending.
+2. Config options: the pane header shows a picker per option of `agentState.configOptions`
+   beside the mode picker (a select for a select, a checkbox for a boolean; the `mode`
+   option is the mode picker's); choosing a model goes through `POST /session/{id}/config`
+   to the agent (its `config` report says so), the checkbox switches a boolean, and the
+   agent's own `config_option_update` moves the picker.
 
 Usage: python control_ui_agent_options.py AX_CODE_BINARY MOCK_AGENT_BINARY
 """
@@ -18,6 +23,7 @@ import tempfile
 
 from selenium.webdriver.common.by import By
 from selenium.webdriver.common.keys import Keys
+from selenium.webdriver.support.ui import Select
 
 from axtest import Backend, browser, check, close_browser, run_checks, wait_for
 
@@ -66,8 +72,9 @@ def prompt_api(backend, sid, text):
 def check_commands(page, backend, sid):
     # The agent sends its list once its session is open: here during the first prompt.
     prompt_api(backend, sid, "text warmed up")
-    wait_for(lambda: "warmed up" in page.transcript_text() and page.idle(backend, sid), "the first turn ends")
-    stored = backend.api("GET", f"/session/{sid}")["agentState"]["commands"]
+    stored = wait_for(lambda: backend.api("GET", f"/session/{sid}").get("agentState", {}).get("commands"),
+                      "the agent's first turn brings its commands", timeout=30)
+    wait_for(lambda: page.idle(backend, sid), "the first turn ends")
     check([c["name"] for c in stored] == ["compact", "review"], f"the agent's commands are kept: {stored}")
 
     box = page.box()
@@ -109,6 +116,43 @@ def check_commands(page, backend, sid):
     page.js("arguments[0].value = ''; arguments[0].dispatchEvent(new Event('input', {bubbles: true}));", page.box())
 
 
+def current(backend, sid, config_id):
+    options = backend.api("GET", f"/session/{sid}")["agentState"]["configOptions"]
+    return next(o["currentValue"] for o in options if o["id"] == config_id)
+
+
+def picker(page, config_id):
+    return page.pane().find_element(By.CSS_SELECTOR, f'[data-testid="config-option"][data-config="{config_id}"]')
+
+
+def check_config(page, backend, sid):
+    shown = wait_for(lambda: [p.get_attribute("data-config") for p in page.pane().find_elements(By.CSS_SELECTOR, '[data-testid="config-option"]')],
+                     "the header shows the agent's options")
+    check(shown == ["model", "reasoning_effort", "fast"], f"a picker per option, the mode left to its own picker: {shown}")
+    check(page.pane().find_elements(By.CSS_SELECTOR, '[data-testid="mode-select"]'), "beside the mode picker")
+    model = Select(picker(page, "model"))
+    check([o.get_attribute("value") for o in model.options] == ["mock-large", "mock-small", "mock-fast"]
+          and model.first_selected_option.get_attribute("value") == "mock-large",
+          "the model picker offers the agent's models, its current one chosen")
+    check(picker(page, "fast").get_attribute("type") == "checkbox" and not picker(page, "fast").is_selected(),
+          "a boolean option is a checkbox, off")
+    model.select_by_value("mock-small")
+    wait_for(lambda: current(backend, sid, "model") == "mock-small", "choosing a model changes the agent's option")
+    wait_for(lambda: Select(picker(page, "model")).first_selected_option.get_attribute("value") == "mock-small",
+             "the picker shows the agent's answer")
+    picker(page, "fast").click()
+    wait_for(lambda: current(backend, sid, "fast") is True, "the checkbox switches the boolean option")
+    wait_for(lambda: picker(page, "fast").is_selected(), "and shows it on")
+    prompt_api(backend, sid, "config")
+    wait_for(lambda: "model=mock-small reasoning_effort=medium fast=true" in page.transcript_text(),
+             "the agent works with the options chosen")
+    wait_for(lambda: page.idle(backend, sid), "that turn ends")
+    prompt_api(backend, sid, "config-set model mock-fast")
+    wait_for(lambda: Select(picker(page, "model")).first_selected_option.get_attribute("value") == "mock-fast",
+             "the agent's own change moves the picker")
+    wait_for(lambda: page.idle(backend, sid), "that turn ends too")
+
+
 def run(binary, mock):
     root = tempfile.mkdtemp(prefix="axoptions")
     config = os.path.join(root, "config")
@@ -122,12 +166,15 @@ def run(binary, mock):
         page = Page(driver)
         driver.get(backend.sign_in_link())
         wait_for(lambda: page.js("return document.getElementById('app').hidden === false"), "signed in")
+        # Created once the page follows the events, so the new session's row comes live.
+        wait_for(lambda: page.js("return document.getElementById('connection').dataset.stream === 'live'"), "the events are live")
         sid = backend.api("POST", "/session", {"agent": "mock"})["id"]
         row = wait_for(lambda: driver.find_element(By.CSS_SELECTOR, f'[data-testid="session-item"][data-session="{sid}"]'),
                        "the session is listed")
         row.click()
         wait_for(lambda: page.pane().get_attribute("data-session") == sid, "the pane shows it")
         check_commands(page, backend, sid)
+        check_config(page, backend, sid)
         print("ok: control_ui_agent_options")
     finally:
         close_browser(driver)
