@@ -96,6 +96,8 @@ export class Api {
   /** Agent text as a Markdown tree (POST /markdown; see markdown.js). */
   markdown(text) { return this.request('POST', '/markdown', { text }); }
   setMode(id, modeId) { return this.request('POST', `/session/${encodeURIComponent(id)}/mode`, { modeId }); }
+  /** `value`: a select option's value id, or a boolean option's state (docs/backend.md §3). */
+  setConfig(id, configId, value) { return this.request('POST', `/session/${encodeURIComponent(id)}/config`, { configId, value }); }
   /** Ends the session's standing "always" answers; the session comes back. */
   revokeStanding(id) { return this.request('DELETE', `/session/${encodeURIComponent(id)}/standing`); }
   session(id) { return this.request('GET', `/session/${encodeURIComponent(id)}`); }

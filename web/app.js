@@ -2,6 +2,8 @@
 // layout (panes, sidebar, panels) and the gateway connection that lets agents arrange it.
 
 import { Api } from './api.js';
+import { AgentCommands } from './commands.js';
+import { placeConfigPickers } from './config.js';
 import { h, relativeTime } from './dom.js';
 import { GatewayClient } from './gateway.js';
 import {
@@ -340,6 +342,7 @@ class ControlUi {
         s.upsertSession(e.session);
         this.renderSidebar();
         this.refreshPaneHeads(e.session.id);
+        agentCommands.refresh(e.session.id);
         break;
       case 'session.deleted':
         s.sessions.delete(e.sessionId);
@@ -627,6 +630,15 @@ class ControlUi {
         }
         self.refreshPaneHeads(sessionId);
       },
+      async setConfig(sessionId, configId, value) {
+        try {
+          const s = await self.api.setConfig(sessionId, configId, value);
+          if (s?.id) self.store.upsertSession(s);
+        } catch (e) {
+          self.toast(`Could not change the option: ${e.message}`);
+        }
+        self.refreshPaneHeads(sessionId);
+      },
       async revokeStanding(sessionId) {
         try {
           const s = await self.api.revokeStanding(sessionId);
@@ -702,7 +714,9 @@ class ControlUi {
       const cells = [];
       col.panes.forEach((pane, pi) => {
         if (pi > 0) cells.push(this.splitterBetween(col.panes[pi - 1], pane));
-        cells.push(renderPane(pane, ctx(pane)));
+        const el = renderPane(pane, ctx(pane));
+        placeConfigPickers(el.querySelector('.pane-head'), this.store.sessions.get(pane.session), this.actions.setConfig);
+        cells.push(el);
       });
       children.push(h('div', { class: 'column', 'data-testid': 'column', style: { flexGrow: String(col.weight) } }, cells));
     });
@@ -845,6 +859,7 @@ class ControlUi {
       const head = paneHead(pane, session, {
         store: this.store, actions: this.actions, count: allPanes(this.layout).length, view: this.view,
       });
+      placeConfigPickers(head, session, this.actions.setConfig);
       el.querySelector('.pane-head')?.replaceWith(head);
       el.setAttribute('aria-label', `Pane: ${session ? sessionTitle(session) : pane.session}`);
     }
@@ -1026,6 +1041,8 @@ document.addEventListener('keydown', (ev) => {
 // ---- wiring ----------------------------------------------------------------------------
 
 let app = null;
+// One `/` completion list for every composer, over the running app's sessions.
+const agentCommands = new AgentCommands((id) => app?.store.sessions.get(id));
 
 function boot() {
   const token = sessionStorage.getItem(TOKEN_KEY);

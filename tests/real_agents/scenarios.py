@@ -379,6 +379,35 @@ def tui_enter(ab):
         _tmux(ab, "kill-server")
 
 
+def agent_offers(ab):
+    """The agent's own offers are kept in the session (docs/agents.md §3, §4): after its first
+    prompt the commands it sent (`available_commands_update`: Claude right after
+    `session/new`, Codex during the first prompt) are in `agentState.commands`, and its
+    `configOptions` in `agentState.configOptions`; a model the agent offers is chosen through
+    `POST /session/{id}/config` and the agent's answer is stored. Gemini sends neither: its
+    state says so by having none."""
+    s = ab.new_session("offers")
+    ab.prompt(s, "Say hello [[ax:hello]]")
+    ab.wait_idle(s, "the first turn ends")
+    state = ab.session(s).get("agentState") or {}
+    commands = state.get("commands") or []
+    options = state.get("configOptions") or []
+    if ab.agent == "gemini":
+        check(not options, f"Gemini offers no config options: {options}")
+        return
+    check(commands and all(isinstance(c.get("name"), str) and c["name"] and not c["name"].startswith("/")
+                           for c in commands), f"{ab.agent}'s commands are kept: {[c.get('name') for c in commands]}")
+    model = next((o for o in options if o.get("id") == "model"), None)
+    check(model and model.get("type") == "select" and model.get("options"),
+          f"{ab.agent}'s model option is kept with its choices: {model}")
+    other = next((c["value"] for c in model["options"] if c["value"] != model["currentValue"]), None)
+    if other is None:
+        return
+    changed = ab.api("POST", f"/session/{s}/config", {"configId": "model", "value": other})
+    now = next(o for o in changed["agentState"]["configOptions"] if o["id"] == "model")
+    check(now["currentValue"] == other, f"the model was changed to {other!r} by the agent: {now['currentValue']!r}")
+
+
 SCENARIOS = [
     ("allow_once", allow_once, False),
     ("allow_always", allow_always, False),
@@ -388,6 +417,7 @@ SCENARIOS = [
     ("screen_api", screen_api, False),
     ("screen_ui", screen_ui, False),
     ("tui_enter", tui_enter, False),
+    ("agent_offers", agent_offers, False),
     ("restart", restart, True),
     ("long_command", long_command, True),
 ]

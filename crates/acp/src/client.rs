@@ -13,8 +13,9 @@
 //!
 //! Events go to an unbounded channel in order; the caller is expected to drain it (the
 //! backend stores and fans out every event). Updates that arrive before the agent's session
-//! id is known (during `session/new`) are skipped: agents send only command lists and modes
-//! there, which the `session/new` answer carries too.
+//! id is known (during `session/new`) are skipped, but for a command list, kept until the
+//! answer names that session: agents send only command lists and modes there, and the
+//! `session/new` answer carries the modes.
 
 use std::{
     collections::{BTreeMap, HashSet},
@@ -36,7 +37,9 @@ use ax_protocol::turn::{
     PermissionPart, ToolCallFields, ToolCallPart, ToolContent, ToolStatus, TurnDelta, TurnEnd,
     TurnPart,
 };
-use ax_protocol::{AgentCost, AgentUsage, PermissionId};
+use ax_protocol::{
+    AgentCommand, AgentConfigOption, AgentCost, AgentUsage, ConfigValue, PermissionId,
+};
 use futures::{SinkExt, StreamExt};
 use serde::{Deserialize, Serialize};
 use tokio::{
@@ -278,6 +281,11 @@ pub enum AcpEvent {
     /// The agent's latest context usage (`usage_update`): a meter for the session, not a
     /// part of the transcript (docs/agents.md §4).
     Usage(AgentUsage),
+    /// The agent's latest command list (`available_commands_update`), already bounded
+    /// ([`map::commands`]); the session keeps it, not the transcript (docs/agents.md §4).
+    Commands(Vec<AgentCommand>),
+    /// The agent's full config option list changed by itself (`config_option_update`).
+    ConfigOptions(Vec<AgentConfigOption>),
     /// The turn ended; `parts` is the fold of every delta it streamed.
     TurnEnded {
         /// How it ended.
@@ -475,6 +483,13 @@ struct State {
     known_tools: HashSet<String>,
     /// ... and the stored texts a replay may still send, until live work shows.
     tail: Option<ReplayTail>,
+    /// The agent's latest command list.
+    commands: Vec<AgentCommand>,
+    /// A command list that came while `session/new` was being answered, with the agent
+    /// session id it named: reported once that id is ours.
+    early_commands: Option<(String, Vec<AgentCommand>)>,
+    /// The agent's latest config options (bounded, [`map::config_options`]).
+    config_options: Vec<AgentConfigOption>,
 }
 
 struct Shared {
@@ -663,6 +678,20 @@ fn handle_update(shared: &Shared, params: &serde_json::Value) {
         _ => {}
     }
     let mut st = shared.lock();
+    if let schema::SessionUpdate::AvailableCommandsUpdate(u) = &note.update {
+        let list = map::commands(&u.available_commands);
+        match st.session_id.as_deref() {
+            // Claude's adapter may send its list as soon as it answered `session/new`, which
+            // can be before that answer is read here.
+            None => st.early_commands = Some((note.session_id.0.to_string(), list)),
+            Some(id) if id == &*note.session_id.0 => {
+                st.commands = list.clone();
+                let _ = shared.events.send(AcpEvent::Commands(list));
+            }
+            Some(_) => tracing::warn!("skipped commands for another agent session"),
+        }
+        return;
+    }
     if st.session_id.as_deref() != Some(&*note.session_id.0) {
         tracing::warn!("skipped an update for another agent session");
         return;
@@ -702,6 +731,12 @@ fn handle_update(shared: &Shared, params: &serde_json::Value) {
                 size: u.size,
                 cost,
             }));
+            return;
+        }
+        schema::SessionUpdate::ConfigOptionUpdate(u) => {
+            let list = map::config_options(&u.config_options);
+            st.config_options = list.clone();
+            let _ = shared.events.send(AcpEvent::ConfigOptions(list));
             return;
         }
         schema::SessionUpdate::CurrentModeUpdate(m) => {
@@ -1528,6 +1563,11 @@ impl AgentHandle {
         self.shared.lock().modes.clone()
     }
 
+    /// The agent's latest command list (empty until it sent one).
+    pub fn commands(&self) -> Vec<AgentCommand> {
+        self.shared.lock().commands.clone()
+    }
+
     /// Pending permissions, oldest first.
     pub fn pending_permissions(&self) -> Vec<(PermissionId, Vec<PermissionChoice>)> {
         self.shared
@@ -1672,6 +1712,17 @@ impl AgentHandle {
             let mut st = self.shared.lock();
             st.session_id = Some(session_id.clone());
             st.modes = modes.clone();
+            st.config_options = config_options
+                .as_ref()
+                .and_then(|v| Vec::<schema::SessionConfigOption>::deserialize(v).ok())
+                .map(|list| map::config_options(&list))
+                .unwrap_or_default();
+            if let Some((id, list)) = st.early_commands.take()
+                && id == session_id
+            {
+                st.commands = list.clone();
+                let _ = self.shared.events.send(AcpEvent::Commands(list));
+            }
             if restored == Restored::NotRestored {
                 let why = not_restored_reason.unwrap_or_default();
                 self.shared.emit(
@@ -1748,6 +1799,41 @@ impl AgentHandle {
             m.current = mode_id.to_string();
         }
         Ok(())
+    }
+
+    /// The agent's latest config options (empty if it offers none).
+    pub fn config_options(&self) -> Vec<AgentConfigOption> {
+        self.shared.lock().config_options.clone()
+    }
+
+    /// Changes one config option (`session/set_config_option`); the agent answers with its
+    /// full option list, which is kept and returned. The caller checks the value first.
+    pub async fn set_config_option(
+        &self,
+        config_id: &str,
+        value: &ConfigValue,
+    ) -> Result<Vec<AgentConfigOption>, SessionError> {
+        let sid = self
+            .shared
+            .lock()
+            .session_id
+            .clone()
+            .ok_or(SessionError::NoSession)?;
+        let value = match value {
+            ConfigValue::Bool(b) => schema::SessionConfigOptionValue::boolean(*b),
+            ConfigValue::Text(t) => schema::SessionConfigOptionValue::value_id(t.clone()),
+        };
+        let answer = self
+            .request_raw(schema::SetSessionConfigOptionRequest::new(
+                sid,
+                config_id.to_string(),
+                value,
+            ))
+            .await
+            .map_err(|e| self.map_session_error(e))?;
+        let list = map::config_options(&answer.config_options);
+        self.shared.lock().config_options = list.clone();
+        Ok(list)
     }
 
     /// Starts a turn with a text prompt.

@@ -5,6 +5,7 @@ use ax_protocol::turn::{
     AuthMethod, PermissionChoice, PermissionKind, PlanEntry, PlanPriority, PlanStatus,
     ToolCallFields, ToolCallPart, ToolContent, ToolKind, ToolLocation, ToolStatus,
 };
+use ax_protocol::{AgentCommand, AgentConfigChoice, AgentConfigOption, ConfigKind, ConfigValue};
 
 /// A content block as text (non-text blocks by a short description).
 pub fn block_text(block: &schema::ContentBlock) -> String {
@@ -189,6 +190,129 @@ pub fn is_bypass_mode(id: &str, name: &str) -> bool {
     .any(|w| text.contains(w))
 }
 
+/// The agent's command list as a session keeps it (docs/agents.md §4): a command whose name
+/// is empty, too long, or holds whitespace or a control character is dropped (it could not
+/// be typed as `/name`, or could disguise itself); descriptions and hints have their controls
+/// escaped and are cut to [`AgentCommand::MAX_TEXT`]; at most [`AgentCommand::MAX_COUNT`]
+/// are kept, and a repeated name keeps its first entry.
+pub fn commands(list: &[schema::AvailableCommand]) -> Vec<AgentCommand> {
+    let mut out: Vec<AgentCommand> = Vec::new();
+    for c in list {
+        if out.len() == AgentCommand::MAX_COUNT {
+            tracing::warn!(
+                sent = list.len(),
+                "the agent sent more commands than are kept"
+            );
+            break;
+        }
+        let name = c.name.strip_prefix('/').unwrap_or(&c.name);
+        let typable = !name.is_empty()
+            && name.len() <= AgentCommand::MAX_NAME
+            && !name
+                .chars()
+                .any(|ch| ch.is_whitespace() || ax_core::text::is_unsafe_char(ch));
+        if !typable {
+            tracing::warn!(
+                name = %ax_core::text::escape_controls(&c.name),
+                "skipped an agent command that cannot be typed as /name"
+            );
+            continue;
+        }
+        if out.iter().any(|o| o.name == name) {
+            continue;
+        }
+        let hint = match &c.input {
+            Some(schema::AvailableCommandInput::Unstructured(u)) => Some(shown(&u.hint)),
+            _ => None,
+        };
+        out.push(AgentCommand {
+            name: name.to_owned(),
+            description: shown(&c.description),
+            input_hint: hint.filter(|h| !h.is_empty()),
+        });
+    }
+    out
+}
+
+/// The agent's config options as a session keeps them (docs/agents.md §3): grouped choices
+/// flattened in order; an option or choice whose id is empty, longer than 128 bytes or holds a
+/// control character is dropped (it is sent back verbatim, so it is never rewritten); labels
+/// have their controls escaped and are bounded; at most [`AgentConfigOption::MAX_COUNT`]
+/// options, and as many choices each.
+pub fn config_options(list: &[schema::SessionConfigOption]) -> Vec<AgentConfigOption> {
+    let id_ok = |id: &str| {
+        !id.is_empty() && id.len() <= 128 && !id.chars().any(ax_core::text::is_unsafe_char)
+    };
+    let mut out = Vec::new();
+    for o in list.iter().take(AgentConfigOption::MAX_COUNT) {
+        let id = o.id.0.to_string();
+        if !id_ok(&id) {
+            tracing::warn!(id = %ax_core::text::escape_controls(&id), "skipped a config option with an unusable id");
+            continue;
+        }
+        let (kind, current_value, options) = match &o.kind {
+            schema::SessionConfigKind::Select(sel) => {
+                let flat: Vec<&schema::SessionConfigSelectOption> = match &sel.options {
+                    schema::SessionConfigSelectOptions::Ungrouped(v) => v.iter().collect(),
+                    schema::SessionConfigSelectOptions::Grouped(g) => {
+                        g.iter().flat_map(|g| g.options.iter()).collect()
+                    }
+                    _ => Vec::new(),
+                };
+                let choices = flat
+                    .into_iter()
+                    .filter(|c| id_ok(&c.value.0))
+                    .take(AgentConfigOption::MAX_COUNT)
+                    .map(|c| AgentConfigChoice {
+                        value: c.value.0.to_string(),
+                        name: shown(&c.name),
+                        description: c.description.as_deref().map(shown),
+                    })
+                    .collect();
+                (
+                    ConfigKind::Select,
+                    ConfigValue::Text(sel.current_value.0.to_string()),
+                    choices,
+                )
+            }
+            schema::SessionConfigKind::Boolean(b) => (
+                ConfigKind::Boolean,
+                ConfigValue::Bool(b.current_value),
+                Vec::new(),
+            ),
+            _ => continue,
+        };
+        let category = o.category.as_ref().map(|c| match c {
+            schema::SessionConfigOptionCategory::Mode => "mode".to_owned(),
+            schema::SessionConfigOptionCategory::Model => "model".to_owned(),
+            schema::SessionConfigOptionCategory::ModelConfig => "model_config".to_owned(),
+            schema::SessionConfigOptionCategory::ThoughtLevel => "thought_level".to_owned(),
+            schema::SessionConfigOptionCategory::Other(other) => shown(other),
+            _ => "other".to_owned(),
+        });
+        out.push(AgentConfigOption {
+            id,
+            name: shown(&o.name),
+            description: o.description.as_deref().map(shown),
+            category,
+            kind,
+            current_value,
+            options,
+        });
+    }
+    out
+}
+
+/// Agent text for a label: controls escaped, cut at a character boundary to the bound.
+fn shown(text: &str) -> String {
+    let text = ax_core::text::escape_controls(text.trim());
+    let mut end = text.len().min(AgentCommand::MAX_TEXT);
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    text[..end].to_owned()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -230,5 +354,37 @@ mod tests {
         assert!(is_bypass_mode("yolo", "YOLO"));
         assert!(!is_bypass_mode("default", "Default"));
         assert!(!is_bypass_mode("plan", "Plan Mode"));
+    }
+
+    #[test]
+    fn commands_are_bounded_and_untypable_ones_dropped() {
+        let hinted = schema::AvailableCommand::new("review", "Review\x1b[2J the changes").input(
+            schema::AvailableCommandInput::Unstructured(schema::UnstructuredCommandInput::new(
+                "what to review",
+            )),
+        );
+        let mut list = vec![
+            hinted,
+            schema::AvailableCommand::new("/compact", "Summarize"),
+            schema::AvailableCommand::new("two words", "x"),
+            schema::AvailableCommand::new("bad\u{202e}name", "x"),
+            schema::AvailableCommand::new("", "x"),
+            schema::AvailableCommand::new("n".repeat(AgentCommand::MAX_NAME + 1), "x"),
+            schema::AvailableCommand::new("compact", "a second compact"),
+            schema::AvailableCommand::new("long", "é".repeat(AgentCommand::MAX_TEXT)),
+        ];
+        let kept = commands(&list);
+        let names: Vec<&str> = kept.iter().map(|c| c.name.as_str()).collect();
+        assert_eq!(names, ["review", "compact", "long"]);
+        assert_eq!(kept[0].description, "Review\\x1b[2J the changes");
+        assert_eq!(kept[0].input_hint.as_deref(), Some("what to review"));
+        assert_eq!(kept[1].description, "Summarize");
+        assert!(kept[2].description.len() <= AgentCommand::MAX_TEXT);
+        assert!(kept[2].description.chars().all(|c| c == 'é'));
+        list.extend(
+            (0..AgentCommand::MAX_COUNT + 5)
+                .map(|i| schema::AvailableCommand::new(format!("c{i}"), "")),
+        );
+        assert_eq!(commands(&list).len(), AgentCommand::MAX_COUNT);
     }
 }

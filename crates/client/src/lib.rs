@@ -274,6 +274,21 @@ impl Client {
         self.post(&format!("/session/{id}/mode"), &body).await
     }
 
+    /// Changes one of the agent's config options (`POST /session/{id}/config`): `value` is a
+    /// select's value id or a boolean's state. Answers the session with the agent's full list.
+    pub async fn set_config(
+        &self,
+        id: &SessionId,
+        config_id: &str,
+        value: ax_protocol::ConfigValue,
+    ) -> Result<Session, ClientError> {
+        let body = ax_protocol::SetConfigOption {
+            config_id: config_id.to_owned(),
+            value,
+        };
+        self.post(&format!("/session/{id}/config"), &body).await
+    }
+
     /// The configured agents a new session can run, the default first (`GET /agent`).
     pub async fn agents(&self) -> Result<ax_protocol::AgentList, ClientError> {
         self.get("/agent").await

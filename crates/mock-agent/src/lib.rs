@@ -29,6 +29,8 @@
 //! | `config` | reports the session's config options: `config: mode=M model=X reasoning_effort=E fast=B` |
 //! | `config-set ID VALUE` | changes an option itself and sends `config_option_update` with the full list (as an adapter falling back to another model does) |
 //! | `title WORDS` | a `session_info_update` with that title |
+//! | `commands A B ...` | an `available_commands_update` listing commands A, B, ... (none: an empty list) |
+//! | `/NAME ARGS` | runs the agent command NAME, as an agent does for a prompt starting `/NAME`: reports `command NAME: ARGS` |
 //! | `blocks` | reports the prompt's non-text blocks: `blocks: image MIME BYTES; link NAME URI; resource URI BYTES` (`blocks: none`) |
 //! | `exec ID CMD` | Codex's shape: `session/request_permission` with no prior `tool_call`, the command in the title and `rawInput {command: ["bash", "-lc", CMD], cwd}`, Codex's options; reports like `permission` (`abort` ends the turn `cancelled`) |
 //! | `detach SECS` | starts `sleep SECS` in a session of its own (`setsid`, as a command of Claude's Bash tool may), leaving the agent's process group; reports `detached PID` |
@@ -68,7 +70,8 @@
 //! the first update before the `session/load` answer and the rest after it.
 //! `AX_MOCK_STEP_USAGE=1` sends a `usage_update` after each command (as Claude does after
 //! each step). After `session/new` the agent sends `available_commands_update` (as Claude
-//! does). `AX_MOCK_STALE_CANCEL=1` behaves as Claude's adapter 0.23.1 after `session/cancel`
+//! does): `compact`, and `review` with the input hint `what to review`.
+//! `AX_MOCK_STALE_CANCEL=1` behaves as Claude's adapter 0.23.1 after `session/cancel`
 //! (docs/agents.md §10): the prompt after the cancel answers `end_turn` at once with no
 //! update (the cancelled turn's queued end), and its script runs at the start of the prompt
 //! after it, whose answer then carries both. `AX_MOCK_IGNORE_EOF=1` keeps running after stdin
@@ -819,7 +822,19 @@ impl Turn {
                 };
                 return Ok(Some(reason));
             }
+            "commands" => {
+                let list = rest
+                    .split_whitespace()
+                    .map(|name| schema::AvailableCommand::new(name, format!("The {name} command")))
+                    .collect();
+                self.update(schema::SessionUpdate::AvailableCommandsUpdate(
+                    schema::AvailableCommandsUpdate::new(list),
+                ))?
+            }
             "" => {}
+            other if other.len() > 1 && other.starts_with('/') => {
+                self.say(format!("command {}: {rest}", &other[1..]))?
+            }
             other => self.say(format!("unknown command {other:?}\n"))?,
         }
         Ok(None)
@@ -1216,7 +1231,11 @@ async fn serve() -> i32 {
                     schema::SessionUpdate::AvailableCommandsUpdate(
                         schema::AvailableCommandsUpdate::new(vec![
                             schema::AvailableCommand::new("compact", "Clear history, keep a summary"),
-                            schema::AvailableCommand::new("review", "Review the changes"),
+                            schema::AvailableCommand::new("review", "Review the changes").input(
+                                schema::AvailableCommandInput::Unstructured(
+                                    schema::UnstructuredCommandInput::new("what to review"),
+                                ),
+                            ),
                         ]),
                     ),
                 ))

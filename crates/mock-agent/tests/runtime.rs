@@ -986,3 +986,40 @@ async fn an_edit_is_numbered_by_where_it_is_in_the_file() {
     );
     fx.agent.stop().await;
 }
+
+/// docs/agents.md §4: the command list the agent sends right after answering `session/new`
+/// (which may be read before that answer) is reported once, for the session, and kept; a new
+/// list replaces it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn commands_arrive_once_the_session_opens() {
+    let mut fx = start(&[]).await;
+    let first = loop {
+        let event = tokio::time::timeout(WAIT, fx.events.recv())
+            .await
+            .expect("an event in time")
+            .expect("event stream open");
+        if let AcpEvent::Commands(list) = event {
+            break list;
+        }
+    };
+    let names: Vec<&str> = first.iter().map(|c| c.name.as_str()).collect();
+    assert_eq!(names, ["compact", "review"]);
+    assert_eq!(first[1].input_hint.as_deref(), Some("what to review"));
+    assert_eq!(fx.agent.commands(), first);
+    fx.agent.prompt_text("commands init").unwrap();
+    let mut lists = Vec::new();
+    loop {
+        let event = tokio::time::timeout(WAIT, fx.events.recv())
+            .await
+            .expect("an event in time")
+            .expect("event stream open");
+        match event {
+            AcpEvent::Commands(list) => lists.push(list),
+            AcpEvent::TurnEnded { .. } => break,
+            _ => {}
+        }
+    }
+    assert_eq!(lists.len(), 1, "{lists:?}");
+    assert_eq!(lists[0][0].name, "init");
+    assert_eq!(fx.agent.commands(), lists[0]);
+}

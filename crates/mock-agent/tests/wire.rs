@@ -320,3 +320,32 @@ fn with_queueing_a_prompt_during_a_turn_runs_after_it() {
     w.answer(second);
     assert_eq!(w.said(&sid), "one-threetwo-");
 }
+
+#[test]
+fn commands_follow_session_new_and_change_and_a_slash_prompt_runs_one() {
+    let mut w = Wire::start(&[]);
+    let (sid, _) = w.new_session();
+    let first = w.wait_for("the command list", |v| {
+        v["params"]["update"]["sessionUpdate"] == "available_commands_update"
+    });
+    assert_eq!(first["params"]["sessionId"], json!(sid));
+    let list = &first["params"]["update"]["availableCommands"];
+    assert_eq!(list[0]["name"], "compact");
+    assert!(list[0].get("input").is_none(), "{list}");
+    assert_eq!(list[1]["name"], "review");
+    assert_eq!(list[1]["input"]["hint"], "what to review");
+
+    w.prompt(&sid, script("/review the parser"));
+    assert_eq!(w.said(&sid), "command review: the parser");
+
+    w.prompt(&sid, script("commands compact init"));
+    let changed = w.updates("available_commands_update");
+    assert_eq!(changed.len(), 1, "{changed:?}");
+    let names: Vec<&str> = changed[0]["availableCommands"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["compact", "init"]);
+}

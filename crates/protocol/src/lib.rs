@@ -203,6 +203,109 @@ pub struct AgentState {
     /// The agent's latest `usage_update`: a meter, not transcript lines (docs/agents.md §4).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub usage: Option<AgentUsage>,
+    /// The agent's latest `available_commands_update`: what `/name` in a prompt runs
+    /// (docs/agents.md §4). Bounded by [`AgentCommand::MAX_COUNT`].
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub commands: Vec<AgentCommand>,
+    /// The agent's session options (model, reasoning effort, switches...), its latest full
+    /// list from `session/new|load|resume`, `config_option_update` or
+    /// `session/set_config_option` (docs/agents.md §3).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub config_options: Vec<AgentConfigOption>,
+}
+
+text_enum! {
+    /// How a config option is chosen.
+    pub enum ConfigKind {
+        /// One of the option's `options`.
+        Select => "select",
+        /// On or off.
+        Boolean => "boolean",
+    }
+}
+
+/// A config option's value: a select's value id, or a boolean's state.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum ConfigValue {
+    /// A boolean option's state.
+    Bool(bool),
+    /// One of a select option's [`AgentConfigChoice::value`]s.
+    Text(String),
+}
+
+/// One session option the agent offers (`configOptions`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct AgentConfigOption {
+    /// The agent's id for it; what `POST /session/{id}/config` names.
+    pub id: String,
+    /// The label shown to the person.
+    pub name: String,
+    /// The agent's explanation, if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    /// The agent's category (`mode`, `model`, `thought_level`, or its own), if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub category: Option<String>,
+    /// Select or boolean.
+    #[serde(rename = "type")]
+    pub kind: ConfigKind,
+    /// The value now: a string for a select, a boolean for a boolean.
+    pub current_value: ConfigValue,
+    /// A select's choices in the agent's order (groups flattened); empty for a boolean.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub options: Vec<AgentConfigChoice>,
+}
+
+impl AgentConfigOption {
+    /// At most this many options are kept, and this many choices per option.
+    pub const MAX_COUNT: usize = 64;
+}
+
+/// One choice of a select option.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct AgentConfigChoice {
+    /// The agent's value id; what is sent back.
+    pub value: String,
+    /// The label shown to the person.
+    pub name: String,
+    /// The agent's explanation, if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+}
+
+/// `POST /session/{id}/config` body.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct SetConfigOption {
+    /// One of the agent's [`AgentConfigOption::id`]s.
+    pub config_id: String,
+    /// A select's value id (a string) or a boolean's new state.
+    pub value: ConfigValue,
+}
+
+/// One command the agent offers; a prompt whose text starts with `/name` runs it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct AgentCommand {
+    /// Without the `/`: no whitespace, no control character, at most [`Self::MAX_NAME`] bytes.
+    pub name: String,
+    /// The agent's one-line explanation (controls escaped, at most [`Self::MAX_TEXT`] bytes).
+    pub description: String,
+    /// What to type after the name, when the command takes input (bounded like `description`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub input_hint: Option<String>,
+}
+
+impl AgentCommand {
+    /// At most this many commands are kept; an agent's further ones are dropped.
+    pub const MAX_COUNT: usize = 200;
+    /// The longest name kept, in bytes; a longer one drops the command.
+    pub const MAX_NAME: usize = 64;
+    /// The longest description or hint kept, in bytes; longer ones are cut.
+    pub const MAX_TEXT: usize = 512;
 }
 
 /// How much of its context the agent uses, and what the session has cost so far.
@@ -917,6 +1020,24 @@ mod tests {
                         currency: "USD".into(),
                     }),
                 }),
+                commands: vec![AgentCommand {
+                    name: "review".into(),
+                    description: "Review the changes".into(),
+                    input_hint: Some("what to review".into()),
+                }],
+                config_options: vec![AgentConfigOption {
+                    id: "reasoning_effort".into(),
+                    name: "Reasoning effort".into(),
+                    description: None,
+                    category: Some("thought_level".into()),
+                    kind: ConfigKind::Select,
+                    current_value: ConfigValue::Text("low".into()),
+                    options: vec![AgentConfigChoice {
+                        value: "low".into(),
+                        name: "Low".into(),
+                        description: None,
+                    }],
+                }],
             }),
             standing: vec![StandingGrant {
                 title: "every command".into(),

@@ -18,8 +18,9 @@ use ax_acp::{
     AcpEvent, AgentHandle, AgentKind, AgentSpec, SessionError, StartOptions, StoredHistory, schema,
 };
 use ax_protocol::{
-    AgentMode, AgentModes, AgentUsage, Event, Message, MessageId, Part, Permission, PermissionId,
-    PermissionReply, PermissionState, Prompt, PromptAccepted, Session, SessionId, SessionStatus,
+    AgentCommand, AgentConfigOption, AgentMode, AgentModes, AgentUsage, Event, Message, MessageId,
+    Part, Permission, PermissionId, PermissionReply, PermissionState, Prompt, PromptAccepted,
+    Session, SessionId, SessionStatus,
     turn::{Notice, NoticeKind, PermissionKind, PermissionOutcome, TurnDelta, TurnEnd},
 };
 use tokio::sync::{mpsc, oneshot};
@@ -130,6 +131,8 @@ pub async fn start(
         interrupted: false,
         ui,
         usage: None,
+        commands: None,
+        config: None,
     };
     app.tasks.spawn(turn.drive(spec, blocks, inbox));
     Ok(PromptAccepted {
@@ -163,6 +166,10 @@ struct Turn {
     ui: Option<String>,
     /// The agent's latest usage, not yet stored (docs/agents.md §4: a meter on the session).
     usage: Option<AgentUsage>,
+    /// The agent's latest command list, not yet stored (kept like `usage`).
+    commands: Option<Vec<AgentCommand>>,
+    /// The agent's latest config options, not yet stored (kept like `usage`).
+    config: Option<Vec<AgentConfigOption>>,
 }
 
 impl Turn {
@@ -210,6 +217,14 @@ impl Turn {
             AcpEvent::Exited { .. } => None,
             AcpEvent::Usage(usage) => {
                 self.usage = Some(usage);
+                None
+            }
+            AcpEvent::Commands(list) => {
+                self.commands = Some(list);
+                None
+            }
+            AcpEvent::ConfigOptions(list) => {
+                self.config = Some(list);
                 None
             }
         }
@@ -261,7 +276,9 @@ impl Turn {
     /// Stores `batch` in one transaction, then publishes it.
     async fn flush(&mut self, batch: Vec<Item>) {
         let usage = self.usage.take();
-        if batch.is_empty() && usage.is_none() {
+        let commands = self.commands.take();
+        let config = self.config.take();
+        if batch.is_empty() && usage.is_none() && commands.is_none() && config.is_none() {
             return;
         }
         let pending = self
@@ -302,12 +319,20 @@ impl Turn {
                     Some(s) => store::set_status(&tx, project, &sid, s, ids::now_ms())?,
                     None => None,
                 };
-                if let Some(usage) = usage
+                if (usage.is_some() || commands.is_some() || config.is_some())
                     && let Some(current) = store::get_session(&tx, project, &sid)?
                 {
-                    let mut state = current.agent_state.unwrap_or_default();
-                    if state.usage.as_ref() != Some(&usage) {
+                    let mut state = current.agent_state.clone().unwrap_or_default();
+                    if let Some(usage) = usage {
                         state.usage = Some(usage);
+                    }
+                    if let Some(commands) = commands {
+                        state.commands = commands;
+                    }
+                    if let Some(config) = config {
+                        state.config_options = config;
+                    }
+                    if current.agent_state.as_ref() != Some(&state) {
                         store::set_agent_state(&tx, &sid, &state)?;
                         session = store::get_session(&tx, project, &sid)?;
                     }
@@ -765,6 +790,9 @@ async fn open_agent(
     let pgid = handle.process_group();
     let start = ax_agents::process::process_start_time(pgid);
     let agent_session = info.session_id.clone();
+    // A list the agent sent with its session's opening is there before any prompt.
+    let commands = handle.commands();
+    let config = handle.config_options();
     let project = app.project_id;
     if let Err(e) = app
         .store
@@ -776,6 +804,10 @@ async fn open_agent(
                 .unwrap_or_default();
             state.modes = modes;
             state.auth_methods = Vec::new();
+            if !commands.is_empty() {
+                state.commands = commands;
+            }
+            state.config_options = config;
             store::set_agent_state(c, &sid, &state)?;
             store::set_run_process(c, &sid, pgid, start)
         })
@@ -867,52 +899,56 @@ fn tail_of(tail: &str) -> &str {
     &tail[start..]
 }
 
-/// `POST /session/{id}/mode`: switches the agent's mode; an agent that does not run (a
-/// session never prompted, or reopened after a restart) is started first, as a prompt would
-/// start it (docs/agents.md §3).
-pub async fn set_mode(app: &Shared, id: &SessionId, mode_id: &str) -> Result<Session, Failure> {
+/// The session's running agent, started first (as a prompt would start it, docs/agents.md §3)
+/// when it does not run: before a session's first prompt, after a restart. `offers` names
+/// what a shell session lacks (400); `before` what needs the agent (in the 409 of an agent
+/// that needs authentication). An agent started here comes with the session's run slot
+/// held: keep it until the change is made, so a prompt meanwhile is 409, not a second agent.
+pub(crate) async fn running_agent(
+    app: &Shared,
+    id: &SessionId,
+    offers: &str,
+    before: &str,
+) -> Result<(Arc<AgentSlot>, Option<runner::HeldSlot>), Failure> {
     let running = app
         .agent_slots()
         .get(id)
         .cloned()
         .filter(|s| s.handle.is_alive());
-    // Held while the agent starts: a prompt meanwhile is 409, not a second agent.
-    let mut _held = None;
-    let slot = match running {
-        Some(slot) => slot,
-        None => {
-            let (project, sid) = (app.project_id, id.to_string());
-            let session = app
-                .store
-                .read(move |c| store::get_session(c, project, &sid))
-                .await?
-                .ok_or_else(|| Failure::session_not_found(id.as_str()))?;
-            if session.agent == ax_acp::config::SHELL {
-                return Err(Failure::bad_request("the shell agent offers no modes"));
-            }
-            let spec = spec_of(app, &session.agent)?;
-            _held = Some(runner::hold_slot(
-                app,
-                id,
-                crate::state::HeldFor::StartingAgent,
-            )?);
-            match open_agent(app, id, &spec, None).await {
-                Ok(slot) => slot,
-                Err(TurnEnd::NeedsAuth { .. }) => {
-                    return Err(Failure::conflict(
-                        "the agent needs authentication before its mode can be switched; see \
-                         the session's authentication methods",
-                    ));
-                }
-                Err(TurnEnd::Failed { message, .. }) => {
-                    return Err(Failure::conflict(format!(
-                        "the session's agent could not start: {message}"
-                    )));
-                }
-                Err(_) => return Err(Failure::conflict("the session's agent could not start")),
-            }
-        }
-    };
+    if let Some(slot) = running {
+        return Ok((slot, None));
+    }
+    let (project, sid) = (app.project_id, id.to_string());
+    let session = app
+        .store
+        .read(move |c| store::get_session(c, project, &sid))
+        .await?
+        .ok_or_else(|| Failure::session_not_found(id.as_str()))?;
+    if session.agent == ax_acp::config::SHELL {
+        return Err(Failure::bad_request(format!(
+            "the shell agent offers no {offers}"
+        )));
+    }
+    let spec = spec_of(app, &session.agent)?;
+    let held = runner::hold_slot(app, id, crate::state::HeldFor::StartingAgent)?;
+    match open_agent(app, id, &spec, None).await {
+        Ok(slot) => Ok((slot, Some(held))),
+        Err(TurnEnd::NeedsAuth { .. }) => Err(Failure::conflict(format!(
+            "the agent needs authentication before {before}; see the session's \
+             authentication methods"
+        ))),
+        Err(TurnEnd::Failed { message, .. }) => Err(Failure::conflict(format!(
+            "the session's agent could not start: {message}"
+        ))),
+        Err(_) => Err(Failure::conflict("the session's agent could not start")),
+    }
+}
+
+/// `POST /session/{id}/mode`: switches the agent's mode; an agent that does not run (a
+/// session never prompted, or reopened after a restart) is started first, as a prompt would
+/// start it (docs/agents.md §3).
+pub async fn set_mode(app: &Shared, id: &SessionId, mode_id: &str) -> Result<Session, Failure> {
+    let (slot, _held) = running_agent(app, id, "modes", "its mode can be switched").await?;
     let Some(modes) = slot.handle.modes() else {
         return Err(Failure::bad_request("this agent offers no modes"));
     };

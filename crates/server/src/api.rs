@@ -3,7 +3,7 @@
 use ax_protocol::{
     AbortResult, AgentInfo, AgentKindName, AgentList, AgentOrigin, CreateSession, Event, Health,
     Message, Permission, PermissionAnswer, PermissionId, Project, Prompt, PromptAccepted,
-    PromptPart, RenameSession, Session, SessionId, SessionStatus, SetMode, proof,
+    PromptPart, RenameSession, Session, SessionId, SessionStatus, SetConfigOption, SetMode, proof,
 };
 use axum::{
     Extension, Json, Router,
@@ -73,6 +73,7 @@ pub fn protected(app: Shared) -> Router<Shared> {
         .route("/session/{id}/prompt", post(prompt))
         .route("/session/{id}/abort", post(abort))
         .route("/session/{id}/mode", post(set_mode))
+        .route("/session/{id}/config", post(set_config))
         .route("/session/{id}/standing", delete(revoke_standing))
         .route("/markdown", post(crate::markdown::render))
         .route("/permission", get(permissions))
@@ -427,6 +428,19 @@ async fn set_mode(
     find_session(&app, &id).await?;
     Ok(Json(
         crate::acp_run::set_mode(&app, &id, &input.mode_id).await?,
+    ))
+}
+
+async fn set_config(
+    State(app): State<Shared>,
+    Path(id): Path<String>,
+    input: Result<Json<SetConfigOption>, JsonRejection>,
+) -> ApiResult<Json<Session>> {
+    let id = session_id(&id)?;
+    let input = body(input)?;
+    find_session(&app, &id).await?;
+    Ok(Json(
+        crate::agent_config::set_config(&app, &id, &input.config_id, &input.value).await?,
     ))
 }
 

@@ -54,6 +54,8 @@ const CSS: &str = "text/css; charset=utf-8";
 
 const ASSETS: &[Asset] = &[
     asset!("app.js", JS),
+    asset!("commands.js", JS),
+    asset!("config.js", JS),
     asset!("api.js", JS),
     asset!("diff.js", JS),
     asset!("dom.js", JS),

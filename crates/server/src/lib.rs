@@ -72,6 +72,7 @@ use tokio::task::JoinHandle;
 use tokio_util::{sync::CancellationToken, task::TaskTracker};
 
 mod acp_run;
+mod agent_config;
 mod agent_screen;
 mod api;
 mod auth;

@@ -17,6 +17,8 @@ use ax_server::{RunningServer, ServerConfig};
 
 const WAIT: Duration = Duration::from_secs(20);
 
+mod agent_state;
+
 type TestFn = fn() -> std::pin::Pin<Box<dyn Future<Output = ()>>>;
 
 fn main() {
@@ -116,6 +118,12 @@ fn main() {
         ),
         ("nothing_is_served_between_turns", || {
             Box::pin(nothing_is_served_between_turns())
+        }),
+        ("agent_commands_are_kept_published_and_run", || {
+            Box::pin(agent_state::agent_commands_are_kept_published_and_run())
+        }),
+        ("config_options_are_chosen_before_and_after_prompts", || {
+            Box::pin(agent_state::config_options_are_chosen_before_and_after_prompts())
         }),
     ];
     for (name, test) in tests {

@@ -1,0 +1,137 @@
+// The agent's commands in the composer (docs/control-ui.md, "Agent commands"): typing `/` at
+// the start of a prompt lists the commands the session's agent offers (`agentState.commands`,
+// from its `available_commands_update`), filtered as the person types; Tab or Enter
+// completes the chosen one, Escape closes the list. A prompt that starts with `/name` is how
+// the protocol runs an agent command, so the completed text is sent as it is.
+//
+// The Control UI has no slash commands of its own, so the list holds the agent's only.
+// Listeners sit on the document (the composer is redrawn with its pane): one list at a time,
+// under the composer being typed in.
+
+import { h } from './dom.js';
+
+const COMPOSER = '[data-testid="composer-input"]';
+/** At most this many commands are shown at once (the backend keeps at most 200). */
+const SHOWN = 50;
+
+/** The commands of `session` whose name matches `typed` (without the `/`), best first. */
+export function matchCommands(session, typed) {
+  const all = Array.isArray(session?.agentState?.commands) ? session.agentState.commands : [];
+  const want = typed.toLowerCase();
+  const valid = all.filter((c) => typeof c?.name === 'string' && c.name);
+  const starts = valid.filter((c) => c.name.toLowerCase().startsWith(want));
+  const within = valid.filter((c) => !c.name.toLowerCase().startsWith(want) && c.name.toLowerCase().includes(want));
+  return [...starts, ...within].slice(0, SHOWN);
+}
+
+/** What the composer holds before its caret, if it is a command being typed: the name so far. */
+function typedName(input) {
+  const before = input.value.slice(0, input.selectionEnd ?? input.value.length);
+  const m = /^\/(\S*)$/.exec(before);
+  return m && input.value.slice(before.length).trim() === '' ? m[1] : null;
+}
+
+export class AgentCommands {
+  /** `sessionOf(id)`: the session as the Control UI knows it now. */
+  constructor(sessionOf) {
+    this.sessionOf = sessionOf;
+    this.input = null;
+    this.list = null;
+    this.items = [];
+    this.selected = 0;
+    document.addEventListener('input', (ev) => {
+      if (ev.target.matches?.(COMPOSER)) this.update(ev.target);
+    });
+    // Capturing: Tab and Enter complete before the composer's own Enter sends.
+    document.addEventListener('keydown', (ev) => this.key(ev), true);
+    document.addEventListener('focusout', (ev) => {
+      if (ev.target === this.input) this.close();
+    });
+  }
+
+  /** The agent of `sessionId` sent a new list: an open list under its composer follows it. */
+  refresh(sessionId) {
+    if (this.input && this.input.dataset.session === sessionId) {
+      // The pane may have been drawn anew: follow the composer that has the focus.
+      const box = document.activeElement?.matches?.(COMPOSER) ? document.activeElement : this.input;
+      this.update(box);
+    }
+  }
+
+  update(input) {
+    const typed = typedName(input);
+    const session = this.sessionOf(input.dataset.session);
+    const found = typed === null ? [] : matchCommands(session, typed);
+    if (!found.length) {
+      this.close();
+      return;
+    }
+    const keep = this.input === input ? this.items[this.selected]?.name : null;
+    this.input = input;
+    this.items = found;
+    this.selected = Math.max(0, found.findIndex((c) => c.name === keep));
+    this.draw();
+  }
+
+  draw() {
+    const list = h('ul', { class: 'command-list', role: 'listbox', 'aria-label': 'Agent commands', 'data-testid': 'command-list' },
+      this.items.map((c, i) => {
+        const li = h('li', {
+          class: i === this.selected ? 'command selected' : 'command',
+          role: 'option',
+          'aria-selected': String(i === this.selected),
+          'data-testid': 'command-option',
+          'data-command': c.name,
+        },
+        h('span', { class: 'command-name', text: `/${c.name}` }),
+        typeof c.inputHint === 'string' ? h('span', { class: 'command-hint', text: ` ${c.inputHint}` }) : null,
+        typeof c.description === 'string' ? h('span', { class: 'command-desc', text: c.description }) : null);
+        // Before the composer loses its focus (which would close the list).
+        li.addEventListener('mousedown', (ev) => { ev.preventDefault(); this.selected = i; this.complete(); });
+        return li;
+      }));
+    this.list?.remove();
+    this.list = list;
+    const form = this.input.closest('form') ?? this.input.parentElement;
+    form.append(list);
+    list.querySelector('.selected')?.scrollIntoView?.({ block: 'nearest' });
+  }
+
+  key(ev) {
+    if (!this.list || ev.target !== this.input || ev.isComposing) return;
+    const n = this.items.length;
+    if (ev.key === 'ArrowDown' || ev.key === 'ArrowUp') {
+      this.selected = (this.selected + (ev.key === 'ArrowDown' ? 1 : n - 1)) % n;
+      this.draw();
+    } else if (ev.key === 'Tab' || (ev.key === 'Enter' && !ev.shiftKey)) {
+      this.complete();
+    } else if (ev.key === 'Escape') {
+      this.close();
+    } else {
+      return;
+    }
+    ev.preventDefault();
+    ev.stopPropagation();
+  }
+
+  /** Puts `/name ` in the composer (the agent's input, if any, follows the space). */
+  complete() {
+    const c = this.items[this.selected];
+    const input = this.input;
+    this.close();
+    if (!c || !input) return;
+    input.value = `/${c.name} `;
+    input.setSelectionRange(input.value.length, input.value.length);
+    // The composer keeps its draft (and its twins in other panes) in step.
+    input.dispatchEvent(new Event('input', { bubbles: true }));
+    input.focus();
+  }
+
+  close() {
+    this.list?.remove();
+    this.list = null;
+    this.input = null;
+    this.items = [];
+    this.selected = 0;
+  }
+}
