@@ -618,8 +618,7 @@ fn acp_session(status: SessionStatus) -> ax_protocol::Session {
                 },
             ],
         }),
-        auth_methods: Vec::new(),
-        usage: None,
+        ..AgentState::default()
     });
     s.standing = vec![StandingGrant {
         title: "Always Allow: Edit src/lib.rs".into(),

@@ -23,8 +23,6 @@ fn with_usage(used: u64, size: u64, cost: Option<f64>) -> ax_protocol::Session {
     let mut s = session(1, "fix it", SessionStatus::Idle);
     s.agent = "claude".into();
     s.agent_state = Some(AgentState {
-        modes: None,
-        auth_methods: Vec::new(),
         usage: Some(AgentUsage {
             used,
             size,
@@ -33,6 +31,7 @@ fn with_usage(used: u64, size: u64, cost: Option<f64>) -> ax_protocol::Session {
                 currency: "USD".into(),
             }),
         }),
+        ..AgentState::default()
     });
     s
 }
