@@ -967,30 +967,14 @@ pub async fn set_mode(app: &Shared, id: &SessionId, mode_id: &str) -> Result<Ses
         .set_mode(mode_id)
         .await
         .map_err(|e| Failure::conflict(format!("the agent refused the mode: {e}")))?;
-    let project = app.project_id;
-    let sid = id.to_string();
     let mode_id = mode_id.to_owned();
-    let session = app
-        .store
-        .write(move |c| {
-            let tx = store::begin_write(c)?;
-            if let Some(s) = store::get_session(&tx, project, &sid)? {
-                let mut state = s.agent_state.unwrap_or_default();
-                if let Some(m) = state.modes.as_mut() {
-                    m.current = mode_id;
-                }
-                store::set_agent_state(&tx, &sid, &state)?;
-            }
-            let s = store::get_session(&tx, project, &sid)?;
-            tx.commit()?;
-            Ok(s)
-        })
-        .await?
-        .ok_or_else(|| Failure::session_not_found(id.as_str()))?;
-    app.bus.publish(Event::SessionUpdated {
-        session: session.clone(),
-    });
-    Ok(session)
+    app.update_agent_state(id, move |state| {
+        if let Some(m) = state.modes.as_mut() {
+            m.current = mode_id;
+        }
+    })
+    .await?
+    .ok_or_else(|| Failure::session_not_found(id.as_str()))
 }
 
 /// The scope of the agent tags of the backend serving `project_dir` from `data_dir`: a

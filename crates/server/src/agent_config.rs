@@ -3,9 +3,9 @@
 //! checked against what the agent offered before it is sent, so a wrong one is a 400 that
 //! names the choices; the agent's answer is its full option list, stored and published.
 
-use ax_protocol::{AgentConfigOption, ConfigKind, ConfigValue, Event, Session, SessionId};
+use ax_protocol::{AgentConfigOption, ConfigKind, ConfigValue, Session, SessionId};
 
-use crate::{error::Failure, state::Shared, store};
+use crate::{error::Failure, state::Shared};
 
 /// Checks `value` for the option `config_id` of `offered`; the error names what is offered.
 pub(crate) fn check(
@@ -63,39 +63,23 @@ pub async fn set_config(
         .set_config_option(config_id, value)
         .await
         .map_err(|e| Failure::conflict(format!("the agent refused the option: {e}")))?;
-    let project = app.project_id;
-    let sid = id.to_string();
-    let session = app
-        .store
-        .write(move |c| {
-            let tx = store::begin_write(c)?;
-            if let Some(s) = store::get_session(&tx, project, &sid)? {
-                let mut state = s.agent_state.unwrap_or_default();
-                // An agent's `mode` option and its ACP mode are one (docs/agents.md §10).
-                let mode = options
-                    .iter()
-                    .find_map(|o| match (&o.category, &o.current_value) {
-                        (Some(c), ConfigValue::Text(v)) if c == "mode" => Some(v.clone()),
-                        _ => None,
-                    });
-                if let (Some(mode), Some(modes)) = (mode, state.modes.as_mut())
-                    && modes.available.iter().any(|m| m.id == mode)
-                {
-                    modes.current = mode;
-                }
-                state.config_options = options;
-                store::set_agent_state(&tx, &sid, &state)?;
-            }
-            let s = store::get_session(&tx, project, &sid)?;
-            tx.commit()?;
-            Ok(s)
-        })
-        .await?
-        .ok_or_else(|| Failure::session_not_found(id.as_str()))?;
-    app.bus.publish(Event::SessionUpdated {
-        session: session.clone(),
-    });
-    Ok(session)
+    // An agent's `mode` option and its ACP mode are one (docs/agents.md §10).
+    let mode = options
+        .iter()
+        .find_map(|o| match (&o.category, &o.current_value) {
+            (Some(c), ConfigValue::Text(v)) if c == "mode" => Some(v.clone()),
+            _ => None,
+        });
+    app.update_agent_state(id, move |state| {
+        if let (Some(mode), Some(modes)) = (mode, state.modes.as_mut())
+            && modes.available.iter().any(|m| m.id == mode)
+        {
+            modes.current = mode;
+        }
+        state.config_options = options;
+    })
+    .await?
+    .ok_or_else(|| Failure::session_not_found(id.as_str()))
 }
 
 #[cfg(test)]

@@ -3,7 +3,7 @@
 //! to a session is written in one transaction and then goes to every client as
 //! `session.updated` carrying the session as stored.
 
-use ax_protocol::{Event, Permission, Session, SessionId};
+use ax_protocol::{AgentState, Event, Permission, Session, SessionId};
 use rusqlite::Connection;
 
 use crate::{
@@ -98,7 +98,6 @@ impl<'a> Sessions<'a> {
     }
 }
 
-#[expect(dead_code, reason = "adopted by the turn core's call sites")]
 impl App {
     /// The project's sessions (see [`Sessions`]).
     pub fn sessions(&self) -> Sessions<'_> {
@@ -112,6 +111,24 @@ impl App {
         F: FnOnce(&Connection, i64, &str) -> Result<Option<Session>> + Send + 'static,
     {
         self.sessions().update(id, change).await
+    }
+
+    /// Changes session `id`'s agent state (what the agent told us: modes, config options, …)
+    /// in one transaction and publishes the session; `None` when there is no such session.
+    pub async fn update_agent_state<F>(&self, id: &SessionId, change: F) -> Result<Option<Session>>
+    where
+        F: FnOnce(&mut AgentState) + Send + 'static,
+    {
+        self.update_session(id, move |tx, project, sid| {
+            let Some(session) = store::get_session(tx, project, sid)? else {
+                return Ok(None);
+            };
+            let mut state = session.agent_state.unwrap_or_default();
+            change(&mut state);
+            store::set_agent_state(tx, sid, &state)?;
+            store::get_session(tx, project, sid)
+        })
+        .await
     }
 }
 
