@@ -87,6 +87,7 @@ fn check_ui_command(params: &UiCommandParams) {
             command: params.command.clone(),
             session_key: params.session_key.clone(),
             command_id: "cmd_0011223344556677".into(),
+            expected_revision: params.expected_revision,
         };
         round_trips(&event);
     }
