@@ -408,6 +408,36 @@ def agent_offers(ab):
     check(now["currentValue"] == other, f"the model was changed to {other!r} by the agent: {now['currentValue']!r}")
 
 
+def usage(ab):
+    """The agent's `usage_update` is a meter in the session (docs/agents.md §4), never a
+    transcript line per step. Claude reports its context (tokens used of its window) and the
+    session's cost at each turn's end, Codex the context without a cost, Gemini nothing (so
+    the UIs draw no meter). A second turn replaces the report: the latest, not a sum, with
+    Claude's cost the session's total as the agent keeps it."""
+    s = ab.new_session("usage")
+    ab.prompt(s, "Say hello [[ax:hello]]")
+    ab.wait_idle(s, "the first turn ends")
+    first = (ab.session(s).get("agentState") or {}).get("usage")
+    for reply in ab.replies(s):
+        usage_lines = [n for n in parts_of(reply, "notice") if n.get("kind") == "usage"]
+        check(not usage_lines, f"no usage line in the transcript: {usage_lines}")
+    if ab.agent == "gemini":
+        check(first is None, f"Gemini reports no usage, so there is no meter: {first}")
+        return
+    check(first and 0 < first["used"] <= first["size"], f"{ab.agent}'s usage is kept as a meter: {first}")
+    cost = first.get("cost")
+    if ab.agent == "codex":
+        check(cost is None, f"Codex reports no cost: {cost}")
+        return
+    check(cost and cost.get("currency") == "USD" and cost.get("amount", -1) >= 0,
+          f"Claude's cost is kept as it gave it: {cost}")
+    ab.prompt(s, "Say hello again [[ax:hello]]")
+    ab.wait_idle(s, "the second turn ends")
+    second = ab.session(s)["agentState"]["usage"]
+    check(second["size"] == first["size"] and 0 < second["used"] <= second["size"]
+          and second["cost"]["amount"] > cost["amount"],
+          f"the second turn's report replaced the first, the cost the session's total: {first} -> {second}")
+
 SCENARIOS = [
     ("allow_once", allow_once, False),
     ("allow_always", allow_always, False),
@@ -418,6 +448,7 @@ SCENARIOS = [
     ("screen_ui", screen_ui, False),
     ("tui_enter", tui_enter, False),
     ("agent_offers", agent_offers, False),
+    ("usage", usage, False),
     ("restart", restart, True),
     ("long_command", long_command, True),
 ]
