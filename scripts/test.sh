@@ -14,7 +14,7 @@ cargo clippy --workspace --all-targets --locked -- -D warnings
 # which makes every interactive bash wait 60 s) would time the terminal tests out. The tests
 # are about our PTY handling, so they get a plain POSIX shell.
 SHELL=/bin/sh cargo test --workspace --locked
-# The Control UI's pure layout model (web/layout.js), with Node's own test runner.
+# The Control UI's pure modules (web/layout.js, web/signin.js, ...), with Node's own test runner.
 node --test tests/js/
 
 # A short bounded run of every fuzz target on its committed seeds (seconds each, not minutes).

@@ -15,6 +15,7 @@ import { fillApprovals, fillTranscript, formatDuration, paneHead, renderPane, sp
 import { agentOf, sessionTitle } from './present.js';
 import { BrowserPanel, TerminalPanel, placePanels } from './panels.js';
 import { ServerProof } from './proof.js';
+import { FRESH_LINK, exchangeCode, fragmentSignIn, notProvenMessage, pastedSignIn } from './signin.js';
 import { applyDelta } from './turn.js';
 import { ScreenSide } from './screen.js';
 
@@ -34,41 +35,17 @@ const RELOAD_EVERY_MS = 500;
 
 // ---- sign-in ---------------------------------------------------------------------------
 
-const FRESH_LINK = 'Run `ax-code link` in a terminal for a fresh sign-in link.';
-
 /**
  * A `#code=` fragment: a one-time code `ax-code serve` or `ax-code link` printed, exchanged
  * once (POST /signin) for the credential, so the credential never appears in a URL or the
- * browser's history. The fragment is taken out of the address at once. Links that carry the
- * credential itself (`#token=`) are not accepted.
+ * browser's history. The fragment is taken out of the address at once.
  */
 async function takeFragment() {
-  const params = new URLSearchParams(location.hash.slice(1));
-  // A whole pasted line (the link and whatever followed it) still carries its code first.
-  const code = params.has('code') ? leadingCode(params.get('code')) : null;
-  const legacy = params.has('token');
-  if (!params.has('code') && !legacy) return false;
+  const asked = fragmentSignIn(location.hash);
+  if (!asked) return false;
   history.replaceState(null, '', location.pathname + location.search);
-  await signInWith(code
-    ? await exchangeCode(code)
-    : { error: legacy ? `Links that carry the access token are not accepted. ${FRESH_LINK}` : `This sign-in link holds no code. ${FRESH_LINK}` });
+  await signInWith(asked.code ? await exchangeCode(asked.code) : asked);
   return true;
-}
-
-/** The code at the start of `text` (32 letters and digits, as `ax-code link` prints it). */
-function leadingCode(text) {
-  return /^[0-9A-Za-z]{32}(?![0-9A-Za-z])/.exec(text ?? '')?.[0] ?? null;
-}
-
-/**
- * A sign-in link or code somewhere in text pasted into the sign-in form (a whole line of
- * `ax-code serve` output, say): the link when there is one, else the code after `code=`.
- */
-function pastedSignIn(text) {
-  const link = /\bhttps?:\/\/[^\s#]+#code=([0-9A-Za-z]{32})(?![0-9A-Za-z])/.exec(text);
-  if (link) return { link: link[0], code: link[1] };
-  const code = /(?:^|[^0-9A-Za-z])code=([0-9A-Za-z]{32})(?![0-9A-Za-z])/.exec(text);
-  return code ? { code: code[1] } : null;
 }
 
 async function signInWith(result) {
@@ -82,40 +59,6 @@ async function signInWith(result) {
   } else {
     showSignIn(result.error, 'link-refused');
   }
-}
-
-async function exchangeCode(code) {
-  let res;
-  try {
-    res = await fetch('/signin', {
-      method: 'POST',
-      headers: { 'Content-Type': 'application/json' },
-      body: JSON.stringify({ code }),
-      cache: 'no-store',
-      credentials: 'omit',
-      redirect: 'error',
-    });
-  } catch (e) {
-    return { error: `The backend cannot be reached (${e.message}).` };
-  }
-  let data = null;
-  try {
-    data = await res.json();
-  } catch {
-    data = null;
-  }
-  if (res.ok && typeof data?.token === 'string') return { token: data.token };
-  if (data?.error?.code === 'invalid_code') {
-    return { error: `This sign-in link was already used or has expired. ${FRESH_LINK}` };
-  }
-  return { error: `Sign-in failed: ${data?.error?.message ?? `HTTP ${res.status}`}` };
-}
-
-function notProvenMessage(e) {
-  return 'The server at this address could not prove that it holds your access token '
-    + `(${e.message}), so the token was not sent, and this page has forgotten it. `
-    + 'The backend may have restarted with a new credential (`ax-code link --rotate`), or stopped and another program taken its port. '
-    + 'Start the backend again, then run `ax-code link` in a terminal for a fresh sign-in link.';
 }
 
 function showSignIn(message, reason) {

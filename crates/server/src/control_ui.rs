@@ -67,6 +67,7 @@ const ASSETS: &[Asset] = &[
     asset!("present.js", JS),
     asset!("proof.js", JS),
     asset!("screen.js", JS),
+    asset!("signin.js", JS),
     asset!("style.css", CSS),
     asset!("turn.js", JS),
     asset!("turns.js", JS),
