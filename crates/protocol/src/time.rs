@@ -1,4 +1,12 @@
-//! Showing [`Millis`](crate::Millis) timestamps to a person, without a date-time crate.
+//! [`Millis`](crate::Millis) timestamps: the wall clock's, and shown to a person without a
+//! date-time crate.
+
+/// Milliseconds since the Unix epoch (0 for a clock set before it).
+pub fn now_ms() -> crate::Millis {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as crate::Millis)
+}
 
 /// `YYYY-MM-DD HH:MM` in UTC, from milliseconds since the Unix epoch.
 pub fn format_utc_minutes(ms: crate::Millis) -> String {

@@ -5,20 +5,12 @@
 //! value, then 14 random characters of `[0-9A-Za-z]`. Minting fails only when the OS random
 //! source does; a request then fails with a 500 that says so.
 
-use std::time::{SystemTime, UNIX_EPOCH};
-
 use ax_core::RandomError;
-use ax_protocol::{MessageId, Millis, PermissionId, SessionId};
+use ax_protocol::{MessageId, PermissionId, SessionId};
 
 use crate::error::Failure;
 
-/// Milliseconds since the Unix epoch.
-pub fn now_ms() -> Millis {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_millis() as Millis)
-        .unwrap_or(0)
-}
+pub use ax_protocol::time::now_ms;
 
 /// The 500 a request answers with when the OS random source fails.
 pub fn no_randomness(err: RandomError) -> Failure {

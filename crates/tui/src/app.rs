@@ -284,6 +284,9 @@ pub struct App {
     pub(crate) effects: Vec<Effect>,
     /// The clock drawing and timing use; set by [`App::tick`].
     pub(crate) now: Instant,
+    /// The wall-clock time (Unix ms) at one `now`, read once: wall times are derived from
+    /// ticks like every other time, so a test that drives `tick` drives them too.
+    wall_anchor: (Instant, i64),
     pub(crate) progress: crate::progress::Progress,
     /// Sessions whose abort was asked for and that are not idle yet.
     pub(crate) aborting: HashSet<SessionId>,
@@ -325,6 +328,7 @@ pub struct App {
 impl App {
     /// A TUI for `workspace` (the project directory), showing the startup overlay.
     pub fn new(workspace: impl Into<String>, sharing: Option<Sharing>) -> App {
+        let started = Instant::now();
         App {
             route: Route::Home,
             overlay: Some(Overlay::Startup),
@@ -357,7 +361,8 @@ impl App {
             sync_buffer: None,
             transcript_buffer: None,
             effects: Vec::new(),
-            now: Instant::now(),
+            now: started,
+            wall_anchor: (started, ax_protocol::time::now_ms()),
             progress: Default::default(),
             aborting: HashSet::new(),
             approval_scroll: (String::new(), 0),
@@ -639,13 +644,20 @@ impl App {
         }
     }
 
-    /// Posts a status-bar notice, replacing the current one.
+    /// Posts a status-bar notice, replacing the current one; it expires [`NOTICE_TTL`] of
+    /// ticks later.
     pub fn notify(&mut self, kind: NoticeKind, text: impl Into<String>) {
         self.notice = Some(Notice {
             kind,
             text: text.into(),
-            at: Instant::now(),
+            at: self.now,
         });
+    }
+
+    /// The wall-clock time at the last tick, Unix milliseconds.
+    pub(crate) fn wall_ms(&self) -> i64 {
+        let (at, ms) = self.wall_anchor;
+        ms + self.now.saturating_duration_since(at).as_millis() as i64
     }
 
     // ---- navigation ----------------------------------------------------------------------

@@ -175,9 +175,7 @@ impl App {
         }
         if on_screen {
             if let Change::Finished(took) = change {
-                let now_ms = std::time::SystemTime::now()
-                    .duration_since(std::time::UNIX_EPOCH)
-                    .map_or(0, |d| d.as_millis() as i64);
+                let now_ms = self.wall_ms();
                 self.transcript
                     .push_turn_end(&crate::transcript::turn_end_text(
                         took.as_millis() as i64,
