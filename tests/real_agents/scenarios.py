@@ -382,19 +382,24 @@ def tui_enter(ab):
 def agent_offers(ab):
     """The agent's own offers are kept in the session (docs/agents.md §3, §4): after its first
     prompt the commands it sent (`available_commands_update`: Claude right after
-    `session/new`, Codex during the first prompt) are in `agentState.commands`, and its
-    `configOptions` in `agentState.configOptions`; a model the agent offers is chosen through
-    `POST /session/{id}/config` and the agent's answer is stored. Gemini sends neither: its
-    state says so by having none."""
+    `session/new`, Codex when its first prompt started it, which can be after that turn ended:
+    the list is kept whenever it comes, in or between turns) are in `agentState.commands`, and
+    its `configOptions` in `agentState.configOptions`; a model the agent offers is chosen
+    through `POST /session/{id}/config` and the agent's answer is stored. Gemini sends neither:
+    its state says so by having none."""
     s = ab.new_session("offers")
     ab.prompt(s, "Say hello [[ax:hello]]")
     ab.wait_idle(s, "the first turn ends")
+    if ab.agent == "gemini":
+        options = (ab.session(s).get("agentState") or {}).get("configOptions") or []
+        check(not options, f"Gemini offers no config options: {options}")
+        return
+    # Kept without another prompt, also when the list came after the turn's end.
+    wait_for(lambda: (ab.session(s).get("agentState") or {}).get("commands"),
+             f"{ab.agent}'s commands are kept after its first prompt", timeout=30)
     state = ab.session(s).get("agentState") or {}
     commands = state.get("commands") or []
     options = state.get("configOptions") or []
-    if ab.agent == "gemini":
-        check(not options, f"Gemini offers no config options: {options}")
-        return
     check(commands and all(isinstance(c.get("name"), str) and c["name"] and not c["name"].startswith("/")
                            for c in commands), f"{ab.agent}'s commands are kept: {[c.get('name') for c in commands]}")
     model = next((o for o in options if o.get("id") == "model"), None)

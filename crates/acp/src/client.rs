@@ -281,11 +281,6 @@ pub enum AcpEvent {
     /// The agent's latest context usage (`usage_update`): a meter for the session, not a
     /// part of the transcript (docs/agents.md §4).
     Usage(AgentUsage),
-    /// The agent's latest command list (`available_commands_update`), already bounded
-    /// ([`map::commands`]); the session keeps it, not the transcript (docs/agents.md §4).
-    Commands(Vec<AgentCommand>),
-    /// The agent's full config option list changed by itself (`config_option_update`).
-    ConfigOptions(Vec<AgentConfigOption>),
     /// The turn ended; `parts` is the fold of every delta it streamed.
     TurnEnded {
         /// How it ended.
@@ -483,18 +478,28 @@ struct State {
     known_tools: HashSet<String>,
     /// ... and the stored texts a replay may still send, until live work shows.
     tail: Option<ReplayTail>,
-    /// The agent's latest command list.
-    commands: Vec<AgentCommand>,
     /// A command list that came while `session/new` was being answered, with the agent
-    /// session id it named: reported once that id is ours.
+    /// session id it named: offered once that id is ours.
     early_commands: Option<(String, Vec<AgentCommand>)>,
-    /// The agent's latest config options (bounded, [`map::config_options`]).
-    config_options: Vec<AgentConfigOption>,
+}
+
+/// What the agent offers for its session as a whole: kept apart from turns, because it may
+/// change in a turn or between turns (Codex sends its commands when it pleases, which can be
+/// after the first turn ended) (docs/agents.md §4).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct AgentOffers {
+    /// The latest command list (`available_commands_update`, bounded by [`map::commands`]);
+    /// `None` until the agent sent one to this process.
+    pub commands: Option<Vec<AgentCommand>>,
+    /// The latest config options (bounded by [`map::config_options`]; empty if none).
+    pub config_options: Vec<AgentConfigOption>,
 }
 
 struct Shared {
     state: Mutex<State>,
     events: mpsc::UnboundedSender<AcpEvent>,
+    /// The agent's offers; receivers wake only on a real change.
+    offers: watch::Sender<AgentOffers>,
     project: PathBuf,
     terminals: Arc<dyn Terminals>,
     stderr: Arc<Mutex<Tail>>,
@@ -507,6 +512,15 @@ struct Shared {
 impl Shared {
     fn lock(&self) -> MutexGuard<'_, State> {
         self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Changes the offers; receivers are told only when they differ afterwards.
+    fn offer(&self, change: impl FnOnce(&mut AgentOffers)) {
+        self.offers.send_if_modified(|offers| {
+            let before = offers.clone();
+            change(offers);
+            *offers != before
+        });
     }
 
     fn mark_gone(&self) {
@@ -685,8 +699,7 @@ fn handle_update(shared: &Shared, params: &serde_json::Value) {
             // can be before that answer is read here.
             None => st.early_commands = Some((note.session_id.0.to_string(), list)),
             Some(id) if id == &*note.session_id.0 => {
-                st.commands = list.clone();
-                let _ = shared.events.send(AcpEvent::Commands(list));
+                shared.offer(|o| o.commands = Some(list));
             }
             Some(_) => tracing::warn!("skipped commands for another agent session"),
         }
@@ -735,8 +748,7 @@ fn handle_update(shared: &Shared, params: &serde_json::Value) {
         }
         schema::SessionUpdate::ConfigOptionUpdate(u) => {
             let list = map::config_options(&u.config_options);
-            st.config_options = list.clone();
-            let _ = shared.events.send(AcpEvent::ConfigOptions(list));
+            shared.offer(|o| o.config_options = list);
             return;
         }
         schema::SessionUpdate::CurrentModeUpdate(m) => {
@@ -1298,6 +1310,7 @@ impl AgentHandle {
         let shared = Arc::new(Shared {
             state: Mutex::new(State::default()),
             events: events_tx.clone(),
+            offers: watch::Sender::new(AgentOffers::default()),
             project: project.clone(),
             terminals: options
                 .terminals
@@ -1565,7 +1578,18 @@ impl AgentHandle {
 
     /// The agent's latest command list (empty until it sent one).
     pub fn commands(&self) -> Vec<AgentCommand> {
-        self.shared.lock().commands.clone()
+        self.shared
+            .offers
+            .borrow()
+            .commands
+            .clone()
+            .unwrap_or_default()
+    }
+
+    /// The agent's offers as they change, in and between turns; the value seen now is marked
+    /// seen, so `changed()` wakes for what comes after.
+    pub fn offers(&self) -> watch::Receiver<AgentOffers> {
+        self.shared.offers.subscribe()
     }
 
     /// Pending permissions, oldest first.
@@ -1712,17 +1736,22 @@ impl AgentHandle {
             let mut st = self.shared.lock();
             st.session_id = Some(session_id.clone());
             st.modes = modes.clone();
-            st.config_options = config_options
+            let options = config_options
                 .as_ref()
                 .and_then(|v| Vec::<schema::SessionConfigOption>::deserialize(v).ok())
                 .map(|list| map::config_options(&list))
                 .unwrap_or_default();
-            if let Some((id, list)) = st.early_commands.take()
-                && id == session_id
-            {
-                st.commands = list.clone();
-                let _ = self.shared.events.send(AcpEvent::Commands(list));
-            }
+            let early = st
+                .early_commands
+                .take()
+                .filter(|(id, _)| *id == session_id)
+                .map(|(_, list)| list);
+            self.shared.offer(|o| {
+                o.config_options = options;
+                if early.is_some() {
+                    o.commands = early;
+                }
+            });
             if restored == Restored::NotRestored {
                 let why = not_restored_reason.unwrap_or_default();
                 self.shared.emit(
@@ -1803,7 +1832,7 @@ impl AgentHandle {
 
     /// The agent's latest config options (empty if it offers none).
     pub fn config_options(&self) -> Vec<AgentConfigOption> {
-        self.shared.lock().config_options.clone()
+        self.shared.offers.borrow().config_options.clone()
     }
 
     /// Changes one config option (`session/set_config_option`); the agent answers with its
@@ -1832,7 +1861,8 @@ impl AgentHandle {
             .await
             .map_err(|e| self.map_session_error(e))?;
         let list = map::config_options(&answer.config_options);
-        self.shared.lock().config_options = list.clone();
+        let kept = list.clone();
+        self.shared.offer(|o| o.config_options = kept);
         Ok(list)
     }
 

@@ -30,6 +30,7 @@
 //! | `config-set ID VALUE` | changes an option itself and sends `config_option_update` with the full list (as an adapter falling back to another model does) |
 //! | `title WORDS` | a `session_info_update` with that title |
 //! | `commands A B ...` | an `available_commands_update` listing commands A, B, ... (none: an empty list) |
+//! | `later-commands MS A B ...` | the same MS ms after the turn, between turns (as Codex's adapter may send its list after its first prompt ended) |
 //! | `/NAME ARGS` | runs the agent command NAME, as an agent does for a prompt starting `/NAME`: reports `command NAME: ARGS` |
 //! | `blocks` | reports the prompt's non-text blocks: `blocks: image MIME BYTES; link NAME URI; resource URI BYTES` (`blocks: none`) |
 //! | `exec ID CMD` | Codex's shape: `session/request_permission` with no prior `tool_call`, the command in the title and `rawInput {command: ["bash", "-lc", CMD], cwd}`, Codex's options; reports like `permission` (`abort` ends the turn `cancelled`) |
@@ -821,6 +822,23 @@ impl Turn {
                     _ => schema::StopReason::EndTurn,
                 };
                 return Ok(Some(reason));
+            }
+            "later-commands" => {
+                let mut words = rest.split_whitespace();
+                let ms: u64 = words.next().and_then(|w| w.parse().ok()).unwrap_or(0);
+                let list: Vec<_> = words
+                    .map(|name| schema::AvailableCommand::new(name, format!("The {name} command")))
+                    .collect();
+                let (cx, sid) = (self.cx.clone(), self.sid.clone());
+                tokio::spawn(async move {
+                    tokio::time::sleep(Duration::from_millis(ms)).await;
+                    let _ = cx.send_notification(schema::SessionNotification::new(
+                        sid,
+                        schema::SessionUpdate::AvailableCommandsUpdate(
+                            schema::AvailableCommandsUpdate::new(list),
+                        ),
+                    ));
+                });
             }
             "commands" => {
                 let list = rest

@@ -988,38 +988,39 @@ async fn an_edit_is_numbered_by_where_it_is_in_the_file() {
 }
 
 /// docs/agents.md §4: the command list the agent sends right after answering `session/new`
-/// (which may be read before that answer) is reported once, for the session, and kept; a new
-/// list replaces it.
+/// (which may be read before that answer) is offered for the session and kept, never as a
+/// turn event; a new list replaces it, and a receiver is woken for it.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn commands_arrive_once_the_session_opens() {
     let mut fx = start(&[]).await;
-    let first = loop {
-        let event = tokio::time::timeout(WAIT, fx.events.recv())
-            .await
-            .expect("an event in time")
-            .expect("event stream open");
-        if let AcpEvent::Commands(list) = event {
-            break list;
-        }
-    };
+    let mut offers = fx.agent.offers();
+    let first = tokio::time::timeout(WAIT, offers.wait_for(|o| o.commands.is_some()))
+        .await
+        .expect("the commands in time")
+        .expect("the agent is running")
+        .commands
+        .clone()
+        .unwrap();
     let names: Vec<&str> = first.iter().map(|c| c.name.as_str()).collect();
     assert_eq!(names, ["compact", "review"]);
     assert_eq!(first[1].input_hint.as_deref(), Some("what to review"));
     assert_eq!(fx.agent.commands(), first);
     fx.agent.prompt_text("commands init").unwrap();
-    let mut lists = Vec::new();
     loop {
         let event = tokio::time::timeout(WAIT, fx.events.recv())
             .await
             .expect("an event in time")
             .expect("event stream open");
-        match event {
-            AcpEvent::Commands(list) => lists.push(list),
-            AcpEvent::TurnEnded { .. } => break,
-            _ => {}
+        if let AcpEvent::TurnEnded { .. } = event {
+            break;
         }
     }
-    assert_eq!(lists.len(), 1, "{lists:?}");
-    assert_eq!(lists[0][0].name, "init");
-    assert_eq!(fx.agent.commands(), lists[0]);
+    assert!(
+        offers.has_changed().unwrap(),
+        "the new list wakes the receiver"
+    );
+    let now = offers.borrow_and_update().commands.clone().unwrap();
+    assert_eq!(now.len(), 1, "{now:?}");
+    assert_eq!(now[0].name, "init");
+    assert_eq!(fx.agent.commands(), now);
 }

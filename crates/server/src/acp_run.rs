@@ -15,15 +15,15 @@ use std::{
 };
 
 use ax_acp::{
-    AcpEvent, AgentHandle, AgentKind, AgentSpec, SessionError, StartOptions, StoredHistory, schema,
+    AcpEvent, AgentHandle, AgentKind, AgentOffers, AgentSpec, SessionError, StartOptions,
+    StoredHistory, schema,
 };
 use ax_protocol::{
-    AgentCommand, AgentConfigOption, AgentMode, AgentModes, AgentUsage, Event, Message, MessageId,
-    Part, Permission, PermissionId, PermissionReply, PermissionState, Prompt, PromptAccepted,
-    Session, SessionId, SessionStatus,
+    AgentMode, AgentModes, AgentUsage, Event, Message, MessageId, Part, Permission, PermissionId,
+    PermissionReply, PermissionState, Prompt, PromptAccepted, Session, SessionId, SessionStatus,
     turn::{Notice, NoticeKind, PermissionKind, PermissionOutcome, TurnDelta, TurnEnd},
 };
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::{mpsc, oneshot, watch};
 
 use crate::{
     error::Failure,
@@ -131,8 +131,6 @@ pub async fn start(
         interrupted: false,
         ui,
         usage: None,
-        commands: None,
-        config: None,
     };
     app.tasks.spawn(turn.drive(spec, blocks, inbox));
     Ok(PromptAccepted {
@@ -166,10 +164,6 @@ struct Turn {
     ui: Option<String>,
     /// The agent's latest usage, not yet stored (docs/agents.md §4: a meter on the session).
     usage: Option<AgentUsage>,
-    /// The agent's latest command list, not yet stored (kept like `usage`).
-    commands: Option<Vec<AgentCommand>>,
-    /// The agent's latest config options, not yet stored (kept like `usage`).
-    config: Option<Vec<AgentConfigOption>>,
 }
 
 impl Turn {
@@ -217,14 +211,6 @@ impl Turn {
             AcpEvent::Exited { .. } => None,
             AcpEvent::Usage(usage) => {
                 self.usage = Some(usage);
-                None
-            }
-            AcpEvent::Commands(list) => {
-                self.commands = Some(list);
-                None
-            }
-            AcpEvent::ConfigOptions(list) => {
-                self.config = Some(list);
                 None
             }
         }
@@ -276,9 +262,7 @@ impl Turn {
     /// Stores `batch` in one transaction, then publishes it.
     async fn flush(&mut self, batch: Vec<Item>) {
         let usage = self.usage.take();
-        let commands = self.commands.take();
-        let config = self.config.take();
-        if batch.is_empty() && usage.is_none() && commands.is_none() && config.is_none() {
+        if batch.is_empty() && usage.is_none() {
             return;
         }
         let pending = self
@@ -319,19 +303,11 @@ impl Turn {
                     Some(s) => store::set_status(&tx, project, &sid, s, ids::now_ms())?,
                     None => None,
                 };
-                if (usage.is_some() || commands.is_some() || config.is_some())
+                if let Some(usage) = usage
                     && let Some(current) = store::get_session(&tx, project, &sid)?
                 {
                     let mut state = current.agent_state.clone().unwrap_or_default();
-                    if let Some(usage) = usage {
-                        state.usage = Some(usage);
-                    }
-                    if let Some(commands) = commands {
-                        state.commands = commands;
-                    }
-                    if let Some(config) = config {
-                        state.config_options = config;
-                    }
+                    state.usage = Some(usage);
                     if current.agent_state.as_ref() != Some(&state) {
                         store::set_agent_state(&tx, &sid, &state)?;
                         session = store::get_session(&tx, project, &sid)?;
@@ -790,9 +766,11 @@ async fn open_agent(
     let pgid = handle.process_group();
     let start = ax_agents::process::process_start_time(pgid);
     let agent_session = info.session_id.clone();
-    // A list the agent sent with its session's opening is there before any prompt.
-    let commands = handle.commands();
-    let config = handle.config_options();
+    // What the agent offered with its session's opening is there before any prompt; later
+    // changes are kept by `keep_offers`, from exactly this value on.
+    let mut offers = handle.offers();
+    let opened = offers.borrow_and_update().clone();
+    let (commands, config) = (opened.commands, opened.config_options);
     let project = app.project_id;
     if let Err(e) = app
         .store
@@ -804,7 +782,7 @@ async fn open_agent(
                 .unwrap_or_default();
             state.modes = modes;
             state.auth_methods = Vec::new();
-            if !commands.is_empty() {
+            if let Some(commands) = commands {
                 state.commands = commands;
             }
             state.config_options = config;
@@ -821,7 +799,46 @@ async fn open_agent(
         after_cancel: std::sync::atomic::AtomicBool::new(false),
     });
     app.agent_slots().insert(session.clone(), slot.clone());
+    keep_offers(app, session, offers);
     Ok(slot)
+}
+
+/// Keeps what the agent offers for the session (its commands and config options) in the
+/// session's agent state as it changes, in a turn or between turns: an agent sends these when
+/// it pleases (Codex's command list may come after its first turn ended), so they are not
+/// turn events (docs/agents.md §4). Ends with the agent process or the backend.
+fn keep_offers(app: &Shared, session: &SessionId, mut offers: watch::Receiver<AgentOffers>) {
+    let (app, session, shutdown) = (app.clone(), session.clone(), app.shutdown.clone());
+    let tasks = app.tasks.clone();
+    tasks.spawn(async move {
+        loop {
+            tokio::select! {
+                changed = offers.changed() => if changed.is_err() { return },
+                () = shutdown.cancelled() => return,
+            }
+            let now = offers.borrow_and_update().clone();
+            let kept = app
+                .update_session(&session, move |tx, project, sid| {
+                    let Some(current) = store::get_session(tx, project, sid)? else {
+                        return Ok(None);
+                    };
+                    let mut state = current.agent_state.clone().unwrap_or_default();
+                    if let Some(commands) = now.commands {
+                        state.commands = commands;
+                    }
+                    state.config_options = now.config_options;
+                    if current.agent_state.as_ref() == Some(&state) {
+                        return Ok(None);
+                    }
+                    store::set_agent_state(tx, sid, &state)?;
+                    store::get_session(tx, project, sid)
+                })
+                .await;
+            if let Err(e) = kept {
+                tracing::error!(error = %e, "storing the agent's offers failed");
+            }
+        }
+    });
 }
 
 /// What the store holds of this conversation (but `skip`), for matching an agent's replay

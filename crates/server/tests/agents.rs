@@ -122,6 +122,9 @@ fn main() {
         ("agent_commands_are_kept_published_and_run", || {
             Box::pin(agent_state::agent_commands_are_kept_published_and_run())
         }),
+        ("commands_sent_between_turns_are_kept_at_once", || {
+            Box::pin(agent_state::commands_sent_between_turns_are_kept_at_once())
+        }),
         ("config_options_are_chosen_before_and_after_prompts", || {
             Box::pin(agent_state::config_options_are_chosen_before_and_after_prompts())
         }),

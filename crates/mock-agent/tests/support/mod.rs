@@ -61,19 +61,12 @@ pub fn project_path(fx: &Fixture) -> PathBuf {
     fx.project.path().canonicalize().unwrap()
 }
 
-/// The next event but a command list: the agent sends its list when it pleases (the mock right
-/// after `session/new`), a meter of the session that `commands_arrive_once_the_session_opens`
-/// checks, and that would otherwise land anywhere among the turn events other tests expect.
+/// The next event.
 pub async fn next(events: &mut UnboundedReceiver<AcpEvent>) -> AcpEvent {
-    loop {
-        let event = tokio::time::timeout(WAIT, events.recv())
-            .await
-            .expect("an event in time")
-            .expect("event stream open");
-        if !matches!(event, AcpEvent::Commands(_)) {
-            return event;
-        }
-    }
+    tokio::time::timeout(WAIT, events.recv())
+        .await
+        .expect("an event in time")
+        .expect("event stream open")
 }
 
 /// What one turn streamed.

@@ -37,14 +37,15 @@ pub async fn agent_commands_are_kept_published_and_run() {
     );
     assert!(json["agentState"]["commands"][0].get("inputHint").is_none());
 
-    // A new list arrives mid-turn: published before the turn ends, then stored.
+    // A new list arrives mid-turn: published (by the task that keeps the agent's offers, so
+    // not necessarily before the turn's end), then stored.
     let accepted = b
         .client
         .prompt_text(&id, "commands compact init\ntext done")
         .await
         .unwrap();
     let mut published = None;
-    let mut seen = false;
+    let (mut seen, mut idle) = (false, false);
     within(async {
         loop {
             let e = events.next().await.expect("open").expect("no error");
@@ -59,11 +60,14 @@ pub async fn agent_commands_are_kept_published_and_run() {
                     }
                 }
                 Event::SessionStatus { session_id, status }
-                    if seen && session_id == id && status == SessionStatus::Idle =>
+                    if session_id == id && status == SessionStatus::Idle =>
                 {
-                    return;
+                    idle = seen;
                 }
                 _ => {}
+            }
+            if idle && published.is_some() {
+                return;
             }
         }
     })
@@ -75,6 +79,48 @@ pub async fn agent_commands_are_kept_published_and_run() {
     b.restart().await;
     let again = b.client.get_session(&id).await.unwrap();
     assert_eq!(command_names(&again), ["compact", "init"]);
+}
+
+/// docs/agents.md §4: a command list the agent sends between turns (Codex's adapter may send
+/// its list after its first prompt ended) is kept and published then, without waiting for
+/// another prompt.
+pub async fn commands_sent_between_turns_are_kept_at_once() {
+    let b = Backend::start("").await;
+    let id = b.mock_session().await;
+    let mut events = b.events().await;
+    let accepted = b
+        .client
+        .prompt_text(&id, "later-commands 1000 alpha beta\ntext said")
+        .await
+        .unwrap();
+    let live = follow(&b, &mut events, &id, &accepted.reply_id, |_| None).await;
+    assert_eq!(text_of(&live.parts), "said");
+    let before = b.client.get_session(&id).await.unwrap();
+    assert_eq!(
+        command_names(&before),
+        ["compact", "review"],
+        "the turn ended before the new list was sent"
+    );
+    let published = within(async {
+        loop {
+            let e = events.next().await.expect("open").expect("no error");
+            if let Event::SessionUpdated { session } = e.event
+                && session.id == id
+                && command_names(&session) != ["compact", "review"]
+            {
+                return command_names(&session);
+            }
+        }
+    })
+    .await;
+    assert_eq!(published, ["alpha", "beta"]);
+    let stored = b.client.get_session(&id).await.unwrap();
+    assert_eq!(command_names(&stored), ["alpha", "beta"]);
+    assert_eq!(
+        stored.status,
+        SessionStatus::Idle,
+        "no turn was started for it"
+    );
 }
 
 /// The current value of `config_id` in the session's stored options.
