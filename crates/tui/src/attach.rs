@@ -27,6 +27,26 @@ pub fn check(workspace: &Path, path: &str) -> Result<(), String> {
     })
 }
 
+/// The chip that shows an image part of a message: its name (else its number and type) and
+/// its size, e.g. `image shot.png (12 KiB)`.
+pub fn image_chip(index: u32, mime_type: &str, bytes: u64, name: &Option<String>) -> String {
+    let size = if bytes < 1024 {
+        format!("{bytes} B")
+    } else if bytes < 1024 * 1024 {
+        format!("{} KiB", bytes.div_ceil(1024))
+    } else {
+        format!("{:.1} MiB", bytes as f64 / (1024.0 * 1024.0))
+    };
+    match name {
+        Some(name) => format!("image {} ({size})", ax_core::text::escape_controls(name)),
+        None => format!(
+            "image {} ({}, {size})",
+            index + 1,
+            ax_core::text::escape_controls(mime_type)
+        ),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
