@@ -28,8 +28,7 @@ pub const EMBED_TOTAL_BYTES: u64 = 1024 * 1024;
 /// Longest image name, in characters.
 pub const IMAGE_NAME_CHARS: usize = 200;
 
-/// The image types accepted, by their magic bytes.
-pub const IMAGE_TYPES: [&str; 4] = ["image/png", "image/jpeg", "image/gif", "image/webp"];
+pub use ax_core::image::{IMAGE_TYPES, sniff};
 
 /// An image of a prompt, checked: its type as its bytes say, and the bytes.
 pub struct CheckedImage {
@@ -55,21 +54,6 @@ pub fn images_not_supported(agent: &str) -> Failure {
 
 fn bad_image(message: impl Into<String>) -> Failure {
     Failure::new(StatusCode::BAD_REQUEST, "bad_image", message)
-}
-
-/// The image type of `bytes` by its magic bytes, if it is one of [`IMAGE_TYPES`].
-pub fn sniff(bytes: &[u8]) -> Option<&'static str> {
-    if bytes.starts_with(b"\x89PNG\r\n\x1a\n") {
-        Some("image/png")
-    } else if bytes.starts_with(&[0xff, 0xd8, 0xff]) {
-        Some("image/jpeg")
-    } else if bytes.starts_with(b"GIF87a") || bytes.starts_with(b"GIF89a") {
-        Some("image/gif")
-    } else if bytes.len() >= 12 && &bytes[..4] == b"RIFF" && &bytes[8..12] == b"WEBP" {
-        Some("image/webp")
-    } else {
-        None
-    }
 }
 
 /// Checks one image of a prompt: `data` is base64 of at most `max` bytes (`total` counts what
@@ -275,17 +259,6 @@ mod tests {
 
     fn b64(bytes: &[u8]) -> String {
         base64::engine::general_purpose::STANDARD.encode(bytes)
-    }
-
-    #[test]
-    fn sniffs_the_four_types_and_nothing_else() {
-        assert_eq!(sniff(PNG), Some("image/png"));
-        assert_eq!(sniff(&[0xff, 0xd8, 0xff, 0xe0]), Some("image/jpeg"));
-        assert_eq!(sniff(b"GIF89a...."), Some("image/gif"));
-        assert_eq!(sniff(b"RIFF\0\0\0\0WEBPVP8 "), Some("image/webp"));
-        assert_eq!(sniff(b"RIFF\0\0\0\0WAVE"), None);
-        assert_eq!(sniff(b"<svg xmlns"), None);
-        assert_eq!(sniff(b""), None);
     }
 
     #[test]

@@ -58,8 +58,8 @@ impl Default for Limits {
             prompt_parts: 64,
             // 10 MiB of images in base64 (4/3) plus the rest of a prompt.
             prompt_body_bytes: 14 * 1024 * 1024,
-            image_bytes: 5 * 1024 * 1024,
-            prompt_image_bytes: 10 * 1024 * 1024,
+            image_bytes: ax_core::image::MAX_IMAGE_BYTES,
+            prompt_image_bytes: ax_core::image::MAX_PROMPT_IMAGE_BYTES,
             title_chars: 200,
             output_bytes_per_message: 1024 * 1024,
             header_read_timeout: Duration::from_secs(10),

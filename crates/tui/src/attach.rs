@@ -28,23 +28,7 @@ pub fn check(workspace: &Path, path: &str) -> Result<(), String> {
 }
 
 /// Largest image `/image` reads (the backend's bound, docs/agents.md §11).
-pub const MAX_IMAGE_BYTES: u64 = 5 * 1024 * 1024;
-
-/// The image type of `bytes` by its magic bytes: PNG, JPEG, GIF or WebP (as the backend
-/// checks them, `crates/server/src/attachments.rs`).
-pub fn sniff(bytes: &[u8]) -> Option<&'static str> {
-    if bytes.starts_with(b"\x89PNG\r\n\x1a\n") {
-        Some("image/png")
-    } else if bytes.starts_with(&[0xff, 0xd8, 0xff]) {
-        Some("image/jpeg")
-    } else if bytes.starts_with(b"GIF87a") || bytes.starts_with(b"GIF89a") {
-        Some("image/gif")
-    } else if bytes.len() >= 12 && &bytes[..4] == b"RIFF" && &bytes[8..12] == b"WEBP" {
-        Some("image/webp")
-    } else {
-        None
-    }
-}
+pub const MAX_IMAGE_BYTES: u64 = ax_core::image::MAX_IMAGE_BYTES as u64;
 
 /// The last component of `path`, when it is a name that shows truthfully.
 pub fn file_name(path: &str) -> Option<String> {
@@ -84,7 +68,7 @@ pub fn load_image(workspace: &Path, path: &str) -> Result<crate::composer::Compo
             MAX_IMAGE_BYTES >> 20
         ));
     }
-    let mime = sniff(&bytes).ok_or("not a PNG, JPEG, GIF or WebP image")?;
+    let mime = ax_core::image::sniff(&bytes).ok_or("not a PNG, JPEG, GIF or WebP image")?;
     Ok(crate::composer::ComposerImage {
         path: path.to_owned(),
         mime,

@@ -13,7 +13,7 @@ pub const MAX_ATTACHMENTS: usize = 32;
 /// Most images per prompt, and their total size (the backend's bounds, docs/agents.md §11).
 pub const MAX_IMAGES: usize = 10;
 /// The most bytes of images one prompt carries.
-pub const MAX_PROMPT_IMAGE_BYTES: u64 = 10 * 1024 * 1024;
+pub const MAX_PROMPT_IMAGE_BYTES: u64 = ax_core::image::MAX_PROMPT_IMAGE_BYTES as u64;
 
 /// A draft being written, with the cursor where the next char goes.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
