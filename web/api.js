@@ -4,6 +4,7 @@
 // and the Server-Sent Events framing is parsed here. Nothing carrying the credential is sent
 // before the server proved it holds it (proof.js); any transport error drops that proof.
 
+import { toBase64 } from './attach.js';
 import { NotProven } from './proof.js';
 
 export class ApiError extends Error {
@@ -106,10 +107,24 @@ export class Api {
   messages(id) { return this.request('GET', `/session/${encodeURIComponent(id)}/message`); }
   // `client`: this page's gateway connection id, so the session's agent may arrange this UI
   // during the turn (docs/agents.md §8); omitted while the gateway is down.
-  prompt(id, text, client) {
-    const body = { parts: [{ type: 'text', text }] };
+  // `parts`: the whole prompt when it carries files or images (attach.js), else the text alone.
+  prompt(id, text, client, parts) {
+    const body = { parts: parts ?? [{ type: 'text', text }] };
     if (client) body.client = client;
     return this.request('POST', `/session/${encodeURIComponent(id)}/prompt`, body);
+  }
+  /** The project's files matching `query` fuzzily: {files: [{path, score}], truncated}. */
+  findFiles(query, limit = 20) {
+    return this.request('GET', `/find/file?query=${encodeURIComponent(query)}&limit=${limit}`);
+  }
+  /** Image `index` of message `mid` as a data: URL (the page's CSP takes no blob: images). */
+  async image(id, mid, index) {
+    await this.proven();
+    const res = await this.send(`/session/${encodeURIComponent(id)}/message/${encodeURIComponent(mid)}/image/${index}`, { headers: this.headers() });
+    if (!res.ok) throw new ApiError(res.status, `HTTP_${res.status}`, res.statusText);
+    const type = res.headers.get('Content-Type') ?? '';
+    if (!/^image\/(png|jpeg|gif|webp)$/.test(type)) throw new ApiError(0, 'BAD_IMAGE', `not an image: ${type}`);
+    return `data:${type};base64,${toBase64(new Uint8Array(await res.arrayBuffer()))}`;
   }
   abort(id) { return this.request('POST', `/session/${encodeURIComponent(id)}/abort`); }
   permissions() { return this.request('GET', '/permission'); }

@@ -3,6 +3,7 @@
 
 import { Api } from './api.js';
 import { AgentCommands } from './commands.js';
+import { Attachments } from './attachments.js';
 import { placeConfigPickers } from './config.js';
 import { h, relativeTime } from './dom.js';
 import { GatewayClient } from './gateway.js';
@@ -162,7 +163,14 @@ class ControlUi {
       store: this.store,
       md: new MarkdownRenderer((text) => this.api.markdown(text), (key) => this.refreshTranscripts(key.split('|')[0])),
       open: new Map(),
+      // A stored image's data: URL, fetched once per image (attachments in the transcript).
+      image: (sid, mid, index) => {
+        const key = `${sid}/${mid}/${index}`;
+        if (!this.images.has(key)) this.images.set(key, this.api.image(sid, mid, index).catch(() => null));
+        return this.images.get(key);
+      },
     };
+    this.images = new Map();
     this.dirty = new Set();
     this.reloadAt = new Map();
     this.terminal = new TerminalPanel(this.actions);
@@ -592,7 +600,7 @@ class ControlUi {
           self.toast(`Could not revoke: ${e.message}`);
         }
       },
-      prompt: (sessionId, text) => self.api.prompt(sessionId, text, self.gateway.connId),
+      prompt: (sessionId, text, parts) => self.api.prompt(sessionId, text, self.gateway.connId, parts),
       async abort(sessionId) {
         try {
           await self.api.abort(sessionId);
@@ -650,7 +658,7 @@ class ControlUi {
       : null;
     const area = $('panes');
     const count = allPanes(L).length;
-    const ctx = (pane) => ({ store: this.store, active: pane.id === L.active, drafts: this.drafts, actions: this.actions, count, view: this.view });
+    const ctx = (pane) => ({ store: this.store, active: pane.id === L.active, drafts: this.drafts, actions: this.actions, count, view: this.view, attachments });
     const children = [];
     L.columns.forEach((col, ci) => {
       if (ci > 0) children.push(this.splitterBetween(L.columns[ci - 1], col));
@@ -986,6 +994,12 @@ document.addEventListener('keydown', (ev) => {
 let app = null;
 // One `/` completion list for every composer, over the running app's sessions.
 const agentCommands = new AgentCommands((id) => app?.store.sessions.get(id));
+// One `@` file picker and image paste for every composer (attachments.js).
+const attachments = new Attachments({
+  findFiles: (query) => app.api.findFiles(query),
+  sessionOf: (id) => app?.store.sessions.get(id),
+  toast: (text) => app?.toast(text),
+});
 
 function boot() {
   const token = sessionStorage.getItem(TOKEN_KEY);

@@ -1,5 +1,6 @@
 // One pane: a session's live transcript, its pending approvals and its composer.
 
+import { imageLabel } from './attach.js';
 import { h } from './dom.js';
 import { splitWeights } from './layout.js';
 import { agentOf, sessionTitle, usageText } from './present.js';
@@ -193,7 +194,7 @@ export function feedbackPlaceholder(session) {
   return `Tell ${agentOf(session) === 'shell' ? 'the agent' : agentOf(session)} what to do differently (Enter sends)`;
 }
 
-function composer(pane, { drafts, actions }, sessionInfo) {
+function composer(pane, { drafts, actions, attachments }, sessionInfo) {
   // The session this composer was made for: its draft and its prompt go there, whatever the
   // pane shows later.
   const session = pane.session;
@@ -212,14 +213,18 @@ function composer(pane, { drafts, actions }, sessionInfo) {
     for (const other of composersOf(session, input)) other.value = input.value;
   });
   const error = h('p', { class: 'composer-error', role: 'alert' });
+  // Files picked with `@` and pasted or dropped images (attachments.js).
+  const chips = h('div', { class: 'composer-chips', 'data-testid': 'composer-chips', 'data-session': session });
+  attachments?.fill(chips, session);
   const form = h('form', { class: 'composer', 'data-testid': 'composer' },
-    input, h('button', { type: 'submit', class: 'primary', text: 'Send' }), error);
+    chips, input, h('button', { type: 'submit', class: 'primary', text: 'Send' }), error);
   const submit = async () => {
     const text = input.value.trim();
     if (!text) return;
     error.textContent = '';
     try {
-      await actions.prompt(session, text);
+      await actions.prompt(session, text, attachments?.parts(session, text));
+      attachments?.clear(session);
       input.value = '';
       drafts.delete(session);
       for (const other of composersOf(session, input)) other.value = '';
@@ -333,6 +338,19 @@ function turnMeta(m, live, session) {
   return meta;
 }
 
+/** An image of a person's message: a named chip, with a thumbnail once its bytes came
+ *  (`view.image`, from GET /session/{id}/message/{mid}/image/{index}). */
+function imagePart(part, message, view, sessionId) {
+  const img = h('img', { class: 'thumb', alt: imageLabel(part), 'data-testid': 'image-thumb', hidden: true });
+  const el = h('span', { class: 'chip image-chip', 'data-testid': 'image-part' }, img, imageLabel(part));
+  view?.image?.(sessionId, message.id, part.index).then((url) => {
+    if (!url) return;
+    img.src = url;
+    img.hidden = false;
+  });
+  return el;
+}
+
 function renderPart(part, message, index, view, sessionId) {
   const key = `${message.id}/${index}`;
   const remember = (what) => (open) => view?.open.set(`${message.id}/${what}`, open);
@@ -343,7 +361,9 @@ function renderPart(part, message, index, view, sessionId) {
       }
       return h('pre', { class: 'part-text', text: part.text });
     case 'file':
-      return h('span', { class: 'chip', text: `📎 ${part.path}` });
+      return h('span', { class: 'chip', 'data-testid': 'file-part', text: `📎 ${part.path}` });
+    case 'image':
+      return imagePart(part, message, view, sessionId);
     case 'output':
       return h('span', { class: `part-output ${part.stream}`, text: part.text });
     case 'truncated':

@@ -58,9 +58,9 @@ mod proof;
 use std::{sync::Arc, time::Duration};
 
 use ax_protocol::{
-    AbortResult, CreateSession, ErrorBody, Health, Message, Permission, PermissionAnswer,
-    PermissionId, PermissionReply, Project, Prompt, PromptAccepted, PromptPart, RenameSession,
-    Session, SessionId,
+    AbortResult, CreateSession, ErrorBody, Health, Message, MessageId, Permission,
+    PermissionAnswer, PermissionId, PermissionReply, Project, Prompt, PromptAccepted, PromptPart,
+    RenameSession, Session, SessionId,
 };
 use reqwest::{Method, RequestBuilder, header};
 use serde::{Serialize, de::DeserializeOwned};
@@ -185,6 +185,15 @@ impl Client {
     }
 
     async fn send<T: DeserializeOwned>(&self, builder: RequestBuilder) -> Result<T, ClientError> {
+        let (_, bytes) = self.send_bytes(builder).await?;
+        serde_json::from_slice(&bytes).map_err(|e| ClientError::Decode(e.to_string()))
+    }
+
+    /// Sends a request; a success answers its `Content-Type` and body.
+    async fn send_bytes(
+        &self,
+        builder: RequestBuilder,
+    ) -> Result<(String, bytes::Bytes), ClientError> {
         // Nothing carrying the credential leaves before the server proved it holds it.
         self.verification
             .ensure(&self.http, &self.base, &self.token())
@@ -200,6 +209,12 @@ impl Client {
             .await
             .map_err(lost)?;
         let status = response.status();
+        let kind = response
+            .headers()
+            .get(header::CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or_default()
+            .to_owned();
         let bytes = response.bytes().await.map_err(lost)?;
         if !status.is_success() {
             return Err(match serde_json::from_slice::<ErrorBody>(&bytes) {
@@ -212,7 +227,7 @@ impl Client {
                 },
             });
         }
-        serde_json::from_slice(&bytes).map_err(|e| ClientError::Decode(e.to_string()))
+        Ok((kind, bytes))
     }
 
     async fn get<T: DeserializeOwned>(&self, path: &str) -> Result<T, ClientError> {
@@ -344,6 +359,19 @@ impl Client {
     /// The session's transcript, oldest first.
     pub async fn messages(&self, id: &SessionId) -> Result<Vec<Message>, ClientError> {
         self.get(&format!("/session/{id}/message")).await
+    }
+
+    /// Image `index` of message `message` (a person's message with `image` parts): its MIME
+    /// type and bytes.
+    pub async fn image(
+        &self,
+        id: &SessionId,
+        message: &MessageId,
+        index: u32,
+    ) -> Result<(String, Vec<u8>), ClientError> {
+        let path = format!("/session/{id}/message/{message}/image/{index}");
+        let (kind, bytes) = self.send_bytes(self.request(Method::GET, &path)).await?;
+        Ok((kind, bytes.to_vec()))
     }
 
     /// Sends a prompt; the answer says what was stored and which approval, if any, the agent waits for.

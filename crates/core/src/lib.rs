@@ -8,6 +8,8 @@
 //!   get randomness is an error; there is never a predictable fallback.
 //! - [`text`]: which characters may never be shown raw (control and bidi characters) and the
 //!   one escaping that makes them visible in terminals, logs and labels.
+//! - [`image`]: the image types a prompt may carry, known by their magic bytes, and their
+//!   size bounds.
 //! - [`project`]: the one "is this path inside the project" check, and the rules a path the
 //!   person names (an attachment, `/attach`) must meet; the backend, the ACP file service and
 //!   the TUI all use it.
@@ -24,6 +26,7 @@
 //! ```
 
 pub mod ids;
+pub mod image;
 pub mod project;
 pub mod random;
 pub mod secret;

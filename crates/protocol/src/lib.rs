@@ -457,6 +457,19 @@ pub enum Part {
         /// Relative to the project directory.
         path: String,
     },
+    /// An image the person attached; its bytes are served by
+    /// `GET /session/{id}/message/{mid}/image/{index}` (docs/backend.md §3).
+    Image {
+        /// Which of the message's images (0-based, in the order given).
+        index: u32,
+        /// `image/png`, `image/jpeg`, `image/gif` or `image/webp`, as its bytes say.
+        mime_type: String,
+        /// Its size in bytes.
+        bytes: u64,
+        /// The file name it came with, if any (shown on its chip).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        name: Option<String>,
+    },
     /// A chunk of the agent's command output, in arrival order.
     Output {
         /// Which pipe the chunk came from.
@@ -541,6 +554,18 @@ pub enum PromptPart {
     File {
         /// Must resolve inside the project directory, or the prompt is refused.
         path: String,
+    },
+    /// An image (pasted, dropped or read from a file by the UI), for agents that advertise
+    /// `promptCapabilities.image` (docs/agents.md §11).
+    Image {
+        /// `image/png`, `image/jpeg`, `image/gif` or `image/webp`; must match the bytes.
+        #[serde(rename = "mimeType")]
+        mime_type: String,
+        /// The image, base64 (standard alphabet, padded).
+        data: String,
+        /// A file name to show on its chip (at most 200 characters, no control characters).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        name: Option<String>,
     },
 }
 
@@ -945,6 +970,12 @@ mod tests {
         let parts = vec![
             Part::Text { text: "t".into() },
             Part::File { path: "a".into() },
+            Part::Image {
+                index: 0,
+                mime_type: "image/png".into(),
+                bytes: 3,
+                name: Some("a.png".into()),
+            },
             Part::Output {
                 stream: Stream::Stdout,
                 text: "o".into(),
@@ -968,6 +999,7 @@ mod tests {
             match p {
                 Part::Text { .. }
                 | Part::File { .. }
+                | Part::Image { .. }
                 | Part::Output { .. }
                 | Part::Truncated { .. }
                 | Part::Exit { .. }

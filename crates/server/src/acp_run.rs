@@ -16,7 +16,7 @@ use std::{
 
 use ax_acp::{
     AcpEvent, AgentHandle, AgentKind, AgentOffers, AgentSpec, SessionError, StartOptions,
-    StoredHistory, schema,
+    StoredHistory,
 };
 use ax_protocol::{
     AgentMode, AgentModes, AgentUsage, Event, Message, MessageId, Part, Permission, PermissionId,
@@ -82,14 +82,25 @@ pub async fn start(
 ) -> Result<PromptAccepted, Failure> {
     let spec = spec_of(app, &session.agent)?;
     let checked = runner::check_prompt(app, prompt)?;
-    let mut blocks = vec![schema::ContentBlock::Text(schema::TextContent::new(
-        checked.text.clone(),
-    ))];
-    for a in &checked.attachments {
-        blocks.push(schema::ContentBlock::ResourceLink(
-            schema::ResourceLink::new(a.shown.clone(), format!("file://{}", a.resolved.display())),
-        ));
+    if !checked.images.is_empty() {
+        // Refused at once, before anything is stored: the agent's capabilities decide, so an
+        // agent that does not run yet is started first, as a mode change does (§3).
+        let (slot, _held) = running_agent(app, &id, "images", "it can be sent images").await?;
+        if !crate::attachments::prompt_capability(&slot.handle.info().capabilities, "image") {
+            return Err(crate::attachments::images_not_supported(&session.agent));
+        }
     }
+    let mut images = Vec::with_capacity(checked.images.len());
+    let mut stored_images = Vec::with_capacity(checked.images.len());
+    for image in checked.images {
+        images.push((image.mime, image.base64));
+        stored_images.push((image.mime, image.data));
+    }
+    let content = crate::attachments::PromptContent {
+        text: checked.text,
+        attachments: checked.attachments,
+        images,
+    };
     // Minted before the run slot is taken, so a failure leaves nothing to undo.
     let (user_id, reply_id) = (ids::message_id()?, ids::message_id()?);
     let (control, inbox) = mpsc::unbounded_channel();
@@ -111,6 +122,7 @@ pub async fn start(
         &id,
         [user_id, reply_id],
         checked.parts,
+        stored_images,
         None,
         SessionStatus::Busy,
     )
@@ -132,7 +144,7 @@ pub async fn start(
         ui,
         usage: None,
     };
-    app.tasks.spawn(turn.drive(spec, blocks, inbox));
+    app.tasks.spawn(turn.drive(spec, content, inbox));
     Ok(PromptAccepted {
         message: user,
         reply_id: reply.id,
@@ -414,7 +426,7 @@ impl Turn {
     async fn drive(
         mut self,
         spec: AgentSpec,
-        blocks: Vec<schema::ContentBlock>,
+        content: crate::attachments::PromptContent,
         mut inbox: mpsc::UnboundedReceiver<Control>,
     ) {
         let mut batch = Vec::new();
@@ -437,9 +449,18 @@ impl Turn {
             self.app
                 .screens
                 .set_enabled(&self.session, self.ui.as_deref());
-            if let Err(e) = slot.handle.prompt(blocks.clone()) {
+            // Built for this agent's capabilities (embedded files or links, docs/agents.md §11),
+            // reading the files off the async threads.
+            let (dir, content) = (self.app.project_dir.clone(), content.clone());
+            let caps = slot.handle.info().capabilities.clone();
+            let blocks = tokio::task::spawn_blocking(move || {
+                crate::attachments::blocks(&dir, &content, &caps)
+            })
+            .await
+            .map_err(|e| e.to_string());
+            if let Err(e) = blocks.and_then(|b| slot.handle.prompt(b).map_err(|e| e.to_string())) {
                 let end = TurnEnd::Failed {
-                    message: e.to_string(),
+                    message: e,
                     stderr_tail: slot.handle.stderr_tail(),
                 };
                 return self

@@ -70,7 +70,11 @@ pub fn protected(app: Shared) -> Router<Shared> {
                 .delete(delete_session),
         )
         .route("/session/{id}/message", get(messages))
-        .route("/session/{id}/prompt", post(prompt))
+        .route(
+            "/session/{id}/prompt",
+            // Images make a prompt larger than other requests (docs/backend.md §3).
+            post(prompt).layer(DefaultBodyLimit::max(app.limits.prompt_body_bytes)),
+        )
         .route("/session/{id}/abort", post(abort))
         .route("/session/{id}/mode", post(set_mode))
         .route("/session/{id}/config", post(set_config))
@@ -80,6 +84,7 @@ pub fn protected(app: Shared) -> Router<Shared> {
         .route("/session/{id}/permission/{pid}", post(reply_permission))
         .route("/event", get(sse::events))
         .merge(crate::files::routes())
+        .merge(crate::attachments::routes())
         .layer(DefaultBodyLimit::max(limit))
         .route_layer(middleware::from_fn_with_state(app, auth::bearer))
 }
@@ -248,7 +253,7 @@ fn title_from_prompt(prompt: &Prompt) -> Option<String> {
     const MAX: usize = 60;
     let line = prompt.parts.iter().find_map(|p| match p {
         PromptPart::Text { text } => text.lines().find(|l| !l.trim().is_empty()),
-        PromptPart::File { .. } => None,
+        PromptPart::File { .. } | PromptPart::Image { .. } => None,
     })?;
     let clean: String = line
         .trim()

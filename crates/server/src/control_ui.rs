@@ -57,6 +57,8 @@ const ASSETS: &[Asset] = &[
     asset!("commands.js", JS),
     asset!("config.js", JS),
     asset!("api.js", JS),
+    asset!("attach.js", JS),
+    asset!("attachments.js", JS),
     asset!("diff.js", JS),
     asset!("dom.js", JS),
     asset!("gateway.js", JS),

@@ -75,6 +75,7 @@ mod acp_run;
 mod agent_config;
 mod agent_screen;
 mod api;
+mod attachments;
 mod auth;
 mod control_ui;
 mod error;

@@ -23,11 +23,12 @@ use crate::{
     store,
 };
 
-/// A checked prompt: the text to run and the resolved attachments.
+/// A checked prompt: the text to run, the resolved attachments and the checked images.
 pub struct CheckedPrompt {
     pub text: String,
     pub parts: Vec<Part>,
     pub attachments: Vec<Attachment>,
+    pub images: Vec<crate::attachments::CheckedImage>,
 }
 
 pub fn check_prompt(app: &Shared, prompt: Prompt) -> Result<CheckedPrompt, Failure> {
@@ -41,6 +42,8 @@ pub fn check_prompt(app: &Shared, prompt: Prompt) -> Result<CheckedPrompt, Failu
     let mut texts = Vec::new();
     let mut parts = Vec::new();
     let mut attachments = Vec::new();
+    let mut images = Vec::new();
+    let mut image_bytes = 0usize;
     let mut text_bytes = 0usize;
     for part in prompt.parts {
         match part {
@@ -71,6 +74,21 @@ pub fn check_prompt(app: &Shared, prompt: Prompt) -> Result<CheckedPrompt, Failu
                 });
                 attachments.push(attachment);
             }
+            PromptPart::Image {
+                mime_type,
+                data,
+                name,
+            } => {
+                let image = crate::attachments::check_image(
+                    &mime_type,
+                    data,
+                    name,
+                    (limits.image_bytes, limits.prompt_image_bytes),
+                    &mut image_bytes,
+                )?;
+                parts.push(crate::attachments::image_part(images.len() as u32, &image));
+                images.push(image);
+            }
         }
     }
     let text = texts.join("\n");
@@ -83,6 +101,7 @@ pub fn check_prompt(app: &Shared, prompt: Prompt) -> Result<CheckedPrompt, Failu
         text,
         parts,
         attachments,
+        images,
     })
 }
 
@@ -161,6 +180,9 @@ pub async fn start(
         return crate::acp_run::start(app, id, session, prompt, client).await;
     }
     let checked = check_prompt(app, prompt)?;
+    if !checked.images.is_empty() {
+        return Err(crate::attachments::images_not_supported("shell"));
+    }
     let project = app.project_id;
     let sid = id.to_string();
     let always = app
@@ -238,6 +260,7 @@ pub async fn start(
             &id,
             [user_id, reply_id],
             checked_parts,
+            Vec::new(),
             permission.as_ref(),
             status,
         )
@@ -274,6 +297,7 @@ pub(crate) async fn begin_turn(
     id: &SessionId,
     [user_id, reply_id]: [MessageId; 2],
     parts: Vec<Part>,
+    images: Vec<(&'static str, Vec<u8>)>,
     permission: Option<&Permission>,
     status: SessionStatus,
 ) -> Result<(Message, Message), Failure> {
@@ -304,6 +328,9 @@ pub(crate) async fn begin_turn(
             .write(move |c| {
                 let tx = store::begin_write(c)?;
                 store::insert_message(&tx, &user)?;
+                for (index, (mime, data)) in images.iter().enumerate() {
+                    store::insert_image(&tx, &user.id, index as u32, mime, data)?;
+                }
                 store::insert_message(&tx, &reply)?;
                 if let Some(p) = &permission {
                     store::insert_permission(&tx, p)?;

@@ -26,6 +26,12 @@ pub struct Limits {
     pub prompt_text_bytes: usize,
     /// Most parts in one prompt.
     pub prompt_parts: usize,
+    /// Largest body of `POST /session/{id}/prompt`, which may carry images (base64).
+    pub prompt_body_bytes: usize,
+    /// Largest image, decoded.
+    pub image_bytes: usize,
+    /// Largest total of a prompt's images, decoded.
+    pub prompt_image_bytes: usize,
     /// Longest session title, in characters.
     pub title_chars: usize,
     /// Output kept per reply message; beyond it a truncation marker says how much was dropped.
@@ -50,6 +56,10 @@ impl Default for Limits {
             body_bytes: 512 * 1024,
             prompt_text_bytes: 64 * 1024,
             prompt_parts: 64,
+            // 10 MiB of images in base64 (4/3) plus the rest of a prompt.
+            prompt_body_bytes: 14 * 1024 * 1024,
+            image_bytes: ax_core::image::MAX_IMAGE_BYTES,
+            prompt_image_bytes: ax_core::image::MAX_PROMPT_IMAGE_BYTES,
             title_chars: 200,
             output_bytes_per_message: 1024 * 1024,
             header_read_timeout: Duration::from_secs(10),

@@ -18,6 +18,7 @@ use ax_server::{RunningServer, ServerConfig};
 const WAIT: Duration = Duration::from_secs(20);
 
 mod agent_state;
+mod attach;
 
 type TestFn = fn() -> std::pin::Pin<Box<dyn Future<Output = ()>>>;
 
@@ -127,6 +128,18 @@ fn main() {
         }),
         ("config_options_are_chosen_before_and_after_prompts", || {
             Box::pin(agent_state::config_options_are_chosen_before_and_after_prompts())
+        }),
+        ("attach_files_go_as_links_or_embedded_text", || {
+            Box::pin(attach::files_go_as_links_or_embedded_text())
+        }),
+        ("attach_bad_paths_are_refused_at_once", || {
+            Box::pin(attach::bad_attachment_paths_are_refused_at_once())
+        }),
+        ("attach_images_are_sent_stored_and_served", || {
+            Box::pin(attach::images_are_sent_stored_and_served())
+        }),
+        ("attach_images_are_refused_for_agents_without_them", || {
+            Box::pin(attach::images_are_refused_for_agents_without_them())
         }),
     ];
     for (name, test) in tests {

@@ -196,6 +196,14 @@ pub enum Effect {
         /// The path as typed.
         path: String,
     },
+    /// Read an image for the next prompt (`/image PATH`): a regular file, relative to the
+    /// project or absolute, checked by size and magic bytes.
+    LoadImage {
+        /// The project directory a relative path starts from.
+        workspace: String,
+        /// The path as typed.
+        path: String,
+    },
     /// Give a session a new title.
     RenameSession {
         /// The session.
@@ -782,6 +790,11 @@ impl App {
                 .iter()
                 .map(|p| PromptPart::File { path: p.clone() }),
         );
+        parts.extend(self.composer.images().iter().map(|i| PromptPart::Image {
+            mime_type: i.mime.to_owned(),
+            data: i.data.clone(),
+            name: crate::attach::file_name(&i.path),
+        }));
         let session = match &self.route {
             Route::Session(id) => Some(id.clone()),
             Route::Home => None,
@@ -940,6 +953,10 @@ impl App {
             Command::Revoke => self.revoke_standing(),
             Command::Sessions => self.go_home(),
             Command::Attach => self.attach(invocation.arg.unwrap_or_default()),
+            Command::Image => self.effects.push(Effect::LoadImage {
+                workspace: self.workspace.clone(),
+                path: invocation.arg.unwrap_or_default(),
+            }),
             Command::Abort => self.abort_open(),
             Command::Rename => {
                 let title = invocation.arg.unwrap_or_default();
@@ -982,6 +999,17 @@ impl App {
                 path,
             }),
             Err(e) => self.notify(NoticeKind::Error, e),
+        }
+    }
+
+    /// The answer to [`Effect::LoadImage`]: a chip, or the reason it is not one.
+    pub fn on_image_loaded(
+        &mut self,
+        path: &str,
+        result: Result<crate::composer::ComposerImage, String>,
+    ) {
+        if let Err(e) = result.and_then(|image| self.composer.add_image(image)) {
+            self.notify(NoticeKind::Error, format!("cannot attach {path}: {e}"));
         }
     }
 

@@ -10,6 +10,8 @@ pub enum Command {
     Sessions,
     /// Attach a file to the next prompt (takes the path).
     Attach,
+    /// Attach an image to the next prompt (takes the path; sent as an image block).
+    Image,
     /// Stop the open session's running turn (also Esc).
     Abort,
     /// Rename the open (or, at home, the selected) session (takes the title).
@@ -62,10 +64,11 @@ pub struct Invocation {
 
 impl Command {
     /// Every command, in palette and `/help` order.
-    pub const ALL: [Command; 17] = [
+    pub const ALL: [Command; 18] = [
         Command::New,
         Command::Sessions,
         Command::Attach,
+        Command::Image,
         Command::Abort,
         Command::Rename,
         Command::Delete,
@@ -88,6 +91,7 @@ impl Command {
             Command::New => "/new",
             Command::Sessions => "/sessions",
             Command::Attach => "/attach",
+            Command::Image => "/image",
             Command::Abort => "/abort",
             Command::Rename => "/rename",
             Command::Delete => "/delete",
@@ -111,6 +115,7 @@ impl Command {
             Command::New => "start a new session",
             Command::Sessions => "show the session list",
             Command::Attach => "attach a file: /attach PATH",
+            Command::Image => "attach an image: /image PATH",
             Command::Abort => "stop the running turn (also Esc)",
             Command::Rename => "new title: /rename TITLE",
             Command::Delete => "delete this session (asks first)",
@@ -132,6 +137,7 @@ impl Command {
     pub fn usage(self) -> &'static str {
         match self {
             Command::Attach => "/attach PATH",
+            Command::Image => "/image PATH",
             Command::Rename => "/rename TITLE",
             Command::Mode => "/mode [ID]",
             Command::Find => "/find [TEXT]",
@@ -144,7 +150,7 @@ impl Command {
 
     /// Needs an argument, so the palette types it into the composer instead of running it.
     pub fn takes_arg(self) -> bool {
-        matches!(self, Command::Attach | Command::Rename)
+        matches!(self, Command::Attach | Command::Image | Command::Rename)
     }
 
     /// Takes an argument if one is given (`/mode` alone lists, `/mode ID` switches).

@@ -10,6 +10,10 @@ use unicode_width::UnicodeWidthChar;
 pub const MAX_DRAFT_BYTES: usize = 256 * 1024;
 /// Most attachments per prompt.
 pub const MAX_ATTACHMENTS: usize = 32;
+/// Most images per prompt, and their total size (the backend's bounds, docs/agents.md §11).
+pub const MAX_IMAGES: usize = 10;
+/// The most bytes of images one prompt carries.
+pub const MAX_PROMPT_IMAGE_BYTES: u64 = ax_core::image::MAX_PROMPT_IMAGE_BYTES as u64;
 
 /// A draft being written, with the cursor where the next char goes.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -18,8 +22,22 @@ pub struct Composer {
     /// Byte offset of the cursor; always a char boundary of `draft`.
     cursor: usize,
     attachments: Vec<String>,
+    images: Vec<ComposerImage>,
     /// A submission is in flight: Enter does nothing until it answers.
     pub submitting: bool,
+}
+
+/// An image read for the next prompt (`/image PATH`, docs/tui.md): checked and in base64.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ComposerImage {
+    /// The path as typed; its chip shows the file name.
+    pub path: String,
+    /// Its type by its magic bytes.
+    pub mime: &'static str,
+    /// The bytes, base64.
+    pub data: String,
+    /// Its size in bytes.
+    pub bytes: u64,
 }
 
 fn is_word(c: char) -> bool {
@@ -54,6 +72,30 @@ impl Composer {
         &self.attachments
     }
 
+    /// Attached images, in the order added.
+    pub fn images(&self) -> &[ComposerImage] {
+        &self.images
+    }
+
+    /// Adds an image chip; the same path twice is not added again.
+    pub fn add_image(&mut self, image: ComposerImage) -> Result<(), String> {
+        if self.images.iter().any(|i| i.path == image.path) {
+            return Ok(());
+        }
+        if self.images.len() >= MAX_IMAGES {
+            return Err(format!("at most {MAX_IMAGES} images per prompt"));
+        }
+        let total: u64 = self.images.iter().map(|i| i.bytes).sum::<u64>() + image.bytes;
+        if total > MAX_PROMPT_IMAGE_BYTES {
+            return Err(format!(
+                "the images of a prompt are limited to {} MiB in all",
+                MAX_PROMPT_IMAGE_BYTES >> 20
+            ));
+        }
+        self.images.push(image);
+        Ok(())
+    }
+
     /// Blocks navigation: any text at all, whitespace included.
     pub fn has_draft(&self) -> bool {
         !self.draft.is_empty()
@@ -61,7 +103,7 @@ impl Composer {
 
     /// Blocks navigation, like a draft.
     pub fn has_attachments(&self) -> bool {
-        !self.attachments.is_empty()
+        !self.attachments.is_empty() || !self.images.is_empty()
     }
 
     /// Inserts one char at the cursor.
@@ -305,6 +347,7 @@ impl Composer {
     pub fn clear(&mut self) {
         self.clear_draft();
         self.attachments.clear();
+        self.images.clear();
     }
 
     /// Number of text rows the draft needs (at least one).

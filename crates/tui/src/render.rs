@@ -611,6 +611,12 @@ fn chips_row(frame: &mut Frame, app: &App, r: Rect) {
         spans.push(Span::styled(chip_label(a), chip));
         spans.push(Span::raw(" "));
     }
+    for i in app.composer().images() {
+        let name = crate::attach::file_name(&i.path).unwrap_or_default();
+        let label = crate::attach::image_chip(0, i.mime, i.bytes, &Some(name));
+        spans.push(Span::styled(format!(" {label} "), chip));
+        spans.push(Span::raw(" "));
+    }
     frame.render_widget(Paragraph::new(Line::from(spans)), tr(r));
 }
 

@@ -93,6 +93,11 @@ enum Done {
         path: String,
         result: Result<(), String>,
     },
+    /// An image read for the next prompt, or why not.
+    ImageLoaded {
+        path: String,
+        result: Result<crate::composer::ComposerImage, String>,
+    },
     /// A rename failed.
     Failed { error: String },
     /// A delete failed.
@@ -502,6 +507,7 @@ fn apply_done(app: &mut App, done: Done) {
         } => app.on_reply_failed(&permission_id, error),
         Done::Aborted { session, result } => app.on_aborted(&session, result),
         Done::AttachmentChecked { path, result } => app.on_attachment_checked(&path, result),
+        Done::ImageLoaded { path, result } => app.on_image_loaded(&path, result),
         Done::Failed { error } => app.notify(crate::app::NoticeKind::Error, error),
         Done::DeleteFailed { session, error } => app.on_delete_failed(&session, error),
         Done::Probed { .. } => {}
@@ -609,6 +615,15 @@ fn spawn_job(client: &Client, effect: Effect, done: &mpsc::UnboundedSender<Done>
                 .await
                 .unwrap_or_else(|e| Err(e.to_string()));
                 Done::AttachmentChecked { path, result }
+            }
+            Effect::LoadImage { workspace, path } => {
+                let p = path.clone();
+                let result = tokio::task::spawn_blocking(move || {
+                    crate::attach::load_image(std::path::Path::new(&workspace), &p)
+                })
+                .await
+                .unwrap_or_else(|e| Err(e.to_string()));
+                Done::ImageLoaded { path, result }
             }
             // Success shows through the event stream (session.updated / session.deleted).
             Effect::RenameSession { session, title } => {

@@ -370,6 +370,15 @@ impl Transcript {
                         }
                     }
                     Part::File { path } => self.push(LineStyle::File, &format!("attached {path}")),
+                    Part::Image {
+                        index,
+                        mime_type,
+                        bytes,
+                        name,
+                    } => self.push(
+                        LineStyle::File,
+                        &crate::attach::image_chip(*index, mime_type, *bytes, name),
+                    ),
                     Part::Truncated { dropped_bytes } => self.push(
                         LineStyle::Marker,
                         &format!("[output truncated: {dropped_bytes} bytes dropped]"),

@@ -1,7 +1,7 @@
 //! The SQLite store: one database (WAL) in the data directory, versioned migrations
 //! ([`schema`]), and the queries the API and the runner need, one file per table: sessions
 //! ([`sessions`]), their standing answers ([`standing`]), messages with their parts and turn
-//! deltas ([`messages`]), permissions ([`permissions`]), run and process-group records
+//! deltas ([`messages`]), their images ([`images`]), permissions ([`permissions`]), run and process-group records
 //! ([`runs`]) and the crash recovery that reads them ([`recovery`]).
 //!
 //! SQLite is synchronous, so every call runs on the blocking pool. One connection writes and
@@ -15,6 +15,7 @@ use std::{
 
 use rusqlite::{Connection, OpenFlags};
 
+mod images;
 mod messages;
 mod permissions;
 mod recovery;
@@ -25,6 +26,7 @@ mod standing;
 #[cfg(test)]
 mod tests;
 
+pub use images::{image, insert_image};
 pub use messages::{append_deltas, append_part, insert_message, messages};
 pub use permissions::{
     answer_permission, get_permission, insert_permission, pending_permissions, set_permission_state,

@@ -113,6 +113,17 @@ ALTER TABLE message ADD COLUMN ended INTEGER;
     r#"
 DELETE FROM delta WHERE body LIKE '{"type":"permission_answered","permissionId":"perm-%';
 "#,
+    // v10: the images of a person's message (a `Part::Image` names one by `idx`), their
+    // bytes as the person sent them, checked and bounded (docs/agents.md §11).
+    r#"
+CREATE TABLE image (
+    message_id TEXT NOT NULL REFERENCES message(id) ON DELETE CASCADE,
+    idx INTEGER NOT NULL,
+    mime TEXT NOT NULL,
+    data BLOB NOT NULL,
+    UNIQUE (message_id, idx)
+);
+"#,
 ];
 
 /// The schema version this build writes.

@@ -79,6 +79,17 @@ async fn oversize_bodies_and_prompts_are_413() {
     let (s, v) = post(&b, &format!("/session/{id}/prompt"), huge).await;
     assert_eq!(s, StatusCode::PAYLOAD_TOO_LARGE, "{v}");
     assert_eq!(code(&v), "too_large");
+    // A prompt's own bound (it may carry 10 MiB of images in base64) is larger, not absent.
+    let image = json!({"parts": [{"type": "image", "mimeType": "image/png", "data": "A".repeat(15 * 1024 * 1024)}]});
+    let (s, v) = post(&b, &format!("/session/{id}/prompt"), image).await;
+    assert_eq!(s, StatusCode::PAYLOAD_TOO_LARGE, "{v}");
+    assert!(
+        v["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("request body"),
+        "{v}"
+    );
     let long = json!({"parts": [{"type": "text", "text": "x".repeat(65 * 1024)}]});
     let (s, v) = post(&b, &format!("/session/{id}/prompt"), long).await;
     assert_eq!(s, StatusCode::PAYLOAD_TOO_LARGE, "{v}");
