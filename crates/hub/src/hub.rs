@@ -300,8 +300,7 @@ impl Shared {
         let payload = serde_json::to_vec(request).map_err(|e| ApiError::internal(&e))?;
         let sent = tokio::time::timeout(
             self.timeout,
-            self.nats
-                .request(machine.request_subject(), payload.into()),
+            self.nats.request(machine.request_subject(), payload.into()),
         )
         .await;
         let msg = match sent {
@@ -333,7 +332,7 @@ impl Shared {
 
     async fn sessions_of(&self, view: MachineView) -> MachineSessions {
         if view.online
-            && let Ok(Reply::Ok(value)) = self.request(&view.name, &Request::ListSessions).await
+            && let Ok(Reply::Ok(value)) = self.request(&view.name, &Request::ListSessions {}).await
             && let Ok(sessions) = serde_json::from_value::<Vec<Session>>(value)
         {
             return MachineSessions {
@@ -400,9 +399,15 @@ fn router(shared: Arc<Shared>) -> Router {
         .route("/machine/{m}/permission", get(permissions))
         .route("/machine/{m}/session/{id}/permission/{pid}", post(answer))
         .route("/event", get(events))
-        .route_layer(middleware::from_fn_with_state(shared.clone(), require_token));
+        .route_layer(middleware::from_fn_with_state(
+            shared.clone(),
+            require_token,
+        ));
     Router::new()
-        .route("/health", get(|| async { Json(serde_json::json!({"hub": true})) }))
+        .route(
+            "/health",
+            get(|| async { Json(serde_json::json!({"hub": true})) }),
+        )
         .merge(api)
         .layer(DefaultBodyLimit::max(MAX_MESSAGE))
         .with_state(shared)
@@ -420,8 +425,12 @@ async fn require_token(
         .and_then(|v| v.strip_prefix("Bearer "));
     match given {
         Some(token) if shared.token.ct_eq_str(token) => next.run(request).await,
-        _ => ApiError::new(401, "unauthorized", "missing or wrong credential".to_owned())
-            .into_response(),
+        _ => ApiError::new(
+            401,
+            "unauthorized",
+            "missing or wrong credential".to_owned(),
+        )
+        .into_response(),
     }
 }
 
@@ -502,7 +511,7 @@ async fn mode(
 }
 
 async fn permissions(State(shared): S, Path(m): Path<String>) -> Response {
-    shared.call(&m, Request::Permissions).await
+    shared.call(&m, Request::Permissions {}).await
 }
 
 async fn answer(

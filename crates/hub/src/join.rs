@@ -219,26 +219,17 @@ pub async fn start(config: JoinConfig) -> Result<Join, JoinError> {
             url: config.nats_url.clone(),
             reason: e.to_string(),
         })?;
-    let mut tasks = Vec::new();
-    tasks.push(tokio::spawn(serve_requests(
-        nats.clone(),
-        requests,
-        backend.clone(),
-    )));
-    tasks.push(tokio::spawn(heartbeat(
-        js.clone(),
-        record.clone(),
-        config.heartbeat,
-        backend.clone(),
-        dirty.clone(),
-    )));
-    tasks.push(tokio::spawn(pump_events(
-        js,
-        config.name.clone(),
-        boot,
-        backend,
-        dirty,
-    )));
+    let tasks = vec![
+        tokio::spawn(serve_requests(nats.clone(), requests, backend.clone())),
+        tokio::spawn(heartbeat(
+            js.clone(),
+            record.clone(),
+            config.heartbeat,
+            backend.clone(),
+            dirty.clone(),
+        )),
+        tokio::spawn(pump_events(js, config.name.clone(), boot, backend, dirty)),
+    ];
     Ok(Join {
         nats,
         record,
@@ -401,7 +392,7 @@ fn to_reply<T: serde::Serialize>(result: Result<T, ClientError>) -> Reply {
 /// One request, through the backend's own API.
 async fn answer(backend: &Client, request: Request) -> Reply {
     match request {
-        Request::ListSessions => to_reply(backend.list_sessions().await),
+        Request::ListSessions {} => to_reply(backend.list_sessions().await),
         Request::CreateSession { title, agent } => to_reply(
             backend
                 .create_session_with(title.as_deref(), agent.as_deref())
@@ -410,7 +401,7 @@ async fn answer(backend: &Client, request: Request) -> Reply {
         Request::Messages { session } => to_reply(backend.messages(&session).await),
         Request::Prompt { session, prompt } => to_reply(backend.prompt(&session, &prompt).await),
         Request::Abort { session } => to_reply(backend.abort(&session).await),
-        Request::Permissions => to_reply(backend.permissions().await),
+        Request::Permissions {} => to_reply(backend.permissions().await),
         Request::ReplyPermission {
             session,
             permission,

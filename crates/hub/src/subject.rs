@@ -135,7 +135,18 @@ mod tests {
 
     #[test]
     fn names_are_one_token() {
-        for bad in ["", "a.b", "*", ">", "a b", "A", "-x", "req", "req.x", &"x".repeat(65)] {
+        for bad in [
+            "",
+            "a.b",
+            "*",
+            ">",
+            "a b",
+            "A",
+            "-x",
+            "req",
+            "req.x",
+            &"x".repeat(65),
+        ] {
             assert!(MachineName::new(bad).is_err(), "{bad:?}");
         }
         let m = MachineName::new("laptop-1").unwrap();

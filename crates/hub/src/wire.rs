@@ -1,9 +1,7 @@
 //! What travels over NATS (docs/hub.md §2): JSON, strict (unknown fields refused), bounded
 //! (a message over [`MAX_MESSAGE`] is refused before it is parsed).
 
-use ax_protocol::{
-    EventEnvelope, PermissionId, PermissionReply, Prompt, Session, SessionId,
-};
+use ax_protocol::{EventEnvelope, PermissionId, PermissionReply, Prompt, Session, SessionId};
 use serde::{Deserialize, Serialize};
 
 use crate::MachineName;
@@ -59,7 +57,7 @@ pub struct MachineEvent {
 #[serde(tag = "op", rename_all = "camelCase", deny_unknown_fields)]
 pub enum Request {
     /// The sessions, most recent first.
-    ListSessions,
+    ListSessions {},
     /// A new session.
     CreateSession {
         /// Its title.
@@ -87,7 +85,7 @@ pub enum Request {
         session: SessionId,
     },
     /// The pending permissions.
-    Permissions,
+    Permissions {},
     /// An answer to a permission request.
     ReplyPermission {
         /// The session.
@@ -149,7 +147,7 @@ mod tests {
     #[test]
     fn requests_are_strict() {
         let r: Request = decode(br#"{"op":"listSessions"}"#).unwrap();
-        assert_eq!(r, Request::ListSessions);
+        assert_eq!(r, Request::ListSessions {});
         assert!(decode::<Request>(br#"{"op":"listSessions","x":1}"#).is_err());
         assert!(decode::<Request>(br#"{"op":"rm"}"#).is_err());
         assert!(decode::<Request>(&vec![b' '; MAX_MESSAGE + 1]).is_err());
