@@ -1,0 +1,590 @@
+//! The hub side: `ax-code hub --nats nats://HOST:PORT [--port 4096]` (docs/hub.md §4).
+//!
+//! An HTTP API over every joined backend. Its only state is a cache of the `AX_STATE` stream
+//! (each machine's last record and session snapshot), kept by one ordered consumer, so any
+//! number of hubs can serve at once and a hub that restarts rebuilds it from JetStream.
+//! Everything else is a NATS request to the machine, or a replay of `AX_EVENTS`.
+//!
+//! Routes (bearer credential on all but `/health`): `GET /machine`, `GET /session` (every
+//! machine's sessions), `GET|POST /machine/{m}/session`, `GET /machine/{m}/session/{id}/message`,
+//! `POST /machine/{m}/session/{id}/prompt|abort|mode`, `GET /machine/{m}/permission`,
+//! `POST /machine/{m}/session/{id}/permission/{pid}`, `GET /event` (SSE; `id:` is the
+//! JetStream sequence, `Last-Event-ID` or `?after=N` resumes after it, `?machine=m` filters).
+
+use std::{
+    collections::BTreeMap,
+    convert::Infallible,
+    net::SocketAddr,
+    sync::{Arc, RwLock},
+    time::{Duration, SystemTime, UNIX_EPOCH},
+};
+
+use async_nats::jetstream::{self, consumer::DeliverPolicy};
+use ax_core::Secret;
+use ax_protocol::{PermissionAnswer, Prompt, Session, SessionId};
+use axum::{
+    Json, Router,
+    extract::{DefaultBodyLimit, Path, Query, Request as HttpRequest, State},
+    http::{HeaderMap, StatusCode, header},
+    middleware::{self, Next},
+    response::{
+        IntoResponse, Response,
+        sse::{Event as SseEvent, KeepAlive, Sse},
+    },
+    routing::{get, post},
+};
+use futures_util::{StreamExt, future::join_all};
+use serde::{Deserialize, Serialize};
+use tokio::task::JoinHandle;
+
+use crate::{
+    MachineName,
+    join::{connect_options, ensure_streams},
+    subject::{EVENTS_STREAM, STATE_STREAM, machine_of},
+    wire::{MAX_MESSAGE, MachineEvent, MachineRecord, Reply, Request, SessionsSnapshot, decode},
+};
+
+/// How a hub runs.
+#[derive(Debug, Clone)]
+pub struct HubConfig {
+    /// `nats://HOST:PORT`.
+    pub nats_url: String,
+    /// NATS user and password, when the server asks for them.
+    pub credentials: Option<(String, Secret)>,
+    /// Where the HTTP API listens.
+    pub bind: SocketAddr,
+    /// The bearer credential the API asks for.
+    pub token: Secret,
+    /// How long a request to a machine may take.
+    pub request_timeout: Duration,
+}
+
+impl HubConfig {
+    /// A config with a 30 s request timeout.
+    pub fn new(nats_url: impl Into<String>, bind: SocketAddr, token: Secret) -> HubConfig {
+        HubConfig {
+            nats_url: nats_url.into(),
+            credentials: None,
+            bind,
+            token,
+            request_timeout: Duration::from_secs(30),
+        }
+    }
+}
+
+/// Why a hub could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum HubError {
+    /// NATS options refused.
+    #[error("cannot connect to {url}: {reason}")]
+    Connect {
+        /// The URL.
+        url: String,
+        /// Why.
+        reason: String,
+    },
+    /// The HTTP port.
+    #[error("cannot listen on {addr}: {source}")]
+    Bind {
+        /// The address.
+        addr: SocketAddr,
+        /// Why.
+        source: std::io::Error,
+    },
+}
+
+/// What the hub knows of one machine.
+#[derive(Debug, Clone, Default)]
+struct Cached {
+    record: Option<MachineRecord>,
+    /// When NATS stored the last record (ms since the epoch, the NATS server's clock).
+    seen_ms: u64,
+    sessions: Option<Vec<Session>>,
+}
+
+struct Shared {
+    nats: async_nats::Client,
+    js: jetstream::Context,
+    token: Secret,
+    timeout: Duration,
+    machines: RwLock<BTreeMap<MachineName, Cached>>,
+}
+
+/// One machine as `GET /machine` shows it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct MachineView {
+    /// Its name.
+    pub name: MachineName,
+    /// Its project directory.
+    pub project: String,
+    /// Whether it answered its last heartbeat in time.
+    pub online: bool,
+    /// When it was last heard of (ms since the epoch).
+    pub last_seen_ms: u64,
+}
+
+/// One machine's sessions, as `GET /session` and `GET /machine/{m}/session` show them.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct MachineSessions {
+    /// The machine.
+    pub machine: MachineName,
+    /// Whether it is online.
+    pub online: bool,
+    /// True when these are the sessions as last seen (the machine did not answer).
+    pub last_seen: bool,
+    /// The sessions, most recent activity first.
+    pub sessions: Vec<Session>,
+}
+
+/// A running hub.
+pub struct RunningHub {
+    addr: SocketAddr,
+    tasks: Vec<JoinHandle<()>>,
+}
+
+impl RunningHub {
+    /// Where it listens.
+    pub fn local_addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// `http://ADDR`.
+    pub fn url(&self) -> String {
+        format!("http://{}", self.addr)
+    }
+
+    /// Stops serving.
+    pub async fn shutdown(mut self) {
+        for t in self.tasks.drain(..) {
+            t.abort();
+            let _ = t.await;
+        }
+    }
+}
+
+impl Drop for RunningHub {
+    fn drop(&mut self) {
+        for t in &self.tasks {
+            t.abort();
+        }
+    }
+}
+
+fn now_ms() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_millis() as u64)
+        .unwrap_or(0)
+}
+
+/// Starts a hub; NATS may still be away (it connects and creates the streams when it can).
+pub async fn start(config: HubConfig) -> Result<RunningHub, HubError> {
+    let nats = connect_options(&config.credentials, Some("_INBOX_hub".to_owned()))
+        .connect(config.nats_url.as_str())
+        .await
+        .map_err(|e| HubError::Connect {
+            url: config.nats_url.clone(),
+            reason: e.to_string(),
+        })?;
+    let js = jetstream::new(nats.clone());
+    let listener = tokio::net::TcpListener::bind(config.bind)
+        .await
+        .map_err(|source| HubError::Bind {
+            addr: config.bind,
+            source,
+        })?;
+    let addr = listener.local_addr().map_err(|source| HubError::Bind {
+        addr: config.bind,
+        source,
+    })?;
+    let shared = Arc::new(Shared {
+        nats,
+        js,
+        token: config.token,
+        timeout: config.request_timeout,
+        machines: RwLock::new(BTreeMap::new()),
+    });
+    let cache = tokio::spawn(follow_state(shared.clone()));
+    let app = router(shared);
+    let server = tokio::spawn(async move {
+        if let Err(e) = axum::serve(listener, app).await {
+            tracing::error!(error = %e, "hub: the HTTP server stopped");
+        }
+    });
+    Ok(RunningHub {
+        addr,
+        tasks: vec![cache, server],
+    })
+}
+
+/// Keeps the machine cache: every machine's last record and snapshot, then each new one.
+async fn follow_state(shared: Arc<Shared>) {
+    loop {
+        if let Err(e) = follow_state_once(&shared).await {
+            tracing::debug!(error = %e, "hub: following the state stream; again shortly");
+        }
+        tokio::time::sleep(Duration::from_millis(300)).await;
+    }
+}
+
+async fn follow_state_once(shared: &Shared) -> Result<(), String> {
+    ensure_streams(&shared.js).await?;
+    let stream = shared
+        .js
+        .get_stream(STATE_STREAM)
+        .await
+        .map_err(|e| e.to_string())?;
+    let consumer = stream
+        .create_consumer(jetstream::consumer::pull::OrderedConfig {
+            deliver_policy: DeliverPolicy::LastPerSubject,
+            ..Default::default()
+        })
+        .await
+        .map_err(|e| e.to_string())?;
+    let mut messages = consumer.messages().await.map_err(|e| e.to_string())?;
+    while let Some(msg) = messages.next().await {
+        let msg = msg.map_err(|e| e.to_string())?;
+        let Some(machine) = machine_of(&msg.subject) else {
+            continue;
+        };
+        let published = msg
+            .info()
+            .map(|i| (i.published.unix_timestamp_nanos() / 1_000_000) as u64)
+            .unwrap_or_else(|_| now_ms());
+        let mut machines = shared.machines.write().unwrap_or_else(|p| p.into_inner());
+        if msg.subject.ends_with(".machine") {
+            match decode::<MachineRecord>(&msg.payload) {
+                Ok(record) if record.name == machine => {
+                    let entry = machines.entry(machine).or_default();
+                    entry.record = Some(record);
+                    entry.seen_ms = published;
+                }
+                _ => tracing::warn!(subject = %msg.subject, "hub: ignored a bad machine record"),
+            }
+        } else {
+            match decode::<SessionsSnapshot>(&msg.payload) {
+                Ok(snapshot) if snapshot.machine == machine => {
+                    machines.entry(machine).or_default().sessions = Some(snapshot.sessions);
+                }
+                _ => tracing::warn!(subject = %msg.subject, "hub: ignored a bad snapshot"),
+            }
+        }
+    }
+    Err("the state stream ended".to_owned())
+}
+
+impl Shared {
+    fn view(&self, name: &MachineName, c: &Cached) -> Option<MachineView> {
+        let record = c.record.as_ref()?;
+        // Three missed heartbeats (plus a second for the clocks of NATS and the hub).
+        let late = now_ms().saturating_sub(c.seen_ms) > record.heartbeat_ms * 3 + 1000;
+        Some(MachineView {
+            name: name.clone(),
+            project: record.project.clone(),
+            online: record.online && !late,
+            last_seen_ms: c.seen_ms,
+        })
+    }
+
+    fn views(&self) -> Vec<MachineView> {
+        let machines = self.machines.read().unwrap_or_else(|p| p.into_inner());
+        machines
+            .iter()
+            .filter_map(|(n, c)| self.view(n, c))
+            .collect()
+    }
+
+    async fn request(&self, machine: &MachineName, request: &Request) -> Result<Reply, ApiError> {
+        let payload = serde_json::to_vec(request).map_err(|e| ApiError::internal(&e))?;
+        let sent = tokio::time::timeout(
+            self.timeout,
+            self.nats.request(machine.request_subject(), payload.into()),
+        )
+        .await;
+        let msg = match sent {
+            Err(_) => return Err(ApiError::offline(machine, "did not answer in time")),
+            Ok(Err(e)) => {
+                return Err(match e.kind() {
+                    async_nats::RequestErrorKind::NoResponders => {
+                        ApiError::offline(machine, "is not connected")
+                    }
+                    _ => ApiError::offline(machine, "did not answer"),
+                });
+            }
+            Ok(Ok(msg)) => msg,
+        };
+        decode::<Reply>(&msg.payload).map_err(|m| ApiError::new(502, "bad_reply", m))
+    }
+
+    async fn call(&self, machine: &str, request: Request) -> Response {
+        let machine = match MachineName::new(machine) {
+            Ok(m) => m,
+            Err(e) => return ApiError::new(400, "bad_request", e.to_string()).into_response(),
+        };
+        match self.request(&machine, &request).await {
+            Ok(Reply::Ok(value)) => Json(value).into_response(),
+            Ok(Reply::Error(e)) => ApiError::new(e.status, &e.code, e.message).into_response(),
+            Err(e) => e.into_response(),
+        }
+    }
+
+    async fn sessions_of(&self, view: MachineView) -> MachineSessions {
+        if view.online
+            && let Ok(Reply::Ok(value)) = self.request(&view.name, &Request::ListSessions {}).await
+            && let Ok(sessions) = serde_json::from_value::<Vec<Session>>(value)
+        {
+            return MachineSessions {
+                machine: view.name,
+                online: true,
+                last_seen: false,
+                sessions,
+            };
+        }
+        let machines = self.machines.read().unwrap_or_else(|p| p.into_inner());
+        let sessions = machines
+            .get(&view.name)
+            .and_then(|c| c.sessions.clone())
+            .unwrap_or_default();
+        MachineSessions {
+            machine: view.name,
+            online: false,
+            last_seen: true,
+            sessions,
+        }
+    }
+}
+
+/// `{"error":{"code","message"}}` with a status, as the backend answers.
+#[derive(Debug)]
+struct ApiError {
+    status: StatusCode,
+    code: String,
+    message: String,
+}
+
+impl ApiError {
+    fn new(status: u16, code: &str, message: String) -> ApiError {
+        ApiError {
+            status: StatusCode::from_u16(status).unwrap_or(StatusCode::BAD_GATEWAY),
+            code: code.to_owned(),
+            message,
+        }
+    }
+    fn offline(machine: &MachineName, why: &str) -> ApiError {
+        ApiError::new(503, "offline", format!("machine {machine} {why}"))
+    }
+    fn internal(e: &dyn std::fmt::Display) -> ApiError {
+        ApiError::new(500, "internal", e.to_string())
+    }
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        let body = serde_json::json!({"error": {"code": self.code, "message": self.message}});
+        (self.status, Json(body)).into_response()
+    }
+}
+
+fn router(shared: Arc<Shared>) -> Router {
+    let api = Router::new()
+        .route("/machine", get(machines))
+        .route("/session", get(all_sessions))
+        .route("/machine/{m}/session", get(machine_sessions).post(create))
+        .route("/machine/{m}/session/{id}/message", get(messages))
+        .route("/machine/{m}/session/{id}/prompt", post(prompt))
+        .route("/machine/{m}/session/{id}/abort", post(abort))
+        .route("/machine/{m}/session/{id}/mode", post(mode))
+        .route("/machine/{m}/permission", get(permissions))
+        .route("/machine/{m}/session/{id}/permission/{pid}", post(answer))
+        .route("/event", get(events))
+        .route_layer(middleware::from_fn_with_state(
+            shared.clone(),
+            require_token,
+        ));
+    Router::new()
+        .route(
+            "/health",
+            get(|| async { Json(serde_json::json!({"hub": true})) }),
+        )
+        .merge(api)
+        .layer(DefaultBodyLimit::max(MAX_MESSAGE))
+        .with_state(shared)
+}
+
+async fn require_token(
+    State(shared): State<Arc<Shared>>,
+    request: HttpRequest,
+    next: Next,
+) -> Response {
+    let given = request
+        .headers()
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Bearer "));
+    match given {
+        Some(token) if shared.token.ct_eq_str(token) => next.run(request).await,
+        _ => ApiError::new(
+            401,
+            "unauthorized",
+            "missing or wrong credential".to_owned(),
+        )
+        .into_response(),
+    }
+}
+
+type S = State<Arc<Shared>>;
+
+async fn machines(State(shared): S) -> Json<Vec<MachineView>> {
+    Json(shared.views())
+}
+
+async fn all_sessions(State(shared): S) -> Json<Vec<MachineSessions>> {
+    let views = shared.views();
+    Json(join_all(views.into_iter().map(|v| shared.sessions_of(v))).await)
+}
+
+async fn machine_sessions(State(shared): S, Path(m): Path<String>) -> Response {
+    let view = MachineName::new(&m).ok().and_then(|name| {
+        let machines = shared.machines.read().unwrap_or_else(|p| p.into_inner());
+        machines.get(&name).and_then(|c| shared.view(&name, c))
+    });
+    match view {
+        Some(view) => Json(shared.sessions_of(view).await).into_response(),
+        None => ApiError::new(404, "not_found", format!("no machine {m:?} joined")).into_response(),
+    }
+}
+
+async fn create(
+    State(shared): S,
+    Path(m): Path<String>,
+    Json(body): Json<ax_protocol::CreateSession>,
+) -> Response {
+    let request = Request::CreateSession {
+        title: body.title,
+        agent: body.agent,
+    };
+    let mut response = shared.call(&m, request).await;
+    if response.status() == StatusCode::OK {
+        *response.status_mut() = StatusCode::CREATED;
+    }
+    response
+}
+
+async fn messages(State(shared): S, Path((m, session)): Path<(String, SessionId)>) -> Response {
+    shared.call(&m, Request::Messages { session }).await
+}
+
+async fn prompt(
+    State(shared): S,
+    Path((m, session)): Path<(String, SessionId)>,
+    Json(prompt): Json<Prompt>,
+) -> Response {
+    let mut response = shared.call(&m, Request::Prompt { session, prompt }).await;
+    if response.status() == StatusCode::OK {
+        *response.status_mut() = StatusCode::ACCEPTED;
+    }
+    response
+}
+
+async fn abort(State(shared): S, Path((m, session)): Path<(String, SessionId)>) -> Response {
+    shared.call(&m, Request::Abort { session }).await
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct ModeBody {
+    mode_id: String,
+}
+
+async fn mode(
+    State(shared): S,
+    Path((m, session)): Path<(String, SessionId)>,
+    Json(body): Json<ModeBody>,
+) -> Response {
+    let request = Request::SetMode {
+        session,
+        mode_id: body.mode_id,
+    };
+    shared.call(&m, request).await
+}
+
+async fn permissions(State(shared): S, Path(m): Path<String>) -> Response {
+    shared.call(&m, Request::Permissions {}).await
+}
+
+async fn answer(
+    State(shared): S,
+    Path((m, session, permission)): Path<(String, SessionId, ax_protocol::PermissionId)>,
+    Json(body): Json<PermissionAnswer>,
+) -> Response {
+    let request = Request::ReplyPermission {
+        session,
+        permission,
+        reply: body.reply,
+        option_id: body.option_id,
+    };
+    shared.call(&m, request).await
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct EventQuery {
+    machine: Option<String>,
+    after: Option<u64>,
+}
+
+async fn events(State(shared): S, headers: HeaderMap, Query(q): Query<EventQuery>) -> Response {
+    let after = headers
+        .get("last-event-id")
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.trim().parse::<u64>().ok())
+        .or(q.after);
+    let filter = match q.machine.as_deref().map(MachineName::new).transpose() {
+        Ok(m) => m.map(|m| m.event_subject()).unwrap_or_default(),
+        Err(e) => return ApiError::new(400, "bad_request", e.to_string()).into_response(),
+    };
+    let deliver_policy = match after {
+        Some(seq) => DeliverPolicy::ByStartSequence {
+            start_sequence: seq + 1,
+        },
+        None => DeliverPolicy::New,
+    };
+    let stream = match shared.js.get_stream(EVENTS_STREAM).await {
+        Ok(s) => s,
+        Err(e) => return ApiError::new(503, "unavailable", e.to_string()).into_response(),
+    };
+    let consumer = stream
+        .create_consumer(jetstream::consumer::pull::OrderedConfig {
+            deliver_policy,
+            filter_subject: filter,
+            ..Default::default()
+        })
+        .await;
+    let messages = match consumer {
+        Ok(c) => c.messages().await,
+        Err(e) => return ApiError::new(503, "unavailable", e.to_string()).into_response(),
+    };
+    let messages = match messages {
+        Ok(m) => m,
+        Err(e) => return ApiError::new(503, "unavailable", e.to_string()).into_response(),
+    };
+    let stream = messages.filter_map(|msg| async move {
+        let msg = msg.ok()?;
+        let seq = msg.info().ok()?.stream_sequence;
+        // Re-encoded after a strict parse: a bad message in the stream reaches no UI.
+        let event = decode::<MachineEvent>(&msg.payload).ok()?;
+        // A backend can publish only on its own subjects; what it claims inside must agree.
+        if machine_of(&msg.subject).as_ref() != Some(&event.machine) {
+            return None;
+        }
+        let data = serde_json::to_string(&event).ok()?;
+        Some(Ok::<_, Infallible>(
+            SseEvent::default().id(seq.to_string()).data(data),
+        ))
+    });
+    Sse::new(stream)
+        .keep_alive(KeepAlive::new().text("heartbeat"))
+        .into_response()
+}

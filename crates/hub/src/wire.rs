@@ -1,0 +1,155 @@
+//! What travels over NATS (docs/hub.md §2): JSON, strict (unknown fields refused), bounded
+//! (a message over [`MAX_MESSAGE`] is refused before it is parsed).
+
+use ax_protocol::{EventEnvelope, PermissionId, PermissionReply, Prompt, Session, SessionId};
+use serde::{Deserialize, Serialize};
+
+use crate::MachineName;
+
+/// Largest message either side accepts (NATS' default payload limit is 1 MiB).
+pub const MAX_MESSAGE: usize = 1024 * 1024;
+/// At most this many sessions in a snapshot (the most recently active).
+pub const MAX_SNAPSHOT_SESSIONS: u32 = 1000;
+
+/// A backend's machine record, published when it joins, at every heartbeat and when it
+/// leaves (`online: false`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct MachineRecord {
+    /// The machine.
+    pub name: MachineName,
+    /// The project directory the backend serves, on that machine.
+    pub project: String,
+    /// Random per join process: events of one boot share it.
+    pub boot: String,
+    /// False when the backend left cleanly.
+    pub online: bool,
+    /// When this record was sent (ms since the epoch, the backend's clock).
+    pub sent_ms: u64,
+    /// How often the backend sends its record; a hub shows it offline after three missed.
+    pub heartbeat_ms: u64,
+}
+
+/// The backend's most recently active sessions, as last seen (shown while it is offline).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct SessionsSnapshot {
+    /// The machine.
+    pub machine: MachineName,
+    /// The sessions, most recent activity first.
+    pub sessions: Vec<Session>,
+}
+
+/// One backend event as kept in JetStream.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct MachineEvent {
+    /// The machine it happened on.
+    pub machine: MachineName,
+    /// The backend boot (see [`MachineRecord::boot`]); `event.id` increases within it.
+    pub boot: String,
+    /// The event as the backend's `/event` gave it.
+    pub event: EventEnvelope,
+}
+
+/// A request from the hub to one backend (`ax.req.<machine>`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "op", rename_all = "camelCase", deny_unknown_fields)]
+pub enum Request {
+    /// The sessions, most recent first.
+    ListSessions {},
+    /// A new session.
+    CreateSession {
+        /// Its title.
+        #[serde(default)]
+        title: Option<String>,
+        /// Its agent (none: the backend's default).
+        #[serde(default)]
+        agent: Option<String>,
+    },
+    /// A session's messages.
+    Messages {
+        /// The session.
+        session: SessionId,
+    },
+    /// A prompt.
+    Prompt {
+        /// The session.
+        session: SessionId,
+        /// What the person typed.
+        prompt: Prompt,
+    },
+    /// Stop the session's run.
+    Abort {
+        /// The session.
+        session: SessionId,
+    },
+    /// The pending permissions.
+    Permissions {},
+    /// An answer to a permission request.
+    ReplyPermission {
+        /// The session.
+        session: SessionId,
+        /// The request.
+        permission: PermissionId,
+        /// The answer.
+        reply: PermissionReply,
+        /// The agent's exact option, when the person chose one.
+        #[serde(default)]
+        option_id: Option<String>,
+    },
+    /// Switch the session's agent mode.
+    SetMode {
+        /// The session.
+        session: SessionId,
+        /// The mode.
+        mode_id: String,
+    },
+}
+
+/// A backend's answer: exactly one of `ok` and `error`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub enum Reply {
+    /// The backend API's JSON answer.
+    Ok(serde_json::Value),
+    /// What went wrong, as the backend API said it.
+    Error(ReplyError),
+}
+
+/// An error answer: the HTTP status and `{"code","message"}` the backend gave.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ReplyError {
+    /// The HTTP status (502 when the backend could not be reached).
+    pub status: u16,
+    /// Machine-readable.
+    pub code: String,
+    /// Human-readable.
+    pub message: String,
+}
+
+/// Refuses oversize input before parsing it.
+pub fn decode<T: serde::de::DeserializeOwned>(bytes: &[u8]) -> Result<T, String> {
+    if bytes.len() > MAX_MESSAGE {
+        return Err(format!(
+            "message of {} bytes is over the {MAX_MESSAGE}-byte limit",
+            bytes.len()
+        ));
+    }
+    serde_json::from_slice(bytes).map_err(|e| format!("bad message: {e}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn requests_are_strict() {
+        let r: Request = decode(br#"{"op":"listSessions"}"#).unwrap();
+        assert_eq!(r, Request::ListSessions {});
+        assert!(decode::<Request>(br#"{"op":"listSessions","x":1}"#).is_err());
+        assert!(decode::<Request>(br#"{"op":"rm"}"#).is_err());
+        assert!(decode::<Request>(&vec![b' '; MAX_MESSAGE + 1]).is_err());
+    }
+}
