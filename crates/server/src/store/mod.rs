@@ -2,7 +2,7 @@
 //! ([`schema`]), and the queries the API and the runner need, one file per table: sessions
 //! ([`sessions`]), their standing answers ([`standing`]), messages with their parts and turn
 //! deltas ([`messages`]), permissions ([`permissions`]), run and process-group records
-//! ([`runs`]) and the crash recovery that reads them ([`recovery`]).
+//! ([`runs`]), the crash recovery that reads them ([`recovery`]) and prompt queues ([`queue`]).
 //!
 //! SQLite is synchronous, so every call runs on the blocking pool. One connection writes and
 //! one reads; each sits behind a std `Mutex` (held only for one short statement batch, never
@@ -17,6 +17,7 @@ use rusqlite::{Connection, OpenFlags};
 
 mod messages;
 mod permissions;
+mod queue;
 mod recovery;
 mod runs;
 mod schema;
@@ -28,6 +29,10 @@ mod tests;
 pub use messages::{append_deltas, append_part, insert_message, messages};
 pub use permissions::{
     answer_permission, get_permission, insert_permission, pending_permissions, set_permission_state,
+};
+pub use queue::{
+    edit_queued, enqueue, move_to_front, pause_waiting_queues, prompt_queue, remove_queued,
+    set_queue_paused,
 };
 pub use recovery::{Recovered, recover_interrupted};
 pub use runs::{
