@@ -1151,6 +1151,19 @@ mod tests {
                 permission_id: pid.clone(),
                 state: PermissionState::Approved,
             },
+            Event::QueueUpdated {
+                queue: queue::PromptQueue {
+                    session_id: id.clone(),
+                    paused: Some("why".into()),
+                    items: vec![queue::QueuedPrompt {
+                        id: "que_0123456789abABCDEFGHIJKLMN".parse().unwrap(),
+                        session_id: id.clone(),
+                        prompt: Prompt { parts: vec![] },
+                        created: 1,
+                        updated: 1,
+                    }],
+                },
+            },
             Event::Reset,
         ];
         for e in &events {
@@ -1166,6 +1179,7 @@ mod tests {
                 | Event::MessageEnded { .. }
                 | Event::PermissionAsked { .. }
                 | Event::PermissionReplied { .. }
+                | Event::QueueUpdated { .. }
                 | Event::Reset => {}
             }
             values.push(

@@ -45,7 +45,7 @@ pub enum QueueAnswer {
     /// The turn started, as `POST /session/{id}/prompt` would have answered.
     Sent {
         /// What the turn stored.
-        accepted: PromptAccepted,
+        accepted: Box<PromptAccepted>,
     },
     /// It waits behind the running turn.
     Queued {

@@ -190,7 +190,9 @@ pub async fn submit(
     match slot_state(app, id) {
         None if queue.items.is_empty() => {
             let accepted = start_turn(app, id, prompt, client).await?;
-            return Ok(QueueAnswer::Sent { accepted });
+            return Ok(QueueAnswer::Sent {
+                accepted: Box::new(accepted),
+            });
         }
         // A hold ends without a turn end, so nothing would send what queued behind it.
         Some(false) => {

@@ -17,6 +17,7 @@ use ax_server::{RunningServer, ServerConfig};
 
 const WAIT: Duration = Duration::from_secs(20);
 
+mod agent_queue;
 mod agent_state;
 
 type TestFn = fn() -> std::pin::Pin<Box<dyn Future<Output = ()>>>;
@@ -121,6 +122,9 @@ fn main() {
         }),
         ("agent_commands_are_kept_published_and_run", || {
             Box::pin(agent_state::agent_commands_are_kept_published_and_run())
+        }),
+        ("an_agent_session_queues_steers_and_pauses", || {
+            Box::pin(agent_queue::an_agent_session_queues_steers_and_pauses())
         }),
         ("config_options_are_chosen_before_and_after_prompts", || {
             Box::pin(agent_state::config_options_are_chosen_before_and_after_prompts())
