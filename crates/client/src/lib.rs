@@ -397,6 +397,67 @@ impl Client {
         self.prompt(id, &prompt).await
     }
 
+    /// Sends a prompt now when the session is free and nothing is queued, else queues it
+    /// behind the running turn (docs/backend.md §3).
+    pub async fn queue_prompt(
+        &self,
+        id: &SessionId,
+        prompt: &Prompt,
+    ) -> Result<ax_protocol::queue::QueueAnswer, ClientError> {
+        self.post(&format!("/session/{id}/queue"), prompt).await
+    }
+
+    /// The session's prompt queue, next first.
+    pub async fn prompt_queue(
+        &self,
+        id: &SessionId,
+    ) -> Result<ax_protocol::queue::PromptQueue, ClientError> {
+        self.get(&format!("/session/{id}/queue")).await
+    }
+
+    /// Replaces a queued prompt; 404 once it was sent or cancelled.
+    pub async fn edit_queued(
+        &self,
+        id: &SessionId,
+        qid: &ax_protocol::QueuedId,
+        prompt: &Prompt,
+    ) -> Result<ax_protocol::queue::QueuedPrompt, ClientError> {
+        self.send(
+            self.request(Method::PATCH, &format!("/session/{id}/queue/{qid}"))
+                .json(prompt),
+        )
+        .await
+    }
+
+    /// Cancels a queued prompt; 404 once it was sent or cancelled.
+    pub async fn cancel_queued(
+        &self,
+        id: &SessionId,
+        qid: &ax_protocol::QueuedId,
+    ) -> Result<ax_protocol::queue::PromptQueue, ClientError> {
+        self.send(self.request(Method::DELETE, &format!("/session/{id}/queue/{qid}")))
+            .await
+    }
+
+    /// Sends a queued prompt now: the running turn is stopped and this prompt goes next.
+    pub async fn send_queued_now(
+        &self,
+        id: &SessionId,
+        qid: &ax_protocol::QueuedId,
+    ) -> Result<ax_protocol::queue::PromptQueue, ClientError> {
+        self.send(self.request(Method::POST, &format!("/session/{id}/queue/{qid}/send")))
+            .await
+    }
+
+    /// Lets a paused queue flow again.
+    pub async fn resume_queue(
+        &self,
+        id: &SessionId,
+    ) -> Result<ax_protocol::queue::PromptQueue, ClientError> {
+        self.send(self.request(Method::POST, &format!("/session/{id}/queue/resume")))
+            .await
+    }
+
     /// Stops the running work; answers once it has stopped.
     pub async fn abort(&self, id: &SessionId) -> Result<AbortResult, ClientError> {
         self.send(self.request(Method::POST, &format!("/session/{id}/abort")))

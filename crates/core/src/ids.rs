@@ -158,6 +158,12 @@ id_type!(
     "per_",
     "permission"
 );
+id_type!(
+    /// A prompt waiting in a session's queue: `que_` + 26 characters of `[0-9A-Za-z]`.
+    QueuedId,
+    "que_",
+    "queued prompt"
+);
 
 #[cfg(test)]
 mod tests {

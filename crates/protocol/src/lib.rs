@@ -11,13 +11,16 @@ use serde::{Deserialize, Serialize};
 
 pub mod local;
 pub mod proof;
+pub mod queue;
 pub mod time;
 pub mod turn;
 
 /// Credentials and one-time codes on the wire are [`Secret`]s (redacted `Debug`).
 pub use ax_core::Secret;
 /// Typed IDs live in the leaf crate `ax-core`; re-exported so wire types and their users agree.
-pub use ax_core::ids::{IdError, IdError as SessionIdError, MessageId, PermissionId, SessionId};
+pub use ax_core::ids::{
+    IdError, IdError as SessionIdError, MessageId, PermissionId, QueuedId, SessionId,
+};
 
 /// Milliseconds since the Unix epoch.
 pub type Millis = i64;
@@ -777,6 +780,13 @@ pub enum Event {
         /// How it ended.
         state: PermissionState,
     },
+    /// A session's prompt queue changed (added, edited, cancelled, sent, paused, resumed):
+    /// the whole queue as it now is (docs/backend.md §3).
+    #[serde(rename = "queue.updated")]
+    QueueUpdated {
+        /// The queue after the change.
+        queue: queue::PromptQueue,
+    },
     /// The stream could not replay the gap since `Last-Event-ID`: resync everything.
     #[serde(rename = "reset")]
     Reset,
@@ -1173,6 +1183,19 @@ mod tests {
                 permission_id: pid.clone(),
                 state: PermissionState::Approved,
             },
+            Event::QueueUpdated {
+                queue: queue::PromptQueue {
+                    session_id: id.clone(),
+                    paused: Some("why".into()),
+                    items: vec![queue::QueuedPrompt {
+                        id: "que_0123456789abABCDEFGHIJKLMN".parse().unwrap(),
+                        session_id: id.clone(),
+                        prompt: Prompt { parts: vec![] },
+                        created: 1,
+                        updated: 1,
+                    }],
+                },
+            },
             Event::Reset,
         ];
         for e in &events {
@@ -1188,6 +1211,7 @@ mod tests {
                 | Event::MessageEnded { .. }
                 | Event::PermissionAsked { .. }
                 | Event::PermissionReplied { .. }
+                | Event::QueueUpdated { .. }
                 | Event::Reset => {}
             }
             values.push(

@@ -27,7 +27,9 @@ use tokio::sync::{mpsc, oneshot, watch};
 
 use crate::{
     error::Failure,
-    ids, runner,
+    ids,
+    queue::TurnOutcome,
+    runner,
     state::{Control, Phase, RunHandle, Shared},
     store,
 };
@@ -578,6 +580,23 @@ impl Turn {
         slot: Option<&Arc<AgentSlot>>,
     ) {
         self.app.screens.set_enabled(&self.session, None);
+        let outcome = if self.interrupted {
+            TurnOutcome::Interrupted
+        } else {
+            match &end {
+                TurnEnd::Failed { .. } | TurnEnd::NeedsAuth { .. } => TurnOutcome::Failed,
+                TurnEnd::Cancelled => TurnOutcome::Aborted,
+                TurnEnd::Completed { stop_reason } if stop_reason == "cancelled" => {
+                    TurnOutcome::Aborted
+                }
+                // Told to stop, but it ended on its own first: still the person's stop.
+                TurnEnd::Completed { .. } if !acks.is_empty() => TurnOutcome::Aborted,
+                TurnEnd::Completed { stop_reason } if stop_reason == "refusal" => {
+                    TurnOutcome::Failed
+                }
+                TurnEnd::Completed { .. } => TurnOutcome::Completed,
+            }
+        };
         let mut auth = None;
         match end {
             TurnEnd::Failed {
@@ -684,7 +703,7 @@ impl Turn {
                 Ok((session, ended))
             })
             .await;
-        runner::end_turn(&self.app, &self.session, stored, status);
+        runner::end_turn(&self.app, &self.session, stored, status, outcome);
         while let Ok(control) = inbox.try_recv() {
             match control {
                 Control::Abort { ack } => acks.push(ack),

@@ -32,7 +32,7 @@ type ApiResult<T> = Result<T, Failure>;
 
 /// `Json<T>` with rejections mapped to the API's error shape: 413 for oversize bodies, 400
 /// for everything else (bad JSON, unknown fields, wrong content type).
-fn body<T>(input: Result<Json<T>, JsonRejection>) -> ApiResult<T> {
+pub(crate) fn body<T>(input: Result<Json<T>, JsonRejection>) -> ApiResult<T> {
     match input {
         Ok(Json(value)) => Ok(value),
         Err(rejection) if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE => Err(
@@ -44,7 +44,7 @@ fn body<T>(input: Result<Json<T>, JsonRejection>) -> ApiResult<T> {
 
 /// A path parameter parsed into its typed ID at the edge: a malformed one is a 400 that shows
 /// the expected form, so only well-formed IDs ever reach the store or a run.
-fn parse_id<T>(raw: &str) -> ApiResult<T>
+pub(crate) fn parse_id<T>(raw: &str) -> ApiResult<T>
 where
     T: std::str::FromStr<Err = ax_protocol::IdError>,
 {
@@ -52,7 +52,7 @@ where
         .map_err(|e: T::Err| Failure::bad_request(e.to_string()))
 }
 
-fn session_id(raw: &str) -> ApiResult<SessionId> {
+pub(crate) fn session_id(raw: &str) -> ApiResult<SessionId> {
     parse_id(raw)
 }
 
@@ -85,6 +85,7 @@ pub fn protected(app: Shared) -> Router<Shared> {
         .route("/event", get(sse::events))
         .merge(crate::files::routes())
         .merge(crate::attachments::routes())
+        .merge(crate::queue_api::routes())
         .layer(DefaultBodyLimit::max(limit))
         .route_layer(middleware::from_fn_with_state(app, auth::bearer))
 }
@@ -249,7 +250,7 @@ fn check_title(app: &Shared, title: &str) -> ApiResult<String> {
 /// The title a session gets from its first prompt: the first non-blank line of its text,
 /// control characters and bidi controls turned into spaces, shortened to 60 characters with
 /// an ellipsis.
-fn title_from_prompt(prompt: &Prompt) -> Option<String> {
+pub(crate) fn title_from_prompt(prompt: &Prompt) -> Option<String> {
     const MAX: usize = 60;
     let line = prompt.parts.iter().find_map(|p| match p {
         PromptPart::Text { text } => text.lines().find(|l| !l.trim().is_empty()),
@@ -299,7 +300,7 @@ async fn rename_session(
     Ok(Json(session))
 }
 
-async fn find_session(app: &Shared, id: &SessionId) -> ApiResult<Session> {
+pub(crate) async fn find_session(app: &Shared, id: &SessionId) -> ApiResult<Session> {
     let project = app.project_id;
     let sid = id.to_string();
     app.store
@@ -345,6 +346,7 @@ async fn delete_session(
         return Err(Failure::session_not_found(id.as_str()));
     }
     crate::acp_run::stop_agent(&app, &id).await;
+    app.queue_gates.forget(&id);
     app.bus.publish(Event::SessionDeleted { session_id: id });
     Ok(Json(session))
 }
@@ -366,14 +368,14 @@ async fn messages(
 /// (docs/agents.md §8).
 #[derive(serde::Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
-struct PromptBody {
-    parts: Vec<ax_protocol::PromptPart>,
+pub(crate) struct PromptBody {
+    pub(crate) parts: Vec<ax_protocol::PromptPart>,
     #[serde(default)]
-    client: Option<String>,
+    pub(crate) client: Option<String>,
 }
 
 /// A gateway connection id: `conn_` and hex digits, bounded.
-fn client_id(client: Option<String>) -> Result<Option<String>, Failure> {
+pub(crate) fn client_id(client: Option<String>) -> Result<Option<String>, Failure> {
     match client {
         Some(c)
             if !(c.len() <= 64
@@ -398,10 +400,17 @@ async fn prompt(
     let PromptBody { parts, client } = body(input)?;
     let client = client_id(client)?;
     let input = Prompt { parts };
-    let title = title_from_prompt(&input);
     let accepted: PromptAccepted =
-        runner::start(&app, id.clone(), input, client.as_deref()).await?;
-    // Every session gets a title from its first prompt, however it was created.
+        crate::queue::start_direct(&app, &id, input, client.as_deref()).await?;
+    Ok((StatusCode::ACCEPTED, Json(accepted)).into_response())
+}
+
+/// Every session gets a title from its first prompt (`title`), however it was created.
+pub(crate) async fn title_if_untitled(
+    app: &Shared,
+    id: &SessionId,
+    title: Option<String>,
+) -> ApiResult<()> {
     if let Some(title) = title {
         let project = app.project_id;
         let sid = id.to_string();
@@ -413,12 +422,13 @@ async fn prompt(
             app.bus.publish(Event::SessionUpdated { session });
         }
     }
-    Ok((StatusCode::ACCEPTED, Json(accepted)).into_response())
+    Ok(())
 }
 
 async fn abort(State(app): State<Shared>, Path(id): Path<String>) -> ApiResult<Json<AbortResult>> {
     let id = session_id(&id)?;
     find_session(&app, &id).await?;
+    crate::queue::pause_for_abort(&app, &id).await?;
     let aborted = runner::abort(&app, &id).await?;
     Ok(Json(AbortResult { aborted }))
 }

@@ -6,7 +6,7 @@
 //! source does; a request then fails with a 500 that says so.
 
 use ax_core::RandomError;
-use ax_protocol::{MessageId, PermissionId, SessionId};
+use ax_protocol::{MessageId, PermissionId, QueuedId, SessionId};
 
 use crate::error::Failure;
 
@@ -31,6 +31,11 @@ pub fn message_id() -> Result<MessageId, Failure> {
 /// A fresh permission ID.
 pub fn permission_id() -> Result<PermissionId, Failure> {
     PermissionId::mint().map_err(no_randomness)
+}
+
+/// A fresh queued-prompt ID.
+pub fn queued_id() -> Result<QueuedId, Failure> {
+    QueuedId::mint().map_err(no_randomness)
 }
 
 #[cfg(test)]

@@ -87,6 +87,8 @@ pub mod kept;
 mod listen;
 mod markdown;
 pub mod project;
+mod queue;
+mod queue_api;
 pub mod registry;
 mod runner;
 mod secure;
@@ -438,6 +440,13 @@ pub async fn start(config: ServerConfig) -> Result<RunningServer, StartError> {
             let id = store::project_id(c, &directory)?;
             let recovered =
                 store::recover_interrupted(c, id, ids::now_ms(), ax_agents::process::owner_alive)?;
+            let paused = store::pause_waiting_queues(c, queue::RESTART_REASON)?;
+            if paused > 0 {
+                tracing::warn!(
+                    queues = paused,
+                    "prompt queues wait for the person after a restart"
+                );
+            }
             if recovered.runs > 0 {
                 tracing::warn!(
                     runs = recovered.runs,
@@ -496,6 +505,7 @@ pub async fn start(config: ServerConfig) -> Result<RunningServer, StartError> {
         limits: config.limits,
         heartbeat: config.heartbeat,
         runs: Mutex::new(Default::default()),
+        queue_gates: Default::default(),
         tasks: tasks.clone(),
         shutdown: stop.clone(),
         version: env!("CARGO_PKG_VERSION").to_owned(),

@@ -19,6 +19,7 @@ use tokio_util::sync::CancellationToken;
 use crate::{
     error::Failure,
     ids,
+    queue::TurnOutcome,
     state::{Control, HeldFor, Phase, RunHandle, Shared},
     store,
 };
@@ -379,13 +380,15 @@ pub(crate) type TurnEnd = (
     Option<(MessageId, ax_protocol::Millis)>,
 );
 
-/// The end of every turn once its last write (`stored`) is done: frees the run slot and
-/// publishes the reply's stored end, the session and its new `status`.
+/// The end of every turn once its last write (`stored`) is done: frees the run slot,
+/// publishes the reply's stored end, the session and its new `status`, and lets the session's
+/// prompt queue go on or pause after a turn that ended as `outcome` ([`crate::queue`]).
 pub(crate) fn end_turn(
     app: &Shared,
     id: &SessionId,
     stored: Result<TurnEnd, store::StoreError>,
     status: SessionStatus,
+    outcome: TurnOutcome,
 ) {
     app.runs().remove(id);
     match stored {
@@ -407,6 +410,7 @@ pub(crate) fn end_turn(
         session_id: id.clone(),
         status,
     });
+    crate::queue::after_turn(app, id, outcome);
 }
 
 /// Why a run stopped early.
@@ -500,7 +504,7 @@ impl Run {
     }
 
     /// Ends the run: no run row, status idle, the session free for the next prompt.
-    async fn finish(self, acks: Vec<oneshot::Sender<()>>) {
+    async fn finish(self, acks: Vec<oneshot::Sender<()>>, outcome: TurnOutcome) {
         let sid = self.session.to_string();
         let project = self.app.project_id;
         let now = ids::now_ms();
@@ -513,7 +517,13 @@ impl Run {
                 Ok((session, ended))
             })
             .await;
-        end_turn(&self.app, &self.session, stored, SessionStatus::Idle);
+        end_turn(
+            &self.app,
+            &self.session,
+            stored,
+            SessionStatus::Idle,
+            outcome,
+        );
         for ack in acks {
             let _ = ack.send(());
         }
@@ -534,14 +544,14 @@ impl Run {
                     Some(Control::Abort { ack }) => {
                         self.set_permission(&mut permission, PermissionState::Cancelled).await;
                         self.append(Part::Aborted).await;
-                        return self.finish(vec![ack]).await;
+                        return self.finish(vec![ack], TurnOutcome::Aborted).await;
                     }
-                    None => return self.finish(Vec::new()).await,
+                    None => return self.finish(Vec::new(), TurnOutcome::Failed).await,
                 },
                 () = shutdown.cancelled() => {
                     self.set_permission(&mut permission, PermissionState::Cancelled).await;
                     self.append(Part::Interrupted).await;
-                    return self.finish(Vec::new()).await;
+                    return self.finish(Vec::new(), TurnOutcome::Interrupted).await;
                 }
             };
             if reply == PermissionReply::Reject {
@@ -549,7 +559,7 @@ impl Run {
                     .await;
                 let _ = ack.send(Ok(permission));
                 self.append(Part::Rejected).await;
-                return self.finish(Vec::new()).await;
+                return self.finish(Vec::new(), TurnOutcome::Rejected).await;
             }
             if reply == PermissionReply::Always {
                 let sid = self.session.to_string();
@@ -619,6 +629,18 @@ impl Run {
                 RunEnd::Failed("the agent did not stop in time".into())
             }
         };
+        let outcome = match (stop, &end) {
+            (Some(Stop::Aborted), _) | (None, RunEnd::Cancelled) => TurnOutcome::Aborted,
+            (Some(Stop::Interrupted), _) => TurnOutcome::Interrupted,
+            (
+                None,
+                RunEnd::Exited {
+                    code: Some(0),
+                    signal: None,
+                },
+            ) => TurnOutcome::Completed,
+            (None, RunEnd::Exited { .. } | RunEnd::Failed(_)) => TurnOutcome::Failed,
+        };
         let last = match (stop, end) {
             (Some(Stop::Aborted), _) => Part::Aborted,
             (Some(Stop::Interrupted), _) => Part::Interrupted,
@@ -646,7 +668,7 @@ impl Run {
                 }
             }
         }
-        self.finish(acks).await;
+        self.finish(acks, outcome).await;
     }
 }
 
@@ -748,6 +770,17 @@ pub async fn abort(app: &Shared, id: &SessionId) -> Result<bool, Failure> {
     let Some((control, agent)) = control else {
         return Ok(false);
     };
+    abort_run(app, id, control, agent).await
+}
+
+/// Stops the run behind `control` (`agent`: an ACP agent's turn) and waits until it has ended,
+/// as [`abort`] does; a run that already ended is `Ok(false)`.
+pub(crate) async fn abort_run(
+    app: &Shared,
+    id: &SessionId,
+    control: mpsc::UnboundedSender<Control>,
+    agent: bool,
+) -> Result<bool, Failure> {
     let wait = if agent {
         crate::acp_run::abort_wait(app)
     } else {

@@ -48,6 +48,10 @@ pub struct Limits {
     /// After an abort, how long an ACP agent has to end its turn before its process group is
     /// killed (an abort of an agent turn waits this long plus 5 s).
     pub agent_watchdog: Duration,
+    /// Most prompts waiting in one session's queue (docs/backend.md §3); one more is a 429.
+    pub queue_len: usize,
+    /// Largest queued prompt, as its JSON body; a larger one is a 413.
+    pub queued_prompt_bytes: usize,
 }
 
 impl Default for Limits {
@@ -66,6 +70,8 @@ impl Default for Limits {
             unauthenticated_connections: 256,
             abort_wait: Duration::from_secs(15),
             agent_watchdog: Duration::from_secs(15),
+            queue_len: 16,
+            queued_prompt_bytes: 32 * 1024,
         }
     }
 }
@@ -149,6 +155,8 @@ pub struct App {
     pub heartbeat: Duration,
     /// Active runs by session; a std mutex, held for map operations only.
     pub runs: Mutex<HashMap<SessionId, RunHandle>>,
+    /// Each session's prompt-queue gate (see `crate::queue`).
+    pub queue_gates: crate::queue::Gates,
     pub tasks: TaskTracker,
     pub shutdown: CancellationToken,
     pub version: String,

@@ -17,6 +17,7 @@ use ax_server::{RunningServer, ServerConfig};
 
 const WAIT: Duration = Duration::from_secs(20);
 
+mod agent_queue;
 mod agent_state;
 mod attach;
 
@@ -125,6 +126,9 @@ fn main() {
         }),
         ("commands_sent_between_turns_are_kept_at_once", || {
             Box::pin(agent_state::commands_sent_between_turns_are_kept_at_once())
+        }),
+        ("an_agent_session_queues_steers_and_pauses", || {
+            Box::pin(agent_queue::an_agent_session_queues_steers_and_pauses())
         }),
         ("config_options_are_chosen_before_and_after_prompts", || {
             Box::pin(agent_state::config_options_are_chosen_before_and_after_prompts())

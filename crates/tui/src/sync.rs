@@ -276,7 +276,9 @@ impl App {
                 self.permissions.retain(|p| p.id != permission_id);
                 self.replying.remove(&permission_id);
             }
+            // The TUI does not show prompt queues yet (docs/backend.md §3).
             Event::Reset
+            | Event::QueueUpdated { .. }
             | Event::MessageCreated { .. }
             | Event::MessagePart { .. }
             | Event::MessageDelta { .. }

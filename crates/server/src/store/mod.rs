@@ -1,8 +1,9 @@
 //! The SQLite store: one database (WAL) in the data directory, versioned migrations
 //! ([`schema`]), and the queries the API and the runner need, one file per table: sessions
 //! ([`sessions`]), their standing answers ([`standing`]), messages with their parts and turn
-//! deltas ([`messages`]), their images ([`images`]), permissions ([`permissions`]), run and process-group records
-//! ([`runs`]) and the crash recovery that reads them ([`recovery`]).
+//! deltas ([`messages`]), their images ([`images`]), permissions ([`permissions`]), run and
+//! process-group records ([`runs`]), the crash recovery that reads them ([`recovery`]) and
+//! prompt queues ([`queue`]).
 //!
 //! SQLite is synchronous, so every call runs on the blocking pool. One connection writes and
 //! one reads; each sits behind a std `Mutex` (held only for one short statement batch, never
@@ -18,6 +19,7 @@ use rusqlite::{Connection, OpenFlags};
 mod images;
 mod messages;
 mod permissions;
+mod queue;
 mod recovery;
 mod runs;
 mod schema;
@@ -30,6 +32,10 @@ pub use images::{image, insert_image};
 pub use messages::{append_deltas, append_part, insert_message, messages};
 pub use permissions::{
     answer_permission, get_permission, insert_permission, pending_permissions, set_permission_state,
+};
+pub use queue::{
+    edit_queued, enqueue, move_to_front, pause_waiting_queues, prompt_queue, remove_queued,
+    set_queue_paused,
 };
 pub use recovery::{Recovered, recover_interrupted};
 pub use runs::{

@@ -124,6 +124,24 @@ CREATE TABLE image (
     UNIQUE (message_id, idx)
 );
 "#,
+    // v11: a session's prompt queue (docs/backend.md §3): prompts sent while a turn ran, in
+    // `pos` order, each a JSON `Prompt`; and why a queue waits for the person (one row per
+    // paused queue, gone when it flows again or empties).
+    r#"
+CREATE TABLE queued_prompt (
+    id TEXT PRIMARY KEY,
+    session_id TEXT NOT NULL REFERENCES session(id) ON DELETE CASCADE,
+    pos INTEGER NOT NULL,
+    body TEXT NOT NULL,
+    created INTEGER NOT NULL,
+    updated INTEGER NOT NULL
+);
+CREATE INDEX queued_prompt_by_session ON queued_prompt(session_id, pos);
+CREATE TABLE queue_pause (
+    session_id TEXT PRIMARY KEY REFERENCES session(id) ON DELETE CASCADE,
+    reason TEXT NOT NULL
+) WITHOUT ROWID;
+"#,
 ];
 
 /// The schema version this build writes.

@@ -8,6 +8,7 @@ mod gateway;
 mod input;
 mod manage;
 mod pty;
+mod queue;
 mod runs;
 mod sessions;
 mod terminal;
