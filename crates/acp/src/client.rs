@@ -493,6 +493,10 @@ pub struct AgentOffers {
     pub commands: Option<Vec<AgentCommand>>,
     /// The latest config options (bounded by [`map::config_options`]; empty if none).
     pub config_options: Vec<AgentConfigOption>,
+    /// The session title the agent last gave (`session_info_update`), one clean line (see
+    /// [`map::session_title`]); `None` until it gave one. A title the agent clears stays as
+    /// it was: the session keeps a name.
+    pub title: Option<String>,
 }
 
 struct Shared {
@@ -749,6 +753,12 @@ fn handle_update(shared: &Shared, params: &serde_json::Value) {
         schema::SessionUpdate::ConfigOptionUpdate(u) => {
             let list = map::config_options(&u.config_options);
             shared.offer(|o| o.config_options = list);
+            return;
+        }
+        schema::SessionUpdate::SessionInfoUpdate(u) => {
+            if let Some(title) = map::session_title(&u) {
+                shared.offer(|o| o.title = Some(title));
+            }
             return;
         }
         schema::SessionUpdate::CurrentModeUpdate(m) => {

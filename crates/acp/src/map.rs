@@ -190,6 +190,21 @@ pub fn is_bypass_mode(id: &str, name: &str) -> bool {
     .any(|w| text.contains(w))
 }
 
+/// How long an agent's session title may be (then an ellipsis).
+pub const SESSION_TITLE_CHARS: usize = 80;
+
+/// The title in an agent's `session_info_update`, as a session may show it: its first line,
+/// controls and bidi controls turned into spaces, at most [`SESSION_TITLE_CHARS`]; `None`
+/// when the update carries no title, clears it, or gives only blanks.
+pub fn session_title(update: &schema::SessionInfoUpdate) -> Option<String> {
+    match &update.title {
+        agent_client_protocol::schema::MaybeUndefined::Value(title) => {
+            ax_core::text::one_line_label(title, SESSION_TITLE_CHARS)
+        }
+        _ => None,
+    }
+}
+
 /// The agent's command list as a session keeps it (docs/agents.md §4): a command whose name
 /// is empty, too long, or holds whitespace or a control character is dropped (it could not
 /// be typed as `/name`, or could disguise itself); descriptions and hints have their controls

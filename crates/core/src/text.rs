@@ -44,9 +44,42 @@ pub fn escape_controls(text: &str) -> Cow<'_, str> {
     Cow::Owned(out)
 }
 
+/// A one-line label made from `text`: its first non-blank line, trimmed, every
+/// [`is_unsafe_char`] turned into a space, cut to `max` characters with an ellipsis. `None`
+/// when `text` has no visible line. Session titles come from prompts and from agents this way,
+/// so neither can hide, reorder or spread over lines what a list shows.
+pub fn one_line_label(text: &str, max: usize) -> Option<String> {
+    let line = text.lines().find(|l| !l.trim().is_empty())?;
+    let clean: String = line
+        .trim()
+        .chars()
+        .map(|c| if is_unsafe_char(c) { ' ' } else { c })
+        .collect();
+    let mut label: String = clean.chars().take(max).collect();
+    if clean.chars().count() > max {
+        label.push('…');
+    }
+    Some(label)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_label_is_one_clean_bounded_line() {
+        assert_eq!(
+            one_line_label("\n  \n  Fix the build\nand more", 60).as_deref(),
+            Some("Fix the build")
+        );
+        assert_eq!(
+            one_line_label("a\u{202E}b\tc", 60).as_deref(),
+            Some("a b c")
+        );
+        assert_eq!(one_line_label("abcdef", 3).as_deref(), Some("abc…"));
+        assert_eq!(one_line_label("abc", 3).as_deref(), Some("abc"));
+        assert_eq!(one_line_label(" \n\t\n", 60), None);
+    }
 
     #[test]
     fn every_control_and_bidi_character_is_escaped() {

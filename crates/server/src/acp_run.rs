@@ -843,19 +843,24 @@ async fn open_agent(
     Ok(slot)
 }
 
-/// Keeps what the agent offers for the session (its commands and config options) in the
-/// session's agent state as it changes, in a turn or between turns: an agent sends these when
-/// it pleases (Codex's command list may come after its first turn ended), so they are not
-/// turn events (docs/agents.md §4). Ends with the agent process or the backend.
+/// Keeps what the agent offers for the session (its commands, config options and title) in
+/// the session as it changes, in a turn or between turns: an agent sends these when it
+/// pleases (Codex's command list may come after its first turn ended), so they are not turn
+/// events (docs/agents.md §4). A title the agent gave before this task began is kept too.
+/// Ends with the agent process or the backend.
 fn keep_offers(app: &Shared, session: &SessionId, mut offers: watch::Receiver<AgentOffers>) {
     let (app, session, shutdown) = (app.clone(), session.clone(), app.shutdown.clone());
     let tasks = app.tasks.clone();
     tasks.spawn(async move {
+        let mut first = offers.borrow().title.is_some();
         loop {
-            tokio::select! {
-                changed = offers.changed() => if changed.is_err() { return },
-                () = shutdown.cancelled() => return,
+            if !first {
+                tokio::select! {
+                    changed = offers.changed() => if changed.is_err() { return },
+                    () = shutdown.cancelled() => return,
+                }
             }
+            first = false;
             let now = offers.borrow_and_update().clone();
             let kept = app
                 .update_session(&session, move |tx, project, sid| {
@@ -867,10 +872,16 @@ fn keep_offers(app: &Shared, session: &SessionId, mut offers: watch::Receiver<Ag
                         state.commands = commands;
                     }
                     state.config_options = now.config_options;
-                    if current.agent_state.as_ref() == Some(&state) {
+                    let mut changed = current.agent_state.as_ref() != Some(&state);
+                    if changed {
+                        store::set_agent_state(tx, sid, &state)?;
+                    }
+                    if let Some(title) = &now.title {
+                        changed |= store::title_from_agent(tx, project, sid, title)?.is_some();
+                    }
+                    if !changed {
                         return Ok(None);
                     }
-                    store::set_agent_state(tx, sid, &state)?;
                     store::get_session(tx, project, sid)
                 })
                 .await;

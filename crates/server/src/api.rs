@@ -247,31 +247,17 @@ fn check_title(app: &Shared, title: &str) -> ApiResult<String> {
     Ok(title.trim().to_owned())
 }
 
-/// The title a session gets from its first prompt: the first non-blank line of its text,
-/// control characters and bidi controls turned into spaces, shortened to 60 characters with
-/// an ellipsis.
+/// How long a title made from a prompt's text is (then an ellipsis).
+const TITLE_FROM_TEXT_CHARS: usize = 60;
+
+/// The title a session gets from its first prompt: the first non-blank line of its first
+/// text, control characters and bidi controls turned into spaces, shortened to
+/// [`TITLE_FROM_TEXT_CHARS`] characters with an ellipsis.
 pub(crate) fn title_from_prompt(prompt: &Prompt) -> Option<String> {
-    const MAX: usize = 60;
-    let line = prompt.parts.iter().find_map(|p| match p {
-        PromptPart::Text { text } => text.lines().find(|l| !l.trim().is_empty()),
+    prompt.parts.iter().find_map(|p| match p {
+        PromptPart::Text { text } => ax_core::text::one_line_label(text, TITLE_FROM_TEXT_CHARS),
         PromptPart::File { .. } | PromptPart::Image { .. } => None,
-    })?;
-    let clean: String = line
-        .trim()
-        .chars()
-        .map(|c| {
-            if ax_core::text::is_unsafe_char(c) {
-                ' '
-            } else {
-                c
-            }
-        })
-        .collect();
-    let mut title: String = clean.chars().take(MAX).collect();
-    if clean.chars().count() > MAX {
-        title.push('…');
-    }
-    Some(title)
+    })
 }
 
 /// `PATCH /session/{id}` with `{"title"}`: renames; `session.updated` goes to everyone.

@@ -127,6 +127,9 @@ fn main() {
         ("commands_sent_between_turns_are_kept_at_once", || {
             Box::pin(agent_state::commands_sent_between_turns_are_kept_at_once())
         }),
+        ("the_agent_titles_a_session_no_person_named", || {
+            Box::pin(agent_state::the_agent_titles_a_session_no_person_named())
+        }),
         ("an_agent_session_queues_steers_and_pauses", || {
             Box::pin(agent_queue::an_agent_session_queues_steers_and_pauses())
         }),

@@ -142,6 +142,12 @@ CREATE TABLE queue_pause (
     reason TEXT NOT NULL
 ) WITHOUT ROWID;
 "#,
+    // v12: who gave a session its title (docs/agents.md §4): `person` (at creation, by a
+    // rename, or unknown: every title stored before this version), `prompt` (its first line)
+    // or `agent` (`session_info_update`). An agent may replace only a title no person gave.
+    r#"
+ALTER TABLE session ADD COLUMN title_from TEXT NOT NULL DEFAULT 'person';
+"#,
 ];
 
 /// The schema version this build writes.

@@ -153,7 +153,8 @@ pub fn rename_session(
     now: Millis,
 ) -> Result<Option<Session>> {
     conn.execute(
-        "UPDATE session SET title = ?1, updated = max(updated, ?2) WHERE project_id = ?3 AND id = ?4",
+        "UPDATE session SET title = ?1, title_from = 'person', updated = max(updated, ?2) \
+         WHERE project_id = ?3 AND id = ?4",
         params![title, now, project, id],
     )?;
     get_session(conn, project, id)
@@ -167,7 +168,28 @@ pub fn title_if_untitled(
     title: &str,
 ) -> Result<Option<Session>> {
     let n = conn.execute(
-        "UPDATE session SET title = ?1 WHERE project_id = ?2 AND id = ?3 AND title = ''",
+        "UPDATE session SET title = ?1, title_from = 'prompt' \
+         WHERE project_id = ?2 AND id = ?3 AND title = ''",
+        params![title, project, id],
+    )?;
+    if n == 0 {
+        return Ok(None);
+    }
+    get_session(conn, project, id)
+}
+
+/// Gives the session the title its agent chose, unless a person named it (docs/agents.md
+/// §4); `None` when it kept its title (a person's, or already this one).
+pub fn title_from_agent(
+    conn: &Connection,
+    project: i64,
+    id: &str,
+    title: &str,
+) -> Result<Option<Session>> {
+    let n = conn.execute(
+        "UPDATE session SET title = ?1, title_from = 'agent' \
+         WHERE project_id = ?2 AND id = ?3 AND title != ?1 \
+           AND (title = '' OR title_from != 'person')",
         params![title, project, id],
     )?;
     if n == 0 {

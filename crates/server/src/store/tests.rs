@@ -545,3 +545,63 @@ fn v7_database_gains_turn_ends() {
         vec![("msg_0123456789abABCDEFGHIJKLMB".into(), Some(50))]
     );
 }
+
+#[test]
+fn an_agent_titles_only_sessions_no_person_named() {
+    let tmp = tempfile::tempdir().unwrap();
+    {
+        let conn = Connection::open(tmp.path().join(DB_FILE)).unwrap();
+        for m in &MIGRATIONS[..11] {
+            conn.execute_batch(m).unwrap();
+        }
+        // Stored before v12: who titled `old` is unknown, so it counts as a person's.
+        conn.execute_batch(
+            "PRAGMA user_version = 11;
+             INSERT INTO project(id, directory) VALUES (1, '/p');
+             INSERT INTO session(id, project_id, title, created, updated, status)
+               VALUES ('ses_0123456789abABCDEFGHIJKLMN', 1, 'old', 1, 2, 'idle');
+             INSERT INTO session(id, project_id, title, created, updated, status)
+               VALUES ('ses_1123456789abABCDEFGHIJKLMN', 1, '', 1, 2, 'idle');",
+        )
+        .unwrap();
+    }
+    let store = Store::open(tmp.path()).unwrap();
+    let (old, new) = (
+        "ses_0123456789abABCDEFGHIJKLMN",
+        "ses_1123456789abABCDEFGHIJKLMN",
+    );
+    let agent = |id: &'static str, title: &'static str| {
+        store
+            .write_blocking(move |c| title_from_agent(c, 1, id, title))
+            .unwrap()
+            .map(|s| s.title)
+    };
+    let title = |id: &'static str| {
+        store
+            .read_blocking(move |c| get_session(c, 1, id))
+            .unwrap()
+            .unwrap()
+            .title
+    };
+    assert_eq!(agent(old, "Agent's"), None);
+    assert_eq!(title(old), "old");
+
+    // Untitled, then titled by its first prompt: the agent's title replaces either, and a
+    // title equal to the one kept changes nothing.
+    store
+        .write_blocking(move |c| title_if_untitled(c, 1, new, "from the prompt"))
+        .unwrap();
+    assert_eq!(agent(new, "Parser fix").as_deref(), Some("Parser fix"));
+    assert_eq!(agent(new, "Parser fix"), None);
+    assert_eq!(
+        agent(new, "Parser fix, tested").as_deref(),
+        Some("Parser fix, tested")
+    );
+
+    // A person renames it: from then on the agent's titles are not kept.
+    store
+        .write_blocking(move |c| rename_session(c, 1, new, "mine", 9))
+        .unwrap();
+    assert_eq!(agent(new, "Agent again"), None);
+    assert_eq!(title(new), "mine");
+}

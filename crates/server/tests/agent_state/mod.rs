@@ -123,6 +123,67 @@ pub async fn commands_sent_between_turns_are_kept_at_once() {
     );
 }
 
+/// docs/agents.md §4: the title an agent gives its session (`session_info_update`, as
+/// Claude's adapter sends after a first turn) replaces one that came from the first prompt,
+/// one clean line, published and kept over a restart; once a person renames the session the
+/// agent's titles are no longer kept.
+pub async fn the_agent_titles_a_session_no_person_named() {
+    let mut b = Backend::start("").await;
+    let id = b
+        .client
+        .create_session_with(None, Some("mock"))
+        .await
+        .unwrap()
+        .id;
+    let mut events = b.events().await;
+    let titled = |want: &'static str| move |e: &Event| matches!(e, Event::SessionUpdated { session } if session.title == want);
+    b.client
+        .prompt_text(&id, "title Parser \u{202e}fix\ntext ok")
+        .await
+        .unwrap();
+    wait_for(&mut events, titled("Parser  fix")).await;
+    assert_eq!(
+        b.client.get_session(&id).await.unwrap().title,
+        "Parser  fix"
+    );
+    b.restart().await;
+    assert_eq!(
+        b.client.get_session(&id).await.unwrap().title,
+        "Parser  fix"
+    );
+
+    b.client.rename_session(&id, "mine").await.unwrap();
+    let mut events = b.events().await;
+    // The agent's later title and command list come in this order: once the list is kept, the
+    // title was seen and not taken.
+    b.client
+        .prompt_text(&id, "title Something else\ncommands one two\ntext ok")
+        .await
+        .unwrap();
+    let session = wait_for(&mut events, |e| {
+        matches!(e, Event::SessionUpdated { session } if command_names(session) == ["one", "two"])
+    })
+    .await;
+    let Event::SessionUpdated { session } = session else {
+        unreachable!()
+    };
+    assert_eq!(session.title, "mine");
+    assert_eq!(b.client.get_session(&id).await.unwrap().title, "mine");
+}
+
+/// The first event `matches` accepts (within the test's bound).
+async fn wait_for(events: &mut EventStream, matches: impl Fn(&Event) -> bool) -> Event {
+    within(async {
+        loop {
+            let e = events.next().await.expect("open").expect("no error");
+            if matches(&e.event) {
+                return e.event;
+            }
+        }
+    })
+    .await
+}
+
 /// The current value of `config_id` in the session's stored options.
 fn config_value(session: &ax_protocol::Session, config_id: &str) -> Option<ConfigValue> {
     session
