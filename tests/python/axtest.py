@@ -21,6 +21,7 @@ import secrets
 import subprocess
 import sys
 import time
+import urllib.error
 import urllib.request
 import uuid
 
@@ -154,6 +155,19 @@ class Backend:
             req.add_header("Content-Type", "application/json")
         with urllib.request.urlopen(req, timeout=10) as res:
             return json.loads(res.read() or b"null")
+
+    def request(self, method, path, body=None):
+        """One authenticated request; returns (status, body bytes), also for an error status."""
+        data = json.dumps(body).encode() if body is not None else None
+        req = urllib.request.Request(self.url + path, data=data, method=method)
+        req.add_header("Authorization", f"Bearer {self.token}")
+        if data is not None:
+            req.add_header("Content-Type", "application/json")
+        try:
+            with urllib.request.urlopen(req, timeout=10) as res:
+                return res.status, res.read()
+        except urllib.error.HTTPError as e:
+            return e.code, e.read()
 
     def sign_in_link(self):
         """A fresh one-time Control UI link `URL/#code=CODE` (POST /signin/code)."""

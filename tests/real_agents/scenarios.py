@@ -5,6 +5,7 @@ Each scenario uses sessions of its own. `SCENARIOS` lists them in run order; tho
 each one guards).
 """
 
+import base64
 import json
 import os
 import re
@@ -443,6 +444,82 @@ def usage(ab):
           and second["cost"]["amount"] > cost["amount"],
           f"the second turn's report replaced the first, the cost the session's total: {first} -> {second}")
 
+def queue(ab):
+    """A prompt sent while a turn runs is queued, not refused (docs/agents.md §4): while the
+    agent waits for an edit's approval, two prompts go to the queue (one then edited, one
+    cancelled); once the edit turn ends, the edited one is sent as the next turn by itself and
+    the agent answers it, and the queue is empty."""
+    ab.reset_notes()
+    s = ab.new_session("queue")
+    ab.prompt(s, "Edit the notes [[ax:edit]]")
+    perm = ab.wait_permission(s, f"{ab.agent} asks before editing")
+    refused, _ = ab.backend.request("POST", f"/session/{s}/prompt",
+                                    {"parts": [{"type": "text", "text": "Say hello [[ax:hello]]"}]})
+    check(refused == 409, f"/prompt is still refused while a turn runs: {refused}")
+    first = ab.api("POST", f"/session/{s}/queue",
+                   {"parts": [{"type": "text", "text": "Say goodbye"}]})
+    second = ab.api("POST", f"/session/{s}/queue",
+                    {"parts": [{"type": "text", "text": "Never sent [[ax:edit_back]]"}]})
+    check(first.get("state") == "queued" and second.get("position") == 1,
+          f"both wait behind the running turn: {first}, {second}")
+    listed = ab.api("GET", f"/session/{s}/queue")
+    check([i["id"] for i in listed["items"]] == [first["item"]["id"], second["item"]["id"]],
+          f"both are queued in order: {listed}")
+    ab.api("PATCH", f"/session/{s}/queue/{first['item']['id']}",
+           {"parts": [{"type": "text", "text": "Say hello [[ax:hello]]"}]})
+    ab.api("DELETE", f"/session/{s}/queue/{second['item']['id']}")
+    before = len(ab.replies(s))
+    ab.answer(s, perm, "allow_once")
+
+    def sent():
+        r = ab.replies(s)
+        return ab.session(s)["status"] == "idle" and len(r) > before and r[-1].get("ended") \
+            and not ab.api("GET", f"/session/{s}/queue")["items"] and r[-1]
+    reply = wait_for(sent, "the queued prompt is sent once the edit turn ends and answered",
+                     timeout=TURN_TIMEOUT)
+    check(ab.notes() == "omega\n", f"the edit turn ran first: {ab.notes()!r}")
+    users = [m for m in ab.messages(s) if m["role"] == "user"]
+    texts = [" ".join(p.get("text", "") for p in m["parts"] if p["type"] == "text") for m in users]
+    check(texts == ["Edit the notes [[ax:edit]]", "Say hello [[ax:hello]]"],
+          f"the edited prompt was sent, the cancelled one never: {texts}")
+    check(reply_text(reply).strip(), f"{ab.agent} answered the queued prompt: {reply_text(reply)!r}")
+
+
+# The smallest PNG: one transparent pixel.
+PIXEL_PNG = ("iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA"
+             "60e6kgAAAABJRU5ErkJggg==")
+
+
+def _image_in(body):
+    """Whether a model request carries the pixel: as an Anthropic `image` block, an OpenAI
+    Responses `input_image` or a Gemini `inlineData` part (each with the base64 bytes)."""
+    return any(PIXEL_PNG in t for t in strings(body))
+
+
+def image(ab):
+    """An image pasted in a prompt reaches the model (docs/agents.md §11): the agent
+    advertises `promptCapabilities.image`, the prompt goes as an ACP image block, and the
+    agent's own model request carries the same bytes; the stored message names it and its
+    bytes are served back as they were sent."""
+    s = ab.new_session("image")
+    since = len(ab.fake.requests)
+    accepted = ab.api("POST", f"/session/{s}/prompt", {"parts": [
+        {"type": "text", "text": "What is in this picture? [[ax:hello]]"},
+        {"type": "image", "mimeType": "image/png", "data": PIXEL_PNG, "name": "pixel.png"},
+    ]})
+    ab.wait_idle(s, "the image turn ends")
+    reqs = ab.fake.requests[since:]
+    check(any(_image_in(r["body"]) for r in reqs),
+          f"{ab.agent}'s model request carries the image ({len(reqs)} requests)")
+    user = next(m for m in ab.messages(s) if m["role"] == "user")
+    images = [p for p in user["parts"] if p["type"] == "image"]
+    check(images == [{"type": "image", "index": 0, "mimeType": "image/png", "bytes": 70, "name": "pixel.png"}],
+          f"the stored prompt names the image: {images}")
+    status, served = ab.backend.request("GET", f"/session/{s}/message/{user['id']}/image/0")
+    check(status == 200 and served == base64.b64decode(PIXEL_PNG), "the image's bytes are served as sent")
+    check(accepted.get("replyId"), f"the prompt was accepted: {accepted}")
+
+
 SCENARIOS = [
     ("allow_once", allow_once, False),
     ("allow_always", allow_always, False),
@@ -454,6 +531,8 @@ SCENARIOS = [
     ("tui_enter", tui_enter, False),
     ("agent_offers", agent_offers, False),
     ("usage", usage, False),
+    ("queue", queue, False),
+    ("image", image, False),
     ("restart", restart, True),
     ("long_command", long_command, True),
 ]
