@@ -148,23 +148,21 @@ class Backend:
 
     def api(self, method, path, body=None):
         """One authenticated JSON request to the backend's API; returns the decoded body."""
+        with urllib.request.urlopen(self._request(method, path, body), timeout=10) as res:
+            return json.loads(res.read() or b"null")
+
+    def _request(self, method, path, body):
         data = json.dumps(body).encode() if body is not None else None
         req = urllib.request.Request(self.url + path, data=data, method=method)
         req.add_header("Authorization", f"Bearer {self.token}")
         if data is not None:
             req.add_header("Content-Type", "application/json")
-        with urllib.request.urlopen(req, timeout=10) as res:
-            return json.loads(res.read() or b"null")
+        return req
 
     def request(self, method, path, body=None):
         """One authenticated request; returns (status, body bytes), also for an error status."""
-        data = json.dumps(body).encode() if body is not None else None
-        req = urllib.request.Request(self.url + path, data=data, method=method)
-        req.add_header("Authorization", f"Bearer {self.token}")
-        if data is not None:
-            req.add_header("Content-Type", "application/json")
         try:
-            with urllib.request.urlopen(req, timeout=10) as res:
+            with urllib.request.urlopen(self._request(method, path, body), timeout=10) as res:
                 return res.status, res.read()
         except urllib.error.HTTPError as e:
             return e.code, e.read()

@@ -877,7 +877,14 @@ fn keep_offers(app: &Shared, session: &SessionId, mut offers: watch::Receiver<Ag
                         store::set_agent_state(tx, sid, &state)?;
                     }
                     if let Some(title) = &now.title {
-                        changed |= store::title_from_agent(tx, project, sid, title)?.is_some();
+                        changed |= store::offer_title(
+                            tx,
+                            project,
+                            sid,
+                            title,
+                            store::OfferedTitle::Agent,
+                        )?
+                        .is_some();
                     }
                     if !changed {
                         return Ok(None);

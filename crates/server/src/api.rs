@@ -402,7 +402,9 @@ pub(crate) async fn title_if_untitled(
         let sid = id.to_string();
         let titled = app
             .store
-            .write(move |c| store::title_if_untitled(c, project, &sid, &title))
+            .write(move |c| {
+                store::offer_title(c, project, &sid, &title, store::OfferedTitle::Prompt)
+            })
             .await?;
         if let Some(session) = titled {
             app.bus.publish(Event::SessionUpdated { session });

@@ -197,7 +197,7 @@ mod tests {
         // Nothing changed (already titled): nothing published.
         let none = sessions
             .update(&a.id, |c, project, id| {
-                store::title_if_untitled(c, project, id, "x")
+                store::offer_title(c, project, id, "x", store::OfferedTitle::Prompt)
             })
             .await
             .unwrap();

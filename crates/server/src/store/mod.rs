@@ -45,9 +45,9 @@ pub use runs::{
 pub use schema::{DB_FILE, SCHEMA_VERSION};
 use schema::{check_version, configure, migrate};
 pub use sessions::{
-    agent_session, delete_session, find_project, get_session, insert_session, list_sessions,
-    project_id, rename_session, session_exists, set_agent_session, set_agent_state, set_status,
-    title_from_agent, title_if_untitled,
+    OfferedTitle, agent_session, delete_session, find_project, get_session, insert_session,
+    list_sessions, offer_title, project_id, rename_session, session_exists, set_agent_session,
+    set_agent_state, set_status,
 };
 pub use standing::{add_standing, always_allowed, revoke_standing, set_always_allowed};
 

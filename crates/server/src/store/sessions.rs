@@ -160,39 +160,42 @@ pub fn rename_session(
     get_session(conn, project, id)
 }
 
-/// Gives an untitled session `title` (from its first prompt); `None` when it already had one.
-pub fn title_if_untitled(
-    conn: &Connection,
-    project: i64,
-    id: &str,
-    title: &str,
-) -> Result<Option<Session>> {
-    let n = conn.execute(
-        "UPDATE session SET title = ?1, title_from = 'prompt' \
-         WHERE project_id = ?2 AND id = ?3 AND title = ''",
-        params![title, project, id],
-    )?;
-    if n == 0 {
-        return Ok(None);
-    }
-    get_session(conn, project, id)
+/// Who offers a session a title that no person gave (docs/agents.md §4).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OfferedTitle {
+    /// Its first prompt's first line: taken only by an untitled session.
+    Prompt,
+    /// Its agent (`session_info_update`): replaces any title but a person's.
+    Agent,
 }
 
-/// Gives the session the title its agent chose, unless a person named it (docs/agents.md
-/// §4); `None` when it kept its title (a person's, or already this one).
-pub fn title_from_agent(
+/// Gives the session `title` if `from` may replace the title it has (see [`OfferedTitle`]);
+/// `None` when it kept its title.
+pub fn offer_title(
     conn: &Connection,
     project: i64,
     id: &str,
     title: &str,
+    from: OfferedTitle,
 ) -> Result<Option<Session>> {
-    let n = conn.execute(
-        "UPDATE session SET title = ?1, title_from = 'agent' \
-         WHERE project_id = ?2 AND id = ?3 AND title != ?1 \
-           AND (title = '' OR title_from != 'person')",
-        params![title, project, id],
-    )?;
-    if n == 0 {
+    let sql = match from {
+        OfferedTitle::Prompt => {
+            "UPDATE session SET title = ?1, title_from = 'prompt' \
+             WHERE project_id = ?2 AND id = ?3 AND title = ''"
+        }
+        OfferedTitle::Agent => {
+            "UPDATE session SET title = ?1, title_from = 'agent' \
+             WHERE project_id = ?2 AND id = ?3 AND title != ?1 \
+               AND (title = '' OR title_from != 'person')"
+        }
+    };
+    let n = conn.execute(sql, params![title, project, id])?;
+    changed(conn, project, id, n)
+}
+
+/// The session as stored after an update that changed `rows` rows; `None` when it changed none.
+fn changed(conn: &Connection, project: i64, id: &str, rows: usize) -> Result<Option<Session>> {
+    if rows == 0 {
         return Ok(None);
     }
     get_session(conn, project, id)

@@ -572,7 +572,7 @@ fn an_agent_titles_only_sessions_no_person_named() {
     );
     let agent = |id: &'static str, title: &'static str| {
         store
-            .write_blocking(move |c| title_from_agent(c, 1, id, title))
+            .write_blocking(move |c| offer_title(c, 1, id, title, OfferedTitle::Agent))
             .unwrap()
             .map(|s| s.title)
     };
@@ -589,7 +589,7 @@ fn an_agent_titles_only_sessions_no_person_named() {
     // Untitled, then titled by its first prompt: the agent's title replaces either, and a
     // title equal to the one kept changes nothing.
     store
-        .write_blocking(move |c| title_if_untitled(c, 1, new, "from the prompt"))
+        .write_blocking(move |c| offer_title(c, 1, new, "from the prompt", OfferedTitle::Prompt))
         .unwrap();
     assert_eq!(agent(new, "Parser fix").as_deref(), Some("Parser fix"));
     assert_eq!(agent(new, "Parser fix"), None);
