@@ -377,15 +377,23 @@ pub(crate) fn client_id(client: Option<String>) -> Result<Option<String>, Failur
     }
 }
 
+/// A prompt request's session, prompt and gateway connection, each checked (the same for
+/// `/prompt` and `/queue`).
+pub(crate) fn prompt_request(
+    id: &str,
+    input: Result<Json<PromptBody>, JsonRejection>,
+) -> ApiResult<(SessionId, Prompt, Option<String>)> {
+    let id = session_id(id)?;
+    let PromptBody { parts, client } = body(input)?;
+    Ok((id, Prompt { parts }, client_id(client)?))
+}
+
 async fn prompt(
     State(app): State<Shared>,
     Path(id): Path<String>,
     input: Result<Json<PromptBody>, JsonRejection>,
 ) -> ApiResult<Response> {
-    let id = session_id(&id)?;
-    let PromptBody { parts, client } = body(input)?;
-    let client = client_id(client)?;
-    let input = Prompt { parts };
+    let (id, input, client) = prompt_request(&id, input)?;
     let accepted: PromptAccepted =
         crate::queue::start_direct(&app, &id, input, client.as_deref()).await?;
     Ok((StatusCode::ACCEPTED, Json(accepted)).into_response())

@@ -14,7 +14,7 @@ use axum::{
 };
 
 use crate::{
-    api::{PromptBody, body, client_id, find_session, parse_id, session_id},
+    api::{PromptBody, body, find_session, parse_id, prompt_request, session_id},
     error::Failure,
     queue,
     state::Shared,
@@ -46,11 +46,9 @@ async fn submit(
     Path(id): Path<String>,
     input: Result<Json<PromptBody>, JsonRejection>,
 ) -> ApiResult<Response> {
-    let id = session_id(&id)?;
-    let PromptBody { parts, client } = body(input)?;
-    let client = client_id(client)?;
+    let (id, prompt, client) = prompt_request(&id, input)?;
     find_session(&app, &id).await?;
-    let answer = queue::submit(&app, &id, Prompt { parts }, client.as_deref()).await?;
+    let answer = queue::submit(&app, &id, prompt, client.as_deref()).await?;
     let status = match answer {
         QueueAnswer::Sent { .. } => StatusCode::ACCEPTED,
         QueueAnswer::Queued { .. } => StatusCode::CREATED,
