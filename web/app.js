@@ -14,6 +14,8 @@ import {
 import { MarkdownRenderer } from './markdown.js';
 import { fillApprovals, fillTranscript, formatDuration, paneHead, renderPane, splitter } from './panes.js';
 import { agentOf, sessionTitle } from './present.js';
+import { QueueBook, sendLabel } from './queue.js';
+import { fillQueue, queueActions } from './queueview.js';
 import { BrowserPanel, TerminalPanel, placePanels } from './panels.js';
 import { ServerProof } from './proof.js';
 import { FRESH_LINK, exchangeCode, fragmentSignIn, notProvenMessage, pastedSignIn } from './signin.js';
@@ -157,6 +159,9 @@ class ControlUi {
     // session id -> `message.delta`s that arrived while its transcript loaded; applied on top
     // of the load (those it already holds are skipped by seq).
     this.heldDeltas = new Map();
+    // Each session's prompt queue (queue.js) and the queued prompts being edited (id -> text).
+    this.queues = new QueueBook();
+    this.queueEdits = new Map();
     this.actions = this.makeActions();
     // What transcripts share: the Markdown renderer, the cards the person opened or closed.
     this.view = {
@@ -293,12 +298,14 @@ class ControlUi {
         s.upsertSession(e.session);
         this.renderSidebar();
         this.refreshPaneHeads(e.session.id);
+        this.refreshQueue(e.session.id);
         agentCommands.refresh(e.session.id);
         break;
       case 'session.deleted':
         s.sessions.delete(e.sessionId);
         s.messages.delete(e.sessionId);
         s.missing.add(e.sessionId);
+        this.queues.forget(e.sessionId);
         this.render();
         break;
       case 'session.status': {
@@ -307,6 +314,7 @@ class ControlUi {
         if (cur) s.sessions.set(e.sessionId, { ...cur, status: e.status });
         this.renderSidebar();
         this.refreshPaneHeads(e.sessionId);
+        this.refreshQueue(e.sessionId);
         break;
       }
       case 'message.created': {
@@ -346,6 +354,11 @@ class ControlUi {
         s.permissions.delete(e.permissionId);
         this.refreshApprovals(e.sessionId);
         break;
+      case 'queue.updated': {
+        const id = this.queues.event(e.queue);
+        if (id) this.refreshQueue(id);
+        break;
+      }
       case 'reset':
         this.resync().catch(() => {});
         break;
@@ -408,9 +421,20 @@ class ControlUi {
     this.toast(`“${s ? sessionTitle(s) : sessionId}” ${what}.`);
   }
 
+  /** A shown session's queue; later `queue.updated` events keep it (QueueBook). */
+  async loadQueue(sessionId) {
+    const ticket = this.queues.loading(sessionId);
+    try {
+      if (this.queues.loaded(sessionId, ticket, await this.api.queue(sessionId))) this.refreshQueue(sessionId);
+    } catch {
+      /* a backend without a queue, or the session is gone: nothing is queued */
+    }
+  }
+
   async loadMessages(sessionId, force = false) {
     if (this.loading.has(sessionId) || (!force && this.store.messages.has(sessionId))) return;
     this.loading.add(sessionId);
+    if (!force) this.loadQueue(sessionId);
     this.heldDeltas.set(sessionId, []);
     try {
       if (!this.store.sessions.has(sessionId)) {
@@ -600,7 +624,15 @@ class ControlUi {
           self.toast(`Could not revoke: ${e.message}`);
         }
       },
-      prompt: (sessionId, text, parts) => self.api.prompt(sessionId, text, self.gateway.connId, parts),
+      // The composer's prompt goes direct or to the queue; the queue's buttons (queueview.js).
+      ...queueActions({
+        api: self.api,
+        queues: self.queues,
+        sessionOf: (id) => self.store.sessions.get(id),
+        connId: () => self.gateway.connId,
+        toast: (text) => self.toast(text),
+        refreshQueue: (id) => self.refreshQueue(id),
+      }),
       async abort(sessionId) {
         try {
           await self.api.abort(sessionId);
@@ -658,7 +690,10 @@ class ControlUi {
       : null;
     const area = $('panes');
     const count = allPanes(L).length;
-    const ctx = (pane) => ({ store: this.store, active: pane.id === L.active, drafts: this.drafts, actions: this.actions, count, view: this.view, attachments });
+    const ctx = (pane) => ({
+      store: this.store, active: pane.id === L.active, drafts: this.drafts, actions: this.actions, count, view: this.view, attachments,
+      queues: this.queues, queueEdits: this.queueEdits,
+    });
     const children = [];
     L.columns.forEach((col, ci) => {
       if (ci > 0) children.push(this.splitterBetween(L.columns[ci - 1], col));
@@ -798,6 +833,18 @@ class ControlUi {
     for (const el of this.panesShowing(sessionId)) {
       const a = el.querySelector('[data-testid="approvals"]');
       if (a) fillApprovals(a, this.store.pendingFor(sessionId), sessionId, this.actions, false, session);
+    }
+  }
+
+  /** The queued prompts and the composer's Send/Queue button of every pane showing `sessionId`. */
+  refreshQueue(sessionId) {
+    const session = this.store.sessions.get(sessionId);
+    const queue = this.queues.get(sessionId);
+    for (const el of this.panesShowing(sessionId)) {
+      const q = el.querySelector('[data-testid="queue"]');
+      if (q) fillQueue(q, queue, session, sessionId, this.actions, this.queueEdits);
+      const send = el.querySelector('[data-testid="composer-send"]');
+      if (send) send.textContent = sendLabel(session, queue);
     }
   }
 

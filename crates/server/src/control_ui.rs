@@ -68,6 +68,8 @@ const ASSETS: &[Asset] = &[
     asset!("panes.js", JS),
     asset!("present.js", JS),
     asset!("proof.js", JS),
+    asset!("queue.js", JS),
+    asset!("queueview.js", JS),
     asset!("screen.js", JS),
     asset!("signin.js", JS),
     asset!("style.css", CSS),
