@@ -21,6 +21,7 @@ import { ServerProof } from './proof.js';
 import { FRESH_LINK, exchangeCode, fragmentSignIn, notProvenMessage, pastedSignIn } from './signin.js';
 import { applyDelta } from './turn.js';
 import { ScreenSide } from './screen.js';
+import { Watch } from './watch.js';
 
 const TOKEN_KEY = 'ax-code.token';
 const $ = (id) => document.getElementById(id);
@@ -181,6 +182,8 @@ class ControlUi {
     this.terminal = new TerminalPanel(this.actions);
     this.browser = new BrowserPanel(this.actions);
     this.screen = new ScreenSide(this);
+    // The attention board, the title count, notifications and the approvals inbox (watch.js).
+    this.watch = new Watch(this);
     this.gateway = new GatewayClient({
       token,
       proof: this.proof,
@@ -271,6 +274,7 @@ class ControlUi {
     clearInterval(this.ticker);
     pickerDone?.(null);
     this.abort.abort();
+    this.watch.stop();
     this.gateway.stop();
     // The panels live in the docks, outside what render() replaces.
     this.terminal.el.remove();
@@ -291,6 +295,7 @@ class ControlUi {
     const e = env?.event ?? env;
     if (!e || typeof e.type !== 'string') return;
     const s = this.store;
+    this.watch.observe(e);
     switch (e.type) {
       case 'session.created':
       case 'session.updated':
@@ -306,6 +311,7 @@ class ControlUi {
         s.messages.delete(e.sessionId);
         s.missing.add(e.sessionId);
         this.queues.forget(e.sessionId);
+        this.watch.forget(e.sessionId);
         this.render();
         break;
       case 'session.status': {
@@ -349,6 +355,7 @@ class ControlUi {
         s.permissions.set(e.permission.id, e.permission);
         this.refreshApprovals(e.permission.sessionId);
         this.tellIfHidden(e.permission.sessionId, 'asks for your approval');
+        this.watch.approvalAsked(e.permission.sessionId);
         break;
       case 'permission.replied':
         s.permissions.delete(e.permissionId);
@@ -408,6 +415,7 @@ class ControlUi {
   /** A turn that ends while the page watches (its stored end came just before, `message.ended`). */
   noteStatus(sessionId, status) {
     const before = this.store.sessions.get(sessionId)?.status;
+    this.watch.statusChanged(sessionId, before, status);
     const working = (st) => st === 'busy' || st === 'pending';
     if (!working(before) || working(status)) return;
     this.refreshTranscripts(sessionId);
@@ -492,6 +500,7 @@ class ControlUi {
   personBusy(panes, drafted = panes) {
     // The picker creates the new session in the pane that was active when it opened.
     if (!$('agent-picker').hidden) return 'the person is choosing the agent of a new session';
+    if (this.watch.inboxOpen()) return 'the person is answering approvals in the inbox';
     const now = performance.now();
     for (const pane of drafted) {
       if (pane.session && this.drafts.get(pane.session)) {
@@ -711,6 +720,8 @@ class ControlUi {
       if (pane.session && !this.store.messages.has(pane.session)) this.loadMessages(pane.session);
     }
     placePanels(L, { terminal: this.terminal, browser: this.browser }, { bottom: $('dock-bottom'), right: $('dock-right') });
+    // The sessions now in view are read (the attention board, the title count).
+    this.watch.lookedAgain();
     if (restore) {
       const box = area.querySelector(`[data-pane-id="${restore.pane}"] textarea`);
       // Keep the caret only where the pane still shows the session being typed for.
@@ -748,9 +759,8 @@ class ControlUi {
     const list = $('session-list');
     const current = activePane(this.layout).session;
     const shown = new Set(allPanes(this.layout).map((p) => p.session));
-    // Most recent activity first, like the TUI and `ax-code session list`.
-    const sorted = [...this.store.sessions.values()].sort((a, b) => b.updated - a.updated || (b.id > a.id ? 1 : -1));
-    const items = sorted.map((s) => {
+    // What needs the person first, then the most recent activity, like the TUI (watch.js).
+    const items = this.watch.sorted().map(({ session: s, attention }) => {
       const deleting = this.deleting.has(s.id);
       const btn = h('button', {
         type: 'button',
@@ -762,15 +772,22 @@ class ControlUi {
       },
       h('span', { class: `dot status-${s.status}`, title: s.status }),
       h('span', { class: 'session-title', text: sessionTitle(s) }),
+      attention !== 'idle'
+        ? h('span', { class: `attention attention-${attention}`, 'data-testid': 'session-attention', text: this.watch.label(attention, s) })
+        : null,
       h('span', { class: 'session-meta' },
         h('span', { class: 'session-agent', 'data-testid': 'session-item-agent', text: agentOf(s) }),
         ` · ${deleting ? 'deleting…' : `${shown.has(s.id) ? 'shown · ' : ''}${relativeTime(s.updated)}`}`));
       btn.addEventListener('click', () => this.actions.navigate(s.id));
-      return h('li', { class: `session-row${deleting ? ' deleting' : ''}`, 'data-testid': 'session-row', 'data-deleting': deleting ? 'true' : null, 'aria-busy': deleting ? 'true' : null },
+      return h('li', {
+        class: `session-row${deleting ? ' deleting' : ''}`, 'data-testid': 'session-row', 'data-attention': attention,
+        'data-deleting': deleting ? 'true' : null, 'aria-busy': deleting ? 'true' : null,
+      },
         btn, this.sessionControls(s, deleting));
     });
     if (items.length === 0) items.push(h('li', { class: 'muted', text: 'No sessions yet.' }));
     list.replaceChildren(...items);
+    this.watch.update();
     this.screen.place();
   }
 
@@ -834,6 +851,8 @@ class ControlUi {
       const a = el.querySelector('[data-testid="approvals"]');
       if (a) fillApprovals(a, this.store.pendingFor(sessionId), sessionId, this.actions, false, session);
     }
+    // The list's order, the counts and the inbox follow the approvals.
+    this.renderSidebar();
   }
 
   /** The queued prompts and the composer's Send/Queue button of every pane showing `sessionId`. */
@@ -1022,6 +1041,9 @@ document.addEventListener('keydown', (ev) => {
     } else if (!$('shortcuts').hidden) {
       ev.preventDefault();
       showShortcuts(false);
+    } else if (app.watch.inboxOpen()) {
+      ev.preventDefault();
+      app.watch.showInbox(false);
     } else if (NARROW.matches && app.layout.sidebar) {
       ev.preventDefault();
       app.actions.toggleSidebar();
