@@ -113,6 +113,21 @@ export class Api {
     if (client) body.client = client;
     return this.request('POST', `/session/${encodeURIComponent(id)}/prompt`, body);
   }
+  /** The same body to the session's prompt queue: sent at once when the session is free and
+   *  nothing waits (`{state: "sent"}`), else queued (`{state: "queued", item, position}`). */
+  queuePrompt(id, parts, client) {
+    const body = { parts };
+    if (client) body.client = client;
+    return this.request('POST', `/session/${encodeURIComponent(id)}/queue`, body);
+  }
+  queue(id) { return this.request('GET', `/session/${encodeURIComponent(id)}/queue`); }
+  editQueued(id, qid, parts) {
+    return this.request('PATCH', `/session/${encodeURIComponent(id)}/queue/${encodeURIComponent(qid)}`, { parts });
+  }
+  cancelQueued(id, qid) { return this.request('DELETE', `/session/${encodeURIComponent(id)}/queue/${encodeURIComponent(qid)}`); }
+  /** "Send now": stops the running turn; this prompt goes next. */
+  sendQueuedNow(id, qid) { return this.request('POST', `/session/${encodeURIComponent(id)}/queue/${encodeURIComponent(qid)}/send`); }
+  resumeQueue(id) { return this.request('POST', `/session/${encodeURIComponent(id)}/queue/resume`); }
   /** The project's files matching `query` fuzzily: {files: [{path, score}], truncated}. */
   findFiles(query, limit = 20) {
     return this.request('GET', `/find/file?query=${encodeURIComponent(query)}&limit=${limit}`);

@@ -14,11 +14,14 @@ import {
 import { MarkdownRenderer } from './markdown.js';
 import { fillApprovals, fillTranscript, formatDuration, paneHead, renderPane, splitter } from './panes.js';
 import { agentOf, sessionTitle } from './present.js';
+import { QueueBook, sendLabel } from './queue.js';
+import { fillQueue, queueActions } from './queueview.js';
 import { BrowserPanel, TerminalPanel, placePanels } from './panels.js';
 import { ServerProof } from './proof.js';
 import { FRESH_LINK, exchangeCode, fragmentSignIn, notProvenMessage, pastedSignIn } from './signin.js';
 import { applyDelta } from './turn.js';
 import { ScreenSide } from './screen.js';
+import { Watch } from './watch.js';
 
 const TOKEN_KEY = 'ax-code.token';
 const $ = (id) => document.getElementById(id);
@@ -157,6 +160,9 @@ class ControlUi {
     // session id -> `message.delta`s that arrived while its transcript loaded; applied on top
     // of the load (those it already holds are skipped by seq).
     this.heldDeltas = new Map();
+    // Each session's prompt queue (queue.js) and the queued prompts being edited (id -> text).
+    this.queues = new QueueBook();
+    this.queueEdits = new Map();
     this.actions = this.makeActions();
     // What transcripts share: the Markdown renderer, the cards the person opened or closed.
     this.view = {
@@ -176,6 +182,8 @@ class ControlUi {
     this.terminal = new TerminalPanel(this.actions);
     this.browser = new BrowserPanel(this.actions);
     this.screen = new ScreenSide(this);
+    // The attention board, the title count, notifications and the approvals inbox (watch.js).
+    this.watch = new Watch(this);
     this.gateway = new GatewayClient({
       token,
       proof: this.proof,
@@ -266,6 +274,7 @@ class ControlUi {
     clearInterval(this.ticker);
     pickerDone?.(null);
     this.abort.abort();
+    this.watch.stop();
     this.gateway.stop();
     // The panels live in the docks, outside what render() replaces.
     this.terminal.el.remove();
@@ -286,6 +295,7 @@ class ControlUi {
     const e = env?.event ?? env;
     if (!e || typeof e.type !== 'string') return;
     const s = this.store;
+    this.watch.observe(e);
     switch (e.type) {
       case 'session.created':
       case 'session.updated':
@@ -293,12 +303,15 @@ class ControlUi {
         s.upsertSession(e.session);
         this.renderSidebar();
         this.refreshPaneHeads(e.session.id);
+        this.refreshQueue(e.session.id);
         agentCommands.refresh(e.session.id);
         break;
       case 'session.deleted':
         s.sessions.delete(e.sessionId);
         s.messages.delete(e.sessionId);
         s.missing.add(e.sessionId);
+        this.queues.forget(e.sessionId);
+        this.watch.forget(e.sessionId);
         this.render();
         break;
       case 'session.status': {
@@ -307,6 +320,7 @@ class ControlUi {
         if (cur) s.sessions.set(e.sessionId, { ...cur, status: e.status });
         this.renderSidebar();
         this.refreshPaneHeads(e.sessionId);
+        this.refreshQueue(e.sessionId);
         break;
       }
       case 'message.created': {
@@ -341,11 +355,17 @@ class ControlUi {
         s.permissions.set(e.permission.id, e.permission);
         this.refreshApprovals(e.permission.sessionId);
         this.tellIfHidden(e.permission.sessionId, 'asks for your approval');
+        this.watch.approvalAsked(e.permission.sessionId);
         break;
       case 'permission.replied':
         s.permissions.delete(e.permissionId);
         this.refreshApprovals(e.sessionId);
         break;
+      case 'queue.updated': {
+        const id = this.queues.event(e.queue);
+        if (id) this.refreshQueue(id);
+        break;
+      }
       case 'reset':
         this.resync().catch(() => {});
         break;
@@ -395,6 +415,7 @@ class ControlUi {
   /** A turn that ends while the page watches (its stored end came just before, `message.ended`). */
   noteStatus(sessionId, status) {
     const before = this.store.sessions.get(sessionId)?.status;
+    this.watch.statusChanged(sessionId, before, status);
     const working = (st) => st === 'busy' || st === 'pending';
     if (!working(before) || working(status)) return;
     this.refreshTranscripts(sessionId);
@@ -408,9 +429,20 @@ class ControlUi {
     this.toast(`“${s ? sessionTitle(s) : sessionId}” ${what}.`);
   }
 
+  /** A shown session's queue; later `queue.updated` events keep it (QueueBook). */
+  async loadQueue(sessionId) {
+    const ticket = this.queues.loading(sessionId);
+    try {
+      if (this.queues.loaded(sessionId, ticket, await this.api.queue(sessionId))) this.refreshQueue(sessionId);
+    } catch {
+      /* a backend without a queue, or the session is gone: nothing is queued */
+    }
+  }
+
   async loadMessages(sessionId, force = false) {
     if (this.loading.has(sessionId) || (!force && this.store.messages.has(sessionId))) return;
     this.loading.add(sessionId);
+    if (!force) this.loadQueue(sessionId);
     this.heldDeltas.set(sessionId, []);
     try {
       if (!this.store.sessions.has(sessionId)) {
@@ -468,6 +500,7 @@ class ControlUi {
   personBusy(panes, drafted = panes) {
     // The picker creates the new session in the pane that was active when it opened.
     if (!$('agent-picker').hidden) return 'the person is choosing the agent of a new session';
+    if (this.watch.inboxOpen()) return 'the person is answering approvals in the inbox';
     const now = performance.now();
     for (const pane of drafted) {
       if (pane.session && this.drafts.get(pane.session)) {
@@ -600,7 +633,15 @@ class ControlUi {
           self.toast(`Could not revoke: ${e.message}`);
         }
       },
-      prompt: (sessionId, text, parts) => self.api.prompt(sessionId, text, self.gateway.connId, parts),
+      // The composer's prompt goes direct or to the queue; the queue's buttons (queueview.js).
+      ...queueActions({
+        api: self.api,
+        queues: self.queues,
+        sessionOf: (id) => self.store.sessions.get(id),
+        connId: () => self.gateway.connId,
+        toast: (text) => self.toast(text),
+        refreshQueue: (id) => self.refreshQueue(id),
+      }),
       async abort(sessionId) {
         try {
           await self.api.abort(sessionId);
@@ -658,7 +699,10 @@ class ControlUi {
       : null;
     const area = $('panes');
     const count = allPanes(L).length;
-    const ctx = (pane) => ({ store: this.store, active: pane.id === L.active, drafts: this.drafts, actions: this.actions, count, view: this.view, attachments });
+    const ctx = (pane) => ({
+      store: this.store, active: pane.id === L.active, drafts: this.drafts, actions: this.actions, count, view: this.view, attachments,
+      queues: this.queues, queueEdits: this.queueEdits,
+    });
     const children = [];
     L.columns.forEach((col, ci) => {
       if (ci > 0) children.push(this.splitterBetween(L.columns[ci - 1], col));
@@ -676,6 +720,8 @@ class ControlUi {
       if (pane.session && !this.store.messages.has(pane.session)) this.loadMessages(pane.session);
     }
     placePanels(L, { terminal: this.terminal, browser: this.browser }, { bottom: $('dock-bottom'), right: $('dock-right') });
+    // The sessions now in view are read (the attention board, the title count).
+    this.watch.lookedAgain();
     if (restore) {
       const box = area.querySelector(`[data-pane-id="${restore.pane}"] textarea`);
       // Keep the caret only where the pane still shows the session being typed for.
@@ -713,9 +759,8 @@ class ControlUi {
     const list = $('session-list');
     const current = activePane(this.layout).session;
     const shown = new Set(allPanes(this.layout).map((p) => p.session));
-    // Most recent activity first, like the TUI and `ax-code session list`.
-    const sorted = [...this.store.sessions.values()].sort((a, b) => b.updated - a.updated || (b.id > a.id ? 1 : -1));
-    const items = sorted.map((s) => {
+    // What needs the person first, then the most recent activity, like the TUI (watch.js).
+    const items = this.watch.sorted().map(({ session: s, attention }) => {
       const deleting = this.deleting.has(s.id);
       const btn = h('button', {
         type: 'button',
@@ -727,15 +772,22 @@ class ControlUi {
       },
       h('span', { class: `dot status-${s.status}`, title: s.status }),
       h('span', { class: 'session-title', text: sessionTitle(s) }),
+      attention !== 'idle'
+        ? h('span', { class: `attention attention-${attention}`, 'data-testid': 'session-attention', text: this.watch.label(attention, s) })
+        : null,
       h('span', { class: 'session-meta' },
         h('span', { class: 'session-agent', 'data-testid': 'session-item-agent', text: agentOf(s) }),
         ` · ${deleting ? 'deleting…' : `${shown.has(s.id) ? 'shown · ' : ''}${relativeTime(s.updated)}`}`));
       btn.addEventListener('click', () => this.actions.navigate(s.id));
-      return h('li', { class: `session-row${deleting ? ' deleting' : ''}`, 'data-testid': 'session-row', 'data-deleting': deleting ? 'true' : null, 'aria-busy': deleting ? 'true' : null },
+      return h('li', {
+        class: `session-row${deleting ? ' deleting' : ''}`, 'data-testid': 'session-row', 'data-attention': attention,
+        'data-deleting': deleting ? 'true' : null, 'aria-busy': deleting ? 'true' : null,
+      },
         btn, this.sessionControls(s, deleting));
     });
     if (items.length === 0) items.push(h('li', { class: 'muted', text: 'No sessions yet.' }));
     list.replaceChildren(...items);
+    this.watch.update();
     this.screen.place();
   }
 
@@ -798,6 +850,20 @@ class ControlUi {
     for (const el of this.panesShowing(sessionId)) {
       const a = el.querySelector('[data-testid="approvals"]');
       if (a) fillApprovals(a, this.store.pendingFor(sessionId), sessionId, this.actions, false, session);
+    }
+    // The list's order, the counts and the inbox follow the approvals.
+    this.renderSidebar();
+  }
+
+  /** The queued prompts and the composer's Send/Queue button of every pane showing `sessionId`. */
+  refreshQueue(sessionId) {
+    const session = this.store.sessions.get(sessionId);
+    const queue = this.queues.get(sessionId);
+    for (const el of this.panesShowing(sessionId)) {
+      const q = el.querySelector('[data-testid="queue"]');
+      if (q) fillQueue(q, queue, session, sessionId, this.actions, this.queueEdits);
+      const send = el.querySelector('[data-testid="composer-send"]');
+      if (send) send.textContent = sendLabel(session, queue);
     }
   }
 
@@ -975,6 +1041,9 @@ document.addEventListener('keydown', (ev) => {
     } else if (!$('shortcuts').hidden) {
       ev.preventDefault();
       showShortcuts(false);
+    } else if (app.watch.inboxOpen()) {
+      ev.preventDefault();
+      app.watch.showInbox(false);
     } else if (NARROW.matches && app.layout.sidebar) {
       ev.preventDefault();
       app.actions.toggleSidebar();

@@ -19,6 +19,19 @@ export function h(tag, attrs = {}, ...children) {
   return el;
 }
 
+/**
+ * Makes `parent`'s children exactly `nodes`, in order, touching only what differs (a node
+ * already in place stays, so a focused field keeps its focus; one out of place is moved; the
+ * rest is removed).
+ */
+export function syncChildren(parent, nodes) {
+  nodes.forEach((node, i) => {
+    const current = parent.childNodes[i];
+    if (current !== node) parent.insertBefore(node, current ?? null);
+  });
+  while (parent.childNodes.length > nodes.length) parent.lastChild.remove();
+}
+
 export function relativeTime(ms) {
   const s = Math.round((Date.now() - ms) / 1000);
   if (s < 45) return 'just now';

@@ -1,9 +1,11 @@
 // One pane: a session's live transcript, its pending approvals and its composer.
 
 import { imageLabel } from './attach.js';
-import { h } from './dom.js';
+import { h, syncChildren } from './dom.js';
 import { splitWeights } from './layout.js';
 import { agentOf, sessionTitle, usageText } from './present.js';
+import { sendLabel } from './queue.js';
+import { fillQueue } from './queueview.js';
 import { approvalCard, AUTH_HELP, noticeView, permissionView, planView, thoughtView, toolCard } from './turns.js';
 
 const STATUS_LABEL = { idle: 'idle', pending: 'waiting for approval', busy: 'running', needs_auth: 'needs sign-in' };
@@ -43,7 +45,11 @@ export function renderPane(pane, ctx) {
   fillTranscript(transcript, store.messages.get(pane.session), ctx.view, pane.session);
   const approvals = h('div', { class: 'approvals', 'data-testid': 'approvals' });
   fillApprovals(approvals, store.pendingFor(pane.session), pane.session, actions, true, session);
-  el.append(transcript, approvals, composer(pane, ctx, session));
+  // The prompts waiting for the running turn (queueview.js), right above the composer.
+  const queued = h('div', { class: 'queue', 'data-testid': 'queue', 'data-session': pane.session, 'aria-label': 'Queued prompts' });
+  if (ctx.queues) fillQueue(queued, ctx.queues.get(pane.session), session, pane.session, actions, ctx.queueEdits);
+  else queued.hidden = true;
+  el.append(transcript, approvals, queued, composer(pane, ctx, session));
   requestAnimationFrame(() => { transcript.scrollTop = transcript.scrollHeight; });
   return el;
 }
@@ -194,7 +200,7 @@ export function feedbackPlaceholder(session) {
   return `Tell ${agentOf(session) === 'shell' ? 'the agent' : agentOf(session)} what to do differently (Enter sends)`;
 }
 
-function composer(pane, { drafts, actions, attachments }, sessionInfo) {
+function composer(pane, { drafts, actions, attachments, queues }, sessionInfo) {
   // The session this composer was made for: its draft and its prompt go there, whatever the
   // pane shows later.
   const session = pane.session;
@@ -217,7 +223,11 @@ function composer(pane, { drafts, actions, attachments }, sessionInfo) {
   const chips = h('div', { class: 'composer-chips', 'data-testid': 'composer-chips', 'data-session': session });
   attachments?.fill(chips, session);
   const form = h('form', { class: 'composer', 'data-testid': 'composer' },
-    chips, input, h('button', { type: 'submit', class: 'primary', text: 'Send' }), error);
+    chips, input, h('button', {
+      type: 'submit', class: 'primary', 'data-testid': 'composer-send', 'data-session': session,
+      title: 'While a turn runs the prompt is queued, and sent when the turn ends',
+      text: sendLabel(sessionInfo, queues?.get(session)),
+    }), error);
   const submit = async () => {
     const text = input.value.trim();
     if (!text) return;
@@ -243,18 +253,6 @@ function composer(pane, { drafts, actions, attachments }, sessionInfo) {
 }
 
 const clock = (ms) => new Date(ms).toLocaleTimeString([], { hour: '2-digit', minute: '2-digit' });
-
-/**
- * Makes `parent`'s children exactly `nodes`, in order, touching only what differs (a node
- * already in place stays; one out of place is moved; the rest is removed).
- */
-function syncChildren(parent, nodes) {
-  nodes.forEach((node, i) => {
-    const current = parent.childNodes[i];
-    if (current !== node) parent.insertBefore(node, current ?? null);
-  });
-  while (parent.childNodes.length > nodes.length) parent.lastChild.remove();
-}
 
 /**
  * Draws a session's transcript into `el`. Each message keeps its element, and each part its
