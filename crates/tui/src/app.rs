@@ -94,6 +94,11 @@ pub enum Modal {
         /// The highlighted row.
         selected: usize,
     },
+    /// The open session's queued prompts (`/queue`): edit, cancel, send now, resume.
+    Queue {
+        /// The highlighted row.
+        selected: usize,
+    },
 }
 
 /// Who a notice is from.
@@ -148,6 +153,45 @@ pub enum Effect {
         parts: Vec<PromptPart>,
         /// Results for a route left since are dropped.
         generation: u64,
+        /// Through `POST /session/{id}/queue`: a turn runs or prompts wait (docs/tui.md §3d).
+        queue: bool,
+    },
+    /// Load a session's prompt queue.
+    LoadQueue {
+        /// The session.
+        session: SessionId,
+        /// The `queue.updated` count when asked; an answer older than an event is dropped.
+        generation: u64,
+    },
+    /// Replace a queued prompt with what the composer holds.
+    EditQueued {
+        /// Its session.
+        session: SessionId,
+        /// The item.
+        id: ax_protocol::QueuedId,
+        /// The new prompt.
+        parts: Vec<PromptPart>,
+        /// The composer's submission generation.
+        generation: u64,
+    },
+    /// Cancel a queued prompt.
+    CancelQueued {
+        /// Its session.
+        session: SessionId,
+        /// The item.
+        id: ax_protocol::QueuedId,
+    },
+    /// Send a queued prompt now (the running turn is stopped first).
+    SendQueuedNow {
+        /// Its session.
+        session: SessionId,
+        /// The item.
+        id: ax_protocol::QueuedId,
+    },
+    /// Let a paused queue flow again.
+    ResumeQueue {
+        /// The session.
+        session: SessionId,
     },
     /// List the configured agents, for the new-session picker.
     ListAgents {
@@ -331,6 +375,8 @@ pub struct App {
     /// The backend's URL and, while it does not answer, why (shown while connecting).
     pub(crate) backend_url: String,
     pub(crate) down_cause: Option<String>,
+    /// Every session's prompt queue and the edit of one under way (`queue.rs`).
+    pub(crate) queues: crate::queue::Queues,
 }
 
 impl App {
@@ -390,6 +436,7 @@ impl App {
             sessions_epoch: 0,
             backend_url: String::new(),
             down_cause: None,
+            queues: Default::default(),
         }
     }
 
@@ -608,6 +655,7 @@ impl App {
             self.composer.has_attachments(),
             self.composer
                 .visual_row_count(self.size.0.saturating_sub(2) as usize, COMPOSER_MAX_ROWS),
+            self.tray_rows(),
         )
     }
 
@@ -687,7 +735,8 @@ impl App {
         if self.feedback_for.as_ref() != Some(&id) {
             self.feedback_for = None;
         }
-        self.load_transcript(id);
+        self.load_transcript(id.clone());
+        self.load_queue(id);
         self.keep_selection_visible();
     }
 
@@ -795,10 +844,14 @@ impl App {
             data: i.data.clone(),
             name: crate::attach::file_name(&i.path),
         }));
+        if self.save_queued_edit(parts.clone()) {
+            return;
+        }
         let session = match &self.route {
             Route::Session(id) => Some(id.clone()),
             Route::Home => None,
         };
+        let queue = self.should_queue();
         self.submit_gen = self.next_gen();
         self.composer.submitting = true;
         self.feedback_for = None;
@@ -806,6 +859,7 @@ impl App {
             session,
             parts,
             generation: self.submit_gen,
+            queue,
         });
     }
 
@@ -951,6 +1005,7 @@ impl App {
             }
             Command::Mode => self.mode_command(invocation.arg),
             Command::Revoke => self.revoke_standing(),
+            Command::Queue => self.queue_command(invocation.arg),
             Command::Sessions => self.go_home(),
             Command::Attach => self.attach(invocation.arg.unwrap_or_default()),
             Command::Image => self.effects.push(Effect::LoadImage {

@@ -24,6 +24,8 @@ pub enum Command {
     Mode,
     /// Forget the open session's standing "always" answers.
     Revoke,
+    /// The open session's queued prompts: `/queue [edit N|cancel N|send N|resume]`.
+    Queue,
     /// Find in the open transcript: `/find TEXT` (also Ctrl+F).
     Find,
     /// Copy the focused part, the last reply, a code block or the prompt: `/copy [WHAT]`.
@@ -64,7 +66,7 @@ pub struct Invocation {
 
 impl Command {
     /// Every command, in palette and `/help` order.
-    pub const ALL: [Command; 18] = [
+    pub const ALL: [Command; 19] = [
         Command::New,
         Command::Sessions,
         Command::Attach,
@@ -75,6 +77,7 @@ impl Command {
         Command::Agent,
         Command::Mode,
         Command::Revoke,
+        Command::Queue,
         Command::Find,
         Command::Copy,
         Command::Mouse,
@@ -98,6 +101,7 @@ impl Command {
             Command::Agent => "/agent",
             Command::Mode => "/mode",
             Command::Revoke => "/revoke",
+            Command::Queue => "/queue",
             Command::Find => "/find",
             Command::Copy => "/copy",
             Command::Mouse => "/mouse",
@@ -122,6 +126,7 @@ impl Command {
             Command::Agent => "this session's agent, its modes and state",
             Command::Mode => "switch the agent's mode: /mode [ID]",
             Command::Revoke => "forget this session's standing “always”",
+            Command::Queue => "queued prompts: /queue [ACTION]",
             Command::Find => "find in the transcript: /find [TEXT] (also ^F)",
             Command::Copy => "copy the last reply (OSC 52): /copy [code|prompt]",
             Command::Mouse => "mouse to the terminal to select: /mouse [on|off] (F2)",
@@ -140,6 +145,7 @@ impl Command {
             Command::Image => "/image PATH",
             Command::Rename => "/rename TITLE",
             Command::Mode => "/mode [ID]",
+            Command::Queue => "/queue [edit N|cancel N|send N|resume]",
             Command::Find => "/find [TEXT]",
             Command::Copy => "/copy [reply|code|prompt|N]",
             Command::Mouse => "/mouse [on|off]",
@@ -157,7 +163,12 @@ impl Command {
     pub fn optional_arg(self) -> bool {
         matches!(
             self,
-            Command::Mode | Command::Find | Command::Notify | Command::Copy | Command::Mouse
+            Command::Mode
+                | Command::Find
+                | Command::Notify
+                | Command::Copy
+                | Command::Mouse
+                | Command::Queue
         )
     }
 

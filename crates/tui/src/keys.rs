@@ -59,6 +59,12 @@ impl App {
             self.mouse_command(None);
             return;
         }
+        // Esc while the composer holds a queued prompt drops that edit first (it would
+        // otherwise abort the turn the prompt waits behind).
+        if key == Key::plain(KeyCode::Esc) && self.editing_queued().is_some() {
+            self.drop_queued_edit();
+            return;
+        }
         // ↑ on the draft's first line and ↓ on its last (during a walk) belong to the
         // session's prompt history (docs/tui.md §3a).
         if matches!(self.route, Route::Session(_)) && key.mods == crate::input::Modifiers::NONE {
@@ -356,6 +362,7 @@ impl App {
                 }
                 Some(Modal::Modes { selected })
             }
+            Modal::Queue { selected } => self.queue_modal_key(selected, key),
             Modal::Palette {
                 mut query,
                 mut selected,
@@ -498,7 +505,8 @@ impl App {
                 | Modal::ConfirmDelete { .. }
                 | Modal::AgentPicker { .. }
                 | Modal::AgentInfo
-                | Modal::Modes { .. },
+                | Modal::Modes { .. }
+                | Modal::Queue { .. },
             ) => {}
             None if approval => {}
             None if self.history_search.is_some() => self.history_search_paste(text),

@@ -103,6 +103,8 @@ pub struct Layout {
     pub main: Rect,
     /// The attachment chips above the composer, when there are attachments.
     pub chips: Option<Rect>,
+    /// The tray between the main area and the chips: the queued prompts (`tray.rs`).
+    pub tray: Option<Rect>,
     /// The prompt editor.
     pub composer: Rect,
     /// The bottom row: notices and hints.
@@ -110,13 +112,15 @@ pub struct Layout {
 }
 
 impl Layout {
-    /// `bar_path` is the endpoint path while sharing.
+    /// `bar_path` is the endpoint path while sharing; `tray` the rows the tray asks for
+    /// (it gets at most a third of the screen).
     pub fn compute(
         width: u16,
         height: u16,
         bar_path: Option<&str>,
         chips: bool,
         draft_rows: usize,
+        tray: u16,
     ) -> Layout {
         let mut y = 0u16;
         let mut take = |h: u16, avail: &mut u16| {
@@ -150,9 +154,11 @@ impl Layout {
         let bar = bar_path.map(|_| take(bar_rows, &mut avail));
         // Reserve the bottom parts first; the main area gets what is left.
         let composer_h = (draft_rows.clamp(1, COMPOSER_MAX_ROWS) as u16) + 2;
-        let bottom = composer_h + 1 + u16::from(chips);
+        let tray = tray.min(height / 3);
+        let bottom = composer_h + 1 + u16::from(chips) + tray;
         let main_h = avail.saturating_sub(bottom);
         let main = take(main_h, &mut avail);
+        let tray = (tray > 0).then(|| take(tray, &mut avail));
         let chips = chips.then(|| take(1, &mut avail));
         let composer = take(composer_h, &mut avail);
         let status = take(1, &mut avail);
@@ -177,6 +183,7 @@ impl Layout {
             revoke,
             main,
             chips,
+            tray,
             composer,
             status,
         }
@@ -191,8 +198,8 @@ mod tests {
 
     #[test]
     fn the_bar_takes_one_row_and_gives_it_back() {
-        let shared = Layout::compute(80, 24, Some(SHORT), false, 1);
-        let plain = Layout::compute(80, 24, None, false, 1);
+        let shared = Layout::compute(80, 24, Some(SHORT), false, 1, 0);
+        let plain = Layout::compute(80, 24, None, false, 1, 0);
         assert_eq!(shared.bar, Some(Rect::new(0, 1, 80, 1)));
         assert_eq!(shared.main.height + 1, plain.main.height);
         assert_eq!(plain.bar, None);
@@ -209,7 +216,7 @@ mod tests {
             "/var/folders/zz/zyxvpxvq6csfxvn_n0000000000000/T/ax-tui-Ab12Cd/x/y/endpoint.json";
         let long = format!("/private{long}-0123456789");
         for width in [40u16, 80, 100] {
-            let l = Layout::compute(width, 24, Some(&long), false, 1);
+            let l = Layout::compute(width, 24, Some(&long), false, 1, 0);
             let bar = l.bar.unwrap();
             let path = l.bar_path.unwrap();
             let rows = path_rows(&long, path.width);
@@ -235,11 +242,29 @@ mod tests {
     }
 
     #[test]
+    fn the_tray_sits_above_the_chips_and_gets_at_most_a_third() {
+        let plain = Layout::compute(80, 24, None, true, 1, 0);
+        let l = Layout::compute(80, 24, None, true, 1, 3);
+        let tray = l.tray.unwrap();
+        assert_eq!(tray, Rect::new(0, l.main.y + l.main.height, 80, 3));
+        assert_eq!(l.chips.unwrap().y, tray.y + 3);
+        assert_eq!(l.main.height + 3, plain.main.height);
+        assert_eq!(plain.tray, None);
+        assert_eq!(
+            Layout::compute(80, 24, None, false, 1, 50)
+                .tray
+                .unwrap()
+                .height,
+            8
+        );
+    }
+
+    #[test]
     fn tiny_screens_do_not_underflow() {
-        let l = Layout::compute(3, 2, Some(SHORT), true, 10);
+        let l = Layout::compute(3, 2, Some(SHORT), true, 10, 0);
         assert!(l.status.y <= 2);
         assert_eq!(l.revoke, None);
-        let l = Layout::compute(3, 30, Some(SHORT), true, 10);
+        let l = Layout::compute(3, 30, Some(SHORT), true, 10, 0);
         assert!(l.bar.unwrap().height <= 10);
     }
 }

@@ -12,6 +12,7 @@
 //! | [`transcript`] | display lines of the open session with a row index (draw cost = visible rows) |
 //! | [`composer`], [`command`], [`layout`] | the draft and chips, slash commands, screen geometry |
 //! | [`history`], [`recall`], [`find`], `find_bar`, [`bars`] | prompt history (↑/↓, Ctrl+R) and its keys; find in the transcript; the bars that take the composer's place |
+//! | [`queue`] | the open session's prompt queue: shown above the composer, edited, cancelled, sent now |
 //! | [`attention`], [`notify`] | each session's state for the list (needs you first); ringing the terminal (bell, OSC 9, OSC 777) |
 //! | [`copy`] | `/copy` by OSC 52, mouse capture on and off |
 //! | [`render`] | ratatui drawing, side-effect free |
@@ -66,6 +67,7 @@ pub mod layout;
 pub mod markdown;
 pub mod notify;
 pub mod progress;
+pub mod queue;
 pub mod recall;
 pub mod render;
 mod run;
@@ -74,6 +76,7 @@ mod sync;
 pub mod term;
 pub mod tool_input;
 pub mod transcript;
+mod tray;
 pub mod turn_view;
 
 pub use app::{App, Effect, Route};

@@ -74,6 +74,14 @@ pub const HELP_KEYS: &[(&str, &str)] = &[
     ("^C", "close a dialog, clear the prompt, abort, or quit"),
     ("^N ^P", "new session · command palette"),
     (
+        "Enter (turn running)",
+        "queue the prompt · /queue: edit, send now (stops the turn), cancel, resume",
+    ),
+    (
+        "Esc (editing queued)",
+        "leave the queued prompt as it was (Enter saves the edit in its place)",
+    ),
+    (
         "approval",
         "↑↓ scroll · ←→ Enter or y/a/n/r answer (Enter: allow once) · Esc later",
     ),
@@ -116,6 +124,9 @@ pub fn draw(frame: &mut Frame, app: &App) {
     match app.route() {
         Route::Home => home(frame, app, layout.main),
         Route::Session(_) => session(frame, app, layout.main),
+    }
+    if let Some(tray) = layout.tray {
+        crate::tray::draw(frame, app, tray);
     }
     if let Some(chips) = layout.chips {
         chips_row(frame, app, chips);
@@ -630,10 +641,11 @@ fn composer(frame: &mut Frame, app: &App, r: Rect) {
         crate::bars::find(frame, find, r);
         return;
     }
-    let title = if c.submitting {
-        " Prompt (sending…) "
-    } else {
-        " Prompt "
+    let title = match (c.submitting, app.editing_queued().is_some()) {
+        (true, _) => " Prompt (sending…) ",
+        (false, true) => " Editing a queued prompt · Enter saves · Esc leaves it as it was ",
+        (false, false) if app.should_queue() => " Prompt · Enter queues it ",
+        (false, false) => " Prompt ",
     };
     let block = Block::bordered()
         .title(title)
@@ -1061,6 +1073,7 @@ fn modal(frame: &mut Frame, app: &App, m: &Modal, screen: Rect) {
             lines.push(Line::styled("↑↓ choose · Enter switch · Esc cancel", DIM));
             frame.render_widget(Paragraph::new(lines), tr(inner));
         }
+        Modal::Queue { selected } => crate::tray::queue_modal(frame, app, *selected, screen),
         Modal::Palette { query, selected } => {
             let entries = palette_entries(query, app.sharing().is_some());
             let h = entries.len().max(1) as u16 + 4;

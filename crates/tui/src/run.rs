@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::Context as _;
 use ax_client::{Client, ClientError, EventStream};
-use ax_protocol::{Message, Permission, Prompt, Session, SessionId};
+use ax_protocol::{Message, Permission, Prompt, Session, SessionId, queue::QueueAnswer};
 use ax_tuimcp::{EndpointOptions, Sharing as TuiMcp, Step};
 use futures_util::StreamExt;
 use futures_util::future::BoxFuture;
@@ -69,7 +69,20 @@ enum Done {
     },
     Submitted {
         generation: u64,
-        result: Result<SessionId, String>,
+        /// The session, and where the prompt waits when it was queued.
+        result: Result<(SessionId, Option<usize>), String>,
+    },
+    QueueLoaded {
+        generation: u64,
+        result: Result<ax_protocol::queue::PromptQueue, String>,
+    },
+    QueueChanged {
+        result: Result<(), String>,
+    },
+    QueueEdited {
+        generation: u64,
+        /// `true` in the error: the item left the queue (404).
+        result: Result<(), (bool, String)>,
     },
     Created {
         generation: u64,
@@ -80,7 +93,9 @@ enum Done {
         result: Result<ax_protocol::AgentList, String>,
     },
     /// A mode switch or a revoke answered with the session as it is now.
-    SessionChanged { result: Result<Session, String> },
+    SessionChanged {
+        result: Result<Session, String>,
+    },
     ReplyFailed {
         permission_id: ax_protocol::PermissionId,
         error: String,
@@ -99,12 +114,19 @@ enum Done {
         result: Result<crate::composer::ComposerImage, String>,
     },
     /// A rename failed.
-    Failed { error: String },
+    Failed {
+        error: String,
+    },
     /// A delete failed.
-    DeleteFailed { session: SessionId, error: String },
+    DeleteFailed {
+        session: SessionId,
+        error: String,
+    },
     /// Why the backend does not answer; `credential` when it answers but does not prove (or
     /// refuses) the credential held.
-    Probed { result: Result<(), (bool, String)> },
+    Probed {
+        result: Result<(), (bool, String)>,
+    },
 }
 
 type Mcp = TuiMcp<BackendValidator>;
@@ -497,7 +519,10 @@ fn apply_done(app: &mut App, done: Done) {
             app.on_synced(generation, result);
         }
         Done::Transcript { generation, result } => app.on_transcript(generation, result),
-        Done::Submitted { generation, result } => app.on_submitted(generation, result),
+        Done::Submitted { generation, result } => app.on_sent(generation, result),
+        Done::QueueLoaded { generation, result } => app.on_queue_loaded(generation, result),
+        Done::QueueChanged { result } => app.on_queue_changed(result),
+        Done::QueueEdited { generation, result } => app.on_queue_edited(generation, result),
         Done::Created { generation, result } => app.on_created(generation, result),
         Done::Agents { generation, result } => app.on_agents(generation, result),
         Done::SessionChanged { result } => app.on_session_changed(result),
@@ -541,6 +566,7 @@ fn spawn_job(client: &Client, effect: Effect, done: &mpsc::UnboundedSender<Done>
                 session,
                 parts,
                 generation,
+                queue,
             } => {
                 let result = async {
                     let id = match session {
@@ -548,12 +574,59 @@ fn spawn_job(client: &Client, effect: Effect, done: &mpsc::UnboundedSender<Done>
                         // The backend titles it from this first prompt.
                         None => client.create_session(None).await.map_err(msg)?.id,
                     };
-                    client.prompt(&id, &Prompt { parts }).await.map_err(msg)?;
-                    Ok(id)
+                    let prompt = Prompt { parts };
+                    if !queue {
+                        client.prompt(&id, &prompt).await.map_err(msg)?;
+                        return Ok((id, None));
+                    }
+                    match client.queue_prompt(&id, &prompt).await.map_err(msg)? {
+                        QueueAnswer::Sent { .. } => Ok((id, None)),
+                        QueueAnswer::Queued { position, .. } => Ok((id, Some(position))),
+                    }
                 }
                 .await;
                 Done::Submitted { generation, result }
             }
+            Effect::LoadQueue {
+                session,
+                generation,
+            } => Done::QueueLoaded {
+                generation,
+                result: client.prompt_queue(&session).await.map_err(msg),
+            },
+            Effect::EditQueued {
+                session,
+                id,
+                parts,
+                generation,
+            } => Done::QueueEdited {
+                generation,
+                result: match client.edit_queued(&session, &id, &Prompt { parts }).await {
+                    Ok(_) => Ok(()),
+                    Err(e) => Err((e.status() == Some(404), e.to_string())),
+                },
+            },
+            Effect::CancelQueued { session, id } => Done::QueueChanged {
+                result: client
+                    .cancel_queued(&session, &id)
+                    .await
+                    .map(drop)
+                    .map_err(|e| format!("not cancelled: {e}")),
+            },
+            Effect::SendQueuedNow { session, id } => Done::QueueChanged {
+                result: client
+                    .send_queued_now(&session, &id)
+                    .await
+                    .map(drop)
+                    .map_err(|e| format!("not sent: {e}")),
+            },
+            Effect::ResumeQueue { session } => Done::QueueChanged {
+                result: client
+                    .resume_queue(&session)
+                    .await
+                    .map(drop)
+                    .map_err(|e| format!("not resumed: {e}")),
+            },
             Effect::CreateSession { generation, agent } => Done::Created {
                 generation,
                 result: client

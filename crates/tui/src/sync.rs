@@ -45,7 +45,8 @@ impl App {
             generation: self.sync_gen,
         });
         if let Route::Session(id) = self.route.clone() {
-            self.load_transcript(id);
+            self.load_transcript(id.clone());
+            self.load_queue(id);
         }
     }
 
@@ -158,14 +159,29 @@ impl App {
 
     /// The answer to [`Effect::Submit`]: the session the prompt went to, or why it failed.
     pub fn on_submitted(&mut self, generation: u64, result: Result<SessionId, String>) {
+        self.on_sent(generation, result.map(|id| (id, None)));
+    }
+
+    /// [`App::on_submitted`] that also says where a queued prompt waits (`Some(position)`,
+    /// from 0) rather than having started a turn.
+    pub fn on_sent(&mut self, generation: u64, result: Result<(SessionId, Option<usize>), String>) {
         if generation != self.submit_gen {
             return;
         }
         self.composer.submitting = false;
         self.opening = None;
         match result {
-            Ok(id) => {
+            Ok((id, queued)) => {
                 self.composer.clear();
+                if let Some(position) = queued {
+                    self.notify(
+                        NoticeKind::Info,
+                        format!(
+                            "queued as prompt {}: it is sent when the turn ends (/queue)",
+                            position + 1
+                        ),
+                    );
+                }
                 if self.route == Route::Home {
                     self.open(id);
                 }
@@ -276,9 +292,8 @@ impl App {
                 self.permissions.retain(|p| p.id != permission_id);
                 self.replying.remove(&permission_id);
             }
-            // The TUI does not show prompt queues yet (docs/backend.md §3).
+            Event::QueueUpdated { queue } => self.queue_event(queue),
             Event::Reset
-            | Event::QueueUpdated { .. }
             | Event::MessageCreated { .. }
             | Event::MessagePart { .. }
             | Event::MessageDelta { .. }

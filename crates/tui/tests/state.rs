@@ -263,6 +263,7 @@ fn submitting_clears_on_success_and_keeps_on_failure() {
             session: None,
             parts,
             generation,
+            queue: false,
         },
     ] = effects.as_slice()
     else {
