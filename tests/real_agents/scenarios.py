@@ -520,6 +520,30 @@ def image(ab):
     check(accepted.get("replyId"), f"the prompt was accepted: {accepted}")
 
 
+def attach_file(ab):
+    """An @-file reaches the model (docs/agents.md §11): every adapter advertises
+    `embeddedContext`, so the file goes as an embedded text resource and the agent's own model
+    request carries its text; the stored prompt keeps the file part, and a path outside the
+    project is refused at once (400 `bad_attachment`) with nothing stored."""
+    marker = "attached-file-content-7f3a"
+    with open(os.path.join(ab.project, "brief.md"), "w") as f:
+        f.write(f"# Brief\n{marker}\n")
+    s = ab.new_session("attach")
+    status, body = ab.backend.request("POST", f"/session/{s}/prompt", {"parts": [
+        {"type": "text", "text": "Read this [[ax:hello]]"}, {"type": "file", "path": "../outside.md"}]})
+    check(status == 400 and b"bad_attachment" in body, f"a path outside the project is refused: {status} {body[:200]!r}")
+    check(not ab.messages(s), "nothing was stored for the refused prompt")
+    since = len(ab.fake.requests)
+    ab.api("POST", f"/session/{s}/prompt", {"parts": [
+        {"type": "text", "text": "Summarise the brief [[ax:hello]]"}, {"type": "file", "path": "brief.md"}]})
+    ab.wait_idle(s, "the turn with the file ends")
+    reqs = ab.fake.requests[since:]
+    check(any(marker in t for r in reqs for t in strings(r["body"])),
+          f"{ab.agent}'s model request carries the file's text ({len(reqs)} requests)")
+    user = next(m for m in ab.messages(s) if m["role"] == "user")
+    check({"type": "file", "path": "brief.md"} in user["parts"], f"the stored prompt keeps the file: {user['parts']}")
+
+
 SCENARIOS = [
     ("allow_once", allow_once, False),
     ("allow_always", allow_always, False),
@@ -533,6 +557,7 @@ SCENARIOS = [
     ("usage", usage, False),
     ("queue", queue, False),
     ("image", image, False),
+    ("attach_file", attach_file, False),
     ("restart", restart, True),
     ("long_command", long_command, True),
 ]
