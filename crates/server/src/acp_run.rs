@@ -26,12 +26,12 @@ use ax_protocol::{
 use tokio::sync::{mpsc, oneshot, watch};
 
 use crate::{
-    error::Failure,
     ids,
     queue::TurnOutcome,
     runner,
     state::{Control, Phase, RunHandle, Shared},
     store,
+    turn_error::TurnError,
 };
 
 /// Deltas taken from the agent's stream before they are stored and published together.
@@ -63,11 +63,11 @@ fn stale_after_cancel(slot: &AgentSlot, end: &TurnEnd, deltas: u64) -> bool {
 }
 
 /// The spec of the session's agent, or why it cannot run.
-fn spec_of(app: &Shared, agent: &str) -> Result<AgentSpec, Failure> {
+fn spec_of(app: &Shared, agent: &str) -> Result<AgentSpec, TurnError> {
     match app.agents.get(agent).map(|e| &e.kind) {
         Some(AgentKind::Acp(spec)) => Ok(spec.clone()),
-        Some(AgentKind::Shell) => Err(Failure::internal("the shell agent is not an ACP agent")),
-        None => Err(Failure::conflict(format!(
+        Some(AgentKind::Shell) => Err(TurnError::internal("the shell agent is not an ACP agent")),
+        None => Err(TurnError::not_now(format!(
             "this session's agent `{agent}` is not configured any more; add it back to the \
              config file or create a session with another agent"
         ))),
@@ -81,7 +81,7 @@ pub async fn start(
     session: Session,
     prompt: Prompt,
     client: Option<&str>,
-) -> Result<PromptAccepted, Failure> {
+) -> Result<PromptAccepted, TurnError> {
     let spec = spec_of(app, &session.agent)?;
     let checked = runner::check_prompt(app, prompt)?;
     if !checked.images.is_empty() {
@@ -109,7 +109,7 @@ pub async fn start(
     {
         let mut runs = app.runs();
         if let Some(run) = runs.get(&id) {
-            return Err(Failure::conflict(runner::busy_message(&id, &run.phase)));
+            return Err(TurnError::not_now(runner::busy_message(&id, &run.phase)));
         }
         runs.insert(
             id.clone(),
@@ -372,15 +372,15 @@ impl Turn {
         permission_id: &PermissionId,
         reply: PermissionReply,
         option_id: Option<&str>,
-    ) -> Result<Permission, Failure> {
+    ) -> Result<Permission, TurnError> {
         let Some(record) = self.perms.get(permission_id) else {
-            return Err(Failure::not_found(format!(
+            return Err(TurnError::not_found(format!(
                 "no permission {permission_id} in session {}",
                 self.session
             )));
         };
         if !self.open.contains(permission_id) {
-            return Err(Failure::conflict(format!(
+            return Err(TurnError::not_now(format!(
                 "permission {permission_id} is no longer pending (it is {})",
                 record.state
             )));
@@ -393,7 +393,7 @@ impl Turn {
                 .iter()
                 .map(|o| o.option_id.as_str())
                 .collect();
-            return Err(Failure::bad_request(format!(
+            return Err(TurnError::invalid(format!(
                 "optionId {wanted:?} is not an option of permission {permission_id}; \
                  its options are: {}",
                 valid.join(", ")
@@ -413,10 +413,10 @@ impl Turn {
                 answered.option_id = option;
                 Ok(answered)
             }
-            Err(ax_acp::AnswerError::Unknown(_)) => Err(Failure::conflict(format!(
+            Err(ax_acp::AnswerError::Unknown(_)) => Err(TurnError::not_now(format!(
                 "permission {permission_id} is no longer pending"
             ))),
-            Err(e) => Err(Failure::bad_request(e.to_string())),
+            Err(e) => Err(TurnError::invalid(e.to_string())),
         }
     }
 
@@ -553,7 +553,7 @@ impl Turn {
                         let _ = ack.send(answer);
                     }
                     Some(Control::Reply { ack, .. }) => {
-                        let _ = ack.send(Err(Failure::conflict("this is an agent's turn")));
+                        let _ = ack.send(Err(TurnError::not_now("this is an agent's turn")));
                     }
                     None => {}
                 },
@@ -708,7 +708,7 @@ impl Turn {
             match control {
                 Control::Abort { ack } => acks.push(ack),
                 Control::Reply { ack, .. } | Control::AgentReply { ack, .. } => {
-                    let _ = ack.send(Err(Failure::conflict("the turn already ended")));
+                    let _ = ack.send(Err(TurnError::not_now("the turn already ended")));
                 }
             }
         }
@@ -984,7 +984,7 @@ pub(crate) async fn running_agent(
     id: &SessionId,
     offers: &str,
     before: &str,
-) -> Result<(Arc<AgentSlot>, Option<runner::HeldSlot>), Failure> {
+) -> Result<(Arc<AgentSlot>, Option<runner::HeldSlot>), TurnError> {
     let running = app
         .agent_slots()
         .get(id)
@@ -998,9 +998,9 @@ pub(crate) async fn running_agent(
         .store
         .read(move |c| store::get_session(c, project, &sid))
         .await?
-        .ok_or_else(|| Failure::session_not_found(id.as_str()))?;
+        .ok_or_else(|| TurnError::session_not_found(id.as_str()))?;
     if session.agent == ax_acp::config::SHELL {
-        return Err(Failure::bad_request(format!(
+        return Err(TurnError::invalid(format!(
             "the shell agent offers no {offers}"
         )));
     }
@@ -1008,27 +1008,27 @@ pub(crate) async fn running_agent(
     let held = runner::hold_slot(app, id, crate::state::HeldFor::StartingAgent)?;
     match open_agent(app, id, &spec, None).await {
         Ok(slot) => Ok((slot, Some(held))),
-        Err(TurnEnd::NeedsAuth { .. }) => Err(Failure::conflict(format!(
+        Err(TurnEnd::NeedsAuth { .. }) => Err(TurnError::not_now(format!(
             "the agent needs authentication before {before}; see the session's \
              authentication methods"
         ))),
-        Err(TurnEnd::Failed { message, .. }) => Err(Failure::conflict(format!(
+        Err(TurnEnd::Failed { message, .. }) => Err(TurnError::not_now(format!(
             "the session's agent could not start: {message}"
         ))),
-        Err(_) => Err(Failure::conflict("the session's agent could not start")),
+        Err(_) => Err(TurnError::not_now("the session's agent could not start")),
     }
 }
 
 /// `POST /session/{id}/mode`: switches the agent's mode; an agent that does not run (a
 /// session never prompted, or reopened after a restart) is started first, as a prompt would
 /// start it (docs/agents.md §3).
-pub async fn set_mode(app: &Shared, id: &SessionId, mode_id: &str) -> Result<Session, Failure> {
+pub async fn set_mode(app: &Shared, id: &SessionId, mode_id: &str) -> Result<Session, TurnError> {
     let (slot, _held) = running_agent(app, id, "modes", "its mode can be switched").await?;
     let Some(modes) = slot.handle.modes() else {
-        return Err(Failure::bad_request("this agent offers no modes"));
+        return Err(TurnError::invalid("this agent offers no modes"));
     };
     if !modes.available.iter().any(|m| m.id == mode_id) {
-        return Err(Failure::bad_request(format!(
+        return Err(TurnError::invalid(format!(
             "unknown mode `{mode_id}`; the agent offers: {}",
             modes
                 .available
@@ -1041,7 +1041,7 @@ pub async fn set_mode(app: &Shared, id: &SessionId, mode_id: &str) -> Result<Ses
     slot.handle
         .set_mode(mode_id)
         .await
-        .map_err(|e| Failure::conflict(format!("the agent refused the mode: {e}")))?;
+        .map_err(|e| TurnError::not_now(format!("the agent refused the mode: {e}")))?;
     let mode_id = mode_id.to_owned();
     app.update_agent_state(id, move |state| {
         if let Some(m) = state.modes.as_mut() {
@@ -1049,7 +1049,7 @@ pub async fn set_mode(app: &Shared, id: &SessionId, mode_id: &str) -> Result<Ses
         }
     })
     .await?
-    .ok_or_else(|| Failure::session_not_found(id.as_str()))
+    .ok_or_else(|| TurnError::session_not_found(id.as_str()))
 }
 
 /// The scope of the agent tags of the backend serving `project_dir` from `data_dir`: a

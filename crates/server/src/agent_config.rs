@@ -5,20 +5,20 @@
 
 use ax_protocol::{AgentConfigOption, ConfigKind, ConfigValue, Session, SessionId};
 
-use crate::{error::Failure, state::Shared};
+use crate::{state::Shared, turn_error::TurnError};
 
 /// Checks `value` for the option `config_id` of `offered`; the error names what is offered.
 pub(crate) fn check(
     offered: &[AgentConfigOption],
     config_id: &str,
     value: &ConfigValue,
-) -> Result<(), Failure> {
+) -> Result<(), TurnError> {
     if offered.is_empty() {
-        return Err(Failure::bad_request("this agent offers no config options"));
+        return Err(TurnError::invalid("this agent offers no config options"));
     }
     let Some(option) = offered.iter().find(|o| o.id == config_id) else {
         let ids: Vec<&str> = offered.iter().map(|o| o.id.as_str()).collect();
-        return Err(Failure::bad_request(format!(
+        return Err(TurnError::invalid(format!(
             "unknown config option {:?}; the agent offers: {}",
             ax_core::text::escape_controls(config_id),
             ids.join(", ")
@@ -26,7 +26,7 @@ pub(crate) fn check(
     };
     match (option.kind, value) {
         (ConfigKind::Boolean, ConfigValue::Bool(_)) => Ok(()),
-        (ConfigKind::Boolean, ConfigValue::Text(_)) => Err(Failure::bad_request(format!(
+        (ConfigKind::Boolean, ConfigValue::Text(_)) => Err(TurnError::invalid(format!(
             "`{}` is a boolean option: its value is true or false",
             option.id
         ))),
@@ -37,7 +37,7 @@ pub(crate) fn check(
         }
         (ConfigKind::Select, _) => {
             let values: Vec<&str> = option.options.iter().map(|c| c.value.as_str()).collect();
-            Err(Failure::bad_request(format!(
+            Err(TurnError::invalid(format!(
                 "`{}` takes one of: {}",
                 option.id,
                 values.join(", ")
@@ -53,7 +53,7 @@ pub async fn set_config(
     id: &SessionId,
     config_id: &str,
     value: &ConfigValue,
-) -> Result<Session, Failure> {
+) -> Result<Session, TurnError> {
     let (slot, _held) =
         crate::acp_run::running_agent(app, id, "config options", "its options can be changed")
             .await?;
@@ -62,7 +62,7 @@ pub async fn set_config(
         .handle
         .set_config_option(config_id, value)
         .await
-        .map_err(|e| Failure::conflict(format!("the agent refused the option: {e}")))?;
+        .map_err(|e| TurnError::not_now(format!("the agent refused the option: {e}")))?;
     // An agent's `mode` option and its ACP mode are one (docs/agents.md §10).
     let mode = options
         .iter()
@@ -79,7 +79,7 @@ pub async fn set_config(
         state.config_options = options;
     })
     .await?
-    .ok_or_else(|| Failure::session_not_found(id.as_str()))
+    .ok_or_else(|| TurnError::session_not_found(id.as_str()))
 }
 
 #[cfg(test)]

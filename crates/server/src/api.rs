@@ -319,7 +319,7 @@ async fn delete_session(
             Ok(held) => break held,
             // A prompt started between the abort and the hold: stop that one too, a few times.
             Err(_) if tries < 3 => tries += 1,
-            Err(busy) => return Err(busy),
+            Err(busy) => return Err(busy.into()),
         }
     };
     let project = app.project_id;
@@ -397,28 +397,6 @@ async fn prompt(
     let accepted: PromptAccepted =
         crate::queue::start_direct(&app, &id, input, client.as_deref()).await?;
     Ok((StatusCode::ACCEPTED, Json(accepted)).into_response())
-}
-
-/// Every session gets a title from its first prompt (`title`), however it was created.
-pub(crate) async fn title_if_untitled(
-    app: &Shared,
-    id: &SessionId,
-    title: Option<String>,
-) -> ApiResult<()> {
-    if let Some(title) = title {
-        let project = app.project_id;
-        let sid = id.to_string();
-        let titled = app
-            .store
-            .write(move |c| {
-                store::offer_title(c, project, &sid, &title, store::OfferedTitle::Prompt)
-            })
-            .await?;
-        if let Some(session) = titled {
-            app.bus.publish(Event::SessionUpdated { session });
-        }
-    }
-    Ok(())
 }
 
 async fn abort(State(app): State<Shared>, Path(id): Path<String>) -> ApiResult<Json<AbortResult>> {

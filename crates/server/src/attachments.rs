@@ -12,13 +12,13 @@ use ax_protocol::Part;
 use axum::{
     Router,
     extract::{Path as UrlPath, State},
-    http::{StatusCode, header},
+    http::header,
     response::{IntoResponse, Response},
     routing::get,
 };
 use base64::Engine as _;
 
-use crate::{error::Failure, state::Shared, store};
+use crate::{error::Failure, state::Shared, store, turn_error::TurnError};
 
 /// A file up to this size (and valid UTF-8) is embedded; a larger one goes as a link, which
 /// the agent reads with `fs/read_text_file` if it wants.
@@ -40,20 +40,16 @@ pub struct CheckedImage {
 }
 
 /// The refusal of a prompt with images for an agent that takes none.
-pub fn images_not_supported(agent: &str) -> Failure {
-    Failure::new(
-        StatusCode::BAD_REQUEST,
-        "images_not_supported",
-        format!(
-            "the agent `{}` does not take images (it does not advertise \
-             promptCapabilities.image); send the prompt without them",
-            ax_core::text::escape_controls(agent)
-        ),
-    )
+pub fn images_not_supported(agent: &str) -> TurnError {
+    TurnError::ImagesNotSupported(format!(
+        "the agent `{}` does not take images (it does not advertise \
+         promptCapabilities.image); send the prompt without them",
+        ax_core::text::escape_controls(agent)
+    ))
 }
 
-fn bad_image(message: impl Into<String>) -> Failure {
-    Failure::new(StatusCode::BAD_REQUEST, "bad_image", message)
+fn bad_image(message: impl Into<String>) -> TurnError {
+    TurnError::BadImage(message.into())
 }
 
 /// Checks one image of a prompt: `data` is base64 of at most `max` bytes (`total` counts what
@@ -65,10 +61,10 @@ pub fn check_image(
     name: Option<String>,
     (max, max_total): (usize, usize),
     total: &mut usize,
-) -> Result<CheckedImage, Failure> {
+) -> Result<CheckedImage, TurnError> {
     // base64 is 4 characters per 3 bytes: refuse by length before decoding anything.
     if data.len() / 4 * 3 > max + 2 {
-        return Err(Failure::too_large(format!(
+        return Err(TurnError::too_large(format!(
             "an image is limited to {max} bytes"
         )));
     }
@@ -76,13 +72,13 @@ pub fn check_image(
         .decode(&data)
         .map_err(|_| bad_image("an image's data must be base64 (standard alphabet, padded)"))?;
     if bytes.len() > max {
-        return Err(Failure::too_large(format!(
+        return Err(TurnError::too_large(format!(
             "an image is limited to {max} bytes"
         )));
     }
     *total += bytes.len();
     if *total > max_total {
-        return Err(Failure::too_large(format!(
+        return Err(TurnError::too_large(format!(
             "the images of a prompt are limited to {max_total} bytes in all"
         )));
     }
@@ -270,16 +266,31 @@ mod tests {
             ("image/png", PNG.len(), PNG.len())
         );
         let lied = check_image("image/gif", b64(PNG), None, (64, 100), &mut 0);
-        assert_eq!(lied.err().map(|f| f.code), Some("bad_image"));
+        assert_eq!(
+            lied.err().map(|e| crate::error::Failure::from(e).code),
+            Some("bad_image")
+        );
         let svg = check_image("image/svg+xml", b64(b"<svg/>"), None, (64, 100), &mut 0);
-        assert_eq!(svg.err().map(|f| f.code), Some("bad_image"));
+        assert_eq!(
+            svg.err().map(|e| crate::error::Failure::from(e).code),
+            Some("bad_image")
+        );
         let big = check_image("image/png", b64(&[0; 100]), None, (64, 100), &mut 0);
-        assert_eq!(big.err().map(|f| f.code), Some("too_large"));
+        assert_eq!(
+            big.err().map(|e| crate::error::Failure::from(e).code),
+            Some("too_large")
+        );
         let mut total = 90;
         let over = check_image("image/png", b64(PNG), None, (64, 100), &mut total);
-        assert_eq!(over.err().map(|f| f.code), Some("too_large"));
+        assert_eq!(
+            over.err().map(|e| crate::error::Failure::from(e).code),
+            Some("too_large")
+        );
         let junk = check_image("image/png", "not base64!".into(), None, (64, 100), &mut 0);
-        assert_eq!(junk.err().map(|f| f.code), Some("bad_image"));
+        assert_eq!(
+            junk.err().map(|e| crate::error::Failure::from(e).code),
+            Some("bad_image")
+        );
         let named = check_image(
             "image/png",
             b64(PNG),
@@ -287,7 +298,10 @@ mod tests {
             (64, 100),
             &mut 0,
         );
-        assert_eq!(named.err().map(|f| f.code), Some("bad_image"));
+        assert_eq!(
+            named.err().map(|e| crate::error::Failure::from(e).code),
+            Some("bad_image")
+        );
     }
 
     #[test]

@@ -69,6 +69,27 @@ impl From<crate::store::StoreError> for Failure {
     }
 }
 
+/// The one place a run-logic error becomes an API answer (docs/backend.md §3).
+impl From<crate::turn_error::TurnError> for Failure {
+    fn from(err: crate::turn_error::TurnError) -> Self {
+        use crate::turn_error::TurnError as E;
+        let message = err.to_string();
+        match err {
+            E::SessionNotFound(_) | E::NotFound(_) => Failure::not_found(message),
+            E::NotNow(_) => Failure::conflict(message),
+            E::Invalid(_) => Failure::bad_request(message),
+            E::BadAttachment(_) => Failure::new(StatusCode::BAD_REQUEST, "bad_attachment", message),
+            E::BadImage(_) => Failure::new(StatusCode::BAD_REQUEST, "bad_image", message),
+            E::ImagesNotSupported(_) => {
+                Failure::new(StatusCode::BAD_REQUEST, "images_not_supported", message)
+            }
+            E::TooLarge(_) => Failure::too_large(message),
+            E::QueueFull(_) => Failure::new(StatusCode::TOO_MANY_REQUESTS, "queue_full", message),
+            E::Store | E::Internal(_) => Failure::internal(message),
+        }
+    }
+}
+
 impl IntoResponse for Failure {
     fn into_response(self) -> Response {
         let body = ErrorBody {

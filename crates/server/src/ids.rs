@@ -8,33 +8,33 @@
 use ax_core::RandomError;
 use ax_protocol::{MessageId, PermissionId, QueuedId, SessionId};
 
-use crate::error::Failure;
+use crate::turn_error::TurnError;
 
 pub use ax_protocol::time::now_ms;
 
-/// The 500 a request answers with when the OS random source fails.
-pub fn no_randomness(err: RandomError) -> Failure {
+/// The failure (a 500 over HTTP) a request answers with when the OS random source fails.
+pub fn no_randomness(err: RandomError) -> TurnError {
     tracing::error!(error = %err, "cannot mint an ID");
-    Failure::internal("the backend cannot get random bytes from the operating system")
+    TurnError::internal("the backend cannot get random bytes from the operating system")
 }
 
 /// A fresh session ID.
-pub fn session_id() -> Result<SessionId, Failure> {
+pub fn session_id() -> Result<SessionId, TurnError> {
     SessionId::mint().map_err(no_randomness)
 }
 
 /// A fresh message ID.
-pub fn message_id() -> Result<MessageId, Failure> {
+pub fn message_id() -> Result<MessageId, TurnError> {
     MessageId::mint().map_err(no_randomness)
 }
 
 /// A fresh permission ID.
-pub fn permission_id() -> Result<PermissionId, Failure> {
+pub fn permission_id() -> Result<PermissionId, TurnError> {
     PermissionId::mint().map_err(no_randomness)
 }
 
 /// A fresh queued-prompt ID.
-pub fn queued_id() -> Result<QueuedId, Failure> {
+pub fn queued_id() -> Result<QueuedId, TurnError> {
     QueuedId::mint().map_err(no_randomness)
 }
 
@@ -65,7 +65,7 @@ mod tests {
 
     #[test]
     fn no_randomness_is_a_500_that_says_why() {
-        let failure = no_randomness(RandomError::unavailable());
+        let failure = crate::error::Failure::from(no_randomness(RandomError::unavailable()));
         assert_eq!(
             failure.status,
             axum::http::StatusCode::INTERNAL_SERVER_ERROR

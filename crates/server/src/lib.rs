@@ -98,6 +98,7 @@ mod sse;
 mod state;
 pub mod store;
 mod terminal;
+mod turn_error;
 
 pub use ax_agents::{Agent, AgentOutput, AgentRequest, RunEnd, ShellAgent};
 pub use ax_core::Secret;

@@ -28,10 +28,10 @@ use ax_protocol::{
 };
 
 use crate::{
-    error::Failure,
     runner,
     state::{Phase, Shared},
     store,
+    turn_error::TurnError,
 };
 
 /// How a turn ended, as far as the queue is concerned.
@@ -101,7 +101,7 @@ fn slot_state(app: &Shared, id: &SessionId) -> Option<bool> {
         .map(|r| !matches!(r.phase, Phase::Held(_)))
 }
 
-async fn load(app: &Shared, id: &SessionId) -> Result<PromptQueue, Failure> {
+async fn load(app: &Shared, id: &SessionId) -> Result<PromptQueue, TurnError> {
     let sid = id.clone();
     Ok(app
         .store
@@ -109,7 +109,7 @@ async fn load(app: &Shared, id: &SessionId) -> Result<PromptQueue, Failure> {
         .await?)
 }
 
-async fn publish(app: &Shared, id: &SessionId) -> Result<PromptQueue, Failure> {
+async fn publish(app: &Shared, id: &SessionId) -> Result<PromptQueue, TurnError> {
     let queue = load(app, id).await?;
     app.bus.publish(Event::QueueUpdated {
         queue: queue.clone(),
@@ -117,7 +117,7 @@ async fn publish(app: &Shared, id: &SessionId) -> Result<PromptQueue, Failure> {
     Ok(queue)
 }
 
-async fn set_paused(app: &Shared, id: &SessionId, reason: Option<&str>) -> Result<(), Failure> {
+async fn set_paused(app: &Shared, id: &SessionId, reason: Option<&str>) -> Result<(), TurnError> {
     let (sid, reason) = (id.clone(), reason.map(str::to_owned));
     app.store
         .write(move |c| store::set_queue_paused(c, &sid, reason.as_deref()))
@@ -126,13 +126,13 @@ async fn set_paused(app: &Shared, id: &SessionId, reason: Option<&str>) -> Resul
 }
 
 /// Checks a prompt as a turn would take it, and bounds its stored size.
-fn check(app: &Shared, prompt: &Prompt) -> Result<(), Failure> {
+fn check(app: &Shared, prompt: &Prompt) -> Result<(), TurnError> {
     runner::check_prompt(app, prompt.clone())?;
     let size = serde_json::to_vec(prompt)
         .map(|v| v.len())
         .unwrap_or(usize::MAX);
     if size > app.limits.queued_prompt_bytes {
-        return Err(Failure::too_large(format!(
+        return Err(TurnError::too_large(format!(
             "a queued prompt is limited to {} bytes (this one is {size}); send it when the \
              session is free",
             app.limits.queued_prompt_bytes
@@ -147,10 +147,10 @@ async fn start_turn(
     id: &SessionId,
     prompt: Prompt,
     client: Option<&str>,
-) -> Result<PromptAccepted, Failure> {
+) -> Result<PromptAccepted, TurnError> {
     let title = crate::api::title_from_prompt(&prompt);
     let accepted = runner::start(app, id.clone(), prompt, client).await?;
-    crate::api::title_if_untitled(app, id, title).await?;
+    title_if_untitled(app, id, title).await?;
     Ok(accepted)
 }
 
@@ -161,12 +161,12 @@ pub async fn start_direct(
     id: &SessionId,
     prompt: Prompt,
     client: Option<&str>,
-) -> Result<PromptAccepted, Failure> {
+) -> Result<PromptAccepted, TurnError> {
     let gate = app.queue_gates.of(id);
     let _gate = gate.lock().await;
     let queue = load(app, id).await?;
     if !queue.items.is_empty() {
-        return Err(Failure::conflict(format!(
+        return Err(TurnError::not_now(format!(
             "session {id} has {} queued prompt(s); add this one to the queue \
              (POST /session/{id}/queue) or send one now",
             queue.items.len()
@@ -182,7 +182,7 @@ pub async fn submit(
     id: &SessionId,
     prompt: Prompt,
     client: Option<&str>,
-) -> Result<QueueAnswer, Failure> {
+) -> Result<QueueAnswer, TurnError> {
     check(app, &prompt)?;
     let gate = app.queue_gates.of(id);
     let _gate = gate.lock().await;
@@ -198,7 +198,7 @@ pub async fn submit(
         Some(false) => {
             let phase = app.runs().get(id).map(|r| r.phase.clone());
             if let Some(phase) = phase {
-                return Err(Failure::conflict(runner::busy_message(id, &phase)));
+                return Err(TurnError::not_now(runner::busy_message(id, &phase)));
             }
         }
         _ => {}
@@ -210,14 +210,10 @@ pub async fn submit(
         .write(move |c| store::enqueue(c, &sid, &qid, &stored, crate::ids::now_ms(), max))
         .await?
         .ok_or_else(|| {
-            Failure::new(
-                axum::http::StatusCode::TOO_MANY_REQUESTS,
-                "queue_full",
-                format!(
-                    "session {id} already has {max} queued prompts; wait for one to be sent \
-                     or cancel one"
-                ),
-            )
+            TurnError::QueueFull(format!(
+                "session {id} already has {max} queued prompts; wait for one to be sent or \
+                 cancel one"
+            ))
         })?;
     let queue = publish(app, id).await?;
     Ok(QueueAnswer::Queued {
@@ -227,12 +223,12 @@ pub async fn submit(
 }
 
 /// `GET /session/{id}/queue`.
-pub async fn list(app: &Shared, id: &SessionId) -> Result<PromptQueue, Failure> {
+pub async fn list(app: &Shared, id: &SessionId) -> Result<PromptQueue, TurnError> {
     load(app, id).await
 }
 
-fn gone(id: &SessionId, qid: &QueuedId) -> Failure {
-    Failure::not_found(format!(
+fn gone(id: &SessionId, qid: &QueuedId) -> TurnError {
+    TurnError::not_found(format!(
         "no queued prompt {qid} in session {id} (it was sent or cancelled)"
     ))
 }
@@ -243,7 +239,7 @@ pub async fn edit(
     id: &SessionId,
     qid: &QueuedId,
     prompt: Prompt,
-) -> Result<QueuedPrompt, Failure> {
+) -> Result<QueuedPrompt, TurnError> {
     check(app, &prompt)?;
     let gate = app.queue_gates.of(id);
     let _gate = gate.lock().await;
@@ -258,7 +254,11 @@ pub async fn edit(
 }
 
 /// `DELETE /session/{id}/queue/{qid}`: cancels the item; the queue as it now is.
-pub async fn cancel(app: &Shared, id: &SessionId, qid: &QueuedId) -> Result<PromptQueue, Failure> {
+pub async fn cancel(
+    app: &Shared,
+    id: &SessionId,
+    qid: &QueuedId,
+) -> Result<PromptQueue, TurnError> {
     let gate = app.queue_gates.of(id);
     let _gate = gate.lock().await;
     let (sid, qid2) = (id.clone(), qid.clone());
@@ -274,7 +274,7 @@ pub async fn cancel(app: &Shared, id: &SessionId, qid: &QueuedId) -> Result<Prom
 
 /// `POST /session/{id}/queue/resume`: lets a paused queue flow; sends its first item at once
 /// when the session is free.
-pub async fn resume(app: &Shared, id: &SessionId) -> Result<PromptQueue, Failure> {
+pub async fn resume(app: &Shared, id: &SessionId) -> Result<PromptQueue, TurnError> {
     let gate = app.queue_gates.of(id);
     let _gate = gate.lock().await;
     set_paused(app, id, None).await?;
@@ -290,7 +290,7 @@ pub async fn send_now(
     app: &Shared,
     id: &SessionId,
     qid: &QueuedId,
-) -> Result<PromptQueue, Failure> {
+) -> Result<PromptQueue, TurnError> {
     let gate = app.queue_gates.of(id);
     let mut state = gate.lock().await;
     let (sid, qid2) = (id.clone(), qid.clone());
@@ -335,7 +335,7 @@ pub async fn send_now(
 
 /// `POST /session/{id}/abort`, before it stops the turn: the person means to stop, so what
 /// is queued waits (also if the turn ends on its own before the abort reaches it).
-pub async fn pause_for_abort(app: &Shared, id: &SessionId) -> Result<(), Failure> {
+pub async fn pause_for_abort(app: &Shared, id: &SessionId) -> Result<(), TurnError> {
     let gate = app.queue_gates.of(id);
     let mut state = gate.lock().await;
     state.steering = false;
@@ -350,7 +350,7 @@ pub async fn pause_for_abort(app: &Shared, id: &SessionId) -> Result<(), Failure
 /// Sends the queue's first item; called with the gate held and the session free. A prompt
 /// that cannot start (its file went away, the agent is not configured any more) stays first
 /// and pauses the queue with the reason.
-async fn send_first(app: &Shared, id: &SessionId) -> Result<(), Failure> {
+async fn send_first(app: &Shared, id: &SessionId) -> Result<(), TurnError> {
     let queue = load(app, id).await?;
     let Some(first) = queue.items.into_iter().next() else {
         return Ok(());
@@ -367,7 +367,7 @@ async fn send_first(app: &Shared, id: &SessionId) -> Result<(), Failure> {
             set_paused(
                 app,
                 id,
-                Some(&format!("the next prompt could not start: {}", e.message)),
+                Some(&format!("the next prompt could not start: {e}")),
             )
             .await?;
         }
@@ -406,11 +406,33 @@ pub fn after_turn(app: &Shared, id: &SessionId, outcome: TurnOutcome) {
             }
             send_first(app, &id).await?;
             publish(app, &id).await?;
-            Ok::<(), Failure>(())
+            Ok::<(), TurnError>(())
         }
         .await;
         if let Err(e) = result {
             tracing::error!(session = %id, error = %e, "the queue could not go on after a turn");
         }
     });
+}
+
+/// Every session gets a title from its first prompt (`title`), however it was created.
+async fn title_if_untitled(
+    app: &Shared,
+    id: &SessionId,
+    title: Option<String>,
+) -> Result<(), TurnError> {
+    if let Some(title) = title {
+        let project = app.project_id;
+        let sid = id.to_string();
+        let titled = app
+            .store
+            .write(move |c| {
+                store::offer_title(c, project, &sid, &title, store::OfferedTitle::Prompt)
+            })
+            .await?;
+        if let Some(session) = titled {
+            app.bus.publish(Event::SessionUpdated { session });
+        }
+    }
+    Ok(())
 }

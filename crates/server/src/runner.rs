@@ -17,11 +17,11 @@ use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 
 use crate::{
-    error::Failure,
     ids,
     queue::TurnOutcome,
     state::{Control, HeldFor, Phase, RunHandle, Shared},
     store,
+    turn_error::TurnError,
 };
 
 /// A checked prompt: the text to run, the resolved attachments and the checked images.
@@ -32,10 +32,10 @@ pub struct CheckedPrompt {
     pub images: Vec<crate::attachments::CheckedImage>,
 }
 
-pub fn check_prompt(app: &Shared, prompt: Prompt) -> Result<CheckedPrompt, Failure> {
+pub fn check_prompt(app: &Shared, prompt: Prompt) -> Result<CheckedPrompt, TurnError> {
     let limits = app.limits;
     if prompt.parts.is_empty() || prompt.parts.len() > limits.prompt_parts {
-        return Err(Failure::bad_request(format!(
+        return Err(TurnError::invalid(format!(
             "a prompt has 1 to {} parts",
             limits.prompt_parts
         )));
@@ -51,25 +51,20 @@ pub fn check_prompt(app: &Shared, prompt: Prompt) -> Result<CheckedPrompt, Failu
             PromptPart::Text { text } => {
                 text_bytes += text.len();
                 if text_bytes > limits.prompt_text_bytes {
-                    return Err(Failure::too_large(format!(
+                    return Err(TurnError::too_large(format!(
                         "prompt text is limited to {} bytes",
                         limits.prompt_text_bytes
                     )));
                 }
                 if text.contains('\0') {
-                    return Err(Failure::bad_request("prompt text may not contain NUL"));
+                    return Err(TurnError::invalid("prompt text may not contain NUL"));
                 }
                 texts.push(text.clone());
                 parts.push(Part::Text { text });
             }
             PromptPart::File { path } => {
-                let attachment = project::resolve(&app.project_dir, &path).map_err(|e| {
-                    Failure::new(
-                        axum::http::StatusCode::BAD_REQUEST,
-                        "bad_attachment",
-                        e.to_string(),
-                    )
-                })?;
+                let attachment = project::resolve(&app.project_dir, &path)
+                    .map_err(|e| TurnError::BadAttachment(e.to_string()))?;
                 parts.push(Part::File {
                     path: attachment.shown.clone(),
                 });
@@ -94,7 +89,7 @@ pub fn check_prompt(app: &Shared, prompt: Prompt) -> Result<CheckedPrompt, Failu
     }
     let text = texts.join("\n");
     if text.trim().is_empty() {
-        return Err(Failure::bad_request(
+        return Err(TurnError::invalid(
             "a prompt needs a non-empty text part: the command line to run",
         ));
     }
@@ -141,10 +136,10 @@ impl Drop for HeldSlot {
 }
 
 /// Takes the session's run slot for `why`, or says what holds it (a turn, or another hold).
-pub fn hold_slot(app: &Shared, id: &SessionId, why: HeldFor) -> Result<HeldSlot, Failure> {
+pub fn hold_slot(app: &Shared, id: &SessionId, why: HeldFor) -> Result<HeldSlot, TurnError> {
     let mut runs = app.runs();
     if let Some(run) = runs.get(id) {
-        return Err(Failure::conflict(busy_message(id, &run.phase)));
+        return Err(TurnError::not_now(busy_message(id, &run.phase)));
     }
     // Nobody listens: an abort's send fails, which reads as "nothing runs", and it is true.
     let (control, _) = mpsc::unbounded_channel();
@@ -169,13 +164,13 @@ pub async fn start(
     id: SessionId,
     prompt: Prompt,
     client: Option<&str>,
-) -> Result<PromptAccepted, Failure> {
+) -> Result<PromptAccepted, TurnError> {
     let session = {
         let (project, sid) = (app.project_id, id.to_string());
         app.store
             .read(move |c| store::get_session(c, project, &sid))
             .await?
-            .ok_or_else(|| Failure::session_not_found(id.as_str()))?
+            .ok_or_else(|| TurnError::session_not_found(id.as_str()))?
     };
     if session.agent != ax_acp::config::SHELL {
         return crate::acp_run::start(app, id, session, prompt, client).await;
@@ -196,7 +191,7 @@ pub async fn start(
         })
         .await?;
     let Some(always) = always else {
-        return Err(Failure::session_not_found(id.as_str()));
+        return Err(TurnError::session_not_found(id.as_str()));
     };
 
     let now = ids::now_ms();
@@ -240,7 +235,7 @@ pub async fn start(
     {
         let mut runs = app.runs();
         if let Some(run) = runs.get(&id) {
-            return Err(Failure::conflict(busy_message(&id, &run.phase)));
+            return Err(TurnError::not_now(busy_message(&id, &run.phase)));
         }
         runs.insert(id.clone(), RunHandle { phase, control });
     }
@@ -284,7 +279,7 @@ pub async fn start(
         Ok(result) => result,
         Err(e) => {
             app.runs().remove(&id);
-            Err(Failure::internal(format!("starting the run failed: {e}")))
+            Err(TurnError::internal(format!("starting the run failed: {e}")))
         }
     }
 }
@@ -301,7 +296,7 @@ pub(crate) async fn begin_turn(
     images: Vec<(&'static str, Vec<u8>)>,
     permission: Option<&Permission>,
     status: SessionStatus,
-) -> Result<(Message, Message), Failure> {
+) -> Result<(Message, Message), TurnError> {
     let now = ids::now_ms();
     let user = Message {
         id: user_id,
@@ -347,7 +342,7 @@ pub(crate) async fn begin_turn(
         Ok(Some(session)) => session,
         Ok(None) => {
             app.runs().remove(id);
-            return Err(Failure::session_not_found(id.as_str()));
+            return Err(TurnError::session_not_found(id.as_str()));
         }
         Err(e) => {
             app.runs().remove(id);
@@ -611,7 +606,7 @@ impl Run {
                         acks.push(ack);
                     }
                     Some(Control::Reply { ack, .. } | Control::AgentReply { ack, .. }) => {
-                        let _ = ack.send(Err(Failure::conflict("the command already runs")));
+                        let _ = ack.send(Err(TurnError::not_now("the command already runs")));
                     }
                     None => inbox_open = false,
                 },
@@ -664,7 +659,7 @@ impl Run {
             match control {
                 Control::Abort { ack } => acks.push(ack),
                 Control::Reply { ack, .. } | Control::AgentReply { ack, .. } => {
-                    let _ = ack.send(Err(Failure::conflict("the run already ended")));
+                    let _ = ack.send(Err(TurnError::not_now("the run already ended")));
                 }
             }
         }
@@ -679,7 +674,7 @@ pub async fn reply(
     pid: &PermissionId,
     reply: PermissionReply,
     option_id: Option<String>,
-) -> Result<Permission, Failure> {
+) -> Result<Permission, TurnError> {
     let agent = {
         let runs = app.runs();
         match runs.get(id) {
@@ -729,9 +724,9 @@ pub async fn reply(
             .read(move |c| store::get_session(c, project, &sid))
             .await?;
         return Err(match (session, found) {
-            (None, _) => Failure::session_not_found(id.as_str()),
-            (Some(_), None) => Failure::not_found(format!("no permission {pid} in session {id}")),
-            (Some(_), Some(p)) => Failure::conflict(format!(
+            (None, _) => TurnError::session_not_found(id.as_str()),
+            (Some(_), None) => TurnError::not_found(format!("no permission {pid} in session {id}")),
+            (Some(_), Some(p)) => TurnError::not_now(format!(
                 "permission {pid} is no longer pending (it is {})",
                 serde_json::to_value(p.state)
                     .ok()
@@ -742,18 +737,18 @@ pub async fn reply(
     };
     if let Some(option) = option_id {
         // The shell agent offers no options: only the reply names its answer.
-        return Err(Failure::bad_request(format!(
+        return Err(TurnError::invalid(format!(
             "permission {pid} offers no options, so optionId {option:?} is not one of them \
              (answer with reply alone)"
         )));
     }
     let (ack, answer) = oneshot::channel();
     if control.send(Control::Reply { reply, ack }).is_err() {
-        return Err(Failure::conflict("the run already ended"));
+        return Err(TurnError::not_now("the run already ended"));
     }
     match tokio::time::timeout(Duration::from_secs(10), answer).await {
         Ok(Ok(result)) => result,
-        _ => Err(Failure::conflict(
+        _ => Err(TurnError::not_now(
             "the run ended before the reply was taken",
         )),
     }
@@ -762,7 +757,7 @@ pub async fn reply(
 /// Stops the session's run, if any, and waits until it has ended. `Ok(true)` once it has,
 /// `Ok(false)` when nothing ran, an error when it did not end within
 /// [`crate::Limits::abort_wait`] (it was told to stop and may still be stopping).
-pub async fn abort(app: &Shared, id: &SessionId) -> Result<bool, Failure> {
+pub async fn abort(app: &Shared, id: &SessionId) -> Result<bool, TurnError> {
     let control = app
         .runs()
         .get(id)
@@ -780,7 +775,7 @@ pub(crate) async fn abort_run(
     id: &SessionId,
     control: mpsc::UnboundedSender<Control>,
     agent: bool,
-) -> Result<bool, Failure> {
+) -> Result<bool, TurnError> {
     let wait = if agent {
         crate::acp_run::abort_wait(app)
     } else {
@@ -795,7 +790,7 @@ pub(crate) async fn abort_run(
         Ok(Ok(())) => Ok(true),
         // The run's task dropped the answer: it is gone, so nothing runs.
         Ok(Err(_)) => Ok(true),
-        Err(_) => Err(Failure::conflict(format!(
+        Err(_) => Err(TurnError::not_now(format!(
             "session {id}: the run was told to stop but has not ended after {} s; it may still be stopping",
             wait.as_secs_f32()
         ))),

@@ -170,7 +170,7 @@ async fn mint(State(s): State<SignIn>, request: axum::extract::Request) -> Respo
     }
     let code = match s.codes.mint(Instant::now()) {
         Ok(code) => code,
-        Err(e) => return crate::ids::no_randomness(e).into_response(),
+        Err(e) => return Failure::from(crate::ids::no_randomness(e)).into_response(),
     };
     let expires_in_ms = u64::try_from(s.codes.ttl().as_millis()).unwrap_or(u64::MAX);
     no_store(

@@ -13,7 +13,7 @@ use ax_protocol::{Permission, PermissionId, PermissionReply, SessionId};
 use tokio::sync::{mpsc, oneshot};
 use tokio_util::{sync::CancellationToken, task::TaskTracker};
 
-use crate::{error::Failure, events::EventBus, store::Store};
+use crate::{events::EventBus, store::Store, turn_error::TurnError};
 
 pub type Shared = Arc<App>;
 
@@ -106,7 +106,7 @@ pub enum HeldFor {
 pub enum Control {
     Reply {
         reply: PermissionReply,
-        ack: oneshot::Sender<Result<Permission, Failure>>,
+        ack: oneshot::Sender<Result<Permission, TurnError>>,
     },
     Abort {
         ack: oneshot::Sender<()>,
@@ -117,7 +117,7 @@ pub enum Control {
         reply: PermissionReply,
         /// The exact option chosen, when the answer named one (docs/agents.md §5).
         option_id: Option<String>,
-        ack: oneshot::Sender<Result<Permission, Failure>>,
+        ack: oneshot::Sender<Result<Permission, TurnError>>,
     },
 }
 
