@@ -377,6 +377,8 @@ pub struct App {
     pub(crate) down_cause: Option<String>,
     /// Every session's prompt queue and the edit of one under way (`queue.rs`).
     pub(crate) queues: crate::queue::Queues,
+    /// The `/` list's selection, and the draft it was dismissed for (`complete.rs`).
+    pub(crate) slash: crate::complete::SlashState,
 }
 
 impl App {
@@ -437,6 +439,7 @@ impl App {
             backend_url: String::new(),
             down_cause: None,
             queues: Default::default(),
+            slash: Default::default(),
         }
     }
 
@@ -812,7 +815,8 @@ impl App {
             return;
         }
         let draft = self.composer.draft().to_owned();
-        if draft.trim_start().starts_with('/') {
+        // `/name` that is not ax-code's goes to an ACP agent as a prompt (its command).
+        if draft.trim_start().starts_with('/') && !self.goes_to_agent(draft.trim_start()) {
             match crate::command::parse(&draft, self.sharing_state()) {
                 Ok(invocation) => {
                     self.composer.clear_draft();

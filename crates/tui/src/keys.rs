@@ -59,6 +59,9 @@ impl App {
             self.mouse_command(None);
             return;
         }
+        if self.completion_key(key) {
+            return;
+        }
         // Esc while the composer holds a queued prompt drops that edit first (it would
         // otherwise abort the turn the prompt waits behind).
         if key == Key::plain(KeyCode::Esc) && self.editing_queued().is_some() {

@@ -12,6 +12,7 @@
 //! | [`transcript`] | display lines of the open session with a row index (draw cost = visible rows) |
 //! | [`composer`], [`command`], [`layout`] | the draft and chips, slash commands, screen geometry |
 //! | [`history`], [`recall`], [`find`], `find_bar`, [`bars`] | prompt history (↑/↓, Ctrl+R) and its keys; find in the transcript; the bars that take the composer's place |
+//! | [`complete`] | `/` lists ax-code's and the agent's commands as the person types; Tab completes |
 //! | [`queue`] | the open session's prompt queue: shown above the composer, edited, cancelled, sent now |
 //! | [`attention`], [`notify`] | each session's state for the list (needs you first); ringing the terminal (bell, OSC 9, OSC 777) |
 //! | [`copy`] | `/copy` by OSC 52, mouse capture on and off |
@@ -55,6 +56,7 @@ pub mod attach;
 pub mod attention;
 pub mod bars;
 pub mod command;
+pub mod complete;
 pub mod composer;
 pub mod copy;
 pub mod find;

@@ -74,6 +74,10 @@ pub const HELP_KEYS: &[(&str, &str)] = &[
     ("^C", "close a dialog, clear the prompt, abort, or quit"),
     ("^N ^P", "new session · command palette"),
     (
+        "/ then Tab",
+        "list ax-code's and the agent's commands · ↑↓ choose · Tab complete · Esc hide",
+    ),
+    (
         "Enter (turn running)",
         "queue the prompt · /queue: edit, send now (stops the turn), cancel, resume",
     ),

@@ -8,6 +8,7 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::Paragraph;
 
 use crate::app::App;
+use crate::complete::{COMPLETION_ROWS, Completion, Source, window_start};
 use crate::layout::Rect;
 use crate::queue::QueueRow;
 use crate::render::{boxed, tr};
@@ -18,16 +19,66 @@ const QUEUED: Style = Style::new().fg(Color::Black).bg(Color::Yellow);
 const EDITING: Style = Style::new().fg(Color::Black).bg(Color::LightMagenta);
 
 impl App {
-    /// Rows the tray takes above the composer now (0: none).
+    /// Rows the tray takes above the composer now (0: none): the `/` list while it shows,
+    /// else the queue.
     pub fn tray_rows(&self) -> u16 {
-        u16::try_from(self.queue_rows().len()).unwrap_or(0)
+        let list = self.completions().len();
+        let rows = if list > 0 {
+            list.min(COMPLETION_ROWS)
+        } else {
+            self.queue_rows().len()
+        };
+        u16::try_from(rows).unwrap_or(0)
     }
 }
 
 /// Draws the tray into `r` (its rows as [`App::tray_rows`] counts them).
 pub(crate) fn draw(frame: &mut Frame, app: &App, r: Rect) {
-    let lines: Vec<Line> = app.queue_rows().into_iter().map(queue_line).collect();
+    let list = app.completions();
+    let lines: Vec<Line> = if list.is_empty() {
+        app.queue_rows().into_iter().map(queue_line).collect()
+    } else {
+        completion_lines(&list, app.completion_selected(), usize::from(r.height))
+    };
     frame.render_widget(Paragraph::new(lines), tr(r));
+}
+
+/// The `/` list: name, what it does, the agent's input hint, and whose it is.
+fn completion_lines(list: &[Completion], selected: usize, rows: usize) -> Vec<Line<'static>> {
+    let from = window_start(selected, list.len(), rows.max(1));
+    let width = list
+        .iter()
+        .map(|c| c.name.chars().count())
+        .max()
+        .unwrap_or(0);
+    list.iter()
+        .enumerate()
+        .skip(from)
+        .take(rows)
+        .map(|(i, c)| {
+            let style = if i == selected {
+                Style::new().fg(Color::Black).bg(ACCENT)
+            } else {
+                Style::new()
+            };
+            let hint = c
+                .hint
+                .as_ref()
+                .map(|h| format!(" [{h}]"))
+                .unwrap_or_default();
+            let whose = match c.source {
+                Source::Tui => "",
+                Source::Agent { shadowed: false } => "  · agent",
+                Source::Agent { shadowed: true } => "  · agent (ax-code's runs)",
+            };
+            Line::from(vec![
+                Span::styled(format!(" {:<width$}  ", c.name), style),
+                Span::raw(c.description.clone()),
+                Span::styled(hint, DIM),
+                Span::styled(whose, Style::new().fg(Color::Magenta)),
+            ])
+        })
+        .collect()
 }
 
 fn queue_line(row: QueueRow) -> Line<'static> {

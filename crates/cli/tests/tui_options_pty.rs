@@ -1,0 +1,97 @@
+//! The composer's agent features in the real TUI under a pseudo-terminal, against a real
+//! backend with the mock agent (docs/tui.md §3e–§3g): `/` lists the agent's commands beside
+//! ax-code's and Tab completes one, which runs as a prompt.
+//!
+//! This test binary is also the mock ACP agent its configuration names (started with
+//! `AX_TEST_BE_MOCK_AGENT=1` through the agent's `env`), hence its own `main`.
+
+mod support;
+
+use support::*;
+
+fn main() {
+    if std::env::var_os("AX_TEST_BE_MOCK_AGENT").is_some() {
+        ax_mock_agent::run();
+    }
+    let tests: [(&str, fn()); 1] = [(
+        "slash_lists_the_agents_commands_and_tab_completes_one",
+        agent_commands,
+    )];
+    let filter: Vec<String> = std::env::args()
+        .skip(1)
+        .filter(|a| !a.starts_with('-'))
+        .collect();
+    for (name, test) in tests {
+        if !filter.is_empty() && !filter.iter().any(|f| name.contains(f.as_str())) {
+            continue;
+        }
+        println!("test {name} ...");
+        test();
+        println!("test {name} ... ok");
+    }
+}
+
+struct AgentTui {
+    _env: Env,
+    _config: tempfile::TempDir,
+    tui: Pty,
+}
+
+/// A TUI on a fresh project whose default agent is the mock, in a new session with it.
+fn start() -> AgentTui {
+    let env = Env::new();
+    let config = tempfile::Builder::new()
+        .prefix("axcfg")
+        .tempdir_in("/tmp")
+        .unwrap();
+    std::fs::create_dir_all(config.path().join("ax-code")).unwrap();
+    let exe = std::env::current_exe().unwrap();
+    std::fs::write(
+        config.path().join("ax-code/config.toml"),
+        format!(
+            "default_agent = \"mock\"\n\n[agents.mock]\ncommand = {:?}\n\
+             env = {{ AX_TEST_BE_MOCK_AGENT = \"1\" }}\n",
+            exe.to_str().unwrap()
+        ),
+    )
+    .unwrap();
+    let tui = Pty::spawn_with(
+        &env,
+        &[],
+        None,
+        ROWS,
+        COLS,
+        &[("XDG_CONFIG_HOME", config.path().as_os_str())],
+    );
+    tui.wait_text("● connected");
+    tui.send("\x0e");
+    tui.wait_text("New session: which agent?");
+    tui.send("\r");
+    tui.wait_for("the new session", |s| s.contains("(untitled) ses_"));
+    AgentTui {
+        _env: env,
+        _config: config,
+        tui,
+    }
+}
+
+fn agent_commands() {
+    let t = start();
+    // The agent says its commands once it runs (after `session/new`).
+    t.tui.send("text hello\r");
+    t.tui
+        .wait_for("the first turn", |s| s.contains("idle · last turn"));
+    t.tui.send("/rev");
+    let s = t.tui.wait_text("[what to review]");
+    let row = s.lines().find(|l| l.contains("/review")).unwrap();
+    assert!(row.contains("agent"), "{s}");
+    assert!(s.contains("/revoke"), "ax-code's own are listed too:\n{s}");
+    // ↓ to the agent's (after /revoke), Tab completes it, the arguments follow.
+    t.tui.send("\x1b[B");
+    t.tui.send("\t");
+    t.tui.wait_for("completed", |s| {
+        s.contains("│/review ") && !s.contains("[what to review]")
+    });
+    t.tui.send("the diff\r");
+    t.tui.wait_text("command review: the diff");
+}
