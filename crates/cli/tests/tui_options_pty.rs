@@ -1,6 +1,7 @@
 //! The composer's agent features in the real TUI under a pseudo-terminal, against a real
 //! backend with the mock agent (docs/tui.md §3e–§3g): `/` lists the agent's commands beside
-//! ax-code's and Tab completes one, which runs as a prompt.
+//! ax-code's and Tab completes one, which runs as a prompt; `/model ID` before the first
+//! prompt starts the agent and sets it; the `/config` picker switches an option.
 //!
 //! This test binary is also the mock ACP agent its configuration names (started with
 //! `AX_TEST_BE_MOCK_AGENT=1` through the agent's `env`), hence its own `main`.
@@ -13,10 +14,16 @@ fn main() {
     if std::env::var_os("AX_TEST_BE_MOCK_AGENT").is_some() {
         ax_mock_agent::run();
     }
-    let tests: [(&str, fn()); 1] = [(
-        "slash_lists_the_agents_commands_and_tab_completes_one",
-        agent_commands,
-    )];
+    let tests: [(&str, fn()); 2] = [
+        (
+            "slash_lists_the_agents_commands_and_tab_completes_one",
+            agent_commands,
+        ),
+        (
+            "model_is_set_before_the_first_prompt_and_config_switches_an_option",
+            config_options,
+        ),
+    ];
     let filter: Vec<String> = std::env::args()
         .skip(1)
         .filter(|a| !a.starts_with('-'))
@@ -94,4 +101,31 @@ fn agent_commands() {
     });
     t.tui.send("the diff\r");
     t.tui.wait_text("command review: the diff");
+}
+
+fn config_options() {
+    let t = start();
+    // Before any prompt the session has no options; by name the agent starts for it.
+    t.tui.send("/model mock-small\r");
+    t.tui.wait_text("setting model");
+    t.tui.send("/config\r");
+    let s = t.tui.wait_text("Agent options");
+    assert!(s.contains("Model: Mock Small"), "{s}");
+    assert!(s.contains("Fast replies: off"), "{s}");
+    // Down to the switch (mode, model, reasoning effort, fast) and flip it.
+    for _ in 0..3 {
+        t.tui.send("\x1b[B");
+    }
+    t.tui.send("\r");
+    t.tui.wait_text("Fast replies: on");
+    t.tui.send("\x1b");
+    t.tui
+        .wait_for("the picker closed", |s| !s.contains("Agent options"));
+    t.tui.send("config\r");
+    let s = t.tui.wait_text("config: mode=");
+    let row = s.lines().find(|l| l.contains("config: mode=")).unwrap();
+    assert!(
+        row.contains("model=mock-small") && row.contains("fast=true"),
+        "{s}"
+    );
 }

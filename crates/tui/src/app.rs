@@ -94,6 +94,13 @@ pub enum Modal {
         /// The highlighted row.
         selected: usize,
     },
+    /// The agent's session options (`/config`, `/model`): the list, or one option's choices.
+    Config {
+        /// The option whose choices show; `None`: the list of options.
+        option: Option<String>,
+        /// The highlighted row.
+        selected: usize,
+    },
     /// The open session's queued prompts (`/queue`): edit, cancel, send now, resume.
     Queue {
         /// The highlighted row.
@@ -155,6 +162,15 @@ pub enum Effect {
         generation: u64,
         /// Through `POST /session/{id}/queue`: a turn runs or prompts wait (docs/tui.md §3d).
         queue: bool,
+    },
+    /// Change one of the agent's session options (`POST /session/{id}/config`).
+    SetConfig {
+        /// The session.
+        session: SessionId,
+        /// The option's id.
+        config_id: String,
+        /// A select's value id or a boolean's state.
+        value: ax_protocol::ConfigValue,
     },
     /// Load a session's prompt queue.
     LoadQueue {
@@ -1010,6 +1026,8 @@ impl App {
             Command::Mode => self.mode_command(invocation.arg),
             Command::Revoke => self.revoke_standing(),
             Command::Queue => self.queue_command(invocation.arg),
+            Command::Config => self.config_command(invocation.arg),
+            Command::Model => self.model_command(invocation.arg),
             Command::Sessions => self.go_home(),
             Command::Attach => self.attach(invocation.arg.unwrap_or_default()),
             Command::Image => self.effects.push(Effect::LoadImage {

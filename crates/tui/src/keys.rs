@@ -366,6 +366,7 @@ impl App {
                 Some(Modal::Modes { selected })
             }
             Modal::Queue { selected } => self.queue_modal_key(selected, key),
+            Modal::Config { option, selected } => self.config_modal_key(option, selected, key),
             Modal::Palette {
                 mut query,
                 mut selected,
@@ -509,7 +510,8 @@ impl App {
                 | Modal::AgentPicker { .. }
                 | Modal::AgentInfo
                 | Modal::Modes { .. }
-                | Modal::Queue { .. },
+                | Modal::Queue { .. }
+                | Modal::Config { .. },
             ) => {}
             None if approval => {}
             None if self.history_search.is_some() => self.history_search_paste(text),

@@ -587,6 +587,16 @@ fn spawn_job(client: &Client, effect: Effect, done: &mpsc::UnboundedSender<Done>
                 .await;
                 Done::Submitted { generation, result }
             }
+            Effect::SetConfig {
+                session,
+                config_id,
+                value,
+            } => Done::SessionChanged {
+                result: client
+                    .set_config(&session, &config_id, value)
+                    .await
+                    .map_err(|e| format!("{config_id} not changed: {e}")),
+            },
             Effect::LoadQueue {
                 session,
                 generation,

@@ -140,3 +140,72 @@ pub(crate) fn queue_modal(frame: &mut Frame, app: &App, selected: usize, screen:
     ));
     frame.render_widget(Paragraph::new(lines), tr(inner));
 }
+
+/// The config picker: the options with their current values, or one option's choices.
+pub(crate) fn config_modal(
+    frame: &mut Frame,
+    app: &App,
+    option: Option<&str>,
+    selected: usize,
+    screen: Rect,
+) {
+    let options = app.config_options();
+    let (title, rows): (String, Vec<(String, bool)>) = match option {
+        None => (
+            "Agent options".into(),
+            options
+                .iter()
+                .map(|o| {
+                    let kind = match o.kind {
+                        ax_protocol::ConfigKind::Boolean => "Enter switches",
+                        ax_protocol::ConfigKind::Select => "Enter chooses",
+                    };
+                    let text = format!(
+                        " {}: {}  ({kind})",
+                        crate::markdown::sanitize(&o.name),
+                        crate::markdown::sanitize(&crate::config::current_label(o))
+                    );
+                    (text, false)
+                })
+                .collect(),
+        ),
+        Some(id) => {
+            let Some(o) = options.iter().find(|o| o.id == id) else {
+                return;
+            };
+            let rows = o
+                .options
+                .iter()
+                .map(|c| {
+                    let current =
+                        o.current_value == ax_protocol::ConfigValue::Text(c.value.clone());
+                    let desc = c
+                        .description
+                        .as_deref()
+                        .map(|d| format!(" — {}", crate::markdown::sanitize(d)))
+                        .unwrap_or_default();
+                    let text = format!(" {}{desc}", crate::markdown::sanitize(&c.name));
+                    (text, current)
+                })
+                .collect();
+            (crate::markdown::sanitize(&o.name), rows)
+        }
+    };
+    let visible = usize::from(screen.height.saturating_sub(6)).max(1);
+    let from = crate::complete::window_start(selected, rows.len(), visible);
+    let h = (rows.len().min(visible) as u16).saturating_add(4);
+    let inner = boxed(frame, screen.centered(72, h), &title, ACCENT);
+    let mut lines = Vec::new();
+    for (i, (text, current)) in rows.iter().enumerate().skip(from).take(visible) {
+        let style = if i == selected {
+            Style::new().fg(Color::Black).bg(ACCENT)
+        } else {
+            Style::new()
+        };
+        let mark = if *current { " (current)" } else { "" };
+        lines.push(Line::styled(format!("{text}{mark}"), style));
+    }
+    lines.push(Line::raw(""));
+    lines.push(Line::styled("↑↓ choose · Enter set · Esc back", DIM));
+    frame.render_widget(Paragraph::new(lines), tr(inner));
+}
