@@ -1,7 +1,8 @@
 //! The composer's agent features in the real TUI under a pseudo-terminal, against a real
 //! backend with the mock agent (docs/tui.md §3e–§3g): `/` lists the agent's commands beside
 //! ax-code's and Tab completes one, which runs as a prompt; `/model ID` before the first
-//! prompt starts the agent and sets it; the `/config` picker switches an option.
+//! prompt starts the agent and sets it; the `/config` picker switches an option; `@` picks a
+//! project file from the backend's file search and it goes with the prompt.
 //!
 //! This test binary is also the mock ACP agent its configuration names (started with
 //! `AX_TEST_BE_MOCK_AGENT=1` through the agent's `env`), hence its own `main`.
@@ -14,7 +15,7 @@ fn main() {
     if std::env::var_os("AX_TEST_BE_MOCK_AGENT").is_some() {
         ax_mock_agent::run();
     }
-    let tests: [(&str, fn()); 2] = [
+    let tests: [(&str, fn()); 3] = [
         (
             "slash_lists_the_agents_commands_and_tab_completes_one",
             agent_commands,
@@ -22,6 +23,10 @@ fn main() {
         (
             "model_is_set_before_the_first_prompt_and_config_switches_an_option",
             config_options,
+        ),
+        (
+            "an_at_word_picks_a_project_file_that_goes_with_the_prompt",
+            at_picker,
         ),
     ];
     let filter: Vec<String> = std::env::args()
@@ -39,7 +44,7 @@ fn main() {
 }
 
 struct AgentTui {
-    _env: Env,
+    env: Env,
     _config: tempfile::TempDir,
     tui: Pty,
 }
@@ -76,7 +81,7 @@ fn start() -> AgentTui {
     tui.send("\r");
     tui.wait_for("the new session", |s| s.contains("(untitled) ses_"));
     AgentTui {
-        _env: env,
+        env,
         _config: config,
         tui,
     }
@@ -107,7 +112,7 @@ fn config_options() {
     let t = start();
     // Before any prompt the session has no options; by name the agent starts for it.
     t.tui.send("/model mock-small\r");
-    t.tui.wait_text("setting model");
+    t.tui.wait_text("Model is now Mock Small");
     t.tui.send("/config\r");
     let s = t.tui.wait_text("Agent options");
     assert!(s.contains("Model: Mock Small"), "{s}");
@@ -128,4 +133,24 @@ fn config_options() {
         row.contains("model=mock-small") && row.contains("fast=true"),
         "{s}"
     );
+}
+
+fn at_picker() {
+    let t = start();
+    let dir = t.env.project.join("src");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("notes-picked.txt"), "picked text").unwrap();
+    std::fs::write(dir.join("other.rs"), "fn main() {}").unwrap();
+    t.tui.send("blocks @notpick");
+    let s = t.tui.wait_text("@ src/notes-picked.txt");
+    assert!(!s.contains("other.rs"), "{s}");
+    t.tui.send("\t");
+    t.tui.wait_for("the chip", |s| {
+        s.contains("notes-picked.txt ×") && !s.contains("@ src/notes-picked.txt")
+    });
+    t.tui.send("\r");
+    // The mock agent reports the blocks it got: the file, embedded or as a link.
+    let s = t.tui.wait_text("blocks: ");
+    let row = s.lines().find(|l| l.contains("blocks: ")).unwrap();
+    assert!(row.contains("notes-picked.txt"), "{s}");
 }

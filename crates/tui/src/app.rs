@@ -172,6 +172,13 @@ pub enum Effect {
         /// A select's value id or a boolean's state.
         value: ax_protocol::ConfigValue,
     },
+    /// Find the project's files matching `query` for the `@` picker (`GET /find/file`).
+    FindFiles {
+        /// What follows the `@`.
+        query: String,
+        /// Answers for an older query are dropped.
+        generation: u64,
+    },
     /// Load a session's prompt queue.
     LoadQueue {
         /// The session.
@@ -395,6 +402,8 @@ pub struct App {
     pub(crate) queues: crate::queue::Queues,
     /// The `/` list's selection, and the draft it was dismissed for (`complete.rs`).
     pub(crate) slash: crate::complete::SlashState,
+    /// The `@` file picker (`picker.rs`).
+    pub(crate) picker: crate::picker::FilePicker,
 }
 
 impl App {
@@ -456,6 +465,7 @@ impl App {
             down_cause: None,
             queues: Default::default(),
             slash: Default::default(),
+            picker: Default::default(),
         }
     }
 

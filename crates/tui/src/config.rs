@@ -74,6 +74,24 @@ impl App {
             .map_or(&[], |a| a.config_options.as_slice())
     }
 
+    /// The answer to [`Effect::SetConfig`]: the session with the agent's full list, and the
+    /// option's value as the agent now says it (an agent may pick another than asked).
+    pub fn on_config_set(&mut self, config_id: &str, result: Result<ax_protocol::Session, String>) {
+        let said = result.as_ref().ok().and_then(|s| {
+            let a = s.agent_state.as_ref()?;
+            let o = a.config_options.iter().find(|o| o.id == config_id)?;
+            Some(format!(
+                "{} is now {}",
+                crate::markdown::sanitize(&o.name),
+                crate::markdown::sanitize(&current_label(o))
+            ))
+        });
+        self.on_session_changed(result);
+        if let Some(text) = said {
+            self.notify(NoticeKind::Info, text);
+        }
+    }
+
     /// `/config [ID [VALUE]]`.
     pub(crate) fn config_command(&mut self, arg: Option<String>) {
         let action = parse_config(arg.as_deref());

@@ -15,6 +15,7 @@ impl App {
             Input::Paste(text) => self.on_paste(&text),
             Input::Mouse(m) => self.on_mouse(m),
         }
+        self.refresh_picker();
     }
 
     fn on_key(&mut self, key: Key) {
@@ -59,7 +60,7 @@ impl App {
             self.mouse_command(None);
             return;
         }
-        if self.completion_key(key) {
+        if self.completion_key(key) || self.picker_key(key) {
             return;
         }
         // Esc while the composer holds a queued prompt drops that edit first (it would

@@ -14,6 +14,7 @@
 //! | [`history`], [`recall`], [`find`], `find_bar`, [`bars`] | prompt history (↑/↓, Ctrl+R) and its keys; find in the transcript; the bars that take the composer's place |
 //! | [`complete`] | `/` lists ax-code's and the agent's commands as the person types; Tab completes |
 //! | [`config`] | the agent's session options (`/config`, `/model`): pickers and changes by name |
+//! | [`picker`] | the `@` file picker: fuzzy matching, the list, attaching the chosen file |
 //! | [`queue`] | the open session's prompt queue: shown above the composer, edited, cancelled, sent now |
 //! | [`attention`], [`notify`] | each session's state for the list (needs you first); ringing the terminal (bell, OSC 9, OSC 777) |
 //! | [`copy`] | `/copy` by OSC 52, mouse capture on and off |
@@ -70,6 +71,7 @@ mod keys;
 pub mod layout;
 pub mod markdown;
 pub mod notify;
+pub mod picker;
 pub mod progress;
 pub mod queue;
 pub mod recall;

@@ -78,6 +78,10 @@ pub const HELP_KEYS: &[(&str, &str)] = &[
         "list ax-code's and the agent's commands · ↑↓ choose · Tab complete · Esc hide",
     ),
     (
+        "@ then Tab",
+        "pick a project file (fuzzy) · ↑↓ choose · Tab/Enter attach it · Esc hide",
+    ),
+    (
         "Enter (turn running)",
         "queue the prompt · /queue: edit, send now (stops the turn), cancel, resume",
     ),

@@ -10,6 +10,7 @@ use ratatui::widgets::Paragraph;
 use crate::app::App;
 use crate::complete::{COMPLETION_ROWS, Completion, Source, window_start};
 use crate::layout::Rect;
+use crate::picker::PICKER_ROWS;
 use crate::queue::QueueRow;
 use crate::render::{boxed, tr};
 
@@ -23,8 +24,11 @@ impl App {
     /// else the queue.
     pub fn tray_rows(&self) -> u16 {
         let list = self.completions().len();
+        let files = self.picker_files().len();
         let rows = if list > 0 {
             list.min(COMPLETION_ROWS)
+        } else if files > 0 {
+            files.min(PICKER_ROWS)
         } else {
             self.queue_rows().len()
         };
@@ -35,12 +39,47 @@ impl App {
 /// Draws the tray into `r` (its rows as [`App::tray_rows`] counts them).
 pub(crate) fn draw(frame: &mut Frame, app: &App, r: Rect) {
     let list = app.completions();
-    let lines: Vec<Line> = if list.is_empty() {
-        app.queue_rows().into_iter().map(queue_line).collect()
+    let files = app.picker_files();
+    let rows = usize::from(r.height);
+    let lines: Vec<Line> = if !list.is_empty() {
+        completion_lines(&list, app.completion_selected(), rows)
+    } else if !files.is_empty() {
+        file_lines(&files, app.picker_selected(), rows, app.picker_truncated())
     } else {
-        completion_lines(&list, app.completion_selected(), usize::from(r.height))
+        app.queue_rows().into_iter().map(queue_line).collect()
     };
     frame.render_widget(Paragraph::new(lines), tr(r));
+}
+
+/// The `@` picker: the files, best first; Tab or Enter attaches the highlighted one.
+fn file_lines(files: &[&str], selected: usize, rows: usize, truncated: bool) -> Vec<Line<'static>> {
+    let from = window_start(selected, files.len(), rows.max(1));
+    files
+        .iter()
+        .enumerate()
+        .skip(from)
+        .take(rows)
+        .map(|(i, f)| {
+            let style = if i == selected {
+                Style::new().fg(Color::Black).bg(ACCENT)
+            } else {
+                Style::new()
+            };
+            let tail = if i == selected {
+                if truncated {
+                    "  Tab attach · the project has more files than listed"
+                } else {
+                    "  Tab attach · Esc hide"
+                }
+            } else {
+                ""
+            };
+            Line::from(vec![
+                Span::styled(format!(" @ {} ", crate::markdown::sanitize(f)), style),
+                Span::styled(tail, DIM),
+            ])
+        })
+        .collect()
 }
 
 /// The `/` list: name, what it does, the agent's input hint, and whose it is.

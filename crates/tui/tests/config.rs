@@ -150,6 +150,16 @@ fn model_opens_the_model_choices_or_sets_by_name() {
     );
     assert!(command(&mut app, "/config fast maybe").is_empty());
     assert_eq!(app.notice().unwrap().kind, NoticeKind::Error);
+    // The answer says what the agent now holds.
+    let mut changed = app.open_session().unwrap().clone();
+    changed.agent_state.as_mut().unwrap().config_options[0].current_value =
+        ConfigValue::Text("mock-small".into());
+    app.on_config_set("model", Ok(changed));
+    assert_eq!(app.notice().unwrap().text, "Model is now Mock Small");
+    assert_eq!(
+        app.config_options()[0].current_value,
+        ConfigValue::Text("mock-small".into())
+    );
     // The backend's refusal (an unknown value names the offered ones) is shown.
     app.on_session_changed(Err("model not changed: 400 offered: mock-large".into()));
     assert!(app.notice().unwrap().text.contains("offered"));
