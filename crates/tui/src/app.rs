@@ -861,6 +861,9 @@ impl App {
             }
             return;
         }
+        if self.refuse_queued_images() {
+            return;
+        }
         self.remember_prompt(&draft);
         let mut parts = vec![PromptPart::Text { text: draft }];
         parts.extend(
