@@ -94,6 +94,13 @@ pub enum Modal {
         /// The highlighted row.
         selected: usize,
     },
+    /// The agent's session options (`/config`, `/model`): the list, or one option's choices.
+    Config {
+        /// The option whose choices show; `None`: the list of options.
+        option: Option<String>,
+        /// The highlighted row.
+        selected: usize,
+    },
     /// The open session's queued prompts (`/queue`): edit, cancel, send now, resume.
     Queue {
         /// The highlighted row.
@@ -155,6 +162,22 @@ pub enum Effect {
         generation: u64,
         /// Through `POST /session/{id}/queue`: a turn runs or prompts wait (docs/tui.md §3d).
         queue: bool,
+    },
+    /// Change one of the agent's session options (`POST /session/{id}/config`).
+    SetConfig {
+        /// The session.
+        session: SessionId,
+        /// The option's id.
+        config_id: String,
+        /// A select's value id or a boolean's state.
+        value: ax_protocol::ConfigValue,
+    },
+    /// Find the project's files matching `query` for the `@` picker (`GET /find/file`).
+    FindFiles {
+        /// What follows the `@`.
+        query: String,
+        /// Answers for an older query are dropped.
+        generation: u64,
     },
     /// Load a session's prompt queue.
     LoadQueue {
@@ -377,6 +400,10 @@ pub struct App {
     pub(crate) down_cause: Option<String>,
     /// Every session's prompt queue and the edit of one under way (`queue.rs`).
     pub(crate) queues: crate::queue::Queues,
+    /// The `/` list's selection, and the draft it was dismissed for (`complete.rs`).
+    pub(crate) slash: crate::complete::SlashState,
+    /// The `@` file picker (`picker.rs`).
+    pub(crate) picker: crate::picker::FilePicker,
 }
 
 impl App {
@@ -437,6 +464,8 @@ impl App {
             backend_url: String::new(),
             down_cause: None,
             queues: Default::default(),
+            slash: Default::default(),
+            picker: Default::default(),
         }
     }
 
@@ -812,7 +841,8 @@ impl App {
             return;
         }
         let draft = self.composer.draft().to_owned();
-        if draft.trim_start().starts_with('/') {
+        // `/name` that is not ax-code's goes to an ACP agent as a prompt (its command).
+        if draft.trim_start().starts_with('/') && !self.goes_to_agent(draft.trim_start()) {
             match crate::command::parse(&draft, self.sharing_state()) {
                 Ok(invocation) => {
                     self.composer.clear_draft();
@@ -829,6 +859,9 @@ impl App {
                     "write a prompt to send the attachments with",
                 );
             }
+            return;
+        }
+        if self.refuse_queued_images() {
             return;
         }
         self.remember_prompt(&draft);
@@ -1006,6 +1039,8 @@ impl App {
             Command::Mode => self.mode_command(invocation.arg),
             Command::Revoke => self.revoke_standing(),
             Command::Queue => self.queue_command(invocation.arg),
+            Command::Config => self.config_command(invocation.arg),
+            Command::Model => self.model_command(invocation.arg),
             Command::Sessions => self.go_home(),
             Command::Attach => self.attach(invocation.arg.unwrap_or_default()),
             Command::Image => self.effects.push(Effect::LoadImage {

@@ -26,6 +26,10 @@ pub enum Command {
     Revoke,
     /// The open session's queued prompts: `/queue [edit N|cancel N|send N|resume]`.
     Queue,
+    /// The agent's session options: `/config [ID [VALUE]]` (a picker without arguments).
+    Config,
+    /// The agent's model: `/model [ID]` (a picker without an argument).
+    Model,
     /// Find in the open transcript: `/find TEXT` (also Ctrl+F).
     Find,
     /// Copy the focused part, the last reply, a code block or the prompt: `/copy [WHAT]`.
@@ -66,7 +70,7 @@ pub struct Invocation {
 
 impl Command {
     /// Every command, in palette and `/help` order.
-    pub const ALL: [Command; 19] = [
+    pub const ALL: [Command; 21] = [
         Command::New,
         Command::Sessions,
         Command::Attach,
@@ -78,6 +82,8 @@ impl Command {
         Command::Mode,
         Command::Revoke,
         Command::Queue,
+        Command::Config,
+        Command::Model,
         Command::Find,
         Command::Copy,
         Command::Mouse,
@@ -102,6 +108,8 @@ impl Command {
             Command::Mode => "/mode",
             Command::Revoke => "/revoke",
             Command::Queue => "/queue",
+            Command::Config => "/config",
+            Command::Model => "/model",
             Command::Find => "/find",
             Command::Copy => "/copy",
             Command::Mouse => "/mouse",
@@ -127,6 +135,8 @@ impl Command {
             Command::Mode => "switch the agent's mode: /mode [ID]",
             Command::Revoke => "forget this session's standing “always”",
             Command::Queue => "queued prompts: /queue [ACTION]",
+            Command::Config => "agent's options: /config [ID]",
+            Command::Model => "the agent's model: /model [ID]",
             Command::Find => "find in the transcript: /find [TEXT] (also ^F)",
             Command::Copy => "copy the last reply (OSC 52): /copy [code|prompt]",
             Command::Mouse => "mouse to the terminal to select: /mouse [on|off] (F2)",
@@ -146,6 +156,8 @@ impl Command {
             Command::Rename => "/rename TITLE",
             Command::Mode => "/mode [ID]",
             Command::Queue => "/queue [edit N|cancel N|send N|resume]",
+            Command::Config => "/config [ID [VALUE]]",
+            Command::Model => "/model [ID]",
             Command::Find => "/find [TEXT]",
             Command::Copy => "/copy [reply|code|prompt|N]",
             Command::Mouse => "/mouse [on|off]",
@@ -169,6 +181,8 @@ impl Command {
                 | Command::Copy
                 | Command::Mouse
                 | Command::Queue
+                | Command::Config
+                | Command::Model
         )
     }
 

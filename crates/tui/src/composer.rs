@@ -106,6 +106,20 @@ impl Composer {
         !self.attachments.is_empty() || !self.images.is_empty()
     }
 
+    /// Replaces the bytes `range` of the draft (char boundaries) with `text` and puts the
+    /// cursor after it: how a completion or a picked file takes the place of what was typed.
+    /// A range off a char boundary, or a result over [`MAX_DRAFT_BYTES`], changes nothing.
+    pub fn replace_range(&mut self, range: std::ops::Range<usize>, text: &str) {
+        let ok = range.start <= range.end
+            && self.draft.is_char_boundary(range.start)
+            && self.draft.is_char_boundary(range.end)
+            && self.draft.len() - (range.end - range.start) + text.len() <= MAX_DRAFT_BYTES;
+        if ok {
+            self.draft.replace_range(range.clone(), text);
+            self.cursor = range.start + text.len();
+        }
+    }
+
     /// Inserts one char at the cursor.
     pub fn insert(&mut self, c: char) {
         if self.draft.len() + c.len_utf8() <= MAX_DRAFT_BYTES {

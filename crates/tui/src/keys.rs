@@ -15,6 +15,7 @@ impl App {
             Input::Paste(text) => self.on_paste(&text),
             Input::Mouse(m) => self.on_mouse(m),
         }
+        self.refresh_picker();
     }
 
     fn on_key(&mut self, key: Key) {
@@ -57,6 +58,9 @@ impl App {
         }
         if key.code == KeyCode::F(2) {
             self.mouse_command(None);
+            return;
+        }
+        if self.completion_key(key) || self.picker_key(key) {
             return;
         }
         // Esc while the composer holds a queued prompt drops that edit first (it would
@@ -363,6 +367,7 @@ impl App {
                 Some(Modal::Modes { selected })
             }
             Modal::Queue { selected } => self.queue_modal_key(selected, key),
+            Modal::Config { option, selected } => self.config_modal_key(option, selected, key),
             Modal::Palette {
                 mut query,
                 mut selected,
@@ -506,7 +511,8 @@ impl App {
                 | Modal::AgentPicker { .. }
                 | Modal::AgentInfo
                 | Modal::Modes { .. }
-                | Modal::Queue { .. },
+                | Modal::Queue { .. }
+                | Modal::Config { .. },
             ) => {}
             None if approval => {}
             None if self.history_search.is_some() => self.history_search_paste(text),

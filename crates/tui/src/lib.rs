@@ -12,6 +12,9 @@
 //! | [`transcript`] | display lines of the open session with a row index (draw cost = visible rows) |
 //! | [`composer`], [`command`], [`layout`] | the draft and chips, slash commands, screen geometry |
 //! | [`history`], [`recall`], [`find`], `find_bar`, [`bars`] | prompt history (↑/↓, Ctrl+R) and its keys; find in the transcript; the bars that take the composer's place |
+//! | [`complete`] | `/` lists ax-code's and the agent's commands as the person types; Tab completes |
+//! | [`config`] | the agent's session options (`/config`, `/model`): pickers and changes by name |
+//! | [`picker`] | the `@` file picker: fuzzy matching, the list, attaching the chosen file |
 //! | [`queue`] | the open session's prompt queue: shown above the composer, edited, cancelled, sent now |
 //! | [`attention`], [`notify`] | each session's state for the list (needs you first); ringing the terminal (bell, OSC 9, OSC 777) |
 //! | [`copy`] | `/copy` by OSC 52, mouse capture on and off |
@@ -55,7 +58,9 @@ pub mod attach;
 pub mod attention;
 pub mod bars;
 pub mod command;
+pub mod complete;
 pub mod composer;
+pub mod config;
 pub mod copy;
 pub mod find;
 mod find_bar;
@@ -66,6 +71,7 @@ mod keys;
 pub mod layout;
 pub mod markdown;
 pub mod notify;
+pub mod picker;
 pub mod progress;
 pub mod queue;
 pub mod recall;

@@ -217,6 +217,19 @@ impl App {
         })
     }
 
+    /// A prompt with images cannot wait in the queue (a queued prompt is at most 32 KiB of
+    /// JSON, docs/backend.md §3): says so before sending, and the draft and chips stay.
+    pub(crate) fn refuse_queued_images(&mut self) -> bool {
+        let refuse = self.should_queue() && !self.composer.images().is_empty();
+        if refuse {
+            self.notify(
+                NoticeKind::Error,
+                "a prompt with images cannot be queued: send it when the turn has ended",
+            );
+        }
+        refuse
+    }
+
     /// Asks for `session`'s queue (on opening it, and after a resync: events were missed).
     pub(crate) fn load_queue(&mut self, session: SessionId) {
         self.effects.push(Effect::LoadQueue {

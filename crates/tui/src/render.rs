@@ -74,6 +74,14 @@ pub const HELP_KEYS: &[(&str, &str)] = &[
     ("^C", "close a dialog, clear the prompt, abort, or quit"),
     ("^N ^P", "new session · command palette"),
     (
+        "/ then Tab",
+        "list ax-code's and the agent's commands · ↑↓ choose · Tab complete · Esc hide",
+    ),
+    (
+        "@ then Tab",
+        "pick a project file (fuzzy) · ↑↓ choose · Tab/Enter attach it · Esc hide",
+    ),
+    (
         "Enter (turn running)",
         "queue the prompt · /queue: edit, send now (stops the turn), cancel, resume",
     ),
@@ -1074,9 +1082,15 @@ fn modal(frame: &mut Frame, app: &App, m: &Modal, screen: Rect) {
             frame.render_widget(Paragraph::new(lines), tr(inner));
         }
         Modal::Queue { selected } => crate::tray::queue_modal(frame, app, *selected, screen),
+        Modal::Config { option, selected } => {
+            crate::tray::config_modal(frame, app, option.as_deref(), *selected, screen)
+        }
         Modal::Palette { query, selected } => {
             let entries = palette_entries(query, app.sharing().is_some());
-            let h = entries.len().max(1) as u16 + 4;
+            // More commands than rows: the list scrolls with the selection.
+            let rows = usize::from(screen.height.saturating_sub(6)).max(1);
+            let from = crate::complete::window_start(*selected, entries.len(), rows);
+            let h = entries.len().clamp(1, rows) as u16 + 4;
             let inner = boxed(frame, screen.centered(52, h), "Commands", ACCENT);
             let mut lines = vec![
                 Line::from(vec![
@@ -1088,7 +1102,7 @@ fn modal(frame: &mut Frame, app: &App, m: &Modal, screen: Rect) {
             if entries.is_empty() {
                 lines.push(Line::styled("no match", DIM));
             }
-            for (i, c) in entries.iter().enumerate() {
+            for (i, c) in entries.iter().enumerate().skip(from).take(rows) {
                 let (name, help) = (c.name(), c.help());
                 let style = if i == *selected {
                     Style::new().fg(Color::Black).bg(ACCENT)

@@ -72,6 +72,15 @@ enum Done {
         /// The session, and where the prompt waits when it was queued.
         result: Result<(SessionId, Option<usize>), String>,
     },
+    FilesFound {
+        generation: u64,
+        result: Result<(Vec<String>, bool), String>,
+    },
+    /// A config option change answered with the session as it is now.
+    ConfigSet {
+        config_id: String,
+        result: Result<Session, String>,
+    },
     QueueLoaded {
         generation: u64,
         result: Result<ax_protocol::queue::PromptQueue, String>,
@@ -520,6 +529,8 @@ fn apply_done(app: &mut App, done: Done) {
         }
         Done::Transcript { generation, result } => app.on_transcript(generation, result),
         Done::Submitted { generation, result } => app.on_sent(generation, result),
+        Done::FilesFound { generation, result } => app.on_files_found(generation, result),
+        Done::ConfigSet { config_id, result } => app.on_config_set(&config_id, result),
         Done::QueueLoaded { generation, result } => app.on_queue_loaded(generation, result),
         Done::QueueChanged { result } => app.on_queue_changed(result),
         Done::QueueEdited { generation, result } => app.on_queue_edited(generation, result),
@@ -587,6 +598,28 @@ fn spawn_job(client: &Client, effect: Effect, done: &mpsc::UnboundedSender<Done>
                 .await;
                 Done::Submitted { generation, result }
             }
+            Effect::SetConfig {
+                session,
+                config_id,
+                value,
+            } => Done::ConfigSet {
+                result: client
+                    .set_config(&session, &config_id, value)
+                    .await
+                    .map_err(|e| format!("{config_id} not changed: {e}")),
+                config_id,
+            },
+            Effect::FindFiles { query, generation } => Done::FilesFound {
+                generation,
+                result: client
+                    .find_files(&query, crate::picker::FIND_LIMIT)
+                    .await
+                    .map(|found| {
+                        let files = found.files.into_iter().map(|f| f.path).collect();
+                        (files, found.truncated)
+                    })
+                    .map_err(msg),
+            },
             Effect::LoadQueue {
                 session,
                 generation,

@@ -8,7 +8,9 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::Paragraph;
 
 use crate::app::App;
+use crate::complete::{COMPLETION_ROWS, Completion, Source, window_start};
 use crate::layout::Rect;
+use crate::picker::PICKER_ROWS;
 use crate::queue::QueueRow;
 use crate::render::{boxed, tr};
 
@@ -18,16 +20,104 @@ const QUEUED: Style = Style::new().fg(Color::Black).bg(Color::Yellow);
 const EDITING: Style = Style::new().fg(Color::Black).bg(Color::LightMagenta);
 
 impl App {
-    /// Rows the tray takes above the composer now (0: none).
+    /// Rows the tray takes above the composer now (0: none): the `/` list while it shows,
+    /// else the queue.
     pub fn tray_rows(&self) -> u16 {
-        u16::try_from(self.queue_rows().len()).unwrap_or(0)
+        let list = self.completions().len();
+        let files = self.picker_files().len();
+        let rows = if list > 0 {
+            list.min(COMPLETION_ROWS)
+        } else if files > 0 {
+            files.min(PICKER_ROWS)
+        } else {
+            self.queue_rows().len()
+        };
+        u16::try_from(rows).unwrap_or(0)
     }
 }
 
 /// Draws the tray into `r` (its rows as [`App::tray_rows`] counts them).
 pub(crate) fn draw(frame: &mut Frame, app: &App, r: Rect) {
-    let lines: Vec<Line> = app.queue_rows().into_iter().map(queue_line).collect();
+    let list = app.completions();
+    let files = app.picker_files();
+    let rows = usize::from(r.height);
+    let lines: Vec<Line> = if !list.is_empty() {
+        completion_lines(&list, app.completion_selected(), rows)
+    } else if !files.is_empty() {
+        file_lines(&files, app.picker_selected(), rows, app.picker_truncated())
+    } else {
+        app.queue_rows().into_iter().map(queue_line).collect()
+    };
     frame.render_widget(Paragraph::new(lines), tr(r));
+}
+
+/// The `@` picker: the files, best first; Tab or Enter attaches the highlighted one.
+fn file_lines(files: &[&str], selected: usize, rows: usize, truncated: bool) -> Vec<Line<'static>> {
+    let from = window_start(selected, files.len(), rows.max(1));
+    files
+        .iter()
+        .enumerate()
+        .skip(from)
+        .take(rows)
+        .map(|(i, f)| {
+            let style = if i == selected {
+                Style::new().fg(Color::Black).bg(ACCENT)
+            } else {
+                Style::new()
+            };
+            let tail = if i == selected {
+                if truncated {
+                    "  Tab attach · the project has more files than listed"
+                } else {
+                    "  Tab attach · Esc hide"
+                }
+            } else {
+                ""
+            };
+            Line::from(vec![
+                Span::styled(format!(" @ {} ", crate::markdown::sanitize(f)), style),
+                Span::styled(tail, DIM),
+            ])
+        })
+        .collect()
+}
+
+/// The `/` list: name, what it does, the agent's input hint, and whose it is.
+fn completion_lines(list: &[Completion], selected: usize, rows: usize) -> Vec<Line<'static>> {
+    let from = window_start(selected, list.len(), rows.max(1));
+    let width = list
+        .iter()
+        .map(|c| c.name.chars().count())
+        .max()
+        .unwrap_or(0);
+    list.iter()
+        .enumerate()
+        .skip(from)
+        .take(rows)
+        .map(|(i, c)| {
+            let style = if i == selected {
+                Style::new().fg(Color::Black).bg(ACCENT)
+            } else {
+                Style::new()
+            };
+            let hint = c
+                .hint
+                .as_ref()
+                .map(|h| format!(" [{h}]"))
+                .unwrap_or_default();
+            let whose = match c.source {
+                Source::Tui => "",
+                Source::Agent { shadowed: false } => "  · agent",
+                Source::Agent { shadowed: true } => "  · agent (ax-code's runs)",
+            };
+            Line::from(vec![
+                Span::styled(format!(" {:<width$}  ", c.name), style),
+                Span::raw(c.description.clone()),
+                Span::styled(hint, DIM),
+                Span::styled(whose, Style::new().fg(Color::Magenta)),
+            ])
+        })
+        .collect()
 }
 
 fn queue_line(row: QueueRow) -> Line<'static> {
@@ -87,5 +177,74 @@ pub(crate) fn queue_modal(frame: &mut Frame, app: &App, selected: usize, screen:
         "↑↓ choose · Enter edit · s send now · x cancel · r resume · Esc close",
         DIM,
     ));
+    frame.render_widget(Paragraph::new(lines), tr(inner));
+}
+
+/// The config picker: the options with their current values, or one option's choices.
+pub(crate) fn config_modal(
+    frame: &mut Frame,
+    app: &App,
+    option: Option<&str>,
+    selected: usize,
+    screen: Rect,
+) {
+    let options = app.config_options();
+    let (title, rows): (String, Vec<(String, bool)>) = match option {
+        None => (
+            "Agent options".into(),
+            options
+                .iter()
+                .map(|o| {
+                    let kind = match o.kind {
+                        ax_protocol::ConfigKind::Boolean => "Enter switches",
+                        ax_protocol::ConfigKind::Select => "Enter chooses",
+                    };
+                    let text = format!(
+                        " {}: {}  ({kind})",
+                        crate::markdown::sanitize(&o.name),
+                        crate::markdown::sanitize(&crate::config::current_label(o))
+                    );
+                    (text, false)
+                })
+                .collect(),
+        ),
+        Some(id) => {
+            let Some(o) = options.iter().find(|o| o.id == id) else {
+                return;
+            };
+            let rows = o
+                .options
+                .iter()
+                .map(|c| {
+                    let current =
+                        o.current_value == ax_protocol::ConfigValue::Text(c.value.clone());
+                    let desc = c
+                        .description
+                        .as_deref()
+                        .map(|d| format!(" — {}", crate::markdown::sanitize(d)))
+                        .unwrap_or_default();
+                    let text = format!(" {}{desc}", crate::markdown::sanitize(&c.name));
+                    (text, current)
+                })
+                .collect();
+            (crate::markdown::sanitize(&o.name), rows)
+        }
+    };
+    let visible = usize::from(screen.height.saturating_sub(6)).max(1);
+    let from = crate::complete::window_start(selected, rows.len(), visible);
+    let h = (rows.len().min(visible) as u16).saturating_add(4);
+    let inner = boxed(frame, screen.centered(72, h), &title, ACCENT);
+    let mut lines = Vec::new();
+    for (i, (text, current)) in rows.iter().enumerate().skip(from).take(visible) {
+        let style = if i == selected {
+            Style::new().fg(Color::Black).bg(ACCENT)
+        } else {
+            Style::new()
+        };
+        let mark = if *current { " (current)" } else { "" };
+        lines.push(Line::styled(format!("{text}{mark}"), style));
+    }
+    lines.push(Line::raw(""));
+    lines.push(Line::styled("↑↓ choose · Enter set · Esc back", DIM));
     frame.render_widget(Paragraph::new(lines), tr(inner));
 }

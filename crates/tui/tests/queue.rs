@@ -81,6 +81,22 @@ fn enter_queues_while_a_turn_runs_or_prompts_wait() {
     let notice = app.notice().unwrap();
     assert!(notice.text.contains("queued as prompt 1"), "{notice:?}");
 
+    // Images cannot wait (a queued prompt is bounded small): refused, nothing lost.
+    app.on_image_loaded(
+        "shot.png",
+        Ok(ax_tui::composer::ComposerImage {
+            path: "shot.png".into(),
+            mime: "image/png",
+            data: "iVBORw0KGgo=".into(),
+            bytes: 8,
+        }),
+    );
+    let effects = command(&mut app, "look");
+    assert!(effects.is_empty(), "{effects:?}");
+    assert!(app.notice().unwrap().text.contains("cannot be queued"));
+    assert_eq!(app.composer().draft(), "look");
+    assert_eq!(app.composer().images().len(), 1);
+
     // Idle with nothing queued: sent as before.
     let mut idle = in_session(SessionStatus::Idle);
     let effects = command(&mut idle, "now");

@@ -132,9 +132,15 @@ fn palette_and_chips() {
     app.handle_input(key(KeyCode::Enter));
     app.handle_input(ctrl('p'));
     let s = screen(&app);
-    assert!(s.contains("/tui-mcp-revoke"));
     assert!(s.contains("src/main.rs ×"));
     insta::assert_snapshot!(s);
+    // The list scrolls with the selection down to the last command.
+    for _ in 0..ax_tui::command::Command::ALL.len() {
+        app.handle_input(key(KeyCode::Down));
+    }
+    let s = screen(&app);
+    assert!(s.contains("/tui-mcp-revoke"), "{s}");
+    assert!(!s.contains("/sessions "), "{s}");
 }
 
 #[test]
@@ -170,7 +176,7 @@ fn help_modal() {
     insta::assert_snapshot!(s);
     // The rest of the commands is below: the help scrolls.
     assert!(s.contains("↑↓ PgDn scroll"), "{s}");
-    for _ in 0..3 {
+    for _ in 0..4 {
         app.handle_input(key(KeyCode::PageDown));
     }
     let s = screen(&app);
