@@ -1,6 +1,7 @@
 // One pane: a session's live transcript, its pending approvals and its composer.
 
 import { imageLabel } from './attach.js';
+import { copyButton, messageText } from './copy.js';
 import { h, syncChildren } from './dom.js';
 import { splitWeights } from './layout.js';
 import { agentOf, sessionTitle, usageText } from './present.js';
@@ -291,7 +292,9 @@ export function fillTranscript(el, messages, view, sessionId) {
     const live = working && mi === messages.length - 1 && m.role === 'assistant';
     const metaKey = `${live}|${session?.agent ?? ''}|${m.ended ?? ''}`;
     if (entry.metaKey !== metaKey) {
-      entry.article.firstChild.replaceWith(turnMeta(m, live, session));
+      // The copy button reads the message as it is when clicked (a reload replaces the object).
+      const current = () => view?.store?.messages.get(sessionId)?.find((x) => x.id === m.id) ?? m;
+      entry.article.firstChild.replaceWith(turnMeta(m, live, session, current, view?.toast));
       entry.metaKey = metaKey;
     }
     syncChildren(entry.body, (m.parts ?? []).map((part, pi) => {
@@ -311,7 +314,7 @@ export function fillTranscript(el, messages, view, sessionId) {
 }
 
 /** Who wrote a message, when, and for a finished turn of an agent how long it took. */
-function turnMeta(m, live, session) {
+function turnMeta(m, live, session, current = () => m, toast = undefined) {
   const who = m.role === 'user' ? 'You' : (session?.agent && session.agent !== 'shell' ? session.agent : 'Agent');
   const meta = h('div', { class: 'msg-role' }, h('span', { text: who }));
   if (Number.isFinite(m.created)) {
@@ -333,6 +336,7 @@ function turnMeta(m, live, session) {
       }
     }
   }
+  meta.append(copyButton(() => messageText(current()), 'message', toast));
   return meta;
 }
 

@@ -56,6 +56,7 @@ const ASSETS: &[Asset] = &[
     asset!("app.js", JS),
     asset!("commands.js", JS),
     asset!("config.js", JS),
+    asset!("copy.js", JS),
     asset!("api.js", JS),
     asset!("attach.js", JS),
     asset!("attachments.js", JS),
