@@ -20,8 +20,10 @@ export class Watch {
     this.notices = new Map(); // session id -> the Notification shown for it
     this.abort = new AbortController();
     const opts = { signal: this.abort.signal };
-    // Coming back to the tab is opening what it shows.
-    document.addEventListener('visibilitychange', () => this.lookedAgain(), opts);
+    // Coming back to the tab (it gets the focus) is opening what it shows. Not on
+    // `visibilitychange`: a listener there runs as a reload unloads the page, late enough that
+    // the event stream's end is seen first, which drops the server's proof and with it the
+    // credential the reload needs (api.js `follow`, proof.js).
     window.addEventListener('focus', () => this.lookedAgain(), opts);
     $('toggle-notify').addEventListener('click', () => this.toggleNotify(), opts);
     $('open-inbox').addEventListener('click', () => this.showInbox(true), opts);

@@ -57,6 +57,13 @@ return [...document.querySelectorAll('[data-testid="session-row"]')].map((r) => 
 """
 
 
+def open_row(driver, sid):
+    """Clicks the session's row; inside wait_for, as the list may be drawn anew between finding
+    the row and the click."""
+    wait_for(lambda: driver.find_element(By.CSS_SELECTOR, f'[data-testid="session-item"][data-session="{sid}"]').click() or True,
+             f"opened {sid} from the list")
+
+
 def run(binary, mock):
     root = tempfile.mkdtemp(prefix="axattn")
     config = os.path.join(root, "config")
@@ -74,8 +81,7 @@ def run(binary, mock):
         driver.get(backend.sign_in_link())
         wait_for(lambda: js("return document.getElementById('app').hidden === false"), "signed in")
         wait_for(lambda: js("return document.getElementById('connection').dataset.stream === 'live'"), "the events are live")
-        wait_for(lambda: driver.find_element(By.CSS_SELECTOR, f'[data-testid="session-item"][data-session="{shown}"]'),
-                 "the session is listed").click()
+        open_row(driver, shown)
         wait_for(lambda: js("return document.querySelector('[data-testid=pane][data-active=true]').dataset.session") == shown,
                  "a pane shows it")
 
@@ -140,7 +146,7 @@ def run(binary, mock):
 
         # 4. Opening the sessions clears the count.
         for sid, left in ((asking, 2), (done, 1), (failed, 0)):
-            driver.find_element(By.CSS_SELECTOR, f'[data-testid="session-item"][data-session="{sid}"]').click()
+            open_row(driver, sid)
             expected = f"({left}) ax-code" if left else "ax-code"
             wait_for(lambda: js("return document.title") == expected, f"opened: {expected}")
         check([r[1] for r in js(ROWS)] == ["working", "idle", "idle", "idle", "idle"], f"only the working one stands out: {js(ROWS)}")
