@@ -66,6 +66,7 @@ const ASSETS: &[Asset] = &[
     asset!("gateway.js", JS),
     asset!("inbox.js", JS),
     asset!("layout.js", JS),
+    asset!("listkey.js", JS),
     asset!("markdown.js", JS),
     asset!("notify.js", JS),
     asset!("panels.js", JS),
