@@ -7,6 +7,7 @@ import {
   ATTENTION_LABEL, attentionCounts, attentionOf, countsText, forget, newBoard, observe, seen, sortSessions, statusChanged,
 } from './attention.js';
 import { fillInbox, pendingCount } from './inbox.js';
+import { askFeedback } from './panes.js';
 import { NOTIFY_KEY, countedSessions, notificationFor, shouldNotify, titleWithCount, toggleView } from './notify.js';
 import { sessionTitle } from './present.js';
 
@@ -188,6 +189,13 @@ export class Watch {
       openFromInbox: (id) => {
         this.showInbox(false);
         this.ui.actions.navigate(id);
+      },
+      // An option that asks what the agent should do instead, chosen here: the session opens
+      // in the active pane and its composer asks for that (docs/control-ui.md §4).
+      feedbackFor: (id, session) => {
+        this.showInbox(false);
+        this.ui.actions.navigate(id);
+        askFeedback(null, id, session);
       },
     }, fresh);
   }

@@ -15,6 +15,8 @@ which notifications were shown.
    first and primary, never an "always"), answerable there; answered, the inbox is empty.
    While it is open an agent's `navigate` (the `screen` tool) is ignored: human priority.
 4. Opening the sessions clears the title count.
+5. An option that asks the person what the agent should do instead, chosen in the inbox,
+   opens the session with its composer asking for that.
 
 Usage: python control_ui_attention.py AX_CODE_BINARY MOCK_AGENT_BINARY
 """
@@ -174,6 +176,25 @@ def run(binary, mock):
             expected = f"({left}) ax-code" if left else "ax-code"
             wait_for(lambda: js("return document.title") == expected, f"opened: {expected}")
         check([r[1] for r in js(ROWS)] == ["working", "idle", "idle", "idle", "idle"], f"only the working one stands out: {js(ROWS)}")
+
+        # 5. An option that asks what to do instead, chosen in the inbox: the session opens
+        # and its composer asks for that.
+        fb = new("feedback")
+        prompt(fb, "permission p2 codex")
+        wait_for(lambda: status(fb) == "pending", "another session asks, with Codex's options")
+        button.click()
+        group = wait_for(lambda: driver.find_element(By.CSS_SELECTOR, f'[data-testid="inbox-group"][data-session="{fb}"]'),
+                         "the inbox lists it")
+        approvals = group.find_element(By.CSS_SELECTOR, '[data-testid="inbox-approvals"]')
+        wait_for(lambda: approvals.get_attribute("data-armed") == "true", "its card takes clicks")
+        group.find_element(By.CSS_SELECTOR, 'button[data-feedback="true"]').click()
+        wait_for(lambda: backend.api("GET", "/permission") == [], "answered with that option")
+        wait_for(lambda: js("return document.getElementById('inbox').hidden"), "the inbox closes")
+        wait_for(lambda: js("return document.querySelector('[data-testid=pane][data-active=true]').dataset.session") == fb,
+                 "the session opens in the active pane")
+        focused = js("const b = document.activeElement; return [b?.dataset.testid, b?.dataset.session, b?.dataset.feedback, b?.placeholder]")
+        check(focused[:3] == ["composer-input", fb, "true"] and "what to do differently" in focused[3],
+              f"its composer has the focus and asks for the feedback: {focused}")
         print("ok: control_ui_attention")
     finally:
         close_browser(driver)
