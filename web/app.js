@@ -169,6 +169,7 @@ class ControlUi {
       store: this.store,
       md: new MarkdownRenderer((text) => this.api.markdown(text), (key) => this.refreshTranscripts(key.split('|')[0])),
       open: new Map(),
+      toast: (text) => this.toast(text),
       // A stored image's data: URL, fetched once per image (attachments in the transcript).
       image: (sid, mid, index) => {
         const key = `${sid}/${mid}/${index}`;

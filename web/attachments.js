@@ -10,6 +10,7 @@
 
 import { h } from './dom.js';
 import { atQuery, imageLabel, imageName, imageRefusal, MAX_FILES, noImagesFor, promptParts, sniffImage, toBase64, withoutAt } from './attach.js';
+import { listKey } from './listkey.js';
 
 const COMPOSER = '[data-testid="composer-input"]';
 const SHOWN = 20;
@@ -171,17 +172,16 @@ export class Attachments {
   }
 
   key(ev) {
-    if (!this.list || ev.target !== this.input || ev.isComposing) return;
-    const n = this.items.length;
-    if (ev.key === 'ArrowDown' || ev.key === 'ArrowUp') {
-      this.selected = (this.selected + (ev.key === 'ArrowDown' ? 1 : n - 1)) % n;
+    if (!this.list || ev.target !== this.input) return;
+    const done = listKey(ev, this.items.length, this.selected);
+    if (!done) return;
+    if (done.action === 'move') {
+      this.selected = done.selected;
       this.draw();
-    } else if (ev.key === 'Tab' || (ev.key === 'Enter' && !ev.shiftKey)) {
+    } else if (done.action === 'pick') {
       this.pick();
-    } else if (ev.key === 'Escape') {
-      this.close();
     } else {
-      return;
+      this.close();
     }
     ev.preventDefault();
     ev.stopPropagation();

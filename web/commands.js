@@ -9,6 +9,7 @@
 // under the composer being typed in.
 
 import { h } from './dom.js';
+import { listKey } from './listkey.js';
 
 const COMPOSER = '[data-testid="composer-input"]';
 /** At most this many commands are shown at once (the backend keeps at most 200). */
@@ -98,17 +99,16 @@ export class AgentCommands {
   }
 
   key(ev) {
-    if (!this.list || ev.target !== this.input || ev.isComposing) return;
-    const n = this.items.length;
-    if (ev.key === 'ArrowDown' || ev.key === 'ArrowUp') {
-      this.selected = (this.selected + (ev.key === 'ArrowDown' ? 1 : n - 1)) % n;
+    if (!this.list || ev.target !== this.input) return;
+    const done = listKey(ev, this.items.length, this.selected);
+    if (!done) return;
+    if (done.action === 'move') {
+      this.selected = done.selected;
       this.draw();
-    } else if (ev.key === 'Tab' || (ev.key === 'Enter' && !ev.shiftKey)) {
+    } else if (done.action === 'pick') {
       this.complete();
-    } else if (ev.key === 'Escape') {
-      this.close();
     } else {
-      return;
+      this.close();
     }
     ev.preventDefault();
     ev.stopPropagation();

@@ -12,6 +12,7 @@
 // more after its last chunk.
 
 import { h } from './dom.js';
+import { copyButton } from './copy.js';
 
 /** At most this often per text part while it streams (4 per second). */
 export const RENDER_EVERY_MS = 250;
@@ -119,7 +120,8 @@ function buildNode(n, depth) {
         pre.title = n.lang.slice(0, 32);
       }
       pre.append(code);
-      return pre;
+      // The button sits beside the block, so the block's text stays the code alone.
+      return h('div', { class: 'md-code-wrap' }, pre, copyButton(() => text(n.text), 'code'));
     }
     case 'html_block':
       return h('pre', { class: 'md-pre md-html', text: text(n.text) });

@@ -1,6 +1,7 @@
 // One pane: a session's live transcript, its pending approvals and its composer.
 
 import { imageLabel } from './attach.js';
+import { copyButton, messageText } from './copy.js';
 import { h, syncChildren } from './dom.js';
 import { splitWeights } from './layout.js';
 import { agentOf, sessionTitle, usageText } from './present.js';
@@ -195,6 +196,9 @@ export function placeholderFor(session) {
     : `Ask ${agent}… (Enter sends, Shift+Enter: new line)`;
 }
 
+/** Sessions whose composer asks for feedback, until their next prompt is sent. */
+const feedbackAsked = new Set();
+
 /** What the composer says after the person chose an option that asks for feedback. */
 export function feedbackPlaceholder(session) {
   return `Tell ${agentOf(session) === 'shell' ? 'the agent' : agentOf(session)} what to do differently (Enter sends)`;
@@ -207,10 +211,11 @@ function composer(pane, { drafts, actions, attachments, queues }, sessionInfo) {
   const input = h('textarea', {
     class: 'composer-input',
     rows: 2,
-    placeholder: placeholderFor(sessionInfo),
+    placeholder: feedbackAsked.has(session) ? feedbackPlaceholder(sessionInfo) : placeholderFor(sessionInfo),
     'aria-label': 'Prompt',
     'data-testid': 'composer-input',
     'data-session': session,
+    'data-feedback': feedbackAsked.has(session) ? 'true' : null,
   });
   input.value = drafts.get(session) ?? '';
   input.addEventListener('input', () => {
@@ -237,7 +242,14 @@ function composer(pane, { drafts, actions, attachments, queues }, sessionInfo) {
       attachments?.clear(session);
       input.value = '';
       drafts.delete(session);
-      for (const other of composersOf(session, input)) other.value = '';
+      feedbackAsked.delete(session);
+      for (const other of composersOf(session, input)) {
+        other.value = '';
+        other.placeholder = placeholderFor(sessionInfo);
+        delete other.dataset.feedback;
+      }
+      input.placeholder = placeholderFor(sessionInfo);
+      delete input.dataset.feedback;
     } catch (e) {
       error.textContent = e.message;
     }
@@ -291,7 +303,9 @@ export function fillTranscript(el, messages, view, sessionId) {
     const live = working && mi === messages.length - 1 && m.role === 'assistant';
     const metaKey = `${live}|${session?.agent ?? ''}|${m.ended ?? ''}`;
     if (entry.metaKey !== metaKey) {
-      entry.article.firstChild.replaceWith(turnMeta(m, live, session));
+      // The copy button reads the message as it is when clicked (a reload replaces the object).
+      const current = () => view?.store?.messages.get(sessionId)?.find((x) => x.id === m.id) ?? m;
+      entry.article.firstChild.replaceWith(turnMeta(m, live, session, current, view?.toast));
       entry.metaKey = metaKey;
     }
     syncChildren(entry.body, (m.parts ?? []).map((part, pi) => {
@@ -311,7 +325,7 @@ export function fillTranscript(el, messages, view, sessionId) {
 }
 
 /** Who wrote a message, when, and for a finished turn of an agent how long it took. */
-function turnMeta(m, live, session) {
+function turnMeta(m, live, session, current = () => m, toast = undefined) {
   const who = m.role === 'user' ? 'You' : (session?.agent && session.agent !== 'shell' ? session.agent : 'Agent');
   const meta = h('div', { class: 'msg-role' }, h('span', { text: who }));
   if (Number.isFinite(m.created)) {
@@ -333,6 +347,7 @@ function turnMeta(m, live, session) {
       }
     }
   }
+  meta.append(copyButton(() => messageText(current()), 'message', toast));
   return meta;
 }
 
@@ -431,7 +446,10 @@ export function fillApprovals(el, permissions, sessionId, actions, fresh = false
         // The pane may be drawn anew while the answer travels: find its composer first.
         const pane = el.closest('[data-testid="pane"]')?.dataset.paneId;
         const answered = await actions.reply(sessionId, p.id, reply, optionId);
-        if (answered && feedback) askFeedback(pane, sessionId, session);
+        if (!answered || !feedback) return;
+        // Answered from the approvals inbox: it opens the session's composer (watch.js).
+        if (actions.feedbackFor) actions.feedbackFor(sessionId, session);
+        else askFeedback(pane, sessionId, session);
       },
       text: label,
     });
@@ -442,15 +460,18 @@ export function fillApprovals(el, permissions, sessionId, actions, fresh = false
 /**
  * After an option that asks the person what the agent should do instead: the composer of the
  * pane (or of any pane showing the session) takes the focus and says so; what the person
- * writes there goes to the agent as the next prompt.
+ * writes there goes to the agent as the next prompt. False when no composer shows the session.
  */
-function askFeedback(paneId, sessionId, session) {
+export function askFeedback(paneId, sessionId, session) {
+  // Kept until the next prompt goes: a composer drawn anew asks for the feedback too.
+  feedbackAsked.add(sessionId);
   const boxes = [...document.querySelectorAll('[data-testid="composer-input"]')].filter((b) => b.dataset.session === sessionId);
   const box = boxes.find((b) => b.closest('[data-testid="pane"]')?.dataset.paneId === paneId) ?? boxes[0];
-  if (!box) return;
+  if (!box) return false;
   box.placeholder = feedbackPlaceholder(session);
   box.dataset.feedback = 'true';
   box.focus();
+  return true;
 }
 
 /** Arrow keys move a focused splitter by this many pixels. */

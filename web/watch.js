@@ -7,6 +7,7 @@ import {
   ATTENTION_LABEL, attentionCounts, attentionOf, countsText, forget, newBoard, observe, seen, sortSessions, statusChanged,
 } from './attention.js';
 import { fillInbox, pendingCount } from './inbox.js';
+import { askFeedback } from './panes.js';
 import { NOTIFY_KEY, countedSessions, notificationFor, shouldNotify, titleWithCount, toggleView } from './notify.js';
 import { sessionTitle } from './present.js';
 
@@ -20,8 +21,10 @@ export class Watch {
     this.notices = new Map(); // session id -> the Notification shown for it
     this.abort = new AbortController();
     const opts = { signal: this.abort.signal };
-    // Coming back to the tab is opening what it shows.
-    document.addEventListener('visibilitychange', () => this.lookedAgain(), opts);
+    // Coming back to the tab (it gets the focus) is opening what it shows. Not on
+    // `visibilitychange`: a listener there runs as a reload unloads the page, late enough that
+    // the event stream's end is seen first, which drops the server's proof and with it the
+    // credential the reload needs (api.js `follow`, proof.js).
     window.addEventListener('focus', () => this.lookedAgain(), opts);
     $('toggle-notify').addEventListener('click', () => this.toggleNotify(), opts);
     $('open-inbox').addEventListener('click', () => this.showInbox(true), opts);
@@ -186,6 +189,13 @@ export class Watch {
       openFromInbox: (id) => {
         this.showInbox(false);
         this.ui.actions.navigate(id);
+      },
+      // An option that asks what the agent should do instead, chosen here: the session opens
+      // in the active pane and its composer asks for that (docs/control-ui.md §4).
+      feedbackFor: (id, session) => {
+        this.showInbox(false);
+        this.ui.actions.navigate(id);
+        askFeedback(null, id, session);
       },
     }, fresh);
   }

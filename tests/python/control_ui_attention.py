@@ -13,11 +13,15 @@ which notifications were shown.
    notification.
 3. The approvals inbox lists the pending approval with the agent's own options (allow once
    first and primary, never an "always"), answerable there; answered, the inbox is empty.
+   While it is open an agent's `navigate` (the `screen` tool) is ignored: human priority.
 4. Opening the sessions clears the title count.
+5. An option that asks the person what the agent should do instead, chosen in the inbox,
+   opens the session with its composer asking for that.
 
 Usage: python control_ui_attention.py AX_CODE_BINARY MOCK_AGENT_BINARY
 """
 
+import asyncio
 import json
 import os
 import sys
@@ -25,7 +29,7 @@ import tempfile
 
 from selenium.webdriver.common.by import By
 
-from axtest import Backend, browser, check, close_browser, run_checks, wait_for
+from axtest import Backend, browser, check, close_browser, mcp_session, run_checks, wait_for
 
 CONFIG = """default_agent = "mock"
 
@@ -57,6 +61,29 @@ return [...document.querySelectorAll('[data-testid="session-row"]')].map((r) => 
 """
 
 
+async def screen_navigate(binary, backend, root, sid):
+    """An agent's `navigate` through the `screen` tool (`ax-code mcp screen`); its outcome."""
+    env = {
+        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+        "HOME": os.environ.get("HOME", root),
+        "AX_CODE_SERVER_PASSWORD": backend.token,
+        "AX_CODE_DATA_DIR": backend.data,
+    }
+    async with mcp_session(binary, ["mcp", "screen", "--url", backend.url], env) as mcp:
+        await mcp.initialize()
+        result = await mcp.call_tool("screen", {"action": "navigate", "sessionKey": sid})
+        content = result.structured_content
+        check(content.get("ok") is True and len(content["outcomes"]) == 1, f"the navigate reached the Control UI: {content}")
+        return content["outcomes"][0]
+
+
+def open_row(driver, sid):
+    """Clicks the session's row; inside wait_for, as the list may be drawn anew between finding
+    the row and the click."""
+    wait_for(lambda: driver.find_element(By.CSS_SELECTOR, f'[data-testid="session-item"][data-session="{sid}"]').click() or True,
+             f"opened {sid} from the list")
+
+
 def run(binary, mock):
     root = tempfile.mkdtemp(prefix="axattn")
     config = os.path.join(root, "config")
@@ -73,9 +100,9 @@ def run(binary, mock):
         shown = new("shown")
         driver.get(backend.sign_in_link())
         wait_for(lambda: js("return document.getElementById('app').hidden === false"), "signed in")
-        wait_for(lambda: js("return document.getElementById('connection').dataset.stream === 'live'"), "the events are live")
-        wait_for(lambda: driver.find_element(By.CSS_SELECTOR, f'[data-testid="session-item"][data-session="{shown}"]'),
-                 "the session is listed").click()
+        wait_for(lambda: js("return document.getElementById('connection').dataset.state === 'live'"),
+                 "the events and the gateway are live")
+        open_row(driver, shown)
         wait_for(lambda: js("return document.querySelector('[data-testid=pane][data-active=true]').dataset.session") == shown,
                  "a pane shows it")
 
@@ -127,6 +154,11 @@ def run(binary, mock):
         check(("approve-allow_always", True) not in buttons and {b for b, _ in buttons} == {"approve-allow_once", "approve-allow_always", "approve-reject_once"},
               f"the agent's own options, no default always: {buttons}")
         check("p1" in card.find_element(By.CSS_SELECTOR, '[data-testid="approval-command"]').text, "the whole request")
+        outcome = asyncio.run(screen_navigate(binary, backend, root, done))
+        check(outcome.get("outcome") == "ignored" and "inbox" in outcome.get("reason", ""),
+              f"while the inbox is open an agent's navigate is ignored, with the reason: {outcome}")
+        check(js("return document.querySelector('[data-testid=pane][data-active=true]').dataset.session") == shown,
+              "and the pane still shows what it showed")
         approvals = group.find_element(By.CSS_SELECTOR, '[data-testid="inbox-approvals"]')
         wait_for(lambda: approvals.get_attribute("data-armed") == "true", "the card takes clicks")
         card.find_element(By.CSS_SELECTOR, '[data-testid="approve-allow_once"]').click()
@@ -140,10 +172,29 @@ def run(binary, mock):
 
         # 4. Opening the sessions clears the count.
         for sid, left in ((asking, 2), (done, 1), (failed, 0)):
-            driver.find_element(By.CSS_SELECTOR, f'[data-testid="session-item"][data-session="{sid}"]').click()
+            open_row(driver, sid)
             expected = f"({left}) ax-code" if left else "ax-code"
             wait_for(lambda: js("return document.title") == expected, f"opened: {expected}")
         check([r[1] for r in js(ROWS)] == ["working", "idle", "idle", "idle", "idle"], f"only the working one stands out: {js(ROWS)}")
+
+        # 5. An option that asks what to do instead, chosen in the inbox: the session opens
+        # and its composer asks for that.
+        fb = new("feedback")
+        prompt(fb, "permission p2 codex")
+        wait_for(lambda: status(fb) == "pending", "another session asks, with Codex's options")
+        button.click()
+        group = wait_for(lambda: driver.find_element(By.CSS_SELECTOR, f'[data-testid="inbox-group"][data-session="{fb}"]'),
+                         "the inbox lists it")
+        approvals = group.find_element(By.CSS_SELECTOR, '[data-testid="inbox-approvals"]')
+        wait_for(lambda: approvals.get_attribute("data-armed") == "true", "its card takes clicks")
+        group.find_element(By.CSS_SELECTOR, 'button[data-feedback="true"]').click()
+        wait_for(lambda: backend.api("GET", "/permission") == [], "answered with that option")
+        wait_for(lambda: js("return document.getElementById('inbox').hidden"), "the inbox closes")
+        wait_for(lambda: js("return document.querySelector('[data-testid=pane][data-active=true]').dataset.session") == fb,
+                 "the session opens in the active pane")
+        focused = js("const b = document.activeElement; return [b?.dataset.testid, b?.dataset.session, b?.dataset.feedback, b?.placeholder]")
+        check(focused[:3] == ["composer-input", fb, "true"] and "what to do differently" in focused[3],
+              f"its composer has the focus and asks for the feedback: {focused}")
         print("ok: control_ui_attention")
     finally:
         close_browser(driver)

@@ -176,9 +176,9 @@ def run(binary, mock):
         wait_for(lambda: js("return document.getElementById('app').hidden === false"), "signed in")
         wait_for(lambda: js("return document.getElementById('connection').dataset.stream === 'live'"), "the events are live")
         sid = backend.api("POST", "/session", {"agent": "mock"})["id"]
-        row = wait_for(lambda: driver.find_element(By.CSS_SELECTOR, f'[data-testid="session-item"][data-session="{sid}"]'),
-                       "the session is listed")
-        row.click()
+        # Clicked inside wait_for: the list may be drawn anew between finding the row and the click.
+        wait_for(lambda: driver.find_element(By.CSS_SELECTOR, f'[data-testid="session-item"][data-session="{sid}"]').click() or True,
+                 "the session is listed; opened")
         page = Page(driver, backend, sid)
         wait_for(lambda: page.pane().get_attribute("data-session") == sid, "the pane shows it")
         check_queue_edit_cancel(page)
