@@ -15,6 +15,7 @@ import { MarkdownRenderer } from './markdown.js';
 import { fillApprovals, fillTranscript, formatDuration, paneHead, renderPane, splitter } from './panes.js';
 import { agentOf, sessionTitle } from './present.js';
 import { QueueBook, sendLabel } from './queue.js';
+import { PromptRecall } from './recall.js';
 import { fillQueue, queueActions } from './queueview.js';
 import { BrowserPanel, TerminalPanel, placePanels } from './panels.js';
 import { ServerProof } from './proof.js';
@@ -1070,6 +1071,9 @@ const attachments = new Attachments({
   sessionOf: (id) => app?.store.sessions.get(id),
   toast: (text) => app?.toast(text),
 });
+// ↑/↓ and Ctrl+R over the session's prompts in every composer (recall.js), after the lists
+// above, which take their keys first.
+new PromptRecall((id) => app?.store.messages.get(id));
 
 function boot() {
   const token = sessionStorage.getItem(TOKEN_KEY);
