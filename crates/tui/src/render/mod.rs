@@ -13,12 +13,17 @@ use ratatui::widgets::{Block, Clear, Paragraph};
 use crate::app::{App, Connection, Modal, NoticeKind, Overlay, Route};
 use crate::attention::Attention;
 use crate::command;
-use crate::keys::{chip_label, palette_entries};
+use crate::command::palette_entries;
 use crate::layout::{
-    BAR_LABEL, COMPOSER_MAX_ROWS, COPY_LABEL, Layout, REVOKE_LABEL, Rect, path_rows,
+    BAR_LABEL, COMPOSER_MAX_ROWS, COPY_LABEL, Layout, REVOKE_LABEL, Rect, STANDING_REVOKE,
+    agent_picker_box, chip_label, path_rows, standing_revoke_cols,
 };
 use crate::progress::{format_duration, spinner};
 use crate::transcript::LineStyle;
+
+mod approval;
+pub mod bars;
+mod tray;
 
 const ACCENT: Color = Color::Cyan;
 const DIM: Style = Style::new().fg(Color::DarkGray);
@@ -134,7 +139,7 @@ pub fn draw(frame: &mut Frame, app: &App) {
         Route::Session(_) => session(frame, app, layout.main),
     }
     if let Some(tray) = layout.tray {
-        crate::tray::draw(frame, app, tray);
+        tray::draw(frame, app, tray);
     }
     if let Some(chips) = layout.chips {
         chips_row(frame, app, chips);
@@ -435,12 +440,12 @@ fn session(frame: &mut Frame, app: &App, r: Rect) {
                 let cut = if matches.is_empty() {
                     vec![(text, st, None)]
                 } else {
-                    crate::bars::cut_at_matches(vec![(text, st)], from, matches, current)
+                    bars::cut_at_matches(vec![(text, st)], from, matches, current)
                 };
                 for (text, _, hit) in cut {
                     let st = match hit {
-                        Some(true) => st.patch(crate::bars::CURRENT),
-                        Some(false) => st.patch(crate::bars::MATCH),
+                        Some(true) => st.patch(bars::CURRENT),
+                        Some(false) => st.patch(bars::MATCH),
                         None => st,
                     };
                     match text.strip_prefix(crate::turn_view::SPINNER_SLOT) {
@@ -469,17 +474,6 @@ fn session(frame: &mut Frame, app: &App, r: Rect) {
             tr(at),
         );
     }
-}
-
-/// The label of the button that revokes a session's standing "always" answers.
-pub const STANDING_REVOKE: &str = "[Revoke]";
-
-/// Columns (from the transcript's left edge) of [`STANDING_REVOKE`] on the standing row; the
-/// mouse handler uses the same.
-pub fn standing_revoke_cols(width: u16) -> std::ops::Range<u16> {
-    let w = STANDING_REVOKE.len() as u16;
-    let start = width.saturating_sub(w);
-    start..width
 }
 
 /// The session's standing "always" answers, one row, with `[Revoke]` at its right.
@@ -642,11 +636,11 @@ fn chips_row(frame: &mut Frame, app: &App, r: Rect) {
 fn composer(frame: &mut Frame, app: &App, r: Rect) {
     let c = app.composer();
     if let Some(search) = app.history_search() {
-        crate::bars::history_search(frame, app, search, r);
+        bars::history_search(frame, app, search, r);
         return;
     }
     if let Some(find) = app.find() {
-        crate::bars::find(frame, find, r);
+        bars::find(frame, find, r);
         return;
     }
     let title = match (c.submitting, app.editing_queued().is_some()) {
@@ -798,13 +792,6 @@ pub(crate) fn boxed(frame: &mut Frame, r: Rect, title: &str, color: Color) -> Re
         .border_style(Style::new().fg(color));
     frame.render_widget(block, tr(r));
     r.inner()
-}
-
-/// Where the agent picker's box is drawn for `agents` rows; its inner rows are the agents,
-/// top first (the mouse maps a click back through the same box).
-pub(crate) fn agent_picker_box(screen: Rect, agents: usize) -> Rect {
-    let h = u16::try_from(agents).unwrap_or(u16::MAX).saturating_add(5);
-    screen.centered(60, h)
 }
 
 fn modal(frame: &mut Frame, app: &App, m: &Modal, screen: Rect) {
@@ -1081,9 +1068,9 @@ fn modal(frame: &mut Frame, app: &App, m: &Modal, screen: Rect) {
             lines.push(Line::styled("↑↓ choose · Enter switch · Esc cancel", DIM));
             frame.render_widget(Paragraph::new(lines), tr(inner));
         }
-        Modal::Queue { selected } => crate::tray::queue_modal(frame, app, *selected, screen),
+        Modal::Queue { selected } => tray::queue_modal(frame, app, *selected, screen),
         Modal::Config { option, selected } => {
-            crate::tray::config_modal(frame, app, option.as_deref(), *selected, screen)
+            tray::config_modal(frame, app, option.as_deref(), *selected, screen)
         }
         Modal::Palette { query, selected } => {
             let entries = palette_entries(query, app.sharing().is_some());
@@ -1118,7 +1105,7 @@ fn modal(frame: &mut Frame, app: &App, m: &Modal, screen: Rect) {
 
 fn approval(frame: &mut Frame, app: &App, _screen: Rect) {
     if let Some(p) = app.pending_approval() {
-        crate::approval::draw(frame, app, p);
+        approval::draw(frame, app, p);
     }
 }
 
