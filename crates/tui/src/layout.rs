@@ -103,7 +103,7 @@ pub struct Layout {
     pub main: Rect,
     /// The attachment chips above the composer, when there are attachments.
     pub chips: Option<Rect>,
-    /// The tray between the main area and the chips: the queued prompts (`tray.rs`).
+    /// The tray between the main area and the chips: the queued prompts (`render/tray.rs`).
     pub tray: Option<Rect>,
     /// The prompt editor.
     pub composer: Rect,
