@@ -243,6 +243,14 @@ pub fn parse(draft: &str, sharing: SharingState) -> Result<Invocation, String> {
     }
 }
 
+/// The palette's entries matching `query`, by name or help text.
+pub fn palette_entries(query: &str, sharing: bool) -> Vec<Command> {
+    let q = query.trim().trim_start_matches('/').to_lowercase();
+    available(sharing)
+        .filter(|c| c.name().contains(&q) || c.help().to_lowercase().contains(&q))
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

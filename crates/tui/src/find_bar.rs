@@ -1,6 +1,6 @@
 //! Find in the open transcript (docs/tui.md §3b): Ctrl+F or `/find TEXT` open a find bar in
 //! the composer's place; its keys move between matches and scroll each into view. The search
-//! itself is the pure [`crate::find`]; drawing the highlights is in `render.rs`.
+//! itself is the pure [`crate::find`]; drawing the highlights is in `render/session.rs` and `render/bars.rs`.
 //!
 //! `/` does not open it: in the composer `/` starts a slash command, and printable keys
 //! always go to the composer.

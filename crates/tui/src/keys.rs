@@ -1,8 +1,9 @@
 //! What keys, pastes and clicks do. Every input goes through [`App::handle_input`].
 
 use crate::app::{App, Modal, NoticeKind, Overlay, Route};
-use crate::command::{self, Command, Invocation};
+use crate::command::{Command, Invocation, palette_entries};
 use crate::input::{Input, Key, KeyCode, Mouse, MouseKind};
+use crate::layout::chip_spans;
 
 /// The palette filters by name; longer queries match nothing anyway.
 const PALETTE_QUERY_MAX: usize = 64;
@@ -566,7 +567,7 @@ impl App {
             && self.standing_row()
             && m.row == inner.y
             && inner.contains(m.col, m.row)
-            && crate::render::standing_revoke_cols(inner.width).contains(&(m.col - inner.x))
+            && crate::layout::standing_revoke_cols(inner.width).contains(&(m.col - inner.x))
         {
             self.revoke_standing();
             return;
@@ -623,7 +624,7 @@ impl App {
             return;
         };
         let screen = crate::layout::Rect::new(0, 0, self.size.0, self.size.1);
-        let area = crate::render::agent_picker_box(screen, agents.len());
+        let area = crate::layout::agent_picker_box(screen, agents.len());
         match m.kind {
             MouseKind::ScrollUp => *selected = selected.saturating_sub(1),
             MouseKind::ScrollDown => {
@@ -692,37 +693,4 @@ impl App {
     pub fn refuse(&mut self, why: &str) {
         self.notify(NoticeKind::Error, why.to_owned());
     }
-}
-
-/// The palette's entries matching `query`, by name or help text.
-pub fn palette_entries(query: &str, sharing: bool) -> Vec<Command> {
-    let q = query.trim().trim_start_matches('/').to_lowercase();
-    command::available(sharing)
-        .filter(|c| c.name().contains(&q) || c.help().to_lowercase().contains(&q))
-        .collect()
-}
-
-/// Column ranges of the attachment chips, as drawn: ` name ×` separated by one space.
-pub fn chip_spans(attachments: &[String]) -> Vec<(usize, usize)> {
-    let mut x = 0;
-    attachments
-        .iter()
-        .map(|a| {
-            let w = chip_label(a).chars().count();
-            let span = (x, x + w);
-            x += w + 1;
-            span
-        })
-        .collect()
-}
-
-/// The text of one chip.
-pub fn chip_label(path: &str) -> String {
-    let short: String = if path.chars().count() > 40 {
-        let tail: String = path.chars().rev().take(39).collect();
-        format!("…{}", tail.chars().rev().collect::<String>())
-    } else {
-        path.to_owned()
-    };
-    format!(" {short} × ")
 }

@@ -103,7 +103,7 @@ pub struct Layout {
     pub main: Rect,
     /// The attachment chips above the composer, when there are attachments.
     pub chips: Option<Rect>,
-    /// The tray between the main area and the chips: the queued prompts (`tray.rs`).
+    /// The tray between the main area and the chips: the queued prompts (`render/tray.rs`).
     pub tray: Option<Rect>,
     /// The prompt editor.
     pub composer: Rect,
@@ -188,6 +188,49 @@ impl Layout {
             status,
         }
     }
+}
+
+/// The label of the button that revokes a session's standing "always" answers.
+pub const STANDING_REVOKE: &str = "[Revoke]";
+
+/// Columns (from the transcript's left edge) of [`STANDING_REVOKE`] on the standing row; the
+/// mouse handler uses the same.
+pub fn standing_revoke_cols(width: u16) -> std::ops::Range<u16> {
+    let w = STANDING_REVOKE.len() as u16;
+    let start = width.saturating_sub(w);
+    start..width
+}
+
+/// Where the agent picker's box is drawn for `agents` rows; its inner rows are the agents,
+/// top first (the mouse maps a click back through the same box).
+pub fn agent_picker_box(screen: Rect, agents: usize) -> Rect {
+    let h = u16::try_from(agents).unwrap_or(u16::MAX).saturating_add(5);
+    screen.centered(60, h)
+}
+
+/// Column ranges of the attachment chips, as drawn: ` name ×` separated by one space.
+pub fn chip_spans(attachments: &[String]) -> Vec<(usize, usize)> {
+    let mut x = 0;
+    attachments
+        .iter()
+        .map(|a| {
+            let w = chip_label(a).chars().count();
+            let span = (x, x + w);
+            x += w + 1;
+            span
+        })
+        .collect()
+}
+
+/// The text of one chip.
+pub fn chip_label(path: &str) -> String {
+    let short: String = if path.chars().count() > 40 {
+        let tail: String = path.chars().rev().take(39).collect();
+        format!("…{}", tail.chars().rev().collect::<String>())
+    } else {
+        path.to_owned()
+    };
+    format!(" {short} × ")
 }
 
 #[cfg(test)]

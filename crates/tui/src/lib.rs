@@ -11,14 +11,14 @@
 //! | [`approval`], [`progress`], [`attach`] | the honest approval dialog; turn timing and spinner; `/attach` checked at once |
 //! | [`transcript`] | display lines of the open session with a row index (draw cost = visible rows) |
 //! | [`composer`], [`command`], [`layout`] | the draft and chips, slash commands, screen geometry |
-//! | [`history`], [`recall`], [`find`], `find_bar`, [`bars`] | prompt history (↑/↓, Ctrl+R) and its keys; find in the transcript; the bars that take the composer's place |
+//! | [`history`], [`recall`], [`find`], `find_bar`, [`render::bars`] | prompt history (↑/↓, Ctrl+R) and its keys; find in the transcript; the bars that take the composer's place |
 //! | [`complete`] | `/` lists ax-code's and the agent's commands as the person types; Tab completes |
 //! | [`config`] | the agent's session options (`/config`, `/model`): pickers and changes by name |
 //! | [`picker`] | the `@` file picker: fuzzy matching, the list, attaching the chosen file |
 //! | [`queue`] | the open session's prompt queue: shown above the composer, edited, cancelled, sent now |
 //! | [`attention`], [`notify`] | each session's state for the list (needs you first); ringing the terminal (bell, OSC 9, OSC 777) |
 //! | [`copy`] | `/copy` by OSC 52, mouse capture on and off |
-//! | [`render`] | ratatui drawing, side-effect free |
+//! | [`render`] | ratatui drawing, side-effect free: the screen's regions, the modals, the approval dialog, the bars and the tray |
 //! | `run` | the owner loop: one task owns state, terminal and TUIMCP controller |
 //! | [`term`] | crossterm conversion and terminal restore (also on panic) |
 //! | [`share`] | TUIMCP: the router agents navigate through, the session validator |
@@ -56,7 +56,6 @@ pub mod app;
 pub mod approval;
 pub mod attach;
 pub mod attention;
-pub mod bars;
 pub mod command;
 pub mod complete;
 pub mod composer;
@@ -82,9 +81,9 @@ mod sync;
 pub mod term;
 pub mod tool_input;
 pub mod transcript;
-mod tray;
 pub mod turn_view;
 
 pub use app::{App, Effect, Route};
-pub use keys::{chip_spans, palette_entries};
+pub use command::palette_entries;
+pub use layout::chip_spans;
 pub use run::{CredentialSource, Options, run};

@@ -7,12 +7,12 @@ use ratatui::style::{Color, Style};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::Paragraph;
 
+use super::{boxed, tr};
 use crate::app::App;
 use crate::complete::{COMPLETION_ROWS, Completion, Source, window_start};
 use crate::layout::Rect;
 use crate::picker::PICKER_ROWS;
 use crate::queue::QueueRow;
-use crate::render::{boxed, tr};
 
 const ACCENT: Color = Color::Cyan;
 const DIM: Style = Style::new().fg(Color::DarkGray);

@@ -6,11 +6,11 @@ use ratatui::style::{Color, Modifier, Style};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Paragraph};
 
+use super::tr;
 use crate::app::App;
 use crate::find::{Find, Match};
 use crate::history::Search;
 use crate::layout::Rect;
-use crate::render::tr;
 
 const ACCENT: Color = Color::Cyan;
 const DIM: Style = Style::new().fg(Color::DarkGray);
