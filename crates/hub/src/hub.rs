@@ -559,8 +559,19 @@ async fn events(State(shared): S, headers: HeaderMap, Query(q): Query<EventQuery
         Ok(m) => m,
         Err(e) => return ApiError::new(503, "unavailable", e.to_string()).into_response(),
     };
+    // An error of the consumer (NATS went away, the consumer was lost) ends the stream: the
+    // client reconnects with `Last-Event-ID` and resumes after the last sequence it got,
+    // which a consumer that quietly recovers could not promise.
+    let messages = messages
+        .take_while(|msg| {
+            let ok = msg.is_ok();
+            if let Err(e) = msg {
+                tracing::debug!(error = %e, "hub: event consumer failed; ending the stream");
+            }
+            futures_util::future::ready(ok)
+        })
+        .filter_map(|msg| futures_util::future::ready(msg.ok()));
     let stream = messages.filter_map(|msg| async move {
-        let msg = msg.ok()?;
         let seq = msg.info().ok()?.stream_sequence;
         // Re-encoded after a strict parse: a bad message in the stream reaches no UI.
         let event = decode::<MachineEvent>(&msg.payload).ok()?;

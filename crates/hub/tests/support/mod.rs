@@ -207,10 +207,7 @@ impl HubClient {
         }
         let response = request.send().await.expect("the hub answers /event");
         assert_eq!(response.status(), 200, "GET /event{query}");
-        HubEvents {
-            body: Box::pin(response.bytes_stream()),
-            buffer: String::new(),
-        }
+        HubEvents::from_response(response)
     }
 }
 
@@ -225,8 +222,23 @@ pub struct HubEvents {
 }
 
 impl HubEvents {
+    /// Reads the events of a `GET /event` answer.
+    pub fn from_response(response: reqwest::Response) -> HubEvents {
+        HubEvents {
+            body: Box::pin(response.bytes_stream()),
+            buffer: String::new(),
+        }
+    }
+
     /// The next event (keep-alive comments skipped), within the test-wide timeout.
     pub async fn next(&mut self) -> (u64, MachineEvent) {
+        self.try_next()
+            .await
+            .expect("the hub's event stream stays open")
+    }
+
+    /// The next event, or `None` when the hub ended the stream.
+    pub async fn try_next(&mut self) -> Option<(u64, MachineEvent)> {
         within("the next event from the hub", async {
             loop {
                 if let Some(end) = self.buffer.find("\n\n") {
@@ -243,17 +255,14 @@ impl HubEvents {
                     if let Some(id) = id {
                         let event: MachineEvent = serde_json::from_str(&data)
                             .unwrap_or_else(|e| panic!("bad event {data}: {e}"));
-                        return (id, event);
+                        return Some((id, event));
                     }
                     continue;
                 }
-                let chunk = self
-                    .body
-                    .next()
-                    .await
-                    .expect("the hub's event stream stays open")
-                    .expect("the hub's event stream reads");
-                self.buffer.push_str(&String::from_utf8_lossy(&chunk));
+                match self.body.next().await {
+                    Some(Ok(chunk)) => self.buffer.push_str(&String::from_utf8_lossy(&chunk)),
+                    Some(Err(_)) | None => return None,
+                }
             }
         })
         .await
