@@ -19,7 +19,10 @@ async fn wait_state_published(api: &HubClient, name: &str) {
 }
 
 fn entry<'a>(all: &'a [MachineSessions], machine: &str) -> &'a MachineSessions {
-    let found: Vec<_> = all.iter().filter(|s| s.machine.as_str() == machine).collect();
+    let found: Vec<_> = all
+        .iter()
+        .filter(|s| s.machine.as_str() == machine)
+        .collect();
     assert_eq!(found.len(), 1, "{machine} once in {all:?}");
     found[0]
 }
@@ -31,7 +34,9 @@ fn ids(entry: &MachineSessions) -> Vec<SessionId> {
 /// The first `count` `session.created` titles of `machine`, replayed from the stream's start
 /// (a duplicate or a gap shows as a wrong list).
 async fn created_titles(api: &HubClient, machine: &str, count: usize) -> Vec<String> {
-    let mut events = api.events(&format!("?machine={machine}&after=0"), None).await;
+    let mut events = api
+        .events(&format!("?machine={machine}&after=0"), None)
+        .await;
     let mut titles = Vec::new();
     while titles.len() < count {
         let (_, event) = events.next().await;
@@ -138,12 +143,19 @@ async fn nats_restarting_the_machine_reconnects_and_nothing_is_lost() {
 
     // NATS goes away: the backend works as before.
     nats.stop();
-    let away = laptop.client.create_session(Some("while-away")).await.unwrap();
+    let away = laptop
+        .client
+        .create_session(Some("while-away"))
+        .await
+        .unwrap();
     assert_eq!(laptop.client.list_sessions().await.unwrap().len(), 2);
 
     // Back on the same port and store: the event made meanwhile arrives, then new ones.
     nats.restart();
-    assert_eq!(next_created(&api, &mut events, &mut last).await, "while-away");
+    assert_eq!(
+        next_created(&api, &mut events, &mut last).await,
+        "while-away"
+    );
     laptop.client.create_session(Some("after")).await.unwrap();
     assert_eq!(next_created(&api, &mut events, &mut last).await, "after");
 
