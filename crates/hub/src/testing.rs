@@ -108,7 +108,12 @@ impl NatsServer {
             .stdout(log.try_clone().expect("the log file"))
             .stderr(log)
             .spawn()
-            .unwrap_or_else(|e| panic!("cannot start nats-server: {e}"));
+            .unwrap_or_else(|e| {
+                panic!(
+                    "cannot start nats-server ({e}): run `bash scripts/setup-test-env.sh` (it \
+                     installs Debian's package `nats-server`) or set AX_NATS_SERVER to its path"
+                )
+            });
         self.child = Some(child);
         self.wait_ready(&log_path);
     }
