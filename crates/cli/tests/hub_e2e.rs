@@ -188,6 +188,16 @@ async fn two_joined_backends_are_listed_through_one_hub() {
     assert_eq!(seen["lastSeen"], true);
     assert_eq!(titles(seen), ["on-the-laptop"]);
     assert_eq!(machine(&all, "workstation").unwrap()["online"], true);
+    // And, once its heartbeats stopped, offline in the machine list too.
+    poll("the laptop's heartbeats missed", async || {
+        let (_, machines) = get(&http, &format!("{hub}/machine")).await;
+        machines
+            .as_array()?
+            .iter()
+            .any(|m| m["name"] == "laptop" && m["online"] == false)
+            .then_some(())
+    })
+    .await;
 
     // Started again on the same data directory: back, once.
     let (_laptop_again, _) = serve_joined(
