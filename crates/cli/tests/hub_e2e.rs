@@ -242,3 +242,34 @@ fn serve_refuses_a_bad_machine_name_and_name_without_join() {
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("--join"));
 }
+
+#[test]
+fn the_hub_flags_are_described_in_help() {
+    for (args, flags) in [
+        (
+            &["serve", "--help"][..],
+            &["--join <URL>", "--name <NAME>"][..],
+        ),
+        (
+            &["hub", "--help"][..],
+            &["--nats <URL>", "--port <PORT>"][..],
+        ),
+    ] {
+        let out = support::output_bounded(
+            std::process::Command::new(support::AX)
+                .args(args)
+                .env("COLUMNS", "200"),
+            support::WAIT,
+        );
+        assert!(out.status.success());
+        let help = String::from_utf8_lossy(&out.stdout);
+        for flag in flags {
+            let line = help
+                .lines()
+                .find(|l| l.trim_start().starts_with(flag))
+                .unwrap_or_else(|| panic!("{flag} in {help}"));
+            let (_, text) = line.trim_start().split_once("  ").expect("a description");
+            assert!(!text.trim().is_empty(), "{line}");
+        }
+    }
+}
