@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs what the test suite needs on a fresh machine: Debian's Chromium and ChromeDriver
-# (Control UI tests), tmux, Node.js and npm (real-agent suite), and a private Python venv with
-# the official MCP SDK (interop tests).
+# (Control UI tests), tmux, Node.js and npm (real-agent suite), nats-server (hub tests), and a
+# private Python venv with the official MCP SDK (interop tests).
 # Idempotent: a second run only checks.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -15,6 +15,8 @@ command -v python3 >/dev/null 2>&1 || need_apt+=(python3 python3-venv)
 # The real-agent conformance suite (scripts/real-agents.sh) runs the agents' npm adapters.
 command -v node >/dev/null 2>&1 || need_apt+=(nodejs)
 command -v npm >/dev/null 2>&1 || need_apt+=(npm)
+# The hub tests (crates/hub/tests, crates/cli/tests/hub_e2e.rs) start a real NATS server.
+command -v nats-server >/dev/null 2>&1 || [ -x /usr/sbin/nats-server ] || need_apt+=(nats-server)
 if [ ${#need_apt[@]} -gt 0 ]; then
   echo "setup: installing ${need_apt[*]}"
   SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO="sudo"

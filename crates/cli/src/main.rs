@@ -44,6 +44,8 @@ enum Command {
     Link(cmd::link::LinkArgs),
     /// The configured agents; `agents check NAME` starts one and prints what it offers.
     Agents(cmd::agents::AgentsArgs),
+    /// The HTTP API over every backend that joined a NATS server (`serve --join`).
+    Hub(cmd::hub::HubArgs),
 }
 
 #[derive(Debug, Subcommand)]
@@ -65,6 +67,7 @@ fn main() -> ExitCode {
         Some(Command::Session(command)) => cmd::session::run(command),
         Some(Command::Link(args)) => cmd::link::run(args),
         Some(Command::Agents(args)) => cmd::agents::run(args),
+        Some(Command::Hub(args)) => cmd::hub::run(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

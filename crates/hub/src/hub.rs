@@ -16,7 +16,7 @@ use std::{
     convert::Infallible,
     net::SocketAddr,
     sync::{Arc, RwLock},
-    time::{Duration, SystemTime, UNIX_EPOCH},
+    time::Duration,
 };
 
 use async_nats::jetstream::{self, consumer::DeliverPolicy};
@@ -39,8 +39,8 @@ use tokio::task::JoinHandle;
 
 use crate::{
     MachineName,
-    join::{connect_options, ensure_streams},
-    subject::{EVENTS_STREAM, STATE_STREAM, machine_of},
+    nats::{connect, ensure_streams, now_ms},
+    subject::{EVENTS_STREAM, STATE_STREAM, STATE_SUBJECTS, machine_of},
     wire::{MAX_MESSAGE, MachineEvent, MachineRecord, Reply, Request, SessionsSnapshot, decode},
 };
 
@@ -76,13 +76,8 @@ impl HubConfig {
 #[derive(Debug, thiserror::Error)]
 pub enum HubError {
     /// NATS options refused.
-    #[error("cannot connect to {url}: {reason}")]
-    Connect {
-        /// The URL.
-        url: String,
-        /// Why.
-        reason: String,
-    },
+    #[error(transparent)]
+    Connect(#[from] crate::nats::ConnectError),
     /// The HTTP port.
     #[error("cannot listen on {addr}: {source}")]
     Bind {
@@ -172,22 +167,10 @@ impl Drop for RunningHub {
     }
 }
 
-fn now_ms() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_millis() as u64)
-        .unwrap_or(0)
-}
-
 /// Starts a hub; NATS may still be away (it connects and creates the streams when it can).
 pub async fn start(config: HubConfig) -> Result<RunningHub, HubError> {
-    let nats = connect_options(&config.credentials, Some("_INBOX_hub".to_owned()))
-        .connect(config.nats_url.as_str())
-        .await
-        .map_err(|e| HubError::Connect {
-            url: config.nats_url.clone(),
-            reason: e.to_string(),
-        })?;
+    // Upper case: no machine name can have this inbox prefix.
+    let nats = connect(&config.nats_url, &config.credentials, "_INBOX_HUB").await?;
     let js = jetstream::new(nats.clone());
     let listener = tokio::net::TcpListener::bind(config.bind)
         .await
@@ -236,14 +219,20 @@ async fn follow_state_once(shared: &Shared) -> Result<(), String> {
         .get_stream(STATE_STREAM)
         .await
         .map_err(|e| e.to_string())?;
-    let consumer = stream
-        .create_consumer(jetstream::consumer::pull::OrderedConfig {
-            deliver_policy: DeliverPolicy::LastPerSubject,
-            ..Default::default()
-        })
-        .await
-        .map_err(|e| e.to_string())?;
-    let mut messages = consumer.messages().await.map_err(|e| e.to_string())?;
+    // "Last per subject" needs a filter subject (nats-server 2.9): one consumer per kind.
+    let mut kinds = Vec::new();
+    for filter in STATE_SUBJECTS {
+        let consumer = stream
+            .create_consumer(jetstream::consumer::pull::OrderedConfig {
+                deliver_policy: DeliverPolicy::LastPerSubject,
+                filter_subject: filter.to_owned(),
+                ..Default::default()
+            })
+            .await
+            .map_err(|e| e.to_string())?;
+        kinds.push(consumer.messages().await.map_err(|e| e.to_string())?);
+    }
+    let mut messages = futures_util::stream::select_all(kinds);
     while let Some(msg) = messages.next().await {
         let msg = msg.map_err(|e| e.to_string())?;
         let Some(machine) = machine_of(&msg.subject) else {
@@ -570,8 +559,19 @@ async fn events(State(shared): S, headers: HeaderMap, Query(q): Query<EventQuery
         Ok(m) => m,
         Err(e) => return ApiError::new(503, "unavailable", e.to_string()).into_response(),
     };
+    // An error of the consumer (NATS went away, the consumer was lost) ends the stream: the
+    // client reconnects with `Last-Event-ID` and resumes after the last sequence it got,
+    // which a consumer that quietly recovers could not promise.
+    let messages = messages
+        .take_while(|msg| {
+            let ok = msg.is_ok();
+            if let Err(e) = msg {
+                tracing::debug!(error = %e, "hub: event consumer failed; ending the stream");
+            }
+            futures_util::future::ready(ok)
+        })
+        .filter_map(|msg| futures_util::future::ready(msg.ok()));
     let stream = messages.filter_map(|msg| async move {
-        let msg = msg.ok()?;
         let seq = msg.info().ok()?.stream_sequence;
         // Re-encoded after a strict parse: a bad message in the stream reaches no UI.
         let event = decode::<MachineEvent>(&msg.payload).ok()?;

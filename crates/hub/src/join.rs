@@ -16,17 +16,17 @@ use std::{
         Arc,
         atomic::{AtomicBool, Ordering},
     },
-    time::{Duration, SystemTime, UNIX_EPOCH},
+    time::Duration,
 };
 
-use async_nats::{HeaderMap, jetstream};
+use async_nats::jetstream;
 use ax_client::{Client, ClientError, Secret};
 use futures_util::StreamExt;
 use tokio::{sync::Semaphore, task::JoinHandle};
 
 use crate::{
     MachineName,
-    subject::{EVENTS_STREAM, STATE_STREAM},
+    nats::{connect, ensure_streams, now_ms, publish_acked},
     wire::{
         MAX_SNAPSHOT_SESSIONS, MachineEvent, MachineRecord, Reply, ReplyError, Request,
         SessionsSnapshot, decode,
@@ -77,13 +77,8 @@ impl JoinConfig {
 #[derive(Debug, thiserror::Error)]
 pub enum JoinError {
     /// The URL or options were refused.
-    #[error("cannot join {url}: {reason}")]
-    Connect {
-        /// The NATS URL.
-        url: String,
-        /// Why.
-        reason: String,
-    },
+    #[error(transparent)]
+    Connect(#[from] crate::nats::ConnectError),
     /// The backend's own URL is bad.
     #[error("cannot reach the backend: {0}")]
     Backend(String),
@@ -104,100 +99,16 @@ impl Drop for Join {
     }
 }
 
-fn now_ms() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_millis() as u64)
-        .unwrap_or(0)
-}
-
-/// Connect options shared by both sides: retry forever, the initial connect included.
-pub(crate) fn connect_options(
-    credentials: &Option<(String, Secret)>,
-    inbox_prefix: Option<String>,
-) -> async_nats::ConnectOptions {
-    let mut opts = async_nats::ConnectOptions::new()
-        .retry_on_initial_connect()
-        .max_reconnects(None)
-        .connection_timeout(Duration::from_secs(3))
-        .reconnect_delay_callback(|attempts| {
-            Duration::from_millis((100u64 << attempts.min(5) as u32).min(2000))
-        });
-    if let Some((user, password)) = credentials {
-        opts = opts.user_and_password(user.clone(), password.expose().to_owned());
-    }
-    if let Some(prefix) = inbox_prefix {
-        opts = opts.custom_inbox_prefix(prefix);
-    }
-    opts
-}
-
-/// Creates the two streams if missing. Backends try too, in case they reach NATS first; with
-/// subject permissions only the hub may (docs/hub.md §5), and a refusal is not an error here.
-pub(crate) async fn ensure_streams(js: &jetstream::Context) -> Result<(), String> {
-    use crate::subject::{EVENTS_SUBJECTS, STATE_SUBJECTS};
-    js.get_or_create_stream(jetstream::stream::Config {
-        name: EVENTS_STREAM.to_owned(),
-        subjects: vec![EVENTS_SUBJECTS.to_owned()],
-        // Kept a week, at most 1 GiB: the replay a hub or a reloaded UI can ask for.
-        max_age: Duration::from_secs(7 * 24 * 3600),
-        max_bytes: 1 << 30,
-        duplicate_window: Duration::from_secs(120),
-        ..Default::default()
-    })
-    .await
-    .map_err(|e| e.to_string())?;
-    js.get_or_create_stream(jetstream::stream::Config {
-        name: STATE_STREAM.to_owned(),
-        subjects: STATE_SUBJECTS.iter().map(|s| (*s).to_owned()).collect(),
-        max_messages_per_subject: 1,
-        max_bytes: 256 << 20,
-        ..Default::default()
-    })
-    .await
-    .map_err(|e| e.to_string())?;
-    Ok(())
-}
-
-/// Publishes into JetStream until the stream acknowledges (retrying the same message, with
-/// the same ID, every 500 ms).
-async fn publish_acked(
-    js: &jetstream::Context,
-    subject: String,
-    msg_id: Option<String>,
-    payload: bytes::Bytes,
-) {
-    loop {
-        let mut headers = HeaderMap::new();
-        if let Some(id) = &msg_id {
-            headers.insert("Nats-Msg-Id", id.as_str());
-        }
-        let sent = js
-            .publish_with_headers(subject.clone(), headers, payload.clone())
-            .await;
-        match sent {
-            Ok(ack) => match ack.await {
-                Ok(_) => return,
-                Err(e) => tracing::debug!(%subject, error = %e, "no ack yet; retrying"),
-            },
-            Err(e) => tracing::debug!(%subject, error = %e, "cannot publish yet; retrying"),
-        }
-        tokio::time::sleep(Duration::from_millis(500)).await;
-    }
-}
-
 /// Starts joining. It returns once the connection is configured; NATS may still be away.
 pub async fn start(config: JoinConfig) -> Result<Join, JoinError> {
     let backend = Client::new(config.backend_url.clone(), config.backend_token.clone())
         .map_err(|e| JoinError::Backend(e.to_string()))?;
-    let opts = connect_options(&config.credentials, Some(config.name.inbox_prefix()));
-    let nats = opts
-        .connect(config.nats_url.as_str())
-        .await
-        .map_err(|e| JoinError::Connect {
-            url: config.nats_url.clone(),
-            reason: e.to_string(),
-        })?;
+    let nats = connect(
+        &config.nats_url,
+        &config.credentials,
+        &config.name.inbox_prefix(),
+    )
+    .await?;
     let js = jetstream::new(nats.clone());
     let boot = uuid::Uuid::new_v4().simple().to_string();
     let record = MachineRecord {
@@ -215,10 +126,22 @@ pub async fn start(config: JoinConfig) -> Result<Join, JoinError> {
     let requests = nats
         .subscribe(config.name.request_subject())
         .await
-        .map_err(|e| JoinError::Connect {
+        .map_err(|e| crate::nats::ConnectError {
             url: config.nats_url.clone(),
             reason: e.to_string(),
         })?;
+    // The backend's event stream is connected before the heartbeat announces the machine, so
+    // every event after the hub first sees it online reaches JetStream.
+    let events = backend.events(None);
+    let connected = tokio::time::timeout(Duration::from_secs(10), async {
+        while !events.is_connected() {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    })
+    .await;
+    if connected.is_err() {
+        tracing::warn!("hub: the backend's event stream is not connected yet; joining anyway");
+    }
     let tasks = vec![
         tokio::spawn(serve_requests(nats.clone(), requests, backend.clone())),
         tokio::spawn(heartbeat(
@@ -228,7 +151,7 @@ pub async fn start(config: JoinConfig) -> Result<Join, JoinError> {
             backend.clone(),
             dirty.clone(),
         )),
-        tokio::spawn(pump_events(js, config.name.clone(), boot, backend, dirty)),
+        tokio::spawn(pump_events(js, config.name.clone(), boot, events, dirty)),
     ];
     Ok(Join {
         nats,
@@ -255,7 +178,7 @@ impl Join {
         if let Ok(payload) = serde_json::to_vec(&record) {
             let _ = tokio::time::timeout(
                 Duration::from_secs(2),
-                publish_acked(&js, record.name.machine_subject(), None, payload.into()),
+                publish_acked(&js, &record.name.machine_subject(), None, payload.into()),
             )
             .await;
         }
@@ -282,7 +205,7 @@ async fn heartbeat(
                         sessions,
                     };
                     if let Ok(payload) = serde_json::to_vec(&snapshot) {
-                        publish_acked(&js, record.name.sessions_subject(), None, payload.into())
+                        publish_acked(&js, &record.name.sessions_subject(), None, payload.into())
                             .await;
                     }
                 }
@@ -294,7 +217,7 @@ async fn heartbeat(
         }
         record.sent_ms = now_ms();
         if let Ok(payload) = serde_json::to_vec(&record) {
-            publish_acked(&js, record.name.machine_subject(), None, payload.into()).await;
+            publish_acked(&js, &record.name.machine_subject(), None, payload.into()).await;
         }
         tokio::time::sleep(every).await;
     }
@@ -304,11 +227,10 @@ async fn pump_events(
     js: jetstream::Context,
     name: MachineName,
     boot: String,
-    backend: Client,
+    mut events: ax_client::EventStream,
     dirty: Arc<AtomicBool>,
 ) {
     let subject = name.event_subject();
-    let mut events = backend.events(None);
     while let Some(next) = events.next().await {
         let envelope = match next {
             Ok(e) => e,
@@ -326,7 +248,7 @@ async fn pump_events(
         let Ok(payload) = serde_json::to_vec(&event) else {
             continue;
         };
-        publish_acked(&js, subject.clone(), Some(msg_id), payload.into()).await;
+        publish_acked(&js, &subject, Some(&msg_id), payload.into()).await;
         dirty.store(true, Ordering::Release);
     }
 }

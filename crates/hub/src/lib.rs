@@ -15,7 +15,10 @@
 
 pub mod hub;
 pub mod join;
+pub mod nats;
 pub mod subject;
+#[cfg(feature = "test-support")]
+pub mod testing;
 pub mod wire;
 
 pub use subject::MachineName;

@@ -1,6 +1,7 @@
 //! One module per subcommand, and the one logging setup they share.
 
 pub mod agents;
+pub mod hub;
 pub mod link;
 pub mod mcp_screen;
 pub mod mcp_tui;
@@ -25,6 +26,7 @@ const OUR_TARGETS: &[&str] = &[
     "ax_cli",
     "ax_server",
     "ax_gateway",
+    "ax_hub",
     "ax_client",
     "ax_acp",
     "ax_agents",

@@ -12,6 +12,9 @@
 //! (0600) in the data directory while it runs, so `ax-code attach` run by the same OS user
 //! finds it. stdout gets the addresses (the Control UI one with a
 //! one-time sign-in code in the URL fragment, never the credential); logs go to stderr.
+//!
+//! `--join nats://HOST:PORT [--name NAME]` also joins a hub (docs/hub.md): the backend works
+//! the same with NATS away.
 
 use std::{
     io::Write,
@@ -43,6 +46,13 @@ pub struct ServeArgs {
     /// proxy in front of the backend forwards.
     #[arg(long = "allow-host", value_name = "NAME")]
     pub allow_host: Vec<String>,
+    /// Also join the hub's NATS server, e.g. nats://127.0.0.1:4222 (docs/hub.md): publish this
+    /// backend's sessions and events there and answer the hub's requests.
+    #[arg(long, value_name = "URL")]
+    pub join: Option<String>,
+    /// This machine's name on the hub (default: the host name): a-z, 0-9, '-', '_'.
+    #[arg(long, value_name = "NAME", requires = "join")]
+    pub name: Option<String>,
 }
 
 /// Printed (and logged) when the backend listens beyond loopback.
@@ -89,8 +99,25 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
     runtime.block_on(serve(args))
 }
 
+/// The machine name `--name` gives, else the host name.
+fn machine_name(name: Option<&str>) -> anyhow::Result<ax_hub::MachineName> {
+    if let Some(name) = name {
+        return ax_hub::MachineName::new(name).map_err(|e| anyhow::anyhow!("--name: {e}"));
+    }
+    let host = std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .ok()
+        .or_else(|| std::env::var("HOSTNAME").ok())
+        .unwrap_or_default();
+    ax_hub::MachineName::from_hostname(host.trim())
+        .map_err(|e| anyhow::anyhow!("no machine name from the host name ({e}); pass --name NAME"))
+}
+
 async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     let ip = parse_host(&args.hostname)?;
+    let machine = match &args.join {
+        Some(_) => Some(machine_name(args.name.as_deref())?),
+        None => None,
+    };
     if !ip.is_loopback() && !args.allow_remote {
         bail!(
             "--hostname {} is not a loopback address; add --allow-remote to expose the backend \
@@ -174,8 +201,33 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     drop(out);
     tracing::info!(%url, "backend ready");
 
+    // The join talks to this backend through its own API on loopback (docs/hub.md §3); NATS
+    // being away is not an error: it keeps reconnecting.
+    let join = match (args.join, machine) {
+        (Some(nats_url), Some(name)) => {
+            let config = ax_hub::join::JoinConfig::new(
+                nats_url.clone(),
+                name.clone(),
+                url.clone(),
+                server.token().clone(),
+                server.project_dir().display().to_string(),
+            );
+            let join = ax_hub::join::start(config)
+                .await
+                .map_err(|e| anyhow::anyhow!("--join: {e}"))?;
+            let mut out = std::io::stdout().lock();
+            writeln!(out, "Joined {nats_url} as machine {name}")?;
+            out.flush()?;
+            Some(join)
+        }
+        _ => None,
+    };
+
     wait_for_signal().await;
     tracing::info!("shutting down");
+    if let Some(join) = join {
+        join.leave().await;
+    }
     server.shutdown().await;
     if let Some(path) = credential_file {
         let _ = std::fs::remove_file(path);
@@ -184,7 +236,7 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
 }
 
 /// Ctrl+C, SIGTERM or SIGHUP (its terminal closed): all end in the same clean shutdown.
-async fn wait_for_signal() {
+pub async fn wait_for_signal() {
     use tokio::signal::unix::{Signal, SignalKind, signal};
     async fn recv(s: &mut Option<Signal>) {
         match s.as_mut() {

@@ -1,0 +1,119 @@
+//! `ax-code hub --nats nats://HOST:PORT [--port 4096]`: the HTTP API over every backend that
+//! joined the same NATS server (docs/hub.md §4). Loopback only for now.
+//!
+//! The credential is `$AX_CODE_HUB_PASSWORD`, else a random one made at start and written
+//! (0600, in a 0700 directory) to `hub/credential-<port>` in the data directory, whose path is
+//! printed; never the credential itself.
+
+use std::{
+    io::Write,
+    net::{Ipv4Addr, SocketAddr},
+    path::{Path, PathBuf},
+};
+
+use anyhow::Context;
+use clap::Args;
+
+/// Where the hub's credential comes from, when given.
+pub const HUB_PASSWORD_ENV: &str = "AX_CODE_HUB_PASSWORD";
+
+#[derive(Debug, Args)]
+pub struct HubArgs {
+    /// The NATS server the backends joined, e.g. nats://127.0.0.1:4222.
+    #[arg(long, value_name = "URL")]
+    pub nats: String,
+    /// Port of the hub's HTTP API on 127.0.0.1 (0 picks a free one; the URL is printed).
+    #[arg(long, default_value_t = 4096)]
+    pub port: u16,
+}
+
+pub fn run(args: HubArgs) -> anyhow::Result<()> {
+    super::serve::init_logging();
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .context("cannot start the async runtime")?;
+    runtime.block_on(hub(args))
+}
+
+async fn hub(args: HubArgs) -> anyhow::Result<()> {
+    let given = std::env::var(HUB_PASSWORD_ENV)
+        .ok()
+        .filter(|p| !p.is_empty());
+    let generated = given.is_none();
+    let token = match given {
+        Some(p) => ax_core::Secret::new(p),
+        None => ax_core::Secret::new(
+            ax_core::random::random_alnum(43).context("no randomness for the hub credential")?,
+        ),
+    };
+    super::redact_secret(&token);
+    let bind = SocketAddr::new(Ipv4Addr::LOCALHOST.into(), args.port);
+    let config = ax_hub::hub::HubConfig::new(args.nats.clone(), bind, token.clone());
+    let hub = ax_hub::hub::start(config)
+        .await
+        .map_err(|e| anyhow::anyhow!("cannot start the hub: {e}"))?;
+    let credential_file = if generated {
+        let data_dir = ax_server::default_data_dir()
+            .context("no data directory: set AX_CODE_DATA_DIR or HOME")?;
+        Some(write_credential(
+            &data_dir,
+            hub.local_addr().port(),
+            &token,
+        )?)
+    } else {
+        None
+    };
+
+    let mut out = std::io::stdout().lock();
+    writeln!(
+        out,
+        "ax-code hub listening on {} (NATS {})",
+        hub.url(),
+        args.nats
+    )?;
+    match &credential_file {
+        Some(path) => writeln!(out, "Credential: in {}", path.display())?,
+        None => writeln!(out, "Credential: ${HUB_PASSWORD_ENV}")?,
+    }
+    out.flush()?;
+    drop(out);
+    tracing::info!(url = %hub.url(), "hub ready");
+
+    super::serve::wait_for_signal().await;
+    tracing::info!("hub shutting down");
+    hub.shutdown().await;
+    if let Some(path) = credential_file {
+        let _ = std::fs::remove_file(path);
+    }
+    Ok(())
+}
+
+/// `hub/credential-<port>` in the data directory: 0600 in 0700; created new (`O_EXCL`), so
+/// never through a symlink planted there.
+fn write_credential(
+    data_dir: &Path,
+    port: u16,
+    token: &ax_core::Secret,
+) -> anyhow::Result<PathBuf> {
+    use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt, PermissionsExt};
+    let dir = data_dir.join("hub");
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(&dir)
+        .with_context(|| format!("cannot create {}", dir.display()))?;
+    std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o700))
+        .with_context(|| format!("cannot make {} private", dir.display()))?;
+    let path = dir.join(format!("credential-{port}"));
+    let _ = std::fs::remove_file(&path);
+    let mut file = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(&path)
+        .with_context(|| format!("cannot write {}", path.display()))?;
+    file.write_all(token.expose().as_bytes())
+        .with_context(|| format!("cannot write {}", path.display()))?;
+    Ok(path)
+}

@@ -1,0 +1,107 @@
+//! The one NATS connection code both sides share (docs/hub.md §3): how to connect (retry
+//! forever, the first connect included, so a NATS server that is down is never fatal), the two
+//! JetStream streams, and the publish that waits for the stream's acknowledgement.
+
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use async_nats::{HeaderMap, jetstream};
+use ax_core::Secret;
+
+use crate::subject::{EVENTS_STREAM, EVENTS_SUBJECTS, STATE_STREAM, STATE_SUBJECTS};
+
+/// The URL or the options were refused (a server that is down is not: the client retries).
+#[derive(Debug, thiserror::Error)]
+#[error("cannot connect to NATS at {url}: {reason}")]
+pub struct ConnectError {
+    /// The NATS URL.
+    pub url: String,
+    /// Why.
+    pub reason: String,
+}
+
+/// Connects to `url` in the background: the client is returned at once and keeps
+/// reconnecting (backoff 100 ms doubling to 2 s) for as long as it lives. Requests and
+/// publishes made while it is away wait in its buffer or time out.
+pub async fn connect(
+    url: &str,
+    credentials: &Option<(String, Secret)>,
+    inbox_prefix: &str,
+) -> Result<async_nats::Client, ConnectError> {
+    let mut opts = async_nats::ConnectOptions::new()
+        .retry_on_initial_connect()
+        .max_reconnects(None)
+        .connection_timeout(Duration::from_secs(3))
+        .custom_inbox_prefix(inbox_prefix)
+        .reconnect_delay_callback(|attempts| {
+            Duration::from_millis((100u64 << attempts.min(5) as u32).min(2000))
+        });
+    if let Some((user, password)) = credentials {
+        opts = opts.user_and_password(user.clone(), password.expose().to_owned());
+    }
+    opts.connect(url).await.map_err(|e| ConnectError {
+        url: url.to_owned(),
+        reason: e.to_string(),
+    })
+}
+
+/// Creates the two streams if missing. Both sides try, whichever reaches NATS first; with
+/// subject permissions only the hub may (docs/hub.md §5).
+pub async fn ensure_streams(js: &jetstream::Context) -> Result<(), String> {
+    js.get_or_create_stream(jetstream::stream::Config {
+        name: EVENTS_STREAM.to_owned(),
+        subjects: vec![EVENTS_SUBJECTS.to_owned()],
+        // Kept a week, at most 1 GiB: the replay a hub or a reloaded UI can ask for.
+        max_age: Duration::from_secs(7 * 24 * 3600),
+        max_bytes: 1 << 30,
+        duplicate_window: Duration::from_secs(120),
+        ..Default::default()
+    })
+    .await
+    .map_err(|e| e.to_string())?;
+    js.get_or_create_stream(jetstream::stream::Config {
+        name: STATE_STREAM.to_owned(),
+        subjects: STATE_SUBJECTS.iter().map(|s| (*s).to_owned()).collect(),
+        max_messages_per_subject: 1,
+        max_bytes: 256 << 20,
+        ..Default::default()
+    })
+    .await
+    .map_err(|e| e.to_string())?;
+    Ok(())
+}
+
+/// Publishes into JetStream until the stream acknowledges, retrying the same message (with
+/// the same `Nats-Msg-Id`, so JetStream drops a retry whose first try had landed) every
+/// 500 ms.
+pub async fn publish_acked(
+    js: &jetstream::Context,
+    subject: &str,
+    msg_id: Option<&str>,
+    payload: bytes::Bytes,
+) {
+    loop {
+        let mut headers = HeaderMap::new();
+        if let Some(id) = msg_id {
+            headers.insert("Nats-Msg-Id", id);
+        }
+        let sent = js
+            .publish_with_headers(subject.to_owned(), headers, payload.clone())
+            .await;
+        match sent {
+            Ok(ack) => match ack.await {
+                Ok(_) => return,
+                Err(e) => tracing::debug!(%subject, error = %e, "no ack yet; retrying"),
+            },
+            Err(e) => tracing::debug!(%subject, error = %e, "cannot publish yet; retrying"),
+        }
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+}
+
+/// Milliseconds since the epoch (0 before it).
+pub fn now_ms() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_millis() as u64)
+        .unwrap_or(0)
+}
