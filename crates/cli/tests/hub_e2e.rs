@@ -243,12 +243,37 @@ fn serve_refuses_a_bad_machine_name_and_name_without_join() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("--join"));
 }
 
+/// docs/SECURITY.md, "Several machines": without NATS credentials a server beyond loopback is
+/// joined only when the person says its network is trusted; the refusal says how to tunnel.
+#[test]
+fn serve_joins_a_nats_server_beyond_loopback_only_when_trusted() {
+    let env = Env::new();
+    let out = support::output_bounded(
+        &mut env.command(&["serve", "--port", "0", "--join", "nats://192.0.2.1:4222"]),
+        support::WAIT,
+    );
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("not on this machine's loopback")
+            && err.contains("ssh -L")
+            && err.contains("--trust-nats-network"),
+        "{err}"
+    );
+    let out = support::output_bounded(
+        &mut env.command(&["serve", "--port", "0", "--trust-nats-network"]),
+        support::WAIT,
+    );
+    assert!(!out.status.success(), "--trust-nats-network needs --join");
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--join"));
+}
+
 #[test]
 fn the_hub_flags_are_described_in_help() {
     for (args, flags) in [
         (
             &["serve", "--help"][..],
-            &["--join <URL>", "--name <NAME>"][..],
+            &["--join <URL>", "--name <NAME>", "--trust-nats-network"][..],
         ),
         (
             &["hub", "--help"][..],

@@ -19,6 +19,32 @@ pub struct ConnectError {
     pub reason: String,
 }
 
+/// Whether every server `url` names (one URL, or several separated by commas) is on this
+/// machine's loopback: `localhost`, 127.0.0.0/8 or `::1`. Until NATS credentials and subject
+/// permissions exist (docs/hub.md §6), anyone who reaches the server can send a joined backend
+/// prompts and approvals, so the CLI joins a server elsewhere only when told the network is
+/// trusted (docs/SECURITY.md, "Several machines").
+pub fn is_loopback_url(url: &str) -> Result<bool, ConnectError> {
+    let refused = |reason: String| ConnectError {
+        url: url.to_owned(),
+        reason,
+    };
+    let mut all = true;
+    for one in url.split(',') {
+        let addr: async_nats::ServerAddr = one
+            .trim()
+            .parse()
+            .map_err(|e: std::io::Error| refused(e.to_string()))?;
+        let host = addr.host();
+        let loopback = host.eq_ignore_ascii_case("localhost")
+            || host
+                .parse::<std::net::IpAddr>()
+                .is_ok_and(|ip| ip.is_loopback());
+        all &= loopback;
+    }
+    Ok(all)
+}
+
 /// Connects to `url` in the background: the client is returned at once and keeps
 /// reconnecting (backoff 100 ms doubling to 2 s) for as long as it lives. Requests and
 /// publishes made while it is away wait in its buffer or time out.
@@ -104,4 +130,31 @@ pub fn now_ms() -> u64 {
         .duration_since(UNIX_EPOCH)
         .map(|d| d.as_millis() as u64)
         .unwrap_or(0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::is_loopback_url;
+
+    #[test]
+    fn only_loopback_servers_count_as_loopback() {
+        for url in [
+            "nats://127.0.0.1:4222",
+            "nats://localhost:4222",
+            "nats://[::1]:4222",
+            "127.0.0.2:4222",
+            "nats://127.0.0.1:1,nats://localhost:2",
+        ] {
+            assert!(is_loopback_url(url).unwrap(), "{url}");
+        }
+        for url in [
+            "nats://10.0.0.5:4222",
+            "nats://example.org:4222",
+            "nats://127.0.0.1:1,nats://10.0.0.5:2",
+            "tls://192.168.1.2",
+        ] {
+            assert!(!is_loopback_url(url).unwrap(), "{url}");
+        }
+        assert!(is_loopback_url("nats://[bad").is_err());
+    }
 }

@@ -53,6 +53,11 @@ pub struct ServeArgs {
     /// This machine's name on the hub (default: the host name): a-z, 0-9, '-', '_'.
     #[arg(long, value_name = "NAME", requires = "join")]
     pub name: Option<String>,
+    /// Join a NATS server that is not on this machine's loopback. NATS credentials are not
+    /// supported yet: anyone who can reach that server can then prompt this backend's agents
+    /// and answer their approvals (docs/SECURITY.md, "Several machines").
+    #[arg(long, requires = "join")]
+    pub trust_nats_network: bool,
 }
 
 /// Printed (and logged) when the backend listens beyond loopback.
@@ -112,10 +117,39 @@ fn machine_name(name: Option<&str>) -> anyhow::Result<ax_hub::MachineName> {
         .map_err(|e| anyhow::anyhow!("no machine name from the host name ({e}); pass --name NAME"))
 }
 
+/// Refuses `--join` to a NATS server beyond loopback unless the person said the network is
+/// trusted: without NATS credentials (docs/hub.md §6) whoever reaches the server could send
+/// this backend prompts and approvals.
+fn check_join_url(url: &str, trusted: bool) -> anyhow::Result<()> {
+    let loopback =
+        ax_hub::nats::is_loopback_url(url).map_err(|e| anyhow::anyhow!("--join: {e}"))?;
+    if !loopback && !trusted {
+        bail!(
+            "--join {url} is not on this machine's loopback. NATS credentials are not supported \
+             yet, so anyone who can reach that server could prompt this backend's agents and \
+             answer their approvals. Reach it through a tunnel (ssh -L 4222:127.0.0.1:4222 HOST, \
+             then --join nats://127.0.0.1:4222), or add --trust-nats-network if only machines you \
+             trust can reach it (docs/SECURITY.md, \"Several machines\")"
+        );
+    }
+    if !loopback {
+        eprintln!("{JOIN_WARNING}");
+        tracing::warn!("{JOIN_WARNING}");
+    }
+    Ok(())
+}
+
+/// Printed (and logged) when a backend joins a NATS server beyond loopback.
+pub const JOIN_WARNING: &str = "warning: --trust-nats-network: this backend answers requests \
+from anyone who can reach the NATS server (no NATS credentials yet)";
+
 async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     let ip = parse_host(&args.hostname)?;
     let machine = match &args.join {
-        Some(_) => Some(machine_name(args.name.as_deref())?),
+        Some(url) => {
+            check_join_url(url, args.trust_nats_network)?;
+            Some(machine_name(args.name.as_deref())?)
+        }
         None => None,
     };
     if !ip.is_loopback() && !args.allow_remote {
