@@ -18,10 +18,7 @@ use std::path::{Path, PathBuf};
 use support::*;
 
 fn main() {
-    if std::env::var_os("AX_TEST_BE_MOCK_AGENT").is_some() {
-        ax_mock_agent::run();
-    }
-    let tests: [(&str, fn()); 4] = [
+    run_pty_tests(&[
         (
             "a_full_agent_turn_renders_and_a_card_opens_to_its_diff",
             full_turn,
@@ -32,64 +29,7 @@ fn main() {
             "a_codex_exec_approval_fits_and_its_feedback_option_opens_the_composer",
             codex_exec,
         ),
-    ];
-    let filter: Vec<String> = std::env::args()
-        .skip(1)
-        .filter(|a| !a.starts_with('-'))
-        .collect();
-    for (name, test) in tests {
-        if !filter.is_empty() && !filter.iter().any(|f| name.contains(f.as_str())) {
-            continue;
-        }
-        println!("test {name} ...");
-        test();
-        println!("test {name} ... ok");
-    }
-}
-
-/// A TUI on a fresh project whose agents configuration makes the mock agent the default.
-struct AgentTui {
-    env: Env,
-    _config: tempfile::TempDir,
-    tui: Pty,
-}
-
-fn start() -> AgentTui {
-    let env = Env::new();
-    let config = tempfile::Builder::new()
-        .prefix("axcfg")
-        .tempdir_in("/tmp")
-        .unwrap();
-    std::fs::create_dir_all(config.path().join("ax-code")).unwrap();
-    let exe = std::env::current_exe().unwrap();
-    std::fs::write(
-        config.path().join("ax-code/config.toml"),
-        format!(
-            "default_agent = \"mock\"\n\n[agents.mock]\ncommand = {:?}\n\
-             env = {{ AX_TEST_BE_MOCK_AGENT = \"1\" }}\n",
-            exe.to_str().unwrap()
-        ),
-    )
-    .unwrap();
-    let tui = Pty::spawn_with(
-        &env,
-        &[],
-        None,
-        ROWS,
-        COLS,
-        &[("XDG_CONFIG_HOME", config.path().as_os_str())],
-    );
-    tui.wait_text("● connected");
-    AgentTui {
-        env,
-        _config: config,
-        tui,
-    }
-}
-
-/// Types `text` as one bracketed paste (newlines kept), as a terminal does for a paste.
-fn paste(tui: &Pty, text: &str) {
-    tui.send(&format!("\x1b[200~{text}\x1b[201~"));
+    ]);
 }
 
 /// Ctrl+N, the picker with the default agent preselected, Enter: a new session with it.
@@ -127,7 +67,7 @@ fn cell_of(screen: &str, text: &str) -> (u16, u16) {
 }
 
 fn full_turn() {
-    let t = start();
+    let t = AgentTui::start();
     new_mock_session(&t);
     let prompt = "thought Considering where the last line goes\n\
                   plan Read the parser|Fix the last line|Run the tests\n\
@@ -137,7 +77,7 @@ fn full_turn() {
                   term 1000 printf 'term-ok\\n'\n\
                   usage\n\
                   text Done: **fixed**.";
-    paste(&t.tui, prompt);
+    t.tui.paste(prompt);
     t.tui.send("\r");
     // The permission: the dialog shows the agent's whole request; Claude sends "always"
     // first, yet allow once is highlighted and Enter allows once.
@@ -232,12 +172,10 @@ fn full_turn() {
 }
 
 fn esc_aborts() {
-    let t = start();
+    let t = AgentTui::start();
     new_mock_session(&t);
-    paste(
-        &t.tui,
-        "text started the long part\nwait-cancel\ntext never said",
-    );
+    t.tui
+        .paste("text started the long part\nwait-cancel\ntext never said");
     t.tui.send("\r");
     t.tui.wait_for("the turn running", |s| {
         s.contains("started the long part") && s.contains("Esc abort")
@@ -258,7 +196,7 @@ fn close_modal(tui: &Pty, marker: &str) {
 }
 
 fn mode_switches() {
-    let t = start();
+    let t = AgentTui::start();
     new_mock_session(&t);
     t.tui.send("mode\r");
     t.tui.wait_for("the first turn", |s| {
@@ -289,9 +227,9 @@ fn mode_switches() {
 /// there, and "No, and tell Codex what to do differently" sends that option and leaves the
 /// composer asking for the feedback.
 fn codex_exec() {
-    let t = start();
+    let t = AgentTui::start();
     new_mock_session(&t);
-    paste(&t.tui, "exec e1 python3 -m pytest -q");
+    t.tui.paste("exec e1 python3 -m pytest -q");
     t.tui.send("\r");
     // The last row of the dialog: the whole dialog is drawn.
     let s = t

@@ -8,11 +8,6 @@ mod support;
 
 use support::*;
 
-/// Types `text` as one bracketed paste, as a terminal does for a paste.
-fn paste(tui: &Pty, text: &str) {
-    tui.send(&format!("\x1b[200~{text}\x1b[201~"));
-}
-
 const UP: &str = "\x1b[A";
 const DOWN: &str = "\x1b[B";
 const F2: &str = "\x1bOQ";
@@ -41,7 +36,7 @@ fn wait_composer(tui: &Pty, want: &str) -> String {
 
 /// Sends `command` to the shell agent, approves it once and waits for `done` in the output.
 fn run(tui: &Pty, command: &str, done: impl Fn(&str) -> bool) {
-    paste(tui, command);
+    tui.paste(command);
     tui.send("\r");
     tui.wait_text("Approval needed");
     tui.send("y");
@@ -154,7 +149,7 @@ fn history_find_copy_mouse_and_a_notification_reach_the_terminal() {
         "nothing rang while the person looked: {:?}",
         tui.oscs()
     );
-    paste(&tui, "sleep 3; echo late-done");
+    tui.paste("sleep 3; echo late-done");
     tui.send("\r");
     tui.wait_text("Approval needed");
     tui.send("y");
@@ -191,7 +186,7 @@ fn history_find_copy_mouse_and_a_notification_reach_the_terminal() {
     tui.wait_text("rings with the bell");
     tui.send("\r");
     tui.wait_text("late-done");
-    paste(&tui, "sleep 3; echo gamma-three");
+    tui.paste("sleep 3; echo gamma-three");
     tui.send("\r");
     tui.wait_text("Approval needed");
     tui.send("y");

@@ -43,52 +43,8 @@ fn main() {
     }
 }
 
-struct AgentTui {
-    env: Env,
-    _config: tempfile::TempDir,
-    tui: Pty,
-}
-
-/// A TUI on a fresh project whose default agent is the mock, in a new session with it.
-fn start() -> AgentTui {
-    let env = Env::new();
-    let config = tempfile::Builder::new()
-        .prefix("axcfg")
-        .tempdir_in("/tmp")
-        .unwrap();
-    std::fs::create_dir_all(config.path().join("ax-code")).unwrap();
-    let exe = std::env::current_exe().unwrap();
-    std::fs::write(
-        config.path().join("ax-code/config.toml"),
-        format!(
-            "default_agent = \"mock\"\n\n[agents.mock]\ncommand = {:?}\n\
-             env = {{ AX_TEST_BE_MOCK_AGENT = \"1\" }}\n",
-            exe.to_str().unwrap()
-        ),
-    )
-    .unwrap();
-    let tui = Pty::spawn_with(
-        &env,
-        &[],
-        None,
-        ROWS,
-        COLS,
-        &[("XDG_CONFIG_HOME", config.path().as_os_str())],
-    );
-    tui.wait_text("● connected");
-    tui.send("\x0e");
-    tui.wait_text("New session: which agent?");
-    tui.send("\r");
-    tui.wait_for("the new session", |s| s.contains("(untitled) ses_"));
-    AgentTui {
-        env,
-        _config: config,
-        tui,
-    }
-}
-
 fn agent_commands() {
-    let t = start();
+    let t = AgentTui::start_in_session();
     // The agent says its commands once it runs (after `session/new`).
     t.tui.send("text hello\r");
     t.tui
@@ -109,7 +65,7 @@ fn agent_commands() {
 }
 
 fn config_options() {
-    let t = start();
+    let t = AgentTui::start_in_session();
     // Before any prompt the session has no options; by name the agent starts for it.
     t.tui.send("/model mock-small\r");
     t.tui.wait_text("Model is now Mock Small");
@@ -136,7 +92,7 @@ fn config_options() {
 }
 
 fn at_picker() {
-    let t = start();
+    let t = AgentTui::start_in_session();
     let dir = t.env.project.join("src");
     std::fs::create_dir_all(&dir).unwrap();
     std::fs::write(dir.join("notes-picked.txt"), "picked text").unwrap();

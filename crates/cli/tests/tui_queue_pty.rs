@@ -12,10 +12,7 @@ mod support;
 use support::*;
 
 fn main() {
-    if std::env::var_os("AX_TEST_BE_MOCK_AGENT").is_some() {
-        ax_mock_agent::run();
-    }
-    let tests: [(&str, fn()); 2] = [
+    run_pty_tests(&[
         (
             "queued_prompts_wait_one_is_cancelled_and_the_other_sent_when_the_turn_ends",
             queue_and_cancel,
@@ -24,68 +21,7 @@ fn main() {
             "send_now_steers_and_an_abort_pauses_until_resumed",
             steer_and_resume,
         ),
-    ];
-    let filter: Vec<String> = std::env::args()
-        .skip(1)
-        .filter(|a| !a.starts_with('-'))
-        .collect();
-    for (name, test) in tests {
-        if !filter.is_empty() && !filter.iter().any(|f| name.contains(f.as_str())) {
-            continue;
-        }
-        println!("test {name} ...");
-        test();
-        println!("test {name} ... ok");
-    }
-}
-
-struct AgentTui {
-    _env: Env,
-    _config: tempfile::TempDir,
-    tui: Pty,
-}
-
-/// A TUI on a fresh project whose default agent is the mock, in a new session with it.
-fn start() -> AgentTui {
-    let env = Env::new();
-    let config = tempfile::Builder::new()
-        .prefix("axcfg")
-        .tempdir_in("/tmp")
-        .unwrap();
-    std::fs::create_dir_all(config.path().join("ax-code")).unwrap();
-    let exe = std::env::current_exe().unwrap();
-    std::fs::write(
-        config.path().join("ax-code/config.toml"),
-        format!(
-            "default_agent = \"mock\"\n\n[agents.mock]\ncommand = {:?}\n\
-             env = {{ AX_TEST_BE_MOCK_AGENT = \"1\" }}\n",
-            exe.to_str().unwrap()
-        ),
-    )
-    .unwrap();
-    let tui = Pty::spawn_with(
-        &env,
-        &[],
-        None,
-        ROWS,
-        COLS,
-        &[("XDG_CONFIG_HOME", config.path().as_os_str())],
-    );
-    tui.wait_text("● connected");
-    tui.send("\x0e");
-    tui.wait_text("New session: which agent?");
-    tui.send("\r");
-    tui.wait_for("the new session", |s| s.contains("(untitled) ses_"));
-    AgentTui {
-        _env: env,
-        _config: config,
-        tui,
-    }
-}
-
-/// Types `text` as one bracketed paste (newlines kept), as a terminal does for a paste.
-fn paste(tui: &Pty, text: &str) {
-    tui.send(&format!("\x1b[200~{text}\x1b[201~"));
+    ]);
 }
 
 /// The screen's rows that hold `text`.
@@ -94,12 +30,10 @@ fn rows_with<'a>(screen: &'a str, text: &str) -> Vec<&'a str> {
 }
 
 fn queue_and_cancel() {
-    let t = start();
+    let t = AgentTui::start_in_session();
     // A turn that waits for the person: it runs until the approval is answered.
-    paste(
-        &t.tui,
-        "text first turn\npermission p1 full\ntext first done",
-    );
+    t.tui
+        .paste("text first turn\npermission p1 full\ntext first done");
     t.tui.send("\r");
     t.tui.wait_text("Approval needed");
     t.tui.send("\x1b");
@@ -137,8 +71,8 @@ fn queue_and_cancel() {
 }
 
 fn steer_and_resume() {
-    let t = start();
-    paste(&t.tui, "text long turn\nwait-cancel\ntext never said");
+    let t = AgentTui::start_in_session();
+    t.tui.paste("text long turn\nwait-cancel\ntext never said");
     t.tui.send("\r");
     t.tui.wait_for("the turn running", |s| {
         s.contains("long turn") && s.contains("Esc abort")
@@ -157,7 +91,7 @@ fn steer_and_resume() {
     assert!(!first_reply.contains("never said"), "{s}");
 
     // An abort with prompts queued pauses the queue; resume sends them.
-    paste(&t.tui, "text second long\nwait-cancel");
+    t.tui.paste("text second long\nwait-cancel");
     t.tui.send("\r");
     t.tui.wait_for("the second turn running", |s| {
         s.contains("second long") && s.contains("Esc abort")

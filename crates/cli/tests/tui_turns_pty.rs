@@ -9,11 +9,6 @@ use std::time::Duration;
 
 use support::*;
 
-/// Types `text` as one bracketed paste (newlines kept), as a terminal does for a paste.
-fn paste(tui: &Pty, text: &str) {
-    tui.send(&format!("\x1b[200~{text}\x1b[201~"));
-}
-
 const DOWN: &str = "\x1b[B";
 
 #[test]
@@ -37,7 +32,7 @@ fn a_long_request_is_readable_in_full_before_approving() {
         last_row.ends_with("; touch approved-marker"),
         "{last_row:?}"
     );
-    paste(&tui, &cmd);
+    tui.paste(&cmd);
     tui.send("\r");
     // The dialog, with the draft sent (the composer shows its placeholder again, the start of
     // which is left of the dialog).
@@ -87,7 +82,7 @@ fn esc_aborts_a_running_turn() {
     let env = Env::new();
     let tui = Pty::spawn(&env, &[], None);
     tui.wait_text("● connected");
-    paste(&tui, "echo started; sleep 30; touch never-made");
+    tui.paste("echo started; sleep 30; touch never-made");
     tui.send("\r");
     tui.wait_text("Approval needed");
     tui.send("y");

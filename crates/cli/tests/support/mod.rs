@@ -5,6 +5,8 @@
 //! - [`serve`]: `ax-code serve` with a known credential ([`Serve`]) or a generated one read
 //!   from its credential file ([`ControlServe`]);
 //! - [`pty`]: the TUI in a pseudo-terminal read back through vt100 ([`Pty`], [`PtyHandle`]);
+//! - [`agent_tui`]: that TUI with the mock ACP agent as its default ([`AgentTui`]), and the
+//!   `main` of the PTY test binaries that are also the mock agent;
 //! - [`mcp`]: `ax-code mcp tui` driven over stdio JSON-RPC ([`Adapter`]) and checks of its
 //!   answers;
 //! - [`python`]: the test venv's interpreter and the Python scripts in tests/python;
@@ -17,12 +19,15 @@
 
 #![allow(dead_code)]
 
+pub mod agent_tui;
 pub mod fs;
 pub mod mcp;
 pub mod pty;
 pub mod python;
 pub mod serve;
 
+#[allow(unused_imports)]
+pub use agent_tui::*;
 #[allow(unused_imports)]
 pub use fs::*;
 #[allow(unused_imports)]

@@ -266,6 +266,11 @@ impl Pty {
     }
 
     /// Types `bytes`.
+    /// Types `text` as one bracketed paste (newlines kept), as a terminal does for a paste.
+    pub fn paste(&self, text: &str) {
+        self.send(&format!("\x1b[200~{text}\x1b[201~"));
+    }
+
     pub fn send(&self, bytes: &str) {
         self.handle().send(bytes)
     }
