@@ -1,4 +1,4 @@
-//! The approvals inbox (docs/tui.md §3e): every approval of this backend that waits, across
+//! The approvals inbox (docs/tui.md §3h): every approval of this backend that waits, across
 //! its sessions, newest first. The rows are derived from the pending permissions the TUI
 //! already keeps (loaded with the session list from `GET /permission`, then followed by
 //! `permission.asked` / `permission.replied`), so an approval answered elsewhere leaves the

@@ -1,4 +1,4 @@
-//! The approvals inbox (docs/tui.md §3e): `/approvals` lists every waiting approval across the
+//! The approvals inbox (docs/tui.md §3h): `/approvals` lists every waiting approval across the
 //! sessions, newest first, with the session's title, its agent and what the agent wants;
 //! Enter opens the session, where the approval dialog asks; an approval answered elsewhere
 //! leaves the list; an empty inbox says so.
