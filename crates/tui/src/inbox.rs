@@ -39,7 +39,7 @@ impl App {
             .iter()
             .filter(|p| p.state == PermissionState::Pending && !self.replying.contains(&p.id))
             .collect();
-        pending.sort_by(|a, b| b.created.cmp(&a.created));
+        pending.sort_by_key(|p| std::cmp::Reverse(p.created));
         pending
             .into_iter()
             .map(|p| {
