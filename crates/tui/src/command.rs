@@ -24,6 +24,8 @@ pub enum Command {
     Mode,
     /// Forget the open session's standing "always" answers.
     Revoke,
+    /// Every approval that waits, across the sessions (the approvals inbox).
+    Approvals,
     /// The open session's queued prompts: `/queue [edit N|cancel N|send N|resume]`.
     Queue,
     /// The agent's session options: `/config [ID [VALUE]]` (a picker without arguments).
@@ -70,7 +72,7 @@ pub struct Invocation {
 
 impl Command {
     /// Every command, in palette and `/help` order.
-    pub const ALL: [Command; 21] = [
+    pub const ALL: [Command; 22] = [
         Command::New,
         Command::Sessions,
         Command::Attach,
@@ -81,6 +83,7 @@ impl Command {
         Command::Agent,
         Command::Mode,
         Command::Revoke,
+        Command::Approvals,
         Command::Queue,
         Command::Config,
         Command::Model,
@@ -107,6 +110,7 @@ impl Command {
             Command::Agent => "/agent",
             Command::Mode => "/mode",
             Command::Revoke => "/revoke",
+            Command::Approvals => "/approvals",
             Command::Queue => "/queue",
             Command::Config => "/config",
             Command::Model => "/model",
@@ -134,6 +138,7 @@ impl Command {
             Command::Agent => "this session's agent, its modes and state",
             Command::Mode => "switch the agent's mode: /mode [ID]",
             Command::Revoke => "forget this session's standing “always”",
+            Command::Approvals => "every approval that waits, in all sessions",
             Command::Queue => "queued prompts: /queue [ACTION]",
             Command::Config => "agent's options: /config [ID]",
             Command::Model => "the agent's model: /model [ID]",

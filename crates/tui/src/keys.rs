@@ -368,6 +368,7 @@ impl App {
                 Some(Modal::Modes { selected })
             }
             Modal::Queue { selected } => self.queue_modal_key(selected, key),
+            Modal::Approvals { selected } => self.inbox_key(selected, key),
             Modal::Config { option, selected } => self.config_modal_key(option, selected, key),
             Modal::Palette {
                 mut query,
@@ -513,6 +514,7 @@ impl App {
                 | Modal::AgentInfo
                 | Modal::Modes { .. }
                 | Modal::Queue { .. }
+                | Modal::Approvals { .. }
                 | Modal::Config { .. },
             ) => {}
             None if approval => {}

@@ -15,6 +15,7 @@
 //! | [`complete`] | `/` lists ax-code's and the agent's commands as the person types; Tab completes |
 //! | [`config`] | the agent's session options (`/config`, `/model`): pickers and changes by name |
 //! | [`picker`] | the `@` file picker: fuzzy matching, the list, attaching the chosen file |
+//! | [`inbox`] | the approvals inbox: every waiting approval across the sessions (`/approvals`) |
 //! | [`queue`] | the open session's prompt queue: shown above the composer, edited, cancelled, sent now |
 //! | [`attention`], [`notify`] | each session's state for the list (needs you first); ringing the terminal (bell, OSC 9, OSC 777) |
 //! | [`copy`] | `/copy` by OSC 52, mouse capture on and off |
@@ -65,6 +66,7 @@ pub mod find;
 mod find_bar;
 pub mod highlight;
 pub mod history;
+pub mod inbox;
 pub mod input;
 mod keys;
 pub mod layout;

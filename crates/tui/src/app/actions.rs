@@ -302,6 +302,7 @@ impl App {
             }
             Command::Mode => self.mode_command(invocation.arg),
             Command::Revoke => self.revoke_standing(),
+            Command::Approvals => self.open_inbox(),
             Command::Queue => self.queue_command(invocation.arg),
             Command::Config => self.config_command(invocation.arg),
             Command::Model => self.model_command(invocation.arg),

@@ -112,6 +112,11 @@ pub enum Modal {
         /// The highlighted row.
         selected: usize,
     },
+    /// Every waiting approval across the sessions (`/approvals`); Enter opens its session.
+    Approvals {
+        /// The highlighted row.
+        selected: usize,
+    },
 }
 
 /// Who a notice is from.

@@ -381,6 +381,7 @@ pub(super) fn draw(frame: &mut Frame, app: &App, m: &Modal, screen: Rect) {
             frame.render_widget(Paragraph::new(lines), tr(inner));
         }
         Modal::Queue { selected } => tray::queue_modal(frame, app, *selected, screen),
+        Modal::Approvals { selected } => tray::inbox_modal(frame, app, *selected, screen),
         Modal::Config { option, selected } => {
             tray::config_modal(frame, app, option.as_deref(), *selected, screen)
         }

@@ -248,3 +248,34 @@ pub(crate) fn config_modal(
     lines.push(Line::styled("↑↓ choose · Enter set · Esc back", DIM));
     frame.render_widget(Paragraph::new(lines), tr(inner));
 }
+
+/// The approvals inbox: every waiting approval, newest first (`inbox.rs`).
+pub(crate) fn inbox_modal(frame: &mut Frame, app: &App, selected: usize, screen: Rect) {
+    let rows = app.inbox_rows();
+    let visible = usize::from(screen.height.saturating_sub(6)).max(1);
+    let selected = selected.min(rows.len().saturating_sub(1));
+    let from = crate::complete::window_start(selected, rows.len(), visible);
+    let h = (rows.len().clamp(1, visible) as u16).saturating_add(4);
+    let inner = boxed(frame, screen.centered(96, h), "Approvals waiting", ACCENT);
+    let mut lines = Vec::new();
+    if rows.is_empty() {
+        lines.push(Line::raw(format!(" {}", crate::inbox::EMPTY)));
+    }
+    for (i, row) in rows.iter().enumerate().skip(from).take(visible) {
+        let style = if i == selected {
+            Style::new().fg(Color::Black).bg(ACCENT)
+        } else {
+            Style::new()
+        };
+        lines.push(Line::styled(
+            format!(" {} · {} · {}", row.title, row.agent, row.summary),
+            style,
+        ));
+    }
+    lines.push(Line::raw(""));
+    lines.push(Line::styled(
+        "↑↓ choose · Enter open its session · Esc close",
+        DIM,
+    ));
+    frame.render_widget(Paragraph::new(lines), tr(inner));
+}

@@ -1,0 +1,120 @@
+//! The approvals inbox in the real TUI under a pseudo-terminal, against a real backend with
+//! the mock agent (docs/tui.md §3h): two sessions each wait on an approval; `/approvals`
+//! lists both, newest first; Enter on one opens its session with the approval dialog, and
+//! once it is answered the inbox lists only the other.
+//!
+//! This test binary is also the mock ACP agent its configuration names (started with
+//! `AX_TEST_BE_MOCK_AGENT=1` through the agent's `env`), hence its own `main`.
+
+mod support;
+
+use support::*;
+
+fn main() {
+    if std::env::var_os("AX_TEST_BE_MOCK_AGENT").is_some() {
+        ax_mock_agent::run();
+    }
+    let tests: [(&str, fn()); 1] = [(
+        "approvals_lists_both_sessions_and_enter_opens_the_dialog",
+        inbox,
+    )];
+    let filter: Vec<String> = std::env::args()
+        .skip(1)
+        .filter(|a| !a.starts_with('-'))
+        .collect();
+    for (name, test) in tests {
+        if !filter.is_empty() && !filter.iter().any(|f| name.contains(f.as_str())) {
+            continue;
+        }
+        println!("test {name} ...");
+        test();
+        println!("test {name} ... ok");
+    }
+}
+
+/// Types `text` as one bracketed paste (newlines kept), as a terminal does for a paste.
+fn paste(tui: &Pty, text: &str) {
+    tui.send(&format!("\x1b[200~{text}\x1b[201~"));
+}
+
+/// A new session with the mock agent, titled `title`, whose turn waits on an approval the
+/// person leaves for later.
+fn waiting_session(tui: &Pty, title: &str) {
+    tui.send("\x0e");
+    tui.wait_text("New session: which agent?");
+    tui.send("\r");
+    tui.wait_for("the new session", |s| s.contains("(untitled) ses_"));
+    tui.send(&format!("/rename {title}\r"));
+    tui.wait_text(title);
+    paste(
+        tui,
+        &format!("text {title} turn\npermission p1 full\ntext done"),
+    );
+    tui.send("\r");
+    tui.wait_text("Approval needed");
+    tui.send("\x1b");
+    tui.wait_for("the approval left for later", |s| {
+        !s.contains("Approval needed")
+    });
+}
+
+fn inbox() {
+    let env = Env::new();
+    let config = tempfile::Builder::new()
+        .prefix("axcfg")
+        .tempdir_in("/tmp")
+        .unwrap();
+    std::fs::create_dir_all(config.path().join("ax-code")).unwrap();
+    let exe = std::env::current_exe().unwrap();
+    std::fs::write(
+        config.path().join("ax-code/config.toml"),
+        format!(
+            "default_agent = \"mock\"\n\n[agents.mock]\ncommand = {:?}\n\
+             env = {{ AX_TEST_BE_MOCK_AGENT = \"1\" }}\n",
+            exe.to_str().unwrap()
+        ),
+    )
+    .unwrap();
+    let tui = Pty::spawn_with(
+        &env,
+        &[],
+        None,
+        ROWS,
+        COLS,
+        &[("XDG_CONFIG_HOME", config.path().as_os_str())],
+    );
+    tui.wait_text("● connected");
+    waiting_session(&tui, "alpha-task");
+    waiting_session(&tui, "beta-task");
+
+    tui.send("/approvals\r");
+    let s = tui.wait_for("both approvals listed", |s| {
+        s.contains("Approvals waiting")
+            && s.contains("alpha-task · mock · The agent wants to")
+            && s.contains("beta-task · mock · The agent wants to")
+    });
+    let beta = s.find("beta-task · mock").unwrap();
+    let alpha = s.find("alpha-task · mock").unwrap();
+    assert!(beta < alpha, "newest first:\n{s}");
+
+    // Enter on alpha's row opens alpha, where the approval dialog asks.
+    tui.send("\x1b[B");
+    tui.send("\r");
+    let s = tui.wait_for("alpha's approval dialog", |s| {
+        s.contains("Approval needed") && !s.contains("Approvals waiting")
+    });
+    assert!(s.contains("alpha-task"), "{s}");
+    tui.send("y");
+    tui.wait_for("alpha's turn ended", |s| {
+        !s.contains("Approval needed") && s.contains("idle · last turn")
+    });
+
+    tui.send("/approvals\r");
+    tui.wait_for("only beta's approval left", |s| {
+        s.contains("Approvals waiting")
+            && s.contains("beta-task · mock")
+            && !s.contains("alpha-task · mock")
+    });
+    tui.send("\x1b");
+    tui.wait_for("the inbox closed", |s| !s.contains("Approvals waiting"));
+}
