@@ -11,30 +11,10 @@ mod support;
 use support::*;
 
 fn main() {
-    if std::env::var_os("AX_TEST_BE_MOCK_AGENT").is_some() {
-        ax_mock_agent::run();
-    }
-    let tests: [(&str, fn()); 1] = [(
+    run_pty_tests(&[(
         "approvals_lists_both_sessions_and_enter_opens_the_dialog",
         inbox,
-    )];
-    let filter: Vec<String> = std::env::args()
-        .skip(1)
-        .filter(|a| !a.starts_with('-'))
-        .collect();
-    for (name, test) in tests {
-        if !filter.is_empty() && !filter.iter().any(|f| name.contains(f.as_str())) {
-            continue;
-        }
-        println!("test {name} ...");
-        test();
-        println!("test {name} ... ok");
-    }
-}
-
-/// Types `text` as one bracketed paste (newlines kept), as a terminal does for a paste.
-fn paste(tui: &Pty, text: &str) {
-    tui.send(&format!("\x1b[200~{text}\x1b[201~"));
+    )]);
 }
 
 /// A new session with the mock agent, titled `title`, whose turn waits on an approval the
@@ -46,10 +26,7 @@ fn waiting_session(tui: &Pty, title: &str) {
     tui.wait_for("the new session", |s| s.contains("(untitled) ses_"));
     tui.send(&format!("/rename {title}\r"));
     tui.wait_text(title);
-    paste(
-        tui,
-        &format!("text {title} turn\npermission p1 full\ntext done"),
-    );
+    tui.paste(&format!("text {title} turn\npermission p1 full\ntext done"));
     tui.send("\r");
     tui.wait_text("Approval needed");
     tui.send("\x1b");
@@ -59,33 +36,10 @@ fn waiting_session(tui: &Pty, title: &str) {
 }
 
 fn inbox() {
-    let env = Env::new();
-    let config = tempfile::Builder::new()
-        .prefix("axcfg")
-        .tempdir_in("/tmp")
-        .unwrap();
-    std::fs::create_dir_all(config.path().join("ax-code")).unwrap();
-    let exe = std::env::current_exe().unwrap();
-    std::fs::write(
-        config.path().join("ax-code/config.toml"),
-        format!(
-            "default_agent = \"mock\"\n\n[agents.mock]\ncommand = {:?}\n\
-             env = {{ AX_TEST_BE_MOCK_AGENT = \"1\" }}\n",
-            exe.to_str().unwrap()
-        ),
-    )
-    .unwrap();
-    let tui = Pty::spawn_with(
-        &env,
-        &[],
-        None,
-        ROWS,
-        COLS,
-        &[("XDG_CONFIG_HOME", config.path().as_os_str())],
-    );
-    tui.wait_text("● connected");
-    waiting_session(&tui, "alpha-task");
-    waiting_session(&tui, "beta-task");
+    let t = AgentTui::start();
+    let tui = &t.tui;
+    waiting_session(tui, "alpha-task");
+    waiting_session(tui, "beta-task");
 
     tui.send("/approvals\r");
     let s = tui.wait_for("both approvals listed", |s| {
