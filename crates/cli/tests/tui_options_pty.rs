@@ -12,10 +12,7 @@ mod support;
 use support::*;
 
 fn main() {
-    if std::env::var_os("AX_TEST_BE_MOCK_AGENT").is_some() {
-        ax_mock_agent::run();
-    }
-    let tests: [(&str, fn()); 3] = [
+    run_pty_tests(&[
         (
             "slash_lists_the_agents_commands_and_tab_completes_one",
             agent_commands,
@@ -28,19 +25,7 @@ fn main() {
             "an_at_word_picks_a_project_file_that_goes_with_the_prompt",
             at_picker,
         ),
-    ];
-    let filter: Vec<String> = std::env::args()
-        .skip(1)
-        .filter(|a| !a.starts_with('-'))
-        .collect();
-    for (name, test) in tests {
-        if !filter.is_empty() && !filter.iter().any(|f| name.contains(f.as_str())) {
-            continue;
-        }
-        println!("test {name} ...");
-        test();
-        println!("test {name} ... ok");
-    }
+    ]);
 }
 
 fn agent_commands() {
