@@ -20,6 +20,7 @@ import re
 import secrets
 import subprocess
 import sys
+import tempfile
 import time
 import urllib.error
 import urllib.request
@@ -190,6 +191,26 @@ class Backend:
             self.proc.kill()
             self.proc.wait()
         self.log.close()
+
+
+MOCK_AGENT_CONFIG = """default_agent = "mock"
+
+[agents.mock]
+command = {exe}
+env = {{ AX_TEST_BE_MOCK_AGENT = "1" }}
+"""
+
+
+def mock_agent_root(mock, prefix):
+    """A fresh test root whose ax-code config (ROOT/config, as XDG_CONFIG_HOME) makes `mock`
+    the default agent: a test binary that serves the mock ACP agent when started with
+    AX_TEST_BE_MOCK_AGENT=1. Returns (root, the `extra_env` for `Backend`)."""
+    root = tempfile.mkdtemp(prefix=prefix)
+    config = os.path.join(root, "config")
+    os.makedirs(os.path.join(config, "ax-code"))
+    with open(os.path.join(config, "ax-code", "config.toml"), "w") as f:
+        f.write(MOCK_AGENT_CONFIG.format(exe=json.dumps(mock)))
+    return root, {"XDG_CONFIG_HOME": config}
 
 
 def browser(profile, *flags, console_log=False):

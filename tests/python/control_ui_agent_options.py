@@ -19,21 +19,12 @@ Usage: python control_ui_agent_options.py AX_CODE_BINARY MOCK_AGENT_BINARY
 import json
 import os
 import sys
-import tempfile
 
 from selenium.webdriver.common.by import By
 from selenium.webdriver.common.keys import Keys
 from selenium.webdriver.support.ui import Select
 
-from axtest import Backend, browser, check, close_browser, run_checks, wait_for
-
-CONFIG = """default_agent = "mock"
-
-[agents.mock]
-command = {exe}
-env = {{ AX_TEST_BE_MOCK_AGENT = "1" }}
-"""
-
+from axtest import Backend, browser, check, close_browser, mock_agent_root, run_checks, wait_for
 
 class Page:
     def __init__(self, driver):
@@ -154,12 +145,8 @@ def check_config(page, backend, sid):
 
 
 def run(binary, mock):
-    root = tempfile.mkdtemp(prefix="axoptions")
-    config = os.path.join(root, "config")
-    os.makedirs(os.path.join(config, "ax-code"))
-    with open(os.path.join(config, "ax-code", "config.toml"), "w") as f:
-        f.write(CONFIG.format(exe=json.dumps(mock)))
-    backend = Backend(binary, root, extra_env={"XDG_CONFIG_HOME": config})
+    root, env = mock_agent_root(mock, "axoptions")
+    backend = Backend(binary, root, extra_env=env)
     driver = None
     try:
         driver = browser(os.path.join(root, "profile"), "--window-size=1300,900", console_log=True)

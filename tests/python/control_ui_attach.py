@@ -13,22 +13,13 @@ Usage: python control_ui_attach.py AX_CODE_BINARY MOCK_AGENT_BINARY
 """
 
 import base64
-import json
 import os
 import sys
-import tempfile
 
 from selenium.webdriver.common.by import By
 from selenium.webdriver.common.keys import Keys
 
-from axtest import Backend, browser, check, close_browser, run_checks, wait_for
-
-CONFIG = """default_agent = "mock"
-
-[agents.mock]
-command = {exe}
-env = {{ AX_TEST_BE_MOCK_AGENT = "1" }}
-"""
+from axtest import Backend, browser, check, close_browser, mock_agent_root, run_checks, wait_for
 
 # A real 1x1 PNG, so the browser can draw the thumbnail.
 PNG = base64.b64decode(
@@ -121,11 +112,7 @@ def check_images(page, backend, sid):
 
 
 def run(binary, mock):
-    root = tempfile.mkdtemp(prefix="axattach")
-    config = os.path.join(root, "config")
-    os.makedirs(os.path.join(config, "ax-code"))
-    with open(os.path.join(config, "ax-code", "config.toml"), "w") as f:
-        f.write(CONFIG.format(exe=json.dumps(mock)))
+    root, env = mock_agent_root(mock, "axattach")
     project = os.path.join(root, "project")
     os.makedirs(os.path.join(project, "src"))
     with open(os.path.join(project, "src", "main.rs"), "w") as f:
@@ -134,7 +121,7 @@ def run(binary, mock):
         f.write("ignored")
     with open(os.path.join(project, ".gitignore"), "w") as f:
         f.write("secret.txt\n")
-    backend = Backend(binary, root, extra_env={"XDG_CONFIG_HOME": config})
+    backend = Backend(binary, root, extra_env=env)
     driver = None
     try:
         driver = browser(os.path.join(root, "profile"), "--window-size=1300,900", console_log=True)

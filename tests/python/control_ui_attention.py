@@ -22,21 +22,12 @@ Usage: python control_ui_attention.py AX_CODE_BINARY MOCK_AGENT_BINARY
 """
 
 import asyncio
-import json
 import os
 import sys
-import tempfile
 
 from selenium.webdriver.common.by import By
 
-from axtest import Backend, browser, check, close_browser, mcp_session, run_checks, wait_for
-
-CONFIG = """default_agent = "mock"
-
-[agents.mock]
-command = {exe}
-env = {{ AX_TEST_BE_MOCK_AGENT = "1" }}
-"""
+from axtest import Backend, browser, check, close_browser, mcp_session, mock_agent_root, run_checks, wait_for
 
 FAKE_NOTIFICATION = """
 window.__notes = [];
@@ -85,12 +76,8 @@ def open_row(driver, sid):
 
 
 def run(binary, mock):
-    root = tempfile.mkdtemp(prefix="axattn")
-    config = os.path.join(root, "config")
-    os.makedirs(os.path.join(config, "ax-code"))
-    with open(os.path.join(config, "ax-code", "config.toml"), "w") as f:
-        f.write(CONFIG.format(exe=json.dumps(mock)))
-    backend = Backend(binary, root, extra_env={"XDG_CONFIG_HOME": config})
+    root, env = mock_agent_root(mock, "axattn")
+    backend = Backend(binary, root, extra_env=env)
     driver = None
     try:
         driver = browser(os.path.join(root, "profile"), "--window-size=1300,900", console_log=True)

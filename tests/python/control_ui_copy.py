@@ -13,22 +13,13 @@ CDP `Browser.grantPermissions`).
 Usage: python control_ui_copy.py AX_CODE_BINARY MOCK_AGENT_BINARY
 """
 
-import json
 import os
 import sys
-import tempfile
 
 from selenium.webdriver.common.action_chains import ActionChains
 from selenium.webdriver.common.by import By
 
-from axtest import Backend, browser, check, close_browser, run_checks, wait_for
-
-CONFIG = """default_agent = "mock"
-
-[agents.mock]
-command = {exe}
-env = {{ AX_TEST_BE_MOCK_AGENT = "1" }}
-"""
+from axtest import Backend, browser, check, close_browser, mock_agent_root, run_checks, wait_for
 
 NOTES = "intro line\n\n```sh\necho fenced\nsecond line\n```\n\nafter the block\n"
 
@@ -39,15 +30,11 @@ navigator.clipboard.readText().then(done, (e) => done('ERROR ' + e));
 
 
 def run(binary, mock):
-    root = tempfile.mkdtemp(prefix="axcopy")
-    config = os.path.join(root, "config")
-    os.makedirs(os.path.join(config, "ax-code"))
-    with open(os.path.join(config, "ax-code", "config.toml"), "w") as f:
-        f.write(CONFIG.format(exe=json.dumps(mock)))
+    root, env = mock_agent_root(mock, "axcopy")
     os.makedirs(os.path.join(root, "project"))
     with open(os.path.join(root, "project", "notes.md"), "w") as f:
         f.write(NOTES)
-    backend = Backend(binary, root, extra_env={"XDG_CONFIG_HOME": config})
+    backend = Backend(binary, root, extra_env=env)
     driver = None
     try:
         driver = browser(os.path.join(root, "profile"), "--window-size=1300,900", console_log=True)

@@ -11,34 +11,21 @@ serve` whose agent is the mock ACP agent): docs/control-ui.md §11.
 Usage: python control_ui_history.py AX_CODE_BINARY MOCK_AGENT_BINARY
 """
 
-import json
 import os
 import sys
-import tempfile
 
 from selenium.webdriver.common.by import By
 from selenium.webdriver.common.keys import Keys
 
-from axtest import Backend, browser, check, close_browser, run_checks, wait_for
-
-CONFIG = """default_agent = "mock"
-
-[agents.mock]
-command = {exe}
-env = {{ AX_TEST_BE_MOCK_AGENT = "1" }}
-"""
+from axtest import Backend, browser, check, close_browser, mock_agent_root, run_checks, wait_for
 
 PROMPTS = ["text build the parser", "text run the tests", "text build the docs"]
 
 
 def run(binary, mock):
-    root = tempfile.mkdtemp(prefix="axhistory")
-    config = os.path.join(root, "config")
-    os.makedirs(os.path.join(config, "ax-code"))
-    with open(os.path.join(config, "ax-code", "config.toml"), "w") as f:
-        f.write(CONFIG.format(exe=json.dumps(mock)))
+    root, env = mock_agent_root(mock, "axhistory")
     os.makedirs(os.path.join(root, "project"))
-    backend = Backend(binary, root, extra_env={"XDG_CONFIG_HOME": config})
+    backend = Backend(binary, root, extra_env=env)
     driver = None
     try:
         sid = backend.api("POST", "/session", {"agent": "mock", "title": "history"})["id"]

@@ -13,22 +13,13 @@ agent is the mock ACP agent; see crates/mock-agent): docs/control-ui.md §6.
 Usage: python control_ui_queue.py AX_CODE_BINARY MOCK_AGENT_BINARY
 """
 
-import json
 import os
 import sys
-import tempfile
 
 from selenium.webdriver.common.by import By
 from selenium.webdriver.common.keys import Keys
 
-from axtest import Backend, browser, check, close_browser, run_checks, wait_for
-
-CONFIG = """default_agent = "mock"
-
-[agents.mock]
-command = {exe}
-env = {{ AX_TEST_BE_MOCK_AGENT = "1" }}
-"""
+from axtest import Backend, browser, check, close_browser, mock_agent_root, run_checks, wait_for
 
 ROWS = """
 return [...document.querySelectorAll('[data-testid="pane"][data-active="true"] [data-testid="queue-item"]')]
@@ -162,12 +153,8 @@ def check_pause_resume(page):
 
 
 def run(binary, mock):
-    root = tempfile.mkdtemp(prefix="axqueue")
-    config = os.path.join(root, "config")
-    os.makedirs(os.path.join(config, "ax-code"))
-    with open(os.path.join(config, "ax-code", "config.toml"), "w") as f:
-        f.write(CONFIG.format(exe=json.dumps(mock)))
-    backend = Backend(binary, root, extra_env={"XDG_CONFIG_HOME": config})
+    root, env = mock_agent_root(mock, "axqueue")
+    backend = Backend(binary, root, extra_env=env)
     driver = None
     try:
         driver = browser(os.path.join(root, "profile"), "--window-size=1300,900", console_log=True)
