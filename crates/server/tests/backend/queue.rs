@@ -299,7 +299,10 @@ async fn send_now_interrupts_the_turn_and_sends_that_prompt_next() {
 async fn prompts_sent_at_once_each_run_once_in_one_order() {
     let b = Backend::start().await;
     let id = always_session(&b).await;
-    let texts: Vec<String> = (0..6).map(|i| format!("echo {i}")).collect();
+    // Each turn lasts a second, so no turn ends (and no queued prompt leaves the queue) while
+    // the six are answered: a place is where the prompt waits at its answer, and a queue that
+    // drains meanwhile would give two answers the same place (seen in CI with `echo` alone).
+    let texts: Vec<String> = (0..6).map(|i| format!("sleep 1; echo {i}")).collect();
     let bodies: Vec<Prompt> = texts.iter().map(|t| text(t)).collect();
     let answers =
         futures_util::future::join_all(bodies.iter().map(|p| b.client.queue_prompt(&id, p))).await;
