@@ -285,7 +285,11 @@ impl Shared {
             .collect()
     }
 
-    async fn request(&self, machine: &MachineName, request: &Request) -> Result<Reply, ApiError> {
+    async fn request<T: serde::de::DeserializeOwned>(
+        &self,
+        machine: &MachineName,
+        request: &Request,
+    ) -> Result<Reply<T>, ApiError> {
         let payload = serde_json::to_vec(request).map_err(|e| ApiError::internal(&e))?;
         let sent = tokio::time::timeout(
             self.timeout,
@@ -304,7 +308,7 @@ impl Shared {
             }
             Ok(Ok(msg)) => msg,
         };
-        decode::<Reply>(&msg.payload).map_err(|m| ApiError::new(502, "bad_reply", m))
+        decode::<Reply<T>>(&msg.payload).map_err(|m| ApiError::new(502, "bad_reply", m))
     }
 
     async fn call(&self, machine: &str, request: Request) -> Response {
@@ -312,7 +316,7 @@ impl Shared {
             Ok(m) => m,
             Err(e) => return ApiError::new(400, "bad_request", e.to_string()).into_response(),
         };
-        match self.request(&machine, &request).await {
+        match self.request::<serde_json::Value>(&machine, &request).await {
             Ok(Reply::Ok(value)) => Json(value).into_response(),
             Ok(Reply::Error(e)) => ApiError::new(e.status, &e.code, e.message).into_response(),
             Err(e) => e.into_response(),
@@ -321,8 +325,9 @@ impl Shared {
 
     async fn sessions_of(&self, view: MachineView) -> MachineSessions {
         if view.online
-            && let Ok(Reply::Ok(value)) = self.request(&view.name, &Request::ListSessions {}).await
-            && let Ok(sessions) = serde_json::from_value::<Vec<Session>>(value)
+            && let Ok(Reply::Ok(sessions)) = self
+                .request::<Vec<Session>>(&view.name, &Request::ListSessions {})
+                .await
         {
             return MachineSessions {
                 machine: view.name,
@@ -429,9 +434,21 @@ async fn machines(State(shared): S) -> Json<Vec<MachineView>> {
     Json(shared.views())
 }
 
-async fn all_sessions(State(shared): S) -> Json<Vec<MachineSessions>> {
-    let views = shared.views();
-    Json(join_all(views.into_iter().map(|v| shared.sessions_of(v))).await)
+/// Every machine's sessions, asked of all machines at once. Each answer is read on a task of
+/// its own, so the big replies are decoded on every core rather than one after the other.
+async fn all_sessions(State(shared): S) -> Response {
+    let asked = shared.views().into_iter().map(|view| {
+        let shared = shared.clone();
+        tokio::spawn(async move { shared.sessions_of(view).await })
+    });
+    let mut all = Vec::new();
+    for answer in join_all(asked).await {
+        match answer {
+            Ok(sessions) => all.push(sessions),
+            Err(e) => return ApiError::internal(&e).into_response(),
+        }
+    }
+    Json(all).into_response()
 }
 
 async fn machine_sessions(State(shared): S, Path(m): Path<String>) -> Response {

@@ -272,47 +272,51 @@ async fn serve_requests(
         let nats = nats.clone();
         let backend = backend.clone();
         tokio::spawn(async move {
-            let reply = match decode::<Request>(&msg.payload) {
+            let payload = match decode::<Request>(&msg.payload) {
                 Ok(request) => answer(&backend, request).await,
-                Err(message) => Reply::Error(ReplyError {
+                Err(message) => encode(&Reply::<()>::Error(ReplyError {
                     status: 400,
                     code: "bad_request".to_owned(),
                     message,
-                }),
+                })),
             };
-            if let Ok(payload) = serde_json::to_vec(&reply) {
-                let _ = nats.publish(reply_to, payload.into()).await;
-            }
+            let _ = nats.publish(reply_to, payload.into()).await;
             drop(permit);
         });
     }
 }
 
-fn to_reply<T: serde::Serialize>(result: Result<T, ClientError>) -> Reply {
+/// The backend's answer, encoded as a [`Reply`] straight from its typed value (no
+/// intermediate JSON tree: a listing of 1,000 sessions is the hub's biggest reply).
+fn to_reply<T: serde::Serialize>(result: Result<T, ClientError>) -> Vec<u8> {
     match result {
-        Ok(value) => match serde_json::to_value(value) {
-            Ok(v) => Reply::Ok(v),
-            Err(e) => Reply::Error(ReplyError {
-                status: 500,
-                code: "internal".to_owned(),
-                message: e.to_string(),
-            }),
-        },
-        Err(ClientError::Api { status, error }) => Reply::Error(ReplyError {
+        Ok(value) => encode(&Reply::Ok(value)),
+        Err(ClientError::Api { status, error }) => encode(&Reply::<()>::Error(ReplyError {
             status,
             code: error.code,
             message: error.message,
-        }),
-        Err(e) => Reply::Error(ReplyError {
+        })),
+        Err(e) => encode(&Reply::<()>::Error(ReplyError {
             status: 502,
             code: "backend_unreachable".to_owned(),
             message: e.to_string(),
-        }),
+        })),
     }
 }
 
+fn encode<T: serde::Serialize>(reply: &Reply<T>) -> Vec<u8> {
+    serde_json::to_vec(reply).unwrap_or_else(|e| {
+        let failed = Reply::<()>::Error(ReplyError {
+            status: 500,
+            code: "internal".to_owned(),
+            message: format!("the answer could not be encoded: {e}"),
+        });
+        serde_json::to_vec(&failed).unwrap_or_default()
+    })
+}
+
 /// One request, through the backend's own API.
-async fn answer(backend: &Client, request: Request) -> Reply {
+async fn answer(backend: &Client, request: Request) -> Vec<u8> {
     match request {
         Request::ListSessions {} => to_reply(backend.list_sessions().await),
         Request::CreateSession { title, agent } => to_reply(

@@ -107,12 +107,13 @@ pub enum Request {
     },
 }
 
-/// A backend's answer: exactly one of `ok` and `error`.
+/// A backend's answer: exactly one of `ok` and `error`. `T` is the answer's type where the
+/// reader knows it (a listing is read straight into sessions), else any JSON.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub enum Reply {
+pub enum Reply<T = serde_json::Value> {
     /// The backend API's JSON answer.
-    Ok(serde_json::Value),
+    Ok(T),
     /// What went wrong, as the backend API said it.
     Error(ReplyError),
 }

@@ -56,10 +56,19 @@ pub struct Machine {
 impl Machine {
     /// A backend on a fresh project and data directory, joined as `name`.
     pub async fn start(nats: &NatsServer, name: &str) -> Machine {
+        Machine::start_with(nats, name, |_| {}).await
+    }
+
+    /// As [`Machine::start`], with `configure` applied to the backend's config (its agents).
+    pub async fn start_with(
+        nats: &NatsServer,
+        name: &str,
+        configure: impl FnOnce(&mut ServerConfig),
+    ) -> Machine {
         logs();
         let project = tempfile::tempdir().unwrap();
         let data = tempfile::tempdir().unwrap();
-        let (server, client) = start_backend(&project, &data).await;
+        let (server, client) = start_backend(&project, &data, configure).await;
         let mut machine = Machine {
             name: MachineName::new(name).unwrap(),
             project,
@@ -96,7 +105,7 @@ impl Machine {
 
     /// A new backend process on the same data directory and project, joined again.
     pub async fn restart(&mut self) {
-        let (server, client) = start_backend(&self.project, &self.data).await;
+        let (server, client) = start_backend(&self.project, &self.data, |_| {}).await;
         self.server = Some(server);
         self.client = client;
         self.join().await;
@@ -112,9 +121,14 @@ impl Machine {
     }
 }
 
-async fn start_backend(project: &TempDir, data: &TempDir) -> (RunningServer, Client) {
+async fn start_backend(
+    project: &TempDir,
+    data: &TempDir,
+    configure: impl FnOnce(&mut ServerConfig),
+) -> (RunningServer, Client) {
     let mut config = ServerConfig::new(project.path(), data.path());
     config.register = false;
+    configure(&mut config);
     let server = ax_server::start(config).await.expect("backend starts");
     let client = Client::new(server.url(), server.token().expose()).unwrap();
     (server, client)

@@ -1,0 +1,282 @@
+//! What a hub costs (docs/hub.md §7, figures in docs/PERFORMANCE-hub.md), against a real
+//! `nats-server` and real backends in this process:
+//!
+//! - the latency a hub adds to an event's way from a backend's agent to a client at 1,000
+//!   events/s: each timed chunk is stamped when the agent writes it, and taken when it reaches
+//!   a client of the backend's own `/event` and a client of the hub's `/event`;
+//! - `GET /session` through a hub over 10 machines × 1,000 sessions.
+//!
+//! `cargo bench -p ax-hub --bench hub`. This binary is also the mock agent (started with
+//! `AX_TEST_BE_MOCK_AGENT=1` through the agent's configured `env`).
+
+#[path = "../tests/support/mod.rs"]
+mod support;
+
+use std::{
+    collections::HashMap,
+    path::Path,
+    time::{Duration, Instant, SystemTime, UNIX_EPOCH},
+};
+
+use ax_client::Client;
+use ax_hub::testing::NatsServer;
+use ax_protocol::{Event, SessionStatus, turn::TurnDelta};
+use support::{HubClient, Machine, start_hub};
+
+/// Timed chunks in the latency run, and their rate.
+const EVENTS: u64 = 10_000;
+const RATE: u64 = 1_000;
+
+/// Machines and sessions per machine in the listing run, and how many listings are timed.
+const MACHINES: usize = 10;
+const SESSIONS: usize = 1_000;
+const LISTINGS: usize = 200;
+
+fn main() {
+    if std::env::var_os("AX_TEST_BE_MOCK_AGENT").is_some() {
+        ax_mock_agent::run();
+    }
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    rt.block_on(async {
+        // A NATS server each, so the listing sees only its own machines.
+        latency(&NatsServer::start()).await;
+        listing(&NatsServer::start()).await;
+    });
+}
+
+fn now_ns() -> i128 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap()
+        .as_nanos() as i128
+}
+
+/// The stamps (`t<unix ns>`) in a text delta.
+fn stamps(delta: &TurnDelta) -> Vec<i128> {
+    match delta {
+        TurnDelta::TextAppended { text } => text
+            .split_whitespace()
+            .filter_map(|s| s.strip_prefix('t').and_then(|n| n.parse().ok()))
+            .collect(),
+        _ => Vec::new(),
+    }
+}
+
+fn percentile(sorted: &[f64], p: f64) -> f64 {
+    sorted[((sorted.len() as f64 * p) as usize).min(sorted.len() - 1)]
+}
+
+fn report(what: &str, mut ms: Vec<f64>) {
+    ms.sort_by(|a, b| a.partial_cmp(b).unwrap());
+    println!(
+        "  {what}: {} samples, p50 {:.2} ms, p99 {:.2} ms, max {:.2} ms",
+        ms.len(),
+        percentile(&ms, 0.50),
+        percentile(&ms, 0.99),
+        ms.last().copied().unwrap_or(0.0)
+    );
+}
+
+async fn latency(nats: &NatsServer) {
+    let exe = std::env::current_exe().unwrap();
+    let agents = format!(
+        "[agents.mock]\ncommand = {:?}\nenv = {{ AX_TEST_BE_MOCK_AGENT = \"1\" }}\n",
+        exe.to_string_lossy()
+    );
+    let machine = Machine::start_with(nats, "bench", |config| {
+        config.agents = ax_acp::AgentsConfig::parse(Path::new("bench.toml"), &agents).unwrap();
+    })
+    .await;
+    let hub = start_hub(nats).await;
+    let api = HubClient::new(hub.url());
+    api.wait_machine("bench", |m| m.online).await;
+    let client = &machine.client;
+    let id = client
+        .create_session_with(None, Some("mock"))
+        .await
+        .unwrap()
+        .id;
+    // Warm up: the agent process starts with the first prompt.
+    run_turn(client, &id, "text warm").await;
+
+    // Both readers start from now: the hub's from its newest sequence.
+    let mut backend_events = client.events(None);
+    while !backend_events.is_connected() {
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    let mut hub_events = api.events("?machine=bench", None).await;
+    let marker = client.create_session(Some("marker")).await.unwrap().id;
+    hub_events
+        .next_matching(
+            |e| matches!(&e.event.event, Event::SessionCreated { session } if session.id == marker),
+        )
+        .await;
+
+    let script = format!("flood-timed {EVENTS} {RATE}");
+    let reply = client.prompt_text(&id, &script).await.unwrap().reply_id;
+    let direct = {
+        let reply = reply.clone();
+        let id = id.clone();
+        tokio::spawn(async move {
+            let mut at = HashMap::new();
+            let mut seen = false;
+            loop {
+                let e = backend_events.next().await.unwrap().unwrap();
+                match e.event {
+                    Event::MessageDelta {
+                        message_id, delta, ..
+                    } if message_id == reply => {
+                        seen = true;
+                        let now = now_ns();
+                        for stamp in stamps(&delta) {
+                            at.insert(stamp, now);
+                        }
+                    }
+                    Event::SessionStatus { session_id, status }
+                        if seen && session_id == id && status == SessionStatus::Idle =>
+                    {
+                        return at;
+                    }
+                    _ => {}
+                }
+            }
+        })
+    };
+    let mut through_hub = HashMap::new();
+    let mut seen = false;
+    loop {
+        let (_, e) = hub_events.next().await;
+        match e.event.event {
+            Event::MessageDelta {
+                message_id, delta, ..
+            } if message_id == reply => {
+                seen = true;
+                let now = now_ns();
+                for stamp in stamps(&delta) {
+                    through_hub.insert(stamp, now);
+                }
+            }
+            Event::SessionStatus { session_id, status }
+                if seen && session_id == id && status == SessionStatus::Idle =>
+            {
+                break;
+            }
+            _ => {}
+        }
+    }
+    let direct = direct.await.unwrap();
+    assert_eq!(
+        direct.len() as u64,
+        EVENTS,
+        "every chunk reached the backend's client"
+    );
+    assert_eq!(
+        through_hub.len() as u64,
+        EVENTS,
+        "every chunk reached the hub's client"
+    );
+
+    let ms = |ns: i128| ns as f64 / 1e6;
+    let mut to_backend = Vec::new();
+    let mut to_hub = Vec::new();
+    let mut added = Vec::new();
+    for (stamp, at_backend) in &direct {
+        let at_hub = through_hub[stamp];
+        to_backend.push(ms(at_backend - stamp));
+        to_hub.push(ms(at_hub - stamp));
+        added.push(ms(at_hub - at_backend));
+    }
+    println!("an event's way from the agent at {RATE} events/s ({EVENTS} timed chunks):");
+    report("agent → backend's /event client", to_backend);
+    report("agent → backend → NATS → hub's /event client", to_hub);
+    report(
+        "added by the hub (hub client − backend client, per chunk)",
+        added,
+    );
+    drop(hub);
+}
+
+/// Sends `script` and waits until the session is idle again.
+async fn run_turn(client: &Client, id: &ax_protocol::SessionId, script: &str) {
+    let reply = client.prompt_text(id, script).await.unwrap().reply_id;
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let session = client.get_session(id).await.unwrap();
+        let messages = client.messages(id).await.unwrap();
+        let answered = messages
+            .iter()
+            .any(|m| m.id == reply && !m.parts.is_empty());
+        if session.status == SessionStatus::Idle && answered {
+            return;
+        }
+        assert!(Instant::now() < deadline, "the warm-up turn ended in time");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+async fn listing(nats: &NatsServer) {
+    let mut machines = Vec::new();
+    for i in 0..MACHINES {
+        machines.push(Machine::start(nats, &format!("m{i}")).await);
+    }
+    let t0 = Instant::now();
+    futures_util::future::join_all(machines.iter().map(|m| async move {
+        for s in 0..SESSIONS {
+            m.client
+                .create_session(Some(&format!("session {s} on {}", m.name)))
+                .await
+                .unwrap();
+        }
+    }))
+    .await;
+    println!(
+        "listing {MACHINES} machines × {SESSIONS} sessions through a hub ({:.1} s to create them):",
+        t0.elapsed().as_secs_f64()
+    );
+    let hub = start_hub(nats).await;
+    let api = HubClient::new(hub.url());
+    for m in &machines {
+        api.wait_machine(m.name.as_str(), |v| v.online).await;
+    }
+    let mut ms = Vec::with_capacity(LISTINGS);
+    let mut bytes = 0;
+    for i in 0..LISTINGS + 10 {
+        let t = Instant::now();
+        let response = api.get("/session").await;
+        assert_eq!(response.status(), 200);
+        let body = response.bytes().await.unwrap();
+        let took = t.elapsed().as_secs_f64() * 1e3;
+        if i >= 10 {
+            ms.push(took);
+        }
+        bytes = body.len();
+        let all: Vec<ax_hub::hub::MachineSessions> = serde_json::from_slice(&body).unwrap();
+        assert_eq!(all.len(), MACHINES);
+        assert!(all.iter().all(|m| m.online && m.sessions.len() == SESSIONS));
+    }
+    report(
+        &format!(
+            "GET /session ({} KiB, live from each machine)",
+            bytes / 1024
+        ),
+        ms,
+    );
+    // The same listings asked of the backends straight, at once: what the hub adds is the
+    // difference.
+    let mut direct = Vec::with_capacity(LISTINGS);
+    for _ in 0..LISTINGS {
+        let t = Instant::now();
+        let lists =
+            futures_util::future::join_all(machines.iter().map(|m| m.client.list_sessions())).await;
+        direct.push(t.elapsed().as_secs_f64() * 1e3);
+        assert!(lists.iter().all(|l| l.as_ref().unwrap().len() == SESSIONS));
+    }
+    report("the 10 backends' GET /session straight, at once", direct);
+    drop(hub);
+    for m in machines {
+        drop(m);
+    }
+}
