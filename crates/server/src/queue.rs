@@ -216,10 +216,13 @@ pub async fn submit(
             ))
         })?;
     let queue = publish(app, id).await?;
-    Ok(QueueAnswer::Queued {
-        item,
-        position: queue.items.len().saturating_sub(1),
-    })
+    // Its place among what waits; an item already taken by a turn's end would be next (0).
+    let position = queue
+        .items
+        .iter()
+        .position(|q| q.id == item.id)
+        .unwrap_or(0);
+    Ok(QueueAnswer::Queued { item, position })
 }
 
 /// `GET /session/{id}/queue`.

@@ -386,3 +386,34 @@ fn a_load_older_than_an_event_is_dropped_and_a_resync_reloads() {
     );
     assert!(app.open_queue().is_none());
 }
+
+#[test]
+fn the_session_list_marks_what_waits_in_each_queue() {
+    let mut app = ready_app(vec![session(1, "work", SessionStatus::Busy)], false);
+    let row = |app: &ax_tui::App| {
+        screen(app)
+            .lines()
+            .find(|l| l.contains("work"))
+            .unwrap_or_default()
+            .to_owned()
+    };
+    assert!(!row(&app).contains("queue"), "{}", row(&app));
+
+    ev(&mut app, queue(vec![item(1, "a"), item(2, "b")], None));
+    let shown = row(&app);
+    assert!(shown.contains("work · 2 queued "), "{shown}");
+    assert!(!shown.contains("paused"), "{shown}");
+
+    ev(&mut app, queue(vec![item(2, "b")], Some("the turn failed")));
+    assert!(
+        row(&app).contains("work · 1 queued, paused"),
+        "{}",
+        row(&app)
+    );
+
+    ev(&mut app, queue(vec![], Some("the turn failed")));
+    assert!(row(&app).contains("work · queue paused"), "{}", row(&app));
+
+    ev(&mut app, queue(vec![], None));
+    assert!(!row(&app).contains("queue"), "{}", row(&app));
+}

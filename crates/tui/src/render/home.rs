@@ -64,14 +64,18 @@ pub(super) fn draw(frame: &mut Frame, app: &App, r: Rect) {
             };
             let agent = crate::markdown::sanitize(&s.agent);
             let (title_w, agent_w) = (cols.title, cols.agent);
+            // The queue's mark takes the end of the title's column, never the other columns.
+            let mark = queue_mark(app.queues.get(&s.id)).unwrap_or_default();
+            let mark = clip(&mark, title_w / 2);
+            let mark_w = mark.chars().count();
+            let shown = clip(&title, title_w.saturating_sub(mark_w));
+            let pad = title_w.saturating_sub(shown.chars().count());
             let mut spans = vec![
                 Span::styled(if Some(i) == selected { "▶ " } else { "  " }, ACCENT),
                 Span::styled(marker, mstyle),
                 Span::raw(" "),
-                Span::styled(
-                    format!("{:<title_w$}", clip(&title, title_w)),
-                    Style::new().bold(),
-                ),
+                Span::styled(shown, Style::new().bold()),
+                Span::styled(format!("{mark:<pad$}"), Style::new().fg(Color::Yellow)),
                 Span::styled(
                     format!(" {:<agent_w$}", clip(&agent, agent_w)),
                     Style::new().fg(Color::Cyan),
@@ -79,6 +83,7 @@ pub(super) fn draw(frame: &mut Frame, app: &App, r: Rect) {
                 // Last activity: the list is sorted by it.
                 Span::styled(format!(" {}", format_utc_minutes(s.updated)), DIM),
             ];
+
             if cols.id {
                 spans.push(Span::styled(format!("  {}", s.id), DIM));
             }
@@ -91,6 +96,19 @@ pub(super) fn draw(frame: &mut Frame, app: &App, r: Rect) {
         })
         .collect();
     frame.render_widget(Paragraph::new(lines), tr(inner));
+}
+
+/// What waits in a session's queue, as heard (`queue.updated` events and the queues loaded
+/// for shown sessions): ` · 2 queued`, with `, paused` when the queue waits for the person.
+fn queue_mark(queue: Option<&ax_protocol::queue::PromptQueue>) -> Option<String> {
+    let queue = queue?;
+    let paused = queue.paused.is_some();
+    match queue.items.len() {
+        0 if paused => Some(" · queue paused".to_owned()),
+        0 => None,
+        n if paused => Some(format!(" · {n} queued, paused")),
+        n => Some(format!(" · {n} queued")),
+    }
 }
 
 /// Widths of the session list's columns: the agent column fits the longest agent name (at
