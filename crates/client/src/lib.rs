@@ -258,6 +258,14 @@ impl Client {
         self.get("/session").await
     }
 
+    /// The listing as the backend wrote it, unparsed: for a relay that passes it on (a hub's
+    /// join, docs/hub.md §3), where parsing and writing 1,000 sessions again is pure cost.
+    pub async fn list_sessions_json(
+        &self,
+    ) -> Result<Box<serde_json::value::RawValue>, ClientError> {
+        self.get("/session").await
+    }
+
     /// The newest `limit` sessions.
     pub async fn list_sessions_limit(&self, limit: u32) -> Result<Vec<Session>, ClientError> {
         self.get(&format!("/session?limit={limit}")).await

@@ -318,7 +318,7 @@ fn encode<T: serde::Serialize>(reply: &Reply<T>) -> Vec<u8> {
 /// One request, through the backend's own API.
 async fn answer(backend: &Client, request: Request) -> Vec<u8> {
     match request {
-        Request::ListSessions {} => to_reply(backend.list_sessions().await),
+        Request::ListSessions {} => to_reply(backend.list_sessions_json().await),
         Request::CreateSession { title, agent } => to_reply(
             backend
                 .create_session_with(title.as_deref(), agent.as_deref())
