@@ -97,7 +97,7 @@ def run(binary, nats):
         hub = Hub(binary, root, nats)
         check(hub.token not in hub.link and "#code=" in hub.link, f"the hub prints a one-time code, not its credential: {hub.link}")
 
-        driver = browser(os.path.join(root, "profile"), console_log=True)
+        driver = browser(os.path.join(root, "profile"), "--window-size=1300,900", console_log=True)
         driver.get(hub.link)
         wait_for(lambda: driver.execute_script("return sessionStorage.getItem('ax-code.token')") == hub.token,
                  "the hub's link signs the tab in (code exchanged, proof checked)", timeout=20)
@@ -110,7 +110,11 @@ def run(binary, nats):
                  "each machine's session under it", timeout=20)
 
         # 3. Machine 2's session: a prompt, its approval, the output.
-        driver.find_element(By.CSS_SELECTOR, f'[data-testid="session-item"][data-session="{on_beta}"]').click()
+        def open_beta():
+            # The sidebar is drawn anew as machines report: retried until a click lands.
+            driver.find_element(By.CSS_SELECTOR, f'[data-testid="session-item"][data-session="{on_beta}"]').click()
+            return True
+        wait_for(open_beta, "beta's session clicked in the sidebar")
         box = wait_for(lambda: next(iter(driver.find_elements(By.CSS_SELECTOR, f'[data-testid="composer-input"][data-session="{on_beta}"]')), None),
                        "beta's session opened with a composer")
         box.send_keys("echo hub-ui-said-hi")
