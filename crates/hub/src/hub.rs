@@ -420,7 +420,10 @@ fn router(shared: Arc<Shared>) -> Router {
         .layer(DefaultBodyLimit::max(MAX_MESSAGE))
         .with_state(shared.clone())
         .merge(crate::web::public(shared.clone()))
-        .layer(middleware::from_fn_with_state(shared, crate::web::host_origin))
+        .layer(middleware::from_fn_with_state(
+            shared,
+            crate::web::host_origin,
+        ))
 }
 
 async fn require_token(

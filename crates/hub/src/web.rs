@@ -73,10 +73,7 @@ pub(crate) fn minting() -> Router<Arc<Shared>> {
 /// The names this hub answers to, for the Host check.
 pub(crate) fn served_hosts(addr: SocketAddr) -> Vec<String> {
     let port = addr.port();
-    let mut hosts = vec![
-        proof::proof_address(addr),
-        format!("localhost:{port}"),
-    ];
+    let mut hosts = vec![proof::proof_address(addr), format!("localhost:{port}")];
     if addr.ip().is_loopback() && addr.is_ipv4() {
         hosts.push(format!("[::1]:{port}"));
     }
@@ -134,7 +131,10 @@ fn respond(mime: &'static str, body: String) -> Response {
         h.insert(header::CONTENT_TYPE, v);
     }
     for (name, value) in ax_protocol::web::ASSET_HEADERS {
-        h.insert(HeaderName::from_static(name), HeaderValue::from_static(value));
+        h.insert(
+            HeaderName::from_static(name),
+            HeaderValue::from_static(value),
+        );
     }
     res
 }
@@ -154,7 +154,10 @@ async fn index() -> Response {
         h.insert(header::CONTENT_SECURITY_POLICY, csp);
     }
     for (name, value) in ax_protocol::web::PAGE_HEADERS {
-        h.insert(HeaderName::from_static(name), HeaderValue::from_static(value));
+        h.insert(
+            HeaderName::from_static(name),
+            HeaderValue::from_static(value),
+        );
     }
     res
 }

@@ -18,9 +18,9 @@ use axum::{
 };
 
 // The files and their headers are `ax_protocol::web`, shared with the hub.
+pub use ax_protocol::web::policy;
 #[cfg(test)]
 use ax_protocol::web::{ASSETS, CONTENT_SECURITY_POLICY, INDEX, NONCE_SLOT};
-pub use ax_protocol::web::policy;
 
 /// Routes for `/` and the UI's static assets. They need no credential.
 pub fn router<S: Clone + Send + Sync + 'static>() -> Router<S> {
@@ -36,7 +36,10 @@ fn respond(mime: &'static str, body: String) -> Response {
         h.insert(header::CONTENT_TYPE, v);
     }
     for (name, value) in ax_protocol::web::ASSET_HEADERS {
-        h.insert(HeaderName::from_static(name), HeaderValue::from_static(value));
+        h.insert(
+            HeaderName::from_static(name),
+            HeaderValue::from_static(value),
+        );
     }
     res
 }
@@ -60,7 +63,10 @@ async fn index() -> Response {
         h.insert(header::CONTENT_SECURITY_POLICY, csp);
     }
     for (name, value) in ax_protocol::web::PAGE_HEADERS {
-        h.insert(HeaderName::from_static(name), HeaderValue::from_static(value));
+        h.insert(
+            HeaderName::from_static(name),
+            HeaderValue::from_static(value),
+        );
     }
     res
 }
