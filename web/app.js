@@ -2,6 +2,7 @@
 // layout (panes, sidebar, panels) and the gateway connection that lets agents arrange it.
 
 import { Api } from './api.js';
+import { HubApi, isHub, machineGroups, machineStatus } from './hubapi.js';
 import { AgentCommands } from './commands.js';
 import { Attachments } from './attachments.js';
 import { placeConfigPickers } from './config.js';
@@ -128,7 +129,9 @@ class Store {
 // ---- the application -------------------------------------------------------------------
 
 class ControlUi {
-  constructor(token) {
+  /** `hub`: the page is served by a hub (hubapi.js): the same UI over every machine. */
+  constructor(token, { hub = false } = {}) {
+    this.hub = hub;
     // The credential stays in sessionStorage only while the server is proven: after a
     // disconnect a reload must not hand it to whatever page the port serves next.
     this.proof = new ServerProof(token, {
@@ -143,7 +146,7 @@ class ControlUi {
       // Never proven: most likely a mistyped token, or one of another backend.
       else signOut('The access token was refused: the backend at this address does not hold it.', 'refused');
     };
-    this.api = new Api(token, this.proof, {
+    this.api = new (hub ? HubApi : Api)(token, this.proof, {
       onUnauthorized: () => signOut('The access token was refused.'),
       onNotProven: notProven,
     });
@@ -268,12 +271,16 @@ class ControlUi {
       }
     }
     this.api.follow((env) => this.onEnvelope(env), (s) => this.streamStatus(s), this.abort.signal);
-    this.gateway.start();
+    // A hub has no gateway (terminal, screen, ui.command stay on each machine for now).
+    if (!this.hub) this.gateway.start();
+    // Machines come and go: the sidebar's online/offline marks follow the hub's list.
+    if (this.hub) this.machineTimer = setInterval(() => this.refreshMachines(), 2000);
   }
 
   stop() {
     this.stopped = true;
     clearInterval(this.ticker);
+    clearInterval(this.machineTimer);
     pickerDone?.(null);
     this.abort.abort();
     this.watch.stop();
@@ -757,6 +764,43 @@ class ControlUi {
     });
   }
 
+  /** Hub only: the machines again, and the sessions when one came or went (docs/hub.md §4). */
+  async refreshMachines() {
+    const before = JSON.stringify(this.api.machines.map((m) => [m.name, m.online]));
+    try {
+      await this.api.listMachines();
+    } catch {
+      return;
+    }
+    if (JSON.stringify(this.api.machines.map((m) => [m.name, m.online])) !== before) {
+      try {
+        await this.resync();
+      } catch {
+        /* the next tick tries again */
+      }
+    } else {
+      this.renderSidebar();
+    }
+  }
+
+  /** Hub only: the rows under a heading per machine (online, or offline and last seen). */
+  groupByMachine(items) {
+    const bySession = new Map(items.map((li) => [li.querySelector('[data-session]')?.dataset.session, li]));
+    const sessions = [...bySession.keys()].map((id) => this.store.sessions.get(id)).filter(Boolean);
+    const out = [];
+    for (const { machine, sessions: own } of machineGroups(this.api.machines, sessions)) {
+      out.push(h('li', {
+        class: 'machine-row muted', 'data-testid': 'machine-row', 'data-machine': machine.name,
+        'data-online': machine.online ? 'true' : 'false',
+      },
+      h('span', { class: `dot ${machine.online ? 'status-idle' : 'status-error'}` }),
+      h('strong', { class: 'machine-name', text: machine.name }),
+      h('span', { class: 'session-meta', 'data-testid': 'machine-status', text: ` · ${machineStatus(machine, Date.now())}` })));
+      for (const s of own) out.push(bySession.get(s.id));
+    }
+    return out;
+  }
+
   renderSidebar() {
     const list = $('session-list');
     const current = activePane(this.layout).session;
@@ -787,8 +831,9 @@ class ControlUi {
       },
         btn, this.sessionControls(s, deleting));
     });
-    if (items.length === 0) items.push(h('li', { class: 'muted', text: 'No sessions yet.' }));
-    list.replaceChildren(...items);
+    const rows = this.hub ? this.groupByMachine(items) : items;
+    if (rows.length === 0) rows.push(h('li', { class: 'muted', text: 'No sessions yet.' }));
+    list.replaceChildren(...rows);
     this.watch.update();
     this.screen.place();
   }
@@ -1082,8 +1127,15 @@ function boot() {
     return;
   }
   app?.stop();
-  app = new ControlUi(token);
-  app.start();
+  // Whether a hub serves this page: its /health says so (no credential goes with this ask).
+  fetch('/health', { cache: 'no-store', credentials: 'omit', redirect: 'error' })
+    .then((r) => r.json()).then(isHub).catch(() => false)
+    .then((hub) => {
+      if (sessionStorage.getItem(TOKEN_KEY) !== token) return;
+      app?.stop();
+      app = new ControlUi(token, { hub });
+      app.start();
+    });
 }
 
 $('toggle-sidebar').addEventListener('click', () => app?.actions.toggleSidebar());

@@ -50,7 +50,13 @@ export function renderPane(pane, ctx) {
   const queued = h('div', { class: 'queue', 'data-testid': 'queue', 'data-session': pane.session, 'aria-label': 'Queued prompts' });
   if (ctx.queues) fillQueue(queued, ctx.queues.get(pane.session), session, pane.session, actions, ctx.queueEdits);
   else queued.hidden = true;
-  el.append(transcript, approvals, queued, composer(pane, ctx, session));
+  // Through a hub, a session of a machine that is away is shown as last seen: no prompt can
+  // reach it (docs/hub.md §4).
+  const input = session?.readOnly
+    ? h('p', { class: 'readonly-note muted', 'data-testid': 'readonly-note', role: 'note',
+      text: `${session.machine ?? 'Its machine'} is offline: this is the session as last seen, read-only until the machine is back.` })
+    : composer(pane, ctx, session);
+  el.append(transcript, approvals, queued, input);
   requestAnimationFrame(() => { transcript.scrollTop = transcript.scrollHeight; });
   return el;
 }

@@ -99,9 +99,11 @@ class Backend:
     """`ax-code serve --port 0` with a generated AX_CODE_SERVER_PASSWORD and a private data
     directory under `root`; its stderr goes to `root/serve.log`."""
 
-    def __init__(self, binary, root, rust_log=None, port=0, token=None, extra_env=None, generated=False):
+    def __init__(self, binary, root, rust_log=None, port=0, token=None, extra_env=None, generated=False,
+                 extra_args=()):
         """`generated`: no AX_CODE_SERVER_PASSWORD; the credential is the one `serve` keeps for
-        the project, read from its `credentials/` file."""
+        the project, read from its `credentials/` file. `extra_args`: more `serve` arguments
+        (`--join URL --name NAME`)."""
         self.token = None if generated else (token or secrets.token_urlsafe(32))
         self.data = os.path.join(root, "data")
         self.project = os.path.join(root, "project")
@@ -118,7 +120,7 @@ class Backend:
         self.log_path = os.path.join(root, "serve.log")
         self.log = open(self.log_path, "wb")
         self.proc = subprocess.Popen(
-            [binary, "serve", "--port", str(port), "--dir", self.project],
+            [binary, "serve", "--port", str(port), "--dir", self.project, *extra_args],
             stdout=subprocess.PIPE, stderr=self.log, stdin=subprocess.DEVNULL, env=env,
         )
         self.url = None

@@ -6,6 +6,8 @@
 //!   compared in constant time, zeroed when dropped.
 //! - [`random`]: the one source of randomness for tokens, nonces and ID suffixes. A failure to
 //!   get randomness is an error; there is never a predictable fallback.
+//! - [`signin`]: the one-time sign-in codes the backend and the hub print and the Control UI
+//!   exchanges once for the credential.
 //! - [`text`]: which characters may never be shown raw (control and bidi characters) and the
 //!   one escaping that makes them visible in terminals, logs and labels.
 //! - [`image`]: the image types a prompt may carry, known by their magic bytes, and their
@@ -30,6 +32,7 @@ pub mod image;
 pub mod project;
 pub mod random;
 pub mod secret;
+pub mod signin;
 pub mod text;
 
 pub use random::RandomError;

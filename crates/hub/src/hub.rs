@@ -5,7 +5,9 @@
 //! number of hubs can serve at once and a hub that restarts rebuilds it from JetStream.
 //! Everything else is a NATS request to the machine, or a replay of `AX_EVENTS`.
 //!
-//! Routes (bearer credential on all but `/health`): `GET /machine`, `GET /session` (every
+//! The Control UI, `/health` with its proof and the sign-in routes are `web.rs`.
+//!
+//! Routes (bearer credential on all but `/health`, `/`, `/assets/*` and `POST /signin`): `GET /machine`, `GET /session` (every
 //! machine's sessions), `GET|POST /machine/{m}/session`, `GET /machine/{m}/session/{id}/message`,
 //! `POST /machine/{m}/session/{id}/prompt|abort|mode`, `GET /machine/{m}/permission`,
 //! `POST /machine/{m}/session/{id}/permission/{pid}`, `GET /event` (SSE; `id:` is the
@@ -57,6 +59,8 @@ pub struct HubConfig {
     pub token: Secret,
     /// How long a request to a machine may take.
     pub request_timeout: Duration,
+    /// How long a one-time sign-in code stays valid (docs/hub.md §4).
+    pub sign_in_ttl: Duration,
 }
 
 impl HubConfig {
@@ -68,6 +72,7 @@ impl HubConfig {
             bind,
             token,
             request_timeout: Duration::from_secs(30),
+            sign_in_ttl: Duration::from_secs(60),
         }
     }
 }
@@ -97,10 +102,16 @@ struct Cached {
     sessions: Option<Vec<Session>>,
 }
 
-struct Shared {
+pub(crate) struct Shared {
     nats: async_nats::Client,
     js: jetstream::Context,
-    token: Secret,
+    pub(crate) token: Secret,
+    /// This hub's listening address: what its `/health` proof is bound to.
+    pub(crate) addr: SocketAddr,
+    /// The names the Host check accepts (`web::served_hosts`).
+    pub(crate) hosts: Vec<String>,
+    /// The live one-time sign-in codes of this hub process.
+    pub(crate) codes: Arc<ax_core::signin::Codes>,
     timeout: Duration,
     machines: RwLock<BTreeMap<MachineName, Cached>>,
 }
@@ -136,6 +147,7 @@ pub struct MachineSessions {
 /// A running hub.
 pub struct RunningHub {
     addr: SocketAddr,
+    codes: Arc<ax_core::signin::Codes>,
     tasks: Vec<JoinHandle<()>>,
 }
 
@@ -148,6 +160,11 @@ impl RunningHub {
     /// `http://ADDR`.
     pub fn url(&self) -> String {
         format!("http://{}", self.addr)
+    }
+
+    /// A fresh one-time sign-in code for the Control UI (what `ax-code hub` prints in a link).
+    pub fn sign_in_code(&self) -> Result<Secret, ax_core::RandomError> {
+        self.codes.mint(std::time::Instant::now())
     }
 
     /// Stops serving.
@@ -182,10 +199,14 @@ pub async fn start(config: HubConfig) -> Result<RunningHub, HubError> {
         addr: config.bind,
         source,
     })?;
+    let codes = Arc::new(ax_core::signin::Codes::new(config.sign_in_ttl));
     let shared = Arc::new(Shared {
         nats,
         js,
         token: config.token,
+        addr,
+        hosts: crate::web::served_hosts(addr),
+        codes: codes.clone(),
         timeout: config.request_timeout,
         machines: RwLock::new(BTreeMap::new()),
     });
@@ -198,6 +219,7 @@ pub async fn start(config: HubConfig) -> Result<RunningHub, HubError> {
     });
     Ok(RunningHub {
         addr,
+        codes,
         tasks: vec![cache, server],
     })
 }
@@ -352,14 +374,14 @@ impl Shared {
 
 /// `{"error":{"code","message"}}` with a status, as the backend answers.
 #[derive(Debug)]
-struct ApiError {
+pub(crate) struct ApiError {
     status: StatusCode,
     code: String,
     message: String,
 }
 
 impl ApiError {
-    fn new(status: u16, code: &str, message: String) -> ApiError {
+    pub(crate) fn new(status: u16, code: &str, message: String) -> ApiError {
         ApiError {
             status: StatusCode::from_u16(status).unwrap_or(StatusCode::BAD_GATEWAY),
             code: code.to_owned(),
@@ -369,7 +391,7 @@ impl ApiError {
     fn offline(machine: &MachineName, why: &str) -> ApiError {
         ApiError::new(503, "offline", format!("machine {machine} {why}"))
     }
-    fn internal(e: &dyn std::fmt::Display) -> ApiError {
+    pub(crate) fn internal(e: &dyn std::fmt::Display) -> ApiError {
         ApiError::new(500, "internal", e.to_string())
     }
 }
@@ -393,18 +415,20 @@ fn router(shared: Arc<Shared>) -> Router {
         .route("/machine/{m}/permission", get(permissions))
         .route("/machine/{m}/session/{id}/permission/{pid}", post(answer))
         .route("/event", get(events))
+        .merge(crate::web::minting())
         .route_layer(middleware::from_fn_with_state(
             shared.clone(),
             require_token,
         ));
     Router::new()
-        .route(
-            "/health",
-            get(|| async { Json(serde_json::json!({"hub": true})) }),
-        )
         .merge(api)
         .layer(DefaultBodyLimit::max(MAX_MESSAGE))
-        .with_state(shared)
+        .with_state(shared.clone())
+        .merge(crate::web::public(shared.clone()))
+        .layer(middleware::from_fn_with_state(
+            shared,
+            crate::web::host_origin,
+        ))
 }
 
 async fn require_token(

@@ -19,6 +19,7 @@ pub mod nats;
 pub mod subject;
 #[cfg(feature = "test-support")]
 pub mod testing;
+pub mod web;
 pub mod wire;
 
 pub use subject::MachineName;

@@ -14,6 +14,7 @@ pub mod proof;
 pub mod queue;
 pub mod time;
 pub mod turn;
+pub mod web;
 
 /// Credentials and one-time codes on the wire are [`Secret`]s (redacted `Debug`).
 pub use ax_core::Secret;

@@ -11,6 +11,9 @@ use axum::{
 
 use crate::{error::Failure, state::Shared};
 
+// `<label>.localhost:PORT`, the origin of a sign-in link: one rule for the backend and the hub.
+pub(crate) use ax_protocol::web::link_host;
+
 /// Checks Host (one of the served names: the bound address and the loopback names with the
 /// port, and the names allowed with `--allow-host`) and, when present, Origin (this server's
 /// own origin: `http://` + the Host, or for an `--allow-host` name also `https://` + the Host,
@@ -46,22 +49,6 @@ pub fn check_host_origin(app: &Shared, headers: &HeaderMap) -> Result<(), Failur
         }
     }
     Ok(())
-}
-
-/// Whether `host` is `<label>.localhost:PORT` (the origin of a sign-in link, see
-/// [`crate::sign_in_link`]) for a backend that serves `localhost:PORT`: a label of 1 to 63
-/// lowercase letters and digits. Browsers resolve every `*.localhost` name to loopback
-/// themselves, never through DNS, so such a name cannot be rebound to another machine.
-fn link_host(host: &str, allowed: &[String]) -> bool {
-    let Some((label, rest)) = host.split_once('.') else {
-        return false;
-    };
-    (1..=63).contains(&label.len())
-        && label
-            .bytes()
-            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit())
-        && rest.starts_with("localhost:")
-        && allowed.iter().any(|a| a == rest)
 }
 
 /// Layer for every route.

@@ -17,76 +17,10 @@ use axum::{
     routing::get,
 };
 
-/// The page's Content-Security-Policy; `{nonce}` is replaced per response ([`policy`]).
-pub const CONTENT_SECURITY_POLICY: &str = "default-src 'none'; script-src 'self'; \
-     style-src 'self' 'nonce-{nonce}'; img-src 'self' data:; connect-src 'self'; \
-     frame-src http: https:; base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
-
-/// Where `index.html` carries the style nonce (on its stylesheet link, read by `panels.js`).
-const NONCE_SLOT: &str = "{{STYLE_NONCE}}";
-
-/// The policy for one response with style nonce `nonce`.
-pub fn policy(nonce: &str) -> String {
-    CONTENT_SECURITY_POLICY.replace("{nonce}", nonce)
-}
-
-struct Asset {
-    name: &'static str,
-    mime: &'static str,
-    body: &'static str,
-}
-
-const INDEX: &str = include_str!("../../../web/index.html");
-
-/// One file of `web/`, embedded at build time.
-macro_rules! asset {
-    ($name:literal, $mime:expr) => {
-        Asset {
-            name: $name,
-            mime: $mime,
-            body: include_str!(concat!("../../../web/", $name)),
-        }
-    };
-}
-
-const JS: &str = "text/javascript; charset=utf-8";
-const CSS: &str = "text/css; charset=utf-8";
-
-const ASSETS: &[Asset] = &[
-    asset!("app.js", JS),
-    asset!("commands.js", JS),
-    asset!("config.js", JS),
-    asset!("copy.js", JS),
-    asset!("api.js", JS),
-    asset!("attach.js", JS),
-    asset!("attachments.js", JS),
-    asset!("attention.js", JS),
-    asset!("diff.js", JS),
-    asset!("dom.js", JS),
-    asset!("gateway.js", JS),
-    asset!("history.js", JS),
-    asset!("inbox.js", JS),
-    asset!("layout.js", JS),
-    asset!("listkey.js", JS),
-    asset!("markdown.js", JS),
-    asset!("notify.js", JS),
-    asset!("panels.js", JS),
-    asset!("panes.js", JS),
-    asset!("present.js", JS),
-    asset!("proof.js", JS),
-    asset!("queue.js", JS),
-    asset!("queueview.js", JS),
-    asset!("recall.js", JS),
-    asset!("screen.js", JS),
-    asset!("signin.js", JS),
-    asset!("style.css", CSS),
-    asset!("turn.js", JS),
-    asset!("turns.js", JS),
-    asset!("watch.js", JS),
-    asset!("vendor/xterm.mjs", JS),
-    asset!("vendor/addon-fit.mjs", JS),
-    asset!("vendor/xterm.css", CSS),
-];
+// The files and their headers are `ax_protocol::web`, shared with the hub.
+pub use ax_protocol::web::policy;
+#[cfg(test)]
+use ax_protocol::web::{ASSETS, CONTENT_SECURITY_POLICY, INDEX, NONCE_SLOT};
 
 /// Routes for `/` and the UI's static assets. They need no credential.
 pub fn router<S: Clone + Send + Sync + 'static>() -> Router<S> {
@@ -95,23 +29,18 @@ pub fn router<S: Clone + Send + Sync + 'static>() -> Router<S> {
         .route("/assets/{*name}", get(asset))
 }
 
-fn respond(mime: &'static str, body: &'static str) -> Response {
-    respond_owned(mime, body.to_owned())
-}
-
-fn respond_owned(mime: &'static str, body: String) -> Response {
+fn respond(mime: &'static str, body: String) -> Response {
     let mut res = body.into_response();
     let h = res.headers_mut();
-    h.insert(header::CONTENT_TYPE, HeaderValue::from_static(mime));
-    h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
-    h.insert(
-        header::X_CONTENT_TYPE_OPTIONS,
-        HeaderValue::from_static("nosniff"),
-    );
-    h.insert(
-        header::REFERRER_POLICY,
-        HeaderValue::from_static("no-referrer"),
-    );
+    if let Ok(v) = HeaderValue::from_str(mime) {
+        h.insert(header::CONTENT_TYPE, v);
+    }
+    for (name, value) in ax_protocol::web::ASSET_HEADERS {
+        h.insert(
+            HeaderName::from_static(name),
+            HeaderValue::from_static(value),
+        );
+    }
     res
 }
 
@@ -125,29 +54,26 @@ async fn index() -> Response {
         )
             .into_response();
     };
-    let mut res = respond_owned(
+    let mut res = respond(
         "text/html; charset=utf-8",
-        INDEX.replace(NONCE_SLOT, &nonce),
+        ax_protocol::web::index_page(&nonce),
     );
     let h = res.headers_mut();
     if let Ok(csp) = HeaderValue::from_str(&policy(&nonce)) {
         h.insert(header::CONTENT_SECURITY_POLICY, csp);
     }
-    h.insert(header::X_FRAME_OPTIONS, HeaderValue::from_static("DENY"));
-    // Whatever the browser cached for this origin (another user may have held the port and
-    // served scripts "immutable" for a year) is dropped before the page loads its scripts;
-    // the page itself is never stored (docs/SECURITY.md).
-    h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
-    h.insert(
-        HeaderName::from_static("clear-site-data"),
-        HeaderValue::from_static("\"cache\""),
-    );
+    for (name, value) in ax_protocol::web::PAGE_HEADERS {
+        h.insert(
+            HeaderName::from_static(name),
+            HeaderValue::from_static(value),
+        );
+    }
     res
 }
 
 async fn asset(Path(name): Path<String>) -> Response {
-    match ASSETS.iter().find(|a| a.name == name) {
-        Some(a) => respond(a.mime, a.body),
+    match ax_protocol::web::asset(&name) {
+        Some(a) => respond(a.mime, a.body.to_owned()),
         None => (StatusCode::NOT_FOUND, "not found").into_response(),
     }
 }

@@ -8,15 +8,11 @@
 //!   apply) answers `{"token": "…"}` once; a second use, an expired or an unknown code is 401
 //!   `invalid_code`. The Control UI reads the code from its `#code=` fragment.
 //!
-//! At most [`MAX_LIVE_CODES`] codes live at once; minting more drops the oldest. Codes are
-//! compared in constant time.
+//! The code store itself is `ax_core::signin` (the hub uses it too): at most
+//! `MAX_LIVE_CODES` live codes, compared in constant time.
 
-use std::{
-    sync::{Arc, Mutex},
-    time::{Duration, Instant},
-};
+use std::{sync::Arc, time::Instant};
 
-use ax_core::Secret;
 use ax_protocol::{SignInCode, SignInExchange, SignInGrant};
 use axum::{
     Json, Router,
@@ -28,68 +24,9 @@ use axum::{
 
 use crate::{auth, error::Failure, state::Shared};
 
-/// Live codes kept at most; the oldest goes first.
-pub const MAX_LIVE_CODES: usize = 16;
-/// Characters of a code (`[0-9A-Za-z]`, about 190 bits).
-pub const CODE_LEN: usize = 32;
+pub use ax_core::signin::{CODE_LEN, Codes};
 /// A sign-in body is `{"code":"<32 chars>"}`; anything much bigger is not one.
 const MAX_BODY: usize = 1024;
-
-/// The live codes of one backend (redacted in `Debug`, zeroed when dropped).
-#[derive(Debug)]
-pub struct Codes {
-    ttl: Duration,
-    live: Mutex<Vec<(Secret, Instant)>>,
-}
-
-impl Codes {
-    pub fn new(ttl: Duration) -> Codes {
-        Codes {
-            ttl,
-            live: Mutex::new(Vec::new()),
-        }
-    }
-
-    pub fn ttl(&self) -> Duration {
-        self.ttl
-    }
-
-    fn live(&self) -> std::sync::MutexGuard<'_, Vec<(Secret, Instant)>> {
-        self.live.lock().unwrap_or_else(|e| e.into_inner())
-    }
-
-    /// A fresh code, valid from `now` for the TTL and for one [`Codes::redeem`].
-    pub fn mint(&self, now: Instant) -> Result<Secret, ax_core::RandomError> {
-        let code = Secret::new(ax_core::random::random_alnum(CODE_LEN)?);
-        let mut live = self.live();
-        live.retain(|(_, expires)| *expires > now);
-        if live.len() >= MAX_LIVE_CODES {
-            live.remove(0);
-        }
-        live.push((code.clone(), now + self.ttl));
-        Ok(code)
-    }
-
-    /// Whether `code` is live at `now`; a live code is used up by this call.
-    pub fn redeem(&self, code: &str, now: Instant) -> bool {
-        let mut live = self.live();
-        live.retain(|(_, expires)| *expires > now);
-        // Compare with every entry, so the time taken does not depend on which one matched.
-        let mut found = None;
-        for (i, (candidate, _)) in live.iter().enumerate() {
-            if candidate.ct_eq_str(code) {
-                found = Some(i);
-            }
-        }
-        match found {
-            Some(i) => {
-                live.remove(i);
-                true
-            }
-            None => false,
-        }
-    }
-}
 
 #[derive(Clone)]
 struct SignIn {
@@ -145,7 +82,7 @@ async fn exchange(
         Err(rejection) => return Failure::bad_request(rejection.body_text()).into_response(),
     };
     let code = input.code.expose();
-    if code.len() != CODE_LEN || !code.bytes().all(|b| b.is_ascii_alphanumeric()) {
+    if !ax_core::signin::well_formed(code) {
         return Failure::bad_request(format!(
             "a sign-in code is {CODE_LEN} characters of [0-9A-Za-z]"
         ))
@@ -183,71 +120,4 @@ async fn mint(State(s): State<SignIn>, request: axum::extract::Request) -> Respo
         )
             .into_response(),
     )
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_code_works_once_and_only_until_it_expires() {
-        let codes = Codes::new(Duration::from_secs(60));
-        let t0 = Instant::now();
-        let a = codes.mint(t0).unwrap();
-        let a = a.expose();
-        assert_eq!(a.len(), CODE_LEN);
-        assert!(a.bytes().all(|b| b.is_ascii_alphanumeric()));
-        assert!(codes.redeem(a, t0 + Duration::from_secs(59)));
-        assert!(!codes.redeem(a, t0 + Duration::from_secs(59)), "second use");
-
-        let b = codes.mint(t0).unwrap();
-        assert!(
-            !codes.redeem(b.expose(), t0 + Duration::from_secs(60)),
-            "expired"
-        );
-        let c = codes.mint(t0).unwrap();
-        assert!(!codes.redeem(c.expose(), t0 + Duration::from_secs(61)));
-        assert!(
-            !codes.redeem(c.expose(), t0),
-            "an expired code is gone for good"
-        );
-    }
-
-    #[test]
-    fn unknown_and_near_miss_codes_are_refused() {
-        let codes = Codes::new(Duration::from_secs(60));
-        let t0 = Instant::now();
-        let a = codes.mint(t0).unwrap();
-        let a = a.expose();
-        let mut near = a.as_bytes().to_vec();
-        near[CODE_LEN - 1] = if near[CODE_LEN - 1] == b'a' {
-            b'b'
-        } else {
-            b'a'
-        };
-        assert!(!codes.redeem(std::str::from_utf8(&near).unwrap(), t0));
-        assert!(!codes.redeem(&a[..CODE_LEN - 1], t0));
-        assert!(!codes.redeem("", t0));
-        assert!(codes.redeem(a, t0), "the misses did not use the code up");
-        assert!(
-            !format!("{codes:?}").contains(a),
-            "Debug shows no live code"
-        );
-    }
-
-    #[test]
-    fn at_most_sixteen_codes_live_and_the_oldest_goes_first() {
-        let codes = Codes::new(Duration::from_secs(60));
-        let t0 = Instant::now();
-        let minted: Vec<Secret> = (0..=MAX_LIVE_CODES)
-            .map(|_| codes.mint(t0).unwrap())
-            .collect();
-        assert!(
-            !codes.redeem(minted[0].expose(), t0),
-            "the oldest was dropped"
-        );
-        for code in &minted[1..] {
-            assert!(codes.redeem(code.expose(), t0));
-        }
-    }
 }

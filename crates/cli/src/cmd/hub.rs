@@ -1,5 +1,6 @@
 //! `ax-code hub --nats nats://HOST:PORT [--port 4096]`: the HTTP API over every backend that
-//! joined the same NATS server (docs/hub.md §4). Loopback only for now.
+//! joined the same NATS server (docs/hub.md §4), and the Control UI, signed in to with the
+//! one-time code of the printed link. Loopback only for now.
 //!
 //! The credential is `$AX_CODE_HUB_PASSWORD`, else a random one made at start and written
 //! (0600, in a 0700 directory) to `hub/credential-<port>` in the data directory, whose path is
@@ -72,6 +73,13 @@ async fn hub(args: HubArgs) -> anyhow::Result<()> {
         hub.url(),
         args.nats
     )?;
+    // A one-time code in the link, never the credential (docs/hub.md §4).
+    let code = hub
+        .sign_in_code()
+        .context("no randomness for the sign-in code")?;
+    let link = ax_server::sign_in_link(&hub.url(), code.expose())
+        .context("no randomness for the sign-in link")?;
+    writeln!(out, "Control UI: {link}")?;
     match &credential_file {
         Some(path) => writeln!(out, "Credential: in {}", path.display())?,
         None => writeln!(out, "Credential: ${HUB_PASSWORD_ENV}")?,

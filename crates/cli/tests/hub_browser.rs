@@ -1,0 +1,29 @@
+//! The Control UI served by `ax-code hub`, end to end in headless Chromium (docs/hub.md §5):
+//! a real nats-server started here, two `ax-code serve --join` and one `ax-code hub` started by
+//! tests/python/control_ui_hub.py, which does the checking (sign-in with the hub's one-time
+//! code, both machines in the sidebar, a prompt and its approval on machine 2 from the hub's
+//! page, the output streaming, machine 2 stopped and shown offline and read-only).
+
+mod support;
+
+use std::time::Duration;
+
+use ax_hub::testing::NatsServer;
+use support::*;
+
+#[test]
+fn the_hub_control_ui_signs_in_shows_both_machines_and_drives_a_session_on_the_second() {
+    python();
+    require_browser();
+    let nats = NatsServer::start();
+    let url = nats.url();
+    let status = run_script(
+        "control_ui_hub.py",
+        &[AX.as_ref(), url.as_ref()],
+        Duration::from_secs(180),
+    );
+    assert!(
+        status.success(),
+        "control_ui_hub.py failed ({status}); its checks are printed above"
+    );
+}

@@ -1,0 +1,279 @@
+//! The hub's Control UI and sign-in (docs/hub.md §4): the same page as a backend's, signed in
+//! to the same way.
+//!
+//! - `/` and `/assets/{name}` serve the files of `web/` with their headers and
+//!   Content-Security-Policy, from the one table both servers use (`ax_protocol::web`).
+//! - `GET /health?proof=<nonce>` answers `{"ok", "hub": true, "version", "proof"}`: the proof is
+//!   `ax_protocol::proof::health_proof` of the hub's credential, bound to the hub's listening
+//!   address, which the page checks (`web/proof.js`) before it sends the credential. `hub:
+//!   true` is how the page knows it talks to a hub (`web/hubapi.js`).
+//! - `POST /signin/code` (bearer credential) mints a one-time code, `POST /signin`
+//!   `{"code"}` (no credential) exchanges it once for the credential: the backend's store of
+//!   codes (`ax_core::signin`), one per hub process. Codes are not shared between hubs: a
+//!   code printed by one hub signs in to that hub only, and the credential it gives is the
+//!   hub's (several hubs on one machine may share it through `$AX_CODE_HUB_PASSWORD`).
+//! - Every route checks Host (`127.0.0.1:PORT`, `localhost:PORT` or a sign-in link's
+//!   `<label>.localhost:PORT`) and, when sent, Origin (`http://` + that Host), against DNS
+//!   rebinding and cross-site requests, as the backend does.
+
+use std::{net::SocketAddr, sync::Arc, time::Instant};
+
+use ax_protocol::{SignInCode, SignInExchange, SignInGrant, proof};
+use axum::{
+    Json, Router,
+    extract::{
+        DefaultBodyLimit, Path, Query, Request, State,
+        rejection::{JsonRejection, QueryRejection},
+    },
+    http::{HeaderName, HeaderValue, StatusCode, header},
+    middleware::Next,
+    response::{IntoResponse, Response},
+    routing::{get, post},
+};
+use serde::{Deserialize, Serialize};
+
+use crate::hub::{ApiError, Shared};
+
+/// A sign-in body is `{"code":"<32 chars>"}`; anything much bigger is not one.
+const MAX_SIGNIN_BODY: usize = 1024;
+
+/// `GET /health` of a hub.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct HubHealth {
+    /// Always `true`.
+    pub ok: bool,
+    /// Always `true`: this server is a hub (the page uses the hub's routes).
+    pub hub: bool,
+    /// The hub's version.
+    pub version: String,
+    /// The answer to `?proof=<nonce>`; absent without a nonce.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub proof: Option<String>,
+}
+
+/// The routes that need no credential: the page, its assets, `/health`, `POST /signin`.
+pub(crate) fn public<S: Clone + Send + Sync + 'static>(shared: Arc<Shared>) -> Router<S> {
+    Router::new()
+        .route("/", get(index))
+        .route("/assets/{*name}", get(asset))
+        .route("/health", get(health))
+        .route(
+            "/signin",
+            post(exchange).layer(DefaultBodyLimit::max(MAX_SIGNIN_BODY)),
+        )
+        .with_state(shared)
+}
+
+/// `POST /signin/code`, behind the bearer credential.
+pub(crate) fn minting() -> Router<Arc<Shared>> {
+    Router::new().route("/signin/code", post(mint))
+}
+
+/// The names this hub answers to, for the Host check.
+pub(crate) fn served_hosts(addr: SocketAddr) -> Vec<String> {
+    let port = addr.port();
+    let mut hosts = vec![proof::proof_address(addr), format!("localhost:{port}")];
+    if addr.ip().is_loopback() && addr.is_ipv4() {
+        hosts.push(format!("[::1]:{port}"));
+    }
+    hosts
+}
+
+/// The Host and Origin checks, as the backend's (`ax_server`'s `auth::check_host_origin`).
+pub(crate) async fn host_origin(
+    State(shared): State<Arc<Shared>>,
+    request: Request,
+    next: Next,
+) -> Response {
+    let headers = request.headers();
+    let host = headers
+        .get(header::HOST)
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_ascii_lowercase);
+    let Some(host) = host else {
+        return ApiError::new(403, "forbidden", "a Host header is required".to_owned())
+            .into_response();
+    };
+    let hosts = &shared.hosts;
+    if !hosts.contains(&host) && !ax_protocol::web::link_host(&host, hosts) {
+        return ApiError::new(
+            403,
+            "forbidden",
+            format!(
+                "Host {host:?} is not served here; use one of {}",
+                hosts.join(", ")
+            ),
+        )
+        .into_response();
+    }
+    if let Some(origin) = headers.get(header::ORIGIN) {
+        let expected = format!("http://{host}");
+        if !origin
+            .to_str()
+            .is_ok_and(|o| o.eq_ignore_ascii_case(&expected))
+        {
+            return ApiError::new(
+                403,
+                "forbidden",
+                format!("cross-origin requests are refused; expected Origin {expected}"),
+            )
+            .into_response();
+        }
+    }
+    next.run(request).await
+}
+
+fn respond(mime: &'static str, body: String) -> Response {
+    let mut res = body.into_response();
+    let h = res.headers_mut();
+    if let Ok(v) = HeaderValue::from_str(mime) {
+        h.insert(header::CONTENT_TYPE, v);
+    }
+    for (name, value) in ax_protocol::web::ASSET_HEADERS {
+        h.insert(
+            HeaderName::from_static(name),
+            HeaderValue::from_static(value),
+        );
+    }
+    res
+}
+
+async fn index() -> Response {
+    // 128 bits, fresh per load (see the backend's `control_ui`).
+    let Ok(nonce) = ax_core::random::random_hex(16) else {
+        return ApiError::new(500, "internal", "no randomness for the page".to_owned())
+            .into_response();
+    };
+    let mut res = respond(
+        "text/html; charset=utf-8",
+        ax_protocol::web::index_page(&nonce),
+    );
+    let h = res.headers_mut();
+    if let Ok(csp) = HeaderValue::from_str(&ax_protocol::web::policy(&nonce)) {
+        h.insert(header::CONTENT_SECURITY_POLICY, csp);
+    }
+    for (name, value) in ax_protocol::web::PAGE_HEADERS {
+        h.insert(
+            HeaderName::from_static(name),
+            HeaderValue::from_static(value),
+        );
+    }
+    res
+}
+
+async fn asset(Path(name): Path<String>) -> Response {
+    match ax_protocol::web::asset(&name) {
+        Some(a) => respond(a.mime, a.body.to_owned()),
+        None => (StatusCode::NOT_FOUND, "not found").into_response(),
+    }
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct HealthQuery {
+    proof: Option<String>,
+}
+
+async fn health(
+    State(shared): State<Arc<Shared>>,
+    query: Result<Query<HealthQuery>, QueryRejection>,
+) -> Response {
+    let query = match query {
+        Ok(Query(q)) => q,
+        Err(r) => return ApiError::new(400, "bad_request", r.body_text()).into_response(),
+    };
+    let proof = match query.proof {
+        None => None,
+        Some(nonce) if proof::is_nonce(&nonce) => Some(proof::health_proof(
+            shared.token.expose(),
+            &nonce,
+            shared.addr,
+        )),
+        Some(_) => {
+            return ApiError::new(
+                400,
+                "bad_request",
+                "invalid proof nonce: expected 64 lowercase hex characters".to_owned(),
+            )
+            .into_response();
+        }
+    };
+    Json(HubHealth {
+        ok: true,
+        hub: true,
+        version: env!("CARGO_PKG_VERSION").to_owned(),
+        proof,
+    })
+    .into_response()
+}
+
+/// The answers carry a secret (a code or the credential): never stored by a cache.
+fn no_store(mut response: Response) -> Response {
+    response
+        .headers_mut()
+        .insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    response
+}
+
+async fn exchange(
+    State(shared): State<Arc<Shared>>,
+    input: Result<Json<serde_json::Value>, JsonRejection>,
+) -> Response {
+    let value = match input {
+        Ok(Json(v)) => v,
+        Err(r) if r.status() == StatusCode::PAYLOAD_TOO_LARGE => {
+            return ApiError::new(413, "too_large", "a sign-in body is one short code".into())
+                .into_response();
+        }
+        Err(r) => return ApiError::new(400, "bad_request", r.body_text()).into_response(),
+    };
+    // An object with the one field `code`: serde would also take `["…"]`.
+    let parsed = if value.is_object() {
+        serde_json::from_value::<SignInExchange>(value).map_err(|e| e.to_string())
+    } else {
+        Err(r#"expected a JSON object {"code": "…"}"#.to_owned())
+    };
+    let input = match parsed {
+        Ok(i) => i,
+        Err(m) => return ApiError::new(400, "bad_request", m).into_response(),
+    };
+    let code = input.code.expose();
+    if !ax_core::signin::well_formed(code) {
+        let message = format!(
+            "a sign-in code is {} characters of [0-9A-Za-z]",
+            ax_core::signin::CODE_LEN
+        );
+        return ApiError::new(400, "bad_request", message).into_response();
+    }
+    if !shared.codes.redeem(code, Instant::now()) {
+        let message = "this sign-in code is unknown, used or expired: restart `ax-code hub` \
+                       or ask it for a fresh code (POST /signin/code)";
+        return no_store(ApiError::new(401, "invalid_code", message.to_owned()).into_response());
+    }
+    tracing::info!("hub: a sign-in code was exchanged for the credential");
+    no_store(
+        Json(SignInGrant {
+            token: shared.token.clone(),
+        })
+        .into_response(),
+    )
+}
+
+async fn mint(State(shared): State<Arc<Shared>>) -> Response {
+    let code = match shared.codes.mint(Instant::now()) {
+        Ok(code) => code,
+        Err(e) => return ApiError::internal(&e).into_response(),
+    };
+    let expires_in_ms = u64::try_from(shared.codes.ttl().as_millis()).unwrap_or(u64::MAX);
+    no_store(
+        (
+            StatusCode::CREATED,
+            Json(SignInCode {
+                code,
+                expires_in_ms,
+            }),
+        )
+            .into_response(),
+    )
+}
