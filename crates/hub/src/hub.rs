@@ -37,6 +37,8 @@ use futures_util::{StreamExt, future::join_all};
 use serde::{Deserialize, Serialize};
 use tokio::task::JoinHandle;
 
+mod relay;
+
 use crate::{
     MachineName,
     nats::{connect, ensure_streams, now_ms},
@@ -388,6 +390,8 @@ fn router(shared: Arc<Shared>) -> Router {
         .route("/machine/{m}/permission", get(permissions))
         .route("/machine/{m}/session/{id}/permission/{pid}", post(answer))
         .route("/event", get(events))
+        .route("/machine/{m}/screen/layout", post(relay::layout))
+        .route("/machine/{m}/screen/command", post(relay::command))
         .route_layer(middleware::from_fn_with_state(
             shared.clone(),
             require_token,

@@ -143,7 +143,12 @@ pub async fn start(config: JoinConfig) -> Result<Join, JoinError> {
         tracing::warn!("hub: the backend's event stream is not connected yet; joining anyway");
     }
     let tasks = vec![
-        tokio::spawn(serve_requests(nats.clone(), requests, backend.clone())),
+        tokio::spawn(serve_requests(
+            nats.clone(),
+            requests,
+            backend.clone(),
+            Arc::new((config.backend_url.clone(), config.backend_token.clone())),
+        )),
         tokio::spawn(heartbeat(
             js.clone(),
             record.clone(),
@@ -260,6 +265,7 @@ async fn serve_requests(
     nats: async_nats::Client,
     mut requests: async_nats::Subscriber,
     backend: Client,
+    own: Arc<(String, Secret)>,
 ) {
     let permits = Arc::new(Semaphore::new(CONCURRENT_REQUESTS));
     while let Some(msg) = requests.next().await {
@@ -271,8 +277,12 @@ async fn serve_requests(
         };
         let nats = nats.clone();
         let backend = backend.clone();
+        let own = own.clone();
         tokio::spawn(async move {
             let reply = match decode::<Request>(&msg.payload) {
+                Ok(Request::Screen { method, params }) => {
+                    crate::screen::answer(&own.0, &own.1, method, params).await
+                }
                 Ok(request) => answer(&backend, request).await,
                 Err(message) => Reply::Error(ReplyError {
                     status: 400,
@@ -340,5 +350,11 @@ async fn answer(backend: &Client, request: Request) -> Reply {
         Request::SetMode { session, mode_id } => {
             to_reply(backend.set_mode(&session, &mode_id).await)
         }
+        // Answered in `serve_requests`, through the backend's gateway.
+        Request::Screen { .. } => Reply::Error(ReplyError {
+            status: 500,
+            code: "internal".to_owned(),
+            message: "a screen request reached the HTTP relay".to_owned(),
+        }),
     }
 }

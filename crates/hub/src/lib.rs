@@ -16,6 +16,7 @@
 pub mod hub;
 pub mod join;
 pub mod nats;
+pub mod screen;
 pub mod subject;
 #[cfg(feature = "test-support")]
 pub mod testing;

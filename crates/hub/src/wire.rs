@@ -105,6 +105,13 @@ pub enum Request {
         /// The mode.
         mode_id: String,
     },
+    /// A `screen` method on the machine's own gateway (docs/hub.md §2).
+    Screen {
+        /// Which one.
+        method: crate::screen::ScreenMethod,
+        /// Its params, passed as they are: the backend's gateway checks them.
+        params: serde_json::Value,
+    },
 }
 
 /// A backend's answer: exactly one of `ok` and `error`.
