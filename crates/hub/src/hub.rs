@@ -38,6 +38,7 @@ use serde::{Deserialize, Serialize};
 use tokio::task::JoinHandle;
 
 mod relay;
+mod ui;
 
 use crate::{
     MachineName,
@@ -105,6 +106,8 @@ struct Shared {
     token: Secret,
     timeout: Duration,
     machines: RwLock<BTreeMap<MachineName, Cached>>,
+    /// The machines' `ui.command`s, for `GET /ui-command` (`ui.rs`).
+    ui: tokio::sync::broadcast::Sender<Arc<crate::ui::MachineUiCommand>>,
 }
 
 /// One machine as `GET /machine` shows it.
@@ -190,7 +193,9 @@ pub async fn start(config: HubConfig) -> Result<RunningHub, HubError> {
         token: config.token,
         timeout: config.request_timeout,
         machines: RwLock::new(BTreeMap::new()),
+        ui: tokio::sync::broadcast::channel(ui::UI_BUFFER).0,
     });
+    let ui_follow = tokio::spawn(ui::follow(shared.clone()));
     let cache = tokio::spawn(follow_state(shared.clone()));
     let app = router(shared);
     let server = tokio::spawn(async move {
@@ -200,7 +205,7 @@ pub async fn start(config: HubConfig) -> Result<RunningHub, HubError> {
     });
     Ok(RunningHub {
         addr,
-        tasks: vec![cache, server],
+        tasks: vec![cache, ui_follow, server],
     })
 }
 
@@ -392,6 +397,7 @@ fn router(shared: Arc<Shared>) -> Router {
         .route("/event", get(events))
         .route("/machine/{m}/screen/layout", post(relay::layout))
         .route("/machine/{m}/screen/command", post(relay::command))
+        .route("/ui-command", get(ui::stream))
         .route_layer(middleware::from_fn_with_state(
             shared.clone(),
             require_token,

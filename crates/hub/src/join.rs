@@ -50,6 +50,9 @@ pub struct JoinConfig {
     pub project: String,
     /// How often the machine record is sent.
     pub heartbeat: Duration,
+    /// Whether the `ui.command`s this machine's agents send also go to the hub's Control UIs
+    /// (opt-in, off by default; `crate::ui`).
+    pub share_ui_commands: bool,
 }
 
 impl JoinConfig {
@@ -69,6 +72,7 @@ impl JoinConfig {
             backend_token,
             project: project.into(),
             heartbeat: Duration::from_secs(2),
+            share_ui_commands: false,
         }
     }
 }
@@ -142,7 +146,7 @@ pub async fn start(config: JoinConfig) -> Result<Join, JoinError> {
     if connected.is_err() {
         tracing::warn!("hub: the backend's event stream is not connected yet; joining anyway");
     }
-    let tasks = vec![
+    let mut tasks = vec![
         tokio::spawn(serve_requests(
             nats.clone(),
             requests,
@@ -158,6 +162,14 @@ pub async fn start(config: JoinConfig) -> Result<Join, JoinError> {
         )),
         tokio::spawn(pump_events(js, config.name.clone(), boot, events, dirty)),
     ];
+    if config.share_ui_commands {
+        tasks.push(tokio::spawn(crate::ui::relay(
+            nats.clone(),
+            config.name.clone(),
+            config.backend_url.clone(),
+            config.backend_token.clone(),
+        )));
+    }
     Ok(Join {
         nats,
         record,

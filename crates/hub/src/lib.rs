@@ -20,6 +20,7 @@ pub mod screen;
 pub mod subject;
 #[cfg(feature = "test-support")]
 pub mod testing;
+pub mod ui;
 pub mod wire;
 
 pub use subject::MachineName;
