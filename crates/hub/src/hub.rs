@@ -177,6 +177,7 @@ pub async fn start(config: HubConfig) -> Result<RunningHub, HubError> {
     // Upper case: no machine name can have this inbox prefix.
     let nats = connect(&config.nats_url, &config.credentials, "_INBOX_HUB").await?;
     let js = jetstream::new(nats.clone());
+    let ui_sub = ui::subscribe(&nats).await?;
     let listener = tokio::net::TcpListener::bind(config.bind)
         .await
         .map_err(|source| HubError::Bind {
@@ -195,7 +196,7 @@ pub async fn start(config: HubConfig) -> Result<RunningHub, HubError> {
         machines: RwLock::new(BTreeMap::new()),
         ui: tokio::sync::broadcast::channel(ui::UI_BUFFER).0,
     });
-    let ui_follow = tokio::spawn(ui::follow(shared.clone()));
+    let ui_follow = tokio::spawn(ui::follow(shared.clone(), ui_sub));
     let cache = tokio::spawn(follow_state(shared.clone()));
     let app = router(shared);
     let server = tokio::spawn(async move {

@@ -107,3 +107,107 @@ async fn screen_is_read_and_arranged_through_the_hub_with_the_gateways_rules() {
     assert_eq!(body["error"]["code"], "offline", "{body}");
     ui.close().await;
 }
+
+/// The next `ui.command` event of a hub's `GET /ui-command` answer.
+async fn next_ui_command(
+    body: &mut (impl futures_util::Stream<Item = reqwest::Result<bytes::Bytes>> + Unpin),
+    buffer: &mut String,
+) -> Value {
+    use futures_util::StreamExt;
+    within("a ui.command from the hub", async {
+        loop {
+            if let Some(end) = buffer.find("\n\n") {
+                let block: String = buffer.drain(..end + 2).collect();
+                if block.lines().any(|l| l == "event: ui.command") {
+                    let data: String = block
+                        .lines()
+                        .filter_map(|l| l.strip_prefix("data: "))
+                        .collect();
+                    return serde_json::from_str(&data).unwrap();
+                }
+                continue;
+            }
+            let chunk = body.next().await.expect("the stream stays open").unwrap();
+            buffer.push_str(&String::from_utf8_lossy(&chunk));
+        }
+    })
+    .await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_agents_ui_command_reaches_the_hub_and_a_refused_one_never_reaches_nats() {
+    use futures_util::StreamExt;
+    let nats = NatsServer::start();
+    let hub = start_hub(&nats).await;
+    let api = HubClient::new(hub.url());
+    let mut laptop = Machine::start(&nats, "laptop").await;
+    // The same machine, joined again with sharing on (opt-in).
+    drop(laptop.join.take());
+    let server = laptop.server.as_ref().unwrap();
+    let mut config = ax_hub::join::JoinConfig::new(
+        nats.url(),
+        laptop.name.clone(),
+        server.url(),
+        server.token().clone(),
+        laptop.project_dir(),
+    );
+    config.heartbeat = support::HEARTBEAT;
+    config.share_ui_commands = true;
+    laptop.join = Some(ax_hub::join::start(config).await.unwrap());
+    api.wait_machine("laptop", |m| m.online).await;
+
+    // Everything published on the machine's subject, from before the agent sends anything.
+    let watcher = async_nats::connect(nats.url()).await.unwrap();
+    let mut on_nats = watcher.subscribe("ax.laptop.ui").await.unwrap();
+    watcher.flush().await.unwrap();
+    let page = api.get("/ui-command?machine=laptop").await;
+    assert_eq!(page.status(), 200);
+    let mut page_body = Box::pin(page.bytes_stream());
+    let mut buffer = String::new();
+
+    let server = laptop.server.as_ref().unwrap();
+    let agent = GatewayClient::connect(
+        &gateway_url(&server.url()).unwrap(),
+        ConnectOptions::new(server.token().clone(), ClientMode::Agent, vec![Scope::Write]),
+    )
+    .await
+    .unwrap();
+    // Accepted once the relay is one of the machine's UIs (before: UNAVAILABLE, sent nowhere).
+    let command = json!({"command": {"kind": "panel", "panel": "terminal", "open": true}});
+    within("the relay connected as a UI", async {
+        loop {
+            match agent.request(Method::UiCommand, command.clone()).await {
+                Ok(answer) if answer["delivered"] == 1 => return,
+                Ok(answer) => panic!("{answer}"),
+                Err(e) => assert_eq!(e.code().as_str(), "UNAVAILABLE", "{e}"),
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        }
+    })
+    .await;
+    // Refused by the machine's gateway (a sidebar command without `visible`): sent nowhere.
+    let refused = agent
+        .request(Method::UiCommand, json!({"command": {"kind": "sidebar"}}))
+        .await
+        .unwrap_err();
+    assert_eq!(refused.code().as_str(), "INVALID_REQUEST", "{refused}");
+    let second = json!({"command": {"kind": "sidebar", "visible": false}});
+    let answer = agent.request(Method::UiCommand, second.clone()).await.unwrap();
+    assert_eq!(answer["delivered"], 1, "{answer}");
+
+    // On NATS: the accepted commands, one after the other; the refused one never got there.
+    let msg = within("the command on NATS", on_nats.next()).await.unwrap();
+    let first: Value = serde_json::from_slice(&msg.payload).unwrap();
+    assert_eq!(first["machine"], "laptop");
+    assert_eq!(first["command"]["command"], command["command"], "{first}");
+    assert!(first["command"]["commandId"].is_string(), "{first}");
+    let msg = within("the next command on NATS", on_nats.next()).await.unwrap();
+    let next: Value = serde_json::from_slice(&msg.payload).unwrap();
+    assert_eq!(next["command"]["command"], second["command"], "{next}");
+
+    let on_hub = next_ui_command(&mut page_body, &mut buffer).await;
+    assert_eq!(on_hub, first);
+    let on_hub = next_ui_command(&mut page_body, &mut buffer).await;
+    assert_eq!(on_hub, next);
+    agent.close().await;
+}

@@ -28,16 +28,22 @@ use crate::{
 /// Commands kept for a page that is behind.
 pub(super) const UI_BUFFER: usize = 64;
 
+/// Subscribes before anything else the hub sends on its connection, so once the hub has
+/// heard of a machine, the server holds this subscription too.
+pub(super) async fn subscribe(
+    nats: &async_nats::Client,
+) -> Result<async_nats::Subscriber, crate::nats::ConnectError> {
+    nats.subscribe("ax.*.ui")
+        .await
+        .map_err(|e| crate::nats::ConnectError {
+            url: String::new(),
+            reason: e.to_string(),
+        })
+}
+
 /// Every machine's `ui.command`s into the hub's fan-out; a message whose subject does not
 /// match the machine named inside is dropped.
-pub(super) async fn follow(shared: Arc<Shared>) {
-    let mut sub = match shared.nats.subscribe("ax.*.ui").await {
-        Ok(s) => s,
-        Err(e) => {
-            tracing::error!(error = %e, "hub: cannot subscribe to ui.commands");
-            return;
-        }
-    };
+pub(super) async fn follow(shared: Arc<Shared>, mut sub: async_nats::Subscriber) {
     while let Some(msg) = sub.next().await {
         let Ok(command) = decode::<MachineUiCommand>(&msg.payload) else {
             tracing::warn!(subject = %msg.subject, "hub: ignored a bad ui.command");
