@@ -33,7 +33,12 @@ pub struct MachineUiCommand {
 
 /// Relays the backend's `ui.command` events to NATS for as long as it runs, reconnecting to
 /// the gateway (every 2 s) when the connection ends.
-pub async fn relay(nats: async_nats::Client, name: MachineName, backend_url: String, token: Secret) {
+pub async fn relay(
+    nats: async_nats::Client,
+    name: MachineName,
+    backend_url: String,
+    token: Secret,
+) {
     let subject = name.ui_subject();
     loop {
         if let Err(e) = relay_once(&nats, &name, &subject, &backend_url, &token).await {
@@ -82,7 +87,10 @@ async fn relay_once(
             continue;
         };
         if payload.len() > MAX_MESSAGE {
-            tracing::warn!(bytes = payload.len(), "hub: ui.command over the limit; dropped");
+            tracing::warn!(
+                bytes = payload.len(),
+                "hub: ui.command over the limit; dropped"
+            );
             continue;
         }
         if let Err(e) = nats.publish(subject.to_owned(), payload.into()).await {

@@ -11,7 +11,7 @@ use support::{HubClient, Machine, start_hub, within};
 /// A Control UI on the machine itself: a `ui` client with the `ui-commands` cap.
 async fn control_ui(machine: &Machine) -> GatewayClient {
     let server = machine.server.as_ref().unwrap();
-    let url = gateway_url(&server.url()).unwrap();
+    let url = gateway_url(server.url()).unwrap();
     let options = ConnectOptions::new(
         server.token().clone(),
         ClientMode::Ui,
@@ -167,8 +167,12 @@ async fn an_agents_ui_command_reaches_the_hub_and_a_refused_one_never_reaches_na
 
     let server = laptop.server.as_ref().unwrap();
     let agent = GatewayClient::connect(
-        &gateway_url(&server.url()).unwrap(),
-        ConnectOptions::new(server.token().clone(), ClientMode::Agent, vec![Scope::Write]),
+        &gateway_url(server.url()).unwrap(),
+        ConnectOptions::new(
+            server.token().clone(),
+            ClientMode::Agent,
+            vec![Scope::Write],
+        ),
     )
     .await
     .unwrap();
@@ -192,7 +196,10 @@ async fn an_agents_ui_command_reaches_the_hub_and_a_refused_one_never_reaches_na
         .unwrap_err();
     assert_eq!(refused.code().as_str(), "INVALID_REQUEST", "{refused}");
     let second = json!({"command": {"kind": "sidebar", "visible": false}});
-    let answer = agent.request(Method::UiCommand, second.clone()).await.unwrap();
+    let answer = agent
+        .request(Method::UiCommand, second.clone())
+        .await
+        .unwrap();
     assert_eq!(answer["delivered"], 1, "{answer}");
 
     // On NATS: the accepted commands, one after the other; the refused one never got there.
@@ -201,7 +208,9 @@ async fn an_agents_ui_command_reaches_the_hub_and_a_refused_one_never_reaches_na
     assert_eq!(first["machine"], "laptop");
     assert_eq!(first["command"]["command"], command["command"], "{first}");
     assert!(first["command"]["commandId"].is_string(), "{first}");
-    let msg = within("the next command on NATS", on_nats.next()).await.unwrap();
+    let msg = within("the next command on NATS", on_nats.next())
+        .await
+        .unwrap();
     let next: Value = serde_json::from_slice(&msg.payload).unwrap();
     assert_eq!(next["command"]["command"], second["command"], "{next}");
 

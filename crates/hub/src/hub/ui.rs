@@ -18,12 +18,7 @@ use serde::Deserialize;
 use tokio::sync::broadcast;
 
 use super::{ApiError, S, Shared};
-use crate::{
-    MachineName,
-    subject::machine_of,
-    ui::MachineUiCommand,
-    wire::decode,
-};
+use crate::{MachineName, subject::machine_of, ui::MachineUiCommand, wire::decode};
 
 /// Commands kept for a page that is behind.
 pub(super) const UI_BUFFER: usize = 64;
