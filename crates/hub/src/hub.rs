@@ -9,7 +9,8 @@
 //! machine's sessions), `GET|POST /machine/{m}/session`, `GET /machine/{m}/session/{id}/message`,
 //! `POST /machine/{m}/session/{id}/prompt|abort|mode`, `GET /machine/{m}/permission`,
 //! `POST /machine/{m}/session/{id}/permission/{pid}`, `GET /event` (SSE; `id:` is the
-//! JetStream sequence, `Last-Event-ID` or `?after=N` resumes after it, `?machine=m` filters).
+//! JetStream sequence, `Last-Event-ID` or `?after=N` resumes after it, `?machine=m` filters),
+//! `POST /machine/{m}/screen/layout|command` (`relay.rs`), `GET /ui-command` (`ui.rs`).
 
 use std::{
     collections::BTreeMap,
