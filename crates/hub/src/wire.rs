@@ -159,4 +159,24 @@ mod tests {
         assert!(decode::<Request>(br#"{"op":"rm"}"#).is_err());
         assert!(decode::<Request>(&vec![b' '; MAX_MESSAGE + 1]).is_err());
     }
+
+    #[test]
+    fn screen_requests_name_one_of_two_methods() {
+        let r: Request = decode(br#"{"op":"screen","method":"layout","params":{}}"#).unwrap();
+        assert_eq!(
+            r,
+            Request::Screen {
+                method: crate::screen::ScreenMethod::Layout,
+                params: serde_json::json!({}),
+            }
+        );
+        // Only the `screen` tool's two methods: never the terminal's.
+        for bad in [
+            &br#"{"op":"screen","method":"terminal.run","params":{}}"#[..],
+            br#"{"op":"screen","method":"command"}"#,
+            br#"{"op":"screen","method":"command","params":{},"x":1}"#,
+        ] {
+            assert!(decode::<Request>(bad).is_err(), "{bad:?}");
+        }
+    }
 }
