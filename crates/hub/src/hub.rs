@@ -11,7 +11,8 @@
 //! machine's sessions), `GET|POST /machine/{m}/session`, `GET /machine/{m}/session/{id}/message`,
 //! `POST /machine/{m}/session/{id}/prompt|abort|mode`, `GET /machine/{m}/permission`,
 //! `POST /machine/{m}/session/{id}/permission/{pid}`, `GET /event` (SSE; `id:` is the
-//! JetStream sequence, `Last-Event-ID` or `?after=N` resumes after it, `?machine=m` filters).
+//! JetStream sequence, `Last-Event-ID` or `?after=N` resumes after it, `?machine=m` filters),
+//! `POST /machine/{m}/screen/layout|command` (`relay.rs`), `GET /ui-command` (`ui.rs`).
 
 use std::{
     collections::BTreeMap,
@@ -38,6 +39,9 @@ use axum::{
 use futures_util::{StreamExt, future::join_all};
 use serde::{Deserialize, Serialize};
 use tokio::task::JoinHandle;
+
+mod relay;
+mod ui;
 
 use crate::{
     MachineName,
@@ -114,6 +118,8 @@ pub(crate) struct Shared {
     pub(crate) codes: Arc<ax_core::signin::Codes>,
     timeout: Duration,
     machines: RwLock<BTreeMap<MachineName, Cached>>,
+    /// The machines' `ui.command`s, for `GET /ui-command` (`ui.rs`).
+    ui: tokio::sync::broadcast::Sender<Arc<crate::ui::MachineUiCommand>>,
 }
 
 /// One machine as `GET /machine` shows it.
@@ -189,6 +195,7 @@ pub async fn start(config: HubConfig) -> Result<RunningHub, HubError> {
     // Upper case: no machine name can have this inbox prefix.
     let nats = connect(&config.nats_url, &config.credentials, "_INBOX_HUB").await?;
     let js = jetstream::new(nats.clone());
+    let ui_sub = ui::subscribe(&nats).await?;
     let listener = tokio::net::TcpListener::bind(config.bind)
         .await
         .map_err(|source| HubError::Bind {
@@ -209,7 +216,9 @@ pub async fn start(config: HubConfig) -> Result<RunningHub, HubError> {
         codes: codes.clone(),
         timeout: config.request_timeout,
         machines: RwLock::new(BTreeMap::new()),
+        ui: tokio::sync::broadcast::channel(ui::UI_BUFFER).0,
     });
+    let ui_follow = tokio::spawn(ui::follow(shared.clone(), ui_sub));
     let cache = tokio::spawn(follow_state(shared.clone()));
     let app = router(shared);
     let server = tokio::spawn(async move {
@@ -220,7 +229,7 @@ pub async fn start(config: HubConfig) -> Result<RunningHub, HubError> {
     Ok(RunningHub {
         addr,
         codes,
-        tasks: vec![cache, server],
+        tasks: vec![cache, ui_follow, server],
     })
 }
 
@@ -415,6 +424,9 @@ fn router(shared: Arc<Shared>) -> Router {
         .route("/machine/{m}/permission", get(permissions))
         .route("/machine/{m}/session/{id}/permission/{pid}", post(answer))
         .route("/event", get(events))
+        .route("/machine/{m}/screen/layout", post(relay::layout))
+        .route("/machine/{m}/screen/command", post(relay::command))
+        .route("/ui-command", get(ui::stream))
         .merge(crate::web::minting())
         .route_layer(middleware::from_fn_with_state(
             shared.clone(),

@@ -50,6 +50,9 @@ pub struct JoinConfig {
     pub project: String,
     /// How often the machine record is sent.
     pub heartbeat: Duration,
+    /// Whether the `ui.command`s this machine's agents send also go to the hub's Control UIs
+    /// (opt-in, off by default; `crate::ui`).
+    pub share_ui_commands: bool,
 }
 
 impl JoinConfig {
@@ -69,6 +72,7 @@ impl JoinConfig {
             backend_token,
             project: project.into(),
             heartbeat: Duration::from_secs(2),
+            share_ui_commands: false,
         }
     }
 }
@@ -142,8 +146,13 @@ pub async fn start(config: JoinConfig) -> Result<Join, JoinError> {
     if connected.is_err() {
         tracing::warn!("hub: the backend's event stream is not connected yet; joining anyway");
     }
-    let tasks = vec![
-        tokio::spawn(serve_requests(nats.clone(), requests, backend.clone())),
+    let mut tasks = vec![
+        tokio::spawn(serve_requests(
+            nats.clone(),
+            requests,
+            backend.clone(),
+            Arc::new((config.backend_url.clone(), config.backend_token.clone())),
+        )),
         tokio::spawn(heartbeat(
             js.clone(),
             record.clone(),
@@ -153,6 +162,14 @@ pub async fn start(config: JoinConfig) -> Result<Join, JoinError> {
         )),
         tokio::spawn(pump_events(js, config.name.clone(), boot, events, dirty)),
     ];
+    if config.share_ui_commands {
+        tasks.push(tokio::spawn(crate::ui::relay(
+            nats.clone(),
+            config.name.clone(),
+            config.backend_url.clone(),
+            config.backend_token.clone(),
+        )));
+    }
     Ok(Join {
         nats,
         record,
@@ -260,6 +277,7 @@ async fn serve_requests(
     nats: async_nats::Client,
     mut requests: async_nats::Subscriber,
     backend: Client,
+    own: Arc<(String, Secret)>,
 ) {
     let permits = Arc::new(Semaphore::new(CONCURRENT_REQUESTS));
     while let Some(msg) = requests.next().await {
@@ -271,8 +289,12 @@ async fn serve_requests(
         };
         let nats = nats.clone();
         let backend = backend.clone();
+        let own = own.clone();
         tokio::spawn(async move {
             let payload = match decode::<Request>(&msg.payload) {
+                Ok(Request::Screen { method, params }) => {
+                    encode(&crate::screen::answer(&own.0, &own.1, method, params).await)
+                }
                 Ok(request) => answer(&backend, request).await,
                 Err(message) => encode(&Reply::<()>::Error(ReplyError {
                     status: 400,
@@ -344,5 +366,11 @@ async fn answer(backend: &Client, request: Request) -> Vec<u8> {
         Request::SetMode { session, mode_id } => {
             to_reply(backend.set_mode(&session, &mode_id).await)
         }
+        // Answered in `serve_requests`, through the backend's gateway.
+        Request::Screen { .. } => encode(&Reply::<()>::Error(ReplyError {
+            status: 500,
+            code: "internal".to_owned(),
+            message: "a screen request reached the HTTP relay".to_owned(),
+        })),
     }
 }

@@ -16,9 +16,11 @@
 pub mod hub;
 pub mod join;
 pub mod nats;
+pub mod screen;
 pub mod subject;
 #[cfg(feature = "test-support")]
 pub mod testing;
+pub mod ui;
 pub mod web;
 pub mod wire;
 

@@ -89,6 +89,11 @@ impl MachineName {
         format!("ax.{}.sessions", self.0)
     }
 
+    /// Where the backend publishes the `ui.command`s its agents send (core NATS, not kept).
+    pub fn ui_subject(&self) -> String {
+        format!("ax.{}.ui", self.0)
+    }
+
     /// Where the hub sends requests to the backend.
     pub fn request_subject(&self) -> String {
         format!("ax.req.{}", self.0)

@@ -105,6 +105,13 @@ pub enum Request {
         /// The mode.
         mode_id: String,
     },
+    /// A `screen` method on the machine's own gateway (docs/hub.md §2).
+    Screen {
+        /// Which one.
+        method: crate::screen::ScreenMethod,
+        /// Its params, passed as they are: the backend's gateway checks them.
+        params: serde_json::Value,
+    },
 }
 
 /// A backend's answer: exactly one of `ok` and `error`. `T` is the answer's type where the
@@ -152,5 +159,25 @@ mod tests {
         assert!(decode::<Request>(br#"{"op":"listSessions","x":1}"#).is_err());
         assert!(decode::<Request>(br#"{"op":"rm"}"#).is_err());
         assert!(decode::<Request>(&vec![b' '; MAX_MESSAGE + 1]).is_err());
+    }
+
+    #[test]
+    fn screen_requests_name_one_of_two_methods() {
+        let r: Request = decode(br#"{"op":"screen","method":"layout","params":{}}"#).unwrap();
+        assert_eq!(
+            r,
+            Request::Screen {
+                method: crate::screen::ScreenMethod::Layout,
+                params: serde_json::json!({}),
+            }
+        );
+        // Only the `screen` tool's two methods: never the terminal's.
+        for bad in [
+            &br#"{"op":"screen","method":"terminal.run","params":{}}"#[..],
+            br#"{"op":"screen","method":"command"}"#,
+            br#"{"op":"screen","method":"command","params":{},"x":1}"#,
+        ] {
+            assert!(decode::<Request>(bad).is_err(), "{bad:?}");
+        }
     }
 }
