@@ -51,11 +51,21 @@ pub struct Machine {
     pub client: Client,
     pub join: Option<Join>,
     nats_url: String,
+    credentials: Option<(String, Secret)>,
 }
 
 impl Machine {
     /// A backend on a fresh project and data directory, joined as `name`.
     pub async fn start(nats: &NatsServer, name: &str) -> Machine {
+        Machine::start_as(nats, name, None).await
+    }
+
+    /// Like [`Machine::start`], joining with a NATS user and password.
+    pub async fn start_as(
+        nats: &NatsServer,
+        name: &str,
+        credentials: Option<(String, Secret)>,
+    ) -> Machine {
         logs();
         let project = tempfile::tempdir().unwrap();
         let data = tempfile::tempdir().unwrap();
@@ -68,6 +78,7 @@ impl Machine {
             client,
             join: None,
             nats_url: nats.url(),
+            credentials,
         };
         machine.join().await;
         machine
@@ -83,6 +94,7 @@ impl Machine {
             server.project_dir().display().to_string(),
         );
         config.heartbeat = HEARTBEAT;
+        config.credentials = self.credentials.clone();
         self.join = Some(ax_hub::join::start(config).await.expect("the join starts"));
     }
 
@@ -122,8 +134,14 @@ async fn start_backend(project: &TempDir, data: &TempDir) -> (RunningServer, Cli
 
 /// A hub on a free loopback port.
 pub async fn start_hub(nats: &NatsServer) -> RunningHub {
+    start_hub_as(nats, None).await
+}
+
+/// A hub connecting to NATS with a user and password.
+pub async fn start_hub_as(nats: &NatsServer, credentials: Option<(String, Secret)>) -> RunningHub {
     let bind: SocketAddr = "127.0.0.1:0".parse().unwrap();
-    let config = HubConfig::new(nats.url(), bind, Secret::new(HUB_TOKEN.to_owned()));
+    let mut config = HubConfig::new(nats.url(), bind, Secret::new(HUB_TOKEN.to_owned()));
+    config.credentials = credentials;
     ax_hub::hub::start(config).await.expect("the hub starts")
 }
 
