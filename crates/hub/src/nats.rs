@@ -20,10 +20,10 @@ pub struct ConnectError {
 }
 
 /// Whether every server `url` names (one URL, or several separated by commas) is on this
-/// machine's loopback: `localhost`, 127.0.0.0/8 or `::1`. Until NATS credentials and subject
-/// permissions exist (docs/hub.md §6), anyone who reaches the server can send a joined backend
-/// prompts and approvals, so the CLI joins a server elsewhere only when told the network is
-/// trusted (docs/SECURITY.md, "Several machines").
+/// machine's loopback: `localhost`, 127.0.0.0/8 or `::1`. Beyond it, plain TCP can be read and
+/// a server without users lets anyone send a joined backend prompts and approvals, so the CLI
+/// joins a server elsewhere only over TLS with a NATS user or when told the network is trusted
+/// (docs/SECURITY.md, "Several machines").
 pub fn is_loopback_url(url: &str) -> Result<bool, ConnectError> {
     let refused = |reason: String| ConnectError {
         url: url.to_owned(),
