@@ -298,3 +298,60 @@ fn the_hub_flags_are_described_in_help() {
         }
     }
 }
+
+/// docs/hub.md §1: a wrong NATS password is refused at start, naming the user, never the
+/// password (given by the environment, so no process listing shows it).
+#[test]
+fn serve_and_hub_refuse_a_wrong_nats_password_without_showing_it() {
+    use ax_hub::{
+        MachineName,
+        nats::{backend_permissions, hub_permissions},
+        testing::NatsUser,
+    };
+    let nats = NatsServer::start_with_users(&[
+        NatsUser {
+            user: "laptop".into(),
+            password: "right-laptop-pw".into(),
+            permissions: backend_permissions(&MachineName::new("laptop").unwrap()),
+        },
+        NatsUser {
+            user: "hub".into(),
+            password: "right-hub-pw".into(),
+            permissions: hub_permissions(),
+        },
+    ]);
+    let env = Env::new();
+    let url = nats.url();
+    let serve = ["serve", "--port", "0", "--join", &url, "--name", "laptop"];
+    let mut args = serve.to_vec();
+    args.extend(["--nats-user", "laptop"]);
+    let mut command = env.command(&args);
+    command.env("AX_CODE_NATS_PASSWORD", "wrong-pw-123");
+    let out = support::output_bounded(&mut command, support::WAIT);
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("refused NATS user \"laptop\""), "{err}");
+    assert!(!err.contains("wrong-pw-123"), "{err}");
+
+    let mut command = env.command(&["hub", "--nats", &url, "--port", "0", "--nats-user", "hub"]);
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("pw");
+    std::fs::write(&file, "wrong-hub-pw\n").unwrap();
+    command.arg("--nats-password-file").arg(&file);
+    let out = support::output_bounded(&mut command, support::WAIT);
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("refused NATS user \"hub\""), "{err}");
+    assert!(!err.contains("wrong-hub-pw"), "{err}");
+
+    // A user without a password is refused before connecting.
+    let mut command = env.command(&args);
+    command.env_remove("AX_CODE_NATS_PASSWORD");
+    let out = support::output_bounded(&mut command, support::WAIT);
+    assert!(!out.status.success());
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("AX_CODE_NATS_PASSWORD"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}

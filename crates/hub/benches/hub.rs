@@ -86,7 +86,7 @@ async fn latency(nats: &NatsServer) {
         "[agents.mock]\ncommand = {:?}\nenv = {{ AX_TEST_BE_MOCK_AGENT = \"1\" }}\n",
         exe.to_string_lossy()
     );
-    let machine = Machine::start_with(nats, "bench", |config| {
+    let machine = Machine::start_with(nats, "bench", None, |config| {
         config.agents = ax_acp::AgentsConfig::parse(Path::new("bench.toml"), &agents).unwrap();
     })
     .await;

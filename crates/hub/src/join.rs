@@ -38,7 +38,7 @@ use crate::{
 pub struct JoinConfig {
     /// `nats://HOST:PORT`.
     pub nats_url: String,
-    /// NATS user and password, when the server asks for them (docs/hub.md §5).
+    /// NATS user and password, when the server asks for them (docs/hub.md §1).
     pub credentials: Option<(String, Secret)>,
     /// This machine's name.
     pub name: MachineName,

@@ -20,10 +20,10 @@ pub struct ConnectError {
 }
 
 /// Whether every server `url` names (one URL, or several separated by commas) is on this
-/// machine's loopback: `localhost`, 127.0.0.0/8 or `::1`. Until NATS credentials and subject
-/// permissions exist (docs/hub.md §6), anyone who reaches the server can send a joined backend
-/// prompts and approvals, so the CLI joins a server elsewhere only when told the network is
-/// trusted (docs/SECURITY.md, "Several machines").
+/// machine's loopback: `localhost`, 127.0.0.0/8 or `::1`. Beyond it, plain TCP can be read and
+/// a server without users lets anyone send a joined backend prompts and approvals, so the CLI
+/// joins a server elsewhere only over TLS with a NATS user or when told the network is trusted
+/// (docs/SECURITY.md, "Several machines").
 pub fn is_loopback_url(url: &str) -> Result<bool, ConnectError> {
     let refused = |reason: String| ConnectError {
         url: url.to_owned(),
@@ -68,6 +68,87 @@ pub async fn connect(
         url: url.to_owned(),
         reason: e.to_string(),
     })
+}
+
+/// What one NATS user may do (docs/hub.md §1): the subjects it may publish and subscribe,
+/// and whether it may answer the requests it receives (`allow_responses`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Permissions {
+    /// Subjects it may publish on.
+    pub publish: Vec<String>,
+    /// Subjects it may subscribe to.
+    pub subscribe: Vec<String>,
+    /// May publish once to the reply subject of each request it received.
+    pub allow_responses: bool,
+}
+
+/// A backend named `name`: its own three subjects, the info of the two streams (no consumer,
+/// no message read: it cannot read other machines' events), its requests, its own inbox, and
+/// the answers to the requests it receives.
+pub fn backend_permissions(name: &crate::MachineName) -> Permissions {
+    Permissions {
+        publish: vec![
+            name.event_subject(),
+            name.machine_subject(),
+            name.sessions_subject(),
+            name.ui_subject(),
+            format!("$JS.API.STREAM.INFO.{EVENTS_STREAM}"),
+            format!("$JS.API.STREAM.INFO.{STATE_STREAM}"),
+        ],
+        subscribe: vec![name.request_subject(), format!("{}.>", name.inbox_prefix())],
+        allow_responses: true,
+    }
+}
+
+/// A hub: requests to every machine, the JetStream API (it creates the streams and reads
+/// them with consumers), flow-control answers, and its own inbox.
+pub fn hub_permissions() -> Permissions {
+    Permissions {
+        publish: vec![
+            "ax.req.>".to_owned(),
+            "$JS.API.>".to_owned(),
+            "$JS.FC.>".to_owned(),
+        ],
+        // `ax.*.ui`: the machines' shared `ui.command`s (core NATS, see `ui.rs`).
+        subscribe: vec!["_INBOX_HUB.>".to_owned(), "ax.*.ui".to_owned()],
+        allow_responses: false,
+    }
+}
+
+/// One connection attempt with `credentials`, to refuse wrong ones at start with a clear
+/// error (the background connection retries forever and would only log them). A server that
+/// cannot be reached is not an error here: the join waits for it.
+pub async fn check_credentials(
+    url: &str,
+    credentials: &Option<(String, Secret)>,
+) -> Result<(), ConnectError> {
+    let Some((user, password)) = credentials else {
+        return Ok(());
+    };
+    let opts = async_nats::ConnectOptions::new()
+        .connection_timeout(Duration::from_secs(3))
+        .user_and_password(user.clone(), password.expose().to_owned());
+    match opts.connect(url).await {
+        Ok(client) => {
+            drop(client);
+            Ok(())
+        }
+        Err(e)
+            if matches!(
+                e.kind(),
+                async_nats::ConnectErrorKind::AuthorizationViolation
+                    | async_nats::ConnectErrorKind::Authentication
+            ) =>
+        {
+            Err(ConnectError {
+                url: url.to_owned(),
+                reason: format!(
+                    "the server refused NATS user {user:?} (authorization violation: check the user and its password)"
+                ),
+            })
+        }
+        Err(_) => Ok(()),
+    }
 }
 
 /// Creates the two streams if missing. Both sides try, whichever reaches NATS first; with

@@ -44,6 +44,43 @@ pub struct NatsServer {
     dir: tempfile::TempDir,
     child: Option<Child>,
     starts: u32,
+    config: Option<PathBuf>,
+}
+
+/// A user in the server's `authorization` block, with its permissions.
+pub struct NatsUser {
+    /// The user name.
+    pub user: String,
+    /// Its password (plain text: a test's throwaway).
+    pub password: String,
+    /// What it may do.
+    pub permissions: crate::nats::Permissions,
+}
+
+/// The `nats-server` config (2.9 syntax) for `users`: the `authorization` block a person can
+/// copy (docs/hub.md §1).
+pub fn auth_config(users: &[NatsUser]) -> String {
+    let list = |items: &[String]| {
+        items
+            .iter()
+            .map(|s| format!("{s:?}"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let mut out = String::from("authorization {\n  users = [\n");
+    for u in users {
+        let p = &u.permissions;
+        out.push_str(&format!(
+            "    {{ user: {:?}, password: {:?}, permissions: {{\n      publish: {{ allow: [{}] }}\n      subscribe: {{ allow: [{}] }}\n{}    }} }}\n",
+            u.user,
+            u.password,
+            list(&p.publish),
+            list(&p.subscribe),
+            if p.allow_responses { "      allow_responses: true\n" } else { "" },
+        ));
+    }
+    out.push_str("  ]\n}\n");
+    out
 }
 
 impl NatsServer {
@@ -56,6 +93,24 @@ impl NatsServer {
             dir,
             child: None,
             starts: 0,
+            config: None,
+        };
+        server.spawn();
+        server
+    }
+
+    /// Starts one that asks for a user and password and applies each user's permissions.
+    pub fn start_with_users(users: &[NatsUser]) -> NatsServer {
+        let dir = tempfile::tempdir().expect("a temporary directory for JetStream");
+        let port = free_port();
+        let path = dir.path().join("nats.conf");
+        std::fs::write(&path, auth_config(users)).expect("the nats-server config");
+        let mut server = NatsServer {
+            port,
+            dir,
+            child: None,
+            starts: 0,
+            config: Some(path),
         };
         server.spawn();
         server
@@ -94,7 +149,11 @@ impl NatsServer {
         self.starts += 1;
         let log_path = self.dir.path().join(format!("nats-{}.log", self.starts));
         let log = std::fs::File::create(&log_path).expect("the nats-server log file");
-        let child = Command::new(nats_server_binary())
+        let mut command = Command::new(nats_server_binary());
+        if let Some(config) = &self.config {
+            command.arg("-c").arg(config);
+        }
+        let child = command
             .args([
                 "-a",
                 "127.0.0.1",

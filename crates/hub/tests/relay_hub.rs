@@ -6,7 +6,7 @@ mod support;
 use ax_gateway::{ClientMode, ConnectOptions, GatewayClient, Method, Scope, client::gateway_url};
 use ax_hub::testing::NatsServer;
 use serde_json::{Value, json};
-use support::{HubClient, Machine, start_hub, within};
+use support::{HubClient, Machine, next_ui_command, start_hub, within};
 
 /// A Control UI on the machine itself: a `ui` client with the `ui-commands` cap.
 async fn control_ui(machine: &Machine) -> GatewayClient {
@@ -106,32 +106,6 @@ async fn screen_is_read_and_arranged_through_the_hub_with_the_gateways_rules() {
     let body: Value = ghost.json().await.unwrap();
     assert_eq!(body["error"]["code"], "offline", "{body}");
     ui.close().await;
-}
-
-/// The next `ui.command` event of a hub's `GET /ui-command` answer.
-async fn next_ui_command(
-    body: &mut (impl futures_util::Stream<Item = reqwest::Result<bytes::Bytes>> + Unpin),
-    buffer: &mut String,
-) -> Value {
-    use futures_util::StreamExt;
-    within("a ui.command from the hub", async {
-        loop {
-            if let Some(end) = buffer.find("\n\n") {
-                let block: String = buffer.drain(..end + 2).collect();
-                if block.lines().any(|l| l == "event: ui.command") {
-                    let data: String = block
-                        .lines()
-                        .filter_map(|l| l.strip_prefix("data: "))
-                        .collect();
-                    return serde_json::from_str(&data).unwrap();
-                }
-                continue;
-            }
-            let chunk = body.next().await.expect("the stream stays open").unwrap();
-            buffer.push_str(&String::from_utf8_lossy(&chunk));
-        }
-    })
-    .await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

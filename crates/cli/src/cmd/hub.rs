@@ -26,6 +26,48 @@ pub struct HubArgs {
     /// Port of the hub's HTTP API on 127.0.0.1 (0 picks a free one; the URL is printed).
     #[arg(long, default_value_t = 4096)]
     pub port: u16,
+    #[command(flatten)]
+    pub nats_auth: NatsAuthArgs,
+}
+
+/// Where a NATS password comes from, when given (never argv: a process listing shows it).
+pub const NATS_PASSWORD_ENV: &str = "AX_CODE_NATS_PASSWORD";
+
+/// The NATS user of `serve --join` and `hub` (docs/hub.md §1). The password is read from
+/// `$AX_CODE_NATS_PASSWORD` or a file, never from the command line.
+#[derive(Debug, Args)]
+pub struct NatsAuthArgs {
+    /// The NATS user to connect as; its password is $AX_CODE_NATS_PASSWORD or the first line
+    /// of --nats-password-file.
+    #[arg(long, value_name = "USER")]
+    pub nats_user: Option<String>,
+    /// A file whose first line is the NATS user's password (keep it 0600).
+    #[arg(long, value_name = "FILE", requires = "nats_user")]
+    pub nats_password_file: Option<PathBuf>,
+}
+
+impl NatsAuthArgs {
+    /// The user and its password, or none; an error names where the password was looked for.
+    pub fn credentials(&self) -> anyhow::Result<Option<(String, ax_core::Secret)>> {
+        let Some(user) = &self.nats_user else {
+            return Ok(None);
+        };
+        let password = match &self.nats_password_file {
+            Some(path) => {
+                let text = std::fs::read_to_string(path)
+                    .with_context(|| format!("cannot read {}", path.display()))?;
+                text.lines().next().unwrap_or_default().to_owned()
+            }
+            None => std::env::var(NATS_PASSWORD_ENV).unwrap_or_default(),
+        };
+        anyhow::ensure!(
+            !password.is_empty(),
+            "--nats-user {user}: no password (set ${NATS_PASSWORD_ENV} or --nats-password-file)"
+        );
+        let password = ax_core::Secret::new(password);
+        super::redact_secret(&password);
+        Ok(Some((user.clone(), password)))
+    }
 }
 
 pub fn run(args: HubArgs) -> anyhow::Result<()> {
@@ -50,7 +92,11 @@ async fn hub(args: HubArgs) -> anyhow::Result<()> {
     };
     super::redact_secret(&token);
     let bind = SocketAddr::new(Ipv4Addr::LOCALHOST.into(), args.port);
-    let config = ax_hub::hub::HubConfig::new(args.nats.clone(), bind, token.clone());
+    let mut config = ax_hub::hub::HubConfig::new(args.nats.clone(), bind, token.clone());
+    config.credentials = args.nats_auth.credentials()?;
+    ax_hub::nats::check_credentials(&args.nats, &config.credentials)
+        .await
+        .map_err(|e| anyhow::anyhow!("--nats: {e}"))?;
     let hub = ax_hub::hub::start(config)
         .await
         .map_err(|e| anyhow::anyhow!("cannot start the hub: {e}"))?;

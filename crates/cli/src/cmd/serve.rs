@@ -53,11 +53,14 @@ pub struct ServeArgs {
     /// This machine's name on the hub (default: the host name): a-z, 0-9, '-', '_'.
     #[arg(long, value_name = "NAME", requires = "join")]
     pub name: Option<String>,
-    /// Join a NATS server that is not on this machine's loopback. NATS credentials are not
-    /// supported yet: anyone who can reach that server can then prompt this backend's agents
-    /// and answer their approvals (docs/SECURITY.md, "Several machines").
+    /// Join a NATS server beyond this machine's loopback over plain TCP or without a NATS
+    /// user: whoever can reach or watch that network can then prompt this backend's agents
+    /// and answer their approvals (docs/SECURITY.md, "Several machines"). Not needed for a
+    /// tls:// URL with --nats-user.
     #[arg(long, requires = "join")]
     pub trust_nats_network: bool,
+    #[command(flatten)]
+    pub nats_auth: super::hub::NatsAuthArgs,
 }
 
 /// Printed (and logged) when the backend listens beyond loopback.
@@ -117,19 +120,27 @@ fn machine_name(name: Option<&str>) -> anyhow::Result<ax_hub::MachineName> {
         .map_err(|e| anyhow::anyhow!("no machine name from the host name ({e}); pass --name NAME"))
 }
 
-/// Refuses `--join` to a NATS server beyond loopback unless the person said the network is
-/// trusted: without NATS credentials (docs/hub.md §6) whoever reaches the server could send
-/// this backend prompts and approvals.
-fn check_join_url(url: &str, trusted: bool) -> anyhow::Result<()> {
+/// Refuses `--join` to a NATS server beyond loopback unless it is reached over TLS with a
+/// NATS user (docs/hub.md §1), or the person said the network is trusted: without a user
+/// whoever reaches the server could send this backend prompts and approvals, and over plain
+/// TCP whoever watches the network could read the password and the events.
+fn check_join_url(url: &str, trusted: bool, with_user: bool) -> anyhow::Result<()> {
     let loopback =
         ax_hub::nats::is_loopback_url(url).map_err(|e| anyhow::anyhow!("--join: {e}"))?;
+    let tls = url
+        .split(',')
+        .all(|one| one.trim().to_ascii_lowercase().starts_with("tls://"));
+    if !loopback && tls && with_user {
+        return Ok(());
+    }
     if !loopback && !trusted {
         bail!(
-            "--join {url} is not on this machine's loopback. NATS credentials are not supported \
-             yet, so anyone who can reach that server could prompt this backend's agents and \
-             answer their approvals. Reach it through a tunnel (ssh -L 4222:127.0.0.1:4222 HOST, \
-             then --join nats://127.0.0.1:4222), or add --trust-nats-network if only machines you \
-             trust can reach it (docs/SECURITY.md, \"Several machines\")"
+            "--join {url} is not on this machine's loopback. Without TLS and a NATS user \
+             (tls:// and --nats-user), anyone who can reach or watch that server could prompt \
+             this backend's agents and answer their approvals. Reach it through a tunnel (ssh -L \
+             4222:127.0.0.1:4222 HOST, then --join nats://127.0.0.1:4222), or add \
+             --trust-nats-network if only machines you trust can reach it (docs/SECURITY.md, \
+             \"Several machines\")"
         );
     }
     if !loopback {
@@ -141,17 +152,28 @@ fn check_join_url(url: &str, trusted: bool) -> anyhow::Result<()> {
 
 /// Printed (and logged) when a backend joins a NATS server beyond loopback.
 pub const JOIN_WARNING: &str = "warning: --trust-nats-network: this backend answers requests \
-from anyone who can reach the NATS server (no NATS credentials yet)";
+from anyone who can reach the NATS server, and its NATS traffic is not encrypted";
 
 async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     let ip = parse_host(&args.hostname)?;
     let machine = match &args.join {
         Some(url) => {
-            check_join_url(url, args.trust_nats_network)?;
+            check_join_url(
+                url,
+                args.trust_nats_network,
+                args.nats_auth.nats_user.is_some(),
+            )?;
             Some(machine_name(args.name.as_deref())?)
         }
         None => None,
     };
+    // Wrong NATS credentials are refused now, clearly; an unreachable server is waited for.
+    let nats_credentials = args.nats_auth.credentials()?;
+    if let Some(url) = &args.join {
+        ax_hub::nats::check_credentials(url, &nats_credentials)
+            .await
+            .map_err(|e| anyhow::anyhow!("--join: {e}"))?;
+    }
     if !ip.is_loopback() && !args.allow_remote {
         bail!(
             "--hostname {} is not a loopback address; add --allow-remote to expose the backend \
@@ -239,13 +261,14 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     // being away is not an error: it keeps reconnecting.
     let join = match (args.join, machine) {
         (Some(nats_url), Some(name)) => {
-            let config = ax_hub::join::JoinConfig::new(
+            let mut config = ax_hub::join::JoinConfig::new(
                 nats_url.clone(),
                 name.clone(),
                 url.clone(),
                 server.token().clone(),
                 server.project_dir().display().to_string(),
             );
+            config.credentials = nats_credentials.clone();
             let join = ax_hub::join::start(config)
                 .await
                 .map_err(|e| anyhow::anyhow!("--join: {e}"))?;

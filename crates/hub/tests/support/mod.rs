@@ -51,18 +51,30 @@ pub struct Machine {
     pub client: Client,
     pub join: Option<Join>,
     nats_url: String,
+    credentials: Option<(String, Secret)>,
 }
 
 impl Machine {
     /// A backend on a fresh project and data directory, joined as `name`.
     pub async fn start(nats: &NatsServer, name: &str) -> Machine {
-        Machine::start_with(nats, name, |_| {}).await
+        Machine::start_with(nats, name, None, |_| {}).await
     }
 
-    /// As [`Machine::start`], with `configure` applied to the backend's config (its agents).
+    /// Like [`Machine::start`], joining with a NATS user and password.
+    pub async fn start_as(
+        nats: &NatsServer,
+        name: &str,
+        credentials: Option<(String, Secret)>,
+    ) -> Machine {
+        Machine::start_with(nats, name, credentials, |_| {}).await
+    }
+
+    /// The general form: NATS credentials, and `configure` applied to the backend's config
+    /// (its agents).
     pub async fn start_with(
         nats: &NatsServer,
         name: &str,
+        credentials: Option<(String, Secret)>,
         configure: impl FnOnce(&mut ServerConfig),
     ) -> Machine {
         logs();
@@ -77,6 +89,7 @@ impl Machine {
             client,
             join: None,
             nats_url: nats.url(),
+            credentials,
         };
         machine.join().await;
         machine
@@ -92,6 +105,7 @@ impl Machine {
             server.project_dir().display().to_string(),
         );
         config.heartbeat = HEARTBEAT;
+        config.credentials = self.credentials.clone();
         self.join = Some(ax_hub::join::start(config).await.expect("the join starts"));
     }
 
@@ -136,8 +150,14 @@ async fn start_backend(
 
 /// A hub on a free loopback port.
 pub async fn start_hub(nats: &NatsServer) -> RunningHub {
+    start_hub_as(nats, None).await
+}
+
+/// A hub connecting to NATS with a user and password.
+pub async fn start_hub_as(nats: &NatsServer, credentials: Option<(String, Secret)>) -> RunningHub {
     let bind: SocketAddr = "127.0.0.1:0".parse().unwrap();
-    let config = HubConfig::new(nats.url(), bind, Secret::new(HUB_TOKEN.to_owned()));
+    let mut config = HubConfig::new(nats.url(), bind, Secret::new(HUB_TOKEN.to_owned()));
+    config.credentials = credentials;
     ax_hub::hub::start(config).await.expect("the hub starts")
 }
 
@@ -302,4 +322,30 @@ pub fn created_title(event: &MachineEvent) -> Option<String> {
         ax_protocol::Event::SessionCreated { session } => Some(session.title.clone()),
         _ => None,
     }
+}
+
+/// The next `ui.command` event of a hub's `GET /ui-command` answer.
+pub async fn next_ui_command(
+    body: &mut (impl futures_util::Stream<Item = reqwest::Result<bytes::Bytes>> + Unpin),
+    buffer: &mut String,
+) -> serde_json::Value {
+    use futures_util::StreamExt;
+    within("a ui.command from the hub", async {
+        loop {
+            if let Some(end) = buffer.find("\n\n") {
+                let block: String = buffer.drain(..end + 2).collect();
+                if block.lines().any(|l| l == "event: ui.command") {
+                    let data: String = block
+                        .lines()
+                        .filter_map(|l| l.strip_prefix("data: "))
+                        .collect();
+                    return serde_json::from_str(&data).unwrap();
+                }
+                continue;
+            }
+            let chunk = body.next().await.expect("the stream stays open").unwrap();
+            buffer.push_str(&String::from_utf8_lossy(&chunk));
+        }
+    })
+    .await
 }
