@@ -22,10 +22,10 @@ use ax_protocol::{SignInCode, SignInExchange, SignInGrant, proof};
 use axum::{
     Json, Router,
     extract::{
-        DefaultBodyLimit, Path, Query, Request, State,
+        DefaultBodyLimit, Query, Request, State,
         rejection::{JsonRejection, QueryRejection},
     },
-    http::{HeaderName, HeaderValue, StatusCode, header},
+    http::{HeaderValue, StatusCode, header},
     middleware::Next,
     response::{IntoResponse, Response},
     routing::{get, post},
@@ -54,9 +54,7 @@ pub struct HubHealth {
 
 /// The routes that need no credential: the page, its assets, `/health`, `POST /signin`.
 pub(crate) fn public<S: Clone + Send + Sync + 'static>(shared: Arc<Shared>) -> Router<S> {
-    Router::new()
-        .route("/", get(index))
-        .route("/assets/{*name}", get(asset))
+    ax_protocol::web::serve::router()
         .route("/health", get(health))
         .route(
             "/signin",
@@ -122,51 +120,6 @@ pub(crate) async fn host_origin(
         }
     }
     next.run(request).await
-}
-
-fn respond(mime: &'static str, body: String) -> Response {
-    let mut res = body.into_response();
-    let h = res.headers_mut();
-    if let Ok(v) = HeaderValue::from_str(mime) {
-        h.insert(header::CONTENT_TYPE, v);
-    }
-    for (name, value) in ax_protocol::web::ASSET_HEADERS {
-        h.insert(
-            HeaderName::from_static(name),
-            HeaderValue::from_static(value),
-        );
-    }
-    res
-}
-
-async fn index() -> Response {
-    // 128 bits, fresh per load (see the backend's `control_ui`).
-    let Ok(nonce) = ax_core::random::random_hex(16) else {
-        return ApiError::new(500, "internal", "no randomness for the page".to_owned())
-            .into_response();
-    };
-    let mut res = respond(
-        "text/html; charset=utf-8",
-        ax_protocol::web::index_page(&nonce),
-    );
-    let h = res.headers_mut();
-    if let Ok(csp) = HeaderValue::from_str(&ax_protocol::web::policy(&nonce)) {
-        h.insert(header::CONTENT_SECURITY_POLICY, csp);
-    }
-    for (name, value) in ax_protocol::web::PAGE_HEADERS {
-        h.insert(
-            HeaderName::from_static(name),
-            HeaderValue::from_static(value),
-        );
-    }
-    res
-}
-
-async fn asset(Path(name): Path<String>) -> Response {
-    match ax_protocol::web::asset(&name) {
-        Some(a) => respond(a.mime, a.body.to_owned()),
-        None => (StatusCode::NOT_FOUND, "not found").into_response(),
-    }
 }
 
 #[derive(Deserialize)]

@@ -1,7 +1,11 @@
 //! The Control UI's files (`web/`), embedded at build time, and the headers they are served
 //! with: one table for every server that serves the page (the backend's `control_ui` and the
 //! hub's `web`), so the page, its Content-Security-Policy and the cache rules cannot drift
-//! apart. Transport-free: each server maps these into its HTTP responses.
+//! apart. Transport-free, but for the axum routes of the feature `serve` ([`serve::router`]),
+//! which both servers mount.
+
+#[cfg(feature = "serve")]
+pub mod serve;
 
 /// The page's Content-Security-Policy; `{nonce}` is replaced per response ([`policy`]).
 pub const CONTENT_SECURITY_POLICY: &str = "default-src 'none'; script-src 'self'; \
