@@ -28,8 +28,8 @@ use crate::{
     MachineName,
     nats::{connect, ensure_streams, now_ms, publish_acked},
     wire::{
-        MAX_SNAPSHOT_SESSIONS, MachineEvent, MachineRecord, Reply, ReplyError, Request,
-        SessionsSnapshot, decode,
+        MAX_MESSAGE, MAX_SNAPSHOT_SESSIONS, MachineEvent, MachineRecord, Reply, ReplyError,
+        Request, SessionsSnapshot, decode,
     },
 };
 
@@ -302,7 +302,8 @@ async fn serve_requests(
                     message,
                 })),
             };
-            let _ = nats.publish(reply_to, payload.into()).await;
+            let limit = MAX_MESSAGE.min(nats.server_info().max_payload.max(1024));
+            let _ = nats.publish(reply_to, fit(payload, limit).into()).await;
             drop(permit);
         });
     }
@@ -335,6 +336,22 @@ fn encode<T: serde::Serialize>(reply: &Reply<T>) -> Vec<u8> {
         });
         serde_json::to_vec(&failed).unwrap_or_default()
     })
+}
+
+/// `payload`, or when it is over `limit` (what the hub reads and NATS carries) an error reply
+/// that says so: unsent, the hub would wait out its timeout and call the machine offline.
+fn fit(payload: Vec<u8>, limit: usize) -> Vec<u8> {
+    if payload.len() <= limit {
+        return payload;
+    }
+    encode(&Reply::<()>::Error(ReplyError {
+        status: 502,
+        code: "too_large".to_owned(),
+        message: format!(
+            "the machine's answer is {} bytes, over the {limit} bytes a hub relays",
+            payload.len()
+        ),
+    }))
 }
 
 /// One request, through the backend's own API.
@@ -372,5 +389,26 @@ async fn answer(backend: &Client, request: Request) -> Vec<u8> {
             code: "internal".to_owned(),
             message: "a screen request reached the HTTP relay".to_owned(),
         })),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_answer_over_the_limit_becomes_an_error_that_says_so() {
+        let small = encode(&Reply::Ok(vec!["a"; 10]));
+        assert_eq!(fit(small.clone(), 1024), small);
+        let big = encode(&Reply::Ok("x".repeat(5000)));
+        let replaced = fit(big.clone(), 1024);
+        assert!(replaced.len() < 1024);
+        match decode::<Reply>(&replaced).unwrap() {
+            Reply::Error(e) => {
+                assert_eq!((e.status, e.code.as_str()), (502, "too_large"));
+                assert!(e.message.contains(&big.len().to_string()), "{}", e.message);
+            }
+            Reply::Ok(v) => panic!("an oversize answer was relayed: {v}"),
+        }
     }
 }
