@@ -270,6 +270,9 @@ class ControlUi {
         this.setLayout(this.layout);
       }
     }
+    // What happens between the list above and the stream going live comes in no event, so
+    // the first `live` lists once more (streamStatus), as after any reconnection.
+    this.streamWasDown = true;
     this.api.follow((env) => this.onEnvelope(env), (s) => this.streamStatus(s), this.abort.signal);
     // A hub has no gateway (terminal, screen, ui.command stay on each machine for now).
     if (!this.hub) this.gateway.start();
