@@ -55,7 +55,7 @@ pub async fn set_config(
     value: &ConfigValue,
 ) -> Result<Session, TurnError> {
     let (slot, _held) =
-        crate::acp_run::running_agent(app, id, "config options", "its options can be changed")
+        crate::turn::acp::running_agent(app, id, "config options", "its options can be changed")
             .await?;
     check(&slot.handle.config_options(), config_id, value)?;
     let options = slot

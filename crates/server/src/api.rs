@@ -23,9 +23,10 @@ use crate::{
     error::Failure,
     ids,
     listen::LocalAddr,
-    runner, sse,
-    state::{HeldFor, Shared},
+    sse,
+    state::Shared,
     store,
+    turn::{self, HeldFor},
 };
 
 type ApiResult<T> = Result<T, Failure>;
@@ -173,12 +174,7 @@ async fn list_sessions(
     query: Result<Query<ListQuery>, QueryRejection>,
 ) -> ApiResult<Json<Vec<Session>>> {
     let Query(query) = query.map_err(|r| Failure::bad_request(r.body_text()))?;
-    let project = app.project_id;
-    let list = app
-        .store
-        .read(move |c| store::list_sessions(c, project, query.limit))
-        .await?;
-    Ok(Json(list))
+    Ok(Json(app.sessions().list(query.limit).await?))
 }
 
 async fn create_session(
@@ -212,14 +208,7 @@ async fn create_session(
         agent_state: None,
         standing: Vec::new(),
     };
-    let project = app.project_id;
-    let stored = session.clone();
-    app.store
-        .write(move |c| store::insert_session(c, project, &stored))
-        .await?;
-    app.bus.publish(Event::SessionCreated {
-        session: session.clone(),
-    });
+    let session = app.sessions().create(session).await?;
     Ok((StatusCode::CREATED, Json(session)).into_response())
 }
 
@@ -272,25 +261,19 @@ async fn rename_session(
     if title.is_empty() {
         return Err(Failure::bad_request("a title may not be empty"));
     }
-    let project = app.project_id;
-    let sid = id.to_string();
     let now = ids::now_ms();
     let session = app
-        .store
-        .write(move |c| store::rename_session(c, project, &sid, &title, now))
+        .update_session(&id, move |c, project, sid| {
+            store::rename_session(c, project, sid, &title, now)
+        })
         .await?
         .ok_or_else(|| Failure::session_not_found(id.as_str()))?;
-    app.bus.publish(Event::SessionUpdated {
-        session: session.clone(),
-    });
     Ok(Json(session))
 }
 
 pub(crate) async fn find_session(app: &Shared, id: &SessionId) -> ApiResult<Session> {
-    let project = app.project_id;
-    let sid = id.to_string();
-    app.store
-        .read(move |c| store::get_session(c, project, &sid))
+    app.sessions()
+        .get(id)
         .await?
         .ok_or_else(|| Failure::session_not_found(id.as_str()))
 }
@@ -314,24 +297,18 @@ async fn delete_session(
     // meanwhile cannot start a turn in a session whose rows are going.
     let mut tries = 0;
     let _held = loop {
-        runner::abort(&app, &id).await?;
-        match runner::hold_slot(&app, &id, HeldFor::Deleting) {
+        turn::abort(&app, &id).await?;
+        match turn::hold_slot(&app, &id, HeldFor::Deleting) {
             Ok(held) => break held,
             // A prompt started between the abort and the hold: stop that one too, a few times.
             Err(_) if tries < 3 => tries += 1,
             Err(busy) => return Err(busy.into()),
         }
     };
-    let project = app.project_id;
-    let sid = id.to_string();
-    let deleted = app
-        .store
-        .write(move |c| store::delete_session(c, project, &sid))
-        .await?;
-    if !deleted {
+    if !app.sessions().delete(&id).await? {
         return Err(Failure::session_not_found(id.as_str()));
     }
-    crate::acp_run::stop_agent(&app, &id).await;
+    crate::turn::acp::stop_agent(&app, &id).await;
     app.queue_gates.forget(&id);
     app.bus.publish(Event::SessionDeleted { session_id: id });
     Ok(Json(session))
@@ -403,7 +380,7 @@ async fn abort(State(app): State<Shared>, Path(id): Path<String>) -> ApiResult<J
     let id = session_id(&id)?;
     find_session(&app, &id).await?;
     crate::queue::pause_for_abort(&app, &id).await?;
-    let aborted = runner::abort(&app, &id).await?;
+    let aborted = turn::abort(&app, &id).await?;
     Ok(Json(AbortResult { aborted }))
 }
 
@@ -416,7 +393,7 @@ async fn set_mode(
     let input = body(input)?;
     find_session(&app, &id).await?;
     Ok(Json(
-        crate::acp_run::set_mode(&app, &id, &input.mode_id).await?,
+        crate::turn::acp::set_mode(&app, &id, &input.mode_id).await?,
     ))
 }
 
@@ -434,12 +411,7 @@ async fn set_config(
 }
 
 async fn permissions(State(app): State<Shared>) -> ApiResult<Json<Vec<Permission>>> {
-    let project = app.project_id;
-    Ok(Json(
-        app.store
-            .read(move |c| store::pending_permissions(c, project))
-            .await?,
-    ))
+    Ok(Json(app.sessions().pending_permissions().await?))
 }
 
 async fn reply_permission(
@@ -450,18 +422,13 @@ async fn reply_permission(
     let id = session_id(&id)?;
     let pid: PermissionId = parse_id(&pid)?;
     let answer = body(input)?;
-    let answered = runner::reply(&app, &id, &pid, answer.reply, answer.option_id).await?;
+    let answered = turn::reply(&app, &id, &pid, answer.reply, answer.option_id).await?;
     if let Some(title) = standing_title(&answered, answer.reply) {
-        let project = app.project_id;
-        let sid = id.to_string();
         let granted = ids::now_ms();
-        let session = app
-            .store
-            .write(move |c| store::add_standing(c, project, &sid, &title, granted))
-            .await?;
-        if let Some(session) = session {
-            app.bus.publish(Event::SessionUpdated { session });
-        }
+        app.update_session(&id, move |c, project, sid| {
+            store::add_standing(c, project, sid, &title, granted)
+        })
+        .await?;
     }
     Ok(Json(answered))
 }
@@ -506,20 +473,16 @@ async fn revoke_standing(
     let session = find_session(&app, &id).await?;
     // Held until the answers are gone: a prompt arriving meanwhile gets a 409 instead of
     // starting a turn whose agent this revoke then stops.
-    let _held = runner::hold_slot(&app, &id, HeldFor::Revoking)?;
+    let _held = turn::hold_slot(&app, &id, HeldFor::Revoking)?;
     if session.agent != ax_acp::config::SHELL {
-        crate::acp_run::stop_agent(&app, &id).await;
+        crate::turn::acp::stop_agent(&app, &id).await;
     }
-    let project = app.project_id;
-    let sid = id.to_string();
     let revoked = app
-        .store
-        .write(move |c| store::revoke_standing(c, project, &sid))
+        .update_session(&id, move |c, project, sid| {
+            store::revoke_standing(c, project, sid)
+        })
         .await?
         .ok_or_else(|| Failure::session_not_found(id.as_str()))?;
-    app.bus.publish(Event::SessionUpdated {
-        session: revoked.clone(),
-    });
     Ok(Json(revoked))
 }
 

@@ -52,8 +52,9 @@
 //!   `unauthorized`, 403 `forbidden` (Host/Origin), 404 `not_found`, 409 `conflict`, 413
 //!   `too_large`.
 //!
-//! Tour: [`store`] (schema, migrations, queries) · `runner` (prompt → permission → run; the
-//! agents and the one process module are in `ax_agents`) ·
+//! Tour: [`store`] (schema, migrations, queries) · `turn` (a prompt's turn: the run slots,
+//! the one lifecycle, the `shell` run and ACP agents' turns; the agents and the one process
+//! module are in `ax_agents`) ·
 //! `terminal` (the gateway's operator terminal) · `api` (routes) · `sse` (`/event`) ·
 //! `events` (ID'd ring + fan-out) · `auth` (Host/Origin, bearer) · `listen` (sibling
 //! loopback binds, timeouts, the connection cap) · [`registry`] (`servers/`, `screen/`) ·
@@ -63,7 +64,7 @@ use std::{
     fmt,
     net::{IpAddr, SocketAddr},
     path::{Path, PathBuf},
-    sync::{Arc, Mutex},
+    sync::Arc,
     time::Duration,
 };
 
@@ -71,7 +72,6 @@ use axum::{Router, middleware, routing::get};
 use tokio::task::JoinHandle;
 use tokio_util::{sync::CancellationToken, task::TaskTracker};
 
-mod acp_run;
 mod agent_config;
 mod agent_screen;
 mod api;
@@ -90,7 +90,6 @@ pub mod project;
 mod queue;
 mod queue_api;
 pub mod registry;
-mod runner;
 mod secure;
 mod sessions;
 mod signin;
@@ -98,6 +97,7 @@ mod sse;
 mod state;
 pub mod store;
 mod terminal;
+mod turn;
 mod turn_error;
 
 pub use ax_agents::{Agent, AgentOutput, AgentRequest, RunEnd, ShellAgent};
@@ -433,7 +433,7 @@ pub async fn start(config: ServerConfig) -> Result<RunningServer, StartError> {
 
     let data_dir = config.data_dir.clone();
     let directory = project_dir.to_string_lossy().into_owned();
-    let agent_tag_scope = acp_run::tag_scope(&config.data_dir, &project_dir);
+    let agent_tag_scope = turn::acp::tag_scope(&config.data_dir, &project_dir);
     let left_scope = agent_tag_scope.clone();
     let (store, project_id) = tokio::task::spawn_blocking(move || {
         let store = store::Store::open(&data_dir)?;
@@ -461,7 +461,7 @@ pub async fn start(config: ServerConfig) -> Result<RunningServer, StartError> {
                     tracing::warn!(pgid, "killed a command a crashed backend left running");
                 }
             }
-            acp_run::kill_left_behind(&left_scope);
+            turn::acp::kill_left_behind(&left_scope);
             Ok(id)
         })?;
         Ok::<_, store::StoreError>((store, project_id))
@@ -494,7 +494,7 @@ pub async fn start(config: ServerConfig) -> Result<RunningServer, StartError> {
         agent: config.agent,
         agents: config.agents,
         agent_tag_scope,
-        agent_slots: Mutex::new(Default::default()),
+        agent_slots: Default::default(),
         screens: Arc::new(agent_screen::AgentScreens::new(
             config.screen_exe,
             url.clone(),
@@ -505,8 +505,9 @@ pub async fn start(config: ServerConfig) -> Result<RunningServer, StartError> {
         proxied_hosts: named_hosts(addr.port(), &config.allowed_hosts),
         limits: config.limits,
         heartbeat: config.heartbeat,
-        runs: Mutex::new(Default::default()),
+        runs: Default::default(),
         queue_gates: Default::default(),
+        after_turn: queue::after_turn,
         tasks: tasks.clone(),
         shutdown: stop.clone(),
         version: env!("CARGO_PKG_VERSION").to_owned(),
@@ -518,7 +519,7 @@ pub async fn start(config: ServerConfig) -> Result<RunningServer, StartError> {
         let stopping = stop.clone();
         tasks.spawn(async move {
             stopping.cancelled().await;
-            acp_run::stop_all(&app).await;
+            turn::acp::stop_all(&app).await;
         });
     }
     let sign_in = Arc::new(signin::Codes::new(config.sign_in_ttl));

@@ -20,12 +20,6 @@ pub struct Sessions<'a> {
     bus: &'a EventBus,
 }
 
-// Until the turn core adopts these (runner.rs, acp_run.rs and api.rs call the store by hand),
-// only the tests below use some of them.
-#[cfg_attr(
-    not(test),
-    expect(dead_code, reason = "adopted by the turn core's call sites")
-)]
 impl<'a> Sessions<'a> {
     pub fn new(store: &'a Store, project: i64, bus: &'a EventBus) -> Self {
         Sessions {
@@ -70,6 +64,15 @@ impl<'a> Sessions<'a> {
             session: session.clone(),
         });
         Ok(session)
+    }
+
+    /// Deletes the session with its transcript; `false` when this project has no such session.
+    /// Publishing `session.deleted` is the caller's, once what ran in the session is stopped.
+    pub async fn delete(&self, id: &SessionId) -> Result<bool> {
+        let (project, id) = (self.project, id.clone());
+        self.store
+            .write(move |c| store::delete_session(c, project, id.as_str()))
+            .await
     }
 
     /// Runs `change` in one write transaction with the project and the session's ID; when it

@@ -1,19 +1,19 @@
 //! What every handler shares: the store, the event bus, the agent, the active runs, and the
 //! exposure rules (credential, accepted Host names).
 
-use std::{
-    collections::HashMap,
-    path::PathBuf,
-    sync::{Arc, Mutex},
-    time::Duration,
-};
+use std::{path::PathBuf, sync::Arc, time::Duration};
 
 use ax_agents::Agent;
-use ax_protocol::{Permission, PermissionId, PermissionReply, SessionId};
-use tokio::sync::{mpsc, oneshot};
 use tokio_util::{sync::CancellationToken, task::TaskTracker};
 
-use crate::{events::EventBus, store::Store, turn_error::TurnError};
+use crate::{
+    events::EventBus,
+    store::Store,
+    turn::{
+        core::AfterTurn,
+        slots::{AgentSlots, Runs},
+    },
+};
 
 pub type Shared = Arc<App>;
 
@@ -76,56 +76,6 @@ impl Default for Limits {
     }
 }
 
-/// What a run's task is waiting for or doing.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Phase {
-    Pending {
-        permission_id: PermissionId,
-    },
-    Busy,
-    /// An ACP agent's turn: busy while its `session/prompt` is outstanding; permissions are
-    /// answered through [`Control::AgentReply`].
-    Agent,
-    /// No run: the slot is held (see `runner::hold_slot`) while the session's standing answers
-    /// are revoked or the session is deleted, so no prompt starts in the middle of that.
-    Held(HeldFor),
-}
-
-/// Why a session's run slot is held without a run.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum HeldFor {
-    /// `DELETE /session/{id}/standing` is stopping the agent and forgetting the answers.
-    Revoking,
-    /// `DELETE /session/{id}` is removing the session.
-    Deleting,
-    /// `POST /session/{id}/mode` is starting the session's agent to switch its mode.
-    StartingAgent,
-}
-
-/// A message to a run's task.
-pub enum Control {
-    Reply {
-        reply: PermissionReply,
-        ack: oneshot::Sender<Result<Permission, TurnError>>,
-    },
-    Abort {
-        ack: oneshot::Sender<()>,
-    },
-    /// The person answers one of an agent turn's pending permissions.
-    AgentReply {
-        permission_id: PermissionId,
-        reply: PermissionReply,
-        /// The exact option chosen, when the answer named one (docs/agents.md §5).
-        option_id: Option<String>,
-        ack: oneshot::Sender<Result<Permission, TurnError>>,
-    },
-}
-
-pub struct RunHandle {
-    pub phase: Phase,
-    pub control: mpsc::UnboundedSender<Control>,
-}
-
 pub struct App {
     pub store: Store,
     pub project_id: i64,
@@ -136,10 +86,10 @@ pub struct App {
     /// The named agents sessions can be created with.
     pub agents: ax_acp::AgentsConfig,
     /// What every agent tag of this backend starts with: one value per data directory and
-    /// project (docs/agents.md §2, [`crate::acp_run::tag_scope`]).
+    /// project (docs/agents.md §2, [`crate::turn::acp::tag_scope`]).
     pub agent_tag_scope: String,
     /// Running ACP agent processes by session (one per session that has work).
-    pub agent_slots: Mutex<HashMap<SessionId, Arc<crate::acp_run::AgentSlot>>>,
+    pub agent_slots: AgentSlots,
     /// The session-scoped screen credentials and gates of ACP sessions.
     pub screens: Arc<crate::agent_screen::AgentScreens>,
     pub token: ax_core::Secret,
@@ -153,23 +103,13 @@ pub struct App {
     pub proxied_hosts: Vec<String>,
     pub limits: Limits,
     pub heartbeat: Duration,
-    /// Active runs by session; a std mutex, held for map operations only.
-    pub runs: Mutex<HashMap<SessionId, RunHandle>>,
+    /// Each session's run slot: its turn, or a hold.
+    pub runs: Runs,
     /// Each session's prompt-queue gate (see `crate::queue`).
-    pub queue_gates: crate::queue::Gates,
+    pub queue_gates: crate::queue::gate::Gates,
+    /// What runs after every turn's end: the prompt queue going on (`crate::queue::after_turn`).
+    pub after_turn: AfterTurn,
     pub tasks: TaskTracker,
     pub shutdown: CancellationToken,
     pub version: String,
-}
-
-impl App {
-    pub fn runs(&self) -> std::sync::MutexGuard<'_, HashMap<SessionId, RunHandle>> {
-        self.runs.lock().unwrap_or_else(|e| e.into_inner())
-    }
-
-    pub fn agent_slots(
-        &self,
-    ) -> std::sync::MutexGuard<'_, HashMap<SessionId, Arc<crate::acp_run::AgentSlot>>> {
-        self.agent_slots.lock().unwrap_or_else(|e| e.into_inner())
-    }
 }

@@ -23,16 +23,13 @@ use ax_protocol::{
     PermissionReply, PermissionState, Prompt, PromptAccepted, Session, SessionId, SessionStatus,
     turn::{Notice, NoticeKind, PermissionKind, PermissionOutcome, TurnDelta, TurnEnd},
 };
-use tokio::sync::{mpsc, oneshot, watch};
+use tokio::sync::{oneshot, watch};
 
-use crate::{
-    ids,
-    queue::TurnOutcome,
-    runner,
-    state::{Control, Phase, RunHandle, Shared},
-    store,
-    turn_error::TurnError,
+use super::{
+    core::{self, HeldSlot, TurnOutcome},
+    slots::{AgentSlot, Control, HeldFor, Inbox, Phase},
 };
+use crate::{ids, state::Shared, store, turn_error::TurnError};
 
 /// Deltas taken from the agent's stream before they are stored and published together.
 const BURST: usize = 4096;
@@ -42,14 +39,6 @@ const MERGE_BYTES: usize = 64 * 1024;
 
 /// Longest stderr tail shown in a notice when the agent fails.
 const NOTICE_TAIL_BYTES: usize = 4096;
-
-/// A running agent process of one session.
-pub struct AgentSlot {
-    pub handle: AgentHandle,
-    events: tokio::sync::Mutex<mpsc::UnboundedReceiver<AcpEvent>>,
-    /// The last turn of this process was cancelled (see [`stale_after_cancel`]).
-    after_cancel: std::sync::atomic::AtomicBool,
-}
 
 /// Whether `end` is the answer an agent left queued by a cancel rather than the answer to the
 /// prompt just sent: the first turn after a cancelled one ended `end_turn` at once without a
@@ -83,7 +72,7 @@ pub async fn start(
     client: Option<&str>,
 ) -> Result<PromptAccepted, TurnError> {
     let spec = spec_of(app, &session.agent)?;
-    let checked = runner::check_prompt(app, prompt)?;
+    let checked = core::check_prompt(app, prompt)?;
     if !checked.images.is_empty() {
         // Refused at once, before anything is stored: the agent's capabilities decide, so an
         // agent that does not run yet is started first, as a mode change does (§3).
@@ -105,53 +94,41 @@ pub async fn start(
     };
     // Minted before the run slot is taken, so a failure leaves nothing to undo.
     let (user_id, reply_id) = (ids::message_id()?, ids::message_id()?);
-    let (control, inbox) = mpsc::unbounded_channel();
-    {
-        let mut runs = app.runs();
-        if let Some(run) = runs.get(&id) {
-            return Err(TurnError::not_now(runner::busy_message(&id, &run.phase)));
-        }
-        runs.insert(
-            id.clone(),
-            RunHandle {
-                phase: Phase::Agent,
-                control,
-            },
-        );
-    }
-    let (user, reply) = runner::begin_turn(
-        app,
-        &id,
-        [user_id, reply_id],
-        checked.parts,
-        stored_images,
-        None,
-        SessionStatus::Busy,
-    )
-    .await?;
     // Decided now, when the prompt arrives: a Control UI that disconnects later does not
     // take the tool away in the middle of the turn.
     let ui = client
         .filter(|c| app.screens.is_ui_client(c))
         .map(str::to_string);
-    let turn = Turn {
-        app: app.clone(),
-        session: id,
-        reply_id: reply.id.clone(),
-        seq: 0,
-        status: SessionStatus::Busy,
-        perms: HashMap::new(),
-        open: HashSet::new(),
-        interrupted: false,
-        ui,
-        usage: None,
-    };
-    app.tasks.spawn(turn.drive(spec, content, inbox));
-    Ok(PromptAccepted {
-        message: user,
-        reply_id: reply.id,
+    let opening = core::Opening {
+        ids: [user_id, reply_id],
+        parts: checked.parts,
+        images: stored_images,
         permission: None,
-    })
+        status: SessionStatus::Busy,
+    };
+    let app2 = app.clone();
+    core::launch(
+        app,
+        &id,
+        Phase::Agent,
+        opening,
+        move |session, reply_id, inbox| {
+            let turn = Turn {
+                app: app2,
+                session,
+                reply_id,
+                seq: 0,
+                status: SessionStatus::Busy,
+                perms: HashMap::new(),
+                open: HashSet::new(),
+                interrupted: false,
+                ui,
+                usage: None,
+            };
+            turn.drive(spec, content, inbox)
+        },
+    )
+    .await
 }
 
 /// One item of a stored-then-published burst.
@@ -429,7 +406,7 @@ impl Turn {
         mut self,
         spec: AgentSpec,
         content: crate::attachments::PromptContent,
-        mut inbox: mpsc::UnboundedReceiver<Control>,
+        mut inbox: Inbox,
     ) {
         let mut batch = Vec::new();
         let mut acks = Vec::new();
@@ -499,15 +476,7 @@ impl Turn {
     /// and reopens the stored agent session. Waits for the process: two processes must never
     /// write the agent's own session record at once.
     async fn retire(&self, slot: &Arc<AgentSlot>) {
-        {
-            let mut slots = self.app.agent_slots();
-            if slots
-                .get(&self.session)
-                .is_some_and(|s| Arc::ptr_eq(s, slot))
-            {
-                slots.remove(&self.session);
-            }
-        }
+        self.app.agent_slots.forget(&self.session, slot);
         slot.handle.stop().await;
     }
 
@@ -518,7 +487,7 @@ impl Turn {
         slot: &Arc<AgentSlot>,
         batch: &mut Vec<Item>,
         acks: &mut Vec<oneshot::Sender<()>>,
-        inbox: &mut mpsc::UnboundedReceiver<Control>,
+        inbox: &mut Inbox,
     ) -> (TurnEnd, bool) {
         let shutdown = self.app.shutdown.clone();
         let mut events = slot.events.lock().await;
@@ -575,8 +544,8 @@ impl Turn {
         end: TurnEnd,
         from_runtime: bool,
         mut batch: Vec<Item>,
-        mut acks: Vec<oneshot::Sender<()>>,
-        inbox: &mut mpsc::UnboundedReceiver<Control>,
+        acks: Vec<oneshot::Sender<()>>,
+        inbox: &mut Inbox,
         slot: Option<&Arc<AgentSlot>>,
     ) {
         self.app.screens.set_enabled(&self.session, None);
@@ -667,54 +636,33 @@ impl Turn {
         if let Some(slot) = slot
             && !slot.handle.is_alive()
         {
-            let mut slots = self.app.agent_slots();
-            if slots
-                .get(&self.session)
-                .is_some_and(|s| Arc::ptr_eq(s, slot))
-            {
-                slots.remove(&self.session);
-            }
+            self.app.agent_slots.forget(&self.session, slot);
         }
-        let sid = self.session.to_string();
-        let project = self.app.project_id;
         let status = if auth.is_some() {
             SessionStatus::NeedsAuth
         } else {
             SessionStatus::Idle
         };
-        let stored = self
-            .app
-            .store
-            .write(move |c| {
-                let tx = store::begin_write(c)?;
-                let current = store::get_session(&tx, project, &sid)?;
-                if let Some(current) = current {
+        core::end_turn(
+            &self.app,
+            &self.session,
+            status,
+            outcome,
+            inbox,
+            acks,
+            move |tx, project, sid| {
+                if let Some(current) = store::get_session(tx, project, sid)? {
                     let mut state = current.agent_state.unwrap_or_default();
                     let methods = auth.unwrap_or_default();
                     if state.auth_methods != methods {
                         state.auth_methods = methods;
-                        store::set_agent_state(&tx, &sid, &state)?;
+                        store::set_agent_state(tx, sid, &state)?;
                     }
                 }
-                let now = ids::now_ms();
-                let ended = store::end_run(&tx, &sid, now)?;
-                let session = store::set_status(&tx, project, &sid, status, now)?;
-                tx.commit()?;
-                Ok((session, ended))
-            })
-            .await;
-        runner::end_turn(&self.app, &self.session, stored, status, outcome);
-        while let Ok(control) = inbox.try_recv() {
-            match control {
-                Control::Abort { ack } => acks.push(ack),
-                Control::Reply { ack, .. } | Control::AgentReply { ack, .. } => {
-                    let _ = ack.send(Err(TurnError::not_now("the turn already ended")));
-                }
-            }
-        }
-        for ack in acks {
-            let _ = ack.send(());
-        }
+                Ok(())
+            },
+        )
+        .await;
     }
 }
 
@@ -727,12 +675,8 @@ async fn open_agent(
     spec: &AgentSpec,
     skip: Option<&MessageId>,
 ) -> Result<Arc<AgentSlot>, TurnEnd> {
-    let running = app.agent_slots().get(session).cloned();
-    if let Some(slot) = running {
-        if slot.handle.is_alive() {
-            return Ok(slot);
-        }
-        app.agent_slots().remove(session);
+    if let Some(slot) = app.agent_slots.alive(session) {
+        return Ok(slot);
     }
     let mut options = StartOptions::new(&app.project_dir);
     options.watchdog = app.limits.agent_watchdog;
@@ -833,12 +777,8 @@ async fn open_agent(
     {
         tracing::error!(error = %e, "storing the agent's session failed");
     }
-    let slot = Arc::new(AgentSlot {
-        handle,
-        events: tokio::sync::Mutex::new(events),
-        after_cancel: std::sync::atomic::AtomicBool::new(false),
-    });
-    app.agent_slots().insert(session.clone(), slot.clone());
+    let slot = Arc::new(AgentSlot::new(handle, events));
+    app.agent_slots.insert(session.clone(), slot.clone());
     keep_offers(app, session, offers);
     Ok(slot)
 }
@@ -984,19 +924,13 @@ pub(crate) async fn running_agent(
     id: &SessionId,
     offers: &str,
     before: &str,
-) -> Result<(Arc<AgentSlot>, Option<runner::HeldSlot>), TurnError> {
-    let running = app
-        .agent_slots()
-        .get(id)
-        .cloned()
-        .filter(|s| s.handle.is_alive());
-    if let Some(slot) = running {
+) -> Result<(Arc<AgentSlot>, Option<HeldSlot>), TurnError> {
+    if let Some(slot) = app.agent_slots.alive(id) {
         return Ok((slot, None));
     }
-    let (project, sid) = (app.project_id, id.to_string());
     let session = app
-        .store
-        .read(move |c| store::get_session(c, project, &sid))
+        .sessions()
+        .get(id)
         .await?
         .ok_or_else(|| TurnError::session_not_found(id.as_str()))?;
     if session.agent == ax_acp::config::SHELL {
@@ -1005,7 +939,7 @@ pub(crate) async fn running_agent(
         )));
     }
     let spec = spec_of(app, &session.agent)?;
-    let held = runner::hold_slot(app, id, crate::state::HeldFor::StartingAgent)?;
+    let held = core::hold_slot(app, id, HeldFor::StartingAgent)?;
     match open_agent(app, id, &spec, None).await {
         Ok(slot) => Ok((slot, Some(held))),
         Err(TurnEnd::NeedsAuth { .. }) => Err(TurnError::not_now(format!(
@@ -1100,15 +1034,14 @@ pub fn kill_left_behind(scope: &str) -> usize {
 /// Stops the session's agent process, if one runs (session deleted, backend stopping).
 pub async fn stop_agent(app: &Shared, id: &SessionId) {
     app.screens.revoke(id);
-    let slot = app.agent_slots().remove(id);
-    if let Some(slot) = slot {
+    if let Some(slot) = app.agent_slots.remove(id) {
         slot.handle.stop().await;
     }
 }
 
 /// Stops every agent process (backend shutdown).
 pub async fn stop_all(app: &Shared) {
-    let slots: Vec<_> = app.agent_slots().drain().map(|(_, s)| s).collect();
+    let slots = app.agent_slots.drain();
     let stops = slots.iter().map(|s| s.handle.stop());
     futures_util::future::join_all(stops).await;
 }

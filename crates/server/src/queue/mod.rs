@@ -1,7 +1,7 @@
 //! Queue and steer (docs/backend.md §3, docs/agents.md §4): a prompt sent while a turn runs
 //! waits in the session's queue (stored, so it survives a restart) and is sent when the turn
 //! ends, one at a time, in order. Every session kind has it: the hook is [`after_turn`], called
-//! by `runner::end_turn`, the one end of the `shell` agent's runs and of ACP agents' turns.
+//! by `turn::core::end_turn`, the one end of the `shell` agent's runs and of ACP agents' turns.
 //!
 //! Every change to one session's queue, and every decision to start one of its prompts, is made
 //! under that session's gate (an async mutex), so two prompts at once, a prompt that arrives as
@@ -20,48 +20,32 @@
 //!
 //! `POST /session/{id}/queue/resume` lets it flow again; "send now" on an item resumes too.
 
-use std::{collections::HashMap, sync::Arc};
-
 use ax_protocol::{
     Event, Prompt, PromptAccepted, QueuedId, SessionId,
     queue::{PromptQueue, QueueAnswer, QueuedPrompt},
 };
 
+pub mod gate;
+
 use crate::{
-    runner,
-    state::{Phase, Shared},
+    state::Shared,
     store,
+    turn::{self, Phase, TurnOutcome},
     turn_error::TurnError,
 };
 
-/// How a turn ended, as far as the queue is concerned.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum TurnOutcome {
-    /// It did its work: the next queued prompt goes.
-    Completed,
-    /// The agent or the command failed, or asked for something the person must give.
-    Failed,
-    /// The person refused what the turn asked to run (`shell`).
-    Rejected,
-    /// Aborted (by the person, or to send a queued prompt now).
-    Aborted,
-    /// The backend is stopping.
-    Interrupted,
-}
-
-impl TurnOutcome {
-    /// Why the queue then waits for the person; `None` when it goes on.
-    fn pause_reason(self) -> Option<&'static str> {
-        match self {
-            TurnOutcome::Completed => None,
-            TurnOutcome::Failed => Some("the last turn failed; the queue waits for you"),
-            TurnOutcome::Rejected => {
-                Some("you refused the last turn's command; the queue waits for you")
-            }
-            TurnOutcome::Aborted => Some("the last turn was stopped; the queue waits for you"),
-            TurnOutcome::Interrupted => {
-                Some("the backend stopped during the last turn; the queue waits for you")
-            }
+/// Why the queue waits for the person after a turn that ended as `outcome`; `None` when it
+/// goes on.
+fn pause_reason(outcome: TurnOutcome) -> Option<&'static str> {
+    match outcome {
+        TurnOutcome::Completed => None,
+        TurnOutcome::Failed => Some("the last turn failed; the queue waits for you"),
+        TurnOutcome::Rejected => {
+            Some("you refused the last turn's command; the queue waits for you")
+        }
+        TurnOutcome::Aborted => Some("the last turn was stopped; the queue waits for you"),
+        TurnOutcome::Interrupted => {
+            Some("the backend stopped during the last turn; the queue waits for you")
         }
     }
 }
@@ -69,36 +53,12 @@ impl TurnOutcome {
 /// Why queues that still hold prompts wait after a restart.
 pub const RESTART_REASON: &str = "the backend restarted; the queue waits for you";
 
-/// What the gate guards besides the store's rows.
-#[derive(Default)]
-pub struct GateState {
-    /// "Send now" stopped the running turn: its end sends the queue's first item whatever the
-    /// outcome.
-    steering: bool,
-}
-
-/// Each session's gate.
-#[derive(Default)]
-pub struct Gates(std::sync::Mutex<HashMap<SessionId, Arc<tokio::sync::Mutex<GateState>>>>);
-
-impl Gates {
-    fn of(&self, id: &SessionId) -> Arc<tokio::sync::Mutex<GateState>> {
-        let mut gates = self.0.lock().unwrap_or_else(|e| e.into_inner());
-        gates.entry(id.clone()).or_default().clone()
-    }
-
-    /// Forgets a deleted session's gate.
-    pub fn forget(&self, id: &SessionId) {
-        self.0.lock().unwrap_or_else(|e| e.into_inner()).remove(id);
-    }
-}
-
 /// What holds the session's run slot: `Some(true)` a turn, `Some(false)` a hold without a turn
 /// (a mode switch, a revocation, a deletion), `None` nothing.
 fn slot_state(app: &Shared, id: &SessionId) -> Option<bool> {
-    app.runs()
-        .get(id)
-        .map(|r| !matches!(r.phase, Phase::Held(_)))
+    app.runs
+        .phase(id)
+        .map(|phase| !matches!(phase, Phase::Held(_)))
 }
 
 async fn load(app: &Shared, id: &SessionId) -> Result<PromptQueue, TurnError> {
@@ -127,7 +87,7 @@ async fn set_paused(app: &Shared, id: &SessionId, reason: Option<&str>) -> Resul
 
 /// Checks a prompt as a turn would take it, and bounds its stored size.
 fn check(app: &Shared, prompt: &Prompt) -> Result<(), TurnError> {
-    runner::check_prompt(app, prompt.clone())?;
+    turn::check_prompt(app, prompt.clone())?;
     let size = serde_json::to_vec(prompt)
         .map(|v| v.len())
         .unwrap_or(usize::MAX);
@@ -149,7 +109,7 @@ async fn start_turn(
     client: Option<&str>,
 ) -> Result<PromptAccepted, TurnError> {
     let title = crate::api::title_from_prompt(&prompt);
-    let accepted = runner::start(app, id.clone(), prompt, client).await?;
+    let accepted = turn::start(app, id.clone(), prompt, client).await?;
     title_if_untitled(app, id, title).await?;
     Ok(accepted)
 }
@@ -196,9 +156,8 @@ pub async fn submit(
         }
         // A hold ends without a turn end, so nothing would send what queued behind it.
         Some(false) => {
-            let phase = app.runs().get(id).map(|r| r.phase.clone());
-            if let Some(phase) = phase {
-                return Err(TurnError::not_now(runner::busy_message(id, &phase)));
+            if let Some(phase) = app.runs.phase(id) {
+                return Err(TurnError::not_now(turn::busy_message(id, &phase)));
             }
         }
         _ => {}
@@ -315,10 +274,9 @@ pub async fn send_now(
     // The running turn's own control channel, taken under the gate: if that turn ends before
     // the abort reaches it, the abort finds its channel closed and no later turn is stopped.
     let running = app
-        .runs()
-        .get(id)
-        .filter(|r| !matches!(r.phase, Phase::Held(_)))
-        .map(|r| (r.control.clone(), r.phase == Phase::Agent));
+        .runs
+        .turn(id)
+        .map(|(phase, control)| (control, phase == Phase::Agent));
     let queue = match running {
         None => {
             send_first(app, id).await?;
@@ -331,7 +289,7 @@ pub async fn send_now(
     };
     drop(state);
     if let Some((control, agent)) = running {
-        runner::abort_run(app, id, control, agent).await?;
+        turn::abort_run(app, id, control, agent).await?;
     }
     Ok(queue)
 }
@@ -345,7 +303,7 @@ pub async fn pause_for_abort(app: &Shared, id: &SessionId) -> Result<(), TurnErr
     if load(app, id).await?.items.is_empty() {
         return Ok(());
     }
-    set_paused(app, id, TurnOutcome::Aborted.pause_reason()).await?;
+    set_paused(app, id, pause_reason(TurnOutcome::Aborted)).await?;
     publish(app, id).await?;
     Ok(())
 }
@@ -398,7 +356,7 @@ pub fn after_turn(app: &Shared, id: &SessionId, outcome: TurnOutcome) {
                 if queue.paused.is_some() {
                     return Ok(());
                 }
-                if let Some(reason) = outcome.pause_reason() {
+                if let Some(reason) = pause_reason(outcome) {
                     set_paused(app, &id, Some(reason)).await?;
                     publish(app, &id).await?;
                     return Ok(());
@@ -425,17 +383,10 @@ async fn title_if_untitled(
     title: Option<String>,
 ) -> Result<(), TurnError> {
     if let Some(title) = title {
-        let project = app.project_id;
-        let sid = id.to_string();
-        let titled = app
-            .store
-            .write(move |c| {
-                store::offer_title(c, project, &sid, &title, store::OfferedTitle::Prompt)
-            })
-            .await?;
-        if let Some(session) = titled {
-            app.bus.publish(Event::SessionUpdated { session });
-        }
+        app.update_session(id, move |c, project, sid| {
+            store::offer_title(c, project, sid, &title, store::OfferedTitle::Prompt)
+        })
+        .await?;
     }
     Ok(())
 }

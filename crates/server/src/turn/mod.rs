@@ -1,0 +1,160 @@
+//! Turns: what a prompt starts in a session, for every agent (docs/backend.md §2,
+//! docs/agents.md). The entry points here dispatch by the session's agent:
+//!
+//! - [`slots`]: the session's run slot and agent slot registries (a leaf the app state holds);
+//! - [`core`]: the one lifecycle of a turn: check the prompt, take the slot, store and publish
+//!   its start, end it in one transaction, answer late controls, tell the queue;
+//! - [`shell`]: the built-in `shell` agent's run (approve, then run the command line);
+//! - [`acp`]: an ACP agent's turn (its process, events, permissions, modes).
+//!
+//! Dependencies point one way: the API and the queue call these entry points, which call
+//! `shell` and `acp`, which call `core` and `slots`.
+
+pub mod acp;
+pub mod core;
+mod shell;
+pub mod slots;
+
+use std::time::Duration;
+
+use ax_protocol::{Permission, PermissionId, PermissionReply, Prompt, PromptAccepted, SessionId};
+use tokio::sync::{mpsc, oneshot};
+
+pub use self::core::{TurnOutcome, check_prompt, hold_slot};
+pub use self::slots::{Control, HeldFor, Phase, busy_message};
+use crate::{state::Shared, store, turn_error::TurnError};
+
+/// Starts a turn of the session's agent with `prompt`. `client` is the gateway connection the
+/// prompt came from, if the client named one (an ACP agent's turn may arrange the screen only
+/// when it is a live Control UI).
+pub async fn start(
+    app: &Shared,
+    id: SessionId,
+    prompt: Prompt,
+    client: Option<&str>,
+) -> Result<PromptAccepted, TurnError> {
+    let session = app
+        .sessions()
+        .get(&id)
+        .await?
+        .ok_or_else(|| TurnError::session_not_found(id.as_str()))?;
+    if session.agent == ax_acp::config::SHELL {
+        shell::start(app, id, prompt).await
+    } else {
+        acp::start(app, id, session, prompt, client).await
+    }
+}
+
+/// Replies to the session's pending permission `pid`: sent to the turn that waits on it; when
+/// no turn does, the error says why from the store (no such permission, or its state).
+pub async fn reply(
+    app: &Shared,
+    id: &SessionId,
+    pid: &PermissionId,
+    reply: PermissionReply,
+    option_id: Option<String>,
+) -> Result<Permission, TurnError> {
+    if let Some((phase, control)) = app.runs.turn(id) {
+        let (ack, answer) = oneshot::channel();
+        let sent = match phase {
+            Phase::Agent => control
+                .send(Control::AgentReply {
+                    permission_id: pid.clone(),
+                    reply,
+                    option_id,
+                    ack,
+                })
+                .is_ok(),
+            Phase::Pending { permission_id } if permission_id == *pid => {
+                if let Some(option) = option_id {
+                    // The shell agent offers no options: only the reply names its answer.
+                    return Err(TurnError::invalid(format!(
+                        "permission {pid} offers no options, so optionId {option:?} is not one \
+                         of them (answer with reply alone)"
+                    )));
+                }
+                control
+                    .send(Control::Reply {
+                        reply: reply.shell(),
+                        ack,
+                    })
+                    .is_ok()
+            }
+            Phase::Pending { .. } | Phase::Busy | Phase::Held(_) => false,
+        };
+        if sent && let Ok(Ok(result)) = tokio::time::timeout(Duration::from_secs(10), answer).await
+        {
+            return result;
+        }
+        // The turn ended meanwhile: answered from the store below.
+    }
+    Err(not_pending(app, id, pid).await?)
+}
+
+/// Why `pid` cannot be answered now: no such session, no such permission, or its state.
+async fn not_pending(
+    app: &Shared,
+    id: &SessionId,
+    pid: &PermissionId,
+) -> Result<TurnError, TurnError> {
+    let (project, sid, pid2) = (app.project_id, id.to_string(), pid.to_owned());
+    let (session, found) = app
+        .store
+        .read(move |c| {
+            Ok((
+                store::get_session(c, project, &sid)?,
+                store::get_permission(c, &sid, &pid2)?,
+            ))
+        })
+        .await?;
+    Ok(match (session, found) {
+        (None, _) => TurnError::session_not_found(id.as_str()),
+        (Some(_), None) => TurnError::not_found(format!("no permission {pid} in session {id}")),
+        (Some(_), Some(p)) => TurnError::not_now(format!(
+            "permission {pid} is no longer pending (it is {})",
+            serde_json::to_value(p.state)
+                .ok()
+                .and_then(|v| v.as_str().map(str::to_owned))
+                .unwrap_or_default()
+        )),
+    })
+}
+
+/// Stops the session's turn, if any, and waits until it has ended. `Ok(true)` once it has,
+/// `Ok(false)` when nothing ran, an error when it did not end within
+/// [`crate::Limits::abort_wait`] (it was told to stop and may still be stopping).
+pub async fn abort(app: &Shared, id: &SessionId) -> Result<bool, TurnError> {
+    let Some((phase, control)) = app.runs.turn(id) else {
+        return Ok(false);
+    };
+    abort_run(app, id, control, phase == Phase::Agent).await
+}
+
+/// Stops the turn behind `control` (`agent`: an ACP agent's turn) and waits until it has
+/// ended, as [`abort`] does; a turn that already ended is `Ok(false)`.
+pub(crate) async fn abort_run(
+    app: &Shared,
+    id: &SessionId,
+    control: mpsc::UnboundedSender<Control>,
+    agent: bool,
+) -> Result<bool, TurnError> {
+    let wait = if agent {
+        acp::abort_wait(app)
+    } else {
+        app.limits.abort_wait
+    };
+    let (ack, done) = oneshot::channel();
+    if control.send(Control::Abort { ack }).is_err() {
+        // The turn's task ended between the lookup and the send: nothing runs any more.
+        return Ok(false);
+    }
+    match tokio::time::timeout(wait, done).await {
+        Ok(Ok(())) => Ok(true),
+        // The turn's task dropped the answer: it is gone, so nothing runs.
+        Ok(Err(_)) => Ok(true),
+        Err(_) => Err(TurnError::not_now(format!(
+            "session {id}: the run was told to stop but has not ended after {} s; it may still be stopping",
+            wait.as_secs_f32()
+        ))),
+    }
+}
