@@ -423,43 +423,7 @@ async fn reply_permission(
     let pid: PermissionId = parse_id(&pid)?;
     let answer = body(input)?;
     let answered = turn::reply(&app, &id, &pid, answer.reply, answer.option_id).await?;
-    if let Some(title) = standing_title(&answered, answer.reply) {
-        let granted = ids::now_ms();
-        app.update_session(&id, move |c, project, sid| {
-            store::add_standing(c, project, sid, &title, granted)
-        })
-        .await?;
-    }
     Ok(Json(answered))
-}
-
-/// What a standing "always" the person just gave covers, in words; `None` if the answer
-/// was not one (rejected, or an agent's option that is not `allow_always`).
-fn standing_title(answered: &Permission, reply: ax_protocol::PermissionReply) -> Option<String> {
-    if answered.state != ax_protocol::PermissionState::Approved {
-        return None;
-    }
-    if answered.options.is_empty() {
-        // The shell agent: "always" runs every later command of the session unasked.
-        return (reply.shell() == ax_protocol::PermissionReply::Always)
-            .then(|| "run every command in this session without asking".to_owned());
-    }
-    let sent = answered.option_id.as_deref()?;
-    let option = answered.options.iter().find(|o| o.option_id == sent)?;
-    if option.kind != ax_protocol::turn::PermissionKind::AllowAlways {
-        return None;
-    }
-    let about = answered
-        .tool_call
-        .as_ref()
-        .map(|t| t.title.as_str())
-        .filter(|t| !t.is_empty())
-        .unwrap_or(answered.command.as_str());
-    Some(format!(
-        "\u{201c}{}\u{201d} for {} (the agent decides what else this covers)",
-        option.name.chars().take(80).collect::<String>(),
-        about.chars().take(160).collect::<String>()
-    ))
 }
 
 /// `DELETE /session/{id}/standing`: forgets every standing "always" of the session. An ACP
