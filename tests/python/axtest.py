@@ -186,13 +186,19 @@ class Backend:
         return [(m, p, int(s)) for m, p, s in REQUEST_LOG.findall(text)]
 
     def stop(self):
-        self.proc.terminate()
-        try:
-            self.proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait()
-        self.log.close()
+        stop_process(self.proc, self.log)
+
+
+def stop_process(proc, log):
+    """Ends an `ax-code` process as a person would (SIGTERM, then SIGKILL after 10 s) and closes
+    the file its stderr went to."""
+    proc.terminate()
+    try:
+        proc.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+    log.close()
 
 
 MOCK_AGENT_CONFIG = """default_agent = "mock"

@@ -23,7 +23,7 @@ import secrets
 from selenium.webdriver.common.by import By
 from selenium.webdriver.common.keys import Keys
 
-from axtest import Backend, browser, check, close_browser, run_checks, wait_for
+from axtest import Backend, browser, check, close_browser, run_checks, stop_process, wait_for
 
 
 class Hub:
@@ -50,13 +50,7 @@ class Hub:
         check(self.url is not None and self.link is not None, f"ax-code hub prints its URL and a link ({self.url}, {self.link})")
 
     def stop(self):
-        self.proc.terminate()
-        try:
-            self.proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait()
-        self.log.close()
+        stop_process(self.proc, self.log)
 
 
 def machine_row(driver, name):

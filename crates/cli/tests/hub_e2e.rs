@@ -38,8 +38,13 @@ fn url_in(line: &str) -> String {
 
 /// `ax-code serve --port 0 --join NATS --name NAME` in `env`: (process, backend URL).
 fn serve_joined(env: &Env, nats: &str, name: &str, password: &str) -> (Reaped, String) {
+    serve_joined_with(env, &["--join", nats, "--name", name], name, password)
+}
+
+/// `ax-code serve --port 0` with `join` (the `--join` flags) in `env`: (process, backend URL).
+fn serve_joined_with(env: &Env, join: &[&str], name: &str, password: &str) -> (Reaped, String) {
     let mut child = env
-        .command(&["serve", "--port", "0", "--join", nats, "--name", name])
+        .command(&[&["serve", "--port", "0"][..], join].concat())
         .env("AX_CODE_SERVER_PASSWORD", password)
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
@@ -50,6 +55,23 @@ fn serve_joined(env: &Env, nats: &str, name: &str, password: &str) -> (Reaped, S
     let joined = line_starting(&lines, "Joined");
     assert!(joined.contains(name), "{joined}");
     (Reaped(child), url)
+}
+
+/// `ax-code hub --nats NATS --port 0` in `env` with [`HUB_PASSWORD`]: (process, hub URL).
+fn start_hub(env: &Env, nats: &str) -> (Reaped, String) {
+    let mut child = env
+        .command(&["hub", "--nats", nats, "--port", "0"])
+        .env("AX_CODE_HUB_PASSWORD", HUB_PASSWORD)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let lines = line_channel(child.stdout.take().unwrap());
+    let child = Reaped(child);
+    (
+        child,
+        url_in(&line_starting(&lines, "ax-code hub listening on")),
+    )
 }
 
 async fn poll<T>(what: &str, mut check: impl AsyncFnMut() -> Option<T>) -> T {
@@ -121,16 +143,7 @@ async fn two_joined_backends_are_listed_through_one_hub() {
         assert_eq!(created.status(), 201);
     }
 
-    let mut hub_child = laptop_env
-        .command(&["hub", "--nats", &nats.url(), "--port", "0"])
-        .env("AX_CODE_HUB_PASSWORD", HUB_PASSWORD)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let hub_lines = line_channel(hub_child.stdout.take().unwrap());
-    let _hub = Reaped(hub_child);
-    let hub = url_in(&line_starting(&hub_lines, "ax-code hub listening on"));
+    let (_hub, hub) = start_hub(&laptop_env, &nats.url());
 
     // Both machines, their projects, and each one's sessions, answered live.
     let all = poll("both machines' sessions through the hub", async || {
@@ -241,6 +254,126 @@ fn serve_refuses_a_bad_machine_name_and_name_without_join() {
     );
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("--join"));
+    let out = support::output_bounded(
+        &mut env.command(&["serve", "--port", "0", "--share-ui-commands"]),
+        support::WAIT,
+    );
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--join"));
+}
+
+/// docs/hub.md §3: `serve --join … --share-ui-commands` sends the hub what its agents send its
+/// Control UIs: an agent's `ui.command`, accepted by the machine's gateway, reaches a page on
+/// the hub (`GET /ui-command`); one the gateway refuses does not.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_sharing_machines_ui_commands_reach_the_hub() {
+    use ax_gateway::{ClientMode, ConnectOptions, GatewayClient, Method, Scope, client};
+    use futures_util::StreamExt;
+
+    let nats = NatsServer::start();
+    let env = Env::new();
+    let password = "pw-share-0123456789abcdef";
+    let nats_url = nats.url();
+    let join = [
+        "--join",
+        &nats_url,
+        "--name",
+        "laptop",
+        "--share-ui-commands",
+    ];
+    let (_laptop, laptop_url) = serve_joined_with(&env, &join, "laptop", password);
+    let (_hub, hub) = start_hub(&env, &nats.url());
+
+    let http = reqwest::Client::builder().no_proxy().build().unwrap();
+    let page = http
+        .get(format!("{hub}/ui-command?machine=laptop"))
+        .bearer_auth(HUB_PASSWORD)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(page.status(), 200);
+    let mut page = Box::pin(page.bytes_stream());
+
+    let agent = GatewayClient::connect(
+        &client::gateway_url(&laptop_url).unwrap(),
+        ConnectOptions::new(
+            ax_core::Secret::new(password.to_owned()),
+            ClientMode::Agent,
+            vec![Scope::Write],
+        ),
+    )
+    .await
+    .unwrap();
+    // Accepted once the join's relay is one of the machine's UIs (before: UNAVAILABLE).
+    let command =
+        serde_json::json!({"command": {"kind": "panel", "panel": "terminal", "open": true}});
+    poll(
+        "the relay connected as the machine's UI",
+        async || match agent.request(Method::UiCommand, command.clone()).await {
+            Ok(answer) => {
+                assert_eq!(answer["delivered"], 1, "{answer}");
+                Some(())
+            }
+            Err(e) => {
+                assert_eq!(e.code().as_str(), "UNAVAILABLE", "{e}");
+                None
+            }
+        },
+    )
+    .await;
+    let refused = agent
+        .request(
+            Method::UiCommand,
+            serde_json::json!({"command": {"kind": "sidebar"}}),
+        )
+        .await
+        .unwrap_err();
+    assert_eq!(refused.code().as_str(), "INVALID_REQUEST", "{refused}");
+    let second = serde_json::json!({"command": {"kind": "sidebar", "visible": false}});
+    let answer = agent
+        .request(Method::UiCommand, second.clone())
+        .await
+        .unwrap();
+    assert_eq!(answer["delivered"], 1, "{answer}");
+
+    // On the hub's page: the two accepted commands in order, each with its machine.
+    let mut text = String::new();
+    let seen = tokio::time::timeout(LONG_WAIT, async {
+        loop {
+            // Whole server-sent events only: `event: ui.command` blocks, their `data:` lines.
+            let whole = &text[..text.rfind("\n\n").map_or(0, |end| end + 2)];
+            let shown: Vec<Value> = whole
+                .split("\n\n")
+                .filter(|block| block.lines().any(|l| l == "event: ui.command"))
+                .map(|block| {
+                    let data: String = block
+                        .lines()
+                        .filter_map(|l| l.strip_prefix("data: "))
+                        .collect();
+                    serde_json::from_str(&data).unwrap()
+                })
+                .collect();
+            if shown.len() >= 2 {
+                return shown;
+            }
+            let chunk = page
+                .next()
+                .await
+                .expect("the page stream stays open")
+                .unwrap();
+            text.push_str(&String::from_utf8_lossy(&chunk));
+        }
+    })
+    .await;
+    let Ok(seen) = seen else {
+        panic!("two ui.commands on the hub's page: {text:?}");
+    };
+    assert_eq!(seen.len(), 2, "{text}");
+    for (shown, sent) in seen.iter().zip([&command, &second]) {
+        assert_eq!(shown["machine"], "laptop", "{shown}");
+        assert_eq!(shown["command"]["command"], sent["command"], "{shown}");
+    }
+    agent.close().await;
 }
 
 /// docs/SECURITY.md, "Several machines": without NATS credentials a server beyond loopback is
@@ -273,7 +406,12 @@ fn the_hub_flags_are_described_in_help() {
     for (args, flags) in [
         (
             &["serve", "--help"][..],
-            &["--join <URL>", "--name <NAME>", "--trust-nats-network"][..],
+            &[
+                "--join <URL>",
+                "--name <NAME>",
+                "--trust-nats-network",
+                "--share-ui-commands",
+            ][..],
         ),
         (
             &["hub", "--help"][..],
@@ -354,4 +492,197 @@ fn serve_and_hub_refuse_a_wrong_nats_password_without_showing_it() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
+}
+
+/// `POST url` with `body` as the hub's client: (status, JSON body).
+async fn post(http: &reqwest::Client, url: &str, body: Value) -> (u16, Value) {
+    let r = http
+        .post(url)
+        .bearer_auth(HUB_PASSWORD)
+        .json(&body)
+        .send()
+        .await
+        .unwrap();
+    let status = r.status().as_u16();
+    (status, r.json().await.unwrap_or(Value::Null))
+}
+
+/// Whether a process whose command line is exactly `argv` runs on this machine.
+fn running(argv: &[&str]) -> bool {
+    let wanted: Vec<u8> = argv
+        .iter()
+        .flat_map(|a| [a.as_bytes(), b"\0"].concat())
+        .collect();
+    std::fs::read_dir("/proc").unwrap().flatten().any(|entry| {
+        std::fs::read(entry.path().join("cmdline")).is_ok_and(|cmdline| cmdline == wanted)
+    })
+}
+
+/// docs/hub.md §3, "When things fail": a backend SIGKILLed in the middle of a turn that was
+/// started and approved through the hub is shown offline; started again on its data, the
+/// turn is over (its output kept, marked interrupted, its command's process killed), the
+/// session is listed once and idle, and the machine's events through the hub, both boots'
+/// in order, carry the output once and the new boot's work once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_backend_killed_mid_turn_comes_back_with_its_turn_ended_once() {
+    let nats = NatsServer::start();
+    let env = Env::new();
+    let password = "pw-killed-0123456789abcdef";
+    let (laptop, _) = serve_joined(&env, &nats.url(), "laptop", password);
+    let (_hub, hub) = start_hub(&env, &nats.url());
+    let http = reqwest::Client::builder().no_proxy().build().unwrap();
+    let online = |want: bool| {
+        let (http, hub) = (http.clone(), hub.clone());
+        async move {
+            poll("the laptop's state on the hub", async || {
+                let (_, all) = get(&http, &format!("{hub}/session")).await;
+                machine(&all, "laptop")
+                    .is_some_and(|e| e["online"] == want)
+                    .then_some(())
+            })
+            .await
+        }
+    };
+    online(true).await;
+
+    // A turn through the hub: created, prompted, approved; its command prints, then waits.
+    let (status, session) = post(
+        &http,
+        &format!("{hub}/machine/laptop/session"),
+        serde_json::json!({"title": "long"}),
+    )
+    .await;
+    assert_eq!(status, 201, "{session}");
+    let sid = session["id"].as_str().unwrap().to_owned();
+    // The marker is computed by the shell, so the prompt's own text never matches it.
+    let sleeper = ["sleep", "4242.5"];
+    let command = format!("echo started-$((6*7)); exec {} {}", sleeper[0], sleeper[1]);
+    let (status, accepted) = post(
+        &http,
+        &format!("{hub}/machine/laptop/session/{sid}/prompt"),
+        serde_json::json!({"parts": [{"type": "text", "text": command}]}),
+    )
+    .await;
+    assert_eq!(status, 202, "{accepted}");
+    let reply_id = accepted["replyId"].as_str().unwrap().to_owned();
+    let pid = accepted["permission"]["id"].as_str().unwrap().to_owned();
+    let (status, answered) = post(
+        &http,
+        &format!("{hub}/machine/laptop/session/{sid}/permission/{pid}"),
+        serde_json::json!({"reply": "once"}),
+    )
+    .await;
+    assert_eq!(status, 200, "{answered}");
+    let messages_url = format!("{hub}/machine/laptop/session/{sid}/message");
+    poll("the command's first output through the hub", async || {
+        let (_, messages) = get(&http, &messages_url).await;
+        messages.to_string().contains("started-42").then_some(())
+    })
+    .await;
+    assert!(running(&sleeper), "the command runs");
+
+    // Killed mid-turn, as a crash or an OOM kill would: no shutdown of its own.
+    signal(laptop.0.id(), "KILL");
+    drop(laptop);
+    online(false).await;
+
+    let (_laptop, _) = serve_joined(&env, &nats.url(), "laptop", password);
+    online(true).await;
+    let messages = poll("the turn ended after the restart", async || {
+        let (status, messages) = get(&http, &messages_url).await;
+        let ended = status == 200
+            && messages
+                .as_array()
+                .and_then(|m| m.iter().find(|m| m["id"] == reply_id.as_str()))
+                .is_some_and(|m| !m["ended"].is_null());
+        ended.then_some(messages)
+    })
+    .await;
+    let messages = messages.as_array().unwrap();
+    assert_eq!(messages.len(), 2, "the prompt and its reply: {messages:?}");
+    let parts = messages[1]["parts"].as_array().unwrap();
+    let output: String = parts
+        .iter()
+        .filter(|p| p["type"] == "output")
+        .map(|p| p["text"].as_str().unwrap())
+        .collect();
+    assert_eq!(output.matches("started-42").count(), 1, "{parts:?}");
+    assert_eq!(
+        parts.last().unwrap()["type"],
+        "interrupted",
+        "the reply says the turn was cut: {parts:?}"
+    );
+    // The restarted backend killed what its dead predecessor's turn left running.
+    poll("the killed turn's command is gone", async || {
+        (!running(&sleeper)).then_some(())
+    })
+    .await;
+    let (_, all) = get(&http, &format!("{hub}/session")).await;
+    let listed = machine(&all, "laptop").unwrap()["sessions"]
+        .as_array()
+        .unwrap();
+    assert_eq!(listed.len(), 1, "{listed:?}");
+    assert_eq!(listed[0]["status"], "idle", "{listed:?}");
+    // The restarted backend works through the hub.
+    let (status, after) = post(
+        &http,
+        &format!("{hub}/machine/laptop/session"),
+        serde_json::json!({"title": "after-restart"}),
+    )
+    .await;
+    assert_eq!(status, 201, "{after}");
+
+    // The machine's events, from the first: both boots' in order, nothing of the dead boot
+    // published again by the new one.
+    let events = http
+        .get(format!("{hub}/event?machine=laptop&after=0"))
+        .bearer_auth(HUB_PASSWORD)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(events.status(), 200);
+    let mut events = Box::pin(events.bytes_stream());
+    let mut text = String::new();
+    let seen = tokio::time::timeout(LONG_WAIT, async {
+        use futures_util::StreamExt;
+        loop {
+            let blocks: Vec<(u64, Value)> = text
+                .split("\n\n")
+                .filter_map(|block| {
+                    let id = block.lines().find_map(|l| l.strip_prefix("id:"))?;
+                    let data: String = block
+                        .lines()
+                        .filter_map(|l| l.strip_prefix("data: "))
+                        .collect();
+                    Some((id.trim().parse().ok()?, serde_json::from_str(&data).ok()?))
+                })
+                .collect();
+            let boots: std::collections::BTreeSet<&str> = blocks
+                .iter()
+                .filter_map(|(_, e)| e["boot"].as_str())
+                .collect();
+            if boots.len() == 2 && text.contains("after-restart") {
+                return blocks;
+            }
+            let chunk = events.next().await.expect("the stream stays open").unwrap();
+            text.push_str(&String::from_utf8_lossy(&chunk));
+        }
+    })
+    .await;
+    let Ok(seen) = seen else {
+        panic!("events of both boots through the hub: {text:?}");
+    };
+    let seqs: Vec<u64> = seen.iter().map(|(seq, _)| *seq).collect();
+    assert!(seqs.windows(2).all(|w| w[0] < w[1]), "{seqs:?}");
+    let outputs = seen
+        .iter()
+        .filter(|(_, e)| e.to_string().contains("started-42"))
+        .count();
+    assert_eq!(outputs, 1, "the output once: {text}");
+    let created: Vec<&str> = seen
+        .iter()
+        .filter(|(_, e)| e["event"]["event"]["type"] == "session.created")
+        .map(|(_, e)| e["event"]["event"]["session"]["title"].as_str().unwrap())
+        .collect();
+    assert_eq!(created, ["long", "after-restart"], "{text}");
 }

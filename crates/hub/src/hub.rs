@@ -190,12 +190,27 @@ impl Drop for RunningHub {
     }
 }
 
+/// How long a starting hub waits for NATS before it serves anyway (see [`start`]).
+const FIRST_CONNECT: Duration = Duration::from_secs(2);
+
 /// Starts a hub; NATS may still be away (it connects and creates the streams when it can).
+/// When NATS answers within [`FIRST_CONNECT`], the hub serves only once its `ui.command`
+/// subscription is held by the server and its streams exist: the NATS client connects in
+/// the background, so a hub that served at once would miss what machines send meanwhile
+/// (core NATS `ui.command`s are never replayed).
 pub async fn start(config: HubConfig) -> Result<RunningHub, HubError> {
     // Upper case: no machine name can have this inbox prefix.
     let nats = connect(&config.nats_url, &config.credentials, "_INBOX_HUB").await?;
     let js = jetstream::new(nats.clone());
     let ui_sub = ui::subscribe(&nats).await?;
+    // A request round trip on the same connection, after the subscription: once answered,
+    // the server holds the subscription (a flush alone does not wait for the server).
+    if tokio::time::timeout(FIRST_CONNECT, ensure_streams(&js))
+        .await
+        .is_err()
+    {
+        tracing::warn!("hub: NATS does not answer yet; serving, and connecting in the background");
+    }
     let listener = tokio::net::TcpListener::bind(config.bind)
         .await
         .map_err(|source| HubError::Bind {

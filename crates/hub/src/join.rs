@@ -292,10 +292,7 @@ async fn serve_requests(
         let own = own.clone();
         tokio::spawn(async move {
             let payload = match decode::<Request>(&msg.payload) {
-                Ok(Request::Screen { method, params }) => {
-                    encode(&crate::screen::answer(&own.0, &own.1, method, params).await)
-                }
-                Ok(request) => answer(&backend, request).await,
+                Ok(request) => answer(&backend, &own, request).await,
                 Err(message) => encode(&Reply::<()>::Error(ReplyError {
                     status: 400,
                     code: "bad_request".to_owned(),
@@ -354,8 +351,9 @@ fn fit(payload: Vec<u8>, limit: usize) -> Vec<u8> {
     }))
 }
 
-/// One request, through the backend's own API.
-async fn answer(backend: &Client, request: Request) -> Vec<u8> {
+/// One request, through the backend's own API, or for `screen` through its own gateway with
+/// `own` (its URL and credential), so the gateway's rules apply (docs/hub.md §3).
+async fn answer(backend: &Client, own: &(String, Secret), request: Request) -> Vec<u8> {
     match request {
         Request::ListSessions {} => to_reply(backend.list_sessions_json().await),
         Request::CreateSession { title, agent } => to_reply(
@@ -383,12 +381,9 @@ async fn answer(backend: &Client, request: Request) -> Vec<u8> {
         Request::SetMode { session, mode_id } => {
             to_reply(backend.set_mode(&session, &mode_id).await)
         }
-        // Answered in `serve_requests`, through the backend's gateway.
-        Request::Screen { .. } => encode(&Reply::<()>::Error(ReplyError {
-            status: 500,
-            code: "internal".to_owned(),
-            message: "a screen request reached the HTTP relay".to_owned(),
-        })),
+        Request::Screen { method, params } => {
+            encode(&crate::screen::answer(&own.0, &own.1, method, params).await)
+        }
     }
 }
 

@@ -59,6 +59,10 @@ pub struct ServeArgs {
     /// tls:// URL with --nats-user.
     #[arg(long, requires = "join")]
     pub trust_nats_network: bool,
+    /// Also send the hub each `ui.command` this backend's agents send to its Control UIs and
+    /// its gateway accepted (docs/hub.md §3), so a Control UI on the hub sees them too.
+    #[arg(long, requires = "join")]
+    pub share_ui_commands: bool,
     #[command(flatten)]
     pub nats_auth: super::hub::NatsAuthArgs,
 }
@@ -269,6 +273,7 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
                 server.project_dir().display().to_string(),
             );
             config.credentials = nats_credentials.clone();
+            config.share_ui_commands = args.share_ui_commands;
             let join = ax_hub::join::start(config)
                 .await
                 .map_err(|e| anyhow::anyhow!("--join: {e}"))?;
