@@ -13,12 +13,12 @@ import { placeConfigPickers } from './config.js';
 import { h, relativeTime } from './dom.js';
 import { GatewayClient } from './gateway.js';
 import {
-  STORAGE_KEY, activePane, affectedPanes, allPanes, applyCommand, balance, closePane, defaultLayout,
-  draftPanes, locate, nextPane, sanitize,
+  GUARDED, STORAGE_KEY, activePane, affectedPanes, allPanes, applyCommand, balance, busyReason, closePane, defaultLayout,
+  describeCommand, draftPanes, locate, nextPane, sanitize,
 } from './layout.js';
 import { MarkdownRenderer } from './markdown.js';
 import { fillApprovals, fillTranscript, formatDuration, paneHead, renderPane, splitter } from './panes.js';
-import { agentOf, sessionTitle } from './present.js';
+import { agentChoiceMeta, agentChoices, agentOf, connectionView, sessionTitle } from './present.js';
 import { QueueBook, sendLabel } from './queue.js';
 import { PromptRecall } from './recall.js';
 import { fillQueue, queueActions } from './queueview.js';
@@ -62,10 +62,6 @@ const page = {
   newSession: byId('new-session'),
   signOut: byId('sign-out'),
 };
-/** An agent's layout command waits this long after the person's input in the pane it moves. */
-const QUIET_MS = 1500;
-/** Layout commands that move what is under the person's hands. */
-const GUARDED = new Set(['navigate', 'split', 'close-pane', 'focus']);
 /** Below this width (style.css agrees) the sidebar and docks are overlays and one pane shows. */
 const NARROW = window.matchMedia('(max-width: 999px)');
 /** Smallest sizes a splitter leaves a column or a pane (style.css min-width / min-height). */
@@ -445,34 +441,23 @@ class ControlUi {
     }
     // Keyboard focus stays where the person left it: an agent arranges, it does not type.
     if (result.outcome === 'applied') this.setLayout(result.layout);
-    this.toast(`Agent: ${describe(payload.command)}${result.outcome === 'ignored' ? ` — ignored (${result.reason})` : ''}`);
+    this.toast(`Agent: ${describeCommand(payload.command)}${result.outcome === 'ignored' ? ` — ignored (${result.reason})` : ''}`);
     return { outcome: result.outcome, reason: result.reason };
   }
 
   /**
-   * Why the person is busy in one of `panes` (the panes a command would move, resize, replace
-   * or (de)activate), or null: a draft in the composer of one of `drafted` (those of `panes`
-   * whose draft counts: for close_pane only the pane it closes, layout.js `draftPanes`), an
-   * approval shown in it, or their input in it within the last 1.5 s; or the new-session agent
-   * picker is open. The Control UI's form of the TUI's human-priority rules.
+   * Why the person is busy in one of `panes`, or null (layout.js `busyReason`, the Control
+   * UI's form of the TUI's human-priority rules); `drafted`: those whose draft counts.
    */
   personBusy(panes, drafted = panes) {
-    // The picker creates the new session in the pane that was active when it opened.
-    if (!page.agentPicker.hidden) return 'the person is choosing the agent of a new session';
-    if (this.watch.inboxOpen()) return 'the person is answering approvals in the inbox';
-    const now = performance.now();
-    for (const pane of drafted) {
-      if (pane.session && this.drafts.get(pane.session)) {
-        return `the pane showing ${pane.session} has a draft in its composer`;
-      }
-    }
-    for (const pane of panes) {
-      const name = pane.session ? `the pane showing ${pane.session}` : `pane ${pane.id}`;
-      if (pane.session && pendingFor(this.state, pane.session).length > 0) return `${name} shows an approval`;
-      const at = this.inputAt.get(pane.id);
-      if (at !== undefined && now - at < QUIET_MS) return `the person used ${name} in the last 1.5 s`;
-    }
-    return null;
+    return busyReason(panes, drafted, {
+      pickerOpen: !page.agentPicker.hidden,
+      inboxOpen: this.watch.inboxOpen(),
+      hasDraft: (session) => Boolean(this.drafts.get(session)),
+      hasApproval: (session) => pendingFor(this.state, session).length > 0,
+      inputAt: this.inputAt,
+      now: performance.now(),
+    });
   }
 
   /** Records the person's input in a pane (the sidebar acts on the active pane). */
@@ -922,21 +907,11 @@ class ControlUi {
    */
   showConnection() {
     const el = page.connection;
-    const gateway = el.dataset.gateway;
-    const stream = el.dataset.stream;
-    let state;
-    if (gateway === 'unauthorized') state = 'refused';
-    else if (gateway === 'connected' && stream === 'live') state = 'live';
-    else if (!this.everLive) state = 'connecting';
-    else state = 'reconnecting';
-    if (state === 'live') this.everLive = true;
-    el.dataset.state = state;
-    el.textContent = { live: 'Live', connecting: 'Connecting…', reconnecting: 'Reconnecting…', refused: 'Refused' }[state];
-    const parts = [
-      `Agent gateway: ${gateway === 'connected' ? 'connected' : gateway}${this.gatewayDetail ? ` (${this.gatewayDetail})` : ''}`,
-      `Session events: ${stream === 'live' ? 'live' : 'reconnecting'}`,
-    ];
-    el.title = parts.join('\n');
+    const view = connectionView(el.dataset.gateway, el.dataset.stream, this.everLive, this.gatewayDetail);
+    if (view.state === 'live') this.everLive = true;
+    el.dataset.state = view.state;
+    el.textContent = view.text;
+    el.title = view.title;
   }
 
   toast(text) {
@@ -946,18 +921,6 @@ class ControlUi {
     t.hidden = false;
     clearTimeout(this.toastTimer);
     this.toastTimer = setTimeout(() => { t.hidden = true; }, 4000);
-  }
-}
-
-function describe(c) {
-  switch (c?.kind) {
-    case 'split': return `split ${c.direction}`;
-    case 'close-pane': return 'close pane';
-    case 'focus': return 'focus';
-    case 'navigate': return 'open session';
-    case 'sidebar': return c.visible ? 'show sidebar' : 'hide sidebar';
-    case 'panel': return `${c.open ? 'show' : 'hide'} ${c.panel}${c.dock ? ` (${c.dock})` : ''}`;
-    default: return String(c?.kind);
   }
 }
 
@@ -978,10 +941,9 @@ async function chooseAgent(ui) {
     if (e.status === 404) return undefined;
     throw e;
   }
-  const agents = Array.isArray(list?.agents) ? list.agents.filter((a) => typeof a?.name === 'string') : [];
-  if (agents.length <= 1) return undefined;
-  const def = typeof list.default === 'string' ? list.default : agents[0].name;
-  agents.sort((a, b) => (b.name === def) - (a.name === def));
+  const choices = agentChoices(list);
+  if (!choices) return undefined;
+  const { agents, def } = choices;
   return new Promise((resolve) => {
     pickerDone?.(null);
     const before = document.activeElement;
@@ -993,18 +955,18 @@ async function chooseAgent(ui) {
       resolve(value);
     };
     pickerDone = finish;
-    page.agentList.replaceChildren(...agents.map((a) => h('li', {},
-      h('button', {
-        type: 'button',
-        class: `agent-option${a.name === def ? ' primary' : ''}`,
-        'data-testid': 'agent-option',
-        'data-agent': a.name,
-        onclick: () => finish(a.name),
-      },
-      h('span', { class: 'agent-option-name', text: a.name }),
-      h('span', { class: 'agent-option-meta', text: [a.name === def ? 'default' : null, a.kind === 'acp' ? 'ACP agent' : a.kind === 'shell' ? 'shell commands' : null, a.origin === 'config' ? 'from your config' : null].filter(Boolean).join(' · ') })))));
+    const buttons = agents.map((a) => h('button', {
+      type: 'button',
+      class: `agent-option${a.name === def ? ' primary' : ''}`,
+      'data-testid': 'agent-option',
+      'data-agent': a.name,
+      onclick: () => finish(a.name),
+    },
+    h('span', { class: 'agent-option-name', text: a.name }),
+    h('span', { class: 'agent-option-meta', text: agentChoiceMeta(a, def) })));
+    page.agentList.replaceChildren(...buttons.map((b) => h('li', {}, b)));
     page.agentPicker.hidden = false;
-    page.agentList.querySelector('button')?.focus();
+    buttons[0].focus();
   });
 }
 

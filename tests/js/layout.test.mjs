@@ -2,7 +2,10 @@
 // addressing, presets and `arrange` under human priority. Run: node --test tests/js/
 import test from 'node:test';
 import assert from 'node:assert/strict';
-import { applyCommand, arrange, defaultLayout, layoutReport, presetSpec, sanitizeSpec, savedSpec } from '../../web/layout.js';
+import {
+  GUARDED, QUIET_MS, applyCommand, arrange, busyReason, defaultLayout, describeCommand, layoutReport, presetSpec, sanitizeSpec,
+  savedSpec,
+} from '../../web/layout.js';
 
 const A = 'ses_a', B = 'ses_b', C = 'ses_c', D = 'ses_d';
 
@@ -91,4 +94,40 @@ test('saved specs round-trip and bad ones are refused', () => {
   assert.equal(sanitizeSpec({ columns: [] }), null);
   assert.equal(sanitizeSpec({ columns: [[1]] }), null);
   assert.equal(sanitizeSpec('x'), null);
+});
+
+/** A person with nothing under their hands at time 10 000 ms, changed by `extra`. */
+function person(extra = {}) {
+  return {
+    pickerOpen: false, inboxOpen: false, hasDraft: () => false, hasApproval: () => false, inputAt: new Map(), now: 10_000,
+    ...extra,
+  };
+}
+
+test('human priority: picker, inbox, drafts, approvals and recent input, in that order', () => {
+  const pa = { id: 'p1', session: A }, pb = { id: 'p2', session: B }, empty = { id: 'p3', session: null };
+  assert.equal(busyReason([pa, pb], [pa, pb], person()), null);
+  assert.equal(busyReason([pa], [pa], person({ pickerOpen: true, inboxOpen: true })), 'the person is choosing the agent of a new session');
+  assert.equal(busyReason([], [], person({ inboxOpen: true })), 'the person is answering approvals in the inbox');
+  const drafts = person({ hasDraft: (s) => s === B, hasApproval: (s) => s === A });
+  assert.equal(busyReason([pa, pb], [pa, pb], drafts), `the pane showing ${B} has a draft in its composer`,
+    'a draft anywhere among the drafted panes comes before an approval');
+  assert.equal(busyReason([pa, pb], [pa], drafts), `the pane showing ${A} shows an approval`,
+    'a draft outside `drafted` does not count');
+  const recent = person({ inputAt: new Map([['p3', 10_000 - QUIET_MS + 1], ['p1', 10_000 - QUIET_MS]]) });
+  assert.equal(busyReason([pa], [pa], recent), null, 'input exactly QUIET_MS ago is quiet again');
+  assert.equal(busyReason([pa, empty], [pa, empty], recent), 'the person used pane p3 in the last 1.5 s');
+  assert.deepEqual([...GUARDED].sort(), ['close-pane', 'focus', 'navigate', 'split']);
+});
+
+test('an agent\'s layout command is worded for the toast', () => {
+  assert.equal(describeCommand({ kind: 'split', direction: 'right' }), 'split right');
+  assert.equal(describeCommand({ kind: 'close-pane' }), 'close pane');
+  assert.equal(describeCommand({ kind: 'focus' }), 'focus');
+  assert.equal(describeCommand({ kind: 'navigate', sessionKey: A }), 'open session');
+  assert.equal(describeCommand({ kind: 'sidebar', visible: false }), 'hide sidebar');
+  assert.equal(describeCommand({ kind: 'panel', panel: 'terminal', open: true, dock: 'right' }), 'show terminal (right)');
+  assert.equal(describeCommand({ kind: 'panel', panel: 'browser', open: false }), 'hide browser');
+  assert.equal(describeCommand({ kind: 'dance' }), 'dance');
+  assert.equal(describeCommand(undefined), 'undefined');
 });
