@@ -6,11 +6,11 @@
 // the browser tests only.
 
 import { Api } from './api.js';
-import { HubApi, isHub, machineGroups, machineStatus } from './hubapi.js';
+import { HubApi, isHub } from './hubapi.js';
 import { AgentCommands } from './commands.js';
 import { Attachments } from './attachments.js';
 import { placeConfigPickers } from './config.js';
-import { h, relativeTime } from './dom.js';
+import { h } from './dom.js';
 import { GatewayClient } from './gateway.js';
 import {
   GUARDED, STORAGE_KEY, activePane, affectedPanes, allPanes, applyCommand, balance, busyReason, closePane, defaultLayout,
@@ -18,12 +18,13 @@ import {
 } from './layout.js';
 import { MarkdownRenderer } from './markdown.js';
 import { fillApprovals, fillTranscript, formatDuration, paneHead, renderPane, splitter } from './panes.js';
-import { agentChoiceMeta, agentChoices, agentOf, connectionView, sessionTitle } from './present.js';
+import { agentChoiceMeta, agentChoices, connectionView, sessionTitle } from './present.js';
 import { QueueBook, sendLabel } from './queue.js';
 import { PromptRecall } from './recall.js';
 import { fillQueue, queueActions } from './queueview.js';
 import { BrowserPanel, TerminalPanel, placePanels } from './panels.js';
 import { ServerProof } from './proof.js';
+import { fillSessionList } from './sidebar.js';
 import {
   applyEvent, emptyState, listed, loadFailed, messagesLoaded, pendingFor, permissionAnswered, upsertSession,
 } from './sessions.js';
@@ -175,6 +176,7 @@ class ControlUi {
     this.queues = new QueueBook();
     this.queueEdits = new Map();
     this.actions = this.makeActions();
+    this.sidebarActions = this.makeSidebarActions();
     // What transcripts share: the Markdown renderer, the cards the person opened or closed.
     const ui = this;
     this.view = {
@@ -723,94 +725,38 @@ class ControlUi {
     }
   }
 
-  /** Hub only: the rows under a heading per machine (online, or offline and last seen). */
-  groupByMachine(rows) {
-    const bySession = new Map(rows.map((r) => [r.id, r.li]));
-    const sessions = [...bySession.keys()].map((id) => this.state.sessions.get(id)).filter(Boolean);
-    const out = [];
-    for (const { machine, sessions: own } of machineGroups(this.api.machines, sessions)) {
-      out.push(h('li', {
-        class: 'machine-row muted', 'data-testid': 'machine-row', 'data-machine': machine.name,
-        'data-online': machine.online ? 'true' : 'false',
-      },
-      h('span', { class: `dot ${machine.online ? 'status-idle' : 'status-error'}` }),
-      h('strong', { class: 'machine-name', text: machine.name }),
-      h('span', { class: 'session-meta', 'data-testid': 'machine-status', text: ` · ${machineStatus(machine, Date.now())}` })));
-      for (const s of own) out.push(bySession.get(s.id));
-    }
-    return out;
-  }
-
+  /** The session list (sidebar.js), in the attention board's order (watch.js). */
   renderSidebar() {
-    const list = page.sessionList;
-    const current = activePane(this.layout).session;
-    const shown = new Set(allPanes(this.layout).map((p) => p.session));
-    const buttons = new Map();
-    // What needs the person first, then the most recent activity, like the TUI (watch.js).
-    const items = this.watch.sorted().map(({ session: s, attention }) => {
-      const deleting = this.deleting.has(s.id);
-      const btn = h('button', {
-        type: 'button',
-        class: 'session-item',
-        'data-testid': 'session-item',
-        'data-session': s.id,
-        'aria-current': s.id === current ? 'true' : null,
-        title: s.id,
-      },
-      h('span', { class: `dot status-${s.status}`, title: s.status }),
-      h('span', { class: 'session-title', text: sessionTitle(s) }),
-      attention !== 'idle'
-        ? h('span', { class: `attention attention-${attention}`, 'data-testid': 'session-attention', text: this.watch.label(attention, s) })
-        : null,
-      h('span', { class: 'session-meta' },
-        h('span', { class: 'session-agent', 'data-testid': 'session-item-agent', text: agentOf(s) }),
-        ` · ${deleting ? 'deleting…' : `${shown.has(s.id) ? 'shown · ' : ''}${relativeTime(s.updated)}`}`));
-      btn.addEventListener('click', () => this.actions.navigate(s.id));
-      buttons.set(s.id, btn);
-      const li = h('li', {
-        class: `session-row${deleting ? ' deleting' : ''}`, 'data-testid': 'session-row', 'data-attention': attention,
-        'data-deleting': deleting ? 'true' : null, 'aria-busy': deleting ? 'true' : null,
-      },
-        btn, this.sessionControls(s, deleting));
-      return { id: s.id, li };
+    this.sessionItems = fillSessionList(page.sessionList, {
+      entries: this.watch.sorted(),
+      current: activePane(this.layout).session,
+      shown: new Set(allPanes(this.layout).map((p) => p.session)),
+      deleting: this.deleting,
+      label: (attention, session) => this.watch.label(attention, session),
+      machines: this.hub ? this.api.machines : null,
+      on: this.sidebarActions,
     });
-    const rows = this.hub ? this.groupByMachine(items) : items.map((r) => r.li);
-    if (rows.length === 0) rows.push(h('li', { class: 'muted', text: 'No sessions yet.' }));
-    list.replaceChildren(...rows);
-    this.sessionItems = buttons;
     this.watch.update();
     this.screen.place();
   }
 
-  /** Rename and delete buttons of one sidebar row; the list updates from the event stream. */
-  sessionControls(s, deleting) {
-    const name = sessionTitle(s);
+  /** What the sidebar's rows do; the list itself follows the event stream. */
+  makeSidebarActions() {
     const act = (what, run) => run().catch((e) => this.toast(`${what} failed: ${e.message}`));
-    const rename = h('button', {
-      type: 'button', class: 'icon session-control', 'data-testid': 'session-rename',
-      title: `Rename “${name}”`, 'aria-label': `Rename ${name}`, text: '✎',
-    });
-    rename.addEventListener('click', () => {
-      const title = prompt('New title', s.title);
-      if (title && title.trim() && title !== s.title) act('Rename', () => this.api.renameSession(s.id, title.trim()));
-    });
-    const del = h('button', {
-      type: 'button', class: 'icon session-control', 'data-testid': 'session-delete',
-      title: deleting ? `Deleting “${name}”…` : `Delete “${name}”`, 'aria-label': `Delete ${name}`,
-      text: deleting ? '' : '🗑', disabled: deleting,
-    }, deleting ? h('span', { class: 'spinner small', role: 'img', 'aria-label': 'deleting' }) : null);
-    del.addEventListener('click', () => {
-      if (this.deleting.has(s.id) || !confirm(`Delete “${name}” and its transcript?`)) return;
-      // Deleting stops the session's agent first, which takes a while: the row says so until
-      // the backend answers (docs/control-ui.md §5).
-      this.deleting.add(s.id);
-      this.renderSidebar();
-      act('Delete', () => this.api.deleteSession(s.id)).finally(() => {
-        this.deleting.delete(s.id);
+    return {
+      open: (id) => this.actions.navigate(id),
+      rename: (s, title) => act('Rename', () => this.api.renameSession(s.id, title)),
+      remove: (s) => {
+        // Deleting stops the session's agent first, which takes a while: the row says so until
+        // the backend answers (docs/control-ui.md §5).
+        this.deleting.add(s.id);
         this.renderSidebar();
-      });
-    });
-    return h('span', { class: 'session-controls' }, rename, del);
+        act('Delete', () => this.api.deleteSession(s.id)).finally(() => {
+          this.deleting.delete(s.id);
+          this.renderSidebar();
+        });
+      },
+    };
   }
 
   /** The views of the panes showing `sessionId` (panes.js `renderPane`, with `session`). */
