@@ -91,7 +91,7 @@ async function signInWith(result) {
   if (next.token) {
     sessionStorage.setItem(TOKEN_KEY, next.token);
     boot();
-  } else if (next.toast !== undefined) {
+  } else if ('toast' in next) {
     // Signed in already: keep going, and say why the link did nothing.
     if (next.start) boot();
     app?.toast(next.toast);
@@ -674,7 +674,8 @@ class ControlUi {
     this.watch.lookedAgain();
     if (restore) {
       const view = this.paneViews.get(restore.pane);
-      const box = view?.input;
+      // Its first text box: a queued prompt being edited (queueview.js), else the composer.
+      const box = view?.el.querySelector('textarea');
       // Keep the caret only where the pane still shows the session being typed for.
       if (box && view.session === restore.session) {
         // Focusing must not make that pane active again (an agent may just have moved it).
