@@ -13,8 +13,8 @@ import { placeConfigPickers } from './config.js';
 import { h } from './dom.js';
 import { GatewayClient } from './gateway.js';
 import {
-  GUARDED, STORAGE_KEY, activePane, affectedPanes, allPanes, applyCommand, balance, busyReason, closePane, defaultLayout,
-  describeCommand, draftPanes, locate, nextPane, sanitize,
+  GUARDED, STORAGE_KEY, activePane, affectedPanes, allPanes, applyCommand, balance, busyReason, closePane, describeCommand,
+  draftPanes, locate, nextPane, restoreLayout,
 } from './layout.js';
 import { MarkdownRenderer } from './markdown.js';
 import { fillApprovals, fillTranscript, formatDuration, paneHead, renderPane, splitter } from './panes.js';
@@ -209,25 +209,10 @@ class ControlUi {
     });
   }
 
-  /** This tab's own layout; a new tab starts from the layout any tab saved last. */
+  /** This tab's own layout; a new tab starts from the layout any tab saved last (layout.js). */
   loadLayout() {
-    this.freshLayout = false;
-    for (const storage of [sessionStorage, localStorage]) {
-      try {
-        const raw = storage.getItem(STORAGE_KEY);
-        if (raw) {
-          const layout = sanitize(JSON.parse(raw));
-          // A narrow window opens on the pane, not on the sidebar overlay.
-          if (storage === localStorage && NARROW.matches) layout.sidebar = false;
-          return layout;
-        }
-      } catch {
-        /* try the next one, then the default */
-      }
-    }
-    this.freshLayout = true;
-    const layout = defaultLayout();
-    if (NARROW.matches) layout.sidebar = false;
+    const { layout, fresh } = restoreLayout(sessionStorage, localStorage, NARROW.matches);
+    this.freshLayout = fresh;
     return layout;
   }
 

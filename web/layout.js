@@ -314,6 +314,31 @@ export function draftPanes(before, after, kind) {
   return allPanes(before).filter((p) => !kept.has(p.id));
 }
 
+/**
+ * The layout a tab opens with, from `tab` (sessionStorage: this tab's own, kept across its
+ * reloads) or else `shared` (localStorage: the one any tab saved last), each a Storage-like
+ * `getItem`; checked by `sanitize`. A narrow window (`narrow`) opens on the pane, not on the
+ * sidebar overlay, unless the tab itself left the sidebar open. Storage that cannot be read or
+ * holds no JSON is passed over. Returns `{ layout, fresh }`, fresh when nothing was stored.
+ */
+export function restoreLayout(tab, shared, narrow) {
+  for (const storage of [tab, shared]) {
+    try {
+      const raw = storage.getItem(STORAGE_KEY);
+      if (raw) {
+        const layout = sanitize(JSON.parse(raw));
+        if (storage === shared && narrow) layout.sidebar = false;
+        return { layout, fresh: false };
+      }
+    } catch {
+      /* try the next one, then the default */
+    }
+  }
+  const layout = defaultLayout();
+  if (narrow) layout.sidebar = false;
+  return { layout, fresh: true };
+}
+
 /** An agent's layout command waits this long after the person's input in a pane it moves. */
 export const QUIET_MS = 1500;
 /** Layout commands that move what is under the person's hands (checked by `busyReason`). */

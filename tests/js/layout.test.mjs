@@ -3,8 +3,8 @@
 import test from 'node:test';
 import assert from 'node:assert/strict';
 import {
-  GUARDED, QUIET_MS, applyCommand, arrange, busyReason, defaultLayout, describeCommand, layoutReport, presetSpec, sanitizeSpec,
-  savedSpec,
+  GUARDED, QUIET_MS, STORAGE_KEY, applyCommand, arrange, busyReason, defaultLayout, describeCommand, layoutReport, presetSpec,
+  restoreLayout, sanitizeSpec, savedSpec,
 } from '../../web/layout.js';
 
 const A = 'ses_a', B = 'ses_b', C = 'ses_c', D = 'ses_d';
@@ -130,4 +130,33 @@ test('an agent\'s layout command is worded for the toast', () => {
   assert.equal(describeCommand({ kind: 'panel', panel: 'browser', open: false }), 'hide browser');
   assert.equal(describeCommand({ kind: 'dance' }), 'dance');
   assert.equal(describeCommand(undefined), 'undefined');
+});
+
+/** A Storage-like object holding `layout` (a value, or raw text) under the layout key. */
+function storage(layout) {
+  return { getItem: (key) => (key === STORAGE_KEY && layout !== undefined ? (typeof layout === 'string' ? layout : JSON.stringify(layout)) : null) };
+}
+
+test('a tab opens with its own layout, else the last one saved, else the default', () => {
+  const own = twoCols();
+  const other = defaultLayout();
+  other.columns[0].panes[0].session = C;
+  assert.deepEqual(restoreLayout(storage(own), storage(other), false), { layout: own, fresh: false });
+  assert.deepEqual(restoreLayout(storage(), storage(other), false), { layout: other, fresh: false });
+  assert.deepEqual(restoreLayout(storage(), storage(), false), { layout: defaultLayout(), fresh: true });
+  // Unreadable storage, text that is not JSON, a layout that is not one: passed over or reset.
+  const broken = { getItem: () => { throw new Error('disabled'); } };
+  assert.deepEqual(restoreLayout(broken, storage(other), false).layout, other);
+  assert.deepEqual(restoreLayout(storage('{not json'), storage(), false), { layout: defaultLayout(), fresh: true });
+  assert.deepEqual(restoreLayout(storage({ version: 9 }), storage(other), false), { layout: defaultLayout(), fresh: false },
+    'a stored layout that is not one is the default, not the next storage');
+});
+
+test('a narrow window opens on the pane, unless the tab itself left the sidebar open', () => {
+  const open = twoCols();
+  assert.equal(open.sidebar, true);
+  assert.equal(restoreLayout(storage(open), storage(), true).layout.sidebar, true, 'the tab\'s own choice stays');
+  assert.equal(restoreLayout(storage(), storage(open), true).layout.sidebar, false);
+  assert.equal(restoreLayout(storage(), storage(), true).layout.sidebar, false);
+  assert.equal(restoreLayout(storage(), storage(open), false).layout.sidebar, true);
 });
