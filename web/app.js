@@ -1,36 +1,68 @@
-// The ax-code Control UI: sign-in, the session store fed by the HTTP API and /event, the
-// layout (panes, sidebar, panels) and the gateway connection that lets agents arrange it.
+// The ax-code Control UI's wiring: it signs in (the rules in signin.js), feeds the session
+// store (sessions.js, pure) from the HTTP API and /event and draws what each step says changed,
+// keeps the layout (layout.js, pure) of panes, sidebar and panels, and connects the gateway that
+// lets agents arrange it. It holds its views by reference: the page's fixed elements found once
+// (`page`), and each pane's parts as panes.js drew them (`paneViews`); `data-testid`s are for
+// the browser tests only.
 
 import { Api } from './api.js';
-import { HubApi, isHub, machineGroups, machineStatus } from './hubapi.js';
+import { HubApi, isHub } from './hubapi.js';
 import { AgentCommands } from './commands.js';
 import { Attachments } from './attachments.js';
 import { placeConfigPickers } from './config.js';
-import { h, relativeTime } from './dom.js';
+import { h } from './dom.js';
 import { GatewayClient } from './gateway.js';
 import {
-  STORAGE_KEY, activePane, affectedPanes, allPanes, applyCommand, balance, closePane, defaultLayout,
-  draftPanes, locate, nextPane, sanitize,
+  GUARDED, STORAGE_KEY, activePane, affectedPanes, allPanes, applyCommand, balance, busyReason, closePane, describeCommand,
+  draftPanes, locate, nextPane, restoreLayout,
 } from './layout.js';
 import { MarkdownRenderer } from './markdown.js';
 import { fillApprovals, fillTranscript, formatDuration, paneHead, renderPane, splitter } from './panes.js';
-import { agentOf, sessionTitle } from './present.js';
+import { agentChoiceMeta, agentChoices, connectionView, sessionTitle } from './present.js';
 import { QueueBook, sendLabel } from './queue.js';
 import { PromptRecall } from './recall.js';
 import { fillQueue, queueActions } from './queueview.js';
 import { BrowserPanel, TerminalPanel, placePanels } from './panels.js';
 import { ServerProof } from './proof.js';
-import { FRESH_LINK, exchangeCode, fragmentSignIn, notProvenMessage, pastedSignIn } from './signin.js';
-import { applyDelta } from './turn.js';
+import { fillSessionList } from './sidebar.js';
+import {
+  applyEvent, emptyState, listed, loadFailed, messagesLoaded, pendingFor, permissionAnswered, upsertSession,
+} from './sessions.js';
+import { exchangeCode, formInput, fragmentSignIn, linkOutcome, notSentSignOut } from './signin.js';
 import { ScreenSide } from './screen.js';
 import { Watch } from './watch.js';
 
 const TOKEN_KEY = 'ax-code.token';
-const $ = (id) => document.getElementById(id);
-/** An agent's layout command waits this long after the person's input in the pane it moves. */
-const QUIET_MS = 1500;
-/** Layout commands that move what is under the person's hands. */
-const GUARDED = new Set(['navigate', 'split', 'close-pane', 'focus']);
+const byId = (id) => document.getElementById(id);
+/** The page's fixed elements (index.html), found once. */
+const page = {
+  app: byId('app'),
+  signin: byId('signin'),
+  signinForm: byId('signin-form'),
+  signinError: byId('signin-error'),
+  token: byId('token'),
+  sidebar: byId('sidebar'),
+  sidebarBackdrop: byId('sidebar-backdrop'),
+  sessionList: byId('session-list'),
+  panes: byId('panes'),
+  dockBottom: byId('dock-bottom'),
+  dockRight: byId('dock-right'),
+  connection: byId('connection'),
+  toast: byId('toast'),
+  agentPicker: byId('agent-picker'),
+  agentList: byId('agent-list'),
+  closeAgentPicker: byId('close-agent-picker'),
+  shortcuts: byId('shortcuts'),
+  shortcutList: byId('shortcut-list'),
+  showShortcuts: byId('show-shortcuts'),
+  closeShortcuts: byId('close-shortcuts'),
+  toggleSidebar: byId('toggle-sidebar'),
+  toggleTerminal: byId('toggle-terminal'),
+  toggleBrowser: byId('toggle-browser'),
+  balancePanes: byId('balance-panes'),
+  newSession: byId('new-session'),
+  signOut: byId('sign-out'),
+};
 /** Below this width (style.css agrees) the sidebar and docks are overlays and one pane shows. */
 const NARROW = window.matchMedia('(max-width: 999px)');
 /** Smallest sizes a splitter leaves a column or a pane (style.css min-width / min-height). */
@@ -55,24 +87,25 @@ async function takeFragment() {
 }
 
 async function signInWith(result) {
-  if (result.token) {
-    sessionStorage.setItem(TOKEN_KEY, result.token);
+  const next = linkOutcome(result, { running: Boolean(app), stored: Boolean(sessionStorage.getItem(TOKEN_KEY)) });
+  if (next.token) {
+    sessionStorage.setItem(TOKEN_KEY, next.token);
     boot();
-  } else if (app || sessionStorage.getItem(TOKEN_KEY)) {
+  } else if ('toast' in next) {
     // Signed in already: keep going, and say why the link did nothing.
-    if (!app) boot();
-    app?.toast(result.error);
+    if (next.start) boot();
+    app?.toast(next.toast);
   } else {
-    showSignIn(result.error, 'link-refused');
+    showSignIn(next.form, next.reason);
   }
 }
 
 function showSignIn(message, reason) {
-  $('app').hidden = true;
-  $('signin').hidden = false;
-  $('signin').dataset.reason = reason ?? '';
-  $('signin-error').textContent = message ?? '';
-  $('token').focus();
+  page.app.hidden = true;
+  page.signin.hidden = false;
+  page.signin.dataset.reason = reason ?? '';
+  page.signinError.textContent = message ?? '';
+  page.token.focus();
 }
 
 function signOut(message, reason) {
@@ -82,49 +115,21 @@ function signOut(message, reason) {
   showSignIn(message, reason);
 }
 
-$('signin-form').addEventListener('submit', async (ev) => {
+page.signinForm.addEventListener('submit', async (ev) => {
   ev.preventDefault();
-  const text = $('token').value.trim();
-  if (!text) return;
-  $('token').value = '';
-  const pasted = pastedSignIn(text);
-  if (pasted?.link && new URL(pasted.link).origin !== location.origin) {
+  const typed = formInput(page.token.value, location.origin);
+  if (!typed) return;
+  page.token.value = '';
+  if (typed.go) {
     // A link opens an origin of its own (docs/SECURITY.md): go there, as clicking it would.
-    location.assign(pasted.link);
-  } else if (pasted) {
-    await signInWith(await exchangeCode(pasted.code));
+    location.assign(typed.go);
+  } else if (typed.code) {
+    await signInWith(await exchangeCode(typed.code));
   } else {
-    sessionStorage.setItem(TOKEN_KEY, text);
+    sessionStorage.setItem(TOKEN_KEY, typed.token);
     boot();
   }
 });
-
-// ---- the session store -----------------------------------------------------------------
-
-class Store {
-  constructor() {
-    this.sessions = new Map(); // id -> session, in list order (newest first)
-    this.messages = new Map(); // id -> messages (present once loaded)
-    this.permissions = new Map(); // permission id -> pending permission
-    this.missing = new Set(); // session ids the backend does not know
-    // message id -> the seq of the last delta folded into it (a loaded message's `deltas`).
-    this.seqs = new Map();
-  }
-
-  setSessions(list) {
-    this.sessions = new Map(list.map((s) => [s.id, s]));
-  }
-
-  upsertSession(s) {
-    if (this.sessions.has(s.id)) this.sessions.set(s.id, s);
-    else this.sessions = new Map([[s.id, s], ...this.sessions]);
-    this.missing.delete(s.id);
-  }
-
-  pendingFor(sessionId) {
-    return [...this.permissions.values()].filter((p) => p.sessionId === sessionId && p.state === 'pending');
-  }
-}
 
 // ---- the application -------------------------------------------------------------------
 
@@ -140,17 +145,20 @@ class ControlUi {
     });
     const notProven = (e) => {
       if (app !== this) return;
-      if (e.insecure) signOut(`The access token was not sent: ${e.message}.`, 'insecure');
-      else if (e.foreignWorker) signOut(`The access token was not sent, and this page has forgotten it: ${e.message}. ${FRESH_LINK}`, 'foreign-worker');
-      else if (this.proof.everProven) signOut(notProvenMessage(e), 'not-proven');
-      // Never proven: most likely a mistyped token, or one of another backend.
-      else signOut('The access token was refused: the backend at this address does not hold it.', 'refused');
+      const { message, reason } = notSentSignOut(e, this.proof.everProven);
+      signOut(message, reason);
     };
     this.api = new (hub ? HubApi : Api)(token, this.proof, {
       onUnauthorized: () => signOut('The access token was refused.'),
       onNotProven: notProven,
     });
-    this.store = new Store();
+    // The session store (sessions.js): replaced, never changed in place, at every step.
+    this.state = emptyState();
+    // The panes on the page, by pane ID: what panes.js drew ({ el, head, transcript, ... })
+    // and the session each shows. Drawn anew by render().
+    this.paneViews = new Map();
+    // The sidebar's session buttons, by session ID (screen.js annotates them).
+    this.sessionItems = new Map();
     this.layout = this.loadLayout();
     // Drafts belong to a session, not to a pane: a typed command never follows a pane to
     // another session.
@@ -168,9 +176,11 @@ class ControlUi {
     this.queues = new QueueBook();
     this.queueEdits = new Map();
     this.actions = this.makeActions();
+    this.sidebarActions = this.makeSidebarActions();
     // What transcripts share: the Markdown renderer, the cards the person opened or closed.
+    const ui = this;
     this.view = {
-      store: this.store,
+      get store() { return ui.state; },
       md: new MarkdownRenderer((text) => this.api.markdown(text), (key) => this.refreshTranscripts(key.split('|')[0])),
       open: new Map(),
       toast: (text) => this.toast(text),
@@ -199,25 +209,10 @@ class ControlUi {
     });
   }
 
-  /** This tab's own layout; a new tab starts from the layout any tab saved last. */
+  /** This tab's own layout; a new tab starts from the layout any tab saved last (layout.js). */
   loadLayout() {
-    this.freshLayout = false;
-    for (const storage of [sessionStorage, localStorage]) {
-      try {
-        const raw = storage.getItem(STORAGE_KEY);
-        if (raw) {
-          const layout = sanitize(JSON.parse(raw));
-          // A narrow window opens on the pane, not on the sidebar overlay.
-          if (storage === localStorage && NARROW.matches) layout.sidebar = false;
-          return layout;
-        }
-      } catch {
-        /* try the next one, then the default */
-      }
-    }
-    this.freshLayout = true;
-    const layout = defaultLayout();
-    if (NARROW.matches) layout.sidebar = false;
+    const { layout, fresh } = restoreLayout(sessionStorage, localStorage, NARROW.matches);
+    this.freshLayout = fresh;
     return layout;
   }
 
@@ -240,8 +235,8 @@ class ControlUi {
   }
 
   async start() {
-    $('signin').hidden = true;
-    $('app').hidden = false;
+    page.signin.hidden = true;
+    page.app.hidden = false;
     this.browser.show(this.layout.panels.browser.url);
     this.screen.renderSaved();
     const note = (ev) => this.noteInput(ev);
@@ -264,7 +259,7 @@ class ControlUi {
       this.streamWasDown = true;
     }
     if (this.freshLayout && !activePane(this.layout).session) {
-      const newest = this.store.sessions.keys().next().value;
+      const newest = this.state.sessions.keys().next().value;
       if (newest) {
         activePane(this.layout).session = newest;
         this.setLayout(this.layout);
@@ -293,11 +288,14 @@ class ControlUi {
     this.browser.el.remove();
   }
 
+  /** The session store (sessions.js) as it is now; watch.js and the composers' lists read it. */
+  get store() {
+    return this.state;
+  }
+
   async resync() {
     const [sessions, permissions] = await Promise.all([this.api.listSessions(), this.api.permissions()]);
-    this.store.setSessions(sessions);
-    this.store.permissions = new Map(permissions.map((p) => [p.id, p]));
-    this.store.messages.clear();
+    this.state = listed(this.state, sessions, permissions);
     this.render();
   }
 
@@ -306,112 +304,49 @@ class ControlUi {
   onEnvelope(env) {
     const e = env?.event ?? env;
     if (!e || typeof e.type !== 'string') return;
-    const s = this.store;
     this.watch.observe(e);
-    switch (e.type) {
-      case 'session.created':
-      case 'session.updated':
-        this.noteStatus(e.session.id, e.session.status);
-        s.upsertSession(e.session);
-        this.renderSidebar();
-        this.refreshPaneHeads(e.session.id);
-        this.refreshQueue(e.session.id);
-        agentCommands.refresh(e.session.id);
-        break;
-      case 'session.deleted':
-        s.sessions.delete(e.sessionId);
-        s.messages.delete(e.sessionId);
-        s.missing.add(e.sessionId);
-        this.queues.forget(e.sessionId);
-        this.watch.forget(e.sessionId);
-        this.render();
-        break;
-      case 'session.status': {
-        this.noteStatus(e.sessionId, e.status);
-        const cur = s.sessions.get(e.sessionId);
-        if (cur) s.sessions.set(e.sessionId, { ...cur, status: e.status });
-        this.renderSidebar();
-        this.refreshPaneHeads(e.sessionId);
-        this.refreshQueue(e.sessionId);
-        break;
-      }
-      case 'message.created': {
-        const list = s.messages.get(e.message.sessionId);
-        if (list && !list.some((m) => m.id === e.message.id)) {
-          list.push(e.message);
-          // Its parts so far are what it was created with: deltas count from 1.
-          s.seqs.set(e.message.id, 0);
-        }
-        this.refreshTranscripts(e.message.sessionId);
-        break;
-      }
-      case 'message.delta':
-        this.onDelta(e);
-        break;
-      case 'message.ended': {
-        // The end the store now holds: the duration shown equals what a reload shows.
-        const msg = s.messages.get(e.sessionId)?.find((m) => m.id === e.messageId);
-        if (msg && Number.isFinite(e.ended)) msg.ended = e.ended;
-        this.refreshTranscripts(e.sessionId);
-        break;
-      }
-      case 'message.part': {
-        const list = s.messages.get(e.sessionId);
-        const msg = list?.find((m) => m.id === e.messageId);
-        if (msg) msg.parts[e.index] = e.part;
-        else if (list) this.loadMessages(e.sessionId, true);
-        this.refreshTranscripts(e.sessionId);
-        break;
-      }
-      case 'permission.asked':
-        s.permissions.set(e.permission.id, e.permission);
-        this.refreshApprovals(e.permission.sessionId);
-        this.tellIfHidden(e.permission.sessionId, 'asks for your approval');
-        this.watch.approvalAsked(e.permission.sessionId);
-        break;
-      case 'permission.replied':
-        s.permissions.delete(e.permissionId);
-        this.refreshApprovals(e.sessionId);
-        break;
-      case 'queue.updated': {
-        const id = this.queues.event(e.queue);
-        if (id) this.refreshQueue(id);
-        break;
-      }
-      case 'reset':
-        this.resync().catch(() => {});
-        break;
-      default:
-        break;
+    if (e.type === 'queue.updated') {
+      // The queues are queue.js's (QueueBook), not the session store's.
+      const id = this.queues.event(e.queue);
+      if (id) this.refreshQueue(id);
+      return;
     }
+    // A transcript being loaded takes these after the load (those it holds are skipped by seq).
+    const held = e.type === 'message.delta' ? this.heldDeltas.get(e.sessionId) : null;
+    if (held) held.push(e);
+    else this.fold(e);
   }
 
-  /**
-   * Folds one `message.delta` into its message (turn.js, the backend's own fold). Deltas are
-   * numbered per message: a repeat is skipped, a gap (or an unknown message) reloads the
-   * transcript, at most every RELOAD_EVERY_MS. A loaded message says how many deltas it holds
-   * (`deltas`), so one loaded mid-turn applies only the later ones.
-   */
-  onDelta(e) {
-    const s = this.store;
-    const held = this.heldDeltas.get(e.sessionId);
-    if (held) {
-      held.push(e);
-      return;
+  /** One event into the session store (sessions.js), and on the page what it changed. */
+  fold(e) {
+    const { state, changes } = applyEvent(this.state, e);
+    const id = changes.sessionId;
+    // Told with the session as the store held it before the event.
+    if (changes.status) this.noteStatus(id, changes.status.before, changes.status.after);
+    this.state = state;
+    if (changes.deleted) {
+      this.queues.forget(id);
+      this.watch.forget(id);
     }
-    const list = s.messages.get(e.sessionId);
-    if (!list) return; // not shown: loaded when a pane shows it
-    const msg = list.find((m) => m.id === e.messageId);
-    const last = s.seqs.get(e.messageId);
-    if (!msg || last === undefined || e.seq > last + 1) {
-      this.reloadSoon(e.sessionId);
-      return;
+    if (changes.all) {
+      this.render();
+    } else {
+      if (changes.sidebar) this.renderSidebar();
+      if (changes.heads) this.refreshPaneHeads(id);
+      if (changes.queue) this.refreshQueue(id);
+      if (changes.transcript) this.refreshTranscripts(id);
+      if (changes.approvals) this.refreshApprovals(id);
     }
-    if (e.seq <= last) return;
-    msg.parts = msg.parts ?? [];
-    applyDelta(msg.parts, e.delta);
-    s.seqs.set(e.messageId, e.seq);
-    this.refreshTranscripts(e.sessionId);
+    if (changes.commands) agentCommands.refresh(id);
+    if (changes.asked) {
+      this.tellIfHidden(id, 'asks for your approval');
+      this.watch.approvalAsked(id);
+    }
+    // A part of a message the store does not hold: load now; a gap in the deltas (or a delta
+    // of an unknown message): reload, at most every RELOAD_EVERY_MS.
+    if (changes.reload === 'now') this.loadMessages(id, true);
+    else if (changes.reload === 'soon') this.reloadSoon(id);
+    if (changes.resync) this.resync().catch(() => {});
   }
 
   reloadSoon(sessionId) {
@@ -425,8 +360,7 @@ class ControlUi {
   }
 
   /** A turn that ends while the page watches (its stored end came just before, `message.ended`). */
-  noteStatus(sessionId, status) {
-    const before = this.store.sessions.get(sessionId)?.status;
+  noteStatus(sessionId, before, status) {
     this.watch.statusChanged(sessionId, before, status);
     const working = (st) => st === 'busy' || st === 'pending';
     if (!working(before) || working(status)) return;
@@ -436,8 +370,8 @@ class ControlUi {
 
   /** A toast about a session no pane shows (a turn ended, an approval waits). */
   tellIfHidden(sessionId, what) {
-    if (this.panesShowing(sessionId).some((el) => el.offsetParent !== null)) return;
-    const s = this.store.sessions.get(sessionId);
+    if (this.panesShowing(sessionId).some((v) => v.el.offsetParent !== null)) return;
+    const s = this.state.sessions.get(sessionId);
     this.toast(`“${s ? sessionTitle(s) : sessionId}” ${what}.`);
   }
 
@@ -452,30 +386,26 @@ class ControlUi {
   }
 
   async loadMessages(sessionId, force = false) {
-    if (this.loading.has(sessionId) || (!force && this.store.messages.has(sessionId))) return;
+    if (this.loading.has(sessionId) || (!force && this.state.messages.has(sessionId))) return;
     this.loading.add(sessionId);
     if (!force) this.loadQueue(sessionId);
     this.heldDeltas.set(sessionId, []);
     try {
-      if (!this.store.sessions.has(sessionId)) {
-        this.store.upsertSession(await this.api.session(sessionId));
+      if (!this.state.sessions.has(sessionId)) {
+        const session = await this.api.session(sessionId);
+        this.state = upsertSession(this.state, session);
         this.renderSidebar();
       }
+      // Each message says the seq of the last delta the backend folded into its parts.
       const messages = await this.api.messages(sessionId);
-      for (const m of this.store.messages.get(sessionId) ?? []) this.store.seqs.delete(m.id);
-      for (const m of messages) {
-        // The seq of the last delta the backend folded into the loaded parts.
-        this.store.seqs.set(m.id, Number.isInteger(m.deltas) ? m.deltas : 0);
-      }
-      this.store.messages.set(sessionId, messages);
+      this.state = messagesLoaded(this.state, sessionId, messages);
     } catch (e) {
-      if (e.status === 404) this.store.missing.add(sessionId);
-      this.store.messages.set(sessionId, []);
+      this.state = loadFailed(this.state, sessionId, e.status === 404);
     } finally {
       this.loading.delete(sessionId);
       const held = this.heldDeltas.get(sessionId) ?? [];
       this.heldDeltas.delete(sessionId);
-      for (const e of held) this.onDelta(e);
+      for (const e of held) this.fold(e);
     }
     this.render();
   }
@@ -498,41 +428,30 @@ class ControlUi {
     }
     // Keyboard focus stays where the person left it: an agent arranges, it does not type.
     if (result.outcome === 'applied') this.setLayout(result.layout);
-    this.toast(`Agent: ${describe(payload.command)}${result.outcome === 'ignored' ? ` — ignored (${result.reason})` : ''}`);
+    this.toast(`Agent: ${describeCommand(payload.command)}${result.outcome === 'ignored' ? ` — ignored (${result.reason})` : ''}`);
     return { outcome: result.outcome, reason: result.reason };
   }
 
   /**
-   * Why the person is busy in one of `panes` (the panes a command would move, resize, replace
-   * or (de)activate), or null: a draft in the composer of one of `drafted` (those of `panes`
-   * whose draft counts: for close_pane only the pane it closes, layout.js `draftPanes`), an
-   * approval shown in it, or their input in it within the last 1.5 s; or the new-session agent
-   * picker is open. The Control UI's form of the TUI's human-priority rules.
+   * Why the person is busy in one of `panes`, or null (layout.js `busyReason`, the Control
+   * UI's form of the TUI's human-priority rules); `drafted`: those whose draft counts.
    */
   personBusy(panes, drafted = panes) {
-    // The picker creates the new session in the pane that was active when it opened.
-    if (!$('agent-picker').hidden) return 'the person is choosing the agent of a new session';
-    if (this.watch.inboxOpen()) return 'the person is answering approvals in the inbox';
-    const now = performance.now();
-    for (const pane of drafted) {
-      if (pane.session && this.drafts.get(pane.session)) {
-        return `the pane showing ${pane.session} has a draft in its composer`;
-      }
-    }
-    for (const pane of panes) {
-      const name = pane.session ? `the pane showing ${pane.session}` : `pane ${pane.id}`;
-      if (pane.session && this.store.pendingFor(pane.session).length > 0) return `${name} shows an approval`;
-      const at = this.inputAt.get(pane.id);
-      if (at !== undefined && now - at < QUIET_MS) return `the person used ${name} in the last 1.5 s`;
-    }
-    return null;
+    return busyReason(panes, drafted, {
+      pickerOpen: !page.agentPicker.hidden,
+      inboxOpen: this.watch.inboxOpen(),
+      hasDraft: (session) => Boolean(this.drafts.get(session)),
+      hasApproval: (session) => pendingFor(this.state, session).length > 0,
+      inputAt: this.inputAt,
+      now: performance.now(),
+    });
   }
 
   /** Records the person's input in a pane (the sidebar acts on the active pane). */
   noteInput(ev) {
     if (!ev.isTrusted) return;
-    const el = ev.target?.closest?.('[data-testid="pane"]');
-    const paneId = el ? el.dataset.paneId : ev.target?.closest?.('#sidebar') ? this.layout.active : null;
+    const target = ev.target instanceof Node ? ev.target : null;
+    const paneId = target ? (this.paneAt(target) ?? (page.sidebar.contains(target) ? this.layout.active : null)) : null;
     if (paneId) this.inputAt.set(paneId, performance.now());
   }
 
@@ -545,8 +464,8 @@ class ControlUi {
         if (self.restoringFocus || self.layout.active === paneId) return;
         self.layout.active = paneId;
         self.saveLayout();
-        for (const el of document.querySelectorAll('[data-testid="pane"]')) {
-          const on = el.dataset.paneId === paneId;
+        for (const [id, { el }] of self.paneViews) {
+          const on = id === paneId;
           el.dataset.active = String(on);
           el.classList.toggle('active', on);
         }
@@ -580,12 +499,12 @@ class ControlUi {
         if (agent === null) return; // the person closed the picker
         try {
           const s = await self.api.createSession(undefined, agent);
-          self.store.upsertSession(s);
+          self.state = upsertSession(self.state, s);
           const pane = locate(self.layout, paneId)?.pane;
           if (pane) pane.session = s.id;
           self.layout.active = paneId;
           if (NARROW.matches) self.layout.sidebar = false;
-          self.store.messages.set(s.id, []);
+          self.state = messagesLoaded(self.state, s.id, []);
           self.setLayout(self.layout);
         } catch (e) {
           self.toast(`Could not create a session: ${e.message}`);
@@ -601,8 +520,8 @@ class ControlUi {
       focusNext(step) {
         const pane = nextPane(self.layout, step);
         self.actions.activate(pane.id);
-        const el = document.querySelector(`[data-testid="pane"][data-pane-id="${pane.id}"]`);
-        const target = el?.querySelector('[data-testid="composer-input"]') ?? el?.querySelector('button');
+        const view = self.paneViews.get(pane.id);
+        const target = view?.input ?? view?.el.querySelector('button');
         target?.focus();
       },
       balance() {
@@ -620,7 +539,7 @@ class ControlUi {
       async setMode(sessionId, modeId) {
         try {
           const s = await self.api.setMode(sessionId, modeId);
-          if (s?.id) self.store.upsertSession(s);
+          if (s?.id) self.state = upsertSession(self.state, s);
         } catch (e) {
           self.toast(`Could not switch the mode: ${e.message}`);
         }
@@ -629,7 +548,7 @@ class ControlUi {
       async setConfig(sessionId, configId, value) {
         try {
           const s = await self.api.setConfig(sessionId, configId, value);
-          if (s?.id) self.store.upsertSession(s);
+          if (s?.id) self.state = upsertSession(self.state, s);
         } catch (e) {
           self.toast(`Could not change the option: ${e.message}`);
         }
@@ -638,7 +557,7 @@ class ControlUi {
       async revokeStanding(sessionId) {
         try {
           const s = await self.api.revokeStanding(sessionId);
-          if (s?.id) self.store.upsertSession(s);
+          if (s?.id) self.state = upsertSession(self.state, s);
           self.refreshPaneHeads(sessionId);
           self.toast('Revoked: the agent asks again before each request.');
         } catch (e) {
@@ -649,7 +568,7 @@ class ControlUi {
       ...queueActions({
         api: self.api,
         queues: self.queues,
-        sessionOf: (id) => self.store.sessions.get(id),
+        sessionOf: (id) => self.state.sessions.get(id),
         connId: () => self.gateway.connId,
         toast: (text) => self.toast(text),
         refreshQueue: (id) => self.refreshQueue(id),
@@ -664,8 +583,9 @@ class ControlUi {
       async reply(sessionId, permissionId, reply, optionId) {
         try {
           await self.api.reply(sessionId, permissionId, reply, optionId);
-          self.store.permissions.delete(permissionId);
+          self.state = permissionAnswered(self.state, permissionId);
           self.refreshApprovals(sessionId);
+          self.renderSidebar();
           return true;
         } catch (e) {
           self.toast(`Reply failed: ${e.message}`);
@@ -694,50 +614,55 @@ class ControlUi {
 
   render() {
     const L = this.layout;
-    const sidebar = $('sidebar');
+    const sidebar = page.sidebar;
     sidebar.hidden = !L.sidebar;
     sidebar.dataset.hidden = String(!L.sidebar);
-    $('sidebar-backdrop').hidden = !(L.sidebar && NARROW.matches);
-    $('toggle-sidebar').setAttribute('aria-pressed', String(L.sidebar));
-    $('toggle-terminal').setAttribute('aria-pressed', String(L.panels.terminal.open));
-    $('toggle-browser').setAttribute('aria-pressed', String(L.panels.browser.open));
+    page.sidebarBackdrop.hidden = !(L.sidebar && NARROW.matches);
+    page.toggleSidebar.setAttribute('aria-pressed', String(L.sidebar));
+    page.toggleTerminal.setAttribute('aria-pressed', String(L.panels.terminal.open));
+    page.toggleBrowser.setAttribute('aria-pressed', String(L.panels.browser.open));
     this.renderSidebar();
 
     // A re-render replaces the panes: keep a composer that is being typed in focused.
     const focused = document.activeElement;
-    const focusedPane = focused?.closest?.('[data-testid="pane"]');
-    const restore = focusedPane && focused.tagName === 'TEXTAREA'
-      ? { pane: focusedPane.dataset.paneId, session: focusedPane.dataset.session, start: focused.selectionStart, end: focused.selectionEnd }
+    const focusedPane = focused?.tagName === 'TEXTAREA' ? this.paneAt(focused) : null;
+    const restore = focusedPane
+      ? { pane: focusedPane, session: this.paneViews.get(focusedPane).session, start: focused.selectionStart, end: focused.selectionEnd }
       : null;
-    const area = $('panes');
+    const area = page.panes;
     const count = allPanes(L).length;
     const ctx = (pane) => ({
-      store: this.store, active: pane.id === L.active, drafts: this.drafts, actions: this.actions, count, view: this.view, attachments,
+      store: this.state, active: pane.id === L.active, drafts: this.drafts, actions: this.actions, count, view: this.view, attachments,
       queues: this.queues, queueEdits: this.queueEdits,
     });
     const children = [];
+    const views = new Map();
     L.columns.forEach((col, ci) => {
       if (ci > 0) children.push(this.splitterBetween(L.columns[ci - 1], col));
       const cells = [];
       col.panes.forEach((pane, pi) => {
         if (pi > 0) cells.push(this.splitterBetween(col.panes[pi - 1], pane));
-        const el = renderPane(pane, ctx(pane));
-        placeConfigPickers(el.querySelector('.pane-head'), this.store.sessions.get(pane.session), this.actions.setConfig);
-        cells.push(el);
+        const view = renderPane(pane, ctx(pane));
+        placeConfigPickers(view.head, this.state.sessions.get(pane.session), this.actions.setConfig);
+        views.set(pane.id, { ...view, session: pane.session ?? '' });
+        cells.push(view.el);
       });
       children.push(h('div', { class: 'column', 'data-testid': 'column', style: { flexGrow: String(col.weight) } }, cells));
     });
     area.replaceChildren(...children);
+    this.paneViews = views;
     for (const pane of allPanes(L)) {
-      if (pane.session && !this.store.messages.has(pane.session)) this.loadMessages(pane.session);
+      if (pane.session && !this.state.messages.has(pane.session)) this.loadMessages(pane.session);
     }
-    placePanels(L, { terminal: this.terminal, browser: this.browser }, { bottom: $('dock-bottom'), right: $('dock-right') });
+    placePanels(L, { terminal: this.terminal, browser: this.browser }, { bottom: page.dockBottom, right: page.dockRight });
     // The sessions now in view are read (the attention board, the title count).
     this.watch.lookedAgain();
     if (restore) {
-      const box = area.querySelector(`[data-pane-id="${restore.pane}"] textarea`);
+      const view = this.paneViews.get(restore.pane);
+      // Its first text box: a queued prompt being edited (queueview.js), else the composer.
+      const box = view?.el.querySelector('textarea');
       // Keep the caret only where the pane still shows the session being typed for.
-      if (box && box.closest('[data-testid="pane"]').dataset.session === restore.session) {
+      if (box && view.session === restore.session) {
         // Focusing must not make that pane active again (an agent may just have moved it).
         this.restoringFocus = true;
         box.focus({ preventScroll: true });
@@ -786,94 +711,54 @@ class ControlUi {
     }
   }
 
-  /** Hub only: the rows under a heading per machine (online, or offline and last seen). */
-  groupByMachine(items) {
-    const bySession = new Map(items.map((li) => [li.querySelector('[data-session]')?.dataset.session, li]));
-    const sessions = [...bySession.keys()].map((id) => this.store.sessions.get(id)).filter(Boolean);
-    const out = [];
-    for (const { machine, sessions: own } of machineGroups(this.api.machines, sessions)) {
-      out.push(h('li', {
-        class: 'machine-row muted', 'data-testid': 'machine-row', 'data-machine': machine.name,
-        'data-online': machine.online ? 'true' : 'false',
-      },
-      h('span', { class: `dot ${machine.online ? 'status-idle' : 'status-error'}` }),
-      h('strong', { class: 'machine-name', text: machine.name }),
-      h('span', { class: 'session-meta', 'data-testid': 'machine-status', text: ` · ${machineStatus(machine, Date.now())}` })));
-      for (const s of own) out.push(bySession.get(s.id));
-    }
-    return out;
-  }
-
+  /** The session list (sidebar.js), in the attention board's order (watch.js). */
   renderSidebar() {
-    const list = $('session-list');
-    const current = activePane(this.layout).session;
-    const shown = new Set(allPanes(this.layout).map((p) => p.session));
-    // What needs the person first, then the most recent activity, like the TUI (watch.js).
-    const items = this.watch.sorted().map(({ session: s, attention }) => {
-      const deleting = this.deleting.has(s.id);
-      const btn = h('button', {
-        type: 'button',
-        class: 'session-item',
-        'data-testid': 'session-item',
-        'data-session': s.id,
-        'aria-current': s.id === current ? 'true' : null,
-        title: s.id,
-      },
-      h('span', { class: `dot status-${s.status}`, title: s.status }),
-      h('span', { class: 'session-title', text: sessionTitle(s) }),
-      attention !== 'idle'
-        ? h('span', { class: `attention attention-${attention}`, 'data-testid': 'session-attention', text: this.watch.label(attention, s) })
-        : null,
-      h('span', { class: 'session-meta' },
-        h('span', { class: 'session-agent', 'data-testid': 'session-item-agent', text: agentOf(s) }),
-        ` · ${deleting ? 'deleting…' : `${shown.has(s.id) ? 'shown · ' : ''}${relativeTime(s.updated)}`}`));
-      btn.addEventListener('click', () => this.actions.navigate(s.id));
-      return h('li', {
-        class: `session-row${deleting ? ' deleting' : ''}`, 'data-testid': 'session-row', 'data-attention': attention,
-        'data-deleting': deleting ? 'true' : null, 'aria-busy': deleting ? 'true' : null,
-      },
-        btn, this.sessionControls(s, deleting));
+    this.sessionItems = fillSessionList(page.sessionList, {
+      entries: this.watch.sorted(),
+      current: activePane(this.layout).session,
+      shown: new Set(allPanes(this.layout).map((p) => p.session)),
+      deleting: this.deleting,
+      label: (attention, session) => this.watch.label(attention, session),
+      machines: this.hub ? this.api.machines : null,
+      on: this.sidebarActions,
     });
-    const rows = this.hub ? this.groupByMachine(items) : items;
-    if (rows.length === 0) rows.push(h('li', { class: 'muted', text: 'No sessions yet.' }));
-    list.replaceChildren(...rows);
     this.watch.update();
     this.screen.place();
   }
 
-  /** Rename and delete buttons of one sidebar row; the list updates from the event stream. */
-  sessionControls(s, deleting) {
-    const name = sessionTitle(s);
+  /** What the sidebar's rows do; the list itself follows the event stream. */
+  makeSidebarActions() {
     const act = (what, run) => run().catch((e) => this.toast(`${what} failed: ${e.message}`));
-    const rename = h('button', {
-      type: 'button', class: 'icon session-control', 'data-testid': 'session-rename',
-      title: `Rename “${name}”`, 'aria-label': `Rename ${name}`, text: '✎',
-    });
-    rename.addEventListener('click', () => {
-      const title = prompt('New title', s.title);
-      if (title && title.trim() && title !== s.title) act('Rename', () => this.api.renameSession(s.id, title.trim()));
-    });
-    const del = h('button', {
-      type: 'button', class: 'icon session-control', 'data-testid': 'session-delete',
-      title: deleting ? `Deleting “${name}”…` : `Delete “${name}”`, 'aria-label': `Delete ${name}`,
-      text: deleting ? '' : '🗑', disabled: deleting,
-    }, deleting ? h('span', { class: 'spinner small', role: 'img', 'aria-label': 'deleting' }) : null);
-    del.addEventListener('click', () => {
-      if (this.deleting.has(s.id) || !confirm(`Delete “${name}” and its transcript?`)) return;
-      // Deleting stops the session's agent first, which takes a while: the row says so until
-      // the backend answers (docs/control-ui.md §5).
-      this.deleting.add(s.id);
-      this.renderSidebar();
-      act('Delete', () => this.api.deleteSession(s.id)).finally(() => {
-        this.deleting.delete(s.id);
+    return {
+      open: (id) => this.actions.navigate(id),
+      rename: (s, title) => act('Rename', () => this.api.renameSession(s.id, title)),
+      remove: (s) => {
+        // Deleting stops the session's agent first, which takes a while: the row says so until
+        // the backend answers (docs/control-ui.md §5).
+        this.deleting.add(s.id);
         this.renderSidebar();
-      });
-    });
-    return h('span', { class: 'session-controls' }, rename, del);
+        act('Delete', () => this.api.deleteSession(s.id)).finally(() => {
+          this.deleting.delete(s.id);
+          this.renderSidebar();
+        });
+      },
+    };
   }
 
+  /** The views of the panes showing `sessionId` (panes.js `renderPane`, with `session`). */
   panesShowing(sessionId) {
-    return [...document.querySelectorAll('[data-testid="pane"]')].filter((el) => el.dataset.session === sessionId);
+    return [...this.paneViews.values()].filter((v) => v.session === sessionId);
+  }
+
+  /** Whether the session sidebar is hidden (screen.js annotates no row then). */
+  sidebarHidden() {
+    return page.sidebar.hidden;
+  }
+
+  /** The ID of the pane that holds `node`, or null. */
+  paneAt(node) {
+    for (const [id, view] of this.paneViews) if (view.el.contains(node)) return id;
+    return null;
   }
 
   /** Redraws the transcripts of `sessionId` once per frame, however many events came. */
@@ -885,9 +770,8 @@ class ControlUi {
       const dirty = [...this.dirty];
       this.dirty.clear();
       for (const id of dirty) {
-        for (const el of this.panesShowing(id)) {
-          const t = el.querySelector('[data-testid="transcript"]');
-          if (t) fillTranscript(t, this.store.messages.get(id), this.view, id);
+        for (const { transcript } of this.panesShowing(id)) {
+          if (transcript) fillTranscript(transcript, this.state.messages.get(id), this.view, id);
         }
       }
     };
@@ -895,47 +779,45 @@ class ControlUi {
     this.frame = document.hidden ? setTimeout(draw, 100) : requestAnimationFrame(draw);
   }
 
+  /** The pending approvals of every pane showing `sessionId` (the sidebar is its callers'). */
   refreshApprovals(sessionId) {
-    const session = this.store.sessions.get(sessionId);
-    for (const el of this.panesShowing(sessionId)) {
-      const a = el.querySelector('[data-testid="approvals"]');
-      if (a) fillApprovals(a, this.store.pendingFor(sessionId), sessionId, this.actions, false, session);
+    const session = this.state.sessions.get(sessionId);
+    for (const { approvals } of this.panesShowing(sessionId)) {
+      if (approvals) fillApprovals(approvals, pendingFor(this.state, sessionId), sessionId, this.actions, false, session);
     }
-    // The list's order, the counts and the inbox follow the approvals.
-    this.renderSidebar();
   }
 
   /** The queued prompts and the composer's Send/Queue button of every pane showing `sessionId`. */
   refreshQueue(sessionId) {
-    const session = this.store.sessions.get(sessionId);
+    const session = this.state.sessions.get(sessionId);
     const queue = this.queues.get(sessionId);
-    for (const el of this.panesShowing(sessionId)) {
-      const q = el.querySelector('[data-testid="queue"]');
-      if (q) fillQueue(q, queue, session, sessionId, this.actions, this.queueEdits);
-      const send = el.querySelector('[data-testid="composer-send"]');
-      if (send) send.textContent = sendLabel(session, queue);
+    for (const view of this.panesShowing(sessionId)) {
+      if (view.queue) fillQueue(view.queue, queue, session, sessionId, this.actions, this.queueEdits);
+      if (view.send) view.send.textContent = sendLabel(session, queue);
     }
   }
 
   refreshPaneHeads(sessionId) {
     // Swap only the headers, so a composer being typed in keeps its focus.
-    const session = this.store.sessions.get(sessionId);
-    for (const el of this.panesShowing(sessionId)) {
-      const pane = locate(this.layout, el.dataset.paneId)?.pane;
+    const session = this.state.sessions.get(sessionId);
+    for (const [paneId, view] of this.paneViews) {
+      if (view.session !== sessionId) continue;
+      const pane = locate(this.layout, paneId)?.pane;
       if (!pane) continue;
       const head = paneHead(pane, session, {
-        store: this.store, actions: this.actions, count: allPanes(this.layout).length, view: this.view,
+        store: this.state, actions: this.actions, count: allPanes(this.layout).length, view: this.view,
       });
       placeConfigPickers(head, session, this.actions.setConfig);
-      el.querySelector('.pane-head')?.replaceWith(head);
-      el.setAttribute('aria-label', `Pane: ${session ? sessionTitle(session) : pane.session}`);
+      view.head.replaceWith(head);
+      view.head = head;
+      view.el.setAttribute('aria-label', `Pane: ${session ? sessionTitle(session) : pane.session}`);
     }
     // The running turn's spinner and elapsed time, or its duration once it ended.
     this.refreshTranscripts(sessionId);
   }
 
   gatewayStatus(state, detail) {
-    $('connection').dataset.gateway = state;
+    page.connection.dataset.gateway = state;
     this.gatewayDetail = detail ?? '';
     this.terminal.onGateway(state);
     if (state === 'connected') this.screen.connected();
@@ -944,7 +826,7 @@ class ControlUi {
   }
 
   streamStatus(state) {
-    $('connection').dataset.stream = state;
+    page.connection.dataset.stream = state;
     this.showConnection();
     // Events may have been missed while the stream was down.
     if (state === 'live' && this.streamWasDown) this.resync().catch(() => {});
@@ -956,43 +838,21 @@ class ControlUi {
    * the event stream, for sessions): live only when both are. Its tooltip says which is not.
    */
   showConnection() {
-    const el = $('connection');
-    const gateway = el.dataset.gateway;
-    const stream = el.dataset.stream;
-    let state;
-    if (gateway === 'unauthorized') state = 'refused';
-    else if (gateway === 'connected' && stream === 'live') state = 'live';
-    else if (!this.everLive) state = 'connecting';
-    else state = 'reconnecting';
-    if (state === 'live') this.everLive = true;
-    el.dataset.state = state;
-    el.textContent = { live: 'Live', connecting: 'Connecting…', reconnecting: 'Reconnecting…', refused: 'Refused' }[state];
-    const parts = [
-      `Agent gateway: ${gateway === 'connected' ? 'connected' : gateway}${this.gatewayDetail ? ` (${this.gatewayDetail})` : ''}`,
-      `Session events: ${stream === 'live' ? 'live' : 'reconnecting'}`,
-    ];
-    el.title = parts.join('\n');
+    const el = page.connection;
+    const view = connectionView(el.dataset.gateway, el.dataset.stream, this.everLive, this.gatewayDetail);
+    if (view.state === 'live') this.everLive = true;
+    el.dataset.state = view.state;
+    el.textContent = view.text;
+    el.title = view.title;
   }
 
   toast(text) {
-    const t = $('toast');
+    const t = page.toast;
     t.textContent = text;
     t.title = text;
     t.hidden = false;
     clearTimeout(this.toastTimer);
     this.toastTimer = setTimeout(() => { t.hidden = true; }, 4000);
-  }
-}
-
-function describe(c) {
-  switch (c?.kind) {
-    case 'split': return `split ${c.direction}`;
-    case 'close-pane': return 'close pane';
-    case 'focus': return 'focus';
-    case 'navigate': return 'open session';
-    case 'sidebar': return c.visible ? 'show sidebar' : 'hide sidebar';
-    case 'panel': return `${c.open ? 'show' : 'hide'} ${c.panel}${c.dock ? ` (${c.dock})` : ''}`;
-    default: return String(c?.kind);
   }
 }
 
@@ -1013,37 +873,36 @@ async function chooseAgent(ui) {
     if (e.status === 404) return undefined;
     throw e;
   }
-  const agents = Array.isArray(list?.agents) ? list.agents.filter((a) => typeof a?.name === 'string') : [];
-  if (agents.length <= 1) return undefined;
-  const def = typeof list.default === 'string' ? list.default : agents[0].name;
-  agents.sort((a, b) => (b.name === def) - (a.name === def));
+  const choices = agentChoices(list);
+  if (!choices) return undefined;
+  const { agents, def } = choices;
   return new Promise((resolve) => {
     pickerDone?.(null);
     const before = document.activeElement;
     const finish = (value) => {
       if (pickerDone !== finish) return;
       pickerDone = null;
-      $('agent-picker').hidden = true;
+      page.agentPicker.hidden = true;
       if (before?.isConnected) before.focus();
       resolve(value);
     };
     pickerDone = finish;
-    $('agent-list').replaceChildren(...agents.map((a) => h('li', {},
-      h('button', {
-        type: 'button',
-        class: `agent-option${a.name === def ? ' primary' : ''}`,
-        'data-testid': 'agent-option',
-        'data-agent': a.name,
-        onclick: () => finish(a.name),
-      },
-      h('span', { class: 'agent-option-name', text: a.name }),
-      h('span', { class: 'agent-option-meta', text: [a.name === def ? 'default' : null, a.kind === 'acp' ? 'ACP agent' : a.kind === 'shell' ? 'shell commands' : null, a.origin === 'config' ? 'from your config' : null].filter(Boolean).join(' · ') })))));
-    $('agent-picker').hidden = false;
-    $('agent-list').querySelector('button')?.focus();
+    const buttons = agents.map((a) => h('button', {
+      type: 'button',
+      class: `agent-option${a.name === def ? ' primary' : ''}`,
+      'data-testid': 'agent-option',
+      'data-agent': a.name,
+      onclick: () => finish(a.name),
+    },
+    h('span', { class: 'agent-option-name', text: a.name }),
+    h('span', { class: 'agent-option-meta', text: agentChoiceMeta(a, def) })));
+    page.agentList.replaceChildren(...buttons.map((b) => h('li', {}, b)));
+    page.agentPicker.hidden = false;
+    buttons[0].focus();
   });
 }
 
-$('close-agent-picker').addEventListener('click', () => pickerDone?.(null));
+page.closeAgentPicker.addEventListener('click', () => pickerDone?.(null));
 
 // ---- keyboard shortcuts ----------------------------------------------------------------
 
@@ -1065,15 +924,15 @@ const SHORTCUTS = [
 let focusBeforeShortcuts = null;
 
 function showShortcuts(open) {
-  const dialog = $('shortcuts');
+  const dialog = page.shortcuts;
   if (open) {
     if (dialog.hidden) focusBeforeShortcuts = document.activeElement;
-    $('shortcut-list').replaceChildren(...SHORTCUTS.flatMap((s) => [
+    page.shortcutList.replaceChildren(...SHORTCUTS.flatMap((s) => [
       h('dt', {}, h('kbd', { text: s.keys })),
       h('dd', { text: s.what }),
     ]));
     dialog.hidden = false;
-    $('close-shortcuts').focus();
+    page.closeShortcuts.focus();
   } else if (!dialog.hidden) {
     dialog.hidden = true;
     // Back where the person was, when that is still on the page.
@@ -1083,12 +942,12 @@ function showShortcuts(open) {
 }
 
 document.addEventListener('keydown', (ev) => {
-  if (!app || $('app').hidden || ev.isComposing) return;
+  if (!app || page.app.hidden || ev.isComposing) return;
   if (ev.key === 'Escape') {
-    if (!$('agent-picker').hidden) {
+    if (!page.agentPicker.hidden) {
       ev.preventDefault();
       pickerDone?.(null);
-    } else if (!$('shortcuts').hidden) {
+    } else if (!page.shortcuts.hidden) {
       ev.preventDefault();
       showShortcuts(false);
     } else if (app.watch.inboxOpen()) {
@@ -1112,16 +971,16 @@ document.addEventListener('keydown', (ev) => {
 
 let app = null;
 // One `/` completion list for every composer, over the running app's sessions.
-const agentCommands = new AgentCommands((id) => app?.store.sessions.get(id));
+const agentCommands = new AgentCommands((id) => app?.state.sessions.get(id));
 // One `@` file picker and image paste for every composer (attachments.js).
 const attachments = new Attachments({
   findFiles: (query) => app.api.findFiles(query),
-  sessionOf: (id) => app?.store.sessions.get(id),
+  sessionOf: (id) => app?.state.sessions.get(id),
   toast: (text) => app?.toast(text),
 });
 // ↑/↓ and Ctrl+R over the session's prompts in every composer (recall.js), after the lists
 // above, which take their keys first.
-new PromptRecall((id) => app?.store.messages.get(id));
+new PromptRecall((id) => app?.state.messages.get(id));
 
 function boot() {
   const token = sessionStorage.getItem(TOKEN_KEY);
@@ -1141,17 +1000,17 @@ function boot() {
     });
 }
 
-$('toggle-sidebar').addEventListener('click', () => app?.actions.toggleSidebar());
-$('toggle-terminal').addEventListener('click', () => app?.actions.setPanel('terminal', !app.layout.panels.terminal.open));
-$('balance-panes').addEventListener('click', () => app?.actions.balance());
-$('show-shortcuts').addEventListener('click', () => showShortcuts(true));
-$('close-shortcuts').addEventListener('click', () => showShortcuts(false));
-$('sidebar-backdrop').addEventListener('click', () => {
+page.toggleSidebar.addEventListener('click', () => app?.actions.toggleSidebar());
+page.toggleTerminal.addEventListener('click', () => app?.actions.setPanel('terminal', !app.layout.panels.terminal.open));
+page.balancePanes.addEventListener('click', () => app?.actions.balance());
+page.showShortcuts.addEventListener('click', () => showShortcuts(true));
+page.closeShortcuts.addEventListener('click', () => showShortcuts(false));
+page.sidebarBackdrop.addEventListener('click', () => {
   if (app?.layout.sidebar) app.actions.toggleSidebar();
 });
-$('toggle-browser').addEventListener('click', () => app?.actions.setPanel('browser', !app.layout.panels.browser.open));
-$('new-session').addEventListener('click', () => app?.actions.createInPane(app.layout.active));
-$('sign-out').addEventListener('click', () => signOut());
+page.toggleBrowser.addEventListener('click', () => app?.actions.setPanel('browser', !app.layout.panels.browser.open));
+page.newSession.addEventListener('click', () => app?.actions.createInPane(app.layout.active));
+page.signOut.addEventListener('click', () => signOut());
 // A sign-in link pasted into a tab that is already open (on the sign-in form or not).
 window.addEventListener('hashchange', () => { takeFragment(); });
 

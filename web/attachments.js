@@ -12,7 +12,8 @@ import { h } from './dom.js';
 import { atQuery, imageLabel, imageName, imageRefusal, MAX_FILES, noImagesFor, promptParts, sniffImage, toBase64, withoutAt } from './attach.js';
 import { listKey } from './listkey.js';
 
-const COMPOSER = '[data-testid="composer-input"]';
+/** Every composer's text box (panes.js), by its class: `data-testid`s are the tests'. */
+const COMPOSER = 'textarea.composer-input';
 const SHOWN = 20;
 
 export class Attachments {
@@ -47,10 +48,10 @@ export class Attachments {
       this.addImages(ev.target.dataset.session, files);
     });
     document.addEventListener('dragover', (ev) => {
-      if (ev.target.closest?.('[data-testid="composer"]')) ev.preventDefault();
+      if (ev.target.closest?.('form.composer')) ev.preventDefault();
     });
     document.addEventListener('drop', (ev) => {
-      const form = ev.target.closest?.('[data-testid="composer"]');
+      const form = ev.target.closest?.('form.composer');
       const files = [...(ev.dataTransfer?.files ?? [])];
       if (!form || !files.length) return;
       ev.preventDefault();
@@ -97,7 +98,7 @@ export class Attachments {
   }
 
   redraw(session) {
-    for (const el of document.querySelectorAll('[data-testid="composer-chips"]')) {
+    for (const el of document.querySelectorAll('.composer-chips')) {
       if (el.dataset.session === session) this.fill(el, session);
     }
   }

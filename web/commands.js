@@ -11,7 +11,8 @@
 import { h } from './dom.js';
 import { listKey } from './listkey.js';
 
-const COMPOSER = '[data-testid="composer-input"]';
+/** Every composer's text box (panes.js), by its class: `data-testid`s are the tests'. */
+const COMPOSER = 'textarea.composer-input';
 /** At most this many commands are shown at once (the backend keeps at most 200). */
 const SHOWN = 50;
 

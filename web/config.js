@@ -39,7 +39,7 @@ export function configPickers(session, setConfig) {
 export function placeConfigPickers(head, session, setConfig) {
   const pickers = configPickers(session, setConfig);
   if (!head || !pickers) return;
-  let bar = head.querySelector('[data-testid="session-bar"]');
+  let bar = head.querySelector('.pane-bar');
   if (!bar) {
     bar = h('div', { class: 'pane-bar', 'data-testid': 'session-bar' });
     head.append(bar);

@@ -315,6 +315,73 @@ export function draftPanes(before, after, kind) {
 }
 
 /**
+ * The layout a tab opens with, from `tab` (sessionStorage: this tab's own, kept across its
+ * reloads) or else `shared` (localStorage: the one any tab saved last), each a Storage-like
+ * `getItem`; checked by `sanitize`. A narrow window (`narrow`) opens on the pane, not on the
+ * sidebar overlay, unless the tab itself left the sidebar open. Storage that cannot be read or
+ * holds no JSON is passed over. Returns `{ layout, fresh }`, fresh when nothing was stored.
+ */
+export function restoreLayout(tab, shared, narrow) {
+  for (const storage of [tab, shared]) {
+    try {
+      const raw = storage.getItem(STORAGE_KEY);
+      if (raw) {
+        const layout = sanitize(JSON.parse(raw));
+        if (storage === shared && narrow) layout.sidebar = false;
+        return { layout, fresh: false };
+      }
+    } catch {
+      /* try the next one, then the default */
+    }
+  }
+  const layout = defaultLayout();
+  if (narrow) layout.sidebar = false;
+  return { layout, fresh: true };
+}
+
+/** An agent's layout command waits this long after the person's input in a pane it moves. */
+export const QUIET_MS = 1500;
+/** Layout commands that move what is under the person's hands (checked by `busyReason`). */
+export const GUARDED = new Set(['navigate', 'split', 'close-pane', 'focus']);
+
+/**
+ * Why the person is busy in one of `panes` (the panes a command would move, resize, replace
+ * or (de)activate), or null: the Control UI's form of the TUI's human-priority rules. In order:
+ * the new-session agent picker is open (`person.pickerOpen`: it creates the session in the
+ * pane that was active when it opened), the approvals inbox is open, a draft in the composer
+ * of one of `drafted` (`draftPanes`; `person.hasDraft(session)`), an approval shown in one of
+ * `panes` (`person.hasApproval(session)`), or the person's input in one of them less than
+ * QUIET_MS before `person.now` (`person.inputAt`: pane ID -> time).
+ */
+export function busyReason(panes, drafted, person) {
+  if (person.pickerOpen) return 'the person is choosing the agent of a new session';
+  if (person.inboxOpen) return 'the person is answering approvals in the inbox';
+  for (const pane of drafted) {
+    if (pane.session && person.hasDraft(pane.session)) return `the pane showing ${pane.session} has a draft in its composer`;
+  }
+  for (const pane of panes) {
+    const name = pane.session ? `the pane showing ${pane.session}` : `pane ${pane.id}`;
+    if (pane.session && person.hasApproval(pane.session)) return `${name} shows an approval`;
+    const at = person.inputAt.get(pane.id);
+    if (at !== undefined && person.now - at < QUIET_MS) return `the person used ${name} in the last 1.5 s`;
+  }
+  return null;
+}
+
+/** How the page's toast words an agent's layout command (`ui.command`'s `command`). */
+export function describeCommand(c) {
+  switch (c?.kind) {
+    case 'split': return `split ${c.direction}`;
+    case 'close-pane': return 'close pane';
+    case 'focus': return 'focus';
+    case 'navigate': return 'open session';
+    case 'sidebar': return c.visible ? 'show sidebar' : 'hide sidebar';
+    case 'panel': return `${c.open ? 'show' : 'hide'} ${c.panel}${c.dock ? ` (${c.dock})` : ''}`;
+    default: return String(c?.kind);
+  }
+}
+
+/**
  * What `ui.layout.report` says of a layout (docs/gateway.md §3): the arrangement only, pane
  * IDs, sessions, positions and relative sizes, the sidebar and the panels.
  */

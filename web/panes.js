@@ -6,14 +6,21 @@ import { h, syncChildren } from './dom.js';
 import { splitWeights } from './layout.js';
 import { agentOf, sessionTitle, usageText } from './present.js';
 import { sendLabel } from './queue.js';
+import { pendingFor } from './sessions.js';
 import { fillQueue } from './queueview.js';
 import { approvalCard, AUTH_HELP, noticeView, permissionView, planView, thoughtView, toolCard } from './turns.js';
 
 const STATUS_LABEL = { idle: 'idle', pending: 'waiting for approval', busy: 'running', needs_auth: 'needs sign-in' };
 /** Approval buttons ignore clicks this long after what the pane shows changed or moved. */
 export const ARM_MS = 500;
+/** A pane's approvals element -> the pane's ID (the inbox's approvals are in no pane). */
+const approvalsPane = new WeakMap();
 
 /**
+ * One pane, drawn anew. Returns its view: the element (`el`) and the parts of it the page
+ * redraws, held by reference: `head` (paneHead), `transcript`, `approvals`, `queue`, `send`
+ * (the composer's button) and `input` (its text box); null where the pane has none (an empty
+ * pane, or a read-only session's).
  * @param {object} pane      layout pane {id, session, weight}
  * @param {object} ctx       {store, active, drafts, actions, count (panes in the layout),
  *                           view (the Markdown renderer and what the person folded, app.js)}
@@ -34,31 +41,34 @@ export function renderPane(pane, ctx) {
   el.addEventListener('pointerdown', () => actions.activate(pane.id), { capture: true });
   el.addEventListener('focusin', () => actions.activate(pane.id));
 
-  el.append(paneHead(pane, session, ctx));
+  const head = paneHead(pane, session, ctx);
+  el.append(head);
+  const view = { el, head, transcript: null, approvals: null, queue: null, send: null, input: null };
   if (!pane.session) {
     el.append(h('div', { class: 'pane-empty' },
       h('p', { text: 'Pick a session in the sidebar, or start a new one.' }),
       h('button', { type: 'button', class: 'primary', onclick: () => actions.createInPane(pane.id), text: 'New session' })));
-    return el;
+    return view;
   }
 
   const transcript = h('div', { class: 'transcript', role: 'log', 'aria-live': 'polite', 'data-testid': 'transcript' });
   fillTranscript(transcript, store.messages.get(pane.session), ctx.view, pane.session);
   const approvals = h('div', { class: 'approvals', 'data-testid': 'approvals' });
-  fillApprovals(approvals, store.pendingFor(pane.session), pane.session, actions, true, session);
+  approvalsPane.set(approvals, pane.id);
+  fillApprovals(approvals, pendingFor(store, pane.session), pane.session, actions, true, session);
   // The prompts waiting for the running turn (queueview.js), right above the composer.
   const queued = h('div', { class: 'queue', 'data-testid': 'queue', 'data-session': pane.session, 'aria-label': 'Queued prompts' });
   if (ctx.queues) fillQueue(queued, ctx.queues.get(pane.session), session, pane.session, actions, ctx.queueEdits);
   else queued.hidden = true;
   // Through a hub, a session of a machine that is away is shown as last seen: no prompt can
   // reach it (docs/hub.md §4).
-  const input = session?.readOnly
-    ? h('p', { class: 'readonly-note muted', 'data-testid': 'readonly-note', role: 'note',
-      text: `${session.machine ?? 'Its machine'} is offline: this is the session as last seen, read-only until the machine is back.` })
+  const form = session?.readOnly
+    ? { form: h('p', { class: 'readonly-note muted', 'data-testid': 'readonly-note', role: 'note',
+      text: `${session.machine ?? 'Its machine'} is offline: this is the session as last seen, read-only until the machine is back.` }) }
     : composer(pane, ctx, session);
-  el.append(transcript, approvals, queued, input);
+  el.append(transcript, approvals, queued, form.form);
   requestAnimationFrame(() => { transcript.scrollTop = transcript.scrollHeight; });
-  return el;
+  return { ...view, transcript, approvals, queue: queued, send: form.send ?? null, input: form.input ?? null };
 }
 
 /** Seconds as "12 s" or "3 min 04 s". */
@@ -188,10 +198,26 @@ function sessionBar(session, actions) {
   }
   return bar.children.length ? bar : null;
 }
+/**
+ * Every composer drawn, by reference: `{ input, paneId, session, shown }`. One that was on the
+ * page and left it (its pane drawn anew) is dropped the next time the list is read.
+ */
+const composers = new Set();
+
+/** The text boxes of the composers on the page for `session`, in the order they were drawn. */
+function composerBoxes(session) {
+  const out = [];
+  for (const c of composers) {
+    if (c.input.isConnected) c.shown = true;
+    else if (c.shown) composers.delete(c);
+    if (c.input.isConnected && c.session === session) out.push(c);
+  }
+  return out;
+}
+
 /** The composers showing `session` other than `except`. */
 function composersOf(session, except) {
-  return [...document.querySelectorAll('[data-testid="composer-input"]')]
-    .filter((el) => el !== except && el.dataset.session === session);
+  return composerBoxes(session).map((c) => c.input).filter((el) => el !== except);
 }
 
 /** The composer's placeholder: it names the session's agent (shell: a command). */
@@ -210,6 +236,7 @@ export function feedbackPlaceholder(session) {
   return `Tell ${agentOf(session) === 'shell' ? 'the agent' : agentOf(session)} what to do differently (Enter sends)`;
 }
 
+/** The composer of a pane: `{ form, input, send }`. */
 function composer(pane, { drafts, actions, attachments, queues }, sessionInfo) {
   // The session this composer was made for: its draft and its prompt go there, whatever the
   // pane shows later.
@@ -223,6 +250,7 @@ function composer(pane, { drafts, actions, attachments, queues }, sessionInfo) {
     'data-session': session,
     'data-feedback': feedbackAsked.has(session) ? 'true' : null,
   });
+  composers.add({ input, paneId: pane.id, session, shown: false });
   input.value = drafts.get(session) ?? '';
   input.addEventListener('input', () => {
     if (input.value) drafts.set(session, input.value);
@@ -233,12 +261,12 @@ function composer(pane, { drafts, actions, attachments, queues }, sessionInfo) {
   // Files picked with `@` and pasted or dropped images (attachments.js).
   const chips = h('div', { class: 'composer-chips', 'data-testid': 'composer-chips', 'data-session': session });
   attachments?.fill(chips, session);
-  const form = h('form', { class: 'composer', 'data-testid': 'composer' },
-    chips, input, h('button', {
-      type: 'submit', class: 'primary', 'data-testid': 'composer-send', 'data-session': session,
-      title: 'While a turn runs the prompt is queued, and sent when the turn ends',
-      text: sendLabel(sessionInfo, queues?.get(session)),
-    }), error);
+  const send = h('button', {
+    type: 'submit', class: 'primary', 'data-testid': 'composer-send', 'data-session': session,
+    title: 'While a turn runs the prompt is queued, and sent when the turn ends',
+    text: sendLabel(sessionInfo, queues?.get(session)),
+  });
+  const form = h('form', { class: 'composer', 'data-testid': 'composer' }, chips, input, send, error);
   const submit = async () => {
     const text = input.value.trim();
     if (!text) return;
@@ -267,7 +295,7 @@ function composer(pane, { drafts, actions, attachments, queues }, sessionInfo) {
       submit();
     }
   });
-  return form;
+  return { form, input, send };
 }
 
 const clock = (ms) => new Date(ms).toLocaleTimeString([], { hour: '2-digit', minute: '2-digit' });
@@ -450,7 +478,7 @@ export function fillApprovals(el, permissions, sessionId, actions, fresh = false
           return;
         }
         // The pane may be drawn anew while the answer travels: find its composer first.
-        const pane = el.closest('[data-testid="pane"]')?.dataset.paneId;
+        const pane = approvalsPane.get(el) ?? null;
         const answered = await actions.reply(sessionId, p.id, reply, optionId);
         if (!answered || !feedback) return;
         // Answered from the approvals inbox: it opens the session's composer (watch.js).
@@ -471,8 +499,8 @@ export function fillApprovals(el, permissions, sessionId, actions, fresh = false
 export function askFeedback(paneId, sessionId, session) {
   // Kept until the next prompt goes: a composer drawn anew asks for the feedback too.
   feedbackAsked.add(sessionId);
-  const boxes = [...document.querySelectorAll('[data-testid="composer-input"]')].filter((b) => b.dataset.session === sessionId);
-  const box = boxes.find((b) => b.closest('[data-testid="pane"]')?.dataset.paneId === paneId) ?? boxes[0];
+  const boxes = composerBoxes(sessionId);
+  const box = (boxes.find((c) => c.paneId === paneId) ?? boxes[0])?.input;
   if (!box) return false;
   box.placeholder = feedbackPlaceholder(session);
   box.dataset.feedback = 'true';

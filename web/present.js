@@ -1,5 +1,6 @@
-// How the Control UI words what agents send: pure functions (no DOM), so every rule here is
-// checked on its own (tests/python/control_ui_cards.py). docs/control-ui.md §3, §4, §5.
+// How the Control UI words what agents send, the agents a new session may have and the
+// connection indicator: pure functions (no DOM), so every rule here is checked on its own
+// (tests/python/control_ui_cards.py, tests/js/present.test.mjs). docs/control-ui.md §3, §4, §5.
 
 const isObj = (v) => v !== null && typeof v === 'object' && !Array.isArray(v);
 
@@ -260,4 +261,49 @@ export function sessionTitle(session) {
   const title = typeof session?.title === 'string' ? session.title.trim() : '';
   if (title && title !== session.id) return title;
   return `New ${agentOf(session)} session`;
+}
+
+// ---- the agent of a new session --------------------------------------------------------
+
+/**
+ * The agents a new session may have, from GET /agent (`{ agents, default }`): null when there
+ * is no choice (one agent or none: the backend's default), else `{ agents, def }`, the named
+ * agents with the default first (`def`: the list's default, or its first agent).
+ */
+export function agentChoices(list) {
+  const agents = Array.isArray(list?.agents) ? list.agents.filter((a) => typeof a?.name === 'string') : [];
+  if (agents.length <= 1) return null;
+  const def = typeof list.default === 'string' ? list.default : agents[0].name;
+  agents.sort((a, b) => (b.name === def) - (a.name === def));
+  return { agents, def };
+}
+
+/** The line under an agent's name in the picker: default, what it is, where it comes from. */
+export function agentChoiceMeta(agent, def) {
+  const what = agent.kind === 'acp' ? 'ACP agent' : agent.kind === 'shell' ? 'shell commands' : null;
+  return [agent.name === def ? 'default' : null, what, agent.origin === 'config' ? 'from your config' : null]
+    .filter(Boolean).join(' · ');
+}
+
+// ---- the connection indicator ----------------------------------------------------------
+
+const CONNECTION_TEXT = { live: 'Live', connecting: 'Connecting…', reconnecting: 'Reconnecting…', refused: 'Refused' };
+
+/**
+ * The page's one indicator for both connections: the gateway (agents' commands, the
+ * terminal; `gateway` its state, `detail` why) and the event stream (sessions; `stream`). Live
+ * only when both are; before the first time it was, connecting, after it reconnecting
+ * (`everLive`). Returns `{ state, text, title }`; the title says which connection is not.
+ */
+export function connectionView(gateway, stream, everLive, detail = '') {
+  let state;
+  if (gateway === 'unauthorized') state = 'refused';
+  else if (gateway === 'connected' && stream === 'live') state = 'live';
+  else if (!everLive) state = 'connecting';
+  else state = 'reconnecting';
+  const title = [
+    `Agent gateway: ${gateway === 'connected' ? 'connected' : gateway}${detail ? ` (${detail})` : ''}`,
+    `Session events: ${stream === 'live' ? 'live' : 'reconnecting'}`,
+  ].join('\n');
+  return { state, text: CONNECTION_TEXT[state], title };
 }

@@ -6,7 +6,8 @@
 import { h } from './dom.js';
 import { historyOf, keyWalks, newer, older, searchStep, stopWalking, storedPrompts } from './history.js';
 
-const COMPOSER = '[data-testid="composer-input"]';
+/** Every composer's text box (panes.js), by its class: `data-testid`s are the tests'. */
+const COMPOSER = 'textarea.composer-input';
 
 export class PromptRecall {
   /** `messagesOf(id)`: the session's messages as the Control UI holds them (or undefined). */

@@ -13,13 +13,18 @@ const MAX_NAME = 40;
 const ignored = (reason, extra = {}) => ({ outcome: 'ignored', reason, ...extra });
 
 export class ScreenSide {
-  /** @param {object} app  the Control UI (app.js): layout, gateway, personBusy, setLayout, toast */
+  /**
+   * @param {object} app  the Control UI (app.js): layout, gateway, personBusy, setLayout, toast,
+   *                      and its views: paneViews, sessionItems, sidebarHidden(), the panels
+   */
   constructor(app) {
     this.app = app;
     this.revision = 0;
     this.shape = null;
     this.sent = false;
     this.notes = [];
+    // The annotation elements on the page now.
+    this.placed = [];
     this.timer = null;
     this.dismiss = null;
   }
@@ -181,16 +186,15 @@ export class ScreenSide {
   /** Where an annotation goes: a header, never over a transcript, approval or composer. */
   hostOf(a) {
     if (typeof a.paneId === 'string') {
-      return document.querySelector(`[data-testid="pane"][data-pane-id="${CSS.escape(a.paneId)}"] .pane-head`);
+      return this.app.paneViews.get(a.paneId)?.head ?? null;
     }
     if (typeof a.panel === 'string') {
-      const el = document.querySelector(`[data-testid="${CSS.escape(a.panel)}-panel"]`);
-      return el && !el.hidden ? el.querySelector('.panel-head') : null;
+      const el = { terminal: this.app.terminal, browser: this.app.browser }[a.panel]?.el;
+      return el?.isConnected && !el.hidden ? el.querySelector('.panel-head') : null;
     }
     if (typeof a.sessionKey === 'string') {
-      const sidebar = document.getElementById('sidebar');
-      if (sidebar?.hidden) return null;
-      return document.querySelector(`[data-testid="session-item"][data-session="${CSS.escape(a.sessionKey)}"]`);
+      if (this.app.sidebarHidden()) return null;
+      return this.app.sessionItems.get(a.sessionKey) ?? null;
     }
     return null;
   }
@@ -224,16 +228,19 @@ export class ScreenSide {
 
   /** Puts the annotations (back) in place; a re-render of the panes or sidebar drops them. */
   place() {
-    for (const el of document.querySelectorAll('[data-testid="annotation"]')) el.remove();
+    for (const el of this.placed) el.remove();
+    this.placed = [];
     for (const a of this.notes) {
       const host = this.hostOf(a);
       if (!host) continue;
-      host.append(h('span', {
+      const note = h('span', {
         class: `annotation${a.arrow ? ' annotation-arrow' : ''}`,
         'data-testid': 'annotation',
         role: 'note',
         text: a.arrow ? `⟵ ${a.text}` : a.text,
-      }));
+      });
+      host.append(note);
+      this.placed.push(note);
     }
   }
 

@@ -1,6 +1,7 @@
 // Sign-in without the credential in a URL (docs/control-ui.md, docs/SECURITY.md): the parts
 // that read a link, a pasted line or the backend's answer. No DOM here, so Node's test runner
-// checks them (tests/js/signin.test.mjs); app.js shows the form and starts the UI.
+// checks them (tests/js/signin.test.mjs), and what the page does with each; app.js shows the
+// form and starts the UI.
 
 /** What every refusal of a link ends with: how to get a good one. */
 export const FRESH_LINK = 'Run `ax-code link` in a terminal for a fresh sign-in link.';
@@ -76,4 +77,47 @@ export function notProvenMessage(e) {
     + `(${e.message}), so the token was not sent, and this page has forgotten it. `
     + 'The backend may have restarted with a new credential (`ax-code link --rotate`), or stopped and another program taken its port. '
     + 'Start the backend again, then run `ax-code link` in a terminal for a fresh sign-in link.';
+}
+
+/**
+ * What the page does with the answer to a sign-in link (`fragmentSignIn`, then
+ * `exchangeCode`): `{ token }` keeps the credential and starts the UI; a refusal on a page that
+ * is signed in already (`running`: the UI runs; `stored`: a credential is kept) keeps going
+ * and says why the link did nothing (`{ toast, start }`, start when the UI does not run yet);
+ * otherwise the sign-in form shows the refusal (`{ form, reason: 'link-refused' }`).
+ */
+export function linkOutcome(result, { running, stored }) {
+  if (result.token) return { token: result.token };
+  if (running || stored) return { toast: result.error, start: !running };
+  return { form: result.error, reason: 'link-refused' };
+}
+
+/**
+ * What the sign-in form does with what the person typed or pasted: nothing for blank text
+ * (null); `{ go }` for a sign-in link of another origin (it opens there, as clicking it would:
+ * docs/SECURITY.md); `{ code }` for a link or code of this page, exchanged here; else the text is
+ * the access token itself (`{ token }`).
+ */
+export function formInput(text, origin) {
+  const typed = (text ?? '').trim();
+  if (!typed) return null;
+  const pasted = pastedSignIn(typed);
+  if (pasted?.link && new URL(pasted.link).origin !== origin) return { go: pasted.link };
+  if (pasted) return { code: pasted.code };
+  return { token: typed };
+}
+
+/**
+ * The sign-in form's message and reason (`data-reason`) when the credential was not sent
+ * because the server could not be proven (api.js, gateway.js: `e` from proof.js). `everProven`:
+ * the server was proven on this page before.
+ */
+export function notSentSignOut(e, everProven) {
+  if (e.insecure) return { message: `The access token was not sent: ${e.message}.`, reason: 'insecure' };
+  if (e.foreignWorker) {
+    return { message: `The access token was not sent, and this page has forgotten it: ${e.message}. ${FRESH_LINK}`, reason: 'foreign-worker' };
+  }
+  if (everProven) return { message: notProvenMessage(e), reason: 'not-proven' };
+  // Never proven: most likely a mistyped token, or one of another backend.
+  return { message: 'The access token was refused: the backend at this address does not hold it.', reason: 'refused' };
 }

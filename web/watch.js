@@ -43,9 +43,9 @@ export class Watch {
   /** Sessions a visible pane shows while the tab is visible (none when it is hidden). */
   lookingAt() {
     if (document.hidden) return new Set();
-    return new Set([...document.querySelectorAll('[data-testid="pane"]')]
-      .filter((el) => el.offsetParent !== null && el.dataset.session)
-      .map((el) => el.dataset.session));
+    return new Set([...this.ui.paneViews.values()]
+      .filter((v) => v.el.offsetParent !== null && v.session)
+      .map((v) => v.session));
   }
 
   /** The panes were drawn or the tab came back: what it shows is read. */

@@ -2,7 +2,10 @@
 // addressing, presets and `arrange` under human priority. Run: node --test tests/js/
 import test from 'node:test';
 import assert from 'node:assert/strict';
-import { applyCommand, arrange, defaultLayout, layoutReport, presetSpec, sanitizeSpec, savedSpec } from '../../web/layout.js';
+import {
+  GUARDED, QUIET_MS, STORAGE_KEY, applyCommand, arrange, busyReason, defaultLayout, describeCommand, layoutReport, presetSpec,
+  restoreLayout, sanitizeSpec, savedSpec,
+} from '../../web/layout.js';
 
 const A = 'ses_a', B = 'ses_b', C = 'ses_c', D = 'ses_d';
 
@@ -91,4 +94,69 @@ test('saved specs round-trip and bad ones are refused', () => {
   assert.equal(sanitizeSpec({ columns: [] }), null);
   assert.equal(sanitizeSpec({ columns: [[1]] }), null);
   assert.equal(sanitizeSpec('x'), null);
+});
+
+/** A person with nothing under their hands at time 10 000 ms, changed by `extra`. */
+function person(extra = {}) {
+  return {
+    pickerOpen: false, inboxOpen: false, hasDraft: () => false, hasApproval: () => false, inputAt: new Map(), now: 10_000,
+    ...extra,
+  };
+}
+
+test('human priority: picker, inbox, drafts, approvals and recent input, in that order', () => {
+  const pa = { id: 'p1', session: A }, pb = { id: 'p2', session: B }, empty = { id: 'p3', session: null };
+  assert.equal(busyReason([pa, pb], [pa, pb], person()), null);
+  assert.equal(busyReason([pa], [pa], person({ pickerOpen: true, inboxOpen: true })), 'the person is choosing the agent of a new session');
+  assert.equal(busyReason([], [], person({ inboxOpen: true })), 'the person is answering approvals in the inbox');
+  const drafts = person({ hasDraft: (s) => s === B, hasApproval: (s) => s === A });
+  assert.equal(busyReason([pa, pb], [pa, pb], drafts), `the pane showing ${B} has a draft in its composer`,
+    'a draft anywhere among the drafted panes comes before an approval');
+  assert.equal(busyReason([pa, pb], [pa], drafts), `the pane showing ${A} shows an approval`,
+    'a draft outside `drafted` does not count');
+  const recent = person({ inputAt: new Map([['p3', 10_000 - QUIET_MS + 1], ['p1', 10_000 - QUIET_MS]]) });
+  assert.equal(busyReason([pa], [pa], recent), null, 'input exactly QUIET_MS ago is quiet again');
+  assert.equal(busyReason([pa, empty], [pa, empty], recent), 'the person used pane p3 in the last 1.5 s');
+  assert.deepEqual([...GUARDED].sort(), ['close-pane', 'focus', 'navigate', 'split']);
+});
+
+test('an agent\'s layout command is worded for the toast', () => {
+  assert.equal(describeCommand({ kind: 'split', direction: 'right' }), 'split right');
+  assert.equal(describeCommand({ kind: 'close-pane' }), 'close pane');
+  assert.equal(describeCommand({ kind: 'focus' }), 'focus');
+  assert.equal(describeCommand({ kind: 'navigate', sessionKey: A }), 'open session');
+  assert.equal(describeCommand({ kind: 'sidebar', visible: false }), 'hide sidebar');
+  assert.equal(describeCommand({ kind: 'panel', panel: 'terminal', open: true, dock: 'right' }), 'show terminal (right)');
+  assert.equal(describeCommand({ kind: 'panel', panel: 'browser', open: false }), 'hide browser');
+  assert.equal(describeCommand({ kind: 'dance' }), 'dance');
+  assert.equal(describeCommand(undefined), 'undefined');
+});
+
+/** A Storage-like object holding `layout` (a value, or raw text) under the layout key. */
+function storage(layout) {
+  return { getItem: (key) => (key === STORAGE_KEY && layout !== undefined ? (typeof layout === 'string' ? layout : JSON.stringify(layout)) : null) };
+}
+
+test('a tab opens with its own layout, else the last one saved, else the default', () => {
+  const own = twoCols();
+  const other = defaultLayout();
+  other.columns[0].panes[0].session = C;
+  assert.deepEqual(restoreLayout(storage(own), storage(other), false), { layout: own, fresh: false });
+  assert.deepEqual(restoreLayout(storage(), storage(other), false), { layout: other, fresh: false });
+  assert.deepEqual(restoreLayout(storage(), storage(), false), { layout: defaultLayout(), fresh: true });
+  // Unreadable storage, text that is not JSON, a layout that is not one: passed over or reset.
+  const broken = { getItem: () => { throw new Error('disabled'); } };
+  assert.deepEqual(restoreLayout(broken, storage(other), false).layout, other);
+  assert.deepEqual(restoreLayout(storage('{not json'), storage(), false), { layout: defaultLayout(), fresh: true });
+  assert.deepEqual(restoreLayout(storage({ version: 9 }), storage(other), false), { layout: defaultLayout(), fresh: false },
+    'a stored layout that is not one is the default, not the next storage');
+});
+
+test('a narrow window opens on the pane, unless the tab itself left the sidebar open', () => {
+  const open = twoCols();
+  assert.equal(open.sidebar, true);
+  assert.equal(restoreLayout(storage(open), storage(), true).layout.sidebar, true, 'the tab\'s own choice stays');
+  assert.equal(restoreLayout(storage(), storage(open), true).layout.sidebar, false);
+  assert.equal(restoreLayout(storage(), storage(), true).layout.sidebar, false);
+  assert.equal(restoreLayout(storage(), storage(open), false).layout.sidebar, true);
 });

@@ -1,8 +1,11 @@
-// Unit tests of the Control UI's sign-in parsing and code exchange (web/signin.js).
+// Unit tests of the Control UI's sign-in parsing, code exchange and what the page does with
+// each (web/signin.js).
 // Run: node --test tests/js/
 import test from 'node:test';
 import assert from 'node:assert/strict';
-import { exchangeCode, fragmentSignIn, leadingCode, notProvenMessage, pastedSignIn } from '../../web/signin.js';
+import {
+  FRESH_LINK, exchangeCode, formInput, fragmentSignIn, leadingCode, linkOutcome, notProvenMessage, notSentSignOut, pastedSignIn,
+} from '../../web/signin.js';
 
 const CODE = 'A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6';
 
@@ -58,4 +61,38 @@ test('the not-proven message says what happened and what to do', () => {
   const m = notProvenMessage(new Error('wrong proof'));
   assert.match(m, /\(wrong proof\)/);
   assert.match(m, /ax-code link/);
+});
+
+test('a link’s answer signs in, or tells a page signed in already, or shows the form', () => {
+  assert.deepEqual(linkOutcome({ token: 't' }, { running: false, stored: false }), { token: 't' });
+  assert.deepEqual(linkOutcome({ token: 't' }, { running: true, stored: true }), { token: 't' });
+  assert.deepEqual(linkOutcome({ error: 'used' }, { running: true, stored: true }), { toast: 'used', start: false });
+  assert.deepEqual(linkOutcome({ error: 'used' }, { running: false, stored: true }), { toast: 'used', start: true },
+    'a kept credential starts the UI, and the refusal is said there');
+  assert.deepEqual(linkOutcome({ error: 'used' }, { running: false, stored: false }), { form: 'used', reason: 'link-refused' });
+});
+
+test('the form takes a link of another origin there, a code here, else the token itself', () => {
+  const here = 'http://127.0.0.1:4096';
+  assert.equal(formInput('   ', here), null);
+  assert.equal(formInput(undefined, here), null);
+  assert.deepEqual(formInput(`  ${here}/#code=${CODE}  `, here), { code: CODE });
+  const there = `http://127.0.0.1:5000/#code=${CODE}`;
+  assert.deepEqual(formInput(`Control UI: ${there}`, here), { go: there });
+  assert.deepEqual(formInput(`code=${CODE}`, here), { code: CODE });
+  assert.deepEqual(formInput('  my-token \n', here), { token: 'my-token' });
+});
+
+test('an unproven server signs out with the reason it was not proven', () => {
+  const insecure = notSentSignOut({ insecure: true, message: 'plain http' }, true);
+  assert.equal(insecure.reason, 'insecure');
+  assert.equal(insecure.message, 'The access token was not sent: plain http.');
+  const worker = notSentSignOut({ foreignWorker: true, message: 'a worker' }, false);
+  assert.equal(worker.reason, 'foreign-worker');
+  assert.ok(worker.message.endsWith(FRESH_LINK));
+  const lost = notSentSignOut({ message: 'no proof' }, true);
+  assert.deepEqual(lost, { message: notProvenMessage({ message: 'no proof' }), reason: 'not-proven' });
+  const never = notSentSignOut({ message: 'no proof' }, false);
+  assert.equal(never.reason, 'refused');
+  assert.match(never.message, /does not hold it/);
 });

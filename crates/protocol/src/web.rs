@@ -77,6 +77,8 @@ pub const ASSETS: &[Asset] = &[
     asset!("queueview.js", JS),
     asset!("recall.js", JS),
     asset!("screen.js", JS),
+    asset!("sessions.js", JS),
+    asset!("sidebar.js", JS),
     asset!("signin.js", JS),
     asset!("style.css", CSS),
     asset!("turn.js", JS),
