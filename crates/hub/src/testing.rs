@@ -41,6 +41,8 @@ pub fn nats_server_binary() -> PathBuf {
 /// A running `nats-server` with JetStream; killed when dropped.
 pub struct NatsServer {
     port: u16,
+    /// The address it listens on (`-a`).
+    bind: &'static str,
     dir: tempfile::TempDir,
     child: Option<Child>,
     starts: u32,
@@ -86,10 +88,22 @@ pub fn auth_config(users: &[NatsUser]) -> String {
 impl NatsServer {
     /// Starts one on a free loopback port and waits until it accepts connections.
     pub fn start() -> NatsServer {
+        Self::start_on("127.0.0.1")
+    }
+
+    /// Starts one listening on every interface (its [`NatsServer::url`] is still the loopback
+    /// one). Only for a test that runs in a network namespace of its own, where "every
+    /// interface" is the links the test made to its other namespaces.
+    pub fn start_on_all_interfaces() -> NatsServer {
+        Self::start_on("0.0.0.0")
+    }
+
+    fn start_on(bind: &'static str) -> NatsServer {
         let dir = tempfile::tempdir().expect("a temporary directory for JetStream");
         let port = free_port();
         let mut server = NatsServer {
             port,
+            bind,
             dir,
             child: None,
             starts: 0,
@@ -107,6 +121,7 @@ impl NatsServer {
         std::fs::write(&path, auth_config(users)).expect("the nats-server config");
         let mut server = NatsServer {
             port,
+            bind: "127.0.0.1",
             dir,
             child: None,
             starts: 0,
@@ -154,14 +169,7 @@ impl NatsServer {
             command.arg("-c").arg(config);
         }
         let child = command
-            .args([
-                "-a",
-                "127.0.0.1",
-                "-p",
-                &self.port.to_string(),
-                "-js",
-                "-sd",
-            ])
+            .args(["-a", self.bind, "-p", &self.port.to_string(), "-js", "-sd"])
             .arg(self.store_dir())
             .stdin(Stdio::null())
             .stdout(log.try_clone().expect("the log file"))

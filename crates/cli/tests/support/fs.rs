@@ -68,7 +68,20 @@ impl Env {
     /// `ax-code ARGS` in the project with these directories, no inherited credential and
     /// stdin from /dev/null.
     pub fn command(&self, args: &[&str]) -> Command {
-        let mut cmd = Command::new(AX);
+        self.command_via(&[], args)
+    }
+
+    /// [`Env::command`] run through `wrapper` (a program and its arguments, e.g. `nsenter
+    /// --net=…`), which then runs `ax-code ARGS`; an empty `wrapper` runs it directly.
+    pub fn command_via(&self, wrapper: &[&str], args: &[&str]) -> Command {
+        let mut cmd = match wrapper.split_first() {
+            Some((program, rest)) => {
+                let mut cmd = Command::new(program);
+                cmd.args(rest).arg(AX);
+                cmd
+            }
+            None => Command::new(AX),
+        };
         cmd.args(args)
             .current_dir(&self.project)
             .envs(self.vars())
