@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs what the test suite needs on a fresh machine: Debian's Chromium and ChromeDriver
-# (Control UI tests), tmux, Node.js and npm (real-agent suite), nats-server (hub tests), and a
-# private Python venv with the official MCP SDK (interop tests).
+# (Control UI tests), tmux, Node.js and npm (real-agent suite), nats-server and iproute2 (hub
+# tests), and a private Python venv with the official MCP SDK (interop tests).
 # Idempotent: a second run only checks.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -17,6 +17,9 @@ command -v node >/dev/null 2>&1 || need_apt+=(nodejs)
 command -v npm >/dev/null 2>&1 || need_apt+=(npm)
 # The hub tests (crates/hub/tests, crates/cli/tests/hub_e2e.rs) start a real NATS server.
 command -v nats-server >/dev/null 2>&1 || [ -x /usr/sbin/nats-server ] || need_apt+=(nats-server)
+# The hub's network-namespace test (crates/cli/tests/hub_netns.rs) makes links with `ip`.
+command -v ip >/dev/null 2>&1 || [ -x /usr/sbin/ip ] || need_apt+=(iproute2)
+command -v nsenter >/dev/null 2>&1 || need_apt+=(util-linux)
 if [ ${#need_apt[@]} -gt 0 ]; then
   echo "setup: installing ${need_apt[*]}"
   SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO="sudo"
