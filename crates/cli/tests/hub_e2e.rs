@@ -38,14 +38,22 @@ fn url_in(line: &str) -> String {
 
 /// `ax-code serve --port 0 --join NATS --name NAME` in `env`: (process, backend URL).
 fn serve_joined(env: &Env, nats: &str, name: &str, password: &str) -> (Reaped, String) {
-    serve_joined_with(env, &["--join", nats, "--name", name], name, password)
+    serve_joined_with(env, &["--join", nats, "--name", name], name, password, &[])
 }
 
-/// `ax-code serve --port 0` with `join` (the `--join` flags) in `env`: (process, backend URL).
-fn serve_joined_with(env: &Env, join: &[&str], name: &str, password: &str) -> (Reaped, String) {
+/// `ax-code serve --port 0` with `join` (the `--join` flags) and `vars` in `env`: (process,
+/// backend URL).
+fn serve_joined_with(
+    env: &Env,
+    join: &[&str],
+    name: &str,
+    password: &str,
+    vars: &[(&str, &str)],
+) -> (Reaped, String) {
     let mut child = env
         .command(&[&["serve", "--port", "0"][..], join].concat())
         .env("AX_CODE_SERVER_PASSWORD", password)
+        .envs(vars.iter().copied())
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
         .spawn()
@@ -281,7 +289,7 @@ async fn a_sharing_machines_ui_commands_reach_the_hub() {
         "laptop",
         "--share-ui-commands",
     ];
-    let (_laptop, laptop_url) = serve_joined_with(&env, &join, "laptop", password);
+    let (_laptop, laptop_url) = serve_joined_with(&env, &join, "laptop", password, &[]);
     let (_hub, hub) = start_hub(&env, &nats.url());
 
     let http = reqwest::Client::builder().no_proxy().build().unwrap();
@@ -685,4 +693,80 @@ async fn a_backend_killed_mid_turn_comes_back_with_its_turn_ended_once() {
         .map(|(_, e)| e["event"]["event"]["session"]["title"].as_str().unwrap())
         .collect();
     assert_eq!(created, ["long", "after-restart"], "{text}");
+}
+
+/// docs/hub.md §1: with the right NATS users, `serve --join --nats-user` (its password from
+/// the environment) and `hub --nats-user` (from a file) work under the backend's and the
+/// hub's subject permissions; neither password is in a process's arguments.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn serve_and_hub_with_the_right_nats_users_work_and_show_no_password() {
+    use ax_hub::{
+        MachineName,
+        nats::{backend_permissions, hub_permissions},
+        testing::NatsUser,
+    };
+    let (laptop_pw, hub_pw) = ("right-laptop-pw-4711", "right-hub-pw-0815");
+    let nats = NatsServer::start_with_users(&[
+        NatsUser {
+            user: "laptop".into(),
+            password: laptop_pw.into(),
+            permissions: backend_permissions(&MachineName::new("laptop").unwrap()),
+        },
+        NatsUser {
+            user: "hub".into(),
+            password: hub_pw.into(),
+            permissions: hub_permissions(),
+        },
+    ]);
+    let env = Env::new();
+    let url = nats.url();
+    let join = ["--join", &url, "--name", "laptop", "--nats-user", "laptop"];
+    let (serve, laptop_url) = serve_joined_with(
+        &env,
+        &join,
+        "laptop",
+        "pw-users-0123456789abcdef",
+        &[("AX_CODE_NATS_PASSWORD", laptop_pw)],
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("hub-pw");
+    std::fs::write(&file, format!("{hub_pw}\n")).unwrap();
+    let mut hub_child = env
+        .command(&["hub", "--nats", &url, "--port", "0", "--nats-user", "hub"])
+        .arg("--nats-password-file")
+        .arg(&file)
+        .env("AX_CODE_HUB_PASSWORD", HUB_PASSWORD)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let hub_lines = line_channel(hub_child.stdout.take().unwrap());
+    let hub_process = Reaped(hub_child);
+    let hub = url_in(&line_starting(&hub_lines, "ax-code hub listening on"));
+
+    let http = reqwest::Client::builder().no_proxy().build().unwrap();
+    let created = http
+        .post(format!("{laptop_url}/session"))
+        .bearer_auth("pw-users-0123456789abcdef")
+        .json(&serde_json::json!({"title": "with-users"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(created.status(), 201);
+    poll("the laptop and its session through the hub", async || {
+        let (_, all) = get(&http, &format!("{hub}/session")).await;
+        machine(&all, "laptop")
+            .is_some_and(|e| e["online"] == true && titles(e) == ["with-users"])
+            .then_some(())
+    })
+    .await;
+    for pid in [serve.0.id(), hub_process.0.id()] {
+        let argv = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap();
+        let argv = String::from_utf8_lossy(&argv);
+        assert!(
+            !argv.contains(laptop_pw) && !argv.contains(hub_pw),
+            "a NATS password in {argv:?}"
+        );
+    }
+    drop(hub_lines);
 }
