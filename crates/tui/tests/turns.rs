@@ -101,7 +101,7 @@ Raw <b>html</b> stays text, and so does \u{1b}[31mthis escape\u{7}.
 
 #[test]
 fn markdown_snapshot() {
-    let lines = ax_tui::markdown::render(SAMPLE_MD, 48);
+    let lines = ax_tui::render::theme::markdown_lines(SAMPLE_MD, 48);
     for l in &lines {
         let w: usize = l.spans.iter().map(|s| s.width()).sum();
         assert!(w <= 48, "a line wider than the width: {l:?}");
@@ -115,7 +115,7 @@ fn markdown_snapshot() {
 #[test]
 fn markdown_links_show_their_target_and_autolinks_once() {
     let plain = |md: &str| -> String {
-        ax_tui::markdown::render(md, 80)
+        ax_tui::render::theme::markdown_lines(md, 80)
             .iter()
             .flat_map(|l| l.spans.iter().map(|s| s.content.to_string()))
             .collect()
@@ -159,7 +159,7 @@ fn coloured_session() -> App {
 #[test]
 fn ansi_output_is_styled_and_progress_overwrites() {
     let app = coloured_session();
-    let rows = app.transcript().visible_spans(20, 0);
+    let rows = ax_tui::render::theme::visible_spans(app.transcript(), 20, 0);
     let text: Vec<String> = rows
         .iter()
         .map(|(_, pieces)| pieces.iter().map(|(t, _)| *t).collect())
@@ -238,7 +238,7 @@ proptest! {
                 prop_assert!(!s.chars().any(|c| c.is_control()), "{:?}", s);
             }
         }
-        for l in lines.to_lines() {
+        for l in ax_tui::render::theme::ansi_lines(&lines) {
             for s in l.spans {
                 prop_assert!(!s.content.chars().any(|c| c.is_control()), "{:?}", s.content);
             }

@@ -7,7 +7,8 @@ use ratatui::style::{Color, Style};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Paragraph};
 
-use super::{ACCENT, DIM, bars, clip, line_style, tr};
+use super::theme::{line_style, tone};
+use super::{ACCENT, DIM, bars, clip, tr};
 use crate::app::{App, Route};
 use crate::layout::{Rect, STANDING_REVOKE, standing_revoke_cols};
 use crate::progress::{format_duration, spinner};
@@ -111,8 +112,8 @@ pub(super) fn draw(frame: &mut Frame, app: &App, r: Rect) {
             let matches = find.map_or(&[][..], |f| f.line_matches(row.line));
             let mut at = row.start;
             let mut spans = Vec::new();
-            for (i, (text, ansi)) in row.pieces.into_iter().enumerate() {
-                let st = base.patch(ansi);
+            for (i, (text, piece)) in row.pieces.into_iter().enumerate() {
+                let st = base.patch(tone(piece));
                 let from = at;
                 at += text.len();
                 // Without a match on this line the piece goes as it is (no allocation).
