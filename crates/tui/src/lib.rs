@@ -9,6 +9,7 @@
 //! | [`ansi`] | command output: SGR styles kept, `\r` overwrites, every other escape dropped |
 //! | [`markdown`], [`highlight`] | agent text as Markdown, code blocks highlighted |
 //! | [`approval`], [`progress`], [`attach`] | the honest approval dialog; turn timing and spinner; `/attach` checked at once |
+//! | [`clock`] | the only time in the state: set by [`App::tick`], wall times derived from it |
 //! | [`transcript`], [`kind`] | display lines of the open session with a row index (draw cost = visible rows); what each run of their text is (no styles in the state) |
 //! | [`composer`], [`command`], [`layout`] | the draft and chips, slash commands, screen geometry |
 //! | [`history`], [`recall`], [`find`], `find_bar`, [`render::bars`] | prompt history (↑/↓, Ctrl+R) and its keys; find in the transcript; the bars that take the composer's place |
@@ -57,6 +58,7 @@ pub mod app;
 pub mod approval;
 pub mod attach;
 pub mod attention;
+pub mod clock;
 pub mod command;
 pub mod complete;
 pub mod composer;

@@ -84,7 +84,7 @@ impl App {
                         .iter()
                         .find(|o| o.id == s.id)
                         .map(|o| o.status);
-                    self.progress.observe(&s.id, old, s.status, self.now);
+                    self.progress.observe(&s.id, old, s.status, self.now());
                     if s.status == ax_protocol::SessionStatus::Idle {
                         self.aborting.remove(&s.id);
                     }

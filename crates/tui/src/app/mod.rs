@@ -15,6 +15,7 @@ use ax_protocol::{
 
 use ax_tuimcp::{Blockers, GuardInputs, Location};
 
+use crate::clock::Clock;
 use crate::command::SharingState;
 use crate::composer::Composer;
 use crate::layout::{COMPOSER_MAX_ROWS, Layout};
@@ -199,11 +200,9 @@ pub struct App {
     /// Message events of the open session held back while its transcript loads.
     pub(crate) transcript_buffer: Option<Vec<Event>>,
     pub(crate) effects: Vec<Effect>,
-    /// The clock drawing and timing use; set by [`App::tick`].
-    pub(crate) now: Instant,
-    /// The wall-clock time (Unix ms) at one `now`, read once: wall times are derived from
-    /// ticks like every other time, so a test that drives `tick` drives them too.
-    wall_anchor: (Instant, i64),
+    /// The clock drawing and timing use, moved only by [`App::tick`]: wall times are derived
+    /// from ticks like every other time, so a test that drives `tick` drives them too.
+    pub(crate) clock: Clock,
     pub(crate) progress: crate::progress::Progress,
     /// Sessions whose abort was asked for and that are not idle yet.
     pub(crate) aborting: HashSet<SessionId>,
@@ -249,9 +248,15 @@ pub struct App {
 }
 
 impl App {
-    /// A TUI for `workspace` (the project directory), showing the startup overlay.
+    /// A TUI for `workspace` (the project directory), showing the startup overlay, its clock
+    /// starting at the system's time now.
     pub fn new(workspace: impl Into<String>, sharing: Option<Sharing>) -> App {
-        let started = Instant::now();
+        App::with_clock(workspace, sharing, Clock::system())
+    }
+
+    /// Like [`App::new`], with a clock that starts where the caller says (tests drive it
+    /// with [`App::tick`] from there).
+    pub fn with_clock(workspace: impl Into<String>, sharing: Option<Sharing>, clock: Clock) -> App {
         App {
             route: Route::Home,
             overlay: Some(Overlay::Startup),
@@ -284,8 +289,7 @@ impl App {
             sync_buffer: None,
             transcript_buffer: None,
             effects: Vec::new(),
-            now: started,
-            wall_anchor: (started, ax_protocol::time::now_ms()),
+            clock,
             progress: Default::default(),
             aborting: HashSet::new(),
             approval_scroll: (String::new(), 0),
@@ -561,7 +565,7 @@ impl App {
 
     /// Advances the clock (spinners, elapsed times) and expires notices.
     pub fn tick(&mut self, now: Instant) {
-        self.now = now;
+        self.clock.advance(now);
         if self
             .notice
             .as_ref()
@@ -577,13 +581,12 @@ impl App {
         self.notice = Some(Notice {
             kind,
             text: text.into(),
-            at: self.now,
+            at: self.clock.now(),
         });
     }
 
     /// The wall-clock time at the last tick, Unix milliseconds.
     pub(crate) fn wall_ms(&self) -> i64 {
-        let (at, ms) = self.wall_anchor;
-        ms + self.now.saturating_duration_since(at).as_millis() as i64
+        self.clock.wall_ms()
     }
 }
