@@ -565,16 +565,16 @@ impl App {
             return;
         }
         let inner = layout.main.inner();
+        let session = self.session_area();
         if m.kind == MouseKind::Down
-            && self.standing_row()
-            && m.row == inner.y
-            && inner.contains(m.col, m.row)
-            && crate::layout::standing_revoke_cols(inner.width).contains(&(m.col - inner.x))
+            && session
+                .standing_revoke
+                .is_some_and(|b| b.contains(m.col, m.row))
         {
             self.revoke_standing();
             return;
         }
-        let area = self.transcript_area();
+        let area = session.transcript;
         match m.kind {
             MouseKind::ScrollUp if layout.main.contains(m.col, m.row) => match self.route {
                 Route::Home => self.move_selection(-1),

@@ -282,12 +282,12 @@ impl App {
 
     /// Where the transcript is drawn: inside the main box, below the standing row if any.
     pub fn transcript_area(&self) -> crate::layout::Rect {
-        let mut r = self.layout().main.inner();
-        if self.standing_row() && r.height > 1 {
-            r.y += 1;
-            r.height -= 1;
-        }
-        r
+        self.session_area().transcript
+    }
+
+    /// The standing row, its button and the transcript inside the open session's box.
+    pub fn session_area(&self) -> crate::layout::SessionArea {
+        crate::layout::session_area(self.layout().main, self.standing_row())
     }
 
     pub(crate) fn run_command(&mut self, invocation: Invocation) {

@@ -534,6 +534,21 @@ impl App {
         )
     }
 
+    /// Rows the tray takes above the composer now (0: none): the `/` list while it shows,
+    /// else the `@` picker's files, else the queue (`render/tray.rs` draws them).
+    pub fn tray_rows(&self) -> u16 {
+        let list = self.completions().len();
+        let files = self.picker_files().len();
+        let rows = if list > 0 {
+            list.min(crate::complete::COMPLETION_ROWS)
+        } else if files > 0 {
+            files.min(crate::picker::PICKER_ROWS)
+        } else {
+            self.queue_rows().len()
+        };
+        u16::try_from(rows).unwrap_or(0)
+    }
+
     /// Work queued by the last calls, for the owner to start.
     pub fn take_effects(&mut self) -> Vec<Effect> {
         std::mem::take(&mut self.effects)
