@@ -30,7 +30,7 @@ impl App {
             }
             None => {}
         }
-        if key == Key::ctrl('c') && self.history_search.is_none() && self.find.is_none() {
+        if key == Key::ctrl('c') && !self.recall.searching() && self.find.is_none() {
             self.ctrl_c();
             return;
         }
@@ -42,8 +42,8 @@ impl App {
             self.approval_key(key);
             return;
         }
-        if self.history_search.is_some() {
-            self.history_search_key(key);
+        if self.recall.searching() {
+            self.recall.search_key(key, &mut self.composer);
             return;
         }
         if self.find.is_some() && self.find_key(key) {
@@ -75,10 +75,10 @@ impl App {
         if matches!(self.route, Route::Session(_)) && key.mods == crate::input::Modifiers::NONE {
             let (line, _) = self.composer.cursor_line_col();
             let last = self.composer.line_count() - 1;
-            if key.code == KeyCode::Up && line == 0 && self.history_older() {
+            if key.code == KeyCode::Up && line == 0 && self.recall.older(&mut self.composer) {
                 return;
             }
-            if key.code == KeyCode::Down && line == last && self.history_newer() {
+            if key.code == KeyCode::Down && line == last && self.recall.newer(&mut self.composer) {
                 return;
             }
         }
@@ -518,7 +518,7 @@ impl App {
                 | Modal::Config { .. },
             ) => {}
             None if approval => {}
-            None if self.history_search.is_some() => self.history_search_paste(text),
+            None if self.recall.searching() => self.recall.search_paste(text),
             None if self.find.is_some() => self.find_paste(text),
             None => self.composer.paste(text),
         }

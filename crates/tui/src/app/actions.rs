@@ -23,7 +23,7 @@ impl App {
         self.deferred.clear();
         self.board.seen(&id);
         self.sort_sessions();
-        self.forget_history();
+        self.recall.forget();
         self.close_find();
         if self.feedback_for.as_ref() != Some(&id) {
             self.feedback_for = None;
@@ -40,7 +40,7 @@ impl App {
         self.transcript_loaded = false;
         self.transcript_buffer = None;
         self.scroll = 0;
-        self.forget_history();
+        self.recall.forget();
         self.close_find();
     }
 
@@ -128,7 +128,7 @@ impl App {
         if self.refuse_queued_images() {
             return;
         }
-        self.remember_prompt(&draft);
+        self.recall.remember(&draft);
         let mut parts = vec![PromptPart::Text { text: draft }];
         parts.extend(
             self.composer

@@ -209,10 +209,8 @@ pub struct App {
     /// (permission id, rows scrolled) of the approval dialog.
     pub(crate) approval_scroll: (String, usize),
     pub(crate) help_scroll: usize,
-    /// The open session's prompts, for ↑/↓ and Ctrl+R (`recall.rs`).
-    pub(crate) history: crate::history::History,
-    /// The Ctrl+R search, while one is under way.
-    pub(crate) history_search: Option<crate::history::Search>,
+    /// The open session's prompts, their ↑/↓ walk and the Ctrl+R search (`recall.rs`).
+    pub(crate) recall: crate::recall::Recall,
     /// How the terminal is rung (`notify.rs`): the mode, what it rings with, and what
     /// `auto` resolved to.
     pub(crate) notify_mode: crate::notify::NotifyMode,
@@ -231,8 +229,6 @@ pub struct App {
     pub(crate) board: crate::attention::Board,
     /// The find bar's search in the transcript, while it is open (`find_bar.rs`).
     pub(crate) find: Option<crate::find::Find>,
-    /// The text the last ↑/↓ put in the composer; a draft that differs was edited since.
-    pub(crate) recalled: Option<String>,
     /// Changes whenever a session appears in or leaves the list; part of the guard inputs,
     /// so a TUIMCP revision read before a deletion is stale.
     pub(crate) sessions_epoch: u64,
@@ -294,8 +290,7 @@ impl App {
             aborting: HashSet::new(),
             approval_scroll: (String::new(), 0),
             help_scroll: 0,
-            history: Default::default(),
-            history_search: None,
+            recall: Default::default(),
             find: None,
             board: Default::default(),
             notify_mode: crate::notify::NotifyMode::Auto,
@@ -305,7 +300,6 @@ impl App {
             mouse_capture: true,
             killed: String::new(),
             opening: None,
-            recalled: None,
             sessions_epoch: 0,
             backend_url: String::new(),
             down_cause: None,
@@ -486,7 +480,7 @@ impl App {
             // So do the Ctrl+R history search and the find bar (docs/tui.md §3a, §3b).
             modal: self.modal.is_some()
                 || self.pending_approval().is_some()
-                || self.history_search.is_some()
+                || self.recall.searching()
                 || self.find.is_some()
                 || (matches!(self.route, Route::Session(_)) && self.transcript.any_expanded()),
             session_busy: self
