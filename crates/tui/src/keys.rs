@@ -417,60 +417,8 @@ impl App {
         self.run_command(Invocation { command, arg: None });
     }
 
-    fn approval_key(&mut self, key: Key) {
-        match key.code {
-            KeyCode::Up => self.scroll_approval(-1),
-            KeyCode::Down => self.scroll_approval(1),
-            KeyCode::PageUp => self.scroll_approval(-self.approval_page()),
-            KeyCode::PageDown | KeyCode::Char(' ') => self.scroll_approval(self.approval_page()),
-            KeyCode::Home => self.scroll_approval(isize::MIN / 2),
-            KeyCode::End => self.scroll_approval(isize::MAX / 2),
-            KeyCode::Left | KeyCode::BackTab => {
-                let i = self.approval_choice().map_or(0, |i| i.saturating_sub(1));
-                self.choose_approval(i);
-            }
-            KeyCode::Right | KeyCode::Tab => {
-                let n = self.approval_choices().len();
-                let i = self
-                    .approval_choice()
-                    .map_or(0, |i| (i + 1).min(n.saturating_sub(1)));
-                self.choose_approval(i);
-            }
-            // The highlighted answer: allow once unless the person moved; nothing when the
-            // agent offers no allow-once and nothing is highlighted.
-            KeyCode::Enter => {
-                if let Some(c) = self
-                    .approval_choice()
-                    .and_then(|i| self.approval_choices().get(i).cloned())
-                {
-                    self.answer(c);
-                }
-            }
-            // By the key shown on the button, or by its position (1, 2, 3, 4).
-            KeyCode::Char(k) if !key.mods.ctrl && !key.mods.alt => {
-                let choices = self.approval_choices();
-                let by_digit = k
-                    .to_digit(10)
-                    .and_then(|d| (d as usize).checked_sub(1))
-                    .and_then(|i| choices.get(i));
-                if let Some(c) = choices.iter().find(|c| c.key == k).or(by_digit) {
-                    self.answer(c.clone());
-                }
-            }
-            // Later: the dialog closes, the transcript stays (docs/tui.md §3).
-            KeyCode::Esc => self.defer_approval(),
-            _ => {}
-        }
-    }
-
-    fn choose_approval(&mut self, i: usize) {
-        if let Some(p) = self.pending_approval() {
-            self.approval_choice = Some((p.id.clone(), i));
-        }
-    }
-
     /// Sends `c`; an option that asks for feedback leaves the composer waiting for it.
-    fn answer(&mut self, c: crate::approval::Choice) {
+    pub(crate) fn answer(&mut self, c: crate::approval::Choice) {
         let session = self.pending_approval().map(|p| p.session_id.clone());
         self.reply(c.reply, c.option_id);
         if c.feedback {
@@ -482,11 +430,11 @@ impl App {
         }
     }
 
-    fn defer_approval(&mut self) {
+    pub(crate) fn defer_approval(&mut self) {
         if let Some(p) = self.pending_approval() {
             let id = p.id.clone();
             self.deferred.insert(id);
-            self.approval_choice = None;
+            self.approval.clear_choice();
             self.notify(
                 NoticeKind::Info,
                 "approval left for later: Enter on an empty prompt answers it",

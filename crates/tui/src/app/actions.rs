@@ -18,7 +18,7 @@ impl App {
         self.transcript =
             Transcript::keeping_turn_ends(self.size.0.saturating_sub(2), &self.transcript);
         self.scroll = 0;
-        self.approval_choice = None;
+        self.approval.clear_choice();
         // Opened again: what was left for later asks again.
         self.deferred.clear();
         self.board.seen(&id);
@@ -453,7 +453,7 @@ impl App {
             reply,
             option_id,
         });
-        self.approval_choice = None;
+        self.approval.clear_choice();
     }
 
     /// Rows the session list shows.

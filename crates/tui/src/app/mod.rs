@@ -168,10 +168,8 @@ pub struct App {
     pub(crate) list_offset: usize,
     pub(crate) permissions: Vec<Permission>,
     pub(crate) replying: HashSet<ax_protocol::PermissionId>,
-    /// The answer the person moved to; `None` until they do (then the default shows:
-    /// allow once, never an "always").
-    /// Keyed by the request it was made on: a move never carries over to another request.
-    pub(crate) approval_choice: Option<(ax_protocol::PermissionId, usize)>,
+    /// The approval dialog's answer moved to and scroll, by request (`approval.rs`).
+    pub(crate) approval: crate::approval::Dialog,
     /// Approvals the person left for later (Esc): the dialog stays closed for them until the
     /// session is opened again or Enter on an empty prompt asks for it.
     pub(crate) deferred: HashSet<ax_protocol::PermissionId>,
@@ -206,8 +204,6 @@ pub struct App {
     pub(crate) progress: crate::progress::Progress,
     /// Sessions whose abort was asked for and that are not idle yet.
     pub(crate) aborting: HashSet<SessionId>,
-    /// (permission id, rows scrolled) of the approval dialog.
-    pub(crate) approval_scroll: (String, usize),
     pub(crate) help_scroll: usize,
     /// The open session's prompts, their ↑/↓ walk and the Ctrl+R search (`recall.rs`).
     pub(crate) recall: crate::recall::Recall,
@@ -263,7 +259,7 @@ impl App {
             list_offset: 0,
             permissions: Vec::new(),
             replying: HashSet::new(),
-            approval_choice: None,
+            approval: Default::default(),
             deferred: HashSet::new(),
             feedback_for: None,
             deleting: HashSet::new(),
@@ -288,7 +284,6 @@ impl App {
             clock,
             progress: Default::default(),
             aborting: HashSet::new(),
-            approval_scroll: (String::new(), 0),
             help_scroll: 0,
             recall: Default::default(),
             find: None,
@@ -442,17 +437,6 @@ impl App {
     /// Rows the help modal is scrolled by.
     pub fn help_scroll(&self) -> usize {
         self.help_scroll
-    }
-
-    /// The highlighted answer of the approval dialog (an index into
-    /// [`App::approval_choices`]): the one the person moved to, else allow once; `None` when
-    /// the agent offers no allow-once and the person has not chosen (Enter does nothing).
-    pub fn approval_choice(&self) -> Option<usize> {
-        let pending = self.pending_approval()?;
-        match &self.approval_choice {
-            Some((id, i)) if *id == pending.id => Some(*i),
-            _ => crate::approval::default_choice(&self.approval_choices()),
-        }
     }
 
     /// Event stream up, initial sync done, and on the session route the session loaded.
