@@ -2,6 +2,7 @@
 
 use crate::app::{App, Modal, NoticeKind, Overlay, Route};
 use crate::command::{Command, Invocation, palette_entries};
+use crate::composer::Kill;
 use crate::input::{Input, Key, KeyCode, Mouse, MouseKind};
 use crate::layout::chip_spans;
 
@@ -96,19 +97,15 @@ impl App {
         // Readline's kill and yank, as in Claude Code's prompt: ^W ^U ^K keep what they
         // erase, ^Y puts it back.
         if key == Key::ctrl('w') || key == Key::ctrl('u') || key == Key::ctrl('k') {
-            let gone = match key.code {
-                KeyCode::Char('w') => self.composer.erase_word(),
-                KeyCode::Char('u') => self.composer.erase_to_line_start(),
-                _ => self.composer.erase_to_line_end(),
-            };
-            if !gone.is_empty() {
-                self.killed = gone;
-            }
+            self.composer.kill(match key.code {
+                KeyCode::Char('w') => Kill::Word,
+                KeyCode::Char('u') => Kill::ToLineStart,
+                _ => Kill::ToLineEnd,
+            });
             return;
         }
         if key == Key::ctrl('y') {
-            let killed = self.killed.clone();
-            self.composer.paste(&killed);
+            self.composer.yank();
             return;
         }
         if key == Key::ctrl('l') {

@@ -215,8 +215,6 @@ pub struct App {
     /// The session a prompt submitted at home created, until the submission answers and
     /// opens it (its first events must not ring as if it were out of sight).
     pub(crate) opening: Option<SessionId>,
-    /// What the last ^W, ^U or ^K erased, for ^Y.
-    pub(crate) killed: String,
     /// Whether the TUI captures the mouse (`copy.rs`).
     pub(crate) mouse_capture: bool,
     /// Whether the terminal has the focus (true until it reports otherwise).
@@ -293,7 +291,6 @@ impl App {
             ring_auto: crate::notify::Ring::Bell,
             focused: true,
             mouse_capture: true,
-            killed: String::new(),
             opening: None,
             sessions_epoch: 0,
             backend_url: String::new(),
