@@ -8,11 +8,11 @@
 //! | `sync` | backend side of the state: connection, resync, streamed events, job answers |
 //! | [`ansi`] | command output: SGR styles kept, `\r` overwrites, every other escape dropped |
 //! | [`markdown`], [`highlight`] | agent text as Markdown, code blocks highlighted |
-//! | [`approval`], [`progress`], [`attach`] | the honest approval dialog; turn timing and spinner; `/attach` checked at once |
+//! | [`approval`], [`progress`], [`attach`] | the honest approval dialog (its state and keys: [`approval::Dialog`]); turn timing and spinner; `/attach` checked at once |
 //! | [`clock`] | the only time in the state: set by [`App::tick`], wall times derived from it |
 //! | [`transcript`], [`kind`] | display lines of the open session with a row index (draw cost = visible rows); what each run of their text is (no styles in the state) |
-//! | [`composer`], [`command`], [`layout`] | the draft and chips, slash commands, screen geometry |
-//! | [`history`], [`recall`], [`find`], `find_bar`, [`render::bars`] | prompt history (↑/↓, Ctrl+R) and its keys; find in the transcript; the bars that take the composer's place |
+//! | [`composer`], [`command`], [`layout`] | the draft, chips and kill buffer; slash commands and the palette's entries; screen geometry shared by drawing and the mouse |
+//! | [`history`], [`recall`], [`find`], `find_bar`, [`render::bars`] | prompt history (↑/↓, Ctrl+R) and its keys ([`recall::Recall`] owns them); find in the transcript; the bars that take the composer's place |
 //! | [`complete`] | `/` lists ax-code's and the agent's commands as the person types; Tab completes |
 //! | [`config`] | the agent's session options (`/config`, `/model`): pickers and changes by name |
 //! | [`picker`] | the `@` file picker: fuzzy matching, the list, attaching the chosen file |

@@ -754,7 +754,7 @@ const DIFF_CELLS: usize = 4_000_000;
 /// A unified line diff of `old` → `new` with `context` lines around each change.
 ///
 /// Common leading and trailing lines are taken off first; the changed middle is aligned by a
-/// longest-common-subsequence table, or, when that table would exceed [`DIFF_CELLS`], shown as
+/// longest-common-subsequence table, or, when that table would exceed `DIFF_CELLS`, shown as
 /// removed then added (still a correct diff, only less minimal).
 pub fn unified_diff(old: &str, new: &str, context: usize) -> Vec<DiffLine> {
     unified_diff_at(old, new, context, 1)
