@@ -2,7 +2,7 @@
 //!
 //! Programs colour their output with SGR sequences (`ESC [ … m`) and draw progress with `\r`.
 //! [`AnsiParser`] turns a byte stream that arrives in arbitrary chunks into [`Op`]s: text runs
-//! with a ratatui [`Style`] (16, 256 and true colours, bold, dim, italic, underline, reverse,
+//! with an [`Sgr`] style (16, 256 and true colours, bold, dim, italic, underline, reverse,
 //! crossed out), carriage return, backspace, newline and "erase in line". Every other escape
 //! sequence (cursor moves, OSC titles and hyperlinks, DCS, APC, …) and every other control
 //! character is consumed and dropped, so nothing from a command's output ever reaches the
@@ -11,7 +11,44 @@
 //! [`AnsiLines`] applies the ops to lines the way a terminal would for one line at a time:
 //! `\r` moves back to column 0 and what follows overwrites, so a progress bar ends as one line.
 
-use ratatui::style::{Color, Modifier, Style};
+/// A colour command output asks for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Colour {
+    /// One of the eight base colours (`30`–`37`, `40`–`47`): 0 black … 7 white.
+    Base(u8),
+    /// One of the eight bright colours (`90`–`97`, `100`–`107`): 0 dark grey … 7 white.
+    Bright(u8),
+    /// An entry of the 256-colour palette (`38;5;n`).
+    Indexed(u8),
+    /// A true colour (`38;2;r;g;b`).
+    Rgb(u8, u8, u8),
+}
+
+/// The SGR style in force for a run of command output: colours and attributes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub struct Sgr {
+    /// Foreground colour; `None` is the terminal's default.
+    pub fg: Option<Colour>,
+    /// Background colour; `None` is the terminal's default.
+    pub bg: Option<Colour>,
+    /// Attributes, a set of the `Sgr::BOLD` … `Sgr::CROSSED_OUT` bits.
+    pub attrs: u8,
+}
+
+impl Sgr {
+    /// Bold (`1`).
+    pub const BOLD: u8 = 1;
+    /// Dim (`2`).
+    pub const DIM: u8 = 2;
+    /// Italic (`3`).
+    pub const ITALIC: u8 = 4;
+    /// Underlined (`4`).
+    pub const UNDERLINED: u8 = 8;
+    /// Reversed (`7`).
+    pub const REVERSED: u8 = 16;
+    /// Crossed out (`9`).
+    pub const CROSSED_OUT: u8 = 32;
+}
 
 /// Parameter bytes kept for one CSI sequence; longer ones are consumed and ignored.
 const MAX_PARAMS_LEN: usize = 64;
@@ -22,7 +59,7 @@ const TAB: &str = "    ";
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Op<'a> {
     /// Printable text (no control characters) in a style.
-    Text(&'a str, Style),
+    Text(&'a str, Sgr),
     /// `\n`: end the line.
     Newline,
     /// `\r`: back to column 0 of the current line.
@@ -53,7 +90,7 @@ enum Mode {
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct AnsiParser {
     mode: Mode,
-    style: Style,
+    style: Sgr,
     params: String,
     /// The CSI had a private marker or intermediate byte (`ESC [ ? 25 l`): not SGR.
     private: bool,
@@ -66,7 +103,7 @@ impl AnsiParser {
     }
 
     /// The SGR style in force now.
-    pub fn style(&self) -> Style {
+    pub fn style(&self) -> Sgr {
         self.style
     }
 
@@ -194,32 +231,32 @@ impl AnsiParser {
             let n = g[0];
             i += 1;
             match n {
-                0 => s = Style::default(),
-                1 => s = s.add_modifier(Modifier::BOLD),
-                2 => s = s.add_modifier(Modifier::DIM),
-                3 => s = s.add_modifier(Modifier::ITALIC),
-                4 => s = s.add_modifier(Modifier::UNDERLINED),
-                7 => s = s.add_modifier(Modifier::REVERSED),
-                9 => s = s.add_modifier(Modifier::CROSSED_OUT),
-                22 => s.add_modifier.remove(Modifier::BOLD | Modifier::DIM),
-                23 => s.add_modifier.remove(Modifier::ITALIC),
-                24 => s.add_modifier.remove(Modifier::UNDERLINED),
-                27 => s.add_modifier.remove(Modifier::REVERSED),
-                29 => s.add_modifier.remove(Modifier::CROSSED_OUT),
-                30..=37 => s.fg = Some(base_color(n - 30)),
+                0 => s = Sgr::default(),
+                1 => s.attrs |= Sgr::BOLD,
+                2 => s.attrs |= Sgr::DIM,
+                3 => s.attrs |= Sgr::ITALIC,
+                4 => s.attrs |= Sgr::UNDERLINED,
+                7 => s.attrs |= Sgr::REVERSED,
+                9 => s.attrs |= Sgr::CROSSED_OUT,
+                22 => s.attrs &= !(Sgr::BOLD | Sgr::DIM),
+                23 => s.attrs &= !Sgr::ITALIC,
+                24 => s.attrs &= !Sgr::UNDERLINED,
+                27 => s.attrs &= !Sgr::REVERSED,
+                29 => s.attrs &= !Sgr::CROSSED_OUT,
+                30..=37 => s.fg = Some(Colour::Base((n - 30) as u8)),
                 39 => s.fg = None,
-                40..=47 => s.bg = Some(base_color(n - 40)),
+                40..=47 => s.bg = Some(Colour::Base((n - 40) as u8)),
                 49 => s.bg = None,
-                90..=97 => s.fg = Some(bright_color(n - 90)),
-                100..=107 => s.bg = Some(bright_color(n - 100)),
+                90..=97 => s.fg = Some(Colour::Bright((n - 90) as u8)),
+                100..=107 => s.bg = Some(Colour::Bright((n - 100) as u8)),
                 38 | 48 => {
                     let color = if g.len() > 1 {
                         // Colon form: 38:5:n, 38:2:r:g:b or 38:2:colourspace:r:g:b.
                         match g[1] {
-                            5 => Some(Color::Indexed(byte(g.get(2)))),
+                            5 => Some(Colour::Indexed(byte(g.get(2)))),
                             2 => {
                                 let at = if g.len() >= 6 { 3 } else { 2 };
-                                Some(Color::Rgb(
+                                Some(Colour::Rgb(
                                     byte(g.get(at)),
                                     byte(g.get(at + 1)),
                                     byte(g.get(at + 2)),
@@ -230,13 +267,13 @@ impl AnsiParser {
                     } else {
                         match num(i) {
                             Some(5) => {
-                                let c = Color::Indexed(num(i + 1).unwrap_or(0).min(255) as u8);
+                                let c = Colour::Indexed(num(i + 1).unwrap_or(0).min(255) as u8);
                                 i += 2;
                                 Some(c)
                             }
                             Some(2) => {
                                 let v = |k: usize| num(i + k).unwrap_or(0).min(255) as u8;
-                                let c = Color::Rgb(v(1), v(2), v(3));
+                                let c = Colour::Rgb(v(1), v(2), v(3));
                                 i += 4;
                                 Some(c)
                             }
@@ -256,8 +293,8 @@ impl AnsiParser {
             }
         }
         // A style that only removed things is the default style again.
-        if s.add_modifier.is_empty() && s.fg.is_none() && s.bg.is_none() {
-            s = Style::default();
+        if s.attrs == 0 && s.fg.is_none() && s.bg.is_none() {
+            s = Sgr::default();
         }
         self.style = s;
     }
@@ -268,40 +305,14 @@ fn is_special(c: char) -> bool {
     c.is_control()
 }
 
-fn base_color(n: u32) -> Color {
-    [
-        Color::Black,
-        Color::Red,
-        Color::Green,
-        Color::Yellow,
-        Color::Blue,
-        Color::Magenta,
-        Color::Cyan,
-        Color::Gray,
-    ][n as usize & 7]
-}
-
-fn bright_color(n: u32) -> Color {
-    [
-        Color::DarkGray,
-        Color::LightRed,
-        Color::LightGreen,
-        Color::LightYellow,
-        Color::LightBlue,
-        Color::LightMagenta,
-        Color::LightCyan,
-        Color::White,
-    ][n as usize & 7]
-}
-
 /// Styled lines built from command output, one terminal line at a time: `\r` and backspace
 /// move a cursor inside the current line and later text overwrites from there.
 #[derive(Debug, Clone, Default)]
 pub struct AnsiLines {
     parser: AnsiParser,
     /// Finished lines, each a list of (char, style) cells.
-    pub lines: Vec<Vec<(char, Style)>>,
-    current: Vec<(char, Style)>,
+    pub lines: Vec<Vec<(char, Sgr)>>,
+    current: Vec<(char, Sgr)>,
     col: usize,
 }
 
@@ -340,56 +351,48 @@ impl AnsiLines {
         }
     }
 
-    /// All lines as ratatui lines, the unfinished one last (if it has text).
-    pub fn to_lines(&self) -> Vec<ratatui::text::Line<'static>> {
-        let mut all: Vec<&Vec<(char, Style)>> = self.lines.iter().collect();
+    /// All lines as runs of equal style, the unfinished one last (if it has text).
+    pub fn runs(&self) -> Vec<Vec<(String, Sgr)>> {
+        let mut all: Vec<&Vec<(char, Sgr)>> = self.lines.iter().collect();
         if !self.current.is_empty() {
             all.push(&self.current);
         }
-        all.into_iter().map(|cells| cells_to_line(cells)).collect()
+        all.into_iter().map(|cells| cells_to_runs(cells)).collect()
     }
 }
 
 /// "Erase in line" on a row of cells with the cursor at `col`.
-pub fn erase(cells: &mut Vec<(char, Style)>, col: usize, mode: u8) {
+pub fn erase<S: Copy + Default>(cells: &mut Vec<(char, S)>, col: usize, mode: u8) {
     match mode {
         0 => cells.truncate(col),
         1 => {
             for cell in cells.iter_mut().take(col + 1) {
-                *cell = (' ', Style::default());
+                *cell = (' ', S::default());
             }
         }
         _ => {
             cells.clear();
-            cells.resize(col, (' ', Style::default()));
+            cells.resize(col, (' ', S::default()));
         }
     }
 }
 
-/// Joins cells of equal style into spans.
-pub fn cells_to_line(cells: &[(char, Style)]) -> ratatui::text::Line<'static> {
-    let mut spans: Vec<ratatui::text::Span<'static>> = Vec::new();
-    let mut text = String::new();
-    let mut style = None;
+/// Joins cells of equal style into runs.
+pub fn cells_to_runs(cells: &[(char, Sgr)]) -> Vec<(String, Sgr)> {
+    let mut runs: Vec<(String, Sgr)> = Vec::new();
     for &(c, s) in cells {
-        if style.is_some_and(|cur| cur != s) {
-            spans.push(ratatui::text::Span::styled(
-                std::mem::take(&mut text),
-                style.unwrap_or_default(),
-            ));
+        match runs.last_mut() {
+            Some((text, style)) if *style == s => text.push(c),
+            _ => runs.push((c.to_string(), s)),
         }
-        style = Some(s);
-        text.push(c);
     }
-    if !text.is_empty() {
-        spans.push(ratatui::text::Span::styled(text, style.unwrap_or_default()));
-    }
-    ratatui::text::Line::from(spans)
+    runs
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use ratatui::style::{Color, Style};
 
     fn ops(chunks: &[&str]) -> Vec<String> {
         let mut p = AnsiParser::new();
@@ -421,6 +424,7 @@ mod tests {
         for c in chunks {
             p.feed(c, |op| {
                 if let Op::Text(t, s) = op {
+                    let s = crate::render::theme::sgr(s);
                     match out.last_mut() {
                         Some((text, st)) if *st == s => text.push_str(t),
                         _ => out.push((t.to_owned(), s)),
@@ -493,7 +497,7 @@ mod tests {
         assert_eq!(text_of(&[&long]), "x");
         assert_eq!(
             ops(&["\x1b[5Kx"]),
-            vec!["Text(\"x\", Style::new())".to_owned()]
+            vec!["Text(\"x\", Sgr { fg: None, bg: None, attrs: 0 })".to_owned()]
         );
     }
 
@@ -504,9 +508,9 @@ mod tests {
         l.feed("0%\rprogress 100%\ndone\r\n");
         l.feed("abc\x08\x08X\n12345\r\x1b[Kok\n");
         let text: Vec<String> = l
-            .to_lines()
+            .runs()
             .iter()
-            .map(|line| line.spans.iter().map(|s| s.content.as_ref()).collect())
+            .map(|line| line.iter().map(|(t, _)| t.as_str()).collect())
             .collect();
         assert_eq!(text, ["progress 100%", "done", "aXc", "ok"]);
     }

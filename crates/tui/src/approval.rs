@@ -3,13 +3,14 @@
 //! and what "always" covers in words. Geometry is computed here once and shared by drawing and the keys, so the
 //! scroll bound and what is drawn can never disagree.
 
-use ax_protocol::Permission;
+use ax_protocol::{Permission, PermissionId};
 use unicode_width::UnicodeWidthChar;
 
 use ax_protocol::turn::{PermissionKind, ToolContent, ToolKind};
 use ax_protocol::{PermissionReply, turn::ToolCallPart};
 
 use crate::app::{APPROVAL_CHOICES, App};
+use crate::input::{Key, KeyCode};
 use crate::layout::Rect;
 
 /// What the "always" answer covers, said in words (docs/backend.md §2: the session stops
@@ -477,6 +478,115 @@ pub fn permission_geometry(p: &Permission, width: u16, height: u16) -> Geometry 
     g
 }
 
+/// The dialog's own state: the answer the person moved to and how far the request is
+/// scrolled, each kept with the request it was made on, so neither carries over to another
+/// request.
+#[derive(Debug, Clone, Default)]
+pub struct Dialog {
+    /// The answer moved to; `None` until the person moves (then the default shows: allow
+    /// once, never an "always").
+    choice: Option<(PermissionId, usize)>,
+    /// Rows of the request scrolled out of view above.
+    scroll: Option<(PermissionId, usize)>,
+}
+
+/// What a key in the dialog asks of the rest of the TUI.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum DialogKey {
+    /// Nothing more: the key scrolled, moved the highlight, or was not the dialog's.
+    Done,
+    /// Send this answer.
+    Answer(Choice),
+    /// Leave the request for later (Esc): the dialog closes, the transcript stays.
+    Later,
+}
+
+impl Dialog {
+    /// The highlighted answer for request `id` (an index into its `choices`): the one the
+    /// person moved to, else allow once; `None` when there is no allow-once and the person
+    /// has not chosen (Enter does nothing).
+    pub fn choice(&self, id: &PermissionId, choices: &[Choice]) -> Option<usize> {
+        match &self.choice {
+            Some((on, i)) if on == id => Some(*i),
+            _ => default_choice(choices),
+        }
+    }
+
+    /// Forgets the answer moved to (the request was answered, left, or another shows).
+    pub fn clear_choice(&mut self) {
+        self.choice = None;
+    }
+
+    /// Rows of request `id` scrolled out of view above (0 for a request not scrolled yet).
+    pub fn scroll(&self, id: &PermissionId) -> usize {
+        match &self.scroll {
+            Some((on, rows)) if on == id => *rows,
+            _ => 0,
+        }
+    }
+
+    /// Scrolls request `id` by `delta` rows, kept within `0..=max`.
+    pub fn scroll_by(&mut self, id: &PermissionId, max: usize, delta: isize) {
+        let rows = (self.scroll(id) as isize + delta).clamp(0, max as isize) as usize;
+        self.scroll = Some((id.clone(), rows));
+    }
+
+    /// A key while the dialog for request `id` shows, with its `choices` laid out in `g`:
+    /// ↑↓, PgUp/PgDn (or Space), Home and End scroll; ←→ (Tab) move the highlight; Enter
+    /// answers with it, a button's key or position (1, 2, 3, …) with that button; Esc leaves
+    /// the request for later.
+    pub fn key(
+        &mut self,
+        key: Key,
+        id: &PermissionId,
+        choices: &[Choice],
+        g: &Geometry,
+    ) -> DialogKey {
+        let page = g.body_height.saturating_sub(1).max(1) as isize;
+        let max = g.max_scroll();
+        match key.code {
+            KeyCode::Up => self.scroll_by(id, max, -1),
+            KeyCode::Down => self.scroll_by(id, max, 1),
+            KeyCode::PageUp => self.scroll_by(id, max, -page),
+            KeyCode::PageDown | KeyCode::Char(' ') => self.scroll_by(id, max, page),
+            KeyCode::Home => self.scroll_by(id, max, isize::MIN / 2),
+            KeyCode::End => self.scroll_by(id, max, isize::MAX / 2),
+            KeyCode::Left | KeyCode::BackTab => {
+                let i = self.choice(id, choices).map_or(0, |i| i.saturating_sub(1));
+                self.choice = Some((id.clone(), i));
+            }
+            KeyCode::Right | KeyCode::Tab => {
+                let n = choices.len();
+                let i = self
+                    .choice(id, choices)
+                    .map_or(0, |i| (i + 1).min(n.saturating_sub(1)));
+                self.choice = Some((id.clone(), i));
+            }
+            // The highlighted answer: allow once unless the person moved; nothing when the
+            // agent offers no allow-once and nothing is highlighted.
+            KeyCode::Enter => {
+                if let Some(c) = self.choice(id, choices).and_then(|i| choices.get(i)) {
+                    return DialogKey::Answer(c.clone());
+                }
+            }
+            // By the key shown on the button, or by its position (1, 2, 3, 4).
+            KeyCode::Char(k) if !key.mods.ctrl && !key.mods.alt => {
+                let by_digit = k
+                    .to_digit(10)
+                    .and_then(|d| (d as usize).checked_sub(1))
+                    .and_then(|i| choices.get(i));
+                if let Some(c) = choices.iter().find(|c| c.key == k).or(by_digit) {
+                    return DialogKey::Answer(c.clone());
+                }
+            }
+            // Later: the dialog closes, the transcript stays (docs/tui.md §3).
+            KeyCode::Esc => return DialogKey::Later,
+            _ => {}
+        }
+        DialogKey::Done
+    }
+}
+
 impl App {
     /// The approval dialog's layout for the pending approval, if one shows.
     pub fn approval_geometry(&self) -> Option<Geometry> {
@@ -489,12 +599,18 @@ impl App {
         self.pending_approval().map(choices).unwrap_or_default()
     }
 
+    /// The highlighted answer of the approval dialog (an index into
+    /// [`App::approval_choices`]): the one the person moved to, else allow once; `None` when
+    /// the agent offers no allow-once and the person has not chosen (Enter does nothing).
+    pub fn approval_choice(&self) -> Option<usize> {
+        let pending = self.pending_approval()?;
+        self.approval.choice(&pending.id, &choices(pending))
+    }
+
     /// Rows of the request scrolled out of view above (0 for a request not scrolled yet).
     pub fn approval_scroll(&self) -> usize {
-        match self.pending_approval() {
-            Some(p) if p.id.as_str() == self.approval_scroll.0 => self.approval_scroll.1,
-            _ => 0,
-        }
+        self.pending_approval()
+            .map_or(0, |p| self.approval.scroll(&p.id))
     }
 
     /// Scrolls the request by `delta` rows (clamped).
@@ -502,15 +618,21 @@ impl App {
         let (Some(g), Some(p)) = (self.approval_geometry(), self.pending_approval()) else {
             return;
         };
-        let max = g.max_scroll() as isize;
-        let rows = (self.approval_scroll() as isize + delta).clamp(0, max) as usize;
-        self.approval_scroll = (p.id.to_string(), rows);
+        let id = p.id.clone();
+        self.approval.scroll_by(&id, g.max_scroll(), delta);
     }
 
-    /// Page size for PageUp/PageDown in the dialog.
-    pub(crate) fn approval_page(&self) -> isize {
-        self.approval_geometry()
-            .map_or(1, |g| g.body_height.saturating_sub(1).max(1) as isize)
+    /// A key while the approval dialog shows: the dialog's own keys, then what they ask for.
+    pub(crate) fn approval_key(&mut self, key: Key) {
+        let (Some(g), Some(p)) = (self.approval_geometry(), self.pending_approval()) else {
+            return;
+        };
+        let (id, choices) = (p.id.clone(), choices(p));
+        match self.approval.key(key, &id, &choices, &g) {
+            DialogKey::Done => {}
+            DialogKey::Answer(c) => self.answer(c),
+            DialogKey::Later => self.defer_approval(),
+        }
     }
 }
 

@@ -111,7 +111,7 @@ impl App {
         };
         if self.slash.dismissed.as_deref() == Some(typed)
             || self.modal.is_some()
-            || self.history_search.is_some()
+            || self.recall.searching()
             || self.find.is_some()
         {
             return Vec::new();

@@ -25,6 +25,19 @@ pub struct Composer {
     images: Vec<ComposerImage>,
     /// A submission is in flight: Enter does nothing until it answers.
     pub submitting: bool,
+    /// What the last kill erased, for [`Composer::yank`] (kept across drafts and sends).
+    killed: String,
+}
+
+/// What a readline kill erases.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kill {
+    /// The word before the cursor (Ctrl+W).
+    Word,
+    /// From the start of the cursor's line to the cursor (Ctrl+U).
+    ToLineStart,
+    /// From the cursor to the end of its line (Ctrl+K).
+    ToLineEnd,
 }
 
 /// An image read for the next prompt (`/image PATH`, docs/tui.md): checked and in base64.
@@ -330,6 +343,25 @@ impl Composer {
         let gone = self.draft[self.cursor..to].to_owned();
         self.draft.replace_range(self.cursor..to, "");
         gone
+    }
+
+    /// Readline's kill (Ctrl+W, Ctrl+U, Ctrl+K): erases and keeps what it erased, when
+    /// anything, for [`Composer::yank`].
+    pub fn kill(&mut self, what: Kill) {
+        let gone = match what {
+            Kill::Word => self.erase_word(),
+            Kill::ToLineStart => self.erase_to_line_start(),
+            Kill::ToLineEnd => self.erase_to_line_end(),
+        };
+        if !gone.is_empty() {
+            self.killed = gone;
+        }
+    }
+
+    /// Readline's yank (Ctrl+Y): puts back what the last kill erased.
+    pub fn yank(&mut self) {
+        let killed = self.killed.clone();
+        self.paste(&killed);
     }
 
     /// Adds an attachment chip; a path already attached is not added twice.
@@ -670,5 +702,22 @@ mod tests {
         assert_eq!(c.cursor(), 0);
         c.insert('x');
         assert_eq!(c.draft(), "x");
+    }
+
+    #[test]
+    fn a_kill_is_yanked_back_and_an_empty_kill_keeps_the_last() {
+        let mut c = Composer::default();
+        c.paste("git commit -m wip");
+        c.kill(Kill::Word);
+        assert_eq!(c.draft(), "git commit -m ");
+        c.kill(Kill::ToLineEnd);
+        c.clear();
+        c.yank();
+        assert_eq!(c.draft(), "wip");
+        c.kill(Kill::ToLineStart);
+        assert_eq!(c.draft(), "");
+        c.yank();
+        c.yank();
+        assert_eq!(c.draft(), "wipwip");
     }
 }

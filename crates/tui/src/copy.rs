@@ -124,7 +124,10 @@ impl App {
                     .iter()
                     .find_map(|r| code_blocks(r).pop()),
             ),
-            Some("prompt") => ("the last prompt", self.history.entries().last().cloned()),
+            Some("prompt") => (
+                "the last prompt",
+                self.recall.history().entries().last().cloned(),
+            ),
             Some(n) if n.parse::<usize>().is_ok_and(|n| n >= 1) => {
                 let n: usize = n.parse().unwrap_or(1);
                 (

@@ -9,15 +9,13 @@
 //! comments carried across lines; anything else is drawn plain. It never fails and costs
 //! O(length) per line.
 
-use ratatui::style::{Color, Modifier, Style};
+use crate::kind::Kind;
 
-const KEYWORD: Style = Style::new().fg(Color::Magenta);
-const STRING: Style = Style::new().fg(Color::Green);
-const COMMENT: Style = Style::new()
-    .fg(Color::DarkGray)
-    .add_modifier(Modifier::ITALIC);
-const NUMBER: Style = Style::new().fg(Color::Yellow);
-const PLAIN: Style = Style::new();
+const KEYWORD: Kind = Kind::CodeKeyword;
+const STRING: Kind = Kind::CodeString;
+const COMMENT: Kind = Kind::CodeComment;
+const NUMBER: Kind = Kind::CodeNumber;
+const PLAIN: Kind = Kind::Plain;
 
 /// What one language looks like to the lexer.
 struct Lang {
@@ -226,8 +224,8 @@ fn lang(name: &str) -> Option<&'static Lang> {
 }
 
 /// Highlights `code` written in `lang` (a fenced block's info string): one list of
-/// (text, style) pieces per line. Unknown languages come back plain.
-pub fn highlight(lang_name: &str, code: &str) -> Vec<Vec<(String, Style)>> {
+/// (text, kind) pieces per line. Unknown languages come back plain.
+pub fn highlight(lang_name: &str, code: &str) -> Vec<Vec<(String, Kind)>> {
     let lines = code.strip_suffix('\n').unwrap_or(code).split('\n');
     let is_diff = matches!(
         lang_name.split(',').next().unwrap_or("").trim(),
@@ -243,21 +241,21 @@ pub fn highlight(lang_name: &str, code: &str) -> Vec<Vec<(String, Style)>> {
     lines.map(|l| line(lang, l, &mut in_block)).collect()
 }
 
-fn diff_style(line: &str) -> Style {
+fn diff_style(line: &str) -> Kind {
     if line.starts_with("+++") || line.starts_with("---") {
-        Style::new().add_modifier(Modifier::BOLD)
+        Kind::DiffFile
     } else if line.starts_with('+') {
-        Style::new().fg(Color::Green)
+        Kind::DiffAdded
     } else if line.starts_with('-') {
-        Style::new().fg(Color::Red)
+        Kind::DiffRemoved
     } else if line.starts_with("@@") {
-        Style::new().fg(Color::Cyan)
+        Kind::DiffHunk
     } else {
         PLAIN
     }
 }
 
-fn push(out: &mut Vec<(String, Style)>, text: &str, style: Style) {
+fn push(out: &mut Vec<(String, Kind)>, text: &str, style: Kind) {
     if text.is_empty() {
         return;
     }
@@ -268,7 +266,7 @@ fn push(out: &mut Vec<(String, Style)>, text: &str, style: Style) {
 }
 
 /// Lexes one line; `in_block` carries an open block comment to the next line.
-fn line(lang: &Lang, text: &str, in_block: &mut bool) -> Vec<(String, Style)> {
+fn line(lang: &Lang, text: &str, in_block: &mut bool) -> Vec<(String, Kind)> {
     let mut out = Vec::new();
     let mut i = 0;
     while i < text.len() {
@@ -380,8 +378,8 @@ mod tests {
             vec![vec![("+-".into(), PLAIN)]]
         );
         assert_eq!(
-            highlight("diff", "+a\n-b")[1][0].1,
-            Style::new().fg(Color::Red)
+            crate::render::theme::kind(highlight("diff", "+a\n-b")[1][0].1),
+            ratatui::style::Style::new().fg(ratatui::style::Color::Red)
         );
     }
 }

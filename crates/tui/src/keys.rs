@@ -2,6 +2,7 @@
 
 use crate::app::{App, Modal, NoticeKind, Overlay, Route};
 use crate::command::{Command, Invocation, palette_entries};
+use crate::composer::Kill;
 use crate::input::{Input, Key, KeyCode, Mouse, MouseKind};
 use crate::layout::chip_spans;
 
@@ -30,7 +31,7 @@ impl App {
             }
             None => {}
         }
-        if key == Key::ctrl('c') && self.history_search.is_none() && self.find.is_none() {
+        if key == Key::ctrl('c') && !self.recall.searching() && self.find.is_none() {
             self.ctrl_c();
             return;
         }
@@ -42,8 +43,8 @@ impl App {
             self.approval_key(key);
             return;
         }
-        if self.history_search.is_some() {
-            self.history_search_key(key);
+        if self.recall.searching() {
+            self.recall.search_key(key, &mut self.composer);
             return;
         }
         if self.find.is_some() && self.find_key(key) {
@@ -75,10 +76,10 @@ impl App {
         if matches!(self.route, Route::Session(_)) && key.mods == crate::input::Modifiers::NONE {
             let (line, _) = self.composer.cursor_line_col();
             let last = self.composer.line_count() - 1;
-            if key.code == KeyCode::Up && line == 0 && self.history_older() {
+            if key.code == KeyCode::Up && line == 0 && self.recall.older(&mut self.composer) {
                 return;
             }
-            if key.code == KeyCode::Down && line == last && self.history_newer() {
+            if key.code == KeyCode::Down && line == last && self.recall.newer(&mut self.composer) {
                 return;
             }
         }
@@ -96,19 +97,15 @@ impl App {
         // Readline's kill and yank, as in Claude Code's prompt: ^W ^U ^K keep what they
         // erase, ^Y puts it back.
         if key == Key::ctrl('w') || key == Key::ctrl('u') || key == Key::ctrl('k') {
-            let gone = match key.code {
-                KeyCode::Char('w') => self.composer.erase_word(),
-                KeyCode::Char('u') => self.composer.erase_to_line_start(),
-                _ => self.composer.erase_to_line_end(),
-            };
-            if !gone.is_empty() {
-                self.killed = gone;
-            }
+            self.composer.kill(match key.code {
+                KeyCode::Char('w') => Kill::Word,
+                KeyCode::Char('u') => Kill::ToLineStart,
+                _ => Kill::ToLineEnd,
+            });
             return;
         }
         if key == Key::ctrl('y') {
-            let killed = self.killed.clone();
-            self.composer.paste(&killed);
+            self.composer.yank();
             return;
         }
         if key == Key::ctrl('l') {
@@ -417,60 +414,8 @@ impl App {
         self.run_command(Invocation { command, arg: None });
     }
 
-    fn approval_key(&mut self, key: Key) {
-        match key.code {
-            KeyCode::Up => self.scroll_approval(-1),
-            KeyCode::Down => self.scroll_approval(1),
-            KeyCode::PageUp => self.scroll_approval(-self.approval_page()),
-            KeyCode::PageDown | KeyCode::Char(' ') => self.scroll_approval(self.approval_page()),
-            KeyCode::Home => self.scroll_approval(isize::MIN / 2),
-            KeyCode::End => self.scroll_approval(isize::MAX / 2),
-            KeyCode::Left | KeyCode::BackTab => {
-                let i = self.approval_choice().map_or(0, |i| i.saturating_sub(1));
-                self.choose_approval(i);
-            }
-            KeyCode::Right | KeyCode::Tab => {
-                let n = self.approval_choices().len();
-                let i = self
-                    .approval_choice()
-                    .map_or(0, |i| (i + 1).min(n.saturating_sub(1)));
-                self.choose_approval(i);
-            }
-            // The highlighted answer: allow once unless the person moved; nothing when the
-            // agent offers no allow-once and nothing is highlighted.
-            KeyCode::Enter => {
-                if let Some(c) = self
-                    .approval_choice()
-                    .and_then(|i| self.approval_choices().get(i).cloned())
-                {
-                    self.answer(c);
-                }
-            }
-            // By the key shown on the button, or by its position (1, 2, 3, 4).
-            KeyCode::Char(k) if !key.mods.ctrl && !key.mods.alt => {
-                let choices = self.approval_choices();
-                let by_digit = k
-                    .to_digit(10)
-                    .and_then(|d| (d as usize).checked_sub(1))
-                    .and_then(|i| choices.get(i));
-                if let Some(c) = choices.iter().find(|c| c.key == k).or(by_digit) {
-                    self.answer(c.clone());
-                }
-            }
-            // Later: the dialog closes, the transcript stays (docs/tui.md §3).
-            KeyCode::Esc => self.defer_approval(),
-            _ => {}
-        }
-    }
-
-    fn choose_approval(&mut self, i: usize) {
-        if let Some(p) = self.pending_approval() {
-            self.approval_choice = Some((p.id.clone(), i));
-        }
-    }
-
     /// Sends `c`; an option that asks for feedback leaves the composer waiting for it.
-    fn answer(&mut self, c: crate::approval::Choice) {
+    pub(crate) fn answer(&mut self, c: crate::approval::Choice) {
         let session = self.pending_approval().map(|p| p.session_id.clone());
         self.reply(c.reply, c.option_id);
         if c.feedback {
@@ -482,11 +427,11 @@ impl App {
         }
     }
 
-    fn defer_approval(&mut self) {
+    pub(crate) fn defer_approval(&mut self) {
         if let Some(p) = self.pending_approval() {
             let id = p.id.clone();
             self.deferred.insert(id);
-            self.approval_choice = None;
+            self.approval.clear_choice();
             self.notify(
                 NoticeKind::Info,
                 "approval left for later: Enter on an empty prompt answers it",
@@ -518,7 +463,7 @@ impl App {
                 | Modal::Config { .. },
             ) => {}
             None if approval => {}
-            None if self.history_search.is_some() => self.history_search_paste(text),
+            None if self.recall.searching() => self.recall.search_paste(text),
             None if self.find.is_some() => self.find_paste(text),
             None => self.composer.paste(text),
         }
@@ -565,16 +510,16 @@ impl App {
             return;
         }
         let inner = layout.main.inner();
+        let session = self.session_area();
         if m.kind == MouseKind::Down
-            && self.standing_row()
-            && m.row == inner.y
-            && inner.contains(m.col, m.row)
-            && crate::layout::standing_revoke_cols(inner.width).contains(&(m.col - inner.x))
+            && session
+                .standing_revoke
+                .is_some_and(|b| b.contains(m.col, m.row))
         {
             self.revoke_standing();
             return;
         }
-        let area = self.transcript_area();
+        let area = session.transcript;
         match m.kind {
             MouseKind::ScrollUp if layout.main.contains(m.col, m.row) => match self.route {
                 Route::Home => self.move_selection(-1),

@@ -201,6 +201,40 @@ pub fn standing_revoke_cols(width: u16) -> std::ops::Range<u16> {
     start..width
 }
 
+/// The inside of an open session's main box: the standing "always" row when it shows, its
+/// [`STANDING_REVOKE`] button, and the transcript below. Drawing and the mouse use the same.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SessionArea {
+    /// The standing row (the box's first inner row), when it shows.
+    pub standing: Option<Rect>,
+    /// The standing row's [`STANDING_REVOKE`] button.
+    pub standing_revoke: Option<Rect>,
+    /// Where the transcript is drawn.
+    pub transcript: Rect,
+}
+
+/// The areas inside `main` (the session's box, border included); `standing_row` says whether
+/// the session shows its standing "always" answers.
+pub fn session_area(main: Rect, standing_row: bool) -> SessionArea {
+    let inner = main.inner();
+    let mut transcript = inner;
+    if standing_row && transcript.height > 1 {
+        transcript.y += 1;
+        transcript.height -= 1;
+    }
+    let standing =
+        (standing_row && inner.height > 0).then(|| Rect::new(inner.x, inner.y, inner.width, 1));
+    let standing_revoke = standing.map(|row| {
+        let cols = standing_revoke_cols(row.width);
+        Rect::new(row.x + cols.start, row.y, cols.end - cols.start, 1)
+    });
+    SessionArea {
+        standing,
+        standing_revoke,
+        transcript,
+    }
+}
+
 /// Where the agent picker's box is drawn for `agents` rows; its inner rows are the agents,
 /// top first (the mouse maps a click back through the same box).
 pub fn agent_picker_box(screen: Rect, agents: usize) -> Rect {

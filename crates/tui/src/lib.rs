@@ -8,10 +8,11 @@
 //! | `sync` | backend side of the state: connection, resync, streamed events, job answers |
 //! | [`ansi`] | command output: SGR styles kept, `\r` overwrites, every other escape dropped |
 //! | [`markdown`], [`highlight`] | agent text as Markdown, code blocks highlighted |
-//! | [`approval`], [`progress`], [`attach`] | the honest approval dialog; turn timing and spinner; `/attach` checked at once |
-//! | [`transcript`] | display lines of the open session with a row index (draw cost = visible rows) |
-//! | [`composer`], [`command`], [`layout`] | the draft and chips, slash commands, screen geometry |
-//! | [`history`], [`recall`], [`find`], `find_bar`, [`render::bars`] | prompt history (↑/↓, Ctrl+R) and its keys; find in the transcript; the bars that take the composer's place |
+//! | [`approval`], [`progress`], [`attach`] | the honest approval dialog (its state and keys: [`approval::Dialog`]); turn timing and spinner; `/attach` checked at once |
+//! | [`clock`] | the only time in the state: set by [`App::tick`], wall times derived from it |
+//! | [`transcript`], [`kind`] | display lines of the open session with a row index (draw cost = visible rows); what each run of their text is (no styles in the state) |
+//! | [`composer`], [`command`], [`layout`] | the draft, chips and kill buffer; slash commands and the palette's entries; screen geometry shared by drawing and the mouse |
+//! | [`history`], [`recall`], [`find`], `find_bar`, [`render::bars`] | prompt history (↑/↓, Ctrl+R) and its keys ([`recall::Recall`] owns them); find in the transcript; the bars that take the composer's place |
 //! | [`complete`] | `/` lists ax-code's and the agent's commands as the person types; Tab completes |
 //! | [`config`] | the agent's session options (`/config`, `/model`): pickers and changes by name |
 //! | [`picker`] | the `@` file picker: fuzzy matching, the list, attaching the chosen file |
@@ -19,7 +20,7 @@
 //! | [`queue`] | the open session's prompt queue: shown above the composer, edited, cancelled, sent now |
 //! | [`attention`], [`notify`] | each session's state for the list (needs you first); ringing the terminal (bell, OSC 9, OSC 777) |
 //! | [`copy`] | `/copy` by OSC 52, mouse capture on and off |
-//! | [`render`] | ratatui drawing, side-effect free: the screen's regions, the modals, the approval dialog, the bars and the tray |
+//! | [`render`] | ratatui drawing, side-effect free: the screen's regions, the modals, the approval dialog, the bars and the tray; [`render::theme`] gives the transcript's kinds their look |
 //! | `run` | the owner loop: one task owns state, terminal and TUIMCP controller |
 //! | [`term`] | crossterm conversion and terminal restore (also on panic) |
 //! | [`share`] | TUIMCP: the router agents navigate through, the session validator |
@@ -57,6 +58,7 @@ pub mod app;
 pub mod approval;
 pub mod attach;
 pub mod attention;
+pub mod clock;
 pub mod command;
 pub mod complete;
 pub mod composer;
@@ -69,6 +71,7 @@ pub mod history;
 pub mod inbox;
 pub mod input;
 mod keys;
+pub mod kind;
 pub mod layout;
 pub mod markdown;
 pub mod notify;

@@ -1,5 +1,6 @@
-//! Agent text as Markdown: parsed with `pulldown-cmark`, drawn as styled ratatui lines wrapped
-//! to a width.
+//! Agent text as Markdown: parsed with `pulldown-cmark`, laid out as lines of text pieces
+//! tagged with their [`Kind`] and wrapped to a width (`render::theme` gives the kinds their
+//! look).
 //!
 //! Headings, paragraphs, nested bullet and numbered lists, task lists, emphasis, strong,
 //! strikethrough, inline code, links (their target shown after the text), images (alt text and
@@ -9,21 +10,21 @@
 //! writes can reach the terminal as an escape sequence.
 
 use pulldown_cmark::{CodeBlockKind, Event, HeadingLevel, Options, Parser, Tag, TagEnd};
-use ratatui::style::{Color, Modifier, Style};
-use ratatui::text::{Line, Span};
 use unicode_width::{UnicodeWidthChar, UnicodeWidthStr};
 
 use crate::highlight::highlight;
+use crate::kind::{Kind, MdInline, MdText, MdTint};
 
-const DIM: Style = Style::new().fg(Color::DarkGray);
-const CODE: Style = Style::new().fg(Color::Yellow);
-const LINK: Style = Style::new()
-    .fg(Color::Blue)
-    .add_modifier(Modifier::UNDERLINED);
-const QUOTE: Style = Style::new().fg(Color::Gray).add_modifier(Modifier::ITALIC);
+const DIM: Kind = Kind::Secondary;
 
-/// Renders `markdown` into lines of at most `width` cells.
-pub fn render(markdown: &str, width: u16) -> Vec<Line<'static>> {
+/// A piece of a line: its text and what it is.
+pub type Piece = (String, Kind);
+
+/// One laid-out line.
+pub type MdLine = Vec<Piece>;
+
+/// Lays `markdown` out into lines of at most `width` cells.
+pub fn render(markdown: &str, width: u16) -> Vec<MdLine> {
     let options =
         Options::ENABLE_TABLES | Options::ENABLE_STRIKETHROUGH | Options::ENABLE_TASKLISTS;
     let mut r = Renderer::new(width.max(8) as usize);
@@ -60,12 +61,22 @@ struct Table {
     cell: String,
 }
 
+/// An inline span that encloses text.
+#[derive(Clone, Copy)]
+enum Enclosing {
+    Emphasis,
+    Strong,
+    Strike,
+    Link,
+    Image,
+}
+
 struct Renderer {
     width: usize,
-    lines: Vec<Line<'static>>,
+    lines: Vec<MdLine>,
     /// The current block's inline text, cut at hard breaks.
-    inline: Vec<Vec<Span<'static>>>,
-    styles: Vec<Style>,
+    inline: Vec<Vec<Piece>>,
+    styles: Vec<Enclosing>,
     /// Open links: (target, index in `inline`'s last segment where their text starts).
     links: Vec<(String, usize)>,
     lists: Vec<ListLevel>,
@@ -96,24 +107,52 @@ impl Renderer {
         }
     }
 
-    fn style(&self) -> Style {
-        let mut s = if self.quote > 0 { QUOTE } else { Style::new() };
-        if let Some(level) = self.heading {
-            s = s.patch(heading_style(level));
+    /// The kind of inline text here, itself `inline`.
+    fn style(&self, inline: MdInline) -> Kind {
+        let mut m = MdText {
+            quote: self.quote > 0,
+            heading: match self.heading {
+                None => 0,
+                Some(HeadingLevel::H1) => 1,
+                Some(HeadingLevel::H2) => 2,
+                Some(_) => 3,
+            },
+            inline,
+            ..MdText::default()
+        };
+        for e in &self.styles {
+            match e {
+                Enclosing::Emphasis => m.emphasis = true,
+                Enclosing::Strong => m.strong = true,
+                Enclosing::Strike => m.strike = true,
+                Enclosing::Link => {
+                    m.link = true;
+                    m.tint = Some(MdTint::Link);
+                }
+                Enclosing::Image => m.tint = Some(MdTint::Image),
+            }
         }
-        for st in &self.styles {
-            s = s.patch(*st);
+        if m == MdText::default() {
+            Kind::Plain
+        } else if m
+            == (MdText {
+                inline: MdInline::Aside,
+                ..MdText::default()
+            })
+        {
+            DIM
+        } else {
+            Kind::Markdown(m)
         }
-        s
     }
 
-    fn text(&mut self, text: &str, style: Style) {
+    fn text(&mut self, text: &str, style: Kind) {
         if let Some(t) = &mut self.table {
             t.cell.push_str(&sanitize(text));
             return;
         }
         let seg = self.inline.last_mut().expect("never empty");
-        seg.push(Span::styled(sanitize(text), style));
+        seg.push((sanitize(text), style));
     }
 
     /// A blank line between blocks (not before the first one).
@@ -121,7 +160,7 @@ impl Renderer {
         self.flush();
         if self.gap && !self.lines.is_empty() {
             let (prefix, _) = self.prefix(false);
-            self.lines.push(Line::from(prefix));
+            self.lines.push(prefix);
         }
         self.gap = false;
     }
@@ -133,11 +172,11 @@ impl Renderer {
 
     /// The prefix of a line: quote bars and list indentation, with the pending item marker
     /// on an item's first line.
-    fn prefix(&mut self, first: bool) -> (Vec<Span<'static>>, usize) {
+    fn prefix(&mut self, first: bool) -> (Vec<Piece>, usize) {
         let mut spans = Vec::new();
         let mut w = 0;
         for _ in 0..self.quote {
-            spans.push(Span::styled("│ ", DIM));
+            spans.push(("│ ".to_owned(), DIM));
             w += 2;
         }
         let levels = self.lists.len();
@@ -145,10 +184,10 @@ impl Renderer {
             if i + 1 == levels && first && self.marker.is_some() {
                 let m = self.marker.take().expect("checked");
                 w += m.width();
-                spans.push(Span::styled(m, Style::new().fg(Color::Cyan)));
+                spans.push((m, Kind::ListMarker));
             } else {
                 w += l.indent;
-                spans.push(Span::raw(" ".repeat(l.indent)));
+                spans.push((" ".repeat(l.indent), Kind::Plain));
             }
         }
         (spans, w)
@@ -187,16 +226,16 @@ impl Renderer {
             Event::Start(tag) => self.start(tag),
             Event::End(tag) => self.end(tag),
             Event::Text(t) => {
-                let s = self.style();
+                let s = self.style(MdInline::Text);
                 self.text(&t, s);
             }
             Event::Code(t) => {
-                let s = self.style().patch(CODE);
+                let s = self.style(MdInline::Code);
                 self.text(&t, s);
             }
             Event::Html(t) | Event::InlineHtml(t) => {
                 // Shown as the text it is; a terminal has nothing to interpret.
-                let s = self.style().patch(DIM);
+                let s = self.style(MdInline::Aside);
                 for (i, l) in t.trim_end_matches('\n').split('\n').enumerate() {
                     if i > 0 {
                         self.inline.push(Vec::new());
@@ -205,34 +244,27 @@ impl Renderer {
                 }
             }
             Event::SoftBreak => {
-                let s = self.style();
+                let s = self.style(MdInline::Text);
                 self.text(" ", s);
             }
             Event::HardBreak => self.inline.push(Vec::new()),
             Event::Rule => {
                 self.block_start();
                 let (mut prefix, w) = self.prefix(false);
-                prefix.push(Span::styled(
-                    "─".repeat(self.width.saturating_sub(w).max(1)),
-                    DIM,
-                ));
-                self.lines.push(Line::from(prefix));
+                prefix.push(("─".repeat(self.width.saturating_sub(w).max(1)), DIM));
+                self.lines.push(prefix);
                 self.gap = true;
             }
             Event::TaskListMarker(done) => {
-                let s = if done {
-                    Style::new().fg(Color::Green)
-                } else {
-                    DIM
-                };
+                let s = if done { Kind::TaskDone } else { DIM };
                 self.text(if done { "[x] " } else { "[ ] " }, s);
             }
             Event::FootnoteReference(t) => {
-                let s = self.style().patch(DIM);
+                let s = self.style(MdInline::Aside);
                 self.text(&format!("[^{t}]"), s);
             }
             Event::InlineMath(t) | Event::DisplayMath(t) => {
-                let s = self.style().patch(CODE);
+                let s = self.style(MdInline::Code);
                 self.text(&t, s);
             }
         }
@@ -291,24 +323,20 @@ impl Renderer {
                     self.marker = Some(format!("{m:<w$}", w = l.indent));
                 }
             }
-            Tag::Emphasis => self
-                .styles
-                .push(Style::new().add_modifier(Modifier::ITALIC)),
-            Tag::Strong => self.styles.push(Style::new().add_modifier(Modifier::BOLD)),
-            Tag::Strikethrough => self
-                .styles
-                .push(Style::new().add_modifier(Modifier::CROSSED_OUT)),
+            Tag::Emphasis => self.styles.push(Enclosing::Emphasis),
+            Tag::Strong => self.styles.push(Enclosing::Strong),
+            Tag::Strikethrough => self.styles.push(Enclosing::Strike),
             Tag::Link { dest_url, .. } => {
                 let at = self.inline.last().map_or(0, |s| s.len());
                 self.links.push((dest_url.to_string(), at));
-                self.styles.push(LINK);
+                self.styles.push(Enclosing::Link);
             }
             Tag::Image { dest_url, .. } => {
                 let at = self.inline.last().map_or(0, |s| s.len());
                 self.links.push((dest_url.to_string(), at));
-                let s = self.style().patch(DIM);
+                let s = self.style(MdInline::Aside);
                 self.text("[image: ", s);
-                self.styles.push(DIM);
+                self.styles.push(Enclosing::Image);
             }
             Tag::Table(_) => {
                 self.block_start();
@@ -367,7 +395,7 @@ impl Renderer {
                     let text: String = self
                         .inline
                         .last()
-                        .map(|s| s.iter().skip(at).map(|s| s.content.as_ref()).collect())
+                        .map(|s| s.iter().skip(at).map(|(t, _)| t.as_str()).collect())
                         .unwrap_or_default();
                     // An autolink shows its target already.
                     if !dest.is_empty() && text != dest && format!("mailto:{text}") != dest {
@@ -409,13 +437,13 @@ impl Renderer {
         let lang_label = lang.split(',').next().unwrap_or("").trim();
         if !lang_label.is_empty() {
             let mut l = prefix.clone();
-            l.push(Span::styled(format!("  {}", sanitize(lang_label)), DIM));
-            self.lines.push(Line::from(l));
+            l.push((format!("  {}", sanitize(lang_label)), DIM));
+            self.lines.push(l);
         }
         let avail = self.width.saturating_sub(w + 2).max(1);
         for pieces in highlight(lang, code) {
             // Hard-wrapped: code keeps its spacing.
-            let mut row: Vec<Span<'static>> = Vec::new();
+            let mut row: Vec<Piece> = Vec::new();
             let mut used = 0;
             let mut rows = Vec::new();
             for (text, style) in pieces {
@@ -424,7 +452,7 @@ impl Renderer {
                     let cw = c.width().unwrap_or(0);
                     if used + cw > avail && used > 0 {
                         if !buf.is_empty() {
-                            row.push(Span::styled(std::mem::take(&mut buf), style));
+                            row.push((std::mem::take(&mut buf), style));
                         }
                         rows.push(std::mem::take(&mut row));
                         used = 0;
@@ -433,15 +461,15 @@ impl Renderer {
                     used += cw;
                 }
                 if !buf.is_empty() {
-                    row.push(Span::styled(buf, style));
+                    row.push((buf, style));
                 }
             }
             rows.push(row);
             for r in rows {
                 let mut l = prefix.clone();
-                l.push(Span::styled("▏ ", DIM));
+                l.push(("▏ ".to_owned(), DIM));
                 l.extend(r);
-                self.lines.push(Line::from(l));
+                self.lines.push(l);
             }
         }
     }
@@ -459,16 +487,16 @@ impl Renderer {
             let mut spans = Vec::new();
             for (i, w) in widths.iter().enumerate() {
                 if i > 0 {
-                    spans.push(Span::styled(" │ ", DIM));
+                    spans.push((" │ ".to_owned(), DIM));
                 }
                 let cell = row.get(i).map(String::as_str).unwrap_or("");
                 let pad = w.saturating_sub(cell.width());
                 let style = if r < t.header_rows {
-                    Style::new().add_modifier(Modifier::BOLD)
+                    Kind::Title
                 } else {
-                    Style::new()
+                    Kind::Plain
                 };
-                spans.push(Span::styled(format!("{cell}{}", " ".repeat(pad)), style));
+                spans.push((format!("{cell}{}", " ".repeat(pad)), style));
             }
             wrap_into(
                 &mut self.lines,
@@ -480,42 +508,32 @@ impl Renderer {
             if r + 1 == t.header_rows {
                 let rule: Vec<String> = widths.iter().map(|w| "─".repeat(*w)).collect();
                 let mut l = prefix.clone();
-                l.push(Span::styled(rule.join("─┼─"), DIM));
-                self.lines.push(Line::from(l));
+                l.push((rule.join("─┼─"), DIM));
+                self.lines.push(l);
             }
         }
-    }
-}
-
-fn heading_style(level: HeadingLevel) -> Style {
-    match level {
-        HeadingLevel::H1 => Style::new()
-            .fg(Color::Cyan)
-            .add_modifier(Modifier::BOLD | Modifier::UNDERLINED),
-        HeadingLevel::H2 => Style::new().fg(Color::Cyan).add_modifier(Modifier::BOLD),
-        _ => Style::new().add_modifier(Modifier::BOLD),
     }
 }
 
 /// A word (its styled pieces: a word may change style midway, `**bold**ness`) or a run of
 /// spaces.
 enum Token {
-    Word(Vec<(String, Style)>),
-    Space(String, Style),
+    Word(Vec<Piece>),
+    Space(String, Kind),
 }
 
-fn tokens(spans: Vec<Span<'static>>) -> Vec<Token> {
+fn tokens(spans: Vec<Piece>) -> Vec<Token> {
     let mut out: Vec<Token> = Vec::new();
-    for span in spans {
-        for c in span.content.chars() {
+    for (content, style) in spans {
+        for c in content.chars() {
             match (c == ' ', out.last_mut()) {
-                (true, Some(Token::Space(t, st))) if *st == span.style => t.push(c),
-                (true, _) => out.push(Token::Space(c.to_string(), span.style)),
+                (true, Some(Token::Space(t, st))) if *st == style => t.push(c),
+                (true, _) => out.push(Token::Space(c.to_string(), style)),
                 (false, Some(Token::Word(parts))) => match parts.last_mut() {
-                    Some((t, st)) if *st == span.style => t.push(c),
-                    _ => parts.push((c.to_string(), span.style)),
+                    Some((t, st)) if *st == style => t.push(c),
+                    _ => parts.push((c.to_string(), style)),
                 },
-                (false, _) => out.push(Token::Word(vec![(c.to_string(), span.style)])),
+                (false, _) => out.push(Token::Word(vec![(c.to_string(), style)])),
             }
         }
     }
@@ -523,29 +541,29 @@ fn tokens(spans: Vec<Span<'static>>) -> Vec<Token> {
 }
 
 /// Appends to a line, joining a piece to the last span when the style is the same.
-fn push_piece(line: &mut Vec<Span<'static>>, text: &str, style: Style) {
+fn push_piece(line: &mut Vec<Piece>, text: &str, style: Kind) {
     if text.is_empty() {
         return;
     }
     match line.last_mut() {
-        Some(last) if last.style == style => last.content.to_mut().push_str(text),
-        _ => line.push(Span::styled(text.to_owned(), style)),
+        Some((t, s)) if *s == style => t.push_str(text),
+        _ => line.push((text.to_owned(), style)),
     }
 }
 
 /// Word-wraps styled spans to `width` with a first-line and a continuation prefix. Words
 /// longer than a line are cut by character (never inside a wide char).
 fn wrap_into(
-    out: &mut Vec<Line<'static>>,
-    spans: Vec<Span<'static>>,
-    first: (Vec<Span<'static>>, usize),
-    rest: (Vec<Span<'static>>, usize),
+    out: &mut Vec<MdLine>,
+    spans: Vec<Piece>,
+    first: (Vec<Piece>, usize),
+    rest: (Vec<Piece>, usize),
     width: usize,
 ) {
     let (mut line, mut used) = (first.0, first.1);
     let mut start_w = used;
-    let break_line = |out: &mut Vec<Line<'static>>, line: &mut Vec<Span<'static>>| {
-        out.push(Line::from(std::mem::replace(line, rest.0.clone())));
+    let break_line = |out: &mut Vec<MdLine>, line: &mut Vec<Piece>| {
+        out.push(std::mem::replace(line, rest.0.clone()));
         rest.1
     };
     for token in tokens(spans) {
@@ -589,17 +607,17 @@ fn wrap_into(
             }
         }
     }
-    out.push(Line::from(line));
+    out.push(line);
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    fn plain(lines: &[Line]) -> Vec<String> {
+    fn plain(lines: &[MdLine]) -> Vec<String> {
         lines
             .iter()
-            .map(|l| l.spans.iter().map(|s| s.content.as_ref()).collect())
+            .map(|l| l.iter().map(|(t, _)| t.as_str()).collect())
             .collect()
     }
 
@@ -625,12 +643,8 @@ mod tests {
             40,
         );
         for l in &lines {
-            for s in &l.spans {
-                assert!(
-                    !s.content.chars().any(|c| c.is_control()),
-                    "{:?}",
-                    s.content
-                );
+            for (content, _) in l {
+                assert!(!content.chars().any(|c| c.is_control()), "{content:?}");
             }
         }
     }

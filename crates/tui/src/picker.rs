@@ -120,7 +120,7 @@ impl App {
             .as_ref()
             .is_some_and(|(s, d)| *s == start && d == q);
         let busy = self.modal.is_some()
-            || self.history_search.is_some()
+            || self.recall.searching()
             || self.find.is_some()
             || self.overlay.is_some();
         (!dismissed && !busy).then_some(q)

@@ -113,7 +113,7 @@ pub fn format_duration(d: Duration) -> String {
 impl App {
     /// The clock drawing uses (set by [`App::tick`]).
     pub fn now(&self) -> Instant {
-        self.now
+        self.clock.now()
     }
 
     /// Turn timing per session (for elapsed times and "finished" notices).
@@ -134,7 +134,7 @@ impl App {
         old: Option<SessionStatus>,
         new: SessionStatus,
     ) {
-        let change = self.progress.observe(id, old, new, self.now);
+        let change = self.progress.observe(id, old, new, self.clock.now());
         let on_screen = self.route == Route::Session(id.clone());
         // A session this TUI is creating from home opens as soon as the backend answers:
         // the person is as good as looking at it.

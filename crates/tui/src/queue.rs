@@ -67,7 +67,7 @@ pub fn parse_action(arg: Option<&str>) -> Result<QueueAction, String> {
 }
 
 /// A queued prompt in one line: its first text line (control characters made visible, at
-/// most [`SUMMARY_MAX`] chars) and what it carries besides.
+/// most `SUMMARY_MAX` chars) and what it carries besides.
 pub fn summary(prompt: &Prompt) -> String {
     let text = prompt
         .parts

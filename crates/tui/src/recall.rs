@@ -1,10 +1,12 @@
 //! The open session's prompt history wired to the composer (docs/tui.md §3a): ↑/↓ walk it,
-//! Ctrl+R searches it backwards. The pure walk and search live in [`crate::history`]; this
-//! module decides when a key belongs to them and moves text in and out of the draft.
+//! Ctrl+R searches it backwards. The pure walk and search live in [`crate::history`];
+//! [`Recall`] owns the history, the search and what the walk put in the draft, decides what a
+//! key does to them and moves text in and out of the composer it is handed.
 
 use ax_protocol::{Message, Part, Role};
 
 use crate::app::{App, NoticeKind};
+use crate::composer::Composer;
 use crate::history::{History, Search};
 use crate::input::{Key, KeyCode};
 
@@ -28,20 +30,35 @@ pub fn stored_prompts(messages: &[Message]) -> Vec<String> {
         .collect()
 }
 
-impl App {
-    /// The open session's prompt history.
+/// The open session's prompt history, the Ctrl+R search and the walk's state.
+#[derive(Debug, Clone, Default)]
+pub struct Recall {
+    history: History,
+    /// The Ctrl+R search, while one is under way.
+    search: Option<Search>,
+    /// The text the last ↑/↓ put in the composer; a draft that differs was edited since.
+    recalled: Option<String>,
+}
+
+impl Recall {
+    /// The prompt history.
     pub fn history(&self) -> &History {
         &self.history
     }
 
     /// The Ctrl+R search, while one is under way.
-    pub fn history_search(&self) -> Option<&Search> {
-        self.history_search.as_ref()
+    pub fn search(&self) -> Option<&Search> {
+        self.search.as_ref()
+    }
+
+    /// Whether a Ctrl+R search is under way (it takes the keys).
+    pub fn searching(&self) -> bool {
+        self.search.is_some()
     }
 
     /// The entry a Ctrl+R search shows, if it found one.
-    pub fn history_search_found(&self) -> Option<&str> {
-        let s = self.history_search.as_ref()?;
+    pub fn search_found(&self) -> Option<&str> {
+        let s = self.search.as_ref()?;
         s.found
             .and_then(|i| self.history.entries().get(i))
             .map(String::as_str)
@@ -49,49 +66,47 @@ impl App {
 
     /// A transcript (re)load: the history becomes the session's stored prompts. A walk under
     /// way ends; the draft is left as it is.
-    pub(crate) fn load_history(&mut self, messages: &[Message]) {
+    pub fn load(&mut self, messages: &[Message]) {
         self.history = History::from_prompts(stored_prompts(messages));
         self.recalled = None;
     }
 
     /// A prompt was sent: it becomes the newest entry.
-    pub(crate) fn remember_prompt(&mut self, prompt: &str) {
+    pub fn remember(&mut self, prompt: &str) {
         self.history.push(prompt);
         self.recalled = None;
     }
 
     /// Leaving a session forgets its history (the next one loads its own).
-    pub(crate) fn forget_history(&mut self) {
-        self.history = History::default();
-        self.history_search = None;
-        self.recalled = None;
+    pub fn forget(&mut self) {
+        *self = Recall::default();
     }
 
     /// The person changed the recalled text: the walk ends there, and the next ↑ starts a
     /// new walk that gives their edited text back at the end.
-    fn edited_since_recall(&mut self) {
-        if self.history.walking() && self.recalled.as_deref() != Some(self.composer.draft()) {
+    fn edited_since_recall(&mut self, composer: &Composer) {
+        if self.history.walking() && self.recalled.as_deref() != Some(composer.draft()) {
             self.history.stop_walking();
             self.recalled = None;
         }
     }
 
-    fn show_recalled(&mut self, text: String) {
-        self.composer.clear_draft();
-        self.composer.paste(&text);
-        self.recalled = Some(self.composer.draft().to_owned());
+    fn show_recalled(&mut self, composer: &mut Composer, text: String) {
+        composer.clear_draft();
+        composer.paste(&text);
+        self.recalled = Some(composer.draft().to_owned());
     }
 
     /// ↑ with the cursor on the draft's first line: the previous prompt. Returns whether the
     /// history took the key (at the oldest entry it does, and nothing changes); an empty
     /// history leaves ↑ to the transcript.
-    pub(crate) fn history_older(&mut self) -> bool {
-        self.edited_since_recall();
-        let draft = self.composer.draft().to_owned();
+    pub fn older(&mut self, composer: &mut Composer) -> bool {
+        self.edited_since_recall(composer);
+        let draft = composer.draft().to_owned();
         match self.history.older(&draft) {
             Some(entry) => {
                 let entry = entry.to_owned();
-                self.show_recalled(entry);
+                self.show_recalled(composer, entry);
                 true
             }
             None => self.history.walking(),
@@ -100,12 +115,12 @@ impl App {
 
     /// ↓ with the cursor on the draft's last line during a walk: the next prompt, and past
     /// the newest the draft the walk began with. Returns whether the history took the key.
-    pub(crate) fn history_newer(&mut self) -> bool {
-        self.edited_since_recall();
+    pub fn newer(&mut self, composer: &mut Composer) -> bool {
+        self.edited_since_recall(composer);
         match self.history.newer() {
             Some(text) => {
                 let walking = self.history.walking();
-                self.show_recalled(text);
+                self.show_recalled(composer, text);
                 if !walking {
                     self.recalled = None;
                 }
@@ -115,25 +130,23 @@ impl App {
         }
     }
 
-    /// Ctrl+R: starts a reverse search of the history.
-    pub(crate) fn start_history_search(&mut self) {
+    /// Ctrl+R: starts a reverse search of the history; `false` (and nothing starts) when
+    /// there is no history to search.
+    pub fn start_search(&mut self) -> bool {
         if self.history.entries().is_empty() {
-            self.notify(
-                NoticeKind::Info,
-                "no prompt history here: open a session with prompts",
-            );
-            return;
+            return false;
         }
         self.history.stop_walking();
         // The draft is not touched until a match is taken, so Esc has nothing to restore.
-        self.history_search = Some(Search::default());
+        self.search = Some(Search::default());
+        true
     }
 
     /// A key while the Ctrl+R search is open. Typing refines the query, Ctrl+R steps to an
     /// older match, Enter (or Tab, →) takes the match into the composer without sending it,
     /// Esc (or Ctrl+C, Ctrl+G) gives the draft back.
-    pub(crate) fn history_search_key(&mut self, key: Key) {
-        let Some(mut s) = self.history_search.take() else {
+    pub fn search_key(&mut self, key: Key, composer: &mut Composer) {
+        let Some(mut s) = self.search.take() else {
             return;
         };
         if key == Key::ctrl('r') {
@@ -143,8 +156,8 @@ impl App {
         } else if matches!(key.code, KeyCode::Enter | KeyCode::Tab | KeyCode::Right) {
             if let Some(found) = s.found.and_then(|i| self.history.entries().get(i)) {
                 let found = found.clone();
-                self.composer.clear_draft();
-                self.composer.paste(&found);
+                composer.clear_draft();
+                composer.paste(&found);
             }
             return;
         } else if key.code == KeyCode::Backspace {
@@ -156,12 +169,12 @@ impl App {
             s.query.push(c);
             self.history.search_again(&mut s);
         }
-        self.history_search = Some(s);
+        self.search = Some(s);
     }
 
     /// A paste while searching goes into the query.
-    pub(crate) fn history_search_paste(&mut self, text: &str) {
-        if let Some(s) = &mut self.history_search {
+    pub fn search_paste(&mut self, text: &str) {
+        if let Some(s) = &mut self.search {
             let room = 256usize.saturating_sub(s.query.len());
             let clean: String = text.chars().filter(|c| !c.is_control()).collect();
             let mut take = clean.len().min(room);
@@ -170,6 +183,33 @@ impl App {
             }
             s.query.push_str(&clean[..take]);
             self.history.search_again(s);
+        }
+    }
+}
+
+impl App {
+    /// The open session's prompt history.
+    pub fn history(&self) -> &History {
+        self.recall.history()
+    }
+
+    /// The Ctrl+R search, while one is under way.
+    pub fn history_search(&self) -> Option<&Search> {
+        self.recall.search()
+    }
+
+    /// The entry a Ctrl+R search shows, if it found one.
+    pub fn history_search_found(&self) -> Option<&str> {
+        self.recall.search_found()
+    }
+
+    /// Ctrl+R: starts a reverse search of the history, or says there is none.
+    pub(crate) fn start_history_search(&mut self) {
+        if !self.recall.start_search() {
+            self.notify(
+                NoticeKind::Info,
+                "no prompt history here: open a session with prompts",
+            );
         }
     }
 }

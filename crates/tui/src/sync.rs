@@ -84,7 +84,7 @@ impl App {
                         .iter()
                         .find(|o| o.id == s.id)
                         .map(|o| o.status);
-                    self.progress.observe(&s.id, old, s.status, self.now);
+                    self.progress.observe(&s.id, old, s.status, self.now());
                     if s.status == ax_protocol::SessionStatus::Idle {
                         self.aborting.remove(&s.id);
                     }
@@ -138,8 +138,8 @@ impl App {
                 self.transcript_loaded = true;
                 // A walk or search under way keeps its entries (a reload mid-walk would
                 // pull the text from under the person).
-                if !self.history.walking() && self.history_search.is_none() {
-                    self.load_history(&messages);
+                if !self.recall.history().walking() && !self.recall.searching() {
+                    self.recall.load(&messages);
                 }
                 let buffered = self.transcript_buffer.take().unwrap_or_default();
                 for event in buffered {

@@ -9,10 +9,10 @@ use std::collections::HashMap;
 
 use ax_protocol::turn::{ToolContent, TurnDelta, TurnPart};
 use ax_protocol::{Message, Part, Role, Stream};
-use ratatui::style::Style;
 use unicode_width::UnicodeWidthChar;
 
 use crate::ansi::{AnsiParser, Op};
+use crate::kind::{Kind, Tone};
 use crate::turn_view::{self, Fold, Row};
 
 /// Logical lines longer than this are continued on a new line.
@@ -60,9 +60,10 @@ struct TextLine {
     /// Every char is exactly one cell wide, so rows are a division.
     uniform: bool,
     chars: u32,
-    /// ANSI styles of command output: (byte offset, style) where each run starts. `None` for
-    /// a line drawn entirely in its [`LineStyle`], which is most lines.
-    runs: Option<Vec<(u32, Style)>>,
+    /// What runs of the line are (command output's ANSI styles, the parts of an agent's
+    /// turn): (byte offset, tone) where each run starts. `None` for a line drawn entirely in
+    /// its [`LineStyle`], which is most lines.
+    runs: Option<Vec<(u32, Tone)>>,
 }
 
 #[derive(Debug, Clone)]
@@ -132,8 +133,8 @@ pub struct IndexedRow<'a> {
     pub start: usize,
     /// How the line is drawn.
     pub style: LineStyle,
-    /// The row cut into (text, ANSI style) pieces.
-    pub pieces: Vec<(&'a str, Style)>,
+    /// The row cut into (text, tone) pieces.
+    pub pieces: Vec<(&'a str, Tone)>,
 }
 
 /// Display lines of one session.
@@ -824,7 +825,7 @@ impl Transcript {
         };
         let mut parser = std::mem::take(&mut self.messages[pos].ansi[which]);
         parser.feed(text, |op| match op {
-            Op::Text(t, ansi) => self.output_text(pos, style, t, ansi),
+            Op::Text(t, ansi) => self.output_text(pos, style, t, Kind::output(ansi).into()),
             Op::Newline => {
                 if self.open_line_of(pos).is_none() {
                     // An empty line.
@@ -864,7 +865,7 @@ impl Transcript {
             .filter(|&idx| idx + 1 == self.lines.len())
     }
 
-    fn output_text(&mut self, pos: usize, style: LineStyle, text: &str, ansi: Style) {
+    fn output_text(&mut self, pos: usize, style: LineStyle, text: &str, ansi: Tone) {
         match (self.open_line_of(pos), self.messages[pos].open_col) {
             (Some(idx), Some(col)) => {
                 // Overwrite from the cursor, like a terminal after `\r`.
@@ -893,14 +894,14 @@ impl Transcript {
     }
 
     /// Rewrites the last line cell by cell (bounded by [`MAX_LINE_CHARS`]).
-    fn edit_last(&mut self, f: impl FnOnce(&mut Vec<(char, Style)>)) {
+    fn edit_last(&mut self, f: impl FnOnce(&mut Vec<(char, Tone)>)) {
         let Some(line) = self.lines.pop() else {
             return;
         };
         self.rows_end.pop();
-        let mut cells: Vec<(char, Style)> = Vec::with_capacity(line.chars as usize);
+        let mut cells: Vec<(char, Tone)> = Vec::with_capacity(line.chars as usize);
         let mut runs = line.runs.as_deref().unwrap_or(&[]);
-        let mut cur = Style::default();
+        let mut cur = Tone::default();
         for (i, c) in line.text.char_indices() {
             while let Some(((at, s), rest)) = runs.split_first()
                 && *at as usize <= i
@@ -927,7 +928,7 @@ impl Transcript {
         self.commit_new(rebuilt);
     }
 
-    fn push_styled(&mut self, style: LineStyle, raw: &str, ansi: Style) {
+    fn push_styled(&mut self, style: LineStyle, raw: &str, ansi: Tone) {
         let mut line = TextLine {
             style,
             text: String::new(),
@@ -945,10 +946,10 @@ impl Transcript {
     }
 
     fn push(&mut self, style: LineStyle, raw: &str) {
-        self.push_styled(style, raw, Style::default());
+        self.push_styled(style, raw, Tone::default());
     }
 
-    fn extend_last(&mut self, raw: &str, ansi: Style) {
+    fn extend_last(&mut self, raw: &str, ansi: Tone) {
         let Some(mut line) = self.lines.pop() else {
             self.push_styled(LineStyle::Stdout, raw, ansi);
             return;
@@ -1018,13 +1019,13 @@ impl Transcript {
         first + within.min(rows_of(l, self.wrap).saturating_sub(1))
     }
 
-    /// Like [`Transcript::visible`], with each row cut into (text, ANSI style) pieces; the
-    /// style is to be patched onto the row's [`LineStyle`].
+    /// Like [`Transcript::visible`], with each row cut into (text, tone) pieces; drawing
+    /// puts the tone's look over the row's [`LineStyle`].
     pub fn visible_spans(
         &self,
         height: usize,
         scroll: usize,
-    ) -> Vec<(LineStyle, Vec<(&str, Style)>)> {
+    ) -> Vec<(LineStyle, Vec<(&str, Tone)>)> {
         self.window(height, scroll)
             .map(|(_, line, row)| (line.style, split_runs(line, row)))
             .collect()
@@ -1183,7 +1184,7 @@ fn fill<'a>(line: &mut TextLine, raw: &'a str) -> Option<&'a str> {
 }
 
 /// Records that text from byte `start` on is drawn in `style`.
-fn note_run(line: &mut TextLine, start: usize, style: Style) {
+fn note_run(line: &mut TextLine, start: usize, style: Tone) {
     if start >= line.text.len() {
         return;
     }
@@ -1200,15 +1201,15 @@ fn note_run(line: &mut TextLine, start: usize, style: Style) {
     }
 }
 
-/// Cuts one wrapped row (a slice of `line.text`) into pieces of equal ANSI style.
-fn split_runs<'a>(line: &'a TextLine, row: &'a str) -> Vec<(&'a str, Style)> {
+/// Cuts one wrapped row (a slice of `line.text`) into pieces of equal tone.
+fn split_runs<'a>(line: &'a TextLine, row: &'a str) -> Vec<(&'a str, Tone)> {
     let Some(runs) = line.runs.as_deref() else {
-        return vec![(row, Style::default())];
+        return vec![(row, Tone::default())];
     };
     let from = row.as_ptr() as usize - line.text.as_ptr() as usize;
     let to = from + row.len();
     let mut out = Vec::new();
-    let mut style = Style::default();
+    let mut style = Tone::default();
     let mut at = from;
     for &(start, s) in runs {
         let start = start as usize;

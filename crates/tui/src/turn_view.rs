@@ -7,13 +7,12 @@
 //! locations, input and content: a coloured unified diff for an edit ([`unified_diff`]),
 //! command output through the ANSI renderer, text. Long content folds behind "show all".
 
+use crate::kind::{Kind, Tone};
+use crate::transcript::LineStyle;
 use ax_protocol::turn::{
     NoticeKind, PermissionKind, PermissionOutcome, PermissionPart, PlanStatus, ToolCallPart,
     ToolContent, ToolKind, ToolStatus, TurnPart,
 };
-use ratatui::style::{Color, Modifier, Style};
-
-use crate::transcript::LineStyle;
 
 /// Content rows shown by an open card before the rest folds behind "show all".
 pub const FOLD_ROWS: usize = 16;
@@ -41,14 +40,11 @@ impl Fold {
     }
 }
 
-/// One row: how it is drawn and its styled pieces.
-pub type Row = (LineStyle, Vec<(String, Style)>);
+/// One row: how it is drawn and its pieces, each with what it is.
+pub type Row = (LineStyle, Vec<(String, Tone)>);
 
-const DIM: Style = Style::new().fg(Color::DarkGray);
-const THOUGHT: Style = Style::new()
-    .fg(Color::DarkGray)
-    .add_modifier(Modifier::ITALIC);
-const FOCUS: Style = Style::new().bg(Color::Indexed(236));
+const DIM: Kind = Kind::Secondary;
+const THOUGHT: Kind = Kind::Thought;
 
 /// Whether a part opens and closes (thoughts and tool calls; permissions open to the request).
 pub fn foldable(part: &TurnPart) -> bool {
@@ -70,16 +66,16 @@ pub fn render(part: &TurnPart, fold: Fold, focused: bool, width: u16) -> Vec<Row
         TurnPart::Thought { text } => thought(text, fold, width),
         TurnPart::ToolCall(t) => tool_call(t, fold, width),
         TurnPart::Plan { entries } => {
-            let mut rows = vec![row(LineStyle::Agent, "Plan", Style::new().bold())];
+            let mut rows = vec![row(LineStyle::Agent, "Plan", Kind::Title)];
             for e in entries {
                 let (mark, style) = match e.status {
-                    PlanStatus::Completed => ("[x] ", Style::new().fg(Color::Green)),
-                    PlanStatus::InProgress => ("[~] ", Style::new().fg(Color::Yellow).bold()),
-                    PlanStatus::Pending => ("[ ] ", Style::new()),
+                    PlanStatus::Completed => ("[x] ", Kind::PlanDone),
+                    PlanStatus::InProgress => ("[~] ", Kind::PlanActive),
+                    PlanStatus::Pending => ("[ ] ", Kind::Plain),
                 };
                 let content = crate::markdown::sanitize(&e.content);
                 let text_style = if e.status == PlanStatus::Completed {
-                    DIM.add_modifier(Modifier::CROSSED_OUT)
+                    Kind::PlanDoneText
                 } else {
                     style
                 };
@@ -93,12 +89,12 @@ pub fn render(part: &TurnPart, fold: Fold, focused: bool, width: u16) -> Vec<Row
         TurnPart::Notice(n) if n.kind == NoticeKind::Usage => Vec::new(),
         TurnPart::Notice(n) => {
             let (label, style) = match n.kind {
-                NoticeKind::Usage => ("usage", Style::new().fg(Color::Blue)),
-                NoticeKind::Mode => ("mode", Style::new().fg(Color::Blue)),
-                NoticeKind::Auth => ("needs auth", Style::new().fg(Color::Red).bold()),
-                NoticeKind::Error => ("error", Style::new().fg(Color::Red).bold()),
-                NoticeKind::Stop => ("stopped", Style::new().fg(Color::Yellow)),
-                NoticeKind::Info => ("note", Style::new().fg(Color::Blue)),
+                NoticeKind::Usage => ("usage", Kind::NoticeInfo),
+                NoticeKind::Mode => ("mode", Kind::NoticeInfo),
+                NoticeKind::Auth => ("needs auth", Kind::Failed),
+                NoticeKind::Error => ("error", Kind::Failed),
+                NoticeKind::Stop => ("stopped", Kind::NoticeStop),
+                NoticeKind::Info => ("note", Kind::NoticeInfo),
             };
             let mut rows = Vec::new();
             for (i, line) in n.message.split('\n').enumerate() {
@@ -115,7 +111,7 @@ pub fn render(part: &TurnPart, fold: Fold, focused: bool, width: u16) -> Vec<Row
                     cont,
                     &lead,
                     style,
-                    Style::new(),
+                    Kind::Plain,
                 );
             }
             if n.kind == NoticeKind::Auth {
@@ -136,9 +132,13 @@ pub fn render(part: &TurnPart, fold: Fold, focused: bool, width: u16) -> Vec<Row
     };
     if focused && let Some((_, pieces)) = rows.first_mut() {
         for (_, s) in pieces.iter_mut() {
-            *s = s.patch(FOCUS);
+            s.focused = true;
         }
-        pieces.insert(0, ("▶".into(), FOCUS.fg(Color::Cyan).bold()));
+        let mark = Tone {
+            kind: Kind::FocusMark,
+            focused: true,
+        };
+        pieces.insert(0, ("▶".into(), mark));
     }
     rows
 }
@@ -150,10 +150,7 @@ pub fn markdown_rows(text: &str, width: u16) -> Vec<Row> {
         .map(|l| {
             (
                 LineStyle::Agent,
-                l.spans
-                    .into_iter()
-                    .map(|s| (s.content.into_owned(), s.style))
-                    .collect(),
+                l.into_iter().map(|(t, k)| (t, Tone::from(k))).collect(),
             )
         })
         .collect()
@@ -164,8 +161,8 @@ pub fn is_long(part: &TurnPart, width: u16) -> bool {
     content_rows(part, width.max(8) as usize).len() > FOLD_ROWS
 }
 
-fn row(style: LineStyle, text: &str, s: Style) -> Row {
-    (style, vec![(text.to_owned(), s)])
+fn row(style: LineStyle, text: &str, s: Kind) -> Row {
+    (style, vec![(text.to_owned(), s.into())])
 }
 
 /// Word-wraps `text` to `width` with `first` before the first row and `cont` before the
@@ -176,8 +173,8 @@ fn wrap_into(
     width: usize,
     cont: &str,
     first: &str,
-    lead_style: Style,
-    text_style: Style,
+    lead_style: Kind,
+    text_style: Kind,
 ) {
     let mut lead = first.to_owned();
     let mut rest = text;
@@ -187,8 +184,8 @@ fn wrap_into(
         rows.push((
             LineStyle::Agent,
             vec![
-                (lead.clone(), lead_style),
-                (rest[..cut].to_owned(), text_style),
+                (lead.clone(), lead_style.into()),
+                (rest[..cut].to_owned(), text_style.into()),
             ],
         ));
         rest = rest[cut..].trim_start_matches(' ');
@@ -264,13 +261,13 @@ pub fn kind_label(kind: ToolKind) -> &'static str {
     }
 }
 
-fn status_mark(status: ToolStatus) -> (char, &'static str, Style) {
+fn status_mark(status: ToolStatus) -> (char, &'static str, Kind) {
     match status {
-        ToolStatus::Pending => (SPINNER_SLOT, "pending", Style::new().fg(Color::Yellow)),
-        ToolStatus::InProgress => (SPINNER_SLOT, "running", Style::new().fg(Color::Yellow)),
-        ToolStatus::Completed => ('✓', "", Style::new().fg(Color::Green).bold()),
-        ToolStatus::Failed => ('✗', "failed", Style::new().fg(Color::Red).bold()),
-        ToolStatus::Cancelled => ('⊘', "cancelled", Style::new().fg(Color::DarkGray)),
+        ToolStatus::Pending => (SPINNER_SLOT, "pending", Kind::ToolBusy),
+        ToolStatus::InProgress => (SPINNER_SLOT, "running", Kind::ToolBusy),
+        ToolStatus::Completed => ('✓', "", Kind::ToolDone),
+        ToolStatus::Failed => ('✗', "failed", Kind::Failed),
+        ToolStatus::Cancelled => ('⊘', "cancelled", Kind::Secondary),
     }
 }
 
@@ -310,7 +307,7 @@ fn card_header(t: &ToolCallPart, fold: Fold, width: usize, has_body: bool) -> Ro
         _ => None,
     };
     let (mark, word, mstyle) = match &failed {
-        Some(why) => ('✗', why.as_str(), Style::new().fg(Color::Red).bold()),
+        Some(why) => ('✗', why.as_str(), Kind::Failed),
         None => (mark, word, mstyle),
     };
     let kind = kind_label(t.kind);
@@ -340,11 +337,11 @@ fn card_header(t: &ToolCallPart, fold: Fold, width: usize, has_body: bool) -> Ro
     (
         style,
         vec![
-            (format!("{mark} "), mstyle),
-            (format!("[{kind}] "), Style::new().fg(Color::Cyan)),
-            (title, Style::new().bold()),
-            (word, mstyle),
-            (arrow.to_owned(), DIM),
+            (format!("{mark} "), mstyle.into()),
+            (format!("[{kind}] "), Kind::ToolKind.into()),
+            (title, Kind::Title.into()),
+            (word, mstyle.into()),
+            (arrow.to_owned(), DIM.into()),
         ],
     )
 }
@@ -407,7 +404,7 @@ fn push_body(rows: &mut Vec<Row>, body: Vec<Row>, fold: Fold) {
                         "  … {} more rows · show all (Enter, or click here)",
                         n - FOLD_ROWS
                     ),
-                    Style::new().fg(Color::Cyan),
+                    Kind::ShowAll,
                 ));
             }
         }
@@ -539,7 +536,7 @@ fn input_rows(rows: &mut Vec<Row>, input: &serde_json::Value, t: &ToolCallPart, 
         match line {
             InputLine::Command { first, text } => {
                 let lead = if first { "  $ " } else { "  > " };
-                wrap_into(rows, &text, width, "    ", lead, DIM, Style::new().bold());
+                wrap_into(rows, &text, width, "    ", lead, DIM, Kind::Title);
             }
             InputLine::Field { key, value } => {
                 wrap_into(
@@ -549,11 +546,11 @@ fn input_rows(rows: &mut Vec<Row>, input: &serde_json::Value, t: &ToolCallPart, 
                     "    ",
                     &format!("  {key}: "),
                     DIM,
-                    Style::new(),
+                    Kind::Plain,
                 );
             }
             InputLine::More(text) => {
-                wrap_into(rows, &text, width, "    │ ", "    │ ", DIM, Style::new())
+                wrap_into(rows, &text, width, "    │ ", "    │ ", DIM, Kind::Plain)
             }
             InputLine::Note(text) => rows.push(row(LineStyle::Agent, &format!("  {text}"), DIM)),
         }
@@ -593,23 +590,24 @@ pub fn strip_fence(text: &str) -> &str {
 fn ansi_rows(rows: &mut Vec<Row>, text: &str, width: usize) {
     let mut lines = crate::ansi::AnsiLines::new();
     lines.feed(text);
-    for l in lines.to_lines() {
-        let mut pieces = vec![("  ".to_owned(), Style::new())];
+    for l in lines.runs() {
+        let mut pieces = vec![("  ".to_owned(), Tone::default())];
         let mut used = 2;
-        for s in l.spans {
+        for (content, sgr) in l {
+            let tone = Tone::from(Kind::output(sgr));
             let mut piece = String::new();
-            for c in s.content.chars() {
+            for c in content.chars() {
                 let w = unicode_width::UnicodeWidthChar::width(c).unwrap_or(0);
                 if used + w > width {
-                    pieces.push((std::mem::take(&mut piece), s.style));
+                    pieces.push((std::mem::take(&mut piece), tone));
                     rows.push((LineStyle::Agent, std::mem::take(&mut pieces)));
-                    pieces.push(("  ".to_owned(), Style::new()));
+                    pieces.push(("  ".to_owned(), Tone::default()));
                     used = 2;
                 }
                 piece.push(c);
                 used += w;
             }
-            pieces.push((piece, s.style));
+            pieces.push((piece, tone));
         }
         rows.push((LineStyle::Agent, pieces));
     }
@@ -626,7 +624,7 @@ fn diff_rows(
     width: usize,
 ) {
     let path = crate::markdown::sanitize(path);
-    let head = Style::new().bold();
+    let head = Kind::DiffFile;
     match old {
         Some(_) => rows.push(row(
             LineStyle::Agent,
@@ -646,10 +644,10 @@ fn diff_rows(
     ));
     for line in unified_diff_at(old.unwrap_or(""), new, 3, first_line as usize) {
         let (style, text) = match line {
-            DiffLine::Hunk(h) => (Style::new().fg(Color::Cyan), h),
-            DiffLine::Same(s) => (Style::new(), format!(" {s}")),
-            DiffLine::Added(s) => (Style::new().fg(Color::Green), format!("+{s}")),
-            DiffLine::Removed(s) => (Style::new().fg(Color::Red), format!("-{s}")),
+            DiffLine::Hunk(h) => (Kind::DiffHunk, h),
+            DiffLine::Same(s) => (Kind::Plain, format!(" {s}")),
+            DiffLine::Added(s) => (Kind::DiffAdded, format!("+{s}")),
+            DiffLine::Removed(s) => (Kind::DiffRemoved, format!("-{s}")),
         };
         let text = crate::markdown::sanitize(&text);
         let mut rest = text.as_str();
@@ -657,7 +655,10 @@ fn diff_rows(
             let cut = hard_cut(rest, width.saturating_sub(2).max(1));
             rows.push((
                 LineStyle::Agent,
-                vec![("  ".into(), Style::new()), (rest[..cut].to_owned(), style)],
+                vec![
+                    ("  ".into(), Tone::default()),
+                    (rest[..cut].to_owned(), style.into()),
+                ],
             ));
             rest = &rest[cut..];
             if rest.is_empty() {
@@ -688,11 +689,7 @@ fn permission(p: &PermissionPart, fold: Fold, width: usize) -> Vec<Row> {
     };
     // The icon says the answer: `?` only while it waits.
     let (icon, state, style) = match &p.outcome {
-        PermissionOutcome::Pending => (
-            "?",
-            "waiting for you".to_owned(),
-            Style::new().fg(Color::Magenta).bold(),
-        ),
+        PermissionOutcome::Pending => ("?", "waiting for you".to_owned(), Kind::PermissionWaiting),
         PermissionOutcome::Cancelled => ("⊘", "cancelled".to_owned(), DIM),
         PermissionOutcome::Selected { option_id, kind } => {
             let name = p
@@ -702,14 +699,10 @@ fn permission(p: &PermissionPart, fold: Fold, width: usize) -> Vec<Row> {
                 .map(|o| crate::markdown::sanitize(&o.name))
                 .unwrap_or_else(|| crate::markdown::sanitize(option_id));
             let (icon, word, s) = match kind {
-                PermissionKind::AllowOnce => ("✓", "allowed once", Style::new().fg(Color::Green)),
-                PermissionKind::AllowAlways => {
-                    ("✓", "always allowed", Style::new().fg(Color::Green))
-                }
-                PermissionKind::RejectOnce => ("✗", "rejected", Style::new().fg(Color::Red)),
-                PermissionKind::RejectAlways => {
-                    ("✗", "always rejected", Style::new().fg(Color::Red))
-                }
+                PermissionKind::AllowOnce => ("✓", "allowed once", Kind::PermissionAllowed),
+                PermissionKind::AllowAlways => ("✓", "always allowed", Kind::PermissionAllowed),
+                PermissionKind::RejectOnce => ("✗", "rejected", Kind::PermissionRejected),
+                PermissionKind::RejectAlways => ("✗", "always rejected", Kind::PermissionRejected),
             };
             (icon, format!("{word} (“{name}”)"), s)
         }
@@ -728,14 +721,14 @@ fn permission(p: &PermissionPart, fold: Fold, width: usize) -> Vec<Row> {
     let mut rows = vec![(
         LineStyle::Agent,
         vec![
-            (format!("{icon} "), style),
-            ("permission: ".to_owned(), Style::new().fg(Color::Magenta)),
+            (format!("{icon} "), style.into()),
+            ("permission: ".to_owned(), Kind::PermissionLabel.into()),
             (
                 clip(&title, width.saturating_sub(fixed).max(4)),
-                Style::new().bold(),
+                Kind::Title.into(),
             ),
-            (format!(" — {state}"), style),
-            (arrow.to_owned(), DIM),
+            (format!(" — {state}"), style.into()),
+            (arrow.to_owned(), DIM.into()),
         ],
     )];
     push_body(&mut rows, body, fold);
@@ -761,7 +754,7 @@ const DIFF_CELLS: usize = 4_000_000;
 /// A unified line diff of `old` → `new` with `context` lines around each change.
 ///
 /// Common leading and trailing lines are taken off first; the changed middle is aligned by a
-/// longest-common-subsequence table, or, when that table would exceed [`DIFF_CELLS`], shown as
+/// longest-common-subsequence table, or, when that table would exceed `DIFF_CELLS`, shown as
 /// removed then added (still a correct diff, only less minimal).
 pub fn unified_diff(old: &str, new: &str, context: usize) -> Vec<DiffLine> {
     unified_diff_at(old, new, context, 1)

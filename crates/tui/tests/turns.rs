@@ -101,7 +101,7 @@ Raw <b>html</b> stays text, and so does \u{1b}[31mthis escape\u{7}.
 
 #[test]
 fn markdown_snapshot() {
-    let lines = ax_tui::markdown::render(SAMPLE_MD, 48);
+    let lines = ax_tui::render::theme::markdown_lines(SAMPLE_MD, 48);
     for l in &lines {
         let w: usize = l.spans.iter().map(|s| s.width()).sum();
         assert!(w <= 48, "a line wider than the width: {l:?}");
@@ -115,7 +115,7 @@ fn markdown_snapshot() {
 #[test]
 fn markdown_links_show_their_target_and_autolinks_once() {
     let plain = |md: &str| -> String {
-        ax_tui::markdown::render(md, 80)
+        ax_tui::render::theme::markdown_lines(md, 80)
             .iter()
             .flat_map(|l| l.spans.iter().map(|s| s.content.to_string()))
             .collect()
@@ -159,7 +159,7 @@ fn coloured_session() -> App {
 #[test]
 fn ansi_output_is_styled_and_progress_overwrites() {
     let app = coloured_session();
-    let rows = app.transcript().visible_spans(20, 0);
+    let rows = ax_tui::render::theme::visible_spans(app.transcript(), 20, 0);
     let text: Vec<String> = rows
         .iter()
         .map(|(_, pieces)| pieces.iter().map(|(t, _)| *t).collect())
@@ -238,7 +238,7 @@ proptest! {
                 prop_assert!(!s.chars().any(|c| c.is_control()), "{:?}", s);
             }
         }
-        for l in lines.to_lines() {
+        for l in ax_tui::render::theme::ansi_lines(&lines) {
             for s in l.spans {
                 prop_assert!(!s.content.chars().any(|c| c.is_control()), "{:?}", s.content);
             }
@@ -504,6 +504,47 @@ fn a_session_off_screen_tells_when_it_finishes_or_asks() {
         status: SessionStatus::Idle,
     });
     assert!(app.notice().is_none(), "{:?}", app.notice());
+}
+
+/// The clock the app is given is its only time: elapsed times, turn durations and the wall
+/// time a turn ended all follow the ticks from the instant and wall time it started at.
+#[test]
+fn the_clock_the_app_is_given_is_its_only_time() {
+    use ax_tui::clock::Clock;
+    use std::time::Instant;
+
+    // Any instant will do; the wall clock reads 2026-01-02 03:04:00 UTC at it.
+    let t0 = Instant::now() + Duration::from_secs(3600);
+    let mut app = App::with_clock("/p", None, Clock::starting_at(t0, 1_767_323_040_000));
+    assert_eq!(app.now(), t0);
+    app.resize(80, 24);
+    app.on_stream_connected();
+    let generation = resync_gen(&mut app);
+    app.on_synced(
+        generation,
+        Ok((vec![session(1, "a", SessionStatus::Idle)], Vec::new())),
+    );
+    let reply = message("msg_0123456789abABCDEFGHIJ0001", 1, Role::Assistant, vec![]);
+    open_loaded(&mut app, 1, vec![reply]);
+    app.on_event(Event::SessionStatus {
+        session_id: sid(1),
+        status: SessionStatus::Busy,
+    });
+    app.tick(t0 + Duration::from_secs(95));
+    assert_eq!(
+        app.progress().elapsed(&sid(1), app.now()),
+        Some(Duration::from_secs(95))
+    );
+    app.on_event(Event::SessionStatus {
+        session_id: sid(1),
+        status: SessionStatus::Idle,
+    });
+    let rows = app.transcript().all_rows();
+    assert!(
+        rows.iter()
+            .any(|r| r == "── turn took 1m 35s · ended 2026-01-02 03:05 UTC"),
+        "{rows:?}"
+    );
 }
 
 // ---- composer ----------------------------------------------------------------------------

@@ -18,12 +18,12 @@ impl App {
         self.transcript =
             Transcript::keeping_turn_ends(self.size.0.saturating_sub(2), &self.transcript);
         self.scroll = 0;
-        self.approval_choice = None;
+        self.approval.clear_choice();
         // Opened again: what was left for later asks again.
         self.deferred.clear();
         self.board.seen(&id);
         self.sort_sessions();
-        self.forget_history();
+        self.recall.forget();
         self.close_find();
         if self.feedback_for.as_ref() != Some(&id) {
             self.feedback_for = None;
@@ -40,7 +40,7 @@ impl App {
         self.transcript_loaded = false;
         self.transcript_buffer = None;
         self.scroll = 0;
-        self.forget_history();
+        self.recall.forget();
         self.close_find();
     }
 
@@ -128,7 +128,7 @@ impl App {
         if self.refuse_queued_images() {
             return;
         }
-        self.remember_prompt(&draft);
+        self.recall.remember(&draft);
         let mut parts = vec![PromptPart::Text { text: draft }];
         parts.extend(
             self.composer
@@ -282,12 +282,12 @@ impl App {
 
     /// Where the transcript is drawn: inside the main box, below the standing row if any.
     pub fn transcript_area(&self) -> crate::layout::Rect {
-        let mut r = self.layout().main.inner();
-        if self.standing_row() && r.height > 1 {
-            r.y += 1;
-            r.height -= 1;
-        }
-        r
+        self.session_area().transcript
+    }
+
+    /// The standing row, its button and the transcript inside the open session's box.
+    pub fn session_area(&self) -> crate::layout::SessionArea {
+        crate::layout::session_area(self.layout().main, self.standing_row())
     }
 
     pub(crate) fn run_command(&mut self, invocation: Invocation) {
@@ -453,7 +453,7 @@ impl App {
             reply,
             option_id,
         });
-        self.approval_choice = None;
+        self.approval.clear_choice();
     }
 
     /// Rows the session list shows.

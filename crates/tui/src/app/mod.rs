@@ -15,6 +15,7 @@ use ax_protocol::{
 
 use ax_tuimcp::{Blockers, GuardInputs, Location};
 
+use crate::clock::Clock;
 use crate::command::SharingState;
 use crate::composer::Composer;
 use crate::layout::{COMPOSER_MAX_ROWS, Layout};
@@ -167,10 +168,8 @@ pub struct App {
     pub(crate) list_offset: usize,
     pub(crate) permissions: Vec<Permission>,
     pub(crate) replying: HashSet<ax_protocol::PermissionId>,
-    /// The answer the person moved to; `None` until they do (then the default shows:
-    /// allow once, never an "always").
-    /// Keyed by the request it was made on: a move never carries over to another request.
-    pub(crate) approval_choice: Option<(ax_protocol::PermissionId, usize)>,
+    /// The approval dialog's answer moved to and scroll, by request (`approval.rs`).
+    pub(crate) approval: crate::approval::Dialog,
     /// Approvals the person left for later (Esc): the dialog stays closed for them until the
     /// session is opened again or Enter on an empty prompt asks for it.
     pub(crate) deferred: HashSet<ax_protocol::PermissionId>,
@@ -199,21 +198,15 @@ pub struct App {
     /// Message events of the open session held back while its transcript loads.
     pub(crate) transcript_buffer: Option<Vec<Event>>,
     pub(crate) effects: Vec<Effect>,
-    /// The clock drawing and timing use; set by [`App::tick`].
-    pub(crate) now: Instant,
-    /// The wall-clock time (Unix ms) at one `now`, read once: wall times are derived from
-    /// ticks like every other time, so a test that drives `tick` drives them too.
-    wall_anchor: (Instant, i64),
+    /// The clock drawing and timing use, moved only by [`App::tick`]: wall times are derived
+    /// from ticks like every other time, so a test that drives `tick` drives them too.
+    pub(crate) clock: Clock,
     pub(crate) progress: crate::progress::Progress,
     /// Sessions whose abort was asked for and that are not idle yet.
     pub(crate) aborting: HashSet<SessionId>,
-    /// (permission id, rows scrolled) of the approval dialog.
-    pub(crate) approval_scroll: (String, usize),
     pub(crate) help_scroll: usize,
-    /// The open session's prompts, for ↑/↓ and Ctrl+R (`recall.rs`).
-    pub(crate) history: crate::history::History,
-    /// The Ctrl+R search, while one is under way.
-    pub(crate) history_search: Option<crate::history::Search>,
+    /// The open session's prompts, their ↑/↓ walk and the Ctrl+R search (`recall.rs`).
+    pub(crate) recall: crate::recall::Recall,
     /// How the terminal is rung (`notify.rs`): the mode, what it rings with, and what
     /// `auto` resolved to.
     pub(crate) notify_mode: crate::notify::NotifyMode,
@@ -222,8 +215,6 @@ pub struct App {
     /// The session a prompt submitted at home created, until the submission answers and
     /// opens it (its first events must not ring as if it were out of sight).
     pub(crate) opening: Option<SessionId>,
-    /// What the last ^W, ^U or ^K erased, for ^Y.
-    pub(crate) killed: String,
     /// Whether the TUI captures the mouse (`copy.rs`).
     pub(crate) mouse_capture: bool,
     /// Whether the terminal has the focus (true until it reports otherwise).
@@ -232,8 +223,6 @@ pub struct App {
     pub(crate) board: crate::attention::Board,
     /// The find bar's search in the transcript, while it is open (`find_bar.rs`).
     pub(crate) find: Option<crate::find::Find>,
-    /// The text the last ↑/↓ put in the composer; a draft that differs was edited since.
-    pub(crate) recalled: Option<String>,
     /// Changes whenever a session appears in or leaves the list; part of the guard inputs,
     /// so a TUIMCP revision read before a deletion is stale.
     pub(crate) sessions_epoch: u64,
@@ -249,9 +238,15 @@ pub struct App {
 }
 
 impl App {
-    /// A TUI for `workspace` (the project directory), showing the startup overlay.
+    /// A TUI for `workspace` (the project directory), showing the startup overlay, its clock
+    /// starting at the system's time now.
     pub fn new(workspace: impl Into<String>, sharing: Option<Sharing>) -> App {
-        let started = Instant::now();
+        App::with_clock(workspace, sharing, Clock::system())
+    }
+
+    /// Like [`App::new`], with a clock that starts where the caller says (tests drive it
+    /// with [`App::tick`] from there).
+    pub fn with_clock(workspace: impl Into<String>, sharing: Option<Sharing>, clock: Clock) -> App {
         App {
             route: Route::Home,
             overlay: Some(Overlay::Startup),
@@ -262,7 +257,7 @@ impl App {
             list_offset: 0,
             permissions: Vec::new(),
             replying: HashSet::new(),
-            approval_choice: None,
+            approval: Default::default(),
             deferred: HashSet::new(),
             feedback_for: None,
             deleting: HashSet::new(),
@@ -284,14 +279,11 @@ impl App {
             sync_buffer: None,
             transcript_buffer: None,
             effects: Vec::new(),
-            now: started,
-            wall_anchor: (started, ax_protocol::time::now_ms()),
+            clock,
             progress: Default::default(),
             aborting: HashSet::new(),
-            approval_scroll: (String::new(), 0),
             help_scroll: 0,
-            history: Default::default(),
-            history_search: None,
+            recall: Default::default(),
             find: None,
             board: Default::default(),
             notify_mode: crate::notify::NotifyMode::Auto,
@@ -299,9 +291,7 @@ impl App {
             ring_auto: crate::notify::Ring::Bell,
             focused: true,
             mouse_capture: true,
-            killed: String::new(),
             opening: None,
-            recalled: None,
             sessions_epoch: 0,
             backend_url: String::new(),
             down_cause: None,
@@ -446,17 +436,6 @@ impl App {
         self.help_scroll
     }
 
-    /// The highlighted answer of the approval dialog (an index into
-    /// [`App::approval_choices`]): the one the person moved to, else allow once; `None` when
-    /// the agent offers no allow-once and the person has not chosen (Enter does nothing).
-    pub fn approval_choice(&self) -> Option<usize> {
-        let pending = self.pending_approval()?;
-        match &self.approval_choice {
-            Some((id, i)) if *id == pending.id => Some(*i),
-            _ => crate::approval::default_choice(&self.approval_choices()),
-        }
-    }
-
     /// Event stream up, initial sync done, and on the session route the session loaded.
     pub fn ready(&self) -> bool {
         self.connection == Connection::Connected
@@ -482,7 +461,7 @@ impl App {
             // So do the Ctrl+R history search and the find bar (docs/tui.md §3a, §3b).
             modal: self.modal.is_some()
                 || self.pending_approval().is_some()
-                || self.history_search.is_some()
+                || self.recall.searching()
                 || self.find.is_some()
                 || (matches!(self.route, Route::Session(_)) && self.transcript.any_expanded()),
             session_busy: self
@@ -530,6 +509,21 @@ impl App {
         )
     }
 
+    /// Rows the tray takes above the composer now (0: none): the `/` list while it shows,
+    /// else the `@` picker's files, else the queue (`render/tray.rs` draws them).
+    pub fn tray_rows(&self) -> u16 {
+        let list = self.completions().len();
+        let files = self.picker_files().len();
+        let rows = if list > 0 {
+            list.min(crate::complete::COMPLETION_ROWS)
+        } else if files > 0 {
+            files.min(crate::picker::PICKER_ROWS)
+        } else {
+            self.queue_rows().len()
+        };
+        u16::try_from(rows).unwrap_or(0)
+    }
+
     /// Work queued by the last calls, for the owner to start.
     pub fn take_effects(&mut self) -> Vec<Effect> {
         std::mem::take(&mut self.effects)
@@ -561,7 +555,7 @@ impl App {
 
     /// Advances the clock (spinners, elapsed times) and expires notices.
     pub fn tick(&mut self, now: Instant) {
-        self.now = now;
+        self.clock.advance(now);
         if self
             .notice
             .as_ref()
@@ -577,13 +571,12 @@ impl App {
         self.notice = Some(Notice {
             kind,
             text: text.into(),
-            at: self.now,
+            at: self.clock.now(),
         });
     }
 
     /// The wall-clock time at the last tick, Unix milliseconds.
     pub(crate) fn wall_ms(&self) -> i64 {
-        let (at, ms) = self.wall_anchor;
-        ms + self.now.saturating_duration_since(at).as_millis() as i64
+        self.clock.wall_ms()
     }
 }

@@ -13,13 +13,13 @@ use crate::app::{App, Connection, NoticeKind, Overlay, Route};
 use crate::layout::{
     BAR_LABEL, COMPOSER_MAX_ROWS, COPY_LABEL, Layout, REVOKE_LABEL, Rect, chip_label, path_rows,
 };
-use crate::transcript::LineStyle;
 
 mod approval;
 pub mod bars;
 mod home;
 mod modal;
 mod session;
+pub mod theme;
 mod tray;
 
 pub use home::{ListColumns, TITLE_MIN, list_columns};
@@ -123,25 +123,6 @@ fn sharing_bar(frame: &mut Frame, app: &App, r: Rect, layout: &Layout) {
     if let Some(b) = layout.revoke {
         let button = Style::new().fg(Color::White).bg(Color::Red).bold();
         frame.render_widget(Paragraph::new(Span::styled(REVOKE_LABEL, button)), tr(b));
-    }
-}
-
-pub(super) fn line_style(style: LineStyle) -> Style {
-    match style {
-        LineStyle::UserHeader => Style::new().fg(ACCENT).bold(),
-        LineStyle::AgentHeader => Style::new().fg(Color::Green).bold(),
-        LineStyle::UserText => Style::new(),
-        LineStyle::File => Style::new().fg(Color::Blue),
-        LineStyle::Stdout => Style::new(),
-        LineStyle::Stderr => Style::new().fg(Color::LightRed),
-        LineStyle::ExitOk => Style::new().fg(Color::Green).add_modifier(Modifier::DIM),
-        LineStyle::ExitFailed => Style::new().fg(Color::Red),
-        LineStyle::Marker => Style::new()
-            .fg(Color::Yellow)
-            .add_modifier(Modifier::ITALIC),
-        LineStyle::Blank | LineStyle::Agent | LineStyle::Running => Style::new(),
-        LineStyle::ShowAll => Style::new().fg(ACCENT),
-        LineStyle::TurnEnd => DIM,
     }
 }
 

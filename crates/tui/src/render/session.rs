@@ -7,9 +7,10 @@ use ratatui::style::{Color, Style};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Paragraph};
 
-use super::{ACCENT, DIM, bars, clip, line_style, tr};
+use super::theme::{line_style, tone};
+use super::{ACCENT, DIM, bars, clip, tr};
 use crate::app::{App, Route};
-use crate::layout::{Rect, STANDING_REVOKE, standing_revoke_cols};
+use crate::layout::{Rect, STANDING_REVOKE};
 use crate::progress::{format_duration, spinner};
 use crate::transcript::LineStyle;
 
@@ -68,12 +69,11 @@ pub(super) fn draw(frame: &mut Frame, app: &App, r: Rect) {
         )
         .border_style(Style::new().fg(ACCENT));
     frame.render_widget(block, tr(r));
-    if app.standing_row()
-        && let Some(s) = s
-    {
-        standing(frame, s, r.inner());
+    let area = app.session_area();
+    if let (Some(row), Some(button), Some(s)) = (area.standing, area.standing_revoke, s) {
+        standing(frame, s, row, button);
     }
-    let inner = app.transcript_area();
+    let inner = area.transcript;
     if !app.ready() && app.transcript().line_count() == 0 {
         frame.render_widget(Paragraph::new(Span::styled("Loading…", DIM)), tr(inner));
         return;
@@ -111,8 +111,8 @@ pub(super) fn draw(frame: &mut Frame, app: &App, r: Rect) {
             let matches = find.map_or(&[][..], |f| f.line_matches(row.line));
             let mut at = row.start;
             let mut spans = Vec::new();
-            for (i, (text, ansi)) in row.pieces.into_iter().enumerate() {
-                let st = base.patch(ansi);
+            for (i, (text, piece)) in row.pieces.into_iter().enumerate() {
+                let st = base.patch(tone(piece));
                 let from = at;
                 at += text.len();
                 // Without a match on this line the piece goes as it is (no allocation).
@@ -155,11 +155,9 @@ pub(super) fn draw(frame: &mut Frame, app: &App, r: Rect) {
     }
 }
 
-/// The session's standing "always" answers, one row, with `[Revoke]` at its right.
-fn standing(frame: &mut Frame, s: &ax_protocol::Session, inner: Rect) {
-    if inner.height == 0 {
-        return;
-    }
+/// The session's standing "always" answers on `row`, with `[Revoke]` on `button` at its
+/// right.
+fn standing(frame: &mut Frame, s: &ax_protocol::Session, row: Rect, button: Rect) {
     let n = s.standing.len();
     let first = s.standing.first().map(|g| g.title.as_str()).unwrap_or("");
     let more = if n > 1 {
@@ -167,8 +165,7 @@ fn standing(frame: &mut Frame, s: &ax_protocol::Session, inner: Rect) {
     } else {
         String::new()
     };
-    let cols = standing_revoke_cols(inner.width);
-    let room = cols.start.saturating_sub(1) as usize;
+    let room = (button.x - row.x).saturating_sub(1) as usize;
     let text = clip(
         &format!(
             "⚑ always allowed: {}{more} · /revoke",
@@ -179,19 +176,14 @@ fn standing(frame: &mut Frame, s: &ax_protocol::Session, inner: Rect) {
     let style = Style::new().fg(Color::Black).bg(Color::Yellow);
     frame.render_widget(
         Paragraph::new(Span::styled(text, style)).style(style),
-        tr(Rect::new(inner.x, inner.y, inner.width, 1)),
+        tr(row),
     );
     frame.render_widget(
         Paragraph::new(Span::styled(
             STANDING_REVOKE,
             Style::new().fg(Color::White).bg(Color::Red).bold(),
         )),
-        tr(Rect::new(
-            inner.x + cols.start,
-            inner.y,
-            cols.end - cols.start,
-            1,
-        )),
+        tr(button),
     );
 }
 

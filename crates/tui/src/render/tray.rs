@@ -9,32 +9,14 @@ use ratatui::widgets::Paragraph;
 
 use super::{boxed, tr};
 use crate::app::App;
-use crate::complete::{COMPLETION_ROWS, Completion, Source, window_start};
+use crate::complete::{Completion, Source, window_start};
 use crate::layout::Rect;
-use crate::picker::PICKER_ROWS;
 use crate::queue::QueueRow;
 
 const ACCENT: Color = Color::Cyan;
 const DIM: Style = Style::new().fg(Color::DarkGray);
 const QUEUED: Style = Style::new().fg(Color::Black).bg(Color::Yellow);
 const EDITING: Style = Style::new().fg(Color::Black).bg(Color::LightMagenta);
-
-impl App {
-    /// Rows the tray takes above the composer now (0: none): the `/` list while it shows,
-    /// else the queue.
-    pub fn tray_rows(&self) -> u16 {
-        let list = self.completions().len();
-        let files = self.picker_files().len();
-        let rows = if list > 0 {
-            list.min(COMPLETION_ROWS)
-        } else if files > 0 {
-            files.min(PICKER_ROWS)
-        } else {
-            self.queue_rows().len()
-        };
-        u16::try_from(rows).unwrap_or(0)
-    }
-}
 
 /// Draws the tray into `r` (its rows as [`App::tray_rows`] counts them).
 pub(crate) fn draw(frame: &mut Frame, app: &App, r: Rect) {
