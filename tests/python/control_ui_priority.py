@@ -89,7 +89,8 @@ async def run(binary):
         wait_for(lambda: driver.find_element(By.ID, "token"), "the sign-in form shows").send_keys(backend.token + Keys.ENTER)
         wait_for(lambda: driver.find_element(By.CSS_SELECTOR, '[data-testid="connection"]')
                  .get_attribute("data-gateway") == "connected", "the Control UI is connected")
-        wait_for(lambda: page.sidebar_item(a), "alpha is listed").click()
+        # The sidebar is redrawn as events arrive: retried until a click lands.
+        wait_for(lambda: page.sidebar_item(a).click() or True, "alpha is listed and clicked")
         wait_for(lambda: page.shown() == a, "the person opened alpha")
 
         env = {
@@ -186,10 +187,10 @@ async def run(binary):
             box = page.composer()
             box.click()
             box.send_keys("draft-for-beta")
-            page.sidebar_item(a).click()
+            wait_for(lambda: page.sidebar_item(a).click() or True, "alpha clicked")
             wait_for(lambda: page.shown() == a, "the person opens alpha")
             check(page.composer().get_attribute("value") == "", "alpha's composer does not show beta's draft")
-            page.sidebar_item(b).click()
+            wait_for(lambda: page.sidebar_item(b).click() or True, "beta clicked")
             wait_for(lambda: page.shown() == b, "the person opens beta again")
             check(page.composer().get_attribute("value") == "draft-for-beta", "beta's draft is still there")
 

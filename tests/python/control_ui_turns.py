@@ -96,11 +96,19 @@ class Page:
         return self.pane().find_elements(By.CSS_SELECTOR, css)
 
     def send(self, text):
-        """Types `text` into the active pane's composer (newlines kept) and sends it."""
-        box = self.pane().find_element(By.CSS_SELECTOR, '[data-testid="composer-input"]')
-        self.js("arguments[0].value = arguments[1];"
-                "arguments[0].dispatchEvent(new Event('input', {bubbles: true}));", box, text)
-        self.pane().find_element(By.CSS_SELECTOR, '[data-testid="composer"] button[type="submit"]').click()
+        """Types `text` into the active pane's composer (newlines kept) and sends it. One script
+        finds the composer, fills it and submits, so a redraw of the pane between those steps
+        (a transcript that finished loading) cannot leave a stale element in the way."""
+        sent = self.js("""
+            const pane = document.querySelector('[data-testid="pane"][data-active="true"]');
+            const box = pane?.querySelector('[data-testid="composer-input"]');
+            const submit = pane?.querySelector('[data-testid="composer"] button[type="submit"]');
+            if (!box || !submit) return false;
+            box.value = arguments[0];
+            box.dispatchEvent(new Event('input', {bubbles: true}));
+            submit.click();
+            return true;""", text)
+        check(sent, "the active pane has a composer to send with")
 
     def armed(self):
         return self.pane().find_element(By.CSS_SELECTOR, '[data-testid="approvals"]').get_attribute("data-armed") == "true"
@@ -427,7 +435,9 @@ def run(binary, mock, artifacts):
         wait_for(lambda: page.js(term_text) == live_term, "after a reload the card shows the same output")
 
         # ---- 8b. the shell agent: a command of several lines, whole; its "always" ----
-        driver.find_element(By.CSS_SELECTOR, f'[data-testid="session-item"][data-session="{shell_sid}"]').click()
+        # The sidebar is redrawn as events arrive: retried until a click lands.
+        wait_for(lambda: driver.find_element(By.CSS_SELECTOR, f'[data-testid="session-item"][data-session="{shell_sid}"]').click() or True,
+                 "the shell session clicked")
         wait_for(lambda: page.pane().get_attribute("data-session") == shell_sid, "the shell session is shown")
         page.send("echo one > one.txt\necho two; touch two.txt")
         card = wait_for(lambda: page.within('[data-testid="approval"]'), "the shell agent asks")[0]
@@ -451,7 +461,8 @@ def run(binary, mock, artifacts):
         auth = backend.api("POST", "/session", {"agent": "mockauth", "title": "needs auth"})["id"]
         backend.api("POST", f"/session/{auth}/prompt", {"parts": [{"type": "text", "text": "text hi"}]})
         wait_for(lambda: session_of(backend, auth)["status"] == "needs_auth", "the agent needs sign-in")
-        driver.find_element(By.CSS_SELECTOR, f'[data-testid="session-item"][data-session="{auth}"]').click()
+        wait_for(lambda: driver.find_element(By.CSS_SELECTOR, f'[data-testid="session-item"][data-session="{auth}"]').click() or True,
+                 "the needs-auth session clicked")
         banner = wait_for(lambda: page.within('[data-testid="needs-auth"]'), "the pane says the agent needs sign-in")[0]
         check("config.toml" in banner.text and "send the prompt again" in banner.text, f"and what to do: {banner.text!r}")
         check(hostile_elements(page)["pwned"] is None, "still no script ran")
