@@ -175,7 +175,8 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
         }
         None => None,
     };
-    // Wrong NATS credentials are refused now, clearly; an unreachable server is waited for.
+    // Wrong NATS credentials, an unusable --nats-ca and a TLS server it does not vouch for are
+    // refused now, clearly; an unreachable server is waited for.
     let nats_credentials = args.nats_auth.credentials()?;
     if let Some(url) = &args.join {
         super::hub::trust_nats_ca(url, args.nats_ca.as_deref())?;
