@@ -230,40 +230,45 @@ pub async fn check_credentials(
                 "the server refused NATS user {user:?} (authorization violation: check the user and its password)"
             )))
         }
-        Err(e) if e.kind() == async_nats::ConnectErrorKind::Tls || tls_rejected(&e) => {
+        Err(e) if e.kind() == async_nats::ConnectErrorKind::Tls || rustls_error(&e).is_some() => {
             let trusted = match &ca {
                 Some(ca) => format!("the CA bundle {}", ca.display()),
                 None => {
                     "the system's CAs (pass the server's CA bundle with --nats-ca FILE)".to_owned()
                 }
             };
-            Err(refused(format!(
-                "TLS verification failed: the server's certificate is not vouched for by \
-                 {trusted} ({e})"
-            )))
+            let what = match rustls_error(&e) {
+                Some(async_nats::rustls::Error::InvalidCertificate(_)) => {
+                    format!("the server's certificate is not vouched for by {trusted}")
+                }
+                Some(_) => format!(
+                    "the TLS handshake failed (does the server speak TLS?), trusting {trusted}"
+                ),
+                None => format!("cannot verify the server, trusting {trusted}"),
+            };
+            Err(refused(format!("TLS verification failed: {what} ({e})")))
         }
         Err(_) => Ok(()),
     }
 }
 
-/// Whether a connection failed in the TLS handshake (rustls refused the server's
-/// certificate, or the server the handshake).
-fn tls_rejected(e: &async_nats::ConnectError) -> bool {
+/// The rustls error a connection failed with in the TLS handshake (the server's certificate
+/// refused, or the handshake itself), if it did.
+fn rustls_error(e: &async_nats::ConnectError) -> Option<&async_nats::rustls::Error> {
     let mut source = std::error::Error::source(e);
     while let Some(err) = source {
-        if let Some(io) = err.downcast_ref::<std::io::Error>()
-            && io
+        let inner = match err.downcast_ref::<std::io::Error>() {
+            Some(io) => io
                 .get_ref()
-                .is_some_and(|inner| inner.is::<async_nats::rustls::Error>())
-        {
-            return true;
-        }
-        if err.is::<async_nats::rustls::Error>() {
-            return true;
+                .map(|inner| inner as &(dyn std::error::Error + 'static)),
+            None => Some(err),
+        };
+        if let Some(found) = inner.and_then(|i| i.downcast_ref::<async_nats::rustls::Error>()) {
+            return Some(found);
         }
         source = err.source();
     }
-    false
+    None
 }
 
 /// Creates the two streams if missing. Both sides try, whichever reaches NATS first; with
@@ -468,5 +473,17 @@ mod tests {
         })
         .await
         .expect("connected over TLS");
+
+        // A CA given for a server that does not speak TLS: refused, never joined in clear.
+        let plain = NatsServer::start();
+        trust_ca(&plain.url(), &ca.ca_pem()).unwrap();
+        let err = check_credentials(&plain.url(), &None)
+            .await
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("TLS verification failed") && err.contains("does the server speak TLS"),
+            "{err}"
+        );
     }
 }
