@@ -20,6 +20,7 @@ command -v nats-server >/dev/null 2>&1 || [ -x /usr/sbin/nats-server ] || need_a
 # The hub's network-namespace test (crates/cli/tests/hub_netns.rs) makes links with `ip`.
 command -v ip >/dev/null 2>&1 || [ -x /usr/sbin/ip ] || need_apt+=(iproute2)
 command -v nsenter >/dev/null 2>&1 || need_apt+=(util-linux)
+command -v openssl >/dev/null 2>&1 || need_apt+=(openssl)  # the hub's TLS tests' throwaway CA
 if [ ${#need_apt[@]} -gt 0 ]; then
   echo "setup: installing ${need_apt[*]}"
   SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO="sudo"

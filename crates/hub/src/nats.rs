@@ -2,7 +2,11 @@
 //! forever, the first connect included, so a NATS server that is down is never fatal), the two
 //! JetStream streams, and the publish that waits for the stream's acknowledgement.
 
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::{
+    path::{Path, PathBuf},
+    sync::Mutex,
+    time::{Duration, SystemTime, UNIX_EPOCH},
+};
 
 use async_nats::{HeaderMap, jetstream};
 use ax_core::Secret;
@@ -17,6 +21,80 @@ pub struct ConnectError {
     pub url: String,
     /// Why.
     pub reason: String,
+}
+
+/// A CA bundle given with `--nats-ca` could not be used.
+#[derive(Debug, thiserror::Error)]
+#[error("{}: {reason}", path.display())]
+pub struct CaError {
+    /// The file.
+    pub path: PathBuf,
+    /// Why.
+    pub reason: String,
+}
+
+/// The certificates of the PEM bundle at `path` (one or more `CERTIFICATE` blocks, each a
+/// well-formed X.509 certificate); anything else is refused, naming the file.
+pub fn read_ca_bundle(path: &Path) -> Result<usize, CaError> {
+    use async_nats::rustls::{
+        RootCertStore,
+        pki_types::{CertificateDer, pem::PemObject},
+    };
+    let refused = |reason: String| CaError {
+        path: path.to_owned(),
+        reason,
+    };
+    let bytes = std::fs::read(path).map_err(|e| refused(format!("cannot read it: {e}")))?;
+    let mut roots = RootCertStore::empty();
+    for cert in CertificateDer::pem_slice_iter(&bytes) {
+        let cert = cert.map_err(|e| refused(format!("not a PEM CA bundle ({e})")))?;
+        roots
+            .add(cert)
+            .map_err(|e| refused(format!("holds a certificate that cannot be used ({e})")))?;
+    }
+    if roots.is_empty() {
+        return Err(refused(
+            "not a PEM CA bundle: no \"-----BEGIN CERTIFICATE-----\" block in it".to_owned(),
+        ));
+    }
+    Ok(roots.len())
+}
+
+/// The CA bundle each NATS URL's TLS server certificate must chain to, set by [`trust_ca`].
+static TRUSTED_CAS: Mutex<Vec<(String, PathBuf)>> = Mutex::new(Vec::new());
+
+/// From now on, this process's connections to `url` ([`connect`], [`check_credentials`])
+/// use TLS and trust only the CAs in the PEM bundle `ca` (the system's CAs are not used
+/// then): how a NATS server with a private CA is reached (docs/hub.md §1). The bundle is
+/// checked now; it is read again at each (re)connect.
+pub fn trust_ca(url: &str, ca: &Path) -> Result<(), CaError> {
+    read_ca_bundle(ca)?;
+    let mut cas = TRUSTED_CAS.lock().unwrap_or_else(|e| e.into_inner());
+    cas.retain(|(u, _)| u != url);
+    cas.push((url.to_owned(), ca.to_owned()));
+    Ok(())
+}
+
+/// The CA bundle [`trust_ca`] set for `url`.
+fn trusted_ca(url: &str) -> Option<PathBuf> {
+    let cas = TRUSTED_CAS.lock().unwrap_or_else(|e| e.into_inner());
+    cas.iter().find(|(u, _)| u == url).map(|(_, ca)| ca.clone())
+}
+
+/// The options every connection to `url` starts from: the connect timeout, and the CA bundle
+/// [`trust_ca`] set for it.
+fn base_options(url: &str) -> async_nats::ConnectOptions {
+    let opts = async_nats::ConnectOptions::new().connection_timeout(Duration::from_secs(3));
+    match trusted_ca(url) {
+        Some(ca) => opts.add_root_certificates(ca).require_tls(true),
+        None => opts,
+    }
+}
+
+/// Whether `url` names a `tls://` server.
+fn tls_url(url: &str) -> bool {
+    url.split(',')
+        .any(|one| one.trim().to_ascii_lowercase().starts_with("tls://"))
 }
 
 /// Whether every server `url` names (one URL, or several separated by commas) is on this
@@ -53,10 +131,9 @@ pub async fn connect(
     credentials: &Option<(String, Secret)>,
     inbox_prefix: &str,
 ) -> Result<async_nats::Client, ConnectError> {
-    let mut opts = async_nats::ConnectOptions::new()
+    let mut opts = base_options(url)
         .retry_on_initial_connect()
         .max_reconnects(None)
-        .connection_timeout(Duration::from_secs(3))
         .custom_inbox_prefix(inbox_prefix)
         .reconnect_delay_callback(|attempts| {
             Duration::from_millis((100u64 << attempts.min(5) as u32).min(2000))
@@ -115,19 +192,27 @@ pub fn hub_permissions() -> Permissions {
     }
 }
 
-/// One connection attempt with `credentials`, to refuse wrong ones at start with a clear
-/// error (the background connection retries forever and would only log them). A server that
-/// cannot be reached is not an error here: the join waits for it.
+/// One connection attempt with `credentials`, to refuse at start, with a clear error, what
+/// the background connection (which retries forever) would only log: wrong credentials, and a
+/// TLS server whose certificate is not vouched for (by the CA bundle [`trust_ca`] set for
+/// `url`, else the system's CAs). A server that cannot be reached is not an error here: the
+/// join waits for it. Without credentials, a CA or a `tls://` URL there is nothing to check.
 pub async fn check_credentials(
     url: &str,
     credentials: &Option<(String, Secret)>,
 ) -> Result<(), ConnectError> {
-    let Some((user, password)) = credentials else {
+    let ca = trusted_ca(url);
+    if credentials.is_none() && ca.is_none() && !tls_url(url) {
         return Ok(());
+    }
+    let mut opts = base_options(url);
+    if let Some((user, password)) = credentials {
+        opts = opts.user_and_password(user.clone(), password.expose().to_owned());
+    }
+    let refused = |reason: String| ConnectError {
+        url: url.to_owned(),
+        reason,
     };
-    let opts = async_nats::ConnectOptions::new()
-        .connection_timeout(Duration::from_secs(3))
-        .user_and_password(user.clone(), password.expose().to_owned());
     match opts.connect(url).await {
         Ok(client) => {
             drop(client);
@@ -140,15 +225,50 @@ pub async fn check_credentials(
                     | async_nats::ConnectErrorKind::Authentication
             ) =>
         {
-            Err(ConnectError {
-                url: url.to_owned(),
-                reason: format!(
-                    "the server refused NATS user {user:?} (authorization violation: check the user and its password)"
+            let user = credentials.as_ref().map(|(u, _)| u.as_str()).unwrap_or("");
+            Err(refused(format!(
+                "the server refused NATS user {user:?} (authorization violation: check the user and its password)"
+            )))
+        }
+        Err(e) if e.kind() == async_nats::ConnectErrorKind::Tls || rustls_error(&e).is_some() => {
+            let trusted = match &ca {
+                Some(ca) => format!("the CA bundle {}", ca.display()),
+                None => {
+                    "the system's CAs (pass the server's CA bundle with --nats-ca FILE)".to_owned()
+                }
+            };
+            let what = match rustls_error(&e) {
+                Some(async_nats::rustls::Error::InvalidCertificate(_)) => {
+                    format!("the server's certificate is not vouched for by {trusted}")
+                }
+                Some(_) => format!(
+                    "the TLS handshake failed (does the server speak TLS?), trusting {trusted}"
                 ),
-            })
+                None => format!("cannot verify the server, trusting {trusted}"),
+            };
+            Err(refused(format!("TLS verification failed: {what} ({e})")))
         }
         Err(_) => Ok(()),
     }
+}
+
+/// The rustls error a connection failed with in the TLS handshake (the server's certificate
+/// refused, or the handshake itself), if it did.
+fn rustls_error(e: &async_nats::ConnectError) -> Option<&async_nats::rustls::Error> {
+    let mut source = std::error::Error::source(e);
+    while let Some(err) = source {
+        let inner = match err.downcast_ref::<std::io::Error>() {
+            Some(io) => io
+                .get_ref()
+                .map(|inner| inner as &(dyn std::error::Error + 'static)),
+            None => Some(err),
+        };
+        if let Some(found) = inner.and_then(|i| i.downcast_ref::<async_nats::rustls::Error>()) {
+            return Some(found);
+        }
+        source = err.source();
+    }
+    None
 }
 
 /// Creates the two streams if missing. Both sides try, whichever reaches NATS first; with
@@ -215,7 +335,9 @@ pub fn now_ms() -> u64 {
 
 #[cfg(test)]
 mod tests {
-    use super::is_loopback_url;
+    use super::{check_credentials, is_loopback_url, read_ca_bundle, trust_ca};
+    use crate::testing::{NatsServer, NatsUser, TestCa};
+    use ax_core::Secret;
 
     #[test]
     fn only_loopback_servers_count_as_loopback() {
@@ -237,5 +359,131 @@ mod tests {
             assert!(!is_loopback_url(url).unwrap(), "{url}");
         }
         assert!(is_loopback_url("nats://[bad").is_err());
+    }
+
+    #[test]
+    fn a_ca_bundle_that_is_not_readable_pem_certificates_is_refused_naming_the_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let missing = dir.path().join("missing-ca.pem");
+        let err = read_ca_bundle(&missing).unwrap_err().to_string();
+        assert!(
+            err.starts_with(&missing.display().to_string()) && err.contains("cannot read it"),
+            "{err}"
+        );
+        for (name, text) in [
+            ("empty.pem", ""),
+            ("text.pem", "not a certificate\n"),
+            (
+                "key.pem",
+                "-----BEGIN PRIVATE KEY-----\nAAAA\n-----END PRIVATE KEY-----\n",
+            ),
+        ] {
+            let path = dir.path().join(name);
+            std::fs::write(&path, text).unwrap();
+            let err = read_ca_bundle(&path).unwrap_err().to_string();
+            assert!(
+                err.starts_with(&path.display().to_string()) && err.contains("not a PEM CA bundle"),
+                "{name}: {err}"
+            );
+        }
+        let path = dir.path().join("broken.pem");
+        std::fs::write(
+            &path,
+            "-----BEGIN CERTIFICATE-----\n!!!not base64!!!\n-----END CERTIFICATE-----\n",
+        )
+        .unwrap();
+        let err = read_ca_bundle(&path).unwrap_err().to_string();
+        assert!(err.starts_with(&path.display().to_string()), "{err}");
+        let path = dir.path().join("garbage-der.pem");
+        std::fs::write(
+            &path,
+            "-----BEGIN CERTIFICATE-----\nAAECAwQF\n-----END CERTIFICATE-----\n",
+        )
+        .unwrap();
+        let err = read_ca_bundle(&path).unwrap_err().to_string();
+        assert!(
+            err.starts_with(&path.display().to_string()) && err.contains("cannot be used"),
+            "{err}"
+        );
+        // Refused by trust_ca too, before anything connects.
+        assert!(trust_ca("tls://127.0.0.1:1", &path).is_err());
+
+        let ca = TestCa::new();
+        assert_eq!(read_ca_bundle(&ca.ca_pem()).unwrap(), 1);
+        let bundle = dir.path().join("bundle.pem");
+        let other = TestCa::new();
+        let both = [ca.ca_pem(), other.ca_pem()].map(|p| std::fs::read_to_string(p).unwrap());
+        std::fs::write(&bundle, both.concat()).unwrap();
+        assert_eq!(read_ca_bundle(&bundle).unwrap(), 2);
+    }
+
+    /// The start-up check against a real TLS nats-server: with the server's CA it passes; with
+    /// another CA, or none (the system's CAs), it fails saying TLS verification failed.
+    #[tokio::test]
+    async fn the_start_up_check_refuses_a_tls_server_its_ca_does_not_vouch_for() {
+        let ca = TestCa::new();
+        let nats = NatsServer::start_tls_with_users(
+            &[NatsUser {
+                user: "laptop".into(),
+                password: "pw-laptop-tls".into(),
+                permissions: super::backend_permissions(
+                    &crate::MachineName::new("laptop").unwrap(),
+                ),
+            }],
+            &ca,
+        );
+        let url = nats.url();
+        assert!(url.starts_with("tls://127.0.0.1:"), "{url}");
+        let creds = Some(("laptop".to_owned(), Secret::new("pw-laptop-tls".to_owned())));
+
+        let err = check_credentials(&url, &creds)
+            .await
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("TLS verification failed") && err.contains("--nats-ca"),
+            "{err}"
+        );
+        let other = TestCa::new();
+        trust_ca(&url, &other.ca_pem()).unwrap();
+        let err = check_credentials(&url, &creds)
+            .await
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("TLS verification failed")
+                && err.contains(&other.ca_pem().display().to_string()),
+            "{err}"
+        );
+
+        trust_ca(&url, &ca.ca_pem()).unwrap();
+        check_credentials(&url, &creds).await.unwrap();
+        let wrong = Some(("laptop".to_owned(), Secret::new("wrong".to_owned())));
+        let err = check_credentials(&url, &wrong)
+            .await
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("refused NATS user \"laptop\""), "{err}");
+        // And the background connection gets through.
+        let client = super::connect(&url, &creds, "_INBOX_laptop").await.unwrap();
+        tokio::time::timeout(std::time::Duration::from_secs(20), async {
+            while client.connection_state() != async_nats::connection::State::Connected {
+                tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+            }
+        })
+        .await
+        .expect("connected over TLS");
+
+        // A CA given for a server that does not speak TLS: refused, never joined in clear.
+        let plain = NatsServer::start();
+        trust_ca(&plain.url(), &ca.ca_pem()).unwrap();
+        let err = check_credentials(&plain.url(), &None)
+            .await
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("TLS verification failed") && err.contains("does the server speak TLS"),
+            "{err}"
+        );
     }
 }

@@ -47,6 +47,8 @@ pub struct NatsServer {
     child: Option<Child>,
     starts: u32,
     config: Option<PathBuf>,
+    /// Whether it asks for TLS (its URL is then `tls://`).
+    tls: bool,
 }
 
 /// A user in the server's `authorization` block, with its permissions.
@@ -108,6 +110,7 @@ impl NatsServer {
             child: None,
             starts: 0,
             config: None,
+            tls: false,
         };
         server.spawn();
         server
@@ -115,10 +118,26 @@ impl NatsServer {
 
     /// Starts one that asks for a user and password and applies each user's permissions.
     pub fn start_with_users(users: &[NatsUser]) -> NatsServer {
+        Self::start_with_config(auth_config(users), false)
+    }
+
+    /// Like [`NatsServer::start_with_users`], and it asks every client for TLS, showing the
+    /// server certificate `ca` signed (its [`NatsServer::url`] is then `tls://`).
+    pub fn start_tls_with_users(users: &[NatsUser], ca: &TestCa) -> NatsServer {
+        let config = format!(
+            "{}tls {{\n  cert_file: {:?}\n  key_file: {:?}\n  timeout: 5\n}}\n",
+            auth_config(users),
+            ca.server_cert().display().to_string(),
+            ca.server_key().display().to_string(),
+        );
+        Self::start_with_config(config, true)
+    }
+
+    fn start_with_config(config: String, tls: bool) -> NatsServer {
         let dir = tempfile::tempdir().expect("a temporary directory for JetStream");
         let port = free_port();
         let path = dir.path().join("nats.conf");
-        std::fs::write(&path, auth_config(users)).expect("the nats-server config");
+        std::fs::write(&path, config).expect("the nats-server config");
         let mut server = NatsServer {
             port,
             bind: "127.0.0.1",
@@ -126,14 +145,16 @@ impl NatsServer {
             child: None,
             starts: 0,
             config: Some(path),
+            tls,
         };
         server.spawn();
         server
     }
 
-    /// `nats://127.0.0.1:PORT`.
+    /// `nats://127.0.0.1:PORT`, or `tls://127.0.0.1:PORT` for a server that asks for TLS.
     pub fn url(&self) -> String {
-        format!("nats://127.0.0.1:{}", self.port)
+        let scheme = if self.tls { "tls" } else { "nats" };
+        format!("{scheme}://127.0.0.1:{}", self.port)
     }
 
     /// The port it listens on (the same across restarts).
@@ -223,4 +244,127 @@ pub fn free_port() -> u16 {
         .and_then(|l| l.local_addr())
         .map(|a| a.port())
         .expect("a free loopback port")
+}
+
+/// A throwaway certificate authority and a server certificate it signed for `127.0.0.1` and
+/// `localhost` (ECDSA P-256, valid two days), made with the `openssl` command line in a
+/// temporary directory removed on drop. No network: `openssl` only writes files.
+pub struct TestCa {
+    dir: tempfile::TempDir,
+}
+
+impl TestCa {
+    /// Makes the CA and the server certificate, or panics saying what failed (with how to
+    /// install `openssl` when it is missing).
+    pub fn new() -> TestCa {
+        let dir = tempfile::tempdir().expect("a temporary directory for the test CA");
+        let config = dir.path().join("openssl.cnf");
+        // Our own config, so the system's defaults never add or duplicate an extension.
+        std::fs::write(
+            &config,
+            "[req]\ndistinguished_name = dn\nprompt = no\n[dn]\nCN = ax-code test\n\
+             [ca]\nbasicConstraints = critical, CA:TRUE\n\
+             keyUsage = critical, keyCertSign, cRLSign\nsubjectKeyIdentifier = hash\n\
+             [server]\nbasicConstraints = critical, CA:FALSE\n\
+             keyUsage = critical, digitalSignature\nextendedKeyUsage = serverAuth\n\
+             subjectAltName = IP:127.0.0.1, DNS:localhost\n\
+             subjectKeyIdentifier = hash\nauthorityKeyIdentifier = keyid\n",
+        )
+        .expect("the openssl config");
+        let ca = TestCa { dir };
+        let path = |name: &str| ca.dir.path().join(name).display().to_string();
+        let key = [
+            "-newkey",
+            "ec",
+            "-pkeyopt",
+            "ec_paramgen_curve:P-256",
+            "-nodes",
+        ];
+        openssl(
+            &[
+                &["req", "-x509", "-config", &path("openssl.cnf")][..],
+                &key,
+                &["-keyout", &path("ca.key"), "-out", &path("ca.pem")],
+                &[
+                    "-days",
+                    "2",
+                    "-subj",
+                    "/CN=ax-code test CA",
+                    "-extensions",
+                    "ca",
+                ],
+            ]
+            .concat(),
+        );
+        openssl(
+            &[
+                &["req", "-new", "-config", &path("openssl.cnf")][..],
+                &key,
+                &["-keyout", &path("server.key"), "-out", &path("server.csr")],
+                &["-subj", "/CN=localhost"],
+            ]
+            .concat(),
+        );
+        openssl(&[
+            "x509",
+            "-req",
+            "-in",
+            &path("server.csr"),
+            "-CA",
+            &path("ca.pem"),
+            "-CAkey",
+            &path("ca.key"),
+            "-set_serial",
+            "2",
+            "-days",
+            "2",
+            "-extfile",
+            &path("openssl.cnf"),
+            "-extensions",
+            "server",
+            "-out",
+            &path("server.pem"),
+        ]);
+        ca
+    }
+
+    /// The CA's certificate (PEM): what a client passes with `--nats-ca`.
+    pub fn ca_pem(&self) -> PathBuf {
+        self.dir.path().join("ca.pem")
+    }
+
+    /// The server certificate the CA signed (PEM).
+    pub fn server_cert(&self) -> PathBuf {
+        self.dir.path().join("server.pem")
+    }
+
+    /// The server certificate's private key (PEM).
+    pub fn server_key(&self) -> PathBuf {
+        self.dir.path().join("server.key")
+    }
+}
+
+impl Default for TestCa {
+    fn default() -> TestCa {
+        TestCa::new()
+    }
+}
+
+/// Runs `openssl args`, or panics with its output (and how to install it when missing).
+fn openssl(args: &[&str]) {
+    let out = Command::new("openssl")
+        .args(args)
+        .stdin(Stdio::null())
+        .output()
+        .unwrap_or_else(|e| {
+            panic!(
+                "cannot run openssl ({e}): run `bash scripts/setup-test-env.sh` (it installs \
+                 Debian's package `openssl`)"
+            )
+        });
+    assert!(
+        out.status.success(),
+        "openssl {args:?} failed:\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
 }

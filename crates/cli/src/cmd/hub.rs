@@ -26,8 +26,21 @@ pub struct HubArgs {
     /// Port of the hub's HTTP API on 127.0.0.1 (0 picks a free one; the URL is printed).
     #[arg(long, default_value_t = 4096)]
     pub port: u16,
+    /// A PEM bundle of the CA(s) that signed a tls:// NATS server's certificate (a private
+    /// CA); only those are trusted then, not the system's.
+    #[arg(long, value_name = "FILE")]
+    pub nats_ca: Option<PathBuf>,
     #[command(flatten)]
     pub nats_auth: NatsAuthArgs,
+}
+
+/// Makes this process trust only the CA bundle `ca`, when given, for the NATS server `url`
+/// (`--nats-ca`); an unreadable or non-PEM file is refused naming it.
+pub fn trust_nats_ca(url: &str, ca: Option<&Path>) -> anyhow::Result<()> {
+    if let Some(ca) = ca {
+        ax_hub::nats::trust_ca(url, ca).map_err(|e| anyhow::anyhow!("--nats-ca {e}"))?;
+    }
+    Ok(())
 }
 
 /// Where a NATS password comes from, when given (never argv: a process listing shows it).
@@ -94,6 +107,7 @@ async fn hub(args: HubArgs) -> anyhow::Result<()> {
     let bind = SocketAddr::new(Ipv4Addr::LOCALHOST.into(), args.port);
     let mut config = ax_hub::hub::HubConfig::new(args.nats.clone(), bind, token.clone());
     config.credentials = args.nats_auth.credentials()?;
+    trust_nats_ca(&args.nats, args.nats_ca.as_deref())?;
     ax_hub::nats::check_credentials(&args.nats, &config.credentials)
         .await
         .map_err(|e| anyhow::anyhow!("--nats: {e}"))?;

@@ -63,6 +63,10 @@ pub struct ServeArgs {
     /// its gateway accepted (docs/hub.md §3), so a Control UI on the hub sees them too.
     #[arg(long, requires = "join")]
     pub share_ui_commands: bool,
+    /// A PEM bundle of the CA(s) that signed the tls:// NATS server's certificate (a private
+    /// CA); only those are trusted then, not the system's.
+    #[arg(long, value_name = "FILE", requires = "join")]
+    pub nats_ca: Option<PathBuf>,
     #[command(flatten)]
     pub nats_auth: super::hub::NatsAuthArgs,
 }
@@ -171,9 +175,11 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
         }
         None => None,
     };
-    // Wrong NATS credentials are refused now, clearly; an unreachable server is waited for.
+    // Wrong NATS credentials, an unusable --nats-ca and a TLS server it does not vouch for are
+    // refused now, clearly; an unreachable server is waited for.
     let nats_credentials = args.nats_auth.credentials()?;
     if let Some(url) = &args.join {
+        super::hub::trust_nats_ca(url, args.nats_ca.as_deref())?;
         ax_hub::nats::check_credentials(url, &nats_credentials)
             .await
             .map_err(|e| anyhow::anyhow!("--join: {e}"))?;

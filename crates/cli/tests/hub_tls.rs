@@ -1,0 +1,314 @@
+//! Several machines over TLS, as real processes (docs/hub.md §1): a nats-server that asks
+//! for TLS with a certificate a throwaway private CA signed (made with `openssl` at test time),
+//! `ax-code serve --join tls://… --nats-ca CA` and `ax-code hub --nats tls://… --nats-ca CA`.
+//! With the CA both work; without it, or with another CA, both refuse at start saying TLS
+//! verification failed; a CA file that is not PEM certificates is refused naming it.
+
+mod support;
+
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::sync::mpsc::Receiver;
+use std::time::Duration;
+
+use ax_hub::{
+    MachineName,
+    nats::{backend_permissions, hub_permissions},
+    testing::{NatsServer, NatsUser, TestCa},
+};
+use serde_json::Value;
+use support::{Env, Reaped, line_channel};
+
+const LONG_WAIT: Duration = Duration::from_secs(45);
+const HUB_PASSWORD: &str = "hub-tls-credential-0123456789abcdef";
+const BACKEND_PASSWORD: &str = "pw-tls-backend-0123456789abcdef";
+const LAPTOP_NATS_PW: &str = "laptop-nats-pw-tls-4711";
+const HUB_NATS_PW: &str = "hub-nats-pw-tls-0815";
+
+/// The TLS server with the two users of docs/hub.md §1, its certificate signed by `ca`.
+fn tls_nats(ca: &TestCa) -> NatsServer {
+    NatsServer::start_tls_with_users(
+        &[
+            NatsUser {
+                user: "laptop".into(),
+                password: LAPTOP_NATS_PW.into(),
+                permissions: backend_permissions(&MachineName::new("laptop").unwrap()),
+            },
+            NatsUser {
+                user: "hub".into(),
+                password: HUB_NATS_PW.into(),
+                permissions: hub_permissions(),
+            },
+        ],
+        ca,
+    )
+}
+
+/// `ax-code serve --port 0 --join URL --name laptop --nats-user laptop` (its NATS password in
+/// the environment), plus `--nats-ca CA` when given.
+fn serve_command(env: &Env, url: &str, ca: Option<&Path>) -> Command {
+    let mut command = env.command(&[
+        "serve",
+        "--port",
+        "0",
+        "--join",
+        url,
+        "--name",
+        "laptop",
+        "--nats-user",
+        "laptop",
+    ]);
+    if let Some(ca) = ca {
+        command.arg("--nats-ca").arg(ca);
+    }
+    command
+        .env("AX_CODE_SERVER_PASSWORD", BACKEND_PASSWORD)
+        .env("AX_CODE_NATS_PASSWORD", LAPTOP_NATS_PW);
+    command
+}
+
+/// `ax-code hub --nats URL --port 0 --nats-user hub --nats-password-file FILE`, plus
+/// `--nats-ca CA` when given.
+fn hub_command(env: &Env, url: &str, password_file: &Path, ca: Option<&Path>) -> Command {
+    let mut command = env.command(&["hub", "--nats", url, "--port", "0", "--nats-user", "hub"]);
+    command.arg("--nats-password-file").arg(password_file);
+    if let Some(ca) = ca {
+        command.arg("--nats-ca").arg(ca);
+    }
+    command.env("AX_CODE_HUB_PASSWORD", HUB_PASSWORD);
+    command
+}
+
+/// A 0600 file holding the hub's NATS password.
+fn hub_password_file(dir: &Path) -> std::path::PathBuf {
+    use std::os::unix::fs::PermissionsExt;
+    let file = dir.join("hub-nats-pw");
+    std::fs::write(&file, format!("{HUB_NATS_PW}\n")).unwrap();
+    std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o600)).unwrap();
+    file
+}
+
+/// Reads stdout lines until one starts with `prefix`.
+fn line_starting(lines: &Receiver<String>, prefix: &str) -> String {
+    loop {
+        let line = lines
+            .recv_timeout(LONG_WAIT)
+            .unwrap_or_else(|_| panic!("no line starting {prefix:?}"));
+        if line.starts_with(prefix) {
+            return line;
+        }
+    }
+}
+
+fn url_in(line: &str) -> String {
+    line.split_whitespace()
+        .find(|w| w.starts_with("http://"))
+        .unwrap_or_else(|| panic!("no URL in {line:?}"))
+        .to_owned()
+}
+
+/// Runs `command` to its end (killed after [`support::WAIT`], so a hang fails) and returns
+/// its stderr after checking it failed.
+fn refused(command: &mut Command, what: &str) -> String {
+    let out = support::output_bounded(command, support::WAIT);
+    let err = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(!out.status.success(), "{what} started: {err}");
+    err
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn serve_and_hub_join_a_tls_nats_server_with_its_private_ca() {
+    let ca = TestCa::new();
+    let nats = tls_nats(&ca);
+    let url = nats.url();
+    assert!(url.starts_with("tls://127.0.0.1:"), "{url}");
+    let env = Env::new();
+
+    let mut serve = serve_command(&env, &url, Some(&ca.ca_pem()))
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let serve_lines = line_channel(serve.stdout.take().unwrap());
+    let _serve = Reaped(serve);
+    let laptop_url = url_in(&line_starting(&serve_lines, "ax-code backend"));
+    let joined = line_starting(&serve_lines, "Joined");
+    assert!(
+        joined.contains("laptop") && joined.contains(&url),
+        "{joined}"
+    );
+
+    let dir = tempfile::tempdir().unwrap();
+    let password_file = hub_password_file(dir.path());
+    let mut hub = hub_command(&env, &url, &password_file, Some(&ca.ca_pem()))
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let hub_lines = line_channel(hub.stdout.take().unwrap());
+    let _hub = Reaped(hub);
+    let hub_url = url_in(&line_starting(&hub_lines, "ax-code hub listening on"));
+
+    let http = reqwest::Client::builder().no_proxy().build().unwrap();
+    let created = http
+        .post(format!("{laptop_url}/session"))
+        .bearer_auth(BACKEND_PASSWORD)
+        .json(&serde_json::json!({"title": "over-tls"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(created.status(), 201);
+
+    // The machine and its session, through NATS over TLS only.
+    let listed = tokio::time::timeout(LONG_WAIT, async {
+        loop {
+            let r = http
+                .get(format!("{hub_url}/session"))
+                .bearer_auth(HUB_PASSWORD)
+                .send()
+                .await
+                .unwrap();
+            let all: Value = r.json().await.unwrap_or(Value::Null);
+            let laptop = all
+                .as_array()
+                .and_then(|a| a.iter().find(|m| m["machine"] == "laptop"))
+                .cloned();
+            if let Some(laptop) = laptop
+                && laptop["online"] == true
+                && laptop["sessions"]
+                    .as_array()
+                    .is_some_and(|s| s.iter().any(|s| s["title"] == "over-tls"))
+            {
+                return laptop;
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    })
+    .await
+    .expect("the laptop and its session through the hub over TLS");
+    assert_eq!(listed["sessions"].as_array().unwrap().len(), 1, "{listed}");
+    let machines: Value = http
+        .get(format!("{hub_url}/machine"))
+        .bearer_auth(HUB_PASSWORD)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let names: Vec<&str> = machines
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|m| m["name"].as_str())
+        .collect();
+    assert_eq!(names, ["laptop"], "{machines}");
+    drop((serve_lines, hub_lines));
+}
+
+#[test]
+fn without_the_servers_ca_serve_and_hub_refuse_to_start_saying_tls_verification_failed() {
+    let ca = TestCa::new();
+    let other = TestCa::new();
+    let nats = tls_nats(&ca);
+    let url = nats.url();
+    let env = Env::new();
+    let dir = tempfile::tempdir().unwrap();
+    let password_file = hub_password_file(dir.path());
+
+    // No --nats-ca: the system's CAs, which do not know the private CA.
+    let err = refused(
+        &mut serve_command(&env, &url, None),
+        "serve without --nats-ca",
+    );
+    assert!(
+        err.contains("TLS verification failed") && err.contains("--nats-ca"),
+        "{err}"
+    );
+    let err = refused(
+        &mut hub_command(&env, &url, &password_file, None),
+        "hub without --nats-ca",
+    );
+    assert!(
+        err.contains("TLS verification failed") && err.contains("--nats-ca"),
+        "{err}"
+    );
+
+    // Another CA: refused, naming the bundle that did not vouch for the server.
+    let other_pem = other.ca_pem();
+    let shown = other_pem.display().to_string();
+    let err = refused(
+        &mut serve_command(&env, &url, Some(&other_pem)),
+        "serve with another CA",
+    );
+    assert!(
+        err.contains("TLS verification failed") && err.contains(&shown),
+        "{err}"
+    );
+    let err = refused(
+        &mut hub_command(&env, &url, &password_file, Some(&other_pem)),
+        "hub with another CA",
+    );
+    assert!(
+        err.contains("TLS verification failed") && err.contains(&shown),
+        "{err}"
+    );
+    // Neither printed a password while refusing.
+    assert!(!err.contains(HUB_NATS_PW) && !err.contains(LAPTOP_NATS_PW));
+}
+
+#[test]
+fn nats_ca_needs_join_and_a_pem_ca_bundle() {
+    let env = Env::new();
+    let ca = TestCa::new();
+    let mut command = env.command(&["serve", "--port", "0", "--nats-ca"]);
+    command.arg(ca.ca_pem());
+    let err = refused(&mut command, "serve with --nats-ca but no --join");
+    assert!(err.contains("--join"), "{err}");
+
+    // Refused before anything connects (nothing listens on the URL's port).
+    let url = format!("tls://127.0.0.1:{}", ax_hub::testing::free_port());
+    let dir = tempfile::tempdir().unwrap();
+    let missing = dir.path().join("no-such-ca.pem");
+    let not_pem = dir.path().join("notes.txt");
+    std::fs::write(&not_pem, "this is not a certificate\n").unwrap();
+    let password_file = hub_password_file(dir.path());
+    for (file, why) in [
+        (&missing, "cannot read it"),
+        (&not_pem, "not a PEM CA bundle"),
+    ] {
+        let shown = file.display().to_string();
+        let err = refused(&mut serve_command(&env, &url, Some(file)), "serve");
+        assert!(
+            err.contains(&format!("--nats-ca {shown}")) && err.contains(why),
+            "{err}"
+        );
+        let err = refused(
+            &mut hub_command(&env, &url, &password_file, Some(file)),
+            "hub",
+        );
+        assert!(
+            err.contains(&format!("--nats-ca {shown}")) && err.contains(why),
+            "{err}"
+        );
+    }
+}
+
+#[test]
+fn nats_ca_is_described_in_help() {
+    for command in ["serve", "hub"] {
+        let out = support::output_bounded(
+            Command::new(support::AX)
+                .args([command, "--help"])
+                .env("COLUMNS", "200"),
+            support::WAIT,
+        );
+        assert!(out.status.success());
+        let help = String::from_utf8_lossy(&out.stdout);
+        let line = help
+            .lines()
+            .find(|l| l.trim_start().starts_with("--nats-ca <FILE>"))
+            .unwrap_or_else(|| panic!("--nats-ca in {help}"));
+        assert!(line.contains("CA"), "{line}");
+    }
+}
