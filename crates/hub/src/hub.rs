@@ -57,6 +57,9 @@ pub struct HubConfig {
     pub nats_url: String,
     /// NATS user and password, when the server asks for them.
     pub credentials: Option<(String, Secret)>,
+    /// The CA bundle a TLS NATS server's certificate must chain to (`--nats-ca`), instead of
+    /// the system's CAs.
+    pub ca: Option<std::path::PathBuf>,
     /// Where the HTTP API listens.
     pub bind: SocketAddr,
     /// The bearer credential the API asks for.
@@ -73,6 +76,7 @@ impl HubConfig {
         HubConfig {
             nats_url: nats_url.into(),
             credentials: None,
+            ca: None,
             bind,
             token,
             request_timeout: Duration::from_secs(30),
@@ -200,7 +204,13 @@ const FIRST_CONNECT: Duration = Duration::from_secs(2);
 /// (core NATS `ui.command`s are never replayed).
 pub async fn start(config: HubConfig) -> Result<RunningHub, HubError> {
     // Upper case: no machine name can have this inbox prefix.
-    let nats = connect(&config.nats_url, &config.credentials, "_INBOX_HUB").await?;
+    let nats = connect(
+        &config.nats_url,
+        &config.credentials,
+        config.ca.as_deref(),
+        "_INBOX_HUB",
+    )
+    .await?;
     let js = jetstream::new(nats.clone());
     let ui_sub = ui::subscribe(&nats).await?;
     // A request round trip on the same connection, after the subscription: once answered,

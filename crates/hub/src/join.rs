@@ -40,6 +40,9 @@ pub struct JoinConfig {
     pub nats_url: String,
     /// NATS user and password, when the server asks for them (docs/hub.md §1).
     pub credentials: Option<(String, Secret)>,
+    /// The CA bundle a TLS NATS server's certificate must chain to (`--nats-ca`), instead of
+    /// the system's CAs.
+    pub ca: Option<std::path::PathBuf>,
     /// This machine's name.
     pub name: MachineName,
     /// The backend's own base URL (loopback) and credential.
@@ -67,6 +70,7 @@ impl JoinConfig {
         JoinConfig {
             nats_url: nats_url.into(),
             credentials: None,
+            ca: None,
             name,
             backend_url: backend_url.into(),
             backend_token,
@@ -110,6 +114,7 @@ pub async fn start(config: JoinConfig) -> Result<Join, JoinError> {
     let nats = connect(
         &config.nats_url,
         &config.credentials,
+        config.ca.as_deref(),
         &config.name.inbox_prefix(),
     )
     .await?;

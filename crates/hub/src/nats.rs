@@ -4,7 +4,6 @@
 
 use std::{
     path::{Path, PathBuf},
-    sync::Mutex,
     time::{Duration, SystemTime, UNIX_EPOCH},
 };
 
@@ -60,33 +59,20 @@ pub fn read_ca_bundle(path: &Path) -> Result<usize, CaError> {
     Ok(roots.len())
 }
 
-/// The CA bundle each NATS URL's TLS server certificate must chain to, set by [`trust_ca`].
-static TRUSTED_CAS: Mutex<Vec<(String, PathBuf)>> = Mutex::new(Vec::new());
-
-/// From now on, this process's connections to `url` ([`connect`], [`check_credentials`])
-/// use TLS and trust only the CAs in the PEM bundle `ca` (the system's CAs are not used
-/// then): how a NATS server with a private CA is reached (docs/hub.md §1). The bundle is
-/// checked now; it is read again at each (re)connect.
-pub fn trust_ca(url: &str, ca: &Path) -> Result<(), CaError> {
-    read_ca_bundle(ca)?;
-    let mut cas = TRUSTED_CAS.lock().unwrap_or_else(|e| e.into_inner());
-    cas.retain(|(u, _)| u != url);
-    cas.push((url.to_owned(), ca.to_owned()));
-    Ok(())
+/// Checks that `ca` is a usable PEM CA bundle before anything connects with it (`--nats-ca`),
+/// so a wrong file is refused at start naming it. Connections given the bundle
+/// ([`connect`], [`check_credentials`]) use TLS and trust only its CAs (docs/hub.md §1); it
+/// is read again at each (re)connect.
+pub fn check_ca(ca: &Path) -> Result<(), CaError> {
+    read_ca_bundle(ca).map(|_| ())
 }
 
-/// The CA bundle [`trust_ca`] set for `url`.
-fn trusted_ca(url: &str) -> Option<PathBuf> {
-    let cas = TRUSTED_CAS.lock().unwrap_or_else(|e| e.into_inner());
-    cas.iter().find(|(u, _)| u == url).map(|(_, ca)| ca.clone())
-}
-
-/// The options every connection to `url` starts from: the connect timeout, and the CA bundle
-/// [`trust_ca`] set for it.
-fn base_options(url: &str) -> async_nats::ConnectOptions {
+/// The options every connection starts from: the connect timeout, and when `ca` is given,
+/// TLS trusting only the CAs of that bundle (the system's CAs are not used then).
+fn base_options(ca: Option<&Path>) -> async_nats::ConnectOptions {
     let opts = async_nats::ConnectOptions::new().connection_timeout(Duration::from_secs(3));
-    match trusted_ca(url) {
-        Some(ca) => opts.add_root_certificates(ca).require_tls(true),
+    match ca {
+        Some(ca) => opts.add_root_certificates(ca.to_owned()).require_tls(true),
         None => opts,
     }
 }
@@ -125,13 +111,15 @@ pub fn is_loopback_url(url: &str) -> Result<bool, ConnectError> {
 
 /// Connects to `url` in the background: the client is returned at once and keeps
 /// reconnecting (backoff 100 ms doubling to 2 s) for as long as it lives. Requests and
-/// publishes made while it is away wait in its buffer or time out.
+/// publishes made while it is away wait in its buffer or time out. `ca`: the CA bundle a TLS
+/// server's certificate must chain to ([`check_ca`]).
 pub async fn connect(
     url: &str,
     credentials: &Option<(String, Secret)>,
+    ca: Option<&Path>,
     inbox_prefix: &str,
 ) -> Result<async_nats::Client, ConnectError> {
-    let mut opts = base_options(url)
+    let mut opts = base_options(ca)
         .retry_on_initial_connect()
         .max_reconnects(None)
         .custom_inbox_prefix(inbox_prefix)
@@ -194,18 +182,18 @@ pub fn hub_permissions() -> Permissions {
 
 /// One connection attempt with `credentials`, to refuse at start, with a clear error, what
 /// the background connection (which retries forever) would only log: wrong credentials, and a
-/// TLS server whose certificate is not vouched for (by the CA bundle [`trust_ca`] set for
-/// `url`, else the system's CAs). A server that cannot be reached is not an error here: the
+/// TLS server whose certificate is not vouched for (by the CA bundle `ca`, else the system's
+/// CAs). A server that cannot be reached is not an error here: the
 /// join waits for it. Without credentials, a CA or a `tls://` URL there is nothing to check.
 pub async fn check_credentials(
     url: &str,
     credentials: &Option<(String, Secret)>,
+    ca: Option<&Path>,
 ) -> Result<(), ConnectError> {
-    let ca = trusted_ca(url);
     if credentials.is_none() && ca.is_none() && !tls_url(url) {
         return Ok(());
     }
-    let mut opts = base_options(url);
+    let mut opts = base_options(ca);
     if let Some((user, password)) = credentials {
         opts = opts.user_and_password(user.clone(), password.expose().to_owned());
     }
@@ -231,7 +219,7 @@ pub async fn check_credentials(
             )))
         }
         Err(e) if e.kind() == async_nats::ConnectErrorKind::Tls || rustls_error(&e).is_some() => {
-            let trusted = match &ca {
+            let trusted = match ca {
                 Some(ca) => format!("the CA bundle {}", ca.display()),
                 None => {
                     "the system's CAs (pass the server's CA bundle with --nats-ca FILE)".to_owned()
@@ -335,7 +323,7 @@ pub fn now_ms() -> u64 {
 
 #[cfg(test)]
 mod tests {
-    use super::{check_credentials, is_loopback_url, read_ca_bundle, trust_ca};
+    use super::{check_ca, check_credentials, is_loopback_url, read_ca_bundle};
     use crate::testing::{NatsServer, NatsUser, TestCa};
     use ax_core::Secret;
 
@@ -405,8 +393,8 @@ mod tests {
             err.starts_with(&path.display().to_string()) && err.contains("cannot be used"),
             "{err}"
         );
-        // Refused by trust_ca too, before anything connects.
-        assert!(trust_ca("tls://127.0.0.1:1", &path).is_err());
+        // Refused by check_ca too, before anything connects.
+        assert!(check_ca(&path).is_err());
 
         let ca = TestCa::new();
         assert_eq!(read_ca_bundle(&ca.ca_pem()).unwrap(), 1);
@@ -436,7 +424,7 @@ mod tests {
         assert!(url.starts_with("tls://127.0.0.1:"), "{url}");
         let creds = Some(("laptop".to_owned(), Secret::new("pw-laptop-tls".to_owned())));
 
-        let err = check_credentials(&url, &creds)
+        let err = check_credentials(&url, &creds, None)
             .await
             .unwrap_err()
             .to_string();
@@ -445,8 +433,7 @@ mod tests {
             "{err}"
         );
         let other = TestCa::new();
-        trust_ca(&url, &other.ca_pem()).unwrap();
-        let err = check_credentials(&url, &creds)
+        let err = check_credentials(&url, &creds, Some(&other.ca_pem()))
             .await
             .unwrap_err()
             .to_string();
@@ -456,16 +443,18 @@ mod tests {
             "{err}"
         );
 
-        trust_ca(&url, &ca.ca_pem()).unwrap();
-        check_credentials(&url, &creds).await.unwrap();
+        let right = ca.ca_pem();
+        check_credentials(&url, &creds, Some(&right)).await.unwrap();
         let wrong = Some(("laptop".to_owned(), Secret::new("wrong".to_owned())));
-        let err = check_credentials(&url, &wrong)
+        let err = check_credentials(&url, &wrong, Some(&right))
             .await
             .unwrap_err()
             .to_string();
         assert!(err.contains("refused NATS user \"laptop\""), "{err}");
         // And the background connection gets through.
-        let client = super::connect(&url, &creds, "_INBOX_laptop").await.unwrap();
+        let client = super::connect(&url, &creds, Some(&right), "_INBOX_laptop")
+            .await
+            .unwrap();
         tokio::time::timeout(std::time::Duration::from_secs(20), async {
             while client.connection_state() != async_nats::connection::State::Connected {
                 tokio::time::sleep(std::time::Duration::from_millis(50)).await;
@@ -476,8 +465,7 @@ mod tests {
 
         // A CA given for a server that does not speak TLS: refused, never joined in clear.
         let plain = NatsServer::start();
-        trust_ca(&plain.url(), &ca.ca_pem()).unwrap();
-        let err = check_credentials(&plain.url(), &None)
+        let err = check_credentials(&plain.url(), &None, Some(&right))
             .await
             .unwrap_err()
             .to_string();

@@ -34,11 +34,11 @@ pub struct HubArgs {
     pub nats_auth: NatsAuthArgs,
 }
 
-/// Makes this process trust only the CA bundle `ca`, when given, for the NATS server `url`
-/// (`--nats-ca`); an unreadable or non-PEM file is refused naming it.
-pub fn trust_nats_ca(url: &str, ca: Option<&Path>) -> anyhow::Result<()> {
+/// Checks the `--nats-ca` bundle, when given: an unreadable or non-PEM file is refused naming
+/// it, before anything connects.
+pub fn check_nats_ca(ca: Option<&Path>) -> anyhow::Result<()> {
     if let Some(ca) = ca {
-        ax_hub::nats::trust_ca(url, ca).map_err(|e| anyhow::anyhow!("--nats-ca {e}"))?;
+        ax_hub::nats::check_ca(ca).map_err(|e| anyhow::anyhow!("--nats-ca {e}"))?;
     }
     Ok(())
 }
@@ -107,8 +107,9 @@ async fn hub(args: HubArgs) -> anyhow::Result<()> {
     let bind = SocketAddr::new(Ipv4Addr::LOCALHOST.into(), args.port);
     let mut config = ax_hub::hub::HubConfig::new(args.nats.clone(), bind, token.clone());
     config.credentials = args.nats_auth.credentials()?;
-    trust_nats_ca(&args.nats, args.nats_ca.as_deref())?;
-    ax_hub::nats::check_credentials(&args.nats, &config.credentials)
+    check_nats_ca(args.nats_ca.as_deref())?;
+    config.ca = args.nats_ca.clone();
+    ax_hub::nats::check_credentials(&args.nats, &config.credentials, config.ca.as_deref())
         .await
         .map_err(|e| anyhow::anyhow!("--nats: {e}"))?;
     let hub = ax_hub::hub::start(config)

@@ -179,8 +179,8 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     // refused now, clearly; an unreachable server is waited for.
     let nats_credentials = args.nats_auth.credentials()?;
     if let Some(url) = &args.join {
-        super::hub::trust_nats_ca(url, args.nats_ca.as_deref())?;
-        ax_hub::nats::check_credentials(url, &nats_credentials)
+        super::hub::check_nats_ca(args.nats_ca.as_deref())?;
+        ax_hub::nats::check_credentials(url, &nats_credentials, args.nats_ca.as_deref())
             .await
             .map_err(|e| anyhow::anyhow!("--join: {e}"))?;
     }
@@ -279,6 +279,7 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
                 server.project_dir().display().to_string(),
             );
             config.credentials = nats_credentials.clone();
+            config.ca = args.nats_ca.clone();
             config.share_ui_commands = args.share_ui_commands;
             let join = ax_hub::join::start(config)
                 .await
