@@ -390,8 +390,36 @@ class ControlUi {
     this.watch.statusChanged(sessionId, before, status);
     const working = (st) => st === 'busy' || st === 'pending';
     if (!working(before) || working(status)) return;
+    // Once the store holds this event's state (fold sets it after telling the status).
+    queueMicrotask(() => this.rereadSession(sessionId));
     this.refreshTranscripts(sessionId);
     this.tellIfHidden(sessionId, status === 'needs_auth' ? 'needs you to sign the agent in' : 'finished its turn');
+  }
+
+  /**
+   * A turn ended: the session read once more. A backend publishes a session (`session.updated`)
+   * after each write that changed it, from the task that wrote, so two writes close together
+   * (the turn's end and the agent's new commands or options, stored by another task) can reach
+   * the page in the other order, the older session last. Read after the turn's last event, the
+   * session is at least as new as every write before it. Taken only when no event changed the
+   * session meanwhile (that event is newer than nothing the page knows).
+   */
+  async rereadSession(sessionId) {
+    const held = this.state.sessions.get(sessionId);
+    if (!held) return;
+    let session;
+    try {
+      session = await this.api.session(sessionId);
+    } catch {
+      return;
+    }
+    if (this.stopped || session?.id !== sessionId || this.state.sessions.get(sessionId) !== held) return;
+    if (JSON.stringify(session) === JSON.stringify(held)) return;
+    this.state = upsertSession(this.state, session);
+    this.renderSidebar();
+    this.refreshPaneHeads(sessionId);
+    this.refreshQueue(sessionId);
+    agentCommands.refresh(sessionId);
   }
 
   /** A toast about a session no pane shows (a turn ended, an approval waits). */
