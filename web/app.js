@@ -402,7 +402,7 @@ class ControlUi {
    * (the turn's end and the agent's new commands or options, stored by another task) can reach
    * the page in the other order, the older session last. Read after the turn's last event, the
    * session is at least as new as every write before it. Taken only when no event changed the
-   * session meanwhile (that event is newer than nothing the page knows).
+   * session while it was read (such an event may be newer than the read).
    */
   async rereadSession(sessionId) {
     const held = this.state.sessions.get(sessionId);
