@@ -153,10 +153,28 @@ export class Api {
   }
 
   /**
-   * Follow /event until `signal` aborts, reconnecting with Last-Event-ID.
+   * Follow /event until `signal` aborts, reconnecting with Last-Event-ID (`stream`).
    * `onEnvelope({id, event})` gets every event; `onState('live'|'down')` the stream's health.
    */
-  async follow(onEnvelope, onState, signal) {
+  follow(onEnvelope, onState, signal) {
+    return this.stream('/event', (msg) => {
+      if (!msg.data) return;
+      let env;
+      try {
+        env = JSON.parse(msg.data);
+      } catch {
+        return;
+      }
+      onEnvelope(env);
+    }, onState, signal);
+  }
+
+  /**
+   * Follows the server-sent events of `path` until `signal` aborts, reconnecting (with
+   * Last-Event-ID unless `resume` is false): `onMessage({id, event, data})` for each message,
+   * `onState('live'|'down')` the stream's health.
+   */
+  async stream(path, onMessage, onState, signal, { resume = true } = {}) {
     let lastId = null;
     let delay = 500;
     while (!signal.aborted) {
@@ -172,8 +190,8 @@ export class Api {
         }
         if (signal.aborted) return;
         const headers = this.headers({ Accept: 'text/event-stream' });
-        if (lastId !== null) headers['Last-Event-ID'] = String(lastId);
-        const res = await this.send('/event', { headers, signal, cache: 'no-store' });
+        if (resume && lastId !== null) headers['Last-Event-ID'] = String(lastId);
+        const res = await this.send(path, { headers, signal, cache: 'no-store' });
         if (res.status === 401) {
           this.onUnauthorized();
           return;
@@ -183,14 +201,7 @@ export class Api {
         delay = 500;
         const parser = new SseParser((msg) => {
           if (msg.id !== null && /^\d+$/.test(msg.id)) lastId = Number(msg.id);
-          if (!msg.data) return;
-          let env;
-          try {
-            env = JSON.parse(msg.data);
-          } catch {
-            return;
-          }
-          onEnvelope(env);
+          onMessage(msg);
         });
         const reader = res.body.getReader();
         const decoder = new TextDecoder();

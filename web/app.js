@@ -6,7 +6,7 @@
 // the browser tests only.
 
 import { Api } from './api.js';
-import { HubApi, isHub } from './hubapi.js';
+import { HubApi, foreignPane, hubCommandRefusal, isHub, newSessionMachines } from './hubapi.js';
 import { AgentCommands } from './commands.js';
 import { Attachments } from './attachments.js';
 import { placeConfigPickers } from './config.js';
@@ -51,6 +51,8 @@ const page = {
   toast: byId('toast'),
   agentPicker: byId('agent-picker'),
   agentList: byId('agent-list'),
+  agentPickerTitle: byId('agent-picker-title'),
+  agentPickerNote: document.querySelector('#agent-picker p.muted'),
   closeAgentPicker: byId('close-agent-picker'),
   shortcuts: byId('shortcuts'),
   shortcutList: byId('shortcut-list'),
@@ -151,6 +153,8 @@ class ControlUi {
     this.api = new (hub ? HubApi : Api)(token, this.proof, {
       onUnauthorized: () => signOut('The access token was refused.'),
       onNotProven: notProven,
+      // Hub only: a machine's backend started again (hubapi.js BootBook).
+      onRestart: () => this.resyncSoon(),
     });
     // The session store (sessions.js): replaced, never changed in place, at every step.
     this.state = emptyState();
@@ -269,8 +273,10 @@ class ControlUi {
     // the first `live` lists once more (streamStatus), as after any reconnection.
     this.streamWasDown = true;
     this.api.follow((env) => this.onEnvelope(env), (s) => this.streamStatus(s), this.abort.signal);
-    // A hub has no gateway (terminal, screen, ui.command stay on each machine for now).
+    // A hub has no gateway (terminal and screen stay on each machine); the machines that
+    // share their agents' ui.commands send them on the hub's GET /ui-command (docs/hub.md §4).
     if (!this.hub) this.gateway.start();
+    else this.followUiCommands();
     // Machines come and go: the sidebar's online/offline marks follow the hub's list.
     if (this.hub) this.machineTimer = setInterval(() => this.refreshMachines(), 2000);
   }
@@ -297,6 +303,26 @@ class ControlUi {
     const [sessions, permissions] = await Promise.all([this.api.listSessions(), this.api.permissions()]);
     this.state = listed(this.state, sessions, permissions);
     this.render();
+  }
+
+  /**
+   * A resync, once at a time: one asked for while another runs comes after it (what the
+   * running one listed may predate the reason for asking). A hub page asks when a machine
+   * restarted (hubapi.js `BootBook`).
+   */
+  resyncSoon() {
+    if (this.stopped) return;
+    if (this.resyncing) {
+      this.resyncAgain = true;
+      return;
+    }
+    this.resyncing = this.resync().catch(() => {}).finally(() => {
+      this.resyncing = null;
+      if (this.resyncAgain) {
+        this.resyncAgain = false;
+        this.resyncSoon();
+      }
+    });
   }
 
   // ---- live events ----
@@ -364,8 +390,36 @@ class ControlUi {
     this.watch.statusChanged(sessionId, before, status);
     const working = (st) => st === 'busy' || st === 'pending';
     if (!working(before) || working(status)) return;
+    // Once the store holds this event's state (fold sets it after telling the status).
+    queueMicrotask(() => this.rereadSession(sessionId));
     this.refreshTranscripts(sessionId);
     this.tellIfHidden(sessionId, status === 'needs_auth' ? 'needs you to sign the agent in' : 'finished its turn');
+  }
+
+  /**
+   * A turn ended: the session read once more. A backend publishes a session (`session.updated`)
+   * after each write that changed it, from the task that wrote, so two writes close together
+   * (the turn's end and the agent's new commands or options, stored by another task) can reach
+   * the page in the other order, the older session last. Read after the turn's last event, the
+   * session is at least as new as every write before it. Taken only when no event changed the
+   * session while it was read (such an event may be newer than the read).
+   */
+  async rereadSession(sessionId) {
+    const held = this.state.sessions.get(sessionId);
+    if (!held) return;
+    let session;
+    try {
+      session = await this.api.session(sessionId);
+    } catch {
+      return;
+    }
+    if (this.stopped || session?.id !== sessionId || this.state.sessions.get(sessionId) !== held) return;
+    if (JSON.stringify(session) === JSON.stringify(held)) return;
+    this.state = upsertSession(this.state, session);
+    this.renderSidebar();
+    this.refreshPaneHeads(sessionId);
+    this.refreshQueue(sessionId);
+    agentCommands.refresh(sessionId);
   }
 
   /** A toast about a session no pane shows (a turn ended, an approval waits). */
@@ -419,16 +473,51 @@ class ControlUi {
     return { ...result, revision: this.screen.revision };
   }
 
+  /**
+   * Hub only: the machines' shared `ui.command`s (`GET /ui-command`), each applied as the
+   * gateway's (`handleCommand`: the same reducer, revision and human-priority rules), limited
+   * to what shows that machine's sessions. Nothing is acknowledged: the hub relays no answer,
+   * so the machine's agent sees `no_answer` (docs/hub.md §4).
+   */
+  followUiCommands() {
+    const owner = (id) => this.api.sessionOwner(id);
+    this.api.followUiCommands((machine, payload) => {
+      const refused = hubCommandRefusal(payload, machine, owner, this.layout);
+      if (refused) {
+        this.toast(`Agent on ${machine}: ${describeCommand(payload.command)} — ignored (${refused})`);
+        return;
+      }
+      this.commandMachine = machine;
+      const toasts = this.toasts;
+      try {
+        const result = this.handleCommand(payload);
+        // No acknowledgement goes back: a refusal the page has not told yet (a stale
+        // revision, annotations with nothing to point at) is told here.
+        if (result.outcome === 'ignored' && this.toasts === toasts) {
+          this.toast(`Agent on ${machine}: ${describeCommand(payload.command)} — ignored (${result.reason})`);
+        }
+      } finally {
+        this.commandMachine = null;
+      }
+    }, (n) => this.toast(`${n} layout command(s) of agents were missed.`), (state) => {
+      page.connection.dataset.uiCommands = state;
+    }, this.abort.signal);
+  }
+
   handleLayoutCommand(payload) {
     let result = applyCommand(this.layout, payload);
     if (result.outcome === 'applied' && GUARDED.has(payload?.command?.kind)) {
       const kind = payload.command.kind;
-      const busy = this.personBusy(affectedPanes(this.layout, result.layout), draftPanes(this.layout, result.layout, kind));
-      if (busy) result = { layout: this.layout, outcome: 'ignored', reason: `human priority: ${busy}` };
+      const affected = affectedPanes(this.layout, result.layout);
+      const foreign = this.foreignPane(affected);
+      const busy = foreign ? null : this.personBusy(affected, draftPanes(this.layout, result.layout, kind));
+      if (foreign) result = { layout: this.layout, outcome: 'ignored', reason: foreign };
+      else if (busy) result = { layout: this.layout, outcome: 'ignored', reason: `human priority: ${busy}` };
     }
     // Keyboard focus stays where the person left it: an agent arranges, it does not type.
     if (result.outcome === 'applied') this.setLayout(result.layout);
-    this.toast(`Agent: ${describeCommand(payload.command)}${result.outcome === 'ignored' ? ` — ignored (${result.reason})` : ''}`);
+    const who = this.commandMachine ? `Agent on ${this.commandMachine}` : 'Agent';
+    this.toast(`${who}: ${describeCommand(payload.command)}${result.outcome === 'ignored' ? ` — ignored (${result.reason})` : ''}`);
     return { outcome: result.outcome, reason: result.reason };
   }
 
@@ -437,6 +526,8 @@ class ControlUi {
    * UI's form of the TUI's human-priority rules); `drafted`: those whose draft counts.
    */
   personBusy(panes, drafted = panes) {
+    const foreign = this.foreignPane(panes);
+    if (foreign) return foreign;
     return busyReason(panes, drafted, {
       pickerOpen: !page.agentPicker.hidden,
       inboxOpen: this.watch.inboxOpen(),
@@ -445,6 +536,15 @@ class ControlUi {
       inputAt: this.inputAt,
       now: performance.now(),
     });
+  }
+
+  /**
+   * Hub only, while a machine's shared command is applied: why one of `panes` is not that
+   * machine's to move (it shows another machine's session, hubapi.js `foreignPane`), or null.
+   */
+  foreignPane(panes) {
+    if (!this.commandMachine) return null;
+    return foreignPane(panes, this.commandMachine, (id) => this.api.sessionOwner(id));
   }
 
   /** Records the person's input in a pane (the sidebar acts on the active pane). */
@@ -489,6 +589,17 @@ class ControlUi {
         self.setLayout(layout);
       },
       async createInPane(paneId) {
+        // Through a hub: on which machine (docs/hub.md §4).
+        let machine;
+        if (self.hub) {
+          const where = newSessionMachines(self.api.machines);
+          if (where.none) {
+            self.toast(`Could not create a session: ${where.none}.`);
+            return;
+          }
+          machine = where.pick ?? await chooseMachine(where.choices);
+          if (machine === null) return; // the person closed the picker
+        }
         let agent;
         try {
           agent = await chooseAgent(self);
@@ -498,7 +609,7 @@ class ControlUi {
         }
         if (agent === null) return; // the person closed the picker
         try {
-          const s = await self.api.createSession(undefined, agent);
+          const s = await self.api.createSession(undefined, agent, machine);
           self.state = upsertSession(self.state, s);
           const pane = locate(self.layout, paneId)?.pane;
           if (pane) pane.session = s.id;
@@ -847,6 +958,7 @@ class ControlUi {
   }
 
   toast(text) {
+    this.toasts = (this.toasts ?? 0) + 1;
     const t = page.toast;
     t.textContent = text;
     t.title = text;
@@ -863,19 +975,37 @@ let pickerDone = null;
 /**
  * The agent for a new session: asks the person when there is a choice (GET /agent, the
  * default first). Resolves to a name, to undefined (the backend's default: nothing to choose,
- * or a backend without the list) or to null (the person closed the picker).
+ * or a server without the list, as a hub) or to null (the person closed the picker).
  */
 async function chooseAgent(ui) {
   let list;
   try {
     list = await ui.api.agents();
   } catch (e) {
-    if (e.status === 404) return undefined;
+    if (e.status === 404 || e.code === 'NOT_ON_HUB') return undefined;
     throw e;
   }
   const choices = agentChoices(list);
   if (!choices) return undefined;
   const { agents, def } = choices;
+  return choose('New session: choose its agent', true, agents.map((a) => ({
+    value: a.name, name: a.name, meta: agentChoiceMeta(a, def), primary: a.name === def, testid: 'agent-option', data: { 'data-agent': a.name },
+  })));
+}
+
+/** Hub only: the machine of a new session, among the online ones (`newSessionMachines`). */
+function chooseMachine(machines) {
+  return choose('New session: choose its machine', false, machines.map((m, i) => ({
+    value: m.name, name: m.name, meta: m.project ?? '', primary: i === 0, testid: 'machine-option', data: { 'data-machine': m.name },
+  })));
+}
+
+/**
+ * The new-session picker (index.html's dialog) with `options` (`{value, name, meta, primary,
+ * testid, data}`): resolves to the value chosen, or null when the person closed it. `agentNote`:
+ * whether the note about where agents come from shows.
+ */
+function choose(title, agentNote, options) {
   return new Promise((resolve) => {
     pickerDone?.(null);
     const before = document.activeElement;
@@ -887,15 +1017,17 @@ async function chooseAgent(ui) {
       resolve(value);
     };
     pickerDone = finish;
-    const buttons = agents.map((a) => h('button', {
+    page.agentPickerTitle.textContent = title;
+    if (page.agentPickerNote) page.agentPickerNote.hidden = !agentNote;
+    const buttons = options.map((o) => h('button', {
       type: 'button',
-      class: `agent-option${a.name === def ? ' primary' : ''}`,
-      'data-testid': 'agent-option',
-      'data-agent': a.name,
-      onclick: () => finish(a.name),
+      class: `agent-option${o.primary ? ' primary' : ''}`,
+      'data-testid': o.testid,
+      ...o.data,
+      onclick: () => finish(o.value),
     },
-    h('span', { class: 'agent-option-name', text: a.name }),
-    h('span', { class: 'agent-option-meta', text: agentChoiceMeta(a, def) })));
+    h('span', { class: 'agent-option-name', text: o.name }),
+    h('span', { class: 'agent-option-meta', text: o.meta })));
     page.agentList.replaceChildren(...buttons.map((b) => h('li', {}, b)));
     page.agentPicker.hidden = false;
     buttons[0].focus();

@@ -10,6 +10,7 @@ import { Api, ApiError } from './api.js';
 
 /** Paths of the backend API a hub routes per machine (docs/hub.md §4). */
 const MACHINE_ROUTES = [
+  /^\/session\/[^/]+$/,
   /^\/session\/[^/]+\/message$/,
   /^\/session\/[^/]+\/(prompt|abort|mode)$/,
   /^\/session\/[^/]+\/permission\/[^/]+$/,
@@ -26,7 +27,11 @@ export function hubPath(method, path, owner) {
   const machine = owner(decodeURIComponent(m[1]));
   if (!machine) return null;
   const bare = path.split('?')[0];
-  if (method === 'GET' && bare === `/session/${m[1]}`) return `/machine/${encodeURIComponent(machine)}/session`;
+  if (bare === `/session/${m[1]}`) {
+    if (method === 'GET') return `/machine/${encodeURIComponent(machine)}/session`;
+    // Rename and delete; the session's other calls (config, standing) are not on a hub.
+    if (method !== 'PATCH' && method !== 'DELETE') return null;
+  }
   if (!MACHINE_ROUTES.some((r) => r.test(bare))) return null;
   return `/machine/${encodeURIComponent(machine)}${path}`;
 }
@@ -92,6 +97,113 @@ export function machineGroups(machines, sessions) {
   return [...groups.values()];
 }
 
+/**
+ * Each machine's boots as this page saw them (a machine record's or a hub event's `boot`,
+ * random per start of the machine's join: docs/hub.md §4). `see(machine, boot)` is true when
+ * the machine is known with another boot and this one is new to the page: its backend started
+ * again, and what its restart changed in its store (a turn cut by a crash, marked interrupted)
+ * came in no event, so the page lists its sessions and loads the shown transcripts again, as
+ * for a backend's `reset`. The first boot seen of a machine is not a restart; a boot seen
+ * before is never new again (the machine list and the event stream may tell of the two boots
+ * in either order).
+ */
+export class BootBook {
+  constructor(keep = 8) {
+    this.boots = new Map();
+    this.keep = keep;
+  }
+
+  see(machine, boot) {
+    if (typeof machine !== 'string' || typeof boot !== 'string' || boot === '') return false;
+    const seen = this.boots.get(machine);
+    if (!seen) {
+      this.boots.set(machine, [boot]);
+      return false;
+    }
+    if (seen.includes(boot)) return false;
+    seen.push(boot);
+    if (seen.length > this.keep) seen.shift();
+    return true;
+  }
+}
+
+/**
+ * The machines a new session can be made on (`GET /machine`'s records): the online ones, by
+ * name. `{ pick }` when there is one (nothing to ask), `{ choices }` when there are several,
+ * `{ none }` (the reason) when no machine is online.
+ */
+export function newSessionMachines(machines) {
+  const online = (Array.isArray(machines) ? machines : [])
+    .filter((m) => m?.online && typeof m.name === 'string')
+    .sort((a, b) => a.name.localeCompare(b.name));
+  if (online.length === 0) return { none: 'no machine is online' };
+  if (online.length === 1) return { pick: online[0].name };
+  return { choices: online };
+}
+
+/**
+ * One `GET /ui-command` message (server-sent event `ui.command`, data `{machine, command}`,
+ * docs/hub.md §4) as `{ machine, payload }`, `payload` being the gateway's `ui.command` event
+ * payload the page applies as a gateway's; `{ dropped: N }` for the hub's `dropped` event;
+ * null for anything else.
+ */
+export function hubUiCommand(msg) {
+  let data;
+  try {
+    data = JSON.parse(msg?.data ?? '');
+  } catch {
+    return null;
+  }
+  if (msg.event === 'dropped') return Number.isInteger(data?.dropped) ? { dropped: data.dropped } : null;
+  if (msg.event !== 'ui.command') return null;
+  if (typeof data?.machine !== 'string' || data.machine === '') return null;
+  if (!data.command || typeof data.command !== 'object' || Array.isArray(data.command)) return null;
+  return { machine: data.machine, payload: data.command };
+}
+
+/**
+ * Why a `ui.command` of `machine`'s agent may not act on this hub page, or null. Through a hub
+ * an agent arranges only what shows its own machine's sessions: every session it names (its
+ * own, the target, an `apply-layout`'s, an annotated sidebar row) must be one `owner` (session
+ * id -> machine) puts on `machine`, and a pane it names by ID must not show another machine's
+ * session. What the command would move is checked afterwards by `foreignPane`, next to the
+ * human-priority rules.
+ */
+export function hubCommandRefusal(payload, machine, owner, layout) {
+  const command = payload?.command;
+  if (!command || typeof command !== 'object') return null; // the reducer refuses it
+  const sessions = [payload.sessionKey, command.sessionKey];
+  if (Array.isArray(command.sessions)) sessions.push(...command.sessions);
+  const annotations = Array.isArray(command.annotations) ? command.annotations : [];
+  for (const a of annotations) sessions.push(a?.sessionKey);
+  for (const id of sessions) {
+    if (typeof id !== 'string') continue;
+    const on = owner(id);
+    if (on !== machine) return `session ${id} is not one of ${machine}'s${on ? ` (it is on ${on})` : ''}`;
+  }
+  const panes = [command.paneId, ...annotations.map((a) => a?.paneId)];
+  for (const paneId of panes) {
+    if (typeof paneId !== 'string') continue;
+    const pane = layout.columns.flatMap((c) => c.panes).find((p) => p.id === paneId);
+    const on = pane?.session ? owner(pane.session) : null;
+    if (pane?.session && on !== machine) return `pane ${paneId} shows a session of ${on ?? 'another machine'}`;
+  }
+  return null;
+}
+
+/**
+ * Of `panes` (those a command of `machine`'s agent would move, resize, replace or
+ * (de)activate), why one may not be touched, or null: it shows a session of another machine.
+ */
+export function foreignPane(panes, machine, owner) {
+  for (const pane of panes) {
+    if (!pane.session) continue;
+    const on = owner(pane.session);
+    if (on !== machine) return `the pane showing ${pane.session} shows a session of ${on ?? 'another machine'}`;
+  }
+  return null;
+}
+
 /** Whether the `/health` answer `health` is a hub's. */
 export function isHub(health) {
   return health?.hub === true;
@@ -99,10 +211,13 @@ export function isHub(health) {
 
 /** The backend API over a hub's routes. */
 export class HubApi extends Api {
-  constructor(token, proof, hooks) {
+  /** `hooks.onRestart(names)`: machines whose backend started again (`BootBook`). */
+  constructor(token, proof, hooks = {}) {
     super(token, proof, hooks);
     this.owner = new Map();
     this.machines = [];
+    this.boots = new BootBook();
+    this.onRestart = hooks.onRestart ?? (() => {});
   }
 
   sessionOwner(id) {
@@ -120,7 +235,27 @@ export class HubApi extends Api {
 
   async listMachines() {
     this.machines = (await super.request('GET', '/machine')) ?? [];
+    const restarted = this.machines.filter((m) => this.boots.see(m.name, m.boot)).map((m) => m.name);
+    if (restarted.length) this.onRestart(restarted);
     return this.machines;
+  }
+
+  /** A new session on `machine` (the page asks which: `newSessionMachines`). */
+  async createSession(title, agent, machine) {
+    if (!machine) throw new ApiError(0, 'NO_MACHINE', 'no machine chosen for the new session');
+    const body = {};
+    if (title) body.title = title;
+    if (agent) body.agent = agent;
+    const s = await super.request('POST', `/machine/${encodeURIComponent(machine)}/session`, body);
+    this.owner.set(s.id, machine);
+    return { ...s, machine, readOnly: false };
+  }
+
+  /** A renamed session keeps its machine in the page's store. */
+  async renameSession(id, title) {
+    const machine = this.sessionOwner(id);
+    const s = await super.renameSession(id, title);
+    return s?.id ? { ...s, machine, readOnly: false } : s;
   }
 
   async listSessions() {
@@ -159,6 +294,20 @@ export class HubApi extends Api {
     return super.follow((msg) => {
       const env = machineEnvelope(msg, this.owner);
       if (env) onEnvelope(env);
+      if (env && this.boots.see(msg.machine, msg.boot)) this.onRestart([msg.machine]);
     }, onState, signal);
+  }
+
+  /**
+   * Follows `GET /ui-command` until `signal` aborts: `onCommand(machine, payload)` for each
+   * machine's shared `ui.command`, `onDropped(n)` when the page fell behind, `onState` the
+   * stream's health. Nothing is replayed after a reconnection (docs/hub.md §4).
+   */
+  followUiCommands(onCommand, onDropped, onState, signal) {
+    return this.stream('/ui-command', (msg) => {
+      const got = hubUiCommand(msg);
+      if (got?.dropped !== undefined) onDropped(got.dropped);
+      else if (got) onCommand(got.machine, got.payload);
+    }, onState, signal, { resume: false });
   }
 }

@@ -3,7 +3,11 @@
 // Run: node --test tests/js/
 import test from 'node:test';
 import assert from 'node:assert/strict';
-import { flattenMachineSessions, hubPath, isHub, machineEnvelope, machineGroups, machineStatus } from '../../web/hubapi.js';
+import {
+  BootBook, flattenMachineSessions, foreignPane, hubCommandRefusal, hubPath, hubUiCommand, isHub, machineEnvelope, machineGroups,
+  machineStatus, newSessionMachines,
+} from '../../web/hubapi.js';
+import { defaultLayout } from '../../web/layout.js';
 
 const owner = (id) => ({ s1: 'laptop', 's/2': 'box' }[id] ?? null);
 
@@ -15,12 +19,17 @@ test('session calls go to the machine that holds the session', () => {
   assert.equal(hubPath('POST', '/session/s1/permission/p9', owner), '/machine/laptop/session/s1/permission/p9');
   assert.equal(hubPath('POST', '/session/s%2F2/prompt', owner), '/machine/box/session/s%2F2/prompt');
   assert.equal(hubPath('GET', '/session/s1', owner), '/machine/laptop/session');
+  // Rename and delete (docs/hub.md §4).
+  assert.equal(hubPath('PATCH', '/session/s1', owner), '/machine/laptop/session/s1');
+  assert.equal(hubPath('DELETE', '/session/s%2F2', owner), '/machine/box/session/s%2F2');
 });
 
 test('what a hub does not route, or a session of no known machine, is refused', () => {
   assert.equal(hubPath('GET', '/session/unknown/message', owner), null);
-  assert.equal(hubPath('DELETE', '/session/s1', owner), null);
-  assert.equal(hubPath('PATCH', '/session/s1', owner), null);
+  assert.equal(hubPath('POST', '/session/s1', owner), null);
+  assert.equal(hubPath('DELETE', '/session/unknown', owner), null);
+  assert.equal(hubPath('DELETE', '/session/s1/standing', owner), null);
+  assert.equal(hubPath('POST', '/session/s1/config', owner), null);
   assert.equal(hubPath('GET', '/session/s1/queue', owner), null);
   assert.equal(hubPath('POST', '/markdown', owner), null);
   assert.equal(hubPath('GET', '/agent', owner), null);
@@ -71,4 +80,69 @@ test('only a hub health answer says hub', () => {
   assert.equal(isHub({ ok: true, hub: true }), true);
   assert.equal(isHub({ ok: true, version: '0.1.0' }), false);
   assert.equal(isHub(null), false);
+});
+
+test('a new boot of a known machine is a restart; first sights and old boots are not', () => {
+  const boots = new BootBook(3);
+  assert.equal(boots.see('laptop', 'b1'), false, 'first sight');
+  assert.equal(boots.see('laptop', 'b1'), false, 'same boot');
+  assert.equal(boots.see('box', 'x1'), false, 'another machine, first sight');
+  assert.equal(boots.see('laptop', 'b2'), true, 'restarted');
+  assert.equal(boots.see('laptop', 'b2'), false, 'told once');
+  // The event stream may still bring the old boot's last events after the list told the new one.
+  assert.equal(boots.see('laptop', 'b1'), false, 'an old boot is not new again');
+  assert.equal(boots.see('laptop', 'b3'), true);
+  assert.equal(boots.see('laptop', 'b4'), true);
+  // Bounded: the oldest boot is forgotten.
+  assert.equal(boots.see('laptop', 'b1'), true);
+  assert.equal(boots.see('laptop', ''), false);
+  assert.equal(boots.see('laptop', undefined), false);
+  assert.equal(boots.see(null, 'b9'), false);
+});
+
+test('a new session is made on the one online machine, or the person picks among several', () => {
+  assert.deepEqual(newSessionMachines([]), { none: 'no machine is online' });
+  assert.deepEqual(newSessionMachines(null), { none: 'no machine is online' });
+  assert.deepEqual(newSessionMachines([{ name: 'box', online: false }]), { none: 'no machine is online' });
+  assert.deepEqual(newSessionMachines([{ name: 'box', online: false }, { name: 'laptop', online: true }]), { pick: 'laptop' });
+  const { choices } = newSessionMachines([
+    { name: 'zeta', online: true, project: '/z' }, { name: 'box', online: false }, { name: 'alpha', online: true, project: '/a' },
+  ]);
+  assert.deepEqual(choices.map((m) => m.name), ['alpha', 'zeta']);
+});
+
+test('the hub ui-command stream gives a machine and the gateway payload, or what was dropped', () => {
+  const payload = { commandId: 'c1', command: { kind: 'sidebar', visible: false } };
+  assert.deepEqual(hubUiCommand({ event: 'ui.command', data: JSON.stringify({ machine: 'box', command: payload }) }), { machine: 'box', payload });
+  assert.deepEqual(hubUiCommand({ event: 'dropped', data: '{"dropped":3}' }), { dropped: 3 });
+  assert.equal(hubUiCommand({ event: 'dropped', data: '{"dropped":"x"}' }), null);
+  assert.equal(hubUiCommand({ event: 'ui.command', data: 'not json' }), null);
+  assert.equal(hubUiCommand({ event: 'ui.command', data: '{"command":{}}' }), null);
+  assert.equal(hubUiCommand({ event: 'ui.command', data: '{"machine":"box","command":[1]}' }), null);
+  assert.equal(hubUiCommand({ event: 'other', data: '{"machine":"box","command":{}}' }), null);
+  assert.equal(hubUiCommand({ event: null, data: '' }), null);
+});
+
+test("a machine's agent arranges only what shows its own machine's sessions", () => {
+  const owners = { a1: 'alpha', a2: 'alpha', b1: 'beta' };
+  const own = (id) => owners[id] ?? null;
+  const layout = defaultLayout();
+  layout.columns[0].panes[0].session = 'b1';
+  layout.columns.push({ weight: 1, panes: [{ id: 'p9', session: 'a1', weight: 1 }] });
+  const refusal = (payload) => hubCommandRefusal(payload, 'alpha', own, layout);
+  assert.equal(refusal({ command: { kind: 'split', direction: 'right', sessionKey: 'a2' }, sessionKey: 'a1' }), null);
+  assert.equal(refusal({ command: { kind: 'sidebar', visible: false } }), null);
+  assert.equal(refusal({ command: { kind: 'focus', paneId: 'p9' } }), null);
+  assert.match(refusal({ command: { kind: 'navigate', sessionKey: 'b1' } }), /session b1 is not one of alpha's \(it is on beta\)/);
+  assert.match(refusal({ command: { kind: 'focus' }, sessionKey: 'zz' }), /session zz is not one of alpha's$/);
+  assert.match(refusal({ command: { kind: 'close-pane', paneId: layout.columns[0].panes[0].id } }), /shows a session of beta/);
+  assert.match(refusal({ command: { kind: 'apply-layout', preset: 'pair', sessions: ['a1', 'b1'] } }), /b1/);
+  assert.match(refusal({ command: { kind: 'annotate', annotations: [{ text: 'x', sessionKey: 'b1' }] } }), /b1/);
+  assert.match(refusal({ command: { kind: 'annotate', annotations: [{ text: 'x', paneId: 'p1' }] } }), /pane p1/);
+  assert.equal(refusal({ command: { kind: 'focus', paneId: 'p77' } }), null, 'a pane the page lacks is the reducer’s to report');
+  assert.equal(refusal({}), null);
+
+  assert.equal(foreignPane([{ id: 'p9', session: 'a1' }, { id: 'p3' }], 'alpha', own), null);
+  assert.match(foreignPane([{ id: 'p9', session: 'a1' }, { id: 'p1', session: 'b1' }], 'alpha', own), /b1 shows a session of beta/);
+  assert.match(foreignPane([{ id: 'p1', session: 'gone' }], 'alpha', own), /another machine/);
 });

@@ -7,7 +7,8 @@ crates/cli/tests, so this directory is first on sys.path and `import axtest` fin
   first failure (exit status 1);
 - `Backend`: a real `ax-code serve` on a free loopback port with a private data directory and
   a generated credential;
-- `browser`: headless Chromium through chromedriver (selenium);
+- `browser`: headless Chromium through chromedriver (selenium); `click_when_found`: find and
+  click in one retried step (a list redrawn in between makes a found element stale);
 - `mcp_session` / `select_arguments`: the official MCP Python SDK over stdio to an `ax-code mcp
   ...` subprocess.
 """
@@ -65,6 +66,18 @@ def wait_for(predicate, what, timeout=10.0):
             last = e
         time.sleep(0.05)
     check(False, f"{what} (last: {last!r})")
+
+
+def click_when_found(driver, css, what, timeout=10.0):
+    """Finds the element `css` selects and clicks it in one step, again until a click lands:
+    the page redraws lists (the sidebar, a pane) as events come, so an element found before a
+    redraw is stale by the time it is clicked. Returns the element clicked."""
+    def attempt():
+        from selenium.webdriver.common.by import By
+        el = driver.find_element(By.CSS_SELECTOR, css)
+        el.click()
+        return el
+    return wait_for(attempt, what, timeout=timeout)
 
 
 def strings(value):

@@ -10,20 +10,33 @@ In headless Chromium with its own profile:
 3. The session of machine 2 opened; a prompt sent from the hub's page (the shell agent asks
    first); its approval answered from the hub's page; the command's output streams into the
    transcript.
-4. Machine 2 stopped: shown offline with when it was last seen; its session read-only.
+4. A restarted machine: a long command started and approved on machine 2, machine 2 killed
+   (SIGKILL) mid-turn and started again on its data directory: without a reload the page shows
+   the turn ended, interrupted by the restart (the machine's new boot, docs/hub.md §4).
+5. Shared ui.commands (machine 1 runs with --share-ui-commands): a command sent through the
+   hub's POST /machine/alpha/screen/command comes back on GET /ui-command and the page applies
+   it as a gateway's: refused while the pane it would move shows machine 2's session, applied
+   (a split) once the pane shows machine 1's; a stale expectedRevision refused.
+6. New session with a machine picker (both online): made on the machine chosen; renamed and
+   deleted from the sidebar through the hub's PATCH / DELETE routes.
+7. Machine 2 stopped: shown offline with when it was last seen; its session read-only.
 """
 
+import json
 import os
 import re
 import subprocess
 import sys
 import tempfile
 import secrets
+import time
+import urllib.error
+import urllib.request
 
 from selenium.webdriver.common.by import By
 from selenium.webdriver.common.keys import Keys
 
-from axtest import Backend, browser, check, close_browser, run_checks, stop_process, wait_for
+from axtest import Backend, browser, check, click_when_found, close_browser, run_checks, stop_process, wait_for
 
 
 class Hub:
@@ -52,6 +65,19 @@ class Hub:
     def stop(self):
         stop_process(self.proc, self.log)
 
+    def request(self, method, path, body=None):
+        """One request to the hub's API with its credential: (status, decoded body)."""
+        data = json.dumps(body).encode() if body is not None else None
+        req = urllib.request.Request(self.url + path, data=data, method=method)
+        req.add_header("Authorization", f"Bearer {self.token}")
+        if data is not None:
+            req.add_header("Content-Type", "application/json")
+        try:
+            with urllib.request.urlopen(req, timeout=10) as res:
+                return res.status, json.loads(res.read() or b"null")
+        except urllib.error.HTTPError as e:
+            return e.code, json.loads(e.read() or b"null")
+
 
 def machine_row(driver, name):
     rows = driver.find_elements(By.CSS_SELECTOR, f'[data-testid="machine-row"][data-machine="{name}"]')
@@ -75,6 +101,37 @@ def rows_after(driver, name):
         return out;""", name)
 
 
+def approve_on_page(driver, backend, what):
+    """Clicks "Allow once" on the page once its card takes clicks (a card that just appeared or
+    moved ignores them), until the machine's pending approval is answered."""
+    pending = wait_for(lambda: backend.api("GET", "/permission"), "the machine asks for an approval", timeout=20)
+    ids = {p["id"] for p in pending}
+
+    def answered():
+        if not ids & {p["id"] for p in backend.api("GET", "/permission")}:
+            return True
+        for el in driver.find_elements(By.CSS_SELECTOR, '[data-testid="approvals"][data-armed="true"] [data-testid="approve-once"]'):
+            el.click()
+        return False
+    wait_for(answered, what, timeout=20)
+
+
+def kill_hard(backend):
+    """SIGKILL, as a crash or an OOM kill would: no shutdown of its own."""
+    backend.proc.kill()
+    backend.proc.wait()
+    backend.log.close()
+
+
+def pane_sessions(driver):
+    return [p.get_attribute("data-session") for p in driver.find_elements(By.CSS_SELECTOR, '[data-testid="pane"]')]
+
+
+def toast(driver):
+    el = driver.find_element(By.CSS_SELECTOR, "#toast")
+    return el.get_attribute("textContent") if el.is_displayed() else ""
+
+
 def transcript_text(driver):
     return " ".join(t.text for t in driver.find_elements(By.CSS_SELECTOR, '[data-testid="transcript"]'))
 
@@ -83,8 +140,11 @@ def run(binary, nats):
     root = tempfile.mkdtemp(prefix="axhubui")
     alpha = beta = hub = driver = None
     try:
-        alpha = Backend(binary, os.path.join(root, "alpha"), extra_args=("--join", nats, "--name", "alpha"))
-        beta = Backend(binary, os.path.join(root, "beta"), extra_args=("--join", nats, "--name", "beta"))
+        alpha = Backend(binary, os.path.join(root, "alpha"),
+                        extra_args=("--join", nats, "--name", "alpha", "--share-ui-commands"))
+        beta_args = ("--join", nats, "--name", "beta")
+        beta = Backend(binary, os.path.join(root, "beta"), extra_args=beta_args)
+        beta_token = beta.token
         on_alpha = alpha.api("POST", "/session", {"title": "on-alpha"})["id"]
         on_beta = beta.api("POST", "/session", {"title": "on-beta"})["id"]
 
@@ -115,12 +175,86 @@ def run(binary, nats):
         box.send_keys(Keys.ENTER)
         approve = wait_for(lambda: next(iter(driver.find_elements(By.CSS_SELECTOR, '[data-testid="approve-once"]')), None),
                            "the shell agent's approval shown on the hub's page", timeout=20)
-        approve.click()
+        approve_on_page(driver, beta, "the approval answered from the hub's page")
         wait_for(lambda: "hub-ui-said-hi" in transcript_text(driver) and len(beta.api("GET", f"/session/{on_beta}/message")) == 2,
                  "the command ran on beta and its output streamed into the hub's transcript", timeout=30)
         check(len(alpha.api("GET", f"/session/{on_alpha}/message")) == 0, "alpha's session got nothing")
 
-        # 4. Machine 2 stops: offline, last seen, read-only.
+        # 4. A restarted machine: killed mid-turn, started again, the turn shown ended.
+        wait_for(lambda: beta.api("GET", f"/session/{on_beta}")["status"] == "idle"
+                 and not driver.find_elements(By.CSS_SELECTOR, '[data-testid="busy-spinner"]'),
+                 "beta's first turn is over", timeout=20)
+        driver.execute_script("window.axNoReload = true;")
+        box = wait_for(lambda: next(iter(driver.find_elements(By.CSS_SELECTOR, f'[data-testid="composer-input"][data-session="{on_beta}"]')), None),
+                       "beta's composer")
+        # The marker is computed by the shell, so the prompt's own text never matches it.
+        box.send_keys("echo cut-$((6*7)); exec sleep 600.25")
+        box.send_keys(Keys.ENTER)
+        approve_on_page(driver, beta, "the long command approved from the hub's page")
+        wait_for(lambda: "cut-42" in transcript_text(driver) and driver.find_elements(By.CSS_SELECTOR, '[data-testid="busy-spinner"]'),
+                 "the long command runs: its output shown, the session working", timeout=30)
+        kill_hard(beta)
+        beta = None
+        beta = Backend(binary, os.path.join(root, "beta"), token=beta_token, extra_args=beta_args)
+        wait_for(lambda: "interrupted by a restart" in transcript_text(driver)
+                 and not driver.find_elements(By.CSS_SELECTOR, '[data-testid="busy-spinner"]'),
+                 "after the restart the page shows the turn ended, interrupted", timeout=30)
+        check(driver.execute_script("return window.axNoReload === true"), "without a reload of the page")
+        check(transcript_text(driver).count("cut-42") == 1, "the command's output shown once")
+        check(rows_after(driver, "beta") == [on_beta], "beta's session listed once")
+
+        # 5. Shared ui.commands from alpha's agents, applied by the hub's page.
+        wait_for(lambda: driver.find_element(By.CSS_SELECTOR, '[data-testid="connection"]').get_attribute("data-ui-commands") == "live",
+                 "the page follows the hub's ui.command stream", timeout=20)
+
+        def send_command(params):
+            """Through the hub to alpha's gateway; again until alpha's relay (its one UI) is there."""
+            def sent():
+                status, answer = hub.request("POST", "/machine/alpha/screen/command", params)
+                return status == 200 and answer.get("delivered", 0) >= 1 and answer
+            return wait_for(sent, f"alpha's gateway took {params['command']} and delivered it", timeout=20)
+
+        check(pane_sessions(driver) == [on_beta], "one pane, showing beta's session")
+        send_command({"command": {"kind": "split", "direction": "right", "sessionKey": on_alpha}})
+        wait_for(lambda: "Agent on alpha: split right — ignored" in toast(driver) and "shows a session of beta" in toast(driver),
+                 "a split that would move the pane showing beta's session is refused, said so", timeout=20)
+        check(pane_sessions(driver) == [on_beta], "the layout is as it was")
+        click_when_found(driver, f'[data-testid="session-item"][data-session="{on_alpha}"]', "alpha's session opened")
+        wait_for(lambda: pane_sessions(driver) == [on_alpha], "the pane shows alpha's session")
+        time.sleep(1.7)  # the person's click in the pane: human priority holds it 1.5 s
+        send_command({"command": {"kind": "split", "direction": "right", "sessionKey": on_alpha}})
+        wait_for(lambda: pane_sessions(driver) == [on_alpha, on_alpha], "alpha's agent's split applied on the hub's page", timeout=20)
+        wait_for(lambda: "Agent on alpha: split right" in toast(driver) and "ignored" not in toast(driver), "and told")
+        send_command({"command": {"kind": "sidebar", "visible": False}, "expectedRevision": 99999})
+        wait_for(lambda: "stale revision" in toast(driver), "a command on a stale revision is refused", timeout=20)
+        check(driver.find_element(By.CSS_SELECTOR, "#sidebar").is_displayed(), "the sidebar still shows")
+
+        # 6. A new session: the machine picked, then renamed and deleted through the hub.
+        click_when_found(driver, "#new-session", "new session asked for")
+        wait_for(lambda: sorted(b.get_attribute("data-machine") for b in driver.find_elements(By.CSS_SELECTOR, '[data-testid="machine-option"]')) == ["alpha", "beta"],
+                 "the picker offers both online machines")
+        check("machine" in driver.find_element(By.CSS_SELECTOR, "#agent-picker-title").text, "and asks for the machine")
+        click_when_found(driver, '[data-testid="machine-option"][data-machine="beta"]', "beta chosen")
+        made = wait_for(lambda: [s["id"] for s in beta.api("GET", "/session") if s["id"] != on_beta], "a session made on beta", timeout=20)
+        fresh = made[0]
+        check(len(alpha.api("GET", "/session")) == 1, "none on alpha")
+        wait_for(lambda: fresh in pane_sessions(driver) and fresh in rows_after(driver, "beta"),
+                 "the new session shown in the active pane and under beta", timeout=20)
+        driver.execute_script("window.prompt = () => 'renamed via hub';")
+        click_when_found(driver, f'[data-testid="session-item"][data-session="{fresh}"] ~ .session-controls [data-testid="session-rename"]',
+                         "rename clicked")
+        wait_for(lambda: beta.api("GET", f"/session/{fresh}")["title"] == "renamed via hub", "the rename reached beta", timeout=20)
+        wait_for(lambda: "renamed via hub" in driver.find_element(By.CSS_SELECTOR, f'[data-testid="session-item"][data-session="{fresh}"]').text,
+                 "and shows in the sidebar", timeout=20)
+        driver.execute_script("window.confirm = () => true;")
+        click_when_found(driver, f'[data-testid="session-item"][data-session="{fresh}"] ~ .session-controls [data-testid="session-delete"]',
+                         "delete clicked")
+        wait_for(lambda: [s["id"] for s in beta.api("GET", "/session")] == [on_beta], "the delete reached beta", timeout=20)
+        wait_for(lambda: fresh not in rows_after(driver, "beta"), "and the row is gone", timeout=20)
+
+        # 7. Machine 2 stops: offline, last seen, read-only.
+        click_when_found(driver, f'[data-testid="session-item"][data-session="{on_beta}"]', "beta's session opened again")
+        wait_for(lambda: on_beta in pane_sessions(driver), "a pane shows beta's session")
         beta.stop()
         beta = None
         wait_for(lambda: online(driver, "beta", "false"), "beta shown offline", timeout=30)

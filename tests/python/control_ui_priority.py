@@ -26,7 +26,7 @@ from selenium.webdriver.common.action_chains import ActionChains
 from selenium.webdriver.common.by import By
 from selenium.webdriver.common.keys import Keys
 
-from axtest import Backend, browser, check, close_browser, mcp_session, run_checks, wait_for
+from axtest import Backend, browser, check, click_when_found, close_browser, mcp_session, run_checks, wait_for
 
 
 def prompt(backend, session, text):
@@ -68,6 +68,11 @@ class Page:
         return self.pane().find_element(By.CSS_SELECTOR, '[data-testid="approvals"]').get_attribute("data-armed") == "true"
 
 
+def item(session):
+    """The sidebar row of `session` (a CSS selector: the list is redrawn as events come)."""
+    return f'[data-testid="session-item"][data-session="{session}"]'
+
+
 async def run(binary):
     root = tempfile.mkdtemp(prefix="axprio")
     backend = Backend(binary, root)
@@ -89,8 +94,7 @@ async def run(binary):
         wait_for(lambda: driver.find_element(By.ID, "token"), "the sign-in form shows").send_keys(backend.token + Keys.ENTER)
         wait_for(lambda: driver.find_element(By.CSS_SELECTOR, '[data-testid="connection"]')
                  .get_attribute("data-gateway") == "connected", "the Control UI is connected")
-        # The sidebar is redrawn as events arrive: retried until a click lands.
-        wait_for(lambda: page.sidebar_item(a).click() or True, "alpha is listed and clicked")
+        click_when_found(driver, item(a), "alpha is listed and clicked")
         wait_for(lambda: page.shown() == a, "the person opened alpha")
 
         env = {
@@ -187,10 +191,10 @@ async def run(binary):
             box = page.composer()
             box.click()
             box.send_keys("draft-for-beta")
-            wait_for(lambda: page.sidebar_item(a).click() or True, "alpha clicked")
+            click_when_found(driver, item(a), "alpha clicked in the sidebar")
             wait_for(lambda: page.shown() == a, "the person opens alpha")
             check(page.composer().get_attribute("value") == "", "alpha's composer does not show beta's draft")
-            wait_for(lambda: page.sidebar_item(b).click() or True, "beta clicked")
+            click_when_found(driver, item(b), "beta clicked in the sidebar")
             wait_for(lambda: page.shown() == b, "the person opens beta again")
             check(page.composer().get_attribute("value") == "draft-for-beta", "beta's draft is still there")
 

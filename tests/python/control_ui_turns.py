@@ -33,7 +33,7 @@ import time
 
 from selenium.webdriver.common.by import By
 
-from axtest import Backend, browser, check, close_browser, mcp_session, run_checks, wait_for
+from axtest import Backend, browser, check, click_when_found, close_browser, mcp_session, run_checks, wait_for
 
 PWN = "window.__pwned"
 
@@ -435,9 +435,7 @@ def run(binary, mock, artifacts):
         wait_for(lambda: page.js(term_text) == live_term, "after a reload the card shows the same output")
 
         # ---- 8b. the shell agent: a command of several lines, whole; its "always" ----
-        # The sidebar is redrawn as events arrive: retried until a click lands.
-        wait_for(lambda: driver.find_element(By.CSS_SELECTOR, f'[data-testid="session-item"][data-session="{shell_sid}"]').click() or True,
-                 "the shell session clicked")
+        click_when_found(driver, f'[data-testid="session-item"][data-session="{shell_sid}"]', "the shell session clicked in the sidebar")
         wait_for(lambda: page.pane().get_attribute("data-session") == shell_sid, "the shell session is shown")
         page.send("echo one > one.txt\necho two; touch two.txt")
         card = wait_for(lambda: page.within('[data-testid="approval"]'), "the shell agent asks")[0]
@@ -461,8 +459,7 @@ def run(binary, mock, artifacts):
         auth = backend.api("POST", "/session", {"agent": "mockauth", "title": "needs auth"})["id"]
         backend.api("POST", f"/session/{auth}/prompt", {"parts": [{"type": "text", "text": "text hi"}]})
         wait_for(lambda: session_of(backend, auth)["status"] == "needs_auth", "the agent needs sign-in")
-        wait_for(lambda: driver.find_element(By.CSS_SELECTOR, f'[data-testid="session-item"][data-session="{auth}"]').click() or True,
-                 "the needs-auth session clicked")
+        click_when_found(driver, f'[data-testid="session-item"][data-session="{auth}"]', "the needs-auth session clicked in the sidebar")
         banner = wait_for(lambda: page.within('[data-testid="needs-auth"]'), "the pane says the agent needs sign-in")[0]
         check("config.toml" in banner.text and "send the prompt again" in banner.text, f"and what to do: {banner.text!r}")
         check(hostile_elements(page)["pwned"] is None, "still no script ran")

@@ -2,7 +2,10 @@
 //! a real nats-server started here, two `ax-code serve --join` and one `ax-code hub` started by
 //! tests/python/control_ui_hub.py, which does the checking (sign-in with the hub's one-time
 //! code, both machines in the sidebar, a prompt and its approval on machine 2 from the hub's
-//! page, the output streaming, machine 2 stopped and shown offline and read-only).
+//! page, the output streaming; machine 2 SIGKILLed mid-turn and started again, the turn shown
+//! ended without a reload; machine 1's shared `ui.command`s applied by the page under its
+//! rules; a new session on the machine picked, renamed and deleted through the hub; machine 2
+//! stopped and shown offline and read-only).
 
 mod support;
 

@@ -8,7 +8,8 @@
 //! The Control UI, `/health` with its proof and the sign-in routes are `web.rs`.
 //!
 //! Routes (bearer credential on all but `/health`, `/`, `/assets/*` and `POST /signin`): `GET /machine`, `GET /session` (every
-//! machine's sessions), `GET|POST /machine/{m}/session`, `GET /machine/{m}/session/{id}/message`,
+//! machine's sessions), `GET|POST /machine/{m}/session`, `PATCH|DELETE
+//! /machine/{m}/session/{id}` (rename, delete), `GET /machine/{m}/session/{id}/message`,
 //! `POST /machine/{m}/session/{id}/prompt|abort|mode`, `GET /machine/{m}/permission`,
 //! `POST /machine/{m}/session/{id}/permission/{pid}`, `GET /event` (SSE; `id:` is the
 //! JetStream sequence, `Last-Event-ID` or `?after=N` resumes after it, `?machine=m` filters),
@@ -134,6 +135,9 @@ pub struct MachineView {
     pub name: MachineName,
     /// Its project directory.
     pub project: String,
+    /// The boot of its backend's join process (random per start, as in its events): a new
+    /// one means the machine restarted.
+    pub boot: String,
     /// Whether it answered its last heartbeat in time.
     pub online: bool,
     /// When it was last heard of (ms since the epoch).
@@ -328,6 +332,7 @@ impl Shared {
         Some(MachineView {
             name: name.clone(),
             project: record.project.clone(),
+            boot: record.boot.clone(),
             online: record.online && !late,
             last_seen_ms: c.seen_ms,
         })
@@ -442,6 +447,10 @@ fn router(shared: Arc<Shared>) -> Router {
         .route("/machine", get(machines))
         .route("/session", get(all_sessions))
         .route("/machine/{m}/session", get(machine_sessions).post(create))
+        .route(
+            "/machine/{m}/session/{id}",
+            axum::routing::patch(rename).delete(delete),
+        )
         .route("/machine/{m}/session/{id}/message", get(messages))
         .route("/machine/{m}/session/{id}/prompt", post(prompt))
         .route("/machine/{m}/session/{id}/abort", post(abort))
@@ -537,6 +546,22 @@ async fn create(
         *response.status_mut() = StatusCode::CREATED;
     }
     response
+}
+
+async fn rename(
+    State(shared): S,
+    Path((m, session)): Path<(String, SessionId)>,
+    Json(body): Json<ax_protocol::RenameSession>,
+) -> Response {
+    let request = Request::RenameSession {
+        session,
+        title: body.title,
+    };
+    shared.call(&m, request).await
+}
+
+async fn delete(State(shared): S, Path((m, session)): Path<(String, SessionId)>) -> Response {
+    shared.call(&m, Request::DeleteSession { session }).await
 }
 
 async fn messages(State(shared): S, Path((m, session)): Path<(String, SessionId)>) -> Response {

@@ -383,6 +383,10 @@ async fn answer(backend: &Client, own: &(String, Secret), request: Request) -> V
             }
             None => backend.reply_permission(&session, &permission, reply).await,
         }),
+        Request::RenameSession { session, title } => {
+            to_reply(backend.rename_session(&session, &title).await)
+        }
+        Request::DeleteSession { session } => to_reply(backend.delete_session(&session).await),
         Request::SetMode { session, mode_id } => {
             to_reply(backend.set_mode(&session, &mode_id).await)
         }

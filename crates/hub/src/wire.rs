@@ -98,6 +98,18 @@ pub enum Request {
         #[serde(default)]
         option_id: Option<String>,
     },
+    /// Give the session a new title.
+    RenameSession {
+        /// The session.
+        session: SessionId,
+        /// The new title.
+        title: String,
+    },
+    /// Delete the session (its backend stops its agent first).
+    DeleteSession {
+        /// The session.
+        session: SessionId,
+    },
     /// Switch the session's agent mode.
     SetMode {
         /// The session.

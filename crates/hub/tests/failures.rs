@@ -59,6 +59,14 @@ async fn a_crashed_machine_is_offline_with_its_sessions_as_last_seen_then_back_w
     let s2 = laptop.client.create_session(Some("s2")).await.unwrap().id;
     wait_state_published(&api, "laptop").await;
 
+    let boot_of = |machines: Vec<ax_hub::hub::MachineView>| {
+        machines
+            .into_iter()
+            .find(|m| m.name.as_str() == "laptop")
+            .map(|m| m.boot)
+            .unwrap()
+    };
+    let first_boot = boot_of(api.machines().await);
     laptop.crash().await;
     api.wait_machine("laptop", |m| !m.online).await;
     api.wait_machine("other", |m| m.online).await;
@@ -78,6 +86,12 @@ async fn a_crashed_machine_is_offline_with_its_sessions_as_last_seen_then_back_w
     // Back from the same data directory: the same sessions, once, answered live again.
     laptop.restart().await;
     api.wait_machine("laptop", |m| m.online).await;
+    // A new boot, which a page uses to tell the machine restarted (docs/hub.md §4).
+    let second_boot = boot_of(api.machines().await);
+    assert!(
+        !second_boot.is_empty() && second_boot != first_boot,
+        "{first_boot} then {second_boot}"
+    );
     let s3 = laptop.client.create_session(Some("s3")).await.unwrap().id;
     let all = within("the laptop's sessions live again", async {
         loop {

@@ -219,3 +219,118 @@ async fn events_reach_the_hub_in_order_and_resume_by_sequence() {
         machines.insert(event.machine.as_str().to_owned());
     }
 }
+
+/// Rename and delete through the hub (docs/hub.md §4): relayed over request/reply to the
+/// machine's own API, so its answers and its rules hold (a title it refuses, a session it
+/// does not hold); the session on the other machine is untouched.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_session_is_renamed_and_deleted_through_the_hub() {
+    let nats = NatsServer::start();
+    let hub = start_hub(&nats).await;
+    let api = HubClient::new(hub.url());
+    let laptop = Machine::start(&nats, "laptop").await;
+    let other = Machine::start(&nats, "other").await;
+    api.wait_machine("laptop", |m| m.online).await;
+    api.wait_machine("other", |m| m.online).await;
+    let doomed = laptop.client.create_session(Some("old")).await.unwrap().id;
+    let kept = laptop.client.create_session(Some("kept")).await.unwrap().id;
+    let elsewhere = other
+        .client
+        .create_session(Some("theirs"))
+        .await
+        .unwrap()
+        .id;
+    let send = |method: reqwest::Method, path: String, body: Option<serde_json::Value>| {
+        let api = api.clone();
+        async move {
+            let mut request = api
+                .http
+                .request(method, format!("{}{path}", api.base))
+                .bearer_auth(support::HUB_TOKEN);
+            if let Some(body) = body {
+                request = request.json(&body);
+            }
+            let response = request.send().await.expect("the hub answers");
+            let status = response.status().as_u16();
+            let text = response.text().await.unwrap();
+            (
+                status,
+                serde_json::from_str(&text).unwrap_or(serde_json::Value::String(text)),
+            )
+        }
+    };
+
+    let (status, renamed) = send(
+        reqwest::Method::PATCH,
+        format!("/machine/laptop/session/{doomed}"),
+        Some(serde_json::json!({"title": "new name"})),
+    )
+    .await;
+    assert_eq!(status, 200, "{renamed}");
+    assert_eq!(renamed["title"], "new name");
+    assert_eq!(
+        laptop.client.get_session(&doomed).await.unwrap().title,
+        "new name"
+    );
+    // The backend's own rules: a title it refuses is its 400, with its code.
+    let (status, refused) = send(
+        reqwest::Method::PATCH,
+        format!("/machine/laptop/session/{doomed}"),
+        Some(serde_json::json!({"title": "bad\u{202e}title"})),
+    )
+    .await;
+    assert_eq!(status, 400, "{refused}");
+    // The body is checked by the hub as the backend would: no unknown fields.
+    let (status, _) = send(
+        reqwest::Method::PATCH,
+        format!("/machine/laptop/session/{doomed}"),
+        Some(serde_json::json!({"title": "x", "extra": 1})),
+    )
+    .await;
+    assert!(status == 400 || status == 422, "{status}");
+    // Another machine's session is not found on this one.
+    let (status, missing) = send(
+        reqwest::Method::DELETE,
+        format!("/machine/laptop/session/{elsewhere}"),
+        None,
+    )
+    .await;
+    assert_eq!(status, 404, "{missing}");
+    assert_eq!(missing["error"]["code"], "not_found", "{missing}");
+
+    let (status, deleted) = send(
+        reqwest::Method::DELETE,
+        format!("/machine/laptop/session/{doomed}"),
+        None,
+    )
+    .await;
+    assert_eq!(status, 200, "{deleted}");
+    assert_eq!(deleted["id"], doomed.to_string());
+    let left: Vec<SessionId> = laptop
+        .client
+        .list_sessions()
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|s| s.id)
+        .collect();
+    assert_eq!(left, vec![kept.clone()]);
+    assert_eq!(other.client.list_sessions().await.unwrap().len(), 1);
+    let (status, again) = send(
+        reqwest::Method::DELETE,
+        format!("/machine/laptop/session/{doomed}"),
+        None,
+    )
+    .await;
+    assert_eq!(status, 404, "{again}");
+
+    // A machine that never joined.
+    let (status, ghost) = send(
+        reqwest::Method::DELETE,
+        format!("/machine/ghost/session/{kept}"),
+        None,
+    )
+    .await;
+    assert_eq!(status, 503, "{ghost}");
+    assert_eq!(ghost["error"]["code"], "offline", "{ghost}");
+}
