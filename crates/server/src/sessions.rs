@@ -55,15 +55,17 @@ impl<'a> Sessions<'a> {
 
     /// Stores a new session; `session.created` goes to everyone once it is committed.
     pub async fn create(&self, session: Session) -> Result<Session> {
-        let project = self.project;
-        let session = self
-            .store
-            .write(move |c| store::insert_session(c, project, &session).map(|()| session))
-            .await?;
-        self.bus.publish(Event::SessionCreated {
-            session: session.clone(),
-        });
-        Ok(session)
+        let (project, bus) = (self.project, self.bus.clone());
+        self.store
+            .write(move |c| {
+                store::insert_session(c, project, &session)?;
+                // Before any change of it can be published (see `update`).
+                bus.publish(Event::SessionCreated {
+                    session: session.clone(),
+                });
+                Ok(session)
+            })
+            .await
     }
 
     /// Deletes the session with its transcript; `false` when this project has no such session.
@@ -78,26 +80,29 @@ impl<'a> Sessions<'a> {
     /// Runs `change` in one write transaction with the project and the session's ID; when it
     /// returns the session as it now is, that is committed first and then published as
     /// `session.updated`. `None` (no such session, nothing changed) publishes nothing.
+    ///
+    /// The event is published while the writer connection is still held, so the session's
+    /// states go out in the order they were committed: two tasks changing one session at once
+    /// (a turn ending, the agent's offers kept) can never leave a client with the older state
+    /// last. Every write that publishes a session does the same (`turn::core`).
     pub async fn update<F>(&self, id: &SessionId, change: F) -> Result<Option<Session>>
     where
         F: FnOnce(&Connection, i64, &str) -> Result<Option<Session>> + Send + 'static,
     {
-        let (project, id) = (self.project, id.clone());
-        let session = self
-            .store
+        let (project, id, bus) = (self.project, id.clone(), self.bus.clone());
+        self.store
             .write(move |c| {
                 let tx = store::begin_write(c)?;
                 let session = change(&tx, project, id.as_str())?;
                 tx.commit()?;
+                if let Some(session) = &session {
+                    bus.publish(Event::SessionUpdated {
+                        session: session.clone(),
+                    });
+                }
                 Ok(session)
             })
-            .await?;
-        if let Some(session) = &session {
-            self.bus.publish(Event::SessionUpdated {
-                session: session.clone(),
-            });
-        }
-        Ok(session)
+            .await
     }
 }
 
@@ -159,6 +164,55 @@ mod tests {
             .expect("an event was published")
             .event
             .clone()
+    }
+
+    /// Many tasks changing one session at once: the `session.updated` events go out in the
+    /// order the changes were committed, so the last one a client gets is the state stored
+    /// last, and every title appears once. (Published after the writer was released, two
+    /// events could swap and leave a client with an older state.)
+    #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+    async fn concurrent_updates_are_published_in_commit_order() {
+        let tmp = tempfile::tempdir().unwrap();
+        let store = Store::open(tmp.path()).unwrap();
+        let project = store
+            .write_blocking(|c| store::project_id(c, "/a"))
+            .unwrap();
+        let bus = EventBus::new(1024);
+        let sessions = Sessions::new(&store, project, &bus);
+        let a = sessions
+            .create(session("ses_0123456789abABCDEFGHIJKLMN", ""))
+            .await
+            .unwrap();
+        let mut live = bus.subscribe(None).live;
+        let tasks: Vec<_> = (0..64)
+            .map(|i| {
+                let (store, bus, id) = (store.clone(), bus.clone(), a.id.clone());
+                tokio::spawn(async move {
+                    Sessions::new(&store, project, &bus)
+                        .update(&id, move |c, project, id| {
+                            store::rename_session(c, project, id, &format!("t{i}"), i)
+                        })
+                        .await
+                        .unwrap()
+                })
+            })
+            .collect();
+        for task in tasks {
+            task.await.unwrap();
+        }
+        let mut titles = Vec::new();
+        while let Ok(envelope) = live.try_recv() {
+            if let Event::SessionUpdated { session } = &envelope.event {
+                titles.push(session.title.clone());
+            }
+        }
+        let stored = sessions.get(&a.id).await.unwrap().unwrap();
+        assert_eq!(titles.len(), 64);
+        assert_eq!(titles.last(), Some(&stored.title), "{titles:?}");
+        let mut unique = titles.clone();
+        unique.sort();
+        unique.dedup();
+        assert_eq!(unique.len(), 64, "{titles:?}");
     }
 
     /// A change is committed before `session.updated` goes out (a reader sees it when the

@@ -228,7 +228,7 @@ async fn begin_turn(
     let project = app.project_id;
     let stored = {
         let (user, reply, permission) = (user.clone(), reply.clone(), permission.cloned());
-        let sid = id.to_string();
+        let (sid, id, bus) = (id.to_string(), id.clone(), app.bus.clone());
         app.store
             .write(move |c| {
                 let tx = store::begin_write(c)?;
@@ -241,40 +241,37 @@ async fn begin_turn(
                     store::insert_permission(&tx, p)?;
                 }
                 store::begin_run(&tx, &sid, &reply.id, now, process::this_process())?;
-                let session = store::set_status(&tx, project, &sid, status, now)?;
+                let Some(session) = store::set_status(&tx, project, &sid, status, now)? else {
+                    return Ok(false);
+                };
                 tx.commit()?;
-                Ok(session)
+                // Published while the writer is held: the session's states go out in the
+                // order they were committed (see `Sessions::update`).
+                bus.publish(Event::MessageCreated { message: user });
+                bus.publish(Event::MessageCreated { message: reply });
+                bus.publish(Event::SessionUpdated { session });
+                bus.publish(Event::SessionStatus {
+                    session_id: id,
+                    status,
+                });
+                if let Some(permission) = permission {
+                    bus.publish(Event::PermissionAsked { permission });
+                }
+                Ok(true)
             })
             .await
     };
-    let session = match stored {
-        Ok(Some(session)) => session,
-        Ok(None) => {
+    match stored {
+        Ok(true) => Ok((user, reply)),
+        Ok(false) => {
             app.runs.free(id);
-            return Err(TurnError::session_not_found(id.as_str()));
+            Err(TurnError::session_not_found(id.as_str()))
         }
         Err(e) => {
             app.runs.free(id);
-            return Err(e.into());
+            Err(e.into())
         }
-    };
-    app.bus.publish(Event::MessageCreated {
-        message: user.clone(),
-    });
-    app.bus.publish(Event::MessageCreated {
-        message: reply.clone(),
-    });
-    app.bus.publish(Event::SessionUpdated { session });
-    app.bus.publish(Event::SessionStatus {
-        session_id: id.clone(),
-        status,
-    });
-    if let Some(p) = permission {
-        app.bus.publish(Event::PermissionAsked {
-            permission: p.clone(),
-        });
     }
-    Ok((user, reply))
 }
 
 /// The end of every turn: one transaction stamps the reply's end, drops the run row and
@@ -294,7 +291,7 @@ pub(crate) async fn end_turn<F>(
 ) where
     F: FnOnce(&rusqlite::Connection, i64, &str) -> store::Result<()> + Send + 'static,
 {
-    let (project, sid) = (app.project_id, id.to_string());
+    let (project, sid, app2, id2) = (app.project_id, id.to_string(), app.clone(), id.clone());
     let stored = app
         .store
         .write(move |c| {
@@ -304,29 +301,35 @@ pub(crate) async fn end_turn<F>(
             let ended = store::end_run(&tx, &sid, now)?;
             let session = store::set_status(&tx, project, &sid, status, now)?;
             tx.commit()?;
-            Ok((session, ended))
-        })
-        .await;
-    app.runs.free(id);
-    match stored {
-        Ok((session, ended)) => {
+            // While the writer is held: the slot is free before anyone hears the turn ended
+            // (a prompt sent on `session.status` idle is taken), and the session's states go
+            // out in the order they were committed (see `Sessions::update`).
+            app2.runs.free(&id2);
             if let Some((message_id, ended)) = ended {
-                app.bus.publish(Event::MessageEnded {
-                    session_id: id.clone(),
+                app2.bus.publish(Event::MessageEnded {
+                    session_id: id2.clone(),
                     message_id,
                     ended,
                 });
             }
             if let Some(session) = session {
-                app.bus.publish(Event::SessionUpdated { session });
+                app2.bus.publish(Event::SessionUpdated { session });
             }
-        }
-        Err(e) => tracing::error!(error = %e, session = %id, "ending a turn failed"),
+            app2.bus.publish(Event::SessionStatus {
+                session_id: id2,
+                status,
+            });
+            Ok(())
+        })
+        .await;
+    if let Err(e) = stored {
+        tracing::error!(error = %e, session = %id, "ending a turn failed");
+        app.runs.free(id);
+        app.bus.publish(Event::SessionStatus {
+            session_id: id.clone(),
+            status,
+        });
     }
-    app.bus.publish(Event::SessionStatus {
-        session_id: id.clone(),
-        status,
-    });
     (app.after_turn)(app, id, outcome);
     while let Ok(control) = inbox.try_recv() {
         match control {
