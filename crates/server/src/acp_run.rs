@@ -154,81 +154,6 @@ pub async fn start(
     })
 }
 
-/// The shortest time between two stored-then-published bursts of streamed text while the
-/// agent streams. A lone text chunk that arrives sooner after the last burst waits for the
-/// rest of this time, and whatever text arrives meanwhile joins it: at a few thousand chunks
-/// a second most chunks arrive one by one, and each would otherwise pay its own transaction,
-/// event and SSE write. The first chunk after a quiet spell goes out at once; anything but
-/// streamed text (a tool call, a permission, the turn's end) goes out at once with what is
-/// held. The wait is a thread's sleep, not tokio's timer: that one ticks in whole
-/// milliseconds and would hold chunks up to 2 ms (docs/PERFORMANCE-agents.md).
-fn pace_gap() -> Duration {
-    static GAP: std::sync::OnceLock<Duration> = std::sync::OnceLock::new();
-    *GAP.get_or_init(|| {
-        Duration::from_micros(
-            std::env::var("AX_PACE_US")
-                .ok()
-                .and_then(|v| v.parse().ok())
-                .unwrap_or(500),
-        )
-    })
-}
-
-/// When the turn's task last stored a burst, and the wait for the next when text is held.
-#[derive(Default)]
-struct Pace {
-    last: Option<std::time::Instant>,
-    wait: Option<tokio::task::JoinHandle<()>>,
-}
-
-impl Pace {
-    /// Whether `batch` is held for the rest of the gap (see [`pace_gap`]): it holds nothing
-    /// but streamed text, and the last burst went out less than the gap ago.
-    fn hold(&mut self, batch: &[Item]) -> bool {
-        if self.wait.is_some() {
-            return batch.iter().all(is_text);
-        }
-        let gap = pace_gap();
-        let Some(last) = self.last else { return false };
-        let since = last.elapsed();
-        if since >= gap || !batch.iter().all(is_text) {
-            return false;
-        }
-        let rest = gap - since;
-        self.wait = Some(tokio::task::spawn_blocking(move || {
-            std::thread::sleep(rest)
-        }));
-        true
-    }
-
-    fn holding(&self) -> bool {
-        self.wait.is_some()
-    }
-
-    /// Resolves when the held text is due.
-    async fn due(&mut self) {
-        if let Some(wait) = self.wait.as_mut() {
-            let _ = wait.await;
-        }
-        self.wait = None;
-    }
-
-    fn flushed(&mut self) {
-        self.last = Some(std::time::Instant::now());
-        self.wait = None;
-    }
-}
-
-fn is_text(item: &Item) -> bool {
-    matches!(
-        item,
-        Item::Delta(
-            _,
-            TurnDelta::TextAppended { text } | TurnDelta::ThoughtAppended { text }
-        ) if text.len() < MERGE_BYTES
-    )
-}
-
 /// One item of a stored-then-published burst.
 enum Item {
     Delta(u64, TurnDelta),
@@ -376,7 +301,7 @@ impl Turn {
             let tx = store::begin_write(c)?;
             store::append_deltas(
                 &tx,
-                &mid,
+                mid,
                 batch.iter().filter_map(|i| match i {
                     Item::Delta(seq, d) => Some((*seq, d)),
                     _ => None,
@@ -390,17 +315,17 @@ impl Turn {
                 }
             }
             let mut session = match new_status {
-                Some(s) => store::set_status(&tx, project, &sid, s, ids::now_ms())?,
+                Some(s) => store::set_status(&tx, project, sid, s, ids::now_ms())?,
                 None => None,
             };
             if let Some(usage) = usage
-                && let Some(current) = store::get_session(&tx, project, &sid)?
+                && let Some(current) = store::get_session(&tx, project, sid)?
             {
                 let mut state = current.agent_state.clone().unwrap_or_default();
                 state.usage = Some(usage);
                 if current.agent_state.as_ref() != Some(&state) {
-                    store::set_agent_state(&tx, &sid, &state)?;
-                    session = store::get_session(&tx, project, &sid)?;
+                    store::set_agent_state(&tx, sid, &state)?;
+                    session = store::get_session(&tx, project, sid)?;
                 }
             }
             tx.commit()?;
@@ -597,7 +522,6 @@ impl Turn {
     ) -> (TurnEnd, bool) {
         let shutdown = self.app.shutdown.clone();
         let mut events = slot.events.lock().await;
-        let mut pace = Pace::default();
         loop {
             tokio::select! {
                 event = events.recv() => {
@@ -614,18 +538,10 @@ impl Turn {
                             Err(_) => break,
                         }
                     }
-                    if end.is_none() && pace.hold(batch) {
-                        continue;
-                    }
                     self.flush(std::mem::take(batch)).await;
-                    pace.flushed();
                     if let Some(end) = end {
                         return (end, true);
                     }
-                }
-                () = pace.due(), if pace.holding() => {
-                    self.flush(std::mem::take(batch)).await;
-                    pace.flushed();
                 }
                 control = inbox.recv() => match control {
                     Some(Control::Abort { ack }) => {
