@@ -9,7 +9,11 @@
 //!
 //! Transport: the SDK's `Lines` over our own bounded stdout line reader and a stdin writer
 //! task, rather than `ByteStreams`: a line has a length bound, a garbage or non-UTF-8 line is
-//! dropped without ending the connection, and stopping can close the agent's stdin.
+//! dropped without ending the connection, and stopping can close the agent's stdin. The
+//! stdout reader is a task of its own: the `session/update` notifications of the open session
+//! are parsed and handled there (the bulk of an agent's traffic), the rest goes to the SDK in
+//! order, and an update waits for the SDK whenever a request or notification handed to it
+//! before has not been dispatched yet (see `Direct`).
 //!
 //! Events go to an unbounded channel in order; the caller is expected to drain it (the
 //! backend stores and fans out every event). Updates that arrive before the agent's session
@@ -1433,18 +1437,36 @@ impl AgentHandle {
         tokio::spawn(write_stdin(stdin, out_rx, close_stdin.clone()));
         let sink = out_tx
             .sink_map_err(|_| io::Error::new(io::ErrorKind::BrokenPipe, "agent stdin closed"));
+        // stdout is read by a task of its own that handles the session's updates itself
+        // ([`Direct::take`]) and hands the SDK only the rest: a line that wakes this small
+        // task does not also poll the SDK's whole connection future.
         let direct = Direct {
             shared: shared.clone(),
             queued: Arc::default(),
         };
         let queued = direct.queued.clone();
-        let lines =
-            process::bounded_lines(stdout, process::MAX_LINE_BYTES).filter_map(move |line| {
-                futures::future::ready(match line {
+        let (sdk_tx, mut sdk_rx) = mpsc::unbounded_channel::<io::Result<String>>();
+        tokio::spawn(async move {
+            let mut lines = std::pin::pin!(process::bounded_lines(stdout, process::MAX_LINE_BYTES));
+            loop {
+                let line = tokio::select! {
+                    line = lines.next() => line,
+                    // The connection is over: nobody reads the rest.
+                    () = sdk_tx.closed() => return,
+                };
+                let Some(line) = line else { return };
+                let forward = match line {
                     Ok(line) => direct.take(line).map(Ok),
                     Err(e) => Some(Err(e)),
-                })
-            });
+                };
+                if let Some(forward) = forward
+                    && sdk_tx.send(forward).is_err()
+                {
+                    return;
+                }
+            }
+        });
+        let lines = futures::stream::poll_fn(move |cx| sdk_rx.poll_recv(cx));
         let transport = Lines::new(sink, lines);
 
         let (cx_tx, cx_rx) = oneshot::channel();
