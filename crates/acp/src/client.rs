@@ -2337,6 +2337,76 @@ async fn finish_turn(
 mod tests {
     use super::*;
 
+    /// The open session's updates are handled off the SDK's path, but never ahead of a
+    /// request or notification handed to the SDK before them; anything else goes to the SDK.
+    #[test]
+    fn direct_updates_keep_their_order_behind_the_sdk() {
+        let (events, mut rx) = mpsc::unbounded_channel();
+        let shared = Arc::new(Shared {
+            state: Mutex::new(State {
+                session_id: Some("s1".into()),
+                ..State::default()
+            }),
+            events,
+            offers: watch::Sender::new(AgentOffers::default()),
+            project: PathBuf::from("/nonexistent"),
+            terminals: Arc::new(LocalTerminals::new()),
+            stderr: Arc::new(Mutex::new(Tail::new(64))),
+            gone: std::sync::atomic::AtomicBool::new(false),
+        });
+        let direct = Direct {
+            shared,
+            queued: Arc::default(),
+        };
+        let update = |sid: &str, text: &str| {
+            format!(
+                "{{\"jsonrpc\":\"2.0\",\"method\":\"session/update\",\"params\":{{\
+                 \"sessionId\":\"{sid}\",\"update\":{{\"sessionUpdate\":\
+                 \"agent_message_chunk\",\"content\":{{\"type\":\"text\",\"text\":\"{text}\"}}}}}}}}"
+            )
+        };
+        let handled = |rx: &mut mpsc::UnboundedReceiver<AcpEvent>| {
+            let mut texts = Vec::new();
+            while let Ok(event) = rx.try_recv() {
+                match event {
+                    AcpEvent::Idle(TurnDelta::TextAppended { text }) => texts.push(text),
+                    other => panic!("unexpected event {other:?}"),
+                }
+            }
+            texts
+        };
+        let queued = |d: &Direct| d.queued.load(std::sync::atomic::Ordering::SeqCst);
+
+        assert_eq!(direct.take(update("s1", "a")), None);
+        assert_eq!(handled(&mut rx), vec!["a".to_string()]);
+        // A request goes to the SDK; the update behind it waits for the SDK too.
+        let request =
+            r#"{"jsonrpc":"2.0","id":5,"method":"session/request_permission","params":{}}"#;
+        assert_eq!(direct.take(request.into()).as_deref(), Some(request));
+        assert_eq!(direct.take(update("s1", "b")), Some(update("s1", "b")));
+        assert_eq!(queued(&direct), 2);
+        assert!(handled(&mut rx).is_empty());
+        Direct::dispatched(&direct.queued);
+        assert_eq!(direct.take(update("s1", "c")), Some(update("s1", "c")));
+        Direct::dispatched(&direct.queued);
+        Direct::dispatched(&direct.queued);
+        assert_eq!(queued(&direct), 0);
+        assert_eq!(direct.take(update("s1", "d")), None);
+        assert_eq!(handled(&mut rx), vec!["d".to_string()]);
+        // Responses, lines that are not JSON and other sessions' updates go to the SDK;
+        // only requests and notifications wait for its dispatch.
+        let response = r#"{"jsonrpc":"2.0","id":1,"result":{}}"#;
+        assert_eq!(direct.take(response.into()).as_deref(), Some(response));
+        assert_eq!(direct.take("not json".into()).as_deref(), Some("not json"));
+        assert_eq!(queued(&direct), 0);
+        assert_eq!(direct.take(update("s2", "x")), Some(update("s2", "x")));
+        assert_eq!(queued(&direct), 1);
+        Direct::dispatched(&direct.queued);
+        Direct::dispatched(&direct.queued);
+        assert_eq!(queued(&direct), 0);
+        assert!(handled(&mut rx).is_empty());
+    }
+
     fn tail(texts: &[(bool, &str)]) -> ReplayTail {
         ReplayTail {
             texts: texts.iter().map(|(t, s)| (*t, (*s).to_string())).collect(),
