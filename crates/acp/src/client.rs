@@ -9,7 +9,11 @@
 //!
 //! Transport: the SDK's `Lines` over our own bounded stdout line reader and a stdin writer
 //! task, rather than `ByteStreams`: a line has a length bound, a garbage or non-UTF-8 line is
-//! dropped without ending the connection, and stopping can close the agent's stdin.
+//! dropped without ending the connection, and stopping can close the agent's stdin. The
+//! stdout reader is a task of its own: the `session/update` notifications of the open session
+//! are parsed and handled there (the bulk of an agent's traffic), the rest goes to the SDK in
+//! order, and an update waits for the SDK whenever a request or notification handed to it
+//! before has not been dispatched yet (see `Direct`).
 //!
 //! Events go to an unbounded channel in order; the caller is expected to drain it (the
 //! backend stores and fans out every event). Updates that arrive before the agent's session
@@ -673,6 +677,70 @@ fn handle_update(shared: &Shared, params: &serde_json::Value) {
             return;
         }
     };
+    handle_notification(shared, note);
+}
+
+/// The agent's stdout lines on their way to the SDK, with the `session/update`
+/// notifications of the open session taken out and handled here (see [`Direct::take`]).
+struct Direct {
+    shared: Arc<Shared>,
+    /// Requests and notifications handed to the SDK that its dispatch has not reached yet.
+    queued: Arc<std::sync::atomic::AtomicUsize>,
+}
+
+/// The envelope of one JSON-RPC line, looked at before the SDK parses it.
+#[derive(Deserialize)]
+struct Envelope<'a> {
+    #[serde(borrow)]
+    jsonrpc: Option<std::borrow::Cow<'a, str>>,
+    #[serde(borrow)]
+    method: Option<std::borrow::Cow<'a, str>>,
+    id: Option<serde::de::IgnoredAny>,
+    #[serde(borrow)]
+    params: Option<&'a serde_json::value::RawValue>,
+}
+
+impl Direct {
+    /// Handles `line` here when it is a `session/update` of the open session and nothing
+    /// handed to the SDK before it waits for its dispatch (so updates, requests and
+    /// notifications keep their order); returns the line for the SDK otherwise.
+    ///
+    /// At a few thousand updates a second the SDK's generic path (a `Value` tree of the
+    /// line, the typed message, the dispatch) was most of the CPU an update costs; here an
+    /// update is parsed once, straight into its type. Anything this does not recognise (or
+    /// cannot parse) goes to the SDK as before, which reports it as it did.
+    fn take(&self, line: String) -> Option<String> {
+        use std::sync::atomic::Ordering;
+        let Ok(envelope) = serde_json::from_str::<Envelope>(&line) else {
+            return Some(line);
+        };
+        if envelope.method.is_none() {
+            return Some(line); // a response: answered in order by the SDK
+        }
+        let direct = envelope.id.is_none()
+            && envelope.jsonrpc.as_deref() == Some("2.0")
+            && envelope.method.as_deref() == Some("session/update")
+            && self.queued.load(Ordering::SeqCst) == 0;
+        if direct
+            && let Some(params) = envelope.params
+            && let Ok(note) = serde_json::from_str::<schema::SessionNotification>(params.get())
+            && self.shared.lock().session_id.as_deref() == Some(&*note.session_id.0)
+        {
+            handle_notification(&self.shared, note);
+            return None;
+        }
+        self.queued.fetch_add(1, Ordering::SeqCst);
+        Some(line)
+    }
+
+    /// The SDK's dispatch reached one request or notification.
+    fn dispatched(queued: &std::sync::atomic::AtomicUsize) {
+        use std::sync::atomic::Ordering;
+        let _ = queued.fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1));
+    }
+}
+
+fn handle_notification(shared: &Shared, note: schema::SessionNotification) {
     // Mapped before the lock: numbering a diff reads its file.
     let mut tool_delta = match &note.update {
         schema::SessionUpdate::ToolCall(tc) => Some(TurnDelta::ToolCallCreated {
@@ -1369,7 +1437,36 @@ impl AgentHandle {
         tokio::spawn(write_stdin(stdin, out_rx, close_stdin.clone()));
         let sink = out_tx
             .sink_map_err(|_| io::Error::new(io::ErrorKind::BrokenPipe, "agent stdin closed"));
-        let lines = process::bounded_lines(stdout, process::MAX_LINE_BYTES);
+        // stdout is read by a task of its own that handles the session's updates itself
+        // ([`Direct::take`]) and hands the SDK only the rest: a line that wakes this small
+        // task does not also poll the SDK's whole connection future.
+        let direct = Direct {
+            shared: shared.clone(),
+            queued: Arc::default(),
+        };
+        let queued = direct.queued.clone();
+        let (sdk_tx, mut sdk_rx) = mpsc::unbounded_channel::<io::Result<String>>();
+        tokio::spawn(async move {
+            let mut lines = std::pin::pin!(process::bounded_lines(stdout, process::MAX_LINE_BYTES));
+            loop {
+                let line = tokio::select! {
+                    line = lines.next() => line,
+                    // The connection is over: nobody reads the rest.
+                    () = sdk_tx.closed() => return,
+                };
+                let Some(line) = line else { return };
+                let forward = match line {
+                    Ok(line) => direct.take(line).map(Ok),
+                    Err(e) => Some(Err(e)),
+                };
+                if let Some(forward) = forward
+                    && sdk_tx.send(forward).is_err()
+                {
+                    return;
+                }
+            }
+        });
+        let lines = futures::stream::poll_fn(move |cx| sdk_rx.poll_recv(cx));
         let transport = Lines::new(sink, lines);
 
         let (cx_tx, cx_rx) = oneshot::channel();
@@ -1383,6 +1480,7 @@ impl AgentHandle {
                 .on_receive_dispatch(
                     async move |message: v1::Dispatch, _cx: ConnectionTo<Agent>| match message {
                         acp::Dispatch::Notification(n) => {
+                            Direct::dispatched(&queued);
                             if n.method() == "session/update" {
                                 handle_update(&handler_shared, n.params());
                             } else {
@@ -1391,6 +1489,7 @@ impl AgentHandle {
                             Ok(Handled::Yes)
                         }
                         acp::Dispatch::Request(req, responder) => {
+                            Direct::dispatched(&queued);
                             handle_request(&handler_shared, req.method(), req.params(), responder);
                             Ok(Handled::Yes)
                         }
@@ -2237,6 +2336,76 @@ async fn finish_turn(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The open session's updates are handled off the SDK's path, but never ahead of a
+    /// request or notification handed to the SDK before them; anything else goes to the SDK.
+    #[test]
+    fn direct_updates_keep_their_order_behind_the_sdk() {
+        let (events, mut rx) = mpsc::unbounded_channel();
+        let shared = Arc::new(Shared {
+            state: Mutex::new(State {
+                session_id: Some("s1".into()),
+                ..State::default()
+            }),
+            events,
+            offers: watch::Sender::new(AgentOffers::default()),
+            project: PathBuf::from("/nonexistent"),
+            terminals: Arc::new(LocalTerminals::new()),
+            stderr: Arc::new(Mutex::new(Tail::new(64))),
+            gone: std::sync::atomic::AtomicBool::new(false),
+        });
+        let direct = Direct {
+            shared,
+            queued: Arc::default(),
+        };
+        let update = |sid: &str, text: &str| {
+            format!(
+                "{{\"jsonrpc\":\"2.0\",\"method\":\"session/update\",\"params\":{{\
+                 \"sessionId\":\"{sid}\",\"update\":{{\"sessionUpdate\":\
+                 \"agent_message_chunk\",\"content\":{{\"type\":\"text\",\"text\":\"{text}\"}}}}}}}}"
+            )
+        };
+        let handled = |rx: &mut mpsc::UnboundedReceiver<AcpEvent>| {
+            let mut texts = Vec::new();
+            while let Ok(event) = rx.try_recv() {
+                match event {
+                    AcpEvent::Idle(TurnDelta::TextAppended { text }) => texts.push(text),
+                    other => panic!("unexpected event {other:?}"),
+                }
+            }
+            texts
+        };
+        let queued = |d: &Direct| d.queued.load(std::sync::atomic::Ordering::SeqCst);
+
+        assert_eq!(direct.take(update("s1", "a")), None);
+        assert_eq!(handled(&mut rx), vec!["a".to_string()]);
+        // A request goes to the SDK; the update behind it waits for the SDK too.
+        let request =
+            r#"{"jsonrpc":"2.0","id":5,"method":"session/request_permission","params":{}}"#;
+        assert_eq!(direct.take(request.into()).as_deref(), Some(request));
+        assert_eq!(direct.take(update("s1", "b")), Some(update("s1", "b")));
+        assert_eq!(queued(&direct), 2);
+        assert!(handled(&mut rx).is_empty());
+        Direct::dispatched(&direct.queued);
+        assert_eq!(direct.take(update("s1", "c")), Some(update("s1", "c")));
+        Direct::dispatched(&direct.queued);
+        Direct::dispatched(&direct.queued);
+        assert_eq!(queued(&direct), 0);
+        assert_eq!(direct.take(update("s1", "d")), None);
+        assert_eq!(handled(&mut rx), vec!["d".to_string()]);
+        // Responses, lines that are not JSON and other sessions' updates go to the SDK;
+        // only requests and notifications wait for its dispatch.
+        let response = r#"{"jsonrpc":"2.0","id":1,"result":{}}"#;
+        assert_eq!(direct.take(response.into()).as_deref(), Some(response));
+        assert_eq!(direct.take("not json".into()).as_deref(), Some("not json"));
+        assert_eq!(queued(&direct), 0);
+        assert_eq!(direct.take(update("s2", "x")), Some(update("s2", "x")));
+        assert_eq!(queued(&direct), 1);
+        Direct::dispatched(&direct.queued);
+        Direct::dispatched(&direct.queued);
+        assert_eq!(queued(&direct), 0);
+        assert!(handled(&mut rx).is_empty());
+    }
 
     fn tail(texts: &[(bool, &str)]) -> ReplayTail {
         ReplayTail {

@@ -34,6 +34,26 @@ fn rss_kib() -> u64 {
         .unwrap()
 }
 
+/// Context switches (voluntary + involuntary) of all this process's threads so far: each is a
+/// thread going to sleep and being woken (or preempted), the cost a lone update pays.
+fn context_switches() -> u64 {
+    let mut total = 0;
+    for task in std::fs::read_dir("/proc/self/task").unwrap().flatten() {
+        let Ok(status) = std::fs::read_to_string(task.path().join("status")) else {
+            continue; // the thread ended meanwhile
+        };
+        for line in status.lines() {
+            if let Some(n) = line
+                .strip_prefix("voluntary_ctxt_switches:")
+                .or_else(|| line.strip_prefix("nonvoluntary_ctxt_switches:"))
+            {
+                total += n.trim().parse::<u64>().unwrap_or(0);
+            }
+        }
+    }
+    total
+}
+
 async fn connected(client: &Client) -> EventStream {
     let events = client.events(None);
     while !events.is_connected() {
@@ -118,6 +138,7 @@ async fn bench() {
     println!("added latency agent stdout → SSE client at 5,000 updates/s:");
     let mut lat = Vec::with_capacity(25_000);
     let cpu0 = cpu_us();
+    let switches0 = context_switches();
     let got = turn(&client, &mut events, &id, "flood-timed 25000 5000", |d| {
         if let TurnDelta::TextAppended { text } = d {
             let now = std::time::SystemTime::now()
@@ -133,17 +154,19 @@ async fn bench() {
     })
     .await;
     let cpu = cpu_us() - cpu0;
+    let switches = context_switches() - switches0;
     lat.sort_by(|a, b| a.partial_cmp(b).unwrap());
     let pct = |p: f64| lat[((lat.len() as f64 * p) as usize).min(lat.len() - 1)];
     println!(
-        "  {} samples: p50 {:.2} ms, p99 {:.2} ms, max {:.2} ms; CPU {:.1} µs/update",
+        "  {} samples: p50 {:.2} ms, p99 {:.2} ms, max {:.2} ms; CPU {:.1} µs/update; \
+         {got} delta events; {:.2} context switches/update (all threads)",
         lat.len(),
         pct(0.50),
         pct(0.99),
         lat.last().copied().unwrap_or(0.0),
-        cpu as f64 / 25_000.0
+        cpu as f64 / 25_000.0,
+        switches as f64 / 25_000.0
     );
-    let _ = got;
 
     println!("memory per idle agent session (this process; agent processes not counted):");
     let before = rss_kib();

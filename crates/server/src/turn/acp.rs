@@ -267,48 +267,48 @@ impl Turn {
         };
         let new_status = (status != self.status).then_some(status);
         self.status = status;
-        let mid = self.reply_id.clone();
-        let sid = self.session.to_string();
+        let mid = &self.reply_id;
+        let sid = self.session.as_str();
         let project = self.app.project_id;
-        let stored = self
-            .app
-            .store
-            .write(move |c| {
-                let tx = store::begin_write(c)?;
-                store::append_deltas(
-                    &tx,
-                    &mid,
-                    batch.iter().filter_map(|i| match i {
-                        Item::Delta(seq, d) => Some((*seq, d)),
-                        _ => None,
-                    }),
-                )?;
-                for item in &batch {
-                    match item {
-                        Item::Asked(p) => store::insert_permission(&tx, p)?,
-                        Item::Answered(p) => store::answer_permission(&tx, p)?,
-                        Item::Delta(..) => {}
-                    }
+        // On this task's thread, not the blocking pool: a burst's transaction takes tens of
+        // µs, and the pool's round trip (a thread woken to run it, then this task woken
+        // back) cost more CPU than the transaction itself when chunks arrive one by one.
+        // The write connection is only ever held by such short transactions.
+        let stored = self.app.store.write_blocking(|c| {
+            let tx = store::begin_write(c)?;
+            store::append_deltas(
+                &tx,
+                mid,
+                batch.iter().filter_map(|i| match i {
+                    Item::Delta(seq, d) => Some((*seq, d)),
+                    _ => None,
+                }),
+            )?;
+            for item in &batch {
+                match item {
+                    Item::Asked(p) => store::insert_permission(&tx, p)?,
+                    Item::Answered(p) => store::answer_permission(&tx, p)?,
+                    Item::Delta(..) => {}
                 }
-                let mut session = match new_status {
-                    Some(s) => store::set_status(&tx, project, &sid, s, ids::now_ms())?,
-                    None => None,
-                };
-                if let Some(usage) = usage
-                    && let Some(current) = store::get_session(&tx, project, &sid)?
-                {
-                    let mut state = current.agent_state.clone().unwrap_or_default();
-                    state.usage = Some(usage);
-                    if current.agent_state.as_ref() != Some(&state) {
-                        store::set_agent_state(&tx, &sid, &state)?;
-                        session = store::get_session(&tx, project, &sid)?;
-                    }
+            }
+            let mut session = match new_status {
+                Some(s) => store::set_status(&tx, project, sid, s, ids::now_ms())?,
+                None => None,
+            };
+            if let Some(usage) = usage
+                && let Some(current) = store::get_session(&tx, project, sid)?
+            {
+                let mut state = current.agent_state.clone().unwrap_or_default();
+                state.usage = Some(usage);
+                if current.agent_state.as_ref() != Some(&state) {
+                    store::set_agent_state(&tx, sid, &state)?;
+                    session = store::get_session(&tx, project, sid)?;
                 }
-                tx.commit()?;
-                Ok((batch, session))
-            })
-            .await;
-        let (batch, session) = match stored {
+            }
+            tx.commit()?;
+            Ok(session)
+        });
+        let session = match stored {
             Ok(x) => x,
             Err(e) => {
                 tracing::error!(error = %e, "storing an agent's turn failed");
