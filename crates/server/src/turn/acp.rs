@@ -274,7 +274,8 @@ impl Turn {
         // µs, and the pool's round trip (a thread woken to run it, then this task woken
         // back) cost more CPU than the transaction itself when chunks arrive one by one.
         // The write connection is only ever held by such short transactions.
-        let stored = self.app.store.write_blocking(|c| {
+        let (bus, session_id, reply_id) = (&self.app.bus, &self.session, &self.reply_id);
+        let stored = self.app.store.write_blocking(move |c| {
             let tx = store::begin_write(c)?;
             store::append_deltas(
                 &tx,
@@ -306,39 +307,37 @@ impl Turn {
                 }
             }
             tx.commit()?;
-            Ok(session)
-        });
-        let session = match stored {
-            Ok(x) => x,
-            Err(e) => {
-                tracing::error!(error = %e, "storing an agent's turn failed");
-                return;
-            }
-        };
-        for item in batch {
-            self.app.bus.publish(match item {
-                Item::Delta(seq, delta) => Event::MessageDelta {
-                    session_id: self.session.clone(),
-                    message_id: self.reply_id.clone(),
-                    seq,
-                    delta,
-                },
-                Item::Asked(permission) => Event::PermissionAsked { permission },
-                Item::Answered(p) => Event::PermissionReplied {
-                    session_id: self.session.clone(),
-                    permission_id: p.id,
-                    state: p.state,
-                },
-            });
-        }
-        if let Some(session) = session {
-            self.app.bus.publish(Event::SessionUpdated { session });
-            if new_status.is_some() {
-                self.app.bus.publish(Event::SessionStatus {
-                    session_id: self.session.clone(),
-                    status,
+            // Published after the commit (a reload equals what streamed) and while the writer
+            // is held, so the session's states go out in commit order (`Sessions::update`).
+            for item in batch {
+                bus.publish(match item {
+                    Item::Delta(seq, delta) => Event::MessageDelta {
+                        session_id: session_id.clone(),
+                        message_id: reply_id.clone(),
+                        seq,
+                        delta,
+                    },
+                    Item::Asked(permission) => Event::PermissionAsked { permission },
+                    Item::Answered(p) => Event::PermissionReplied {
+                        session_id: session_id.clone(),
+                        permission_id: p.id,
+                        state: p.state,
+                    },
                 });
             }
+            if let Some(session) = session {
+                bus.publish(Event::SessionUpdated { session });
+                if new_status.is_some() {
+                    bus.publish(Event::SessionStatus {
+                        session_id: session_id.clone(),
+                        status,
+                    });
+                }
+            }
+            Ok(())
+        });
+        if let Err(e) = stored {
+            tracing::error!(error = %e, "storing an agent's turn failed");
         }
     }
 
