@@ -6,35 +6,16 @@
 mod support;
 
 use std::process::Stdio;
-use std::sync::mpsc::Receiver;
 use std::time::Duration;
 
 use ax_hub::testing::NatsServer;
 use serde_json::Value;
-use support::{Env, Reaped, line_channel, signal};
+use support::{
+    Env, HUB_WAIT as LONG_WAIT, Reaped, line_channel, line_starting, machine_entry as machine,
+    read_events_until, session_titles as titles, signal, url_in,
+};
 
-/// Generous: an offline machine is noticed after three missed 2 s heartbeats.
-const LONG_WAIT: Duration = Duration::from_secs(45);
 const HUB_PASSWORD: &str = "hub-e2e-credential-0123456789abcdef";
-
-/// Reads stdout lines until one starts with `prefix`.
-fn line_starting(lines: &Receiver<String>, prefix: &str) -> String {
-    loop {
-        let line = lines
-            .recv_timeout(LONG_WAIT)
-            .unwrap_or_else(|_| panic!("no line starting {prefix:?}"));
-        if line.starts_with(prefix) {
-            return line;
-        }
-    }
-}
-
-fn url_in(line: &str) -> String {
-    line.split_whitespace()
-        .find(|w| w.starts_with("http://"))
-        .unwrap_or_else(|| panic!("no URL in {line:?}"))
-        .to_owned()
-}
 
 /// `ax-code serve --port 0 --join NATS --name NAME` in `env`: (process, backend URL).
 fn serve_joined(env: &Env, nats: &str, name: &str, password: &str) -> (Reaped, String) {
@@ -65,23 +46,6 @@ fn serve_joined_with(
     (Reaped(child), url)
 }
 
-/// `ax-code hub --nats NATS --port 0` in `env` with [`HUB_PASSWORD`]: (process, hub URL).
-fn start_hub(env: &Env, nats: &str) -> (Reaped, String) {
-    let mut child = env
-        .command(&["hub", "--nats", nats, "--port", "0"])
-        .env("AX_CODE_HUB_PASSWORD", HUB_PASSWORD)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let lines = line_channel(child.stdout.take().unwrap());
-    let child = Reaped(child);
-    (
-        child,
-        url_in(&line_starting(&lines, "ax-code hub listening on")),
-    )
-}
-
 async fn poll<T>(what: &str, mut check: impl AsyncFnMut() -> Option<T>) -> T {
     tokio::time::timeout(LONG_WAIT, async {
         loop {
@@ -104,19 +68,6 @@ async fn get(http: &reqwest::Client, url: &str) -> (u16, Value) {
         .unwrap();
     let status = r.status().as_u16();
     (status, r.json().await.unwrap_or(Value::Null))
-}
-
-fn machine<'a>(all: &'a Value, name: &str) -> Option<&'a Value> {
-    all.as_array()?.iter().find(|m| m["machine"] == name)
-}
-
-fn titles(entry: &Value) -> Vec<String> {
-    entry["sessions"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|s| s["title"].as_str().unwrap().to_owned())
-        .collect()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -151,7 +102,7 @@ async fn two_joined_backends_are_listed_through_one_hub() {
         assert_eq!(created.status(), 201);
     }
 
-    let (_hub, hub) = start_hub(&laptop_env, &nats.url());
+    let (_hub, hub) = support::start_hub(&laptop_env, &nats.url(), HUB_PASSWORD);
 
     // Both machines, their projects, and each one's sessions, answered live.
     let all = poll("both machines' sessions through the hub", async || {
@@ -276,7 +227,6 @@ fn serve_refuses_a_bad_machine_name_and_name_without_join() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_sharing_machines_ui_commands_reach_the_hub() {
     use ax_gateway::{ClientMode, ConnectOptions, GatewayClient, Method, Scope, client};
-    use futures_util::StreamExt;
 
     let nats = NatsServer::start();
     let env = Env::new();
@@ -290,7 +240,7 @@ async fn a_sharing_machines_ui_commands_reach_the_hub() {
         "--share-ui-commands",
     ];
     let (_laptop, laptop_url) = serve_joined_with(&env, &join, "laptop", password, &[]);
-    let (_hub, hub) = start_hub(&env, &nats.url());
+    let (_hub, hub) = support::start_hub(&env, &nats.url(), HUB_PASSWORD);
 
     let http = reqwest::Client::builder().no_proxy().build().unwrap();
     let page = http
@@ -345,38 +295,16 @@ async fn a_sharing_machines_ui_commands_reach_the_hub() {
     assert_eq!(answer["delivered"], 1, "{answer}");
 
     // On the hub's page: the two accepted commands in order, each with its machine.
-    let mut text = String::new();
-    let seen = tokio::time::timeout(LONG_WAIT, async {
-        loop {
-            // Whole server-sent events only: `event: ui.command` blocks, their `data:` lines.
-            let whole = &text[..text.rfind("\n\n").map_or(0, |end| end + 2)];
-            let shown: Vec<Value> = whole
-                .split("\n\n")
-                .filter(|block| block.lines().any(|l| l == "event: ui.command"))
-                .map(|block| {
-                    let data: String = block
-                        .lines()
-                        .filter_map(|l| l.strip_prefix("data: "))
-                        .collect();
-                    serde_json::from_str(&data).unwrap()
-                })
-                .collect();
-            if shown.len() >= 2 {
-                return shown;
-            }
-            let chunk = page
-                .next()
-                .await
-                .expect("the page stream stays open")
-                .unwrap();
-            text.push_str(&String::from_utf8_lossy(&chunk));
-        }
+    let seen = read_events_until(&mut page, "two ui.commands on the hub's page", |events| {
+        let shown: Vec<Value> = events
+            .iter()
+            .filter(|e| e.name.as_deref() == Some("ui.command"))
+            .map(|e| e.data.clone())
+            .collect();
+        (shown.len() >= 2).then_some(shown)
     })
     .await;
-    let Ok(seen) = seen else {
-        panic!("two ui.commands on the hub's page: {text:?}");
-    };
-    assert_eq!(seen.len(), 2, "{text}");
+    assert_eq!(seen.len(), 2, "{seen:?}");
     for (shown, sent) in seen.iter().zip([&command, &second]) {
         assert_eq!(shown["machine"], "laptop", "{shown}");
         assert_eq!(shown["command"]["command"], sent["command"], "{shown}");
@@ -537,7 +465,7 @@ async fn a_backend_killed_mid_turn_comes_back_with_its_turn_ended_once() {
     let env = Env::new();
     let password = "pw-killed-0123456789abcdef";
     let (laptop, _) = serve_joined(&env, &nats.url(), "laptop", password);
-    let (_hub, hub) = start_hub(&env, &nats.url());
+    let (_hub, hub) = support::start_hub(&env, &nats.url(), HUB_PASSWORD);
     let http = reqwest::Client::builder().no_proxy().build().unwrap();
     let online = |want: bool| {
         let (http, hub) = (http.clone(), hub.clone());
@@ -650,49 +578,38 @@ async fn a_backend_killed_mid_turn_comes_back_with_its_turn_ended_once() {
         .unwrap();
     assert_eq!(events.status(), 200);
     let mut events = Box::pin(events.bytes_stream());
-    let mut text = String::new();
-    let seen = tokio::time::timeout(LONG_WAIT, async {
-        use futures_util::StreamExt;
-        loop {
-            let blocks: Vec<(u64, Value)> = text
-                .split("\n\n")
-                .filter_map(|block| {
-                    let id = block.lines().find_map(|l| l.strip_prefix("id:"))?;
-                    let data: String = block
-                        .lines()
-                        .filter_map(|l| l.strip_prefix("data: "))
-                        .collect();
-                    Some((id.trim().parse().ok()?, serde_json::from_str(&data).ok()?))
-                })
+    let seen = read_events_until(
+        &mut events,
+        "events of both boots through the hub",
+        |events| {
+            let seen: Vec<(u64, Value)> = events
+                .iter()
+                .filter_map(|e| Some((e.id?, e.data.clone())))
                 .collect();
-            let boots: std::collections::BTreeSet<&str> = blocks
+            let boots: std::collections::BTreeSet<&str> = seen
                 .iter()
                 .filter_map(|(_, e)| e["boot"].as_str())
                 .collect();
-            if boots.len() == 2 && text.contains("after-restart") {
-                return blocks;
-            }
-            let chunk = events.next().await.expect("the stream stays open").unwrap();
-            text.push_str(&String::from_utf8_lossy(&chunk));
-        }
-    })
+            let after = seen
+                .iter()
+                .any(|(_, e)| e.to_string().contains("after-restart"));
+            (boots.len() == 2 && after).then_some(seen)
+        },
+    )
     .await;
-    let Ok(seen) = seen else {
-        panic!("events of both boots through the hub: {text:?}");
-    };
     let seqs: Vec<u64> = seen.iter().map(|(seq, _)| *seq).collect();
     assert!(seqs.windows(2).all(|w| w[0] < w[1]), "{seqs:?}");
     let outputs = seen
         .iter()
         .filter(|(_, e)| e.to_string().contains("started-42"))
         .count();
-    assert_eq!(outputs, 1, "the output once: {text}");
+    assert_eq!(outputs, 1, "the output once: {seen:?}");
     let created: Vec<&str> = seen
         .iter()
         .filter(|(_, e)| e["event"]["event"]["type"] == "session.created")
         .map(|(_, e)| e["event"]["event"]["session"]["title"].as_str().unwrap())
         .collect();
-    assert_eq!(created, ["long", "after-restart"], "{text}");
+    assert_eq!(created, ["long", "after-restart"], "{seen:?}");
 }
 
 /// docs/hub.md §1: with the right NATS users, `serve --join --nats-user` (its password from

@@ -20,13 +20,14 @@ use std::{
 
 use ax_hub::testing::NatsServer;
 use serde_json::Value;
-use support::{Env, Reaped, line_channel};
+use support::{
+    Env, HUB_WAIT as LONG_WAIT, Reaped, line_channel, machine_entry as entry, read_events_until,
+    session_titles as titles,
+};
 
 /// Set in the re-run inside the fresh namespace.
 const INSIDE: &str = "AX_TEST_NETNS_INSIDE";
 const HUB_PASSWORD: &str = "hub-netns-credential-0123456789abcdef";
-/// An offline machine is noticed after three missed 2 s heartbeats.
-const LONG_WAIT: Duration = Duration::from_secs(45);
 
 /// Runs `program args`, asserting it succeeds.
 fn run(program: &str, args: &[&str]) {
@@ -277,17 +278,6 @@ impl Hub {
     }
 }
 
-fn entry<'a>(all: &'a Value, name: &str) -> Option<&'a Value> {
-    all.as_array()?.iter().find(|m| m["machine"] == name)
-}
-
-fn titles(entry: &Value) -> Vec<&str> {
-    entry["sessions"]
-        .as_array()
-        .map(|s| s.iter().filter_map(|s| s["title"].as_str()).collect())
-        .unwrap_or_default()
-}
-
 #[test]
 fn three_machines_in_network_namespaces_reach_the_hub_only_through_nats() {
     if std::env::var_os(INSIDE).is_none() {
@@ -327,29 +317,7 @@ fn inside() {
     run("ip", &["link", "set", "lo", "up"]);
     let nats = NatsServer::start_on_all_interfaces();
     let hub_env = Env::new();
-    let mut hub_child = hub_env
-        .command(&["hub", "--nats", &nats.url(), "--port", "0"])
-        .env("AX_CODE_HUB_PASSWORD", HUB_PASSWORD)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let hub_lines = line_channel(hub_child.stdout.take().unwrap());
-    let _hub_process = Reaped(hub_child);
-    let listening = loop {
-        let line = hub_lines
-            .recv_timeout(LONG_WAIT)
-            .expect("the hub prints where it listens");
-        if line.starts_with("ax-code hub listening on") {
-            break line;
-        }
-    };
-    let hub_url = listening
-        .split_whitespace()
-        .find(|w| w.starts_with("http://"))
-        .unwrap()
-        .trim_end_matches('/')
-        .to_owned();
+    let (_hub_process, hub_url) = support::start_hub(&hub_env, &nats.url(), HUB_PASSWORD);
     let hub_port: u16 = hub_url.rsplit(':').next().unwrap().parse().unwrap();
     let machines: Vec<Machine> = (1..=3).map(|n| Machine::start(n, nats.port())).collect();
 
@@ -479,7 +447,8 @@ fn inside() {
                 "m2 online again with its session made while cut off",
                 |all| {
                     let e = entry(all, &m2.name)?;
-                    (e["online"] == true && titles(e).contains(&"while-cut")).then(|| e.clone())
+                    (e["online"] == true && titles(e).iter().any(|t| t == "while-cut"))
+                        .then(|| e.clone())
                 },
             )
             .await;
@@ -496,35 +465,17 @@ fn inside() {
             .unwrap();
         assert_eq!(events.status(), 200);
         let mut events = Box::pin(events.bytes_stream());
-        let mut text = String::new();
-        let created = tokio::time::timeout(LONG_WAIT, async {
-            use futures_util::StreamExt;
-            loop {
-                let created: Vec<String> = text
-                    .split("\n\n")
-                    .filter_map(|block| {
-                        let data: String = block
-                            .lines()
-                            .filter_map(|l| l.strip_prefix("data: "))
-                            .collect();
-                        let e: Value = serde_json::from_str(&data).ok()?;
-                        let event = &e["event"]["event"];
-                        (event["type"] == "session.created")
-                            .then(|| event["session"]["title"].as_str().unwrap().to_owned())
-                    })
-                    .collect();
-                if created.iter().any(|t| t == "while-cut") {
-                    return created;
-                }
-                let chunk = events.next().await.expect("the stream stays open").unwrap();
-                text.push_str(&String::from_utf8_lossy(&chunk));
-            }
+        let created = read_events_until(&mut events, "m2's session made while cut off", |events| {
+            let created: Vec<String> = events
+                .iter()
+                .filter(|e| e.data["event"]["event"]["type"] == "session.created")
+                .filter_map(|e| e.data["event"]["event"]["session"]["title"].as_str())
+                .map(str::to_owned)
+                .collect();
+            created.iter().any(|t| t == "while-cut").then_some(created)
         })
         .await;
-        let Ok(created) = created else {
-            panic!("m2's session made while cut off never reached the hub's events: {text}");
-        };
-        assert_eq!(created, ["on-m2", "while-cut"], "{text}");
+        assert_eq!(created, ["on-m2", "while-cut"]);
     });
 }
 

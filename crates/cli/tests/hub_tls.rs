@@ -8,7 +8,6 @@ mod support;
 
 use std::path::Path;
 use std::process::{Command, Stdio};
-use std::sync::mpsc::Receiver;
 use std::time::Duration;
 
 use ax_hub::{
@@ -17,9 +16,7 @@ use ax_hub::{
     testing::{NatsServer, NatsUser, TestCa},
 };
 use serde_json::Value;
-use support::{Env, Reaped, line_channel};
-
-const LONG_WAIT: Duration = Duration::from_secs(45);
+use support::{Env, HUB_WAIT as LONG_WAIT, Reaped, line_channel, line_starting, url_in};
 const HUB_PASSWORD: &str = "hub-tls-credential-0123456789abcdef";
 const BACKEND_PASSWORD: &str = "pw-tls-backend-0123456789abcdef";
 const LAPTOP_NATS_PW: &str = "laptop-nats-pw-tls-4711";
@@ -86,25 +83,6 @@ fn hub_password_file(dir: &Path) -> std::path::PathBuf {
     std::fs::write(&file, format!("{HUB_NATS_PW}\n")).unwrap();
     std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o600)).unwrap();
     file
-}
-
-/// Reads stdout lines until one starts with `prefix`.
-fn line_starting(lines: &Receiver<String>, prefix: &str) -> String {
-    loop {
-        let line = lines
-            .recv_timeout(LONG_WAIT)
-            .unwrap_or_else(|_| panic!("no line starting {prefix:?}"));
-        if line.starts_with(prefix) {
-            return line;
-        }
-    }
-}
-
-fn url_in(line: &str) -> String {
-    line.split_whitespace()
-        .find(|w| w.starts_with("http://"))
-        .unwrap_or_else(|| panic!("no URL in {line:?}"))
-        .to_owned()
 }
 
 /// Runs `command` to its end (killed after [`support::WAIT`], so a hang fails) and returns

@@ -10,6 +10,8 @@
 //! - [`mcp`]: `ax-code mcp tui` driven over stdio JSON-RPC ([`Adapter`]) and checks of its
 //!   answers;
 //! - [`python`]: the test venv's interpreter and the Python scripts in tests/python;
+//! - [`hub`]: several machines as processes: what `serve --join` and `hub` print, a hub
+//!   started, its listings and server-sent events;
 //! - here: the binary, the common wait bound, processes (signals, watchdogs, /proc figures),
 //!   polling, random ids and schedules.
 //!
@@ -21,6 +23,7 @@
 
 pub mod agent_tui;
 pub mod fs;
+pub mod hub;
 pub mod mcp;
 pub mod pty;
 pub mod python;
@@ -30,6 +33,8 @@ pub mod serve;
 pub use agent_tui::*;
 #[allow(unused_imports)]
 pub use fs::*;
+#[allow(unused_imports)]
+pub use hub::*;
 #[allow(unused_imports)]
 pub use mcp::*;
 #[allow(unused_imports)]
