@@ -60,14 +60,7 @@ async fn poll<T>(what: &str, mut check: impl AsyncFnMut() -> Option<T>) -> T {
 }
 
 async fn get(http: &reqwest::Client, url: &str) -> (u16, Value) {
-    let r = http
-        .get(url)
-        .bearer_auth(HUB_PASSWORD)
-        .send()
-        .await
-        .unwrap();
-    let status = r.status().as_u16();
-    (status, r.json().await.unwrap_or(Value::Null))
+    support::hub_call(http.get(url), HUB_PASSWORD).await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -432,15 +425,7 @@ fn serve_and_hub_refuse_a_wrong_nats_password_without_showing_it() {
 
 /// `POST url` with `body` as the hub's client: (status, JSON body).
 async fn post(http: &reqwest::Client, url: &str, body: Value) -> (u16, Value) {
-    let r = http
-        .post(url)
-        .bearer_auth(HUB_PASSWORD)
-        .json(&body)
-        .send()
-        .await
-        .unwrap();
-    let status = r.status().as_u16();
-    (status, r.json().await.unwrap_or(Value::Null))
+    support::hub_call(http.post(url).json(&body), HUB_PASSWORD).await
 }
 
 /// Whether a process whose command line is exactly `argv` runs on this machine.
@@ -648,18 +633,12 @@ async fn serve_and_hub_with_the_right_nats_users_work_and_show_no_password() {
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("hub-pw");
     std::fs::write(&file, format!("{hub_pw}\n")).unwrap();
-    let mut hub_child = env
-        .command(&["hub", "--nats", &url, "--port", "0", "--nats-user", "hub"])
+    let mut command = env.command(&["hub", "--nats", &url, "--port", "0", "--nats-user", "hub"]);
+    command
         .arg("--nats-password-file")
         .arg(&file)
-        .env("AX_CODE_HUB_PASSWORD", HUB_PASSWORD)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let hub_lines = line_channel(hub_child.stdout.take().unwrap());
-    let hub_process = Reaped(hub_child);
-    let hub = url_in(&line_starting(&hub_lines, "ax-code hub listening on"));
+        .env("AX_CODE_HUB_PASSWORD", HUB_PASSWORD);
+    let (hub_process, hub) = support::spawn_hub(command);
 
     let http = reqwest::Client::builder().no_proxy().build().unwrap();
     let created = http
@@ -685,5 +664,4 @@ async fn serve_and_hub_with_the_right_nats_users_work_and_show_no_password() {
             "a NATS password in {argv:?}"
         );
     }
-    drop(hub_lines);
 }

@@ -236,28 +236,13 @@ struct Hub {
 
 impl Hub {
     async fn get(&self, path: &str) -> (u16, Value) {
-        let r = self
-            .http
-            .get(format!("{}{path}", self.url))
-            .bearer_auth(HUB_PASSWORD)
-            .send()
-            .await
-            .unwrap();
-        let status = r.status().as_u16();
-        (status, r.json().await.unwrap_or(Value::Null))
+        let request = self.http.get(format!("{}{path}", self.url));
+        support::hub_call(request, HUB_PASSWORD).await
     }
 
     async fn post(&self, path: &str, body: Value) -> (u16, Value) {
-        let r = self
-            .http
-            .post(format!("{}{path}", self.url))
-            .bearer_auth(HUB_PASSWORD)
-            .json(&body)
-            .send()
-            .await
-            .unwrap();
-        let status = r.status().as_u16();
-        (status, r.json().await.unwrap_or(Value::Null))
+        let request = self.http.post(format!("{}{path}", self.url)).json(&body);
+        support::hub_call(request, HUB_PASSWORD).await
     }
 
     /// Waits until `check` finds what it looks for in the hub's `GET /session`.

@@ -118,14 +118,8 @@ async fn serve_and_hub_join_a_tls_nats_server_with_its_private_ca() {
 
     let dir = tempfile::tempdir().unwrap();
     let password_file = hub_password_file(dir.path());
-    let mut hub = hub_command(&env, &url, &password_file, Some(&ca.ca_pem()))
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let hub_lines = line_channel(hub.stdout.take().unwrap());
-    let _hub = Reaped(hub);
-    let hub_url = url_in(&line_starting(&hub_lines, "ax-code hub listening on"));
+    let (_hub, hub_url) =
+        support::spawn_hub(hub_command(&env, &url, &password_file, Some(&ca.ca_pem())));
 
     let http = reqwest::Client::builder().no_proxy().build().unwrap();
     let created = http
@@ -181,7 +175,7 @@ async fn serve_and_hub_join_a_tls_nats_server_with_its_private_ca() {
         .filter_map(|m| m["name"].as_str())
         .collect();
     assert_eq!(names, ["laptop"], "{machines}");
-    drop((serve_lines, hub_lines));
+    drop(serve_lines);
 }
 
 #[test]

@@ -1,7 +1,11 @@
 //! Several machines as real processes (docs/hub.md §5): reading what `serve --join` and
 //! `hub` print, starting a hub, and reading the hub's listings and server-sent events.
 
-use std::{process::Stdio, sync::mpsc::Receiver, time::Duration};
+use std::{
+    process::{Command, Stdio},
+    sync::mpsc::Receiver,
+    time::Duration,
+};
 
 use serde_json::Value;
 
@@ -34,9 +38,15 @@ pub fn url_in(line: &str) -> String {
 /// `ax-code hub --nats NATS --port 0` in `env` with the API credential `password`:
 /// (process, hub URL).
 pub fn start_hub(env: &Env, nats: &str, password: &str) -> (Reaped, String) {
-    let mut child = env
-        .command(&["hub", "--nats", nats, "--port", "0"])
-        .env("AX_CODE_HUB_PASSWORD", password)
+    let mut command = env.command(&["hub", "--nats", nats, "--port", "0"]);
+    command.env("AX_CODE_HUB_PASSWORD", password);
+    spawn_hub(command)
+}
+
+/// Starts `command` (an `ax-code hub …`) and waits until it prints where it listens:
+/// (process, hub URL). Its later output is read and dropped.
+pub fn spawn_hub(mut command: Command) -> (Reaped, String) {
+    let mut child = command
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
         .spawn()
@@ -47,6 +57,14 @@ pub fn start_hub(env: &Env, nats: &str, password: &str) -> (Reaped, String) {
         child,
         url_in(&line_starting(&lines, "ax-code hub listening on")),
     )
+}
+
+/// Sends `request` to a hub with its API credential `password`: (status, JSON body, `null`
+/// when the body is not JSON).
+pub async fn hub_call(request: reqwest::RequestBuilder, password: &str) -> (u16, Value) {
+    let response = request.bearer_auth(password).send().await.unwrap();
+    let status = response.status().as_u16();
+    (status, response.json().await.unwrap_or(Value::Null))
 }
 
 /// A machine's entry in the hub's `GET /session`.
