@@ -337,3 +337,139 @@ async fn a_terminal_whose_hub_stops_renewing_is_closed_on_the_machine() {
         Reply::Ok(v) => panic!("an expired terminal was renewed: {v}"),
     }
 }
+
+/// A machine played by a plain NATS client (its record in JetStream, its requests answered by
+/// the test): an open it refuses ends the hub's terminal with its reason; output lost between
+/// the machine and the hub (a message that starts past the offset the hub expected) reaches
+/// the viewer as `terminal.dropped` with every byte it missed, and the terminal goes on.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn output_lost_on_the_way_is_told_to_the_viewer_and_a_refused_open_says_why() {
+    use ax_hub::{MachineName, wire::MachineRecord};
+    let nats = NatsServer::start();
+    let hub = start_hub(&nats).await;
+    let api = HubClient::new(hub.url());
+    let fake = async_nats::connect(nats.url()).await.unwrap();
+    let mut requests = fake.subscribe("ax.req.fake").await.unwrap();
+    let record = MachineRecord {
+        name: MachineName::new("fake").unwrap(),
+        project: "/fake".into(),
+        boot: "b1".into(),
+        online: true,
+        sent_ms: ax_hub::nats::now_ms(),
+        heartbeat_ms: 600_000,
+    };
+    // Acknowledged by the stream: also the round trip after which the subscription holds.
+    within("the fake machine's record stored", async {
+        let js = async_nats::jetstream::new(fake.clone());
+        loop {
+            let payload = serde_json::to_vec(&record).unwrap();
+            if let Ok(ack) = js.publish("ax.fake.machine", payload.into()).await
+                && ack.await.is_ok()
+            {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    })
+    .await;
+    api.wait_machine("fake", |m| m.online).await;
+
+    // The fake join: the first open refused as a backend's gateway would, then accepted.
+    let (opened_tx, mut opened_rx) = tokio::sync::mpsc::channel::<TerminalId>(1);
+    let answering = fake.clone();
+    let responder = tokio::spawn(async move {
+        let mut opens = 0;
+        while let Some(msg) = requests.next().await {
+            let Some(reply_to) = msg.reply else { continue };
+            let Ok(Request::Terminal { terminal, action }) = serde_json::from_slice(&msg.payload)
+            else {
+                continue;
+            };
+            let reply = match action {
+                TerminalAction::Open { cols, rows } => {
+                    opens += 1;
+                    if opens == 1 {
+                        json!({"error": {"status": 503, "code": "UNAVAILABLE",
+                            "message": "at most 4 terminals at once (terminal.close ends one)"}})
+                    } else {
+                        opened_tx.send(terminal.clone()).await.unwrap();
+                        json!({"ok": {"terminalId": terminal, "cols": cols, "rows": rows,
+                            "leaseMs": 60_000}})
+                    }
+                }
+                _ => json!({"ok": {"ok": true}}),
+            };
+            answering
+                .publish(reply_to, reply.to_string().into())
+                .await
+                .unwrap();
+        }
+    });
+
+    let mut op = Operator::hub(&hub, "fake").await;
+    let refused = op.open().await;
+    let (exit, said) = op.until_exit(&refused).await;
+    assert!(
+        said.contains("cannot open a terminal on fake")
+            && said.contains("at most 4 terminals at once")
+            && said.contains("UNAVAILABLE"),
+        "{said:?}"
+    );
+    assert!(exit.get("code").is_none(), "{exit}");
+
+    let id = op.open().await;
+    let term = within("the open on the fake machine", opened_rx.recv())
+        .await
+        .unwrap();
+    let subject = format!("ax.fake.term.{term}");
+    let send = |out: TerminalOutput| {
+        let fake = fake.clone();
+        let subject = subject.clone();
+        async move {
+            let payload = serde_json::to_vec(&out).unwrap();
+            fake.publish(subject, payload.into()).await.unwrap();
+        }
+    };
+    send(TerminalOutput::Data {
+        offset: 0,
+        data: "first\n".into(),
+    })
+    .await;
+    let mut seen = String::new();
+    op.until(&id, &mut seen, "first\n").await;
+    // 500 bytes never arrived: the next message starts at 6 + 500.
+    send(TerminalOutput::Data {
+        offset: 506,
+        data: "cut line\nthird\n".into(),
+    })
+    .await;
+    // Told as a gap (the line it cut may go with it), then the output goes on: every byte
+    // is either shown or counted.
+    let mut dropped = 0u64;
+    let mut after = String::new();
+    within("the gap told and the output after it", async {
+        while !after.ends_with("third\n") {
+            let (event, payload) = op.next_of(&id).await;
+            match event.as_str() {
+                "terminal.dropped" => dropped += payload["droppedBytes"].as_u64().unwrap(),
+                "terminal.data" => after.push_str(payload["data"].as_str().unwrap()),
+                other => panic!("{other}: {payload}"),
+            }
+        }
+    })
+    .await;
+    assert!(dropped >= 500, "{dropped}");
+    assert_eq!(
+        dropped + after.len() as u64,
+        500 + "cut line\nthird\n".len() as u64
+    );
+    send(TerminalOutput::Exit {
+        offset: 506 + 15,
+        code: Some(0),
+        signal: None,
+    })
+    .await;
+    let (exit, _) = op.until_exit(&id).await;
+    assert_eq!(exit["code"], 0, "{exit}");
+    responder.abort();
+}

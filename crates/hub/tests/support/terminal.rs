@@ -86,6 +86,18 @@ impl Operator {
         }
     }
 
+    /// The next event of terminal `id`: its name and payload.
+    pub async fn next_of(&mut self, id: &str) -> (String, Value) {
+        loop {
+            let e = self.event().await;
+            if let Some(p) = e.payload
+                && p["terminalId"] == id
+            {
+                return (e.event, p);
+            }
+        }
+    }
+
     /// Reads terminal `id`'s output into `seen` until `done(seen)` holds (an exit first
     /// fails the test).
     async fn read_until(
