@@ -10,6 +10,8 @@
 //! when something changed, the session snapshot. The request server answers the hub's
 //! requests by calling the backend's own HTTP API on loopback, so every rule the backend
 //! applies (approvals, human priority, limits) applies to requests from the hub unchanged.
+//! Operator terminals a hub opens are the backend's own gateway terminals, relayed by
+//! `join/terminal.rs` (docs/hub.md §3).
 
 use std::{
     sync::{

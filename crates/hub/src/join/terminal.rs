@@ -12,7 +12,7 @@
 //! counted ([`TerminalOutput::Dropped`]). A terminal whose hub stops renewing its lease is
 //! closed, and so is one whose gateway connection ends; one a person on the machine attaches
 //! to from its own Control UI (`terminal.detached`) is theirs from then on and ends for the
-//! hub.
+//! hub. A join that stops publishes nothing more and closes its terminals on the backend.
 
 use std::{
     collections::HashMap,
@@ -91,7 +91,8 @@ impl JoinTerminals {
         }
     }
 
-    /// Ends every terminal (the join stops); each is closed on the backend as it goes.
+    /// Ends every terminal (the join stops): nothing more is published, as after a crash (the
+    /// hub's renewals find no one), and each is closed on the backend.
     pub(crate) fn stop(&self) {
         self.stop.cancel();
     }
