@@ -7,7 +7,8 @@
 //!
 //! The Control UI, `/health` with its proof and the sign-in routes are `web.rs`.
 //!
-//! Routes (bearer credential on all but `/health`, `/`, `/assets/*` and `POST /signin`): `GET /machine`, `GET /session` (every
+//! Routes (bearer credential on all but `/health`, `/`, `/assets/*`, `POST /signin` and
+//! `/machine/{m}/gateway`, whose `connect` asks for it): `GET /machine`, `GET /session` (every
 //! machine's sessions), `GET|POST /machine/{m}/session`, `PATCH|DELETE
 //! /machine/{m}/session/{id}` (rename, delete), `GET /machine/{m}/session/{id}/message`,
 //! `POST /machine/{m}/session/{id}/prompt|abort|mode`, `GET /machine/{m}/permission`,

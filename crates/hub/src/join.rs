@@ -385,6 +385,12 @@ fn fit(payload: Vec<u8>, limit: usize) -> Vec<u8> {
 /// `own` (its URL and credential), so the gateway's rules apply (docs/hub.md §3).
 async fn answer(backend: &Client, own: &(String, Secret), request: Request) -> Vec<u8> {
     match request {
+        // Answered by `serve_requests` through `join/terminal.rs`.
+        Request::Terminal { .. } => encode(&Reply::<()>::Error(ReplyError {
+            status: 500,
+            code: "internal".to_owned(),
+            message: "a terminal request reached the HTTP relay".to_owned(),
+        })),
         Request::ListSessions {} => to_reply(backend.list_sessions_json().await),
         Request::CreateSession { title, agent } => to_reply(
             backend
@@ -418,12 +424,6 @@ async fn answer(backend: &Client, own: &(String, Secret), request: Request) -> V
         Request::Screen { method, params } => {
             encode(&crate::screen::answer(&own.0, &own.1, method, params).await)
         }
-        // Answered by `serve_requests` through `join/terminal.rs`.
-        Request::Terminal { .. } => encode(&Reply::<()>::Error(ReplyError {
-            status: 500,
-            code: "internal".to_owned(),
-            message: "a terminal request reached the HTTP relay".to_owned(),
-        })),
     }
 }
 

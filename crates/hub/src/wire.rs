@@ -56,6 +56,14 @@ pub struct MachineEvent {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "op", rename_all = "camelCase", deny_unknown_fields)]
 pub enum Request {
+    /// An operator terminal on the machine, relayed by the hub's gateway (`crate::terminal`,
+    /// docs/hub.md §2).
+    Terminal {
+        /// The terminal, by the ID the hub chose.
+        terminal: crate::terminal::TerminalId,
+        /// What to do with it.
+        action: crate::terminal::TerminalAction,
+    },
     /// The sessions, most recent first.
     ListSessions {},
     /// A new session.
@@ -123,14 +131,6 @@ pub enum Request {
         method: crate::screen::ScreenMethod,
         /// Its params, passed as they are: the backend's gateway checks them.
         params: serde_json::Value,
-    },
-    /// An operator terminal on the machine, relayed by the hub's gateway (`crate::terminal`,
-    /// docs/hub.md §2).
-    Terminal {
-        /// The terminal, by the ID the hub chose.
-        terminal: crate::terminal::TerminalId,
-        /// What to do with it.
-        action: crate::terminal::TerminalAction,
     },
 }
 
