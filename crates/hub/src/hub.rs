@@ -61,6 +61,8 @@ pub struct HubConfig {
     /// The CA bundle a TLS NATS server's certificate must chain to (`--nats-ca`), instead of
     /// the system's CAs.
     pub ca: Option<std::path::PathBuf>,
+    /// The client certificate shown to a TLS NATS server (`--nats-cert`, `--nats-key`).
+    pub client_cert: Option<crate::nats::ClientCert>,
     /// Where the HTTP API listens.
     pub bind: SocketAddr,
     /// The bearer credential the API asks for.
@@ -78,6 +80,7 @@ impl HubConfig {
             nats_url: nats_url.into(),
             credentials: None,
             ca: None,
+            client_cert: None,
             bind,
             token,
             request_timeout: Duration::from_secs(30),
@@ -211,7 +214,10 @@ pub async fn start(config: HubConfig) -> Result<RunningHub, HubError> {
     let nats = connect(
         &config.nats_url,
         &config.credentials,
-        config.ca.as_deref(),
+        crate::nats::TlsFiles {
+            ca: config.ca.as_deref(),
+            client: config.client_cert.as_ref(),
+        },
         "_INBOX_HUB",
     )
     .await?;

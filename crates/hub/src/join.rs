@@ -43,6 +43,8 @@ pub struct JoinConfig {
     /// The CA bundle a TLS NATS server's certificate must chain to (`--nats-ca`), instead of
     /// the system's CAs.
     pub ca: Option<std::path::PathBuf>,
+    /// The client certificate shown to a TLS NATS server (`--nats-cert`, `--nats-key`).
+    pub client_cert: Option<crate::nats::ClientCert>,
     /// This machine's name.
     pub name: MachineName,
     /// The backend's own base URL (loopback) and credential.
@@ -71,6 +73,7 @@ impl JoinConfig {
             nats_url: nats_url.into(),
             credentials: None,
             ca: None,
+            client_cert: None,
             name,
             backend_url: backend_url.into(),
             backend_token,
@@ -114,7 +117,10 @@ pub async fn start(config: JoinConfig) -> Result<Join, JoinError> {
     let nats = connect(
         &config.nats_url,
         &config.credentials,
-        config.ca.as_deref(),
+        crate::nats::TlsFiles {
+            ca: config.ca.as_deref(),
+            client: config.client_cert.as_ref(),
+        },
         &config.name.inbox_prefix(),
     )
     .await?;
