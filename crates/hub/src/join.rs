@@ -82,7 +82,7 @@ impl JoinConfig {
 }
 
 /// The `Last-Event-ID` that asks a backend's `/event` for every event since its process
-/// started (docs/backend.md "Restarts"). A join starts with its backend (`serve --join`), so
+/// started (docs/backend.md §1). A join starts with its backend (`serve --join`), so
 /// that is what no boot published yet.
 const FROM_BACKEND_START: u64 = 0;
 

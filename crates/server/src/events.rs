@@ -7,7 +7,7 @@
 //! `Last-Event-ID: 0` (no event has that ID) asks for everything since this process started:
 //! the ring from its first event, or a reset once the ring dropped it. That is how the hub's
 //! join reads what a restarted backend published before anyone could connect (its recovery of
-//! the turns a crash cut, docs/backend.md "Restarts").
+//! the turns a crash cut, docs/backend.md §1).
 
 use std::{
     collections::VecDeque,

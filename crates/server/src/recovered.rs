@@ -1,7 +1,7 @@
 //! What a restart's recovery ended, told as events: a backend restarted after a crash marks
 //! the turns the crash cut interrupted in its store ([`store::recover_interrupted`]), then
 //! publishes, once its event bus exists and before it serves, the events a turn's normal end
-//! publishes (docs/backend.md "Restarts"). They are the first events of the new process, so a
+//! publishes (docs/backend.md §1). They are the first events of the new process, so a
 //! client that reads `/event` from this process's start (`Last-Event-ID: 0`, as the hub's join
 //! does) learns of the end without reloading.
 
