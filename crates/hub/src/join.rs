@@ -84,6 +84,11 @@ impl JoinConfig {
     }
 }
 
+/// The `Last-Event-ID` that asks a backend's `/event` for every event since its process
+/// started (docs/backend.md §1). A join starts with its backend (`serve --join`), so
+/// that is what no boot published yet.
+const FROM_BACKEND_START: u64 = 0;
+
 /// Why joining could not start (a NATS server that is down is not one: the join retries).
 #[derive(Debug, thiserror::Error)]
 pub enum JoinError {
@@ -146,8 +151,10 @@ pub async fn start(config: JoinConfig) -> Result<Join, JoinError> {
             reason: e.to_string(),
         })?;
     // The backend's event stream is connected before the heartbeat announces the machine, so
-    // every event after the hub first sees it online reaches JetStream.
-    let events = backend.events(None);
+    // every event after the hub first sees it online reaches JetStream. It is read from the
+    // backend process's first event: what a backend restarted after a crash published before
+    // anyone could connect (the turns its recovery ended) reaches the hub too.
+    let events = backend.events(Some(FROM_BACKEND_START));
     let connected = tokio::time::timeout(Duration::from_secs(10), async {
         while !events.is_connected() {
             tokio::time::sleep(Duration::from_millis(10)).await;
