@@ -13,7 +13,9 @@
 //! `POST /machine/{m}/session/{id}/prompt|abort|mode`, `GET /machine/{m}/permission`,
 //! `POST /machine/{m}/session/{id}/permission/{pid}`, `GET /event` (SSE; `id:` is the
 //! JetStream sequence, `Last-Event-ID` or `?after=N` resumes after it, `?machine=m` filters),
-//! `POST /machine/{m}/screen/layout|command` (`relay.rs`), `GET /ui-command` (`ui.rs`).
+//! `POST /machine/{m}/screen/layout|command` (`relay.rs`), `GET /ui-command` (`ui.rs`),
+//! `GET /machine/{m}/gateway` (the gateway's WebSocket for the machine's terminal, its
+//! credential checked in the gateway's `connect`; `terminal.rs`).
 
 use std::{
     collections::BTreeMap,
@@ -42,6 +44,7 @@ use serde::{Deserialize, Serialize};
 use tokio::task::JoinHandle;
 
 mod relay;
+mod terminal;
 mod ui;
 
 use crate::{
@@ -128,6 +131,8 @@ pub(crate) struct Shared {
     machines: RwLock<BTreeMap<MachineName, Cached>>,
     /// The machines' `ui.command`s, for `GET /ui-command` (`ui.rs`).
     ui: tokio::sync::broadcast::Sender<Arc<crate::ui::MachineUiCommand>>,
+    /// A gateway per machine for its operator terminal (`terminal.rs`).
+    gateways: terminal::Gateways,
 }
 
 /// One machine as `GET /machine` shows it.
@@ -252,6 +257,7 @@ pub async fn start(config: HubConfig) -> Result<RunningHub, HubError> {
         timeout: config.request_timeout,
         machines: RwLock::new(BTreeMap::new()),
         ui: tokio::sync::broadcast::channel(ui::UI_BUFFER).0,
+        gateways: terminal::Gateways::default(),
     });
     let ui_follow = tokio::spawn(ui::follow(shared.clone(), ui_sub));
     let cache = tokio::spawn(follow_state(shared.clone()));
@@ -477,6 +483,7 @@ fn router(shared: Arc<Shared>) -> Router {
         .layer(DefaultBodyLimit::max(MAX_MESSAGE))
         .with_state(shared.clone())
         .merge(crate::web::public(shared.clone()))
+        .merge(terminal::router(shared.clone()))
         .layer(middleware::from_fn_with_state(
             shared,
             crate::web::host_origin,

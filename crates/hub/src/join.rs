@@ -24,6 +24,8 @@ use ax_client::{Client, ClientError, Secret};
 use futures_util::StreamExt;
 use tokio::{sync::Semaphore, task::JoinHandle};
 
+mod terminal;
+
 use crate::{
     MachineName,
     nats::{connect, ensure_streams, now_ms, publish_acked},
@@ -58,6 +60,9 @@ pub struct JoinConfig {
     /// Whether the `ui.command`s this machine's agents send also go to the hub's Control UIs
     /// (opt-in, off by default; `crate::ui`).
     pub share_ui_commands: bool,
+    /// How long a terminal opened by a hub is kept without the hub renewing it
+    /// (docs/hub.md §3; default [`crate::terminal::DEFAULT_LEASE`]).
+    pub terminal_lease: Duration,
 }
 
 impl JoinConfig {
@@ -80,6 +85,7 @@ impl JoinConfig {
             project: project.into(),
             heartbeat: Duration::from_secs(2),
             share_ui_commands: false,
+            terminal_lease: crate::terminal::DEFAULT_LEASE,
         }
     }
 }
@@ -105,6 +111,8 @@ pub struct Join {
     nats: async_nats::Client,
     record: MachineRecord,
     tasks: Vec<JoinHandle<()>>,
+    /// The terminals it runs for hubs (`join/terminal.rs`).
+    terminals: Arc<terminal::JoinTerminals>,
 }
 
 impl Drop for Join {
@@ -112,6 +120,7 @@ impl Drop for Join {
         for t in &self.tasks {
             t.abort();
         }
+        self.terminals.stop();
     }
 }
 
@@ -164,12 +173,20 @@ pub async fn start(config: JoinConfig) -> Result<Join, JoinError> {
     if connected.is_err() {
         tracing::warn!("hub: the backend's event stream is not connected yet; joining anyway");
     }
+    let terminals = Arc::new(terminal::JoinTerminals::new(
+        nats.clone(),
+        config.name.clone(),
+        config.backend_url.clone(),
+        config.backend_token.clone(),
+        config.terminal_lease,
+    ));
     let mut tasks = vec![
         tokio::spawn(serve_requests(
             nats.clone(),
             requests,
             backend.clone(),
             Arc::new((config.backend_url.clone(), config.backend_token.clone())),
+            terminals.clone(),
         )),
         tokio::spawn(heartbeat(
             js.clone(),
@@ -192,6 +209,7 @@ pub async fn start(config: JoinConfig) -> Result<Join, JoinError> {
         nats,
         record,
         tasks,
+        terminals,
     })
 }
 
@@ -296,6 +314,7 @@ async fn serve_requests(
     mut requests: async_nats::Subscriber,
     backend: Client,
     own: Arc<(String, Secret)>,
+    terminals: Arc<terminal::JoinTerminals>,
 ) {
     let permits = Arc::new(Semaphore::new(CONCURRENT_REQUESTS));
     while let Some(msg) = requests.next().await {
@@ -308,8 +327,12 @@ async fn serve_requests(
         let nats = nats.clone();
         let backend = backend.clone();
         let own = own.clone();
+        let terminals = terminals.clone();
         tokio::spawn(async move {
             let payload = match decode::<Request>(&msg.payload) {
+                Ok(Request::Terminal { terminal, action }) => {
+                    encode(&terminals.answer(terminal, action).await)
+                }
                 Ok(request) => answer(&backend, &own, request).await,
                 Err(message) => encode(&Reply::<()>::Error(ReplyError {
                     status: 400,
@@ -406,6 +429,12 @@ async fn answer(backend: &Client, own: &(String, Secret), request: Request) -> V
         Request::Screen { method, params } => {
             encode(&crate::screen::answer(&own.0, &own.1, method, params).await)
         }
+        // Answered by `serve_requests` through `join/terminal.rs`.
+        Request::Terminal { .. } => encode(&Reply::<()>::Error(ReplyError {
+            status: 500,
+            code: "internal".to_owned(),
+            message: "a terminal request reached the HTTP relay".to_owned(),
+        })),
     }
 }
 

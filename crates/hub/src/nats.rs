@@ -223,7 +223,8 @@ pub struct Permissions {
     pub allow_responses: bool,
 }
 
-/// A backend named `name`: its own three subjects, the info of the two streams (no consumer,
+/// A backend named `name`: its own subjects (events, record, sessions, `ui.command`s, the
+/// output of its terminals), the info of the two streams (no consumer,
 /// no message read: it cannot read other machines' events), its requests, its own inbox, and
 /// the answers to the requests it receives.
 pub fn backend_permissions(name: &crate::MachineName) -> Permissions {
@@ -233,6 +234,7 @@ pub fn backend_permissions(name: &crate::MachineName) -> Permissions {
             name.machine_subject(),
             name.sessions_subject(),
             name.ui_subject(),
+            name.terminal_subjects(),
             format!("$JS.API.STREAM.INFO.{EVENTS_STREAM}"),
             format!("$JS.API.STREAM.INFO.{STATE_STREAM}"),
         ],
@@ -250,8 +252,13 @@ pub fn hub_permissions() -> Permissions {
             "$JS.API.>".to_owned(),
             "$JS.FC.>".to_owned(),
         ],
-        // `ax.*.ui`: the machines' shared `ui.command`s (core NATS, see `ui.rs`).
-        subscribe: vec!["_INBOX_HUB.>".to_owned(), "ax.*.ui".to_owned()],
+        // `ax.*.ui`: the machines' shared `ui.command`s (core NATS, see `ui.rs`);
+        // `ax.*.term.*`: the output of the terminals it opened (`terminal.rs`).
+        subscribe: vec![
+            "_INBOX_HUB.>".to_owned(),
+            "ax.*.ui".to_owned(),
+            "ax.*.term.*".to_owned(),
+        ],
         allow_responses: false,
     }
 }
