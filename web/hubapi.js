@@ -36,6 +36,11 @@ export function hubPath(method, path, owner) {
   return `/machine/${encodeURIComponent(machine)}${path}`;
 }
 
+/** The hub path of `rest` (e.g. `/agent`) on `machine`. */
+export function machinePath(machine, rest) {
+  return `/machine/${encodeURIComponent(machine)}${rest}`;
+}
+
 /**
  * `GET /session` of a hub (`[{machine, online, lastSeen, sessions}]`) as the page's session
  * list: each session carries `machine`, and `readOnly: true` when its machine is away (the
@@ -249,6 +254,12 @@ export class HubApi extends Api {
     const s = await super.request('POST', `/machine/${encodeURIComponent(machine)}/session`, body);
     this.owner.set(s.id, machine);
     return { ...s, machine, readOnly: false };
+  }
+
+  /** The agents a new session on `machine` can run: that machine's `GET /agent`. */
+  agents(machine) {
+    if (!machine) return Promise.reject(new ApiError(0, 'NO_MACHINE', 'no machine chosen for the new session'));
+    return super.request('GET', machinePath(machine, '/agent'));
   }
 
   /** A renamed session keeps its machine in the page's store. */

@@ -13,7 +13,8 @@
 //! `POST /machine/{m}/session/{id}/prompt|abort|mode`, `GET /machine/{m}/permission`,
 //! `POST /machine/{m}/session/{id}/permission/{pid}`, `GET /event` (SSE; `id:` is the
 //! JetStream sequence, `Last-Event-ID` or `?after=N` resumes after it, `?machine=m` filters),
-//! `POST /machine/{m}/screen/layout|command` (`relay.rs`), `GET /ui-command` (`ui.rs`).
+//! `POST /machine/{m}/screen/layout|command` (`relay.rs`), `GET /ui-command` (`ui.rs`),
+//! `GET /machine/{m}/agent` (`page.rs`).
 
 use std::{
     collections::BTreeMap,
@@ -41,6 +42,7 @@ use futures_util::{StreamExt, future::join_all};
 use serde::{Deserialize, Serialize};
 use tokio::task::JoinHandle;
 
+mod page;
 mod relay;
 mod ui;
 
@@ -461,6 +463,8 @@ fn router(shared: Arc<Shared>) -> Router {
         .route("/machine/{m}/screen/layout", post(relay::layout))
         .route("/machine/{m}/screen/command", post(relay::command))
         .route("/ui-command", get(ui::stream))
+        // The Control UI page's own needs (`page.rs`).
+        .route("/machine/{m}/agent", get(page::agents))
         .merge(crate::web::minting())
         .route_layer(middleware::from_fn_with_state(
             shared.clone(),

@@ -393,6 +393,9 @@ async fn answer(backend: &Client, own: &(String, Secret), request: Request) -> V
         Request::Screen { method, params } => {
             encode(&crate::screen::answer(&own.0, &own.1, method, params).await)
         }
+
+        // What the hub's Control UI page asks (docs/hub.md §4).
+        Request::Agents {} => to_reply(backend.agents().await),
     }
 }
 

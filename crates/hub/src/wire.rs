@@ -124,6 +124,10 @@ pub enum Request {
         /// Its params, passed as they are: the backend's gateway checks them.
         params: serde_json::Value,
     },
+
+    // ---- what the hub's Control UI page asks of a machine (docs/hub.md §4) ----
+    /// The agents a new session can run, the default first (the backend's `GET /agent`).
+    Agents {},
 }
 
 /// A backend's answer: exactly one of `ok` and `error`. `T` is the answer's type where the
