@@ -87,6 +87,23 @@ export function machineStatus(machine, now) {
   return `offline · last seen ${Math.round(ago / 3600)} h ago`;
 }
 
+/** Longest project path the sidebar shows whole; a longer one keeps its last two names. */
+const PROJECT_LABEL_CHARS = 40;
+
+/**
+ * A machine's project directory (`GET /machine`'s `project`) as the sidebar shows it under the
+ * machine's name: the path itself when short, else `…/` and its last two names (the whole
+ * path goes in the row's title); '' when the machine told none.
+ */
+export function projectLabel(project) {
+  if (typeof project !== 'string') return '';
+  const path = project.trim();
+  if (path.length <= PROJECT_LABEL_CHARS) return path;
+  const names = path.split('/').filter(Boolean);
+  const tail = names.slice(-2).join('/');
+  return tail.length + 2 <= PROJECT_LABEL_CHARS ? `…/${tail}` : `…${tail.slice(-(PROJECT_LABEL_CHARS - 1))}`;
+}
+
 /**
  * The sidebar's groups: each machine (by name) with its sessions in the page's order, and the
  * sessions of machines the hub no longer lists under their own name too.

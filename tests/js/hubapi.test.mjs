@@ -5,7 +5,7 @@ import test from 'node:test';
 import assert from 'node:assert/strict';
 import {
   BootBook, HubApi, flattenMachineSessions, foreignPane, hubCommandRefusal, hubPath, hubUiCommand, isHub, machineEnvelope, machineGroups,
-  machineStatus, newSessionMachines,
+  machineStatus, newSessionMachines, projectLabel,
 } from '../../web/hubapi.js';
 import { defaultLayout } from '../../web/layout.js';
 
@@ -179,4 +179,16 @@ test("a new session's agents are asked of the machine it is made on", async () =
   } finally {
     restore();
   }
+});
+
+test("a machine's project is shown under it, a long path by its last two names", () => {
+  assert.equal(projectLabel('/home/me/src/app'), '/home/me/src/app');
+  assert.equal(projectLabel('/home/someone-with-a-long-name/projects/clients/acme/web-shop'), '…/acme/web-shop');
+  const long = `/srv/${'x'.repeat(30)}/${'y'.repeat(30)}`;
+  const label = projectLabel(long);
+  assert.equal(label.length, 40);
+  assert.ok(label.startsWith('…') && long.endsWith(label.slice(1)), label);
+  assert.equal(projectLabel('  /p  '), '/p');
+  assert.equal(projectLabel(undefined), '');
+  assert.equal(projectLabel(''), '');
 });

@@ -6,7 +6,8 @@ In headless Chromium with its own profile:
 1. Two `ax-code serve --join NATS_URL --name ...` (own data directories and projects; machine 2
    also configures the mock ACP agent, as `mock`, not its default), each with a session; `ax-code hub --nats NATS_URL --port 0` prints a one-time `#code=` link, never the
    credential. Opening it signs the tab in to the hub (the page checked the hub's proof).
-2. Both machines are in the sidebar, online, each with its own session under it.
+2. Both machines are in the sidebar, online, each with its project and its own session under
+   it.
 3. The session of machine 2 opened; a prompt sent from the hub's page (the shell agent asks
    first); its approval answered from the hub's page; the command's output streams into the
    transcript.
@@ -84,6 +85,13 @@ class Hub:
 def machine_row(driver, name):
     rows = driver.find_elements(By.CSS_SELECTOR, f'[data-testid="machine-row"][data-machine="{name}"]')
     return rows[0] if rows else None
+
+
+def machine_project(driver, name):
+    """(text, title) of the project line under machine `name` in the sidebar, or None."""
+    return driver.execute_script("""
+        const el = document.querySelector(`[data-testid="machine-row"][data-machine="${arguments[0]}"] [data-testid="machine-project"]`);
+        return el && el.offsetParent !== null ? [el.textContent, el.title] : null;""", name)
 
 
 def online(driver, name, state):
@@ -180,6 +188,13 @@ def run(binary, nats, mock):
                  "both machines in the sidebar, online", timeout=20)
         wait_for(lambda: rows_after(driver, "alpha") == [on_alpha] and rows_after(driver, "beta") == [on_beta],
                  "each machine's session under it", timeout=20)
+        status, machines = hub.request("GET", "/machine")
+        projects = {m["name"]: m["project"] for m in machines}
+        check(status == 200 and projects.get("alpha", "").endswith("alpha/project") and projects.get("beta", "").endswith("beta/project"),
+              f"the hub knows each machine's project: {projects}")
+        for name in ("alpha", "beta"):
+            text, title = wait_for(lambda: machine_project(driver, name), f"{name}'s project shown under it in the sidebar")
+            check(title == projects[name] and text and projects[name].endswith(text.lstrip("…")), f"{name}: {text!r} of {projects[name]!r}")
 
         # 3. Machine 2's session: a prompt, its approval, the output.
         def open_beta():
