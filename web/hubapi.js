@@ -247,7 +247,10 @@ export class HubApi extends Api {
   }
 
   request(method, path, body) {
+    // The hub's own routes: its machines, and agent Markdown, which it renders itself with
+    // the backends' renderer (docs/hub.md §4).
     if (method === 'GET' && path === '/machine') return super.request(method, path, body);
+    if (method === 'POST' && path === '/markdown') return super.request(method, path, body);
     const routed = hubPath(method, path, (id) => this.sessionOwner(id));
     if (!routed) {
       return Promise.reject(new ApiError(0, 'NOT_ON_HUB', 'not available through the hub'));

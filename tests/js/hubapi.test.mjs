@@ -192,3 +192,14 @@ test("a machine's project is shown under it, a long path by its last two names",
   assert.equal(projectLabel(undefined), '');
   assert.equal(projectLabel(''), '');
 });
+
+test('agent Markdown is asked of the hub itself, whatever the machine', async () => {
+  const tree = { blocks: [{ t: 'p', c: [{ t: 'strong', c: [{ t: 'text', text: 'hi' }] }] }] };
+  const { api, calls, restore } = fakeHub(() => tree);
+  try {
+    assert.deepEqual(await api.markdown('**hi**'), tree);
+    assert.deepEqual(calls, [['POST', '/markdown', { text: '**hi**' }]]);
+  } finally {
+    restore();
+  }
+});

@@ -20,8 +20,9 @@ In headless Chromium with its own profile:
    (a split) once the pane shows machine 1's; a stale expectedRevision refused.
 6. New session with a machine picker (both online), then an agent picker with the chosen
    machine's own agents (GET /machine/beta/agent: beta's `mock` offered): made on the machine
-   chosen with the agent chosen; renamed and deleted from the sidebar through the hub's PATCH /
-   DELETE routes.
+   chosen with the agent chosen; its agent's text rendered as Markdown (the hub's POST
+   /markdown: bold an element, only the safe link a link, raw HTML as text, nothing run);
+   renamed and deleted from the sidebar through the hub's PATCH / DELETE routes.
 7. Machine 2 stopped: shown offline with when it was last seen; its session read-only.
 """
 
@@ -151,6 +152,11 @@ BETA_AGENTS = """[agents.mock]
 command = {exe}
 env = {{ AX_TEST_BE_MOCK_AGENT = "1" }}
 """
+
+
+# The mock agent's answer (one text chunk): Markdown with a safe link, a bad one and raw HTML.
+HUB_MARKDOWN = ("text Via the hub: **bold**, a [safe](https://example.com/h), a [bad](javascript:window.__pwned='hub-link') "
+                "and <img src=x onerror=\"window.__pwned='hub-img'\">")
 
 
 def picker_options(driver, testid, attribute):
@@ -283,6 +289,32 @@ def run(binary, nats, mock):
         check(len(alpha.api("GET", "/session")) == 1, "none on alpha")
         wait_for(lambda: fresh in pane_sessions(driver) and fresh in rows_after(driver, "beta"),
                  "the new session shown in the active pane and under beta", timeout=20)
+        # Its agent's text rendered as Markdown by the hub (POST /markdown), under the backend's
+        # rules: markup as elements, raw HTML as text, only safe links, nothing run.
+        box = wait_for(lambda: next(iter(driver.find_elements(By.CSS_SELECTOR, f'[data-testid="composer-input"][data-session="{fresh}"]')), None),
+                       "the new session's composer")
+        box.send_keys(HUB_MARKDOWN)
+        box.send_keys(Keys.ENTER)
+        wait_for(lambda: beta.api("GET", f"/session/{fresh}")["status"] == "idle"
+                 and len(beta.api("GET", f"/session/{fresh}/message")) == 2, "the mock agent answered on beta", timeout=30)
+
+        def rendered():
+            return driver.execute_script("""
+                const pane = [...document.querySelectorAll('[data-testid="pane"]')].find((p) => p.dataset.session === arguments[0]);
+                const texts = pane ? [...pane.querySelectorAll('[data-testid="agent-text"]')] : [];
+                if (!texts.length || !texts.every((t) => t.dataset.rendered === 'full')) return null;
+                return {
+                  strong: texts.map((t) => t.querySelector('strong')?.textContent).filter(Boolean),
+                  links: texts.flatMap((t) => [...t.querySelectorAll('a')].map((a) => a.getAttribute('href'))),
+                  imgs: texts.flatMap((t) => [...t.querySelectorAll('img, script')]).length,
+                  text: texts.map((t) => t.textContent).join(' '),
+                  pwned: window.__pwned ?? null,
+                };""", fresh)
+        r = wait_for(rendered, "the agent's text rendered as Markdown on the hub's page", timeout=20)
+        check(r["strong"] == ["bold"], f"bold is an element: {r}")
+        check(r["links"] == ["https://example.com/h"], f"only the safe link is a link: {r['links']}")
+        check(r["imgs"] == 0 and "<img src=x" in r["text"], f"raw HTML shown as text, no element made: {r}")
+        check(r["pwned"] is None, "nothing in the agent's text ran")
         driver.execute_script("window.prompt = () => 'renamed via hub';")
         click_when_found(driver, f'[data-testid="session-item"][data-session="{fresh}"] ~ .session-controls [data-testid="session-rename"]',
                          "rename clicked")

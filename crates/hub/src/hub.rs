@@ -14,7 +14,7 @@
 //! `POST /machine/{m}/session/{id}/permission/{pid}`, `GET /event` (SSE; `id:` is the
 //! JetStream sequence, `Last-Event-ID` or `?after=N` resumes after it, `?machine=m` filters),
 //! `POST /machine/{m}/screen/layout|command` (`relay.rs`), `GET /ui-command` (`ui.rs`),
-//! `GET /machine/{m}/agent` (`page.rs`).
+//! `GET /machine/{m}/agent`, `POST /markdown` (`page.rs`).
 
 use std::{
     collections::BTreeMap,
@@ -465,6 +465,7 @@ fn router(shared: Arc<Shared>) -> Router {
         .route("/ui-command", get(ui::stream))
         // The Control UI page's own needs (`page.rs`).
         .route("/machine/{m}/agent", get(page::agents))
+        .route("/markdown", post(page::markdown))
         .merge(crate::web::minting())
         .route_layer(middleware::from_fn_with_state(
             shared.clone(),
