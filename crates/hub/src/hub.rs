@@ -15,7 +15,8 @@
 //! JetStream sequence, `Last-Event-ID` or `?after=N` resumes after it, `?machine=m` filters),
 //! `POST /machine/{m}/screen/layout|command` (`relay.rs`), `GET /ui-command` (`ui.rs`),
 //! `GET /machine/{m}/gateway` (the gateway's WebSocket for the machine's terminal, its
-//! credential checked in the gateway's `connect`; `terminal.rs`).
+//! credential checked in the gateway's `connect`; `terminal.rs`),
+//! `GET /machine/{m}/agent`, `POST /markdown` (`page.rs`).
 
 use std::{
     collections::BTreeMap,
@@ -43,6 +44,7 @@ use futures_util::{StreamExt, future::join_all};
 use serde::{Deserialize, Serialize};
 use tokio::task::JoinHandle;
 
+mod page;
 mod relay;
 mod terminal;
 mod ui;
@@ -473,6 +475,9 @@ fn router(shared: Arc<Shared>) -> Router {
         .route("/machine/{m}/screen/layout", post(relay::layout))
         .route("/machine/{m}/screen/command", post(relay::command))
         .route("/ui-command", get(ui::stream))
+        // The Control UI page's own needs (`page.rs`).
+        .route("/machine/{m}/agent", get(page::agents))
+        .route("/markdown", post(page::markdown))
         .merge(crate::web::minting())
         .route_layer(middleware::from_fn_with_state(
             shared.clone(),

@@ -435,6 +435,9 @@ async fn answer(backend: &Client, own: &(String, Secret), request: Request) -> V
             code: "internal".to_owned(),
             message: "a terminal request reached the HTTP relay".to_owned(),
         })),
+
+        // What the hub's Control UI page asks (docs/hub.md §4).
+        Request::Agents {} => to_reply(backend.agents().await),
     }
 }
 

@@ -132,6 +132,10 @@ pub enum Request {
         /// What to do with it.
         action: crate::terminal::TerminalAction,
     },
+
+    // ---- what the hub's Control UI page asks of a machine (docs/hub.md §4) ----
+    /// The agents a new session can run, the default first (the backend's `GET /agent`).
+    Agents {},
 }
 
 /// A backend's answer: exactly one of `ok` and `error`. `T` is the answer's type where the
