@@ -541,14 +541,9 @@ impl Shared {
         (shared, events_rx)
     }
 
-    /// The agent has ended with `status`: what carries its `tag` is stopped, its terminals
-    /// released, and the exit reported.
-    async fn ended(
-        &self,
-        status: String,
-        tag: Option<String>,
-        exit_tx: watch::Sender<Option<String>>,
-    ) {
+    /// The agent has ended: every process that carries its `tag` is stopped (what it started
+    /// elsewhere, with `setsid`, must not outlive it either).
+    async fn kill_tagged(tag: Option<String>) {
         if let Some(tag) = tag {
             let killed =
                 tokio::task::spawn_blocking(move || ax_agents::process::kill_tagged(|v| v == tag))
@@ -558,6 +553,11 @@ impl Shared {
                 tracing::info!(killed, "stopped processes the agent had started");
             }
         }
+    }
+
+    /// The agent has ended with `status` (and what it left is stopped): its terminals are
+    /// released and the exit is reported.
+    fn ended(&self, status: String, exit_tx: watch::Sender<Option<String>>) {
         self.terminals.release_all();
         let _ = exit_tx.send(Some(status.clone()));
         let _ = self.events.send(AcpEvent::Exited {
@@ -1491,10 +1491,11 @@ impl AgentHandle {
                 // Whatever the agent left in its group would keep our pipes open; what it
                 // started elsewhere (setsid) must not outlive it either.
                 signal_group(pgid, rustix::process::Signal::KILL);
+                Shared::kill_tagged(tag).await;
                 if let Some(pump) = stderr_pump {
                     let _ = tokio::time::timeout(Duration::from_secs(2), pump).await;
                 }
-                shared.ended(status, tag, exit_tx).await;
+                shared.ended(status, exit_tx);
             });
         }
         Self::connect(
@@ -1547,7 +1548,8 @@ impl AgentHandle {
                     Err(e) => format!("failed ({e})"),
                 };
                 shared.mark_gone();
-                shared.ended(status, tag, exit_tx).await;
+                Shared::kill_tagged(tag).await;
+                shared.ended(status, exit_tx);
             });
         }
         let (read, write) = tokio::io::split(ours);

@@ -1,5 +1,5 @@
 //! The built-in `shell` agent as an ACP agent served inside the backend's process
-//! (docs/backend.md §2, "One agent model"): the prompt's text is a command line for `sh -c`,
+//! (docs/backend.md §3, "One agent model"): the prompt's text is a command line for `sh -c`,
 //! asked about first and run in the project directory.
 //!
 //! It lives here, in `ax_acp`, rather than in `ax_agents`: it is an ACP *agent* on the

@@ -426,3 +426,61 @@ async fn stop_ends_the_agents_task() {
     assert!(exited == "ended" || exited == "stopped", "{exited}");
     assert!(a.handle.prompt_text("true").is_err());
 }
+
+/// An in-memory agent that answers `initialize` and `session/new` by hand and then ignores
+/// everything, its input's end included (as some real agents ignore theirs).
+async fn deaf_agent(io: tokio::io::DuplexStream) {
+    use tokio::io::{AsyncBufReadExt, AsyncWriteExt};
+    let (read, mut write) = tokio::io::split(io);
+    let mut lines = tokio::io::BufReader::new(read).lines();
+    while let Ok(Some(line)) = lines.next_line().await {
+        let message: serde_json::Value = serde_json::from_str(&line).unwrap();
+        let result = match message["method"].as_str() {
+            Some("initialize") => {
+                serde_json::json!({"protocolVersion": 1, "agentCapabilities": {}})
+            }
+            Some("session/new") => serde_json::json!({"sessionId": "deaf-1"}),
+            _ => continue,
+        };
+        let answer = serde_json::json!({"jsonrpc": "2.0", "id": message["id"], "result": result});
+        write
+            .write_all(format!("{answer}\n").as_bytes())
+            .await
+            .unwrap();
+    }
+    std::future::pending::<()>().await;
+}
+
+#[tokio::test]
+async fn the_watchdog_and_stop_end_an_in_memory_agent_that_does_not_listen() {
+    let project = tempfile::tempdir().unwrap();
+    // The watchdog: a cancel the agent ignores ends its task, and the turn with it.
+    let (mut handle, mut events) =
+        AgentHandle::start_in_memory("deaf", options(project.path()), deaf_agent)
+            .await
+            .unwrap();
+    handle.open_session(Vec::new(), None).await.unwrap();
+    handle.prompt_text("anything").unwrap();
+    assert!(handle.cancel());
+    let (mut ended, mut exited) = (None, None);
+    while ended.is_none() || exited.is_none() {
+        match tokio::time::timeout(WAIT, events.recv()).await.unwrap() {
+            Some(AcpEvent::TurnEnded { end, .. }) => ended = Some(end),
+            Some(AcpEvent::Exited { status, .. }) => exited = Some(status),
+            Some(_) => {}
+            None => panic!("the events ended early"),
+        }
+    }
+    assert_eq!(ended, Some(TurnEnd::Cancelled));
+    assert_eq!(exited.as_deref(), Some("stopped"));
+    assert!(!handle.is_alive());
+
+    // Stop: the closed input is not heard, so the task is aborted.
+    let (mut handle, _events) =
+        AgentHandle::start_in_memory("deaf", options(project.path()), deaf_agent)
+            .await
+            .unwrap();
+    handle.open_session(Vec::new(), None).await.unwrap();
+    handle.stop().await;
+    assert!(!handle.is_alive());
+}
