@@ -1474,10 +1474,12 @@ impl AgentHandle {
                 stderr_tail: String::new(),
             });
         };
+        // The agent's commands carry its tag too: they run in process groups of their own, so
+        // a backend killed with SIGKILL leaves them, and the next one finds them by the tag.
         let terminals = options
             .terminals
             .clone()
-            .unwrap_or_else(|| Arc::new(LocalTerminals::new()));
+            .unwrap_or_else(|| Arc::new(LocalTerminals::tagged(options.tag.clone())));
         let (shared, events_rx) = Shared::new(project, terminals, stderr);
 
         // The process: reaped by its own task, which reports the exit.
