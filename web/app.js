@@ -602,7 +602,7 @@ class ControlUi {
         }
         let agent;
         try {
-          agent = await chooseAgent(self);
+          agent = await chooseAgent(self, machine);
         } catch (e) {
           self.toast(`Could not list the agents: ${e.message}`);
           return;
@@ -974,13 +974,14 @@ let pickerDone = null;
 
 /**
  * The agent for a new session: asks the person when there is a choice (GET /agent, the
- * default first). Resolves to a name, to undefined (the backend's default: nothing to choose,
- * or a server without the list, as a hub) or to null (the person closed the picker).
+ * default first; through a hub, `machine`'s). Resolves to a name, to undefined (the backend's
+ * default: nothing to choose, or a server without the list) or to null (the person closed the
+ * picker).
  */
-async function chooseAgent(ui) {
+async function chooseAgent(ui, machine) {
   let list;
   try {
-    list = await ui.api.agents();
+    list = await ui.api.agents(machine);
   } catch (e) {
     if (e.status === 404 || e.code === 'NOT_ON_HUB') return undefined;
     throw e;
@@ -988,7 +989,8 @@ async function chooseAgent(ui) {
   const choices = agentChoices(list);
   if (!choices) return undefined;
   const { agents, def } = choices;
-  return choose('New session: choose its agent', true, agents.map((a) => ({
+  const title = machine ? `New session on ${machine}: choose its agent` : 'New session: choose its agent';
+  return choose(title, true, agents.map((a) => ({
     value: a.name, name: a.name, meta: agentChoiceMeta(a, def), primary: a.name === def, testid: 'agent-option', data: { 'data-agent': a.name },
   })));
 }

@@ -36,6 +36,11 @@ export function hubPath(method, path, owner) {
   return `/machine/${encodeURIComponent(machine)}${path}`;
 }
 
+/** The hub path of `rest` (e.g. `/agent`) on `machine`. */
+export function machinePath(machine, rest) {
+  return `/machine/${encodeURIComponent(machine)}${rest}`;
+}
+
 /**
  * `GET /session` of a hub (`[{machine, online, lastSeen, sessions}]`) as the page's session
  * list: each session carries `machine`, and `readOnly: true` when its machine is away (the
@@ -80,6 +85,23 @@ export function machineStatus(machine, now) {
   if (ago < 60) return `offline · last seen ${ago}s ago`;
   if (ago < 3600) return `offline · last seen ${Math.round(ago / 60)} min ago`;
   return `offline · last seen ${Math.round(ago / 3600)} h ago`;
+}
+
+/** Longest project path the sidebar shows whole; a longer one keeps its last two names. */
+const PROJECT_LABEL_CHARS = 40;
+
+/**
+ * A machine's project directory (`GET /machine`'s `project`) as the sidebar shows it under the
+ * machine's name: the path itself when short, else `…/` and its last two names (the whole
+ * path goes in the row's title); '' when the machine told none.
+ */
+export function projectLabel(project) {
+  if (typeof project !== 'string') return '';
+  const path = project.trim();
+  if (path.length <= PROJECT_LABEL_CHARS) return path;
+  const names = path.split('/').filter(Boolean);
+  const tail = names.slice(-2).join('/');
+  return tail.length + 2 <= PROJECT_LABEL_CHARS ? `…/${tail}` : `…${tail.slice(-(PROJECT_LABEL_CHARS - 1))}`;
 }
 
 /**
@@ -225,7 +247,10 @@ export class HubApi extends Api {
   }
 
   request(method, path, body) {
+    // The hub's own routes: its machines, and agent Markdown, which it renders itself with
+    // the backends' renderer (docs/hub.md §4).
     if (method === 'GET' && path === '/machine') return super.request(method, path, body);
+    if (method === 'POST' && path === '/markdown') return super.request(method, path, body);
     const routed = hubPath(method, path, (id) => this.sessionOwner(id));
     if (!routed) {
       return Promise.reject(new ApiError(0, 'NOT_ON_HUB', 'not available through the hub'));
@@ -249,6 +274,12 @@ export class HubApi extends Api {
     const s = await super.request('POST', `/machine/${encodeURIComponent(machine)}/session`, body);
     this.owner.set(s.id, machine);
     return { ...s, machine, readOnly: false };
+  }
+
+  /** The agents a new session on `machine` can run: that machine's `GET /agent`. */
+  agents(machine) {
+    if (!machine) return Promise.reject(new ApiError(0, 'NO_MACHINE', 'no machine chosen for the new session'));
+    return super.request('GET', machinePath(machine, '/agent'));
   }
 
   /** A renamed session keeps its machine in the page's store. */

@@ -1,6 +1,7 @@
 // An agent's Markdown in the page, without ever building HTML from agent text.
 //
-// The backend parses it (`POST /markdown`, pulldown-cmark, the TUI's parser too) into a tree
+// The server parses it (`POST /markdown` of the backend, or of the hub: the same renderer,
+// crates/markdown; pulldown-cmark, the TUI's parser too) into a tree
 // of plain data; `buildMarkdown` makes one element per node from a fixed list of tags with
 // createElement and puts every string in with textContent. Raw HTML arrives as text. A link
 // is an <a> only for http, https or mailto (checked here again), opens in a new tab with
@@ -16,7 +17,7 @@ import { copyButton } from './copy.js';
 
 /** At most this often per text part while it streams (4 per second). */
 export const RENDER_EVERY_MS = 250;
-/** The backend's bound (crates/server/src/markdown.rs); longer text stays plain. */
+/** The server's bound (crates/markdown); longer text stays plain. */
 const MAX_TEXT_BYTES = 256 * 1024;
 /** Parsed texts kept for re-renders (a transcript is drawn again on many events). */
 const CACHE_SIZE = 300;

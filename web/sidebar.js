@@ -4,7 +4,7 @@
 // person does.
 
 import { h, relativeTime } from './dom.js';
-import { machineGroups, machineStatus } from './hubapi.js';
+import { machineGroups, machineStatus, projectLabel } from './hubapi.js';
 import { agentOf, sessionTitle } from './present.js';
 
 /**
@@ -53,17 +53,22 @@ export function fillSessionList(list, { entries, current, shown, deleting, label
   return buttons;
 }
 
-/** Hub only: the rows under a heading per machine (online, or offline and last seen). */
+/**
+ * Hub only: the rows under a heading per machine (online, or offline and last seen), with the
+ * machine's project under its name.
+ */
 function byMachine(machines, sessions, rows) {
   const out = [];
   for (const { machine, sessions: own } of machineGroups(machines, sessions)) {
+    const project = projectLabel(machine.project);
     out.push(h('li', {
       class: 'machine-row muted', 'data-testid': 'machine-row', 'data-machine': machine.name,
       'data-online': machine.online ? 'true' : 'false',
     },
     h('span', { class: `dot ${machine.online ? 'status-idle' : 'status-error'}` }),
     h('strong', { class: 'machine-name', text: machine.name }),
-    h('span', { class: 'session-meta', 'data-testid': 'machine-status', text: ` · ${machineStatus(machine, Date.now())}` })));
+    h('span', { class: 'session-meta', 'data-testid': 'machine-status', text: ` · ${machineStatus(machine, Date.now())}` }),
+    project ? h('span', { class: 'machine-project', 'data-testid': 'machine-project', title: machine.project, text: project }) : null));
     for (const s of own) out.push(rows.get(s.id));
   }
   return out;

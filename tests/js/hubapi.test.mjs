@@ -4,8 +4,8 @@
 import test from 'node:test';
 import assert from 'node:assert/strict';
 import {
-  BootBook, flattenMachineSessions, foreignPane, hubCommandRefusal, hubPath, hubUiCommand, isHub, machineEnvelope, machineGroups,
-  machineStatus, newSessionMachines,
+  BootBook, HubApi, flattenMachineSessions, foreignPane, hubCommandRefusal, hubPath, hubUiCommand, isHub, machineEnvelope, machineGroups,
+  machineStatus, newSessionMachines, projectLabel,
 } from '../../web/hubapi.js';
 import { defaultLayout } from '../../web/layout.js';
 
@@ -145,4 +145,61 @@ test("a machine's agent arranges only what shows its own machine's sessions", ()
   assert.equal(foreignPane([{ id: 'p9', session: 'a1' }, { id: 'p3' }], 'alpha', own), null);
   assert.match(foreignPane([{ id: 'p9', session: 'a1' }, { id: 'p1', session: 'b1' }], 'alpha', own), /b1 shows a session of beta/);
   assert.match(foreignPane([{ id: 'p1', session: 'gone' }], 'alpha', own), /another machine/);
+});
+
+/**
+ * A HubApi whose server is `answer(method, path, body)` (a JSON value, or `{status, error}`
+ * for a refusal): the page's calls as the hub would get them, recorded in `calls`.
+ */
+function fakeHub(answer) {
+  const calls = [];
+  const api = new HubApi('tok', { ensure: async () => {}, lost: () => {} });
+  const realFetch = globalThis.fetch;
+  globalThis.fetch = async (path, init) => {
+    const body = init.body ? JSON.parse(init.body) : undefined;
+    calls.push([init.method, path, body]);
+    const got = answer(init.method, path, body);
+    const status = got?.status >= 400 ? got.status : 200;
+    const text = JSON.stringify(status === 200 ? got : { error: got.error });
+    return { ok: status === 200, status, statusText: '', text: async () => text };
+  };
+  return { api, calls, restore: () => { globalThis.fetch = realFetch; } };
+}
+
+test("a new session's agents are asked of the machine it is made on", async () => {
+  const list = { default: 'shell', agents: [{ name: 'shell', kind: 'shell', origin: 'builtin' }] };
+  const { api, calls, restore } = fakeHub(() => list);
+  try {
+    assert.deepEqual(await api.agents('box/2'), list);
+    assert.deepEqual(calls, [['GET', '/machine/box%2F2/agent', undefined]]);
+    await assert.rejects(api.agents(undefined), (e) => e.code === 'NO_MACHINE');
+    assert.equal(calls.length, 1, 'nothing asked without a machine');
+    await api.createSession(undefined, 'mock', 'box');
+    assert.deepEqual(calls[1], ['POST', '/machine/box/session', { agent: 'mock' }]);
+  } finally {
+    restore();
+  }
+});
+
+test("a machine's project is shown under it, a long path by its last two names", () => {
+  assert.equal(projectLabel('/home/me/src/app'), '/home/me/src/app');
+  assert.equal(projectLabel('/home/someone-with-a-long-name/projects/clients/acme/web-shop'), '…/acme/web-shop');
+  const long = `/srv/${'x'.repeat(30)}/${'y'.repeat(30)}`;
+  const label = projectLabel(long);
+  assert.equal(label.length, 40);
+  assert.ok(label.startsWith('…') && long.endsWith(label.slice(1)), label);
+  assert.equal(projectLabel('  /p  '), '/p');
+  assert.equal(projectLabel(undefined), '');
+  assert.equal(projectLabel(''), '');
+});
+
+test('agent Markdown is asked of the hub itself, whatever the machine', async () => {
+  const tree = { blocks: [{ t: 'p', c: [{ t: 'strong', c: [{ t: 'text', text: 'hi' }] }] }] };
+  const { api, calls, restore } = fakeHub(() => tree);
+  try {
+    assert.deepEqual(await api.markdown('**hi**'), tree);
+    assert.deepEqual(calls, [['POST', '/markdown', { text: '**hi**' }]]);
+  } finally {
+    restore();
+  }
 });

@@ -1,12 +1,13 @@
 """The Control UI served by a hub over two joined machines (docs/hub.md §4).
 
 Run by crates/cli/tests/hub_browser.rs, which starts a real nats-server:
-    python control_ui_hub.py BINARY NATS_URL
+    python control_ui_hub.py BINARY NATS_URL MOCK_AGENT
 In headless Chromium with its own profile:
-1. Two `ax-code serve --join NATS_URL --name ...` (own data directories and projects), each with
-   a session; `ax-code hub --nats NATS_URL --port 0` prints a one-time `#code=` link, never the
+1. Two `ax-code serve --join NATS_URL --name ...` (own data directories and projects; machine 2
+   also configures the mock ACP agent, as `mock`, not its default), each with a session; `ax-code hub --nats NATS_URL --port 0` prints a one-time `#code=` link, never the
    credential. Opening it signs the tab in to the hub (the page checked the hub's proof).
-2. Both machines are in the sidebar, online, each with its own session under it.
+2. Both machines are in the sidebar, online, each with its project and its own session under
+   it.
 3. The session of machine 2 opened; a prompt sent from the hub's page (the shell agent asks
    first); its approval answered from the hub's page; the command's output streams into the
    transcript.
@@ -17,8 +18,11 @@ In headless Chromium with its own profile:
    hub's POST /machine/alpha/screen/command comes back on GET /ui-command and the page applies
    it as a gateway's: refused while the pane it would move shows machine 2's session, applied
    (a split) once the pane shows machine 1's; a stale expectedRevision refused.
-6. New session with a machine picker (both online): made on the machine chosen; renamed and
-   deleted from the sidebar through the hub's PATCH / DELETE routes.
+6. New session with a machine picker (both online), then an agent picker with the chosen
+   machine's own agents (GET /machine/beta/agent: beta's `mock` offered): made on the machine
+   chosen with the agent chosen; its agent's text rendered as Markdown (the hub's POST
+   /markdown: bold an element, only the safe link a link, raw HTML as text, nothing run);
+   renamed and deleted from the sidebar through the hub's PATCH / DELETE routes.
 7. Machine 2 stopped: shown offline with when it was last seen; its session read-only.
 """
 
@@ -84,6 +88,13 @@ def machine_row(driver, name):
     return rows[0] if rows else None
 
 
+def machine_project(driver, name):
+    """(text, title) of the project line under machine `name` in the sidebar, or None."""
+    return driver.execute_script("""
+        const el = document.querySelector(`[data-testid="machine-row"][data-machine="${arguments[0]}"] [data-testid="machine-project"]`);
+        return el && el.offsetParent !== null ? [el.textContent, el.title] : null;""", name)
+
+
 def online(driver, name, state):
     row = machine_row(driver, name)
     return row is not None and row.get_attribute("data-online") == state
@@ -136,14 +147,35 @@ def transcript_text(driver):
     return " ".join(t.text for t in driver.find_elements(By.CSS_SELECTOR, '[data-testid="transcript"]'))
 
 
-def run(binary, nats):
+# Machine 2's config: the mock ACP agent as `mock`, the built-in shell agent still the default.
+BETA_AGENTS = """[agents.mock]
+command = {exe}
+env = {{ AX_TEST_BE_MOCK_AGENT = "1" }}
+"""
+
+
+# The mock agent's answer (one text chunk): Markdown with a safe link, a bad one and raw HTML.
+HUB_MARKDOWN = ("text Via the hub: **bold**, a [safe](https://example.com/h), a [bad](javascript:window.__pwned='hub-link') "
+                "and <img src=x onerror=\"window.__pwned='hub-img'\">")
+
+
+def picker_options(driver, testid, attribute):
+    return [b.get_attribute(attribute) for b in driver.find_elements(By.CSS_SELECTOR, f'[data-testid="{testid}"]') if b.is_displayed()]
+
+
+def run(binary, nats, mock):
     root = tempfile.mkdtemp(prefix="axhubui")
+    config = os.path.join(root, "beta-config")
+    os.makedirs(os.path.join(config, "ax-code"))
+    with open(os.path.join(config, "ax-code", "config.toml"), "w") as f:
+        f.write(BETA_AGENTS.format(exe=json.dumps(mock)))
+    beta_env = {"XDG_CONFIG_HOME": config}
     alpha = beta = hub = driver = None
     try:
         alpha = Backend(binary, os.path.join(root, "alpha"),
                         extra_args=("--join", nats, "--name", "alpha", "--share-ui-commands"))
         beta_args = ("--join", nats, "--name", "beta")
-        beta = Backend(binary, os.path.join(root, "beta"), extra_args=beta_args)
+        beta = Backend(binary, os.path.join(root, "beta"), extra_args=beta_args, extra_env=beta_env)
         beta_token = beta.token
         on_alpha = alpha.api("POST", "/session", {"title": "on-alpha"})["id"]
         on_beta = beta.api("POST", "/session", {"title": "on-beta"})["id"]
@@ -162,6 +194,13 @@ def run(binary, nats):
                  "both machines in the sidebar, online", timeout=20)
         wait_for(lambda: rows_after(driver, "alpha") == [on_alpha] and rows_after(driver, "beta") == [on_beta],
                  "each machine's session under it", timeout=20)
+        status, machines = hub.request("GET", "/machine")
+        projects = {m["name"]: m["project"] for m in machines}
+        check(status == 200 and projects.get("alpha", "").endswith("alpha/project") and projects.get("beta", "").endswith("beta/project"),
+              f"the hub knows each machine's project: {projects}")
+        for name in ("alpha", "beta"):
+            text, title = wait_for(lambda: machine_project(driver, name), f"{name}'s project shown under it in the sidebar")
+            check(title == projects[name] and text and projects[name].endswith(text.lstrip("…")), f"{name}: {text!r} of {projects[name]!r}")
 
         # 3. Machine 2's session: a prompt, its approval, the output.
         def open_beta():
@@ -195,7 +234,7 @@ def run(binary, nats):
                  "the long command runs: its output shown, the session working", timeout=30)
         kill_hard(beta)
         beta = None
-        beta = Backend(binary, os.path.join(root, "beta"), token=beta_token, extra_args=beta_args)
+        beta = Backend(binary, os.path.join(root, "beta"), token=beta_token, extra_args=beta_args, extra_env=beta_env)
         wait_for(lambda: "interrupted by a restart" in transcript_text(driver)
                  and not driver.find_elements(By.CSS_SELECTOR, '[data-testid="busy-spinner"]'),
                  "after the restart the page shows the turn ended, interrupted", timeout=30)
@@ -229,17 +268,53 @@ def run(binary, nats):
         wait_for(lambda: "stale revision" in toast(driver), "a command on a stale revision is refused", timeout=20)
         check(driver.find_element(By.CSS_SELECTOR, "#sidebar").is_displayed(), "the sidebar still shows")
 
-        # 6. A new session: the machine picked, then renamed and deleted through the hub.
+        # 6. A new session: the machine picked, then one of its agents; renamed and deleted
+        # through the hub.
         click_when_found(driver, "#new-session", "new session asked for")
         wait_for(lambda: sorted(b.get_attribute("data-machine") for b in driver.find_elements(By.CSS_SELECTOR, '[data-testid="machine-option"]')) == ["alpha", "beta"],
                  "the picker offers both online machines")
         check("machine" in driver.find_element(By.CSS_SELECTOR, "#agent-picker-title").text, "and asks for the machine")
         click_when_found(driver, '[data-testid="machine-option"][data-machine="beta"]', "beta chosen")
-        made = wait_for(lambda: [s["id"] for s in beta.api("GET", "/session") if s["id"] != on_beta], "a session made on beta", timeout=20)
-        fresh = made[0]
+        beta_agents = beta.api("GET", "/agent")
+        wait_for(lambda: sorted(picker_options(driver, "agent-option", "data-agent")) == sorted(a["name"] for a in beta_agents["agents"]),
+                 f"then the agent picker offers beta's own agents ({[a['name'] for a in beta_agents['agents']]})", timeout=20)
+        check("mock" not in [a["name"] for a in alpha.api("GET", "/agent")["agents"]], "(mock is beta's only)")
+        title = driver.find_element(By.CSS_SELECTOR, "#agent-picker-title").text
+        check("beta" in title and "agent" in title, f"and says for which machine: {title!r}")
+        check(picker_options(driver, "agent-option", "data-agent")[0] == "shell", "beta's default (shell) first")
+        click_when_found(driver, '[data-testid="agent-option"][data-agent="mock"]', "beta's mock agent chosen")
+        made = wait_for(lambda: [s for s in beta.api("GET", "/session") if s["id"] != on_beta], "a session made on beta", timeout=20)
+        fresh = made[0]["id"]
+        check(made[0]["agent"] == "mock", f"with the agent chosen: {made[0]['agent']}")
         check(len(alpha.api("GET", "/session")) == 1, "none on alpha")
         wait_for(lambda: fresh in pane_sessions(driver) and fresh in rows_after(driver, "beta"),
                  "the new session shown in the active pane and under beta", timeout=20)
+        # Its agent's text rendered as Markdown by the hub (POST /markdown), under the backend's
+        # rules: markup as elements, raw HTML as text, only safe links, nothing run.
+        box = wait_for(lambda: next(iter(driver.find_elements(By.CSS_SELECTOR, f'[data-testid="composer-input"][data-session="{fresh}"]')), None),
+                       "the new session's composer")
+        box.send_keys(HUB_MARKDOWN)
+        box.send_keys(Keys.ENTER)
+        wait_for(lambda: beta.api("GET", f"/session/{fresh}")["status"] == "idle"
+                 and len(beta.api("GET", f"/session/{fresh}/message")) == 2, "the mock agent answered on beta", timeout=30)
+
+        def rendered():
+            return driver.execute_script("""
+                const pane = [...document.querySelectorAll('[data-testid="pane"]')].find((p) => p.dataset.session === arguments[0]);
+                const texts = pane ? [...pane.querySelectorAll('[data-testid="agent-text"]')] : [];
+                if (!texts.length || !texts.every((t) => t.dataset.rendered === 'full')) return null;
+                return {
+                  strong: texts.map((t) => t.querySelector('strong')?.textContent).filter(Boolean),
+                  links: texts.flatMap((t) => [...t.querySelectorAll('a')].map((a) => a.getAttribute('href'))),
+                  imgs: texts.flatMap((t) => [...t.querySelectorAll('img, script')]).length,
+                  text: texts.map((t) => t.textContent).join(' '),
+                  pwned: window.__pwned ?? null,
+                };""", fresh)
+        r = wait_for(rendered, "the agent's text rendered as Markdown on the hub's page", timeout=20)
+        check(r["strong"] == ["bold"], f"bold is an element: {r}")
+        check(r["links"] == ["https://example.com/h"], f"only the safe link is a link: {r['links']}")
+        check(r["imgs"] == 0 and "<img src=x" in r["text"], f"raw HTML shown as text, no element made: {r}")
+        check(r["pwned"] is None, "nothing in the agent's text ran")
         driver.execute_script("window.prompt = () => 'renamed via hub';")
         click_when_found(driver, f'[data-testid="session-item"][data-session="{fresh}"] ~ .session-controls [data-testid="session-rename"]',
                          "rename clicked")
@@ -274,4 +349,4 @@ def run(binary, nats):
 
 
 if __name__ == "__main__":
-    run_checks(run, sys.argv[1], sys.argv[2])
+    run_checks(run, sys.argv[1], sys.argv[2], sys.argv[3])

@@ -16,7 +16,8 @@
 //! JetStream sequence, `Last-Event-ID` or `?after=N` resumes after it, `?machine=m` filters),
 //! `POST /machine/{m}/screen/layout|command` (`relay.rs`), `GET /ui-command` (`ui.rs`),
 //! `GET /machine/{m}/gateway` (the gateway's WebSocket for the machine's terminal, its
-//! credential checked in the gateway's `connect`; `terminal.rs`).
+//! credential checked in the gateway's `connect`; `terminal.rs`),
+//! `GET /machine/{m}/agent`, `POST /markdown` (`page.rs`).
 
 use std::{
     collections::BTreeMap,
@@ -44,6 +45,7 @@ use futures_util::{StreamExt, future::join_all};
 use serde::{Deserialize, Serialize};
 use tokio::task::JoinHandle;
 
+mod page;
 mod relay;
 mod terminal;
 mod ui;
@@ -65,6 +67,8 @@ pub struct HubConfig {
     /// The CA bundle a TLS NATS server's certificate must chain to (`--nats-ca`), instead of
     /// the system's CAs.
     pub ca: Option<std::path::PathBuf>,
+    /// The client certificate shown to a TLS NATS server (`--nats-cert`, `--nats-key`).
+    pub client_cert: Option<crate::nats::ClientCert>,
     /// Where the HTTP API listens.
     pub bind: SocketAddr,
     /// The bearer credential the API asks for.
@@ -82,6 +86,7 @@ impl HubConfig {
             nats_url: nats_url.into(),
             credentials: None,
             ca: None,
+            client_cert: None,
             bind,
             token,
             request_timeout: Duration::from_secs(30),
@@ -217,7 +222,10 @@ pub async fn start(config: HubConfig) -> Result<RunningHub, HubError> {
     let nats = connect(
         &config.nats_url,
         &config.credentials,
-        config.ca.as_deref(),
+        crate::nats::TlsFiles {
+            ca: config.ca.as_deref(),
+            client: config.client_cert.as_ref(),
+        },
         "_INBOX_HUB",
     )
     .await?;
@@ -468,6 +476,9 @@ fn router(shared: Arc<Shared>) -> Router {
         .route("/machine/{m}/screen/layout", post(relay::layout))
         .route("/machine/{m}/screen/command", post(relay::command))
         .route("/ui-command", get(ui::stream))
+        // The Control UI page's own needs (`page.rs`).
+        .route("/machine/{m}/agent", get(page::agents))
+        .route("/markdown", post(page::markdown))
         .merge(crate::web::minting())
         .route_layer(middleware::from_fn_with_state(
             shared.clone(),

@@ -47,6 +47,8 @@ pub struct JoinConfig {
     /// The CA bundle a TLS NATS server's certificate must chain to (`--nats-ca`), instead of
     /// the system's CAs.
     pub ca: Option<std::path::PathBuf>,
+    /// The client certificate shown to a TLS NATS server (`--nats-cert`, `--nats-key`).
+    pub client_cert: Option<crate::nats::ClientCert>,
     /// This machine's name.
     pub name: MachineName,
     /// The backend's own base URL (loopback) and credential.
@@ -78,6 +80,7 @@ impl JoinConfig {
             nats_url: nats_url.into(),
             credentials: None,
             ca: None,
+            client_cert: None,
             name,
             backend_url: backend_url.into(),
             backend_token,
@@ -88,6 +91,11 @@ impl JoinConfig {
         }
     }
 }
+
+/// The `Last-Event-ID` that asks a backend's `/event` for every event since its process
+/// started (docs/backend.md §1). A join starts with its backend (`serve --join`), so
+/// that is what no boot published yet.
+const FROM_BACKEND_START: u64 = 0;
 
 /// Why joining could not start (a NATS server that is down is not one: the join retries).
 #[derive(Debug, thiserror::Error)]
@@ -125,7 +133,10 @@ pub async fn start(config: JoinConfig) -> Result<Join, JoinError> {
     let nats = connect(
         &config.nats_url,
         &config.credentials,
-        config.ca.as_deref(),
+        crate::nats::TlsFiles {
+            ca: config.ca.as_deref(),
+            client: config.client_cert.as_ref(),
+        },
         &config.name.inbox_prefix(),
     )
     .await?;
@@ -151,8 +162,10 @@ pub async fn start(config: JoinConfig) -> Result<Join, JoinError> {
             reason: e.to_string(),
         })?;
     // The backend's event stream is connected before the heartbeat announces the machine, so
-    // every event after the hub first sees it online reaches JetStream.
-    let events = backend.events(None);
+    // every event after the hub first sees it online reaches JetStream. It is read from the
+    // backend process's first event: what a backend restarted after a crash published before
+    // anyone could connect (the turns its recovery ended) reaches the hub too.
+    let events = backend.events(Some(FROM_BACKEND_START));
     let connected = tokio::time::timeout(Duration::from_secs(10), async {
         while !events.is_connected() {
             tokio::time::sleep(Duration::from_millis(10)).await;
@@ -385,12 +398,6 @@ fn fit(payload: Vec<u8>, limit: usize) -> Vec<u8> {
 /// `own` (its URL and credential), so the gateway's rules apply (docs/hub.md §3).
 async fn answer(backend: &Client, own: &(String, Secret), request: Request) -> Vec<u8> {
     match request {
-        // Answered by `serve_requests` through `join/terminal.rs`.
-        Request::Terminal { .. } => encode(&Reply::<()>::Error(ReplyError {
-            status: 500,
-            code: "internal".to_owned(),
-            message: "a terminal request reached the HTTP relay".to_owned(),
-        })),
         Request::ListSessions {} => to_reply(backend.list_sessions_json().await),
         Request::CreateSession { title, agent } => to_reply(
             backend
@@ -424,6 +431,15 @@ async fn answer(backend: &Client, own: &(String, Secret), request: Request) -> V
         Request::Screen { method, params } => {
             encode(&crate::screen::answer(&own.0, &own.1, method, params).await)
         }
+        // Answered by `serve_requests` through `join/terminal.rs`.
+        Request::Terminal { .. } => encode(&Reply::<()>::Error(ReplyError {
+            status: 500,
+            code: "internal".to_owned(),
+            message: "a terminal request reached the HTTP relay".to_owned(),
+        })),
+
+        // What the hub's Control UI page asks (docs/hub.md §4).
+        Request::Agents {} => to_reply(backend.agents().await),
     }
 }
 

@@ -56,14 +56,6 @@ pub struct MachineEvent {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "op", rename_all = "camelCase", deny_unknown_fields)]
 pub enum Request {
-    /// An operator terminal on the machine, relayed by the hub's gateway (`crate::terminal`,
-    /// docs/hub.md §2).
-    Terminal {
-        /// The terminal, by the ID the hub chose.
-        terminal: crate::terminal::TerminalId,
-        /// What to do with it.
-        action: crate::terminal::TerminalAction,
-    },
     /// The sessions, most recent first.
     ListSessions {},
     /// A new session.
@@ -132,6 +124,18 @@ pub enum Request {
         /// Its params, passed as they are: the backend's gateway checks them.
         params: serde_json::Value,
     },
+    /// An operator terminal on the machine, relayed by the hub's gateway (`crate::terminal`,
+    /// docs/hub.md §2).
+    Terminal {
+        /// The terminal, by the ID the hub chose.
+        terminal: crate::terminal::TerminalId,
+        /// What to do with it.
+        action: crate::terminal::TerminalAction,
+    },
+
+    // ---- what the hub's Control UI page asks of a machine (docs/hub.md §4) ----
+    /// The agents a new session can run, the default first (the backend's `GET /agent`).
+    Agents {},
 }
 
 /// A backend's answer: exactly one of `ok` and `error`. `T` is the answer's type where the

@@ -151,13 +151,21 @@ async fn backends_with_their_users_work_and_a_rogue_cannot_speak_for_another() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_wrong_password_is_refused_clearly_without_the_secret() {
     let nats = server();
-    let refused = check_credentials(&nats.url(), &creds("alpha", "wrong-pass-xyz"), None)
-        .await
-        .expect_err("a wrong password is refused");
+    let refused = check_credentials(
+        &nats.url(),
+        &creds("alpha", "wrong-pass-xyz"),
+        Default::default(),
+    )
+    .await
+    .expect_err("a wrong password is refused");
     let text = refused.to_string();
     assert!(text.contains("refused NATS user \"alpha\""), "{text}");
     assert!(!text.contains("wrong-pass-xyz"), "{text}");
-    check_credentials(&nats.url(), &creds("alpha", "pw-alpha-secret"), None)
-        .await
-        .expect("the right password is accepted");
+    check_credentials(
+        &nats.url(),
+        &creds("alpha", "pw-alpha-secret"),
+        Default::default(),
+    )
+    .await
+    .expect("the right password is accepted");
 }

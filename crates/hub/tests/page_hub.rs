@@ -1,0 +1,198 @@
+//! What the hub's Control UI page asks beyond the session calls (docs/hub.md §4), against a
+//! real nats-server and real backends: a machine's agents for a new session; agent Markdown
+//! rendered by the hub as a backend renders it.
+
+mod support;
+
+use std::path::Path;
+
+use ax_hub::testing::NatsServer;
+use support::{HubClient, Machine, start_hub};
+
+/// A backend whose configuration adds the agent `only` (never started: creating a session
+/// does not start its agent).
+async fn machine_with_agent(nats: &NatsServer, name: &str, only: &str) -> Machine {
+    let text = format!("[agents.{only}]\ncommand = \"/bin/false\"\n");
+    Machine::start_with(nats, name, None, |config| {
+        config.agents = ax_acp::AgentsConfig::parse(Path::new("test.toml"), &text).unwrap();
+    })
+    .await
+}
+
+fn agent_names(list: &serde_json::Value) -> Vec<String> {
+    list["agents"]
+        .as_array()
+        .unwrap_or_else(|| panic!("an agent list: {list}"))
+        .iter()
+        .map(|a| a["name"].as_str().unwrap().to_owned())
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_new_sessions_agents_are_the_machines_own() {
+    let nats = NatsServer::start();
+    let hub = start_hub(&nats).await;
+    let api = HubClient::new(hub.url());
+    let laptop = machine_with_agent(&nats, "laptop", "laptop-only").await;
+    let other = Machine::start(&nats, "other").await;
+    api.wait_machine("laptop", |m| m.online).await;
+    api.wait_machine("other", |m| m.online).await;
+
+    // Each machine's own list, as its backend answers `GET /agent`.
+    let on_laptop: serde_json::Value = api.json("/machine/laptop/agent").await;
+    let direct = serde_json::to_value(laptop.client.agents().await.unwrap()).unwrap();
+    assert_eq!(on_laptop, direct);
+    assert_eq!(on_laptop["default"], "shell", "{on_laptop}");
+    assert!(
+        agent_names(&on_laptop).contains(&"laptop-only".to_owned()),
+        "{on_laptop}"
+    );
+    let on_other: serde_json::Value = api.json("/machine/other/agent").await;
+    assert!(
+        !agent_names(&on_other).contains(&"laptop-only".to_owned()),
+        "{on_other}"
+    );
+    assert!(agent_names(&on_other).contains(&"shell".to_owned()));
+
+    // The agent chosen goes with the new session; a machine refuses one it lacks.
+    let made = api
+        .post(
+            "/machine/laptop/session",
+            serde_json::json!({"agent": "laptop-only"}),
+        )
+        .await;
+    assert_eq!(made.status(), 201);
+    let made: ax_protocol::Session = made.json().await.unwrap();
+    assert_eq!(made.agent, "laptop-only");
+    let there = laptop.client.get_session(&made.id).await.unwrap();
+    assert_eq!(there.agent, "laptop-only");
+    let refused = api
+        .post(
+            "/machine/other/session",
+            serde_json::json!({"agent": "laptop-only"}),
+        )
+        .await;
+    assert_eq!(refused.status(), 400);
+    let body: serde_json::Value = refused.json().await.unwrap();
+    assert_eq!(body["error"]["code"], "bad_request", "{body}");
+    assert!(other.client.list_sessions().await.unwrap().is_empty());
+
+    // A machine that never joined, a bad name, and no credential.
+    let ghost = api.get("/machine/ghost/agent").await;
+    assert_eq!(ghost.status(), 503);
+    let body: serde_json::Value = ghost.json().await.unwrap();
+    assert_eq!(body["error"]["code"], "offline", "{body}");
+    assert_eq!(api.get("/machine/Bad.Name/agent").await.status(), 400);
+    let anonymous = api
+        .http
+        .get(format!("{}/machine/laptop/agent", api.base))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(anonymous.status(), 401);
+}
+
+/// `POST /markdown` with `body` (raw) to `base`: the status and the JSON answer.
+async fn post_markdown(
+    http: &reqwest::Client,
+    base: &str,
+    token: &str,
+    body: String,
+) -> (u16, serde_json::Value) {
+    let res = http
+        .post(format!("{base}/markdown"))
+        .bearer_auth(token)
+        .header("Content-Type", "application/json")
+        .body(body)
+        .send()
+        .await
+        .unwrap();
+    let status = res.status().as_u16();
+    (status, res.json().await.unwrap())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn markdown_is_rendered_by_the_hub_as_a_backend_renders_it() {
+    let nats = NatsServer::start();
+    let hub = start_hub(&nats).await;
+    let api = HubClient::new(hub.url());
+    let mut laptop = Machine::start(&nats, "laptop").await;
+    api.wait_machine("laptop", |m| m.online).await;
+    let backend = laptop.server.as_ref().unwrap();
+    let (backend_url, backend_token) = (backend.url(), backend.token().expose().to_owned());
+    let hub_token = support::HUB_TOKEN;
+
+    let hostile = "# T\n\n**bold** <b>x</b> <img src=x onerror=alert(1)> [j](javascript:alert(2)) \
+                   [d](data:text/html,x) [ok](https://example.com/a) ![pic](javascript:alert(3))\n\n\
+                   <script>alert(4)</script>\n\n| a |\n|--|\n| 1 |\n";
+    let body = serde_json::json!({ "text": hostile }).to_string();
+    let (status, on_hub) = post_markdown(&api.http, &api.base, hub_token, body.clone()).await;
+    assert_eq!(status, 200, "{on_hub}");
+    let (status, on_backend) = post_markdown(&api.http, backend_url, &backend_token, body).await;
+    assert_eq!(status, 200, "{on_backend}");
+    assert_eq!(on_hub, on_backend, "the hub's tree is the backend's");
+    // The backends' rules (ax-markdown's tests show them all): markup as nodes, raw HTML as
+    // text, only safe link targets, no image ever loaded.
+    let text = on_hub.to_string();
+    assert!(
+        text.contains(r#"{"t":"strong","c":[{"t":"text","text":"bold"}]}"#),
+        "{text}"
+    );
+    assert!(
+        text.contains("<b>x</b>") && text.contains("<script>alert(4)</script>"),
+        "{text}"
+    );
+    assert!(
+        !text.contains(r#""href":"javascript"#) && !text.contains(r#""href":"data"#),
+        "{text}"
+    );
+    assert!(text.contains(r#""href":"https://example.com/a""#), "{text}");
+    assert!(text.contains(r#"{"t":"image","alt":"pic"}"#), "{text}");
+
+    // The same refusals as the backend's, status and code.
+    let max = ax_markdown::MAX_TEXT_BYTES;
+    for (body, status) in [
+        (
+            serde_json::json!({"text": "a", "extra": 1}).to_string(),
+            400,
+        ),
+        ("{}".to_owned(), 400),
+        (r#"["a"]"#.to_owned(), 400),
+        ("not json".to_owned(), 400),
+        (
+            serde_json::json!({"text": "a".repeat(max + 1)}).to_string(),
+            413,
+        ),
+        (
+            serde_json::json!({"text": "a".repeat(max)}).to_string(),
+            200,
+        ),
+    ] {
+        let short = body[..body.len().min(40)].to_owned();
+        let (got, answer) = post_markdown(&api.http, &api.base, hub_token, body.clone()).await;
+        assert_eq!(got, status, "hub, {short}: {answer}");
+        let (direct, _) = post_markdown(&api.http, backend_url, &backend_token, body).await;
+        assert_eq!(direct, status, "backend, {short}");
+        if status != 200 {
+            let code = if status == 400 {
+                "bad_request"
+            } else {
+                "too_large"
+            };
+            assert_eq!(answer["error"]["code"], code, "{answer}");
+        }
+    }
+
+    // No machine needed: the text of a machine that went away renders too.
+    laptop.crash().await;
+    api.wait_machine("laptop", |m| !m.online).await;
+    let body = serde_json::json!({"text": "*still*"}).to_string();
+    let (status, answer) = post_markdown(&api.http, &api.base, hub_token, body.clone()).await;
+    assert_eq!(status, 200);
+    assert_eq!(
+        answer,
+        serde_json::json!({"blocks": [{"t": "p", "c": [{"t": "em", "c": [{"t": "text", "text": "still"}]}]}]})
+    );
+    let (status, _) = post_markdown(&api.http, &api.base, "not-the-credential", body).await;
+    assert_eq!(status, 401);
+}
