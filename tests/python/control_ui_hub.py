@@ -24,6 +24,8 @@ In headless Chromium with its own profile:
    /markdown: bold an element, only the safe link a link, raw HTML as text, nothing run);
    renamed and deleted from the sidebar through the hub's PATCH / DELETE routes.
 7. Machine 2 stopped: shown offline with when it was last seen; its session read-only.
+8. The page reloaded while machine 2 is away: its session shows the transcript the hub kept
+   (GET /machine/beta/session/{id}/message as last seen), read-only, both turns in it.
 """
 
 import json
@@ -340,6 +342,20 @@ def run(binary, nats, mock):
                  "beta's open session is read-only, with a note", timeout=20)
         check(not driver.find_elements(By.CSS_SELECTOR, f'[data-testid="composer-input"][data-session="{on_beta}"]'),
               "no composer for the offline machine's session")
+
+        # 8. The page reloaded while beta is away: its session opens from the transcript the hub
+        # kept (served earlier, kept up to date), as last seen, read-only, instead of a 503.
+        status, _ = hub.request("GET", f"/machine/beta/session/{on_beta}/message")
+        check(status == 200, f"the hub answers beta's transcript as last seen ({status})")
+        driver.refresh()
+        wait_for(lambda: online(driver, "beta", "false") and on_beta in pane_sessions(driver),
+                 "after a reload: beta offline, its session in the pane", timeout=20)
+        wait_for(lambda: "hub-ui-said-hi" in transcript_text(driver) and "cut-42" in transcript_text(driver)
+                 and "interrupted by a restart" in transcript_text(driver),
+                 "beta's transcript shown as last seen, both turns and the restart's end", timeout=20)
+        check(driver.find_elements(By.CSS_SELECTOR, '[data-testid="readonly-note"]'), "read-only, with its note")
+        check(not driver.find_elements(By.CSS_SELECTOR, f'[data-testid="composer-input"][data-session="{on_beta}"]'),
+              "and no composer")
     finally:
         if driver is not None:
             close_browser(driver)

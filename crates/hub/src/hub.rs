@@ -3,13 +3,16 @@
 //! An HTTP API over every joined backend. Its only state is a cache of the `AX_STATE` stream
 //! (each machine's last record and session snapshot), kept by one ordered consumer, so any
 //! number of hubs can serve at once and a hub that restarts rebuilds it from JetStream.
-//! Everything else is a NATS request to the machine, or a replay of `AX_EVENTS`.
+//! Besides, a bounded cache of the transcripts it served (`transcripts.rs`), for when their
+//! machine is away. Everything else is a NATS request to the machine, or a replay of
+//! `AX_EVENTS`.
 //!
 //! The Control UI, `/health` with its proof and the sign-in routes are `web.rs`.
 //!
 //! Routes (bearer credential on all but `/health`, `/`, `/assets/*` and `POST /signin`): `GET /machine`, `GET /session` (every
 //! machine's sessions), `GET|POST /machine/{m}/session`, `PATCH|DELETE
-//! /machine/{m}/session/{id}` (rename, delete), `GET /machine/{m}/session/{id}/message`,
+//! /machine/{m}/session/{id}` (rename, delete), `GET /machine/{m}/session/{id}/message`
+//! (kept for when the machine is away: `transcripts.rs`),
 //! `POST /machine/{m}/session/{id}/prompt|abort|mode`, `GET /machine/{m}/permission`,
 //! `POST /machine/{m}/session/{id}/permission/{pid}`, `GET /event` (SSE; `id:` is the
 //! JetStream sequence, `Last-Event-ID` or `?after=N` resumes after it, `?machine=m` filters),
@@ -44,6 +47,7 @@ use tokio::task::JoinHandle;
 
 mod page;
 mod relay;
+pub mod transcripts;
 mod ui;
 
 use crate::{
@@ -127,6 +131,8 @@ pub(crate) struct Shared {
     machines: RwLock<BTreeMap<MachineName, Cached>>,
     /// The machines' `ui.command`s, for `GET /ui-command` (`ui.rs`).
     ui: tokio::sync::broadcast::Sender<Arc<crate::ui::MachineUiCommand>>,
+    /// The transcripts served, kept for when their machine is away (`transcripts.rs`).
+    transcripts: transcripts::Kept,
 }
 
 /// One machine as `GET /machine` shows it.
@@ -165,6 +171,7 @@ pub struct RunningHub {
     addr: SocketAddr,
     codes: Arc<ax_core::signin::Codes>,
     tasks: Vec<JoinHandle<()>>,
+    transcripts: transcripts::Kept,
 }
 
 impl RunningHub {
@@ -181,6 +188,13 @@ impl RunningHub {
     /// A fresh one-time sign-in code for the Control UI (what `ax-code hub` prints in a link).
     pub fn sign_in_code(&self) -> Result<Secret, ax_core::RandomError> {
         self.codes.mint(std::time::Instant::now())
+    }
+
+    /// The transcript of `machine`'s `session` the hub keeps for when the machine is away
+    /// (`transcripts.rs`), if it keeps one.
+    pub fn kept_transcript(&self, machine: &str, session: &SessionId) -> Option<serde_json::Value> {
+        let kept = self.transcripts.lock().unwrap_or_else(|p| p.into_inner());
+        kept.peek(machine, session)
     }
 
     /// Stops serving.
@@ -238,6 +252,7 @@ pub async fn start(config: HubConfig) -> Result<RunningHub, HubError> {
         source,
     })?;
     let codes = Arc::new(ax_core::signin::Codes::new(config.sign_in_ttl));
+    let kept = transcripts::Kept::default();
     let shared = Arc::new(Shared {
         nats,
         js,
@@ -248,7 +263,9 @@ pub async fn start(config: HubConfig) -> Result<RunningHub, HubError> {
         timeout: config.request_timeout,
         machines: RwLock::new(BTreeMap::new()),
         ui: tokio::sync::broadcast::channel(ui::UI_BUFFER).0,
+        transcripts: kept.clone(),
     });
+    let fresh = tokio::spawn(transcripts::keep_fresh(shared.clone()));
     let ui_follow = tokio::spawn(ui::follow(shared.clone(), ui_sub));
     let cache = tokio::spawn(follow_state(shared.clone()));
     let app = router(shared);
@@ -260,7 +277,8 @@ pub async fn start(config: HubConfig) -> Result<RunningHub, HubError> {
     Ok(RunningHub {
         addr,
         codes,
-        tasks: vec![cache, ui_follow, server],
+        tasks: vec![cache, ui_follow, server, fresh],
+        transcripts: kept,
     })
 }
 
@@ -453,7 +471,10 @@ fn router(shared: Arc<Shared>) -> Router {
             "/machine/{m}/session/{id}",
             axum::routing::patch(rename).delete(delete),
         )
-        .route("/machine/{m}/session/{id}/message", get(messages))
+        .route(
+            "/machine/{m}/session/{id}/message",
+            get(transcripts::messages),
+        )
         .route("/machine/{m}/session/{id}/prompt", post(prompt))
         .route("/machine/{m}/session/{id}/abort", post(abort))
         .route("/machine/{m}/session/{id}/mode", post(mode))
@@ -567,10 +588,6 @@ async fn rename(
 
 async fn delete(State(shared): S, Path((m, session)): Path<(String, SessionId)>) -> Response {
     shared.call(&m, Request::DeleteSession { session }).await
-}
-
-async fn messages(State(shared): S, Path((m, session)): Path<(String, SessionId)>) -> Response {
-    shared.call(&m, Request::Messages { session }).await
 }
 
 async fn prompt(

@@ -1,13 +1,16 @@
 //! What the hub's Control UI page asks beyond the session calls (docs/hub.md §4), against a
 //! real nats-server and real backends: a machine's agents for a new session; agent Markdown
-//! rendered by the hub as a backend renders it.
+//! rendered by the hub as a backend renders it; the transcripts the hub served kept for when
+//! their machine is away.
 
 mod support;
 
-use std::path::Path;
+use std::{path::Path, time::Duration};
 
-use ax_hub::testing::NatsServer;
-use support::{HubClient, Machine, start_hub};
+use ax_client::Client;
+use ax_hub::{hub::transcripts::LAST_SEEN_HEADER, nats::now_ms, testing::NatsServer};
+use ax_protocol::{PermissionReply, SessionId, SessionStatus};
+use support::{HubClient, Machine, start_hub, within};
 
 /// A backend whose configuration adds the agent `only` (never started: creating a session
 /// does not start its agent).
@@ -195,4 +198,113 @@ async fn markdown_is_rendered_by_the_hub_as_a_backend_renders_it() {
     );
     let (status, _) = post_markdown(&api.http, &api.base, "not-the-credential", body).await;
     assert_eq!(status, 401);
+}
+
+/// One `shell` turn on the machine itself: `command` prompted, approved once, run to its end.
+async fn shell_turn(client: &Client, session: &SessionId, command: &str) {
+    let accepted = client.prompt_text(session, command).await.unwrap();
+    let permission = accepted.permission.expect("the shell agent asks first");
+    client
+        .reply_permission(session, &permission.id, PermissionReply::Once)
+        .await
+        .unwrap();
+    within("the turn ends", async {
+        loop {
+            let idle = client.get_session(session).await.unwrap().status == SessionStatus::Idle;
+            let messages = client.messages(session).await.unwrap();
+            if idle && messages.last().is_some_and(|m| m.ended.is_some()) {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_served_transcript_is_kept_and_shown_as_last_seen_while_its_machine_is_away() {
+    let nats = NatsServer::start();
+    let hub = start_hub(&nats).await;
+    let api = HubClient::new(hub.url());
+    let mut laptop = Machine::start(&nats, "laptop").await;
+    api.wait_machine("laptop", |m| m.online).await;
+    let opened = laptop
+        .client
+        .create_session(Some("opened"))
+        .await
+        .unwrap()
+        .id;
+    let never = laptop
+        .client
+        .create_session(Some("never"))
+        .await
+        .unwrap()
+        .id;
+    // The markers are computed by the shell, so the prompt's own text never matches them.
+    shell_turn(&laptop.client, &opened, "echo first-$((2*3))").await;
+    let path = format!("/machine/laptop/session/{opened}/message");
+
+    // Served live, from the machine: kept from now on.
+    let live = api.get(&path).await;
+    assert_eq!(live.status(), 200);
+    assert!(live.headers().get(LAST_SEEN_HEADER).is_none());
+    let live: serde_json::Value = live.json().await.unwrap();
+    assert!(live.to_string().contains("first-6"), "{live}");
+    assert!(
+        hub.kept_transcript("laptop", &never).is_none(),
+        "only what was served"
+    );
+
+    // A later turn the hub did not serve: the machine's snapshot shows the session changed and
+    // the hub asks for the transcript again.
+    shell_turn(&laptop.client, &opened, "echo second-$((2*4))").await;
+    within("the kept transcript follows the machine", async {
+        loop {
+            if hub
+                .kept_transcript("laptop", &opened)
+                .is_some_and(|t| t.to_string().contains("second-8"))
+            {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    })
+    .await;
+    let last = serde_json::to_value(laptop.client.messages(&opened).await.unwrap()).unwrap();
+
+    // The machine goes away: the kept transcript, as last seen, is the machine's last one.
+    let before_crash = now_ms();
+    laptop.crash().await;
+    api.wait_machine("laptop", |m| !m.online).await;
+    let away = api.get(&path).await;
+    assert_eq!(away.status(), 200);
+    let seen: u64 = away
+        .headers()
+        .get(LAST_SEEN_HEADER)
+        .expect("said to be as last seen")
+        .to_str()
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert!(seen > 0 && seen <= before_crash, "{seen}");
+    let away: serde_json::Value = away.json().await.unwrap();
+    assert_eq!(away, last);
+    // A transcript never served is not there to show: 503 as before.
+    let missing = api
+        .get(&format!("/machine/laptop/session/{never}/message"))
+        .await;
+    assert_eq!(missing.status(), 503);
+    let body: serde_json::Value = missing.json().await.unwrap();
+    assert_eq!(body["error"]["code"], "offline", "{body}");
+
+    // Back: served live again.
+    laptop.restart().await;
+    api.wait_machine("laptop", |m| m.online).await;
+    let back = api.get(&path).await;
+    assert_eq!(back.status(), 200);
+    assert!(back.headers().get(LAST_SEEN_HEADER).is_none());
+    // A session deleted on the machine is dropped from the cache at its next 404.
+    laptop.client.delete_session(&opened).await.unwrap();
+    assert_eq!(api.get(&path).await.status(), 404);
+    assert!(hub.kept_transcript("laptop", &opened).is_none());
 }
