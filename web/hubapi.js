@@ -311,9 +311,43 @@ export class HubApi extends Api {
     return answers.flat();
   }
 
-  /** A hub has no prompt queue: a prompt is sent (a busy session answers 409). */
-  queuePrompt(id, parts, client) {
-    return this.prompt(id, undefined, client, parts);
+  /**
+   * The hub path of `rest` (e.g. `/queue`) under session `id` on the machine holding it; a
+   * session of no known machine is refused as `request` refuses it.
+   */
+  sessionRoute(id, rest) {
+    const machine = this.sessionOwner(id);
+    if (!machine) throw new ApiError(0, 'NOT_ON_HUB', 'not available through the hub');
+    return machinePath(machine, `/session/${encodeURIComponent(id)}${rest}`);
+  }
+
+  /**
+   * The session's prompt queue, through the machine's own queue API (docs/hub.md §4): sent at
+   * once when the session is free, else queued. `client` names a backend's gateway
+   * connection; through a hub there is none.
+   */
+  async queuePrompt(id, parts) {
+    return super.request('POST', this.sessionRoute(id, '/queue'), { parts });
+  }
+
+  async queue(id) {
+    return super.request('GET', this.sessionRoute(id, '/queue'));
+  }
+
+  async editQueued(id, qid, parts) {
+    return super.request('PATCH', this.sessionRoute(id, `/queue/${encodeURIComponent(qid)}`), { parts });
+  }
+
+  async cancelQueued(id, qid) {
+    return super.request('DELETE', this.sessionRoute(id, `/queue/${encodeURIComponent(qid)}`));
+  }
+
+  async sendQueuedNow(id, qid) {
+    return super.request('POST', this.sessionRoute(id, `/queue/${encodeURIComponent(qid)}/send`));
+  }
+
+  async resumeQueue(id) {
+    return super.request('POST', this.sessionRoute(id, '/queue/resume'));
   }
 
   prompt(id, text, client, parts) {

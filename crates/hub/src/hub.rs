@@ -17,7 +17,8 @@
 //! `POST /machine/{m}/session/{id}/permission/{pid}`, `GET /event` (SSE; `id:` is the
 //! JetStream sequence, `Last-Event-ID` or `?after=N` resumes after it, `?machine=m` filters),
 //! `POST /machine/{m}/screen/layout|command` (`relay.rs`), `GET /ui-command` (`ui.rs`),
-//! `GET /machine/{m}/agent`, `POST /markdown` (`page.rs`).
+//! `GET /machine/{m}/agent`, `POST /markdown` (`page.rs`), the prompt queue's
+//! `/machine/{m}/session/{id}/queue…` (`queue.rs`).
 
 use std::{
     collections::BTreeMap,
@@ -46,6 +47,7 @@ use serde::{Deserialize, Serialize};
 use tokio::task::JoinHandle;
 
 mod page;
+mod queue;
 mod relay;
 pub mod transcripts;
 mod ui;
@@ -487,6 +489,22 @@ fn router(shared: Arc<Shared>) -> Router {
         // The Control UI page's own needs (`page.rs`).
         .route("/machine/{m}/agent", get(page::agents))
         .route("/markdown", post(page::markdown))
+        .route(
+            "/machine/{m}/session/{id}/queue",
+            get(queue::list).post(queue::submit),
+        )
+        .route(
+            "/machine/{m}/session/{id}/queue/resume",
+            post(queue::resume),
+        )
+        .route(
+            "/machine/{m}/session/{id}/queue/{qid}",
+            axum::routing::patch(queue::edit).delete(queue::cancel),
+        )
+        .route(
+            "/machine/{m}/session/{id}/queue/{qid}/send",
+            post(queue::send_now),
+        )
         .merge(crate::web::minting())
         .route_layer(middleware::from_fn_with_state(
             shared.clone(),

@@ -1,7 +1,9 @@
 //! What travels over NATS (docs/hub.md §2): JSON, strict (unknown fields refused), bounded
 //! (a message over [`MAX_MESSAGE`] is refused before it is parsed).
 
-use ax_protocol::{EventEnvelope, PermissionId, PermissionReply, Prompt, Session, SessionId};
+use ax_protocol::{
+    EventEnvelope, PermissionId, PermissionReply, Prompt, QueuedId, Session, SessionId,
+};
 use serde::{Deserialize, Serialize};
 
 use crate::MachineName;
@@ -128,6 +130,47 @@ pub enum Request {
     // ---- what the hub's Control UI page asks of a machine (docs/hub.md §4) ----
     /// The agents a new session can run, the default first (the backend's `GET /agent`).
     Agents {},
+    /// A prompt sent now when the session is free and nothing waits, else queued behind the
+    /// running turn (the backend's `POST /session/{id}/queue`).
+    QueuePrompt {
+        /// The session.
+        session: SessionId,
+        /// What the person typed.
+        prompt: Prompt,
+    },
+    /// The session's prompt queue, next first.
+    Queue {
+        /// The session.
+        session: SessionId,
+    },
+    /// Replace a queued prompt.
+    EditQueued {
+        /// The session.
+        session: SessionId,
+        /// The queued prompt.
+        queued: QueuedId,
+        /// Its new content.
+        prompt: Prompt,
+    },
+    /// Cancel a queued prompt.
+    CancelQueued {
+        /// The session.
+        session: SessionId,
+        /// The queued prompt.
+        queued: QueuedId,
+    },
+    /// Send a queued prompt now: the running turn stops and this one goes next.
+    SendQueuedNow {
+        /// The session.
+        session: SessionId,
+        /// The queued prompt.
+        queued: QueuedId,
+    },
+    /// Let a paused queue flow again.
+    ResumeQueue {
+        /// The session.
+        session: SessionId,
+    },
 }
 
 /// A backend's answer: exactly one of `ok` and `error`. `T` is the answer's type where the

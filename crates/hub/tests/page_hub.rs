@@ -1,7 +1,7 @@
 //! What the hub's Control UI page asks beyond the session calls (docs/hub.md §4), against a
 //! real nats-server and real backends: a machine's agents for a new session; agent Markdown
 //! rendered by the hub as a backend renders it; the transcripts the hub served kept for when
-//! their machine is away.
+//! their machine is away; a session's prompt queue.
 
 mod support;
 
@@ -307,4 +307,183 @@ async fn a_served_transcript_is_kept_and_shown_as_last_seen_while_its_machine_is
     laptop.client.delete_session(&opened).await.unwrap();
     assert_eq!(api.get(&path).await.status(), 404);
     assert!(hub.kept_transcript("laptop", &opened).is_none());
+}
+
+/// The text of a prompt body.
+fn text_prompt(text: &str) -> serde_json::Value {
+    serde_json::json!({"parts": [{"type": "text", "text": text}]})
+}
+
+/// Approves, on the machine itself, the session's next pending permission whose command
+/// contains `marker`.
+async fn approve(client: &Client, session: &SessionId, marker: &str) {
+    let pending = within(&format!("an approval for {marker}"), async {
+        loop {
+            let all = client.permissions().await.unwrap();
+            if let Some(p) = all
+                .into_iter()
+                .find(|p| &p.session_id == session && p.command.contains(marker))
+            {
+                return p;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    })
+    .await;
+    client
+        .reply_permission(session, &pending.id, PermissionReply::Once)
+        .await
+        .unwrap();
+}
+
+/// Waits until the session's transcript holds `output` and the session is idle.
+async fn ran(client: &Client, session: &SessionId, output: &str) {
+    within(&format!("{output} in the transcript"), async {
+        loop {
+            let idle = client.get_session(session).await.unwrap().status == SessionStatus::Idle;
+            let text = serde_json::to_string(&client.messages(session).await.unwrap()).unwrap();
+            if idle && text.contains(output) {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_sessions_prompt_queue_works_through_the_hub() {
+    let nats = NatsServer::start();
+    let hub = start_hub(&nats).await;
+    let api = HubClient::new(hub.url());
+    let laptop = Machine::start(&nats, "laptop").await;
+    api.wait_machine("laptop", |m| m.online).await;
+    let client = &laptop.client;
+    let session = client.create_session(Some("queued")).await.unwrap().id;
+    let queue = format!("/machine/laptop/session/{session}/queue");
+    let http = |method: reqwest::Method, path: String, body: Option<serde_json::Value>| {
+        let mut request = api
+            .http
+            .request(method, format!("{}{path}", api.base))
+            .bearer_auth(support::HUB_TOKEN);
+        if let Some(body) = body {
+            request = request.json(&body);
+        }
+        async move {
+            let res = request.send().await.unwrap();
+            let status = res.status().as_u16();
+            (status, res.json::<serde_json::Value>().await.unwrap())
+        }
+    };
+
+    // Free: sent at once (202). Busy (the shell agent waits for its approval): queued (201).
+    let (status, first) = api_post(&api, &queue, text_prompt("echo one-$((0+1))")).await;
+    assert_eq!(
+        (status, first["state"].as_str()),
+        (202, Some("sent")),
+        "{first}"
+    );
+    let (status, second) = api_post(&api, &queue, text_prompt("echo two")).await;
+    assert_eq!(
+        (status, second["position"].as_u64()),
+        (201, Some(0)),
+        "{second}"
+    );
+    let (status, third) = api_post(&api, &queue, text_prompt("echo three")).await;
+    assert_eq!(
+        (status, third["position"].as_u64()),
+        (201, Some(1)),
+        "{third}"
+    );
+    let (second_id, third_id) = (
+        second["item"]["id"].as_str().unwrap().to_owned(),
+        third["item"]["id"].as_str().unwrap().to_owned(),
+    );
+    let listed: ax_protocol::queue::PromptQueue = api.json(&queue).await;
+    assert_eq!(listed, client.prompt_queue(&session).await.unwrap());
+    assert_eq!(listed.items.len(), 2);
+
+    // Edited and cancelled while they wait, on the machine's own queue.
+    let (status, edited) = http(
+        reqwest::Method::PATCH,
+        format!("{queue}/{second_id}"),
+        Some(text_prompt("echo edited-$((2+3))")),
+    )
+    .await;
+    assert_eq!(status, 200, "{edited}");
+    let (status, left) = http(reqwest::Method::DELETE, format!("{queue}/{third_id}"), None).await;
+    assert_eq!(status, 200, "{left}");
+    let on_machine = client.prompt_queue(&session).await.unwrap();
+    assert_eq!(on_machine.items.len(), 1);
+    assert!(
+        serde_json::to_string(&on_machine.items[0].prompt)
+            .unwrap()
+            .contains("edited-"),
+        "{on_machine:?}"
+    );
+    // A cancelled item is the machine's 404.
+    let (status, gone) = http(reqwest::Method::DELETE, format!("{queue}/{third_id}"), None).await;
+    assert_eq!(status, 404, "{gone}");
+
+    // Stopped: the machine pauses the queue; resumed through the hub, the edited prompt goes.
+    let (status, _) = api_post(
+        &api,
+        &format!("/machine/laptop/session/{session}/abort"),
+        serde_json::json!({}),
+    )
+    .await;
+    assert_eq!(status, 200);
+    let paused = client.prompt_queue(&session).await.unwrap();
+    assert!(paused.paused.is_some(), "{paused:?}");
+    let (status, resumed) = http(reqwest::Method::POST, format!("{queue}/resume"), None).await;
+    assert_eq!(status, 200, "{resumed}");
+    approve(client, &session, "edited-").await;
+    ran(client, &session, "edited-5").await;
+
+    // Send now: the running turn stops and the queued prompt goes next.
+    let (status, _) = api_post(&api, &queue, text_prompt("echo four")).await;
+    assert_eq!(status, 202);
+    let (status, fifth) = api_post(&api, &queue, text_prompt("echo five-$((2*3))")).await;
+    assert_eq!(status, 201, "{fifth}");
+    let fifth_id = fifth["item"]["id"].as_str().unwrap().to_owned();
+    let (status, now) = http(
+        reqwest::Method::POST,
+        format!("{queue}/{fifth_id}/send"),
+        None,
+    )
+    .await;
+    assert_eq!(status, 200, "{now}");
+    approve(client, &session, "five-").await;
+    ran(client, &session, "five-6").await;
+    assert!(
+        client
+            .prompt_queue(&session)
+            .await
+            .unwrap()
+            .items
+            .is_empty()
+    );
+
+    // A machine that never joined.
+    let (status, body) = http(
+        reqwest::Method::GET,
+        format!("/machine/ghost/session/{session}/queue"),
+        None,
+    )
+    .await;
+    assert_eq!(
+        (status, body["error"]["code"].as_str()),
+        (503, Some("offline"))
+    );
+}
+
+/// `POST path` with `body` to the hub: the status and the JSON answer.
+async fn api_post(
+    api: &HubClient,
+    path: &str,
+    body: serde_json::Value,
+) -> (u16, serde_json::Value) {
+    let res = api.post(path, body).await;
+    let status = res.status().as_u16();
+    (status, res.json().await.unwrap())
 }
