@@ -221,6 +221,31 @@ mod tests {
     }
 
     #[test]
+    fn the_pages_requests_are_strict_too() {
+        let r: Request = decode(br#"{"op":"agents"}"#).unwrap();
+        assert_eq!(r, Request::Agents {});
+        let sid = "ses_0123456789abABCDEFGHIJKLMN";
+        let qid = "que_0123456789abABCDEFGHIJKLMN";
+        let edit = format!(
+            r#"{{"op":"editQueued","session":"{sid}","queued":"{qid}","prompt":{{"parts":[]}}}}"#
+        );
+        assert!(matches!(
+            decode::<Request>(edit.as_bytes()).unwrap(),
+            Request::EditQueued { .. }
+        ));
+        for bad in [
+            r#"{"op":"agents","x":1}"#.to_owned(),
+            format!(r#"{{"op":"queue","session":"{sid}","x":1}}"#),
+            // A queued prompt's ID where a session's goes, and the other way round.
+            format!(r#"{{"op":"queue","session":"{qid}"}}"#),
+            format!(r#"{{"op":"cancelQueued","session":"{sid}","queued":"{sid}"}}"#),
+            r#"{"op":"resumeQueue"}"#.to_owned(),
+        ] {
+            assert!(decode::<Request>(bad.as_bytes()).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
     fn screen_requests_name_one_of_two_methods() {
         let r: Request = decode(br#"{"op":"screen","method":"layout","params":{}}"#).unwrap();
         assert_eq!(
