@@ -14,7 +14,7 @@
 use std::{
     collections::HashMap,
     sync::{Arc, Mutex, MutexGuard},
-    time::Duration,
+    time::{Duration, Instant},
 };
 
 use ax_protocol::{Millis, SessionId, SessionStatus};
@@ -41,6 +41,10 @@ pub const MAX_BYTES: usize = 64 * 1024 * 1024;
 pub const LAST_SEEN_HEADER: &str = "ax-last-seen-ms";
 /// How often the kept transcripts are checked against the machines' snapshots.
 const REFRESH_EVERY: Duration = Duration::from_millis(500);
+/// A kept transcript is asked for again at most this often while its session only grows (a
+/// change of its status, a turn starting or ending, is followed at once): a transcript may be
+/// 1 MiB, and a busy machine's snapshot changes every heartbeat.
+const REFRESH_AT_MOST_EVERY: Duration = Duration::from_secs(5);
 
 type Key = (MachineName, SessionId);
 /// What a session looked like in its machine's snapshot when its transcript was fetched.
@@ -50,6 +54,8 @@ struct Entry {
     body: Bytes,
     seen_ms: u64,
     version: Version,
+    /// When it was stored, for [`REFRESH_AT_MOST_EVERY`].
+    stored: Instant,
     /// The cache's clock when last stored or served (the least recent goes first).
     used: u64,
 }
@@ -73,6 +79,7 @@ impl Transcripts {
             body,
             seen_ms,
             version,
+            stored: Instant::now(),
             used: self.clock,
         };
         self.bytes += entry.body.len();
@@ -208,19 +215,22 @@ pub(super) async fn messages(
 }
 
 /// Keeps the kept transcripts of online machines up to date: one whose session the machine's
-/// snapshot shows changed since it was fetched is fetched again (one at a time).
+/// snapshot shows changed since it was fetched is fetched again (one at a time; at once when
+/// its status changed, else at most every [`REFRESH_AT_MOST_EVERY`]).
 pub(super) async fn keep_fresh(shared: Arc<Shared>) {
     loop {
         tokio::time::sleep(REFRESH_EVERY).await;
-        let keys: Vec<(Key, Version)> = shared
+        let keys: Vec<(Key, Version, Duration)> = shared
             .kept()
             .entries
             .iter()
-            .map(|(k, e)| (k.clone(), e.version))
+            .map(|(k, e)| (k.clone(), e.version, e.stored.elapsed()))
             .collect();
-        for (key, version) in keys {
+        for (key, version, age) in keys {
             let now = shared.version(&key);
-            if now.is_some() && now != version && shared.online(&key.0) == Some(true) {
+            let status_changed = now.map(|v| v.1) != version.map(|v| v.1);
+            let due = status_changed || age >= REFRESH_AT_MOST_EVERY;
+            if now.is_some() && now != version && due && shared.online(&key.0) == Some(true) {
                 // A failure leaves what was kept; the next round tries again.
                 let _ = shared.fetch(&key).await;
             }
