@@ -1,9 +1,10 @@
 // The Control UI served by a hub (docs/hub.md §4): the one place that knows the page talks to
 // a hub rather than to a backend. The hub says so in its `/health` answer (`hub: true`), and
 // `HubApi` then offers the page the backend's API (api.js) over the hub's routes: every
-// session call goes to `/machine/{m}` of the machine that holds the session, the listing and
-// the approvals are gathered from every machine, and the hub's events (`{machine, boot,
-// event}`) are unwrapped into the backend's envelopes. The pure parts below are tested by
+// session call (its prompt queue too) goes to `/machine/{m}` of the machine that holds the
+// session, a new session's agents are the chosen machine's, the listing and the approvals are
+// gathered from every machine, agent Markdown is rendered by the hub itself, and the hub's
+// events (`{machine, boot, event}`) are unwrapped into the backend's envelopes. The pure parts below are tested by
 // Node (tests/js/hubapi.test.mjs); app.js stays the same page for both servers.
 
 import { Api, ApiError } from './api.js';
