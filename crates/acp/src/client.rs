@@ -81,6 +81,10 @@ pub struct StartOptions {
     /// when the agent ends, every process still carrying it is killed, also those that left
     /// its process group (docs/agents.md §2). `None`: only the process group is stopped.
     pub tag: Option<String>,
+    /// `_meta` sent with `session/new`, `session/load` and `session/resume`: what the
+    /// backend tells an agent it knows about (e.g. the built-in `shell` agent's standing
+    /// "always", [`crate::shell::session_meta`]). `None`: no `_meta`.
+    pub session_meta: Option<schema::Meta>,
 }
 
 impl StartOptions {
@@ -94,6 +98,7 @@ impl StartOptions {
             request_timeout: Duration::from_secs(120),
             terminals: None,
             tag: None,
+            session_meta: None,
         }
     }
 }
@@ -518,6 +523,49 @@ struct Shared {
 }
 
 impl Shared {
+    fn new(
+        project: PathBuf,
+        terminals: Arc<dyn Terminals>,
+        stderr: Arc<Mutex<Tail>>,
+    ) -> (Arc<Shared>, mpsc::UnboundedReceiver<AcpEvent>) {
+        let (events, events_rx) = mpsc::unbounded_channel();
+        let shared = Arc::new(Shared {
+            state: Mutex::new(State::default()),
+            events,
+            offers: watch::Sender::new(AgentOffers::default()),
+            project,
+            terminals,
+            stderr,
+            gone: std::sync::atomic::AtomicBool::new(false),
+        });
+        (shared, events_rx)
+    }
+
+    /// The agent has ended: every process that carries its `tag` is stopped (what it started
+    /// elsewhere, with `setsid`, must not outlive it either).
+    async fn kill_tagged(tag: Option<String>) {
+        if let Some(tag) = tag {
+            let killed =
+                tokio::task::spawn_blocking(move || ax_agents::process::kill_tagged(|v| v == tag))
+                    .await
+                    .unwrap_or(0);
+            if killed > 0 {
+                tracing::info!(killed, "stopped processes the agent had started");
+            }
+        }
+    }
+
+    /// The agent has ended with `status` (and what it left is stopped): its terminals are
+    /// released and the exit is reported.
+    fn ended(&self, status: String, exit_tx: watch::Sender<Option<String>>) {
+        self.terminals.release_all();
+        let _ = exit_tx.send(Some(status.clone()));
+        let _ = self.events.send(AcpEvent::Exited {
+            status,
+            stderr_tail: self.stderr_tail(),
+        });
+    }
+
     fn lock(&self) -> MutexGuard<'_, State> {
         self.state.lock().unwrap_or_else(|p| p.into_inner())
     }
@@ -616,10 +664,52 @@ pub struct AgentHandle {
     shared: Arc<Shared>,
     info: AgentInfo,
     session: Option<SessionInfo>,
-    pgid: u32,
+    body: Body,
     exit: watch::Receiver<Option<String>>,
     close_stdin: CancellationToken,
     options: StartOptions,
+}
+
+/// The bytes an in-memory transport buffers in each direction before a writer waits.
+const IN_MEMORY_BUFFER: usize = 256 * 1024;
+
+/// What runs an agent: a child process, signalled as a group, or a task of this process
+/// ([`AgentHandle::start_in_memory`]), aborted whatever the signal.
+#[derive(Clone)]
+enum Body {
+    Process { pgid: u32 },
+    Task(tokio::task::AbortHandle),
+}
+
+impl Body {
+    /// Sends `signal` to the process group; a task is aborted (it cannot catch one).
+    fn signal(&self, signal: rustix::process::Signal) {
+        match self {
+            Body::Process { pgid } => {
+                signal_group(*pgid, signal);
+            }
+            Body::Task(task) => task.abort(),
+        }
+    }
+
+    /// The process group (0 for a task).
+    fn pgid(&self) -> u32 {
+        match self {
+            Body::Process { pgid } => *pgid,
+            Body::Task(_) => 0,
+        }
+    }
+}
+
+/// The project directory of `options`, canonical: the agent's cwd and the bound of its files.
+fn canonical_project(options: &StartOptions) -> Result<PathBuf, StartError> {
+    options
+        .project_dir
+        .canonicalize()
+        .map_err(|source| StartError::Project {
+            path: options.project_dir.clone(),
+            source,
+        })
 }
 
 fn json_error(e: impl std::fmt::Display) -> acp::Error {
@@ -1316,12 +1406,15 @@ fn exit_status(e: crate::terminal::ExitInfo) -> schema::TerminalExitStatus {
         .signal(e.signal)
 }
 
-async fn write_stdin(
-    mut stdin: tokio::process::ChildStdin,
+async fn write_stdin<W: tokio::io::AsyncWrite + Unpin>(
+    mut stdin: W,
     mut lines: futures::channel::mpsc::UnboundedReceiver<String>,
     close: CancellationToken,
 ) {
-    async fn write_line(stdin: &mut tokio::process::ChildStdin, line: &str) -> io::Result<()> {
+    async fn write_line<W: tokio::io::AsyncWrite + Unpin>(
+        stdin: &mut W,
+        line: &str,
+    ) -> io::Result<()> {
         let mut bytes = Vec::with_capacity(line.len() + 1);
         bytes.extend_from_slice(line.as_bytes());
         bytes.push(b'\n');
@@ -1346,7 +1439,9 @@ async fn write_stdin(
             () = close.cancelled() => break,
         }
     }
-    // Closing stdin is how an agent learns we are done.
+    // Closing stdin is how an agent learns we are done (an in-memory transport's half is
+    // closed by its shutdown, a pipe by dropping it).
+    let _ = stdin.shutdown().await;
     drop(stdin);
 }
 
@@ -1356,13 +1451,7 @@ impl AgentHandle {
         spec: &AgentSpec,
         options: StartOptions,
     ) -> Result<(AgentHandle, mpsc::UnboundedReceiver<AcpEvent>), StartError> {
-        let project = options
-            .project_dir
-            .canonicalize()
-            .map_err(|source| StartError::Project {
-                path: options.project_dir.clone(),
-                source,
-            })?;
+        let project = canonical_project(&options)?;
         let mut child = process::agent_command(spec, &project, options.tag.as_deref())
             .spawn()
             .map_err(|source| StartError::Spawn {
@@ -1371,32 +1460,27 @@ impl AgentHandle {
                 source,
             })?;
         let pgid = child.id().unwrap_or(0);
+        let body = Body::Process { pgid };
         let stderr = Arc::new(Mutex::new(Tail::new(STDERR_TAIL_BYTES)));
         let stderr_pump = child
             .stderr
             .take()
             .map(|e| tokio::spawn(process::collect_tail(e, stderr.clone())));
         let (Some(stdin), Some(stdout)) = (child.stdin.take(), child.stdout.take()) else {
-            signal_group(pgid, rustix::process::Signal::KILL);
+            body.signal(rustix::process::Signal::KILL);
             return Err(StartError::Handshake {
                 name: spec.name.clone(),
                 message: "the agent's standard streams are missing".into(),
                 stderr_tail: String::new(),
             });
         };
-        let (events_tx, events_rx) = mpsc::unbounded_channel();
-        let shared = Arc::new(Shared {
-            state: Mutex::new(State::default()),
-            events: events_tx.clone(),
-            offers: watch::Sender::new(AgentOffers::default()),
-            project: project.clone(),
-            terminals: options
-                .terminals
-                .clone()
-                .unwrap_or_else(|| Arc::new(LocalTerminals::new())),
-            stderr: stderr.clone(),
-            gone: std::sync::atomic::AtomicBool::new(false),
-        });
+        // The agent's commands carry its tag too: they run in process groups of their own, so
+        // a backend killed with SIGKILL leaves them, and the next one finds them by the tag.
+        let terminals = options
+            .terminals
+            .clone()
+            .unwrap_or_else(|| Arc::new(LocalTerminals::tagged(options.tag.clone())));
+        let (shared, events_rx) = Shared::new(project, terminals, stderr);
 
         // The process: reaped by its own task, which reports the exit.
         let (exit_tx, exit_rx) = watch::channel(None);
@@ -1409,28 +1493,95 @@ impl AgentHandle {
                 // Whatever the agent left in its group would keep our pipes open; what it
                 // started elsewhere (setsid) must not outlive it either.
                 signal_group(pgid, rustix::process::Signal::KILL);
-                if let Some(tag) = tag {
-                    let killed = tokio::task::spawn_blocking(move || {
-                        ax_agents::process::kill_tagged(|v| v == tag)
-                    })
-                    .await
-                    .unwrap_or(0);
-                    if killed > 0 {
-                        tracing::info!(killed, "stopped processes the agent had started");
-                    }
-                }
+                Shared::kill_tagged(tag).await;
                 if let Some(pump) = stderr_pump {
                     let _ = tokio::time::timeout(Duration::from_secs(2), pump).await;
                 }
-                shared.terminals.release_all();
-                let _ = exit_tx.send(Some(status.clone()));
-                let _ = shared.events.send(AcpEvent::Exited {
-                    status,
-                    stderr_tail: shared.stderr_tail(),
-                });
+                shared.ended(status, exit_tx);
             });
         }
+        Self::connect(
+            spec.name.clone(),
+            options,
+            shared,
+            (stdin, stdout),
+            body,
+            exit_rx,
+            events_rx,
+        )
+        .await
+    }
 
+    /// Starts an agent served inside this process over an in-memory transport (a
+    /// `tokio::io::duplex` pair instead of a child's pipes) and runs `initialize`. `serve`
+    /// gets the agent's end and runs as a task of its own; it speaks ACP exactly as a child
+    /// would on its stdin and stdout. There is no process group: closing the transport is how
+    /// the agent learns it is stopped, and [`Self::stop`] and the watchdog abort its task
+    /// when it does not end by itself; [`Self::process_group`] is 0. The agent's terminals
+    /// carry `options.tag` (when given), so what they started is stopped with the agent and
+    /// by the cleanup after a crash.
+    pub async fn start_in_memory<F, Fut>(
+        name: &str,
+        options: StartOptions,
+        serve: F,
+    ) -> Result<(AgentHandle, mpsc::UnboundedReceiver<AcpEvent>), StartError>
+    where
+        F: FnOnce(tokio::io::DuplexStream) -> Fut,
+        Fut: Future<Output = ()> + Send + 'static,
+    {
+        let project = canonical_project(&options)?;
+        let (ours, theirs) = tokio::io::duplex(IN_MEMORY_BUFFER);
+        let terminals = options
+            .terminals
+            .clone()
+            .unwrap_or_else(|| Arc::new(LocalTerminals::tagged(options.tag.clone())));
+        let stderr = Arc::new(Mutex::new(Tail::new(STDERR_TAIL_BYTES)));
+        let (shared, events_rx) = Shared::new(project, terminals, stderr);
+        let task = tokio::spawn(serve(theirs));
+        let body = Body::Task(task.abort_handle());
+        let (exit_tx, exit_rx) = watch::channel(None);
+        {
+            let shared = shared.clone();
+            let tag = options.tag.clone();
+            tokio::spawn(async move {
+                let status = match task.await {
+                    Ok(()) => "ended".to_string(),
+                    Err(e) if e.is_cancelled() => "stopped".to_string(),
+                    Err(e) => format!("failed ({e})"),
+                };
+                shared.mark_gone();
+                Shared::kill_tagged(tag).await;
+                shared.ended(status, exit_tx);
+            });
+        }
+        let (read, write) = tokio::io::split(ours);
+        Self::connect(
+            name.to_string(),
+            options,
+            shared,
+            (write, read),
+            body,
+            exit_rx,
+            events_rx,
+        )
+        .await
+    }
+
+    /// Speaks ACP over `(stdin, stdout)` (the agent's input and output, whatever carries
+    /// them) and runs `initialize`.
+    async fn connect<W, R>(
+        name: String,
+        options: StartOptions,
+        shared: Arc<Shared>,
+        (stdin, stdout): (W, R),
+        body: Body,
+        exit_rx: watch::Receiver<Option<String>>,
+        events_rx: mpsc::UnboundedReceiver<AcpEvent>,
+    ) -> Result<(AgentHandle, mpsc::UnboundedReceiver<AcpEvent>), StartError>
+    where
+        W: tokio::io::AsyncWrite + Unpin + Send + 'static,
+        R: tokio::io::AsyncRead + Unpin + Send + 'static,
+    {
         // stdin: our writer task; stdout: bounded lines.
         let close_stdin = CancellationToken::new();
         let (out_tx, out_rx) = futures::channel::mpsc::unbounded::<String>();
@@ -1516,20 +1667,20 @@ impl AgentHandle {
             }
         });
         let fail = |message: String, shared: &Shared| StartError::Handshake {
-            name: spec.name.clone(),
+            name: name.clone(),
             message,
             stderr_tail: shared.stderr_tail(),
         };
         let Ok(cx) = cx_rx.await else {
-            signal_group(pgid, rustix::process::Signal::KILL);
+            body.signal(rustix::process::Signal::KILL);
             return Err(fail("the connection did not start".into(), &shared));
         };
         let mut handle = AgentHandle {
-            name: spec.name.clone(),
+            name: name.clone(),
             cx,
             shared,
             info: AgentInfo {
-                name: spec.name.clone(),
+                name: name.clone(),
                 title: None,
                 version: String::new(),
                 protocol_version: 0,
@@ -1539,7 +1690,7 @@ impl AgentHandle {
                 auth_methods: Vec::new(),
             },
             session: None,
-            pgid,
+            body,
             exit: exit_rx,
             close_stdin,
             options,
@@ -1571,7 +1722,7 @@ impl AgentHandle {
         if version != u64::from(PROTOCOL_VERSION) {
             handle.stop().await;
             return Err(StartError::ProtocolVersion {
-                name: spec.name.clone(),
+                name: name.clone(),
                 detail: format!("it answered version {version}"),
                 stderr_tail: handle.shared.stderr_tail(),
             });
@@ -1584,7 +1735,7 @@ impl AgentHandle {
                 .agent_info
                 .as_ref()
                 .map(|i| i.name.clone())
-                .unwrap_or_else(|| spec.name.clone()),
+                .unwrap_or_else(|| name.clone()),
             title: response.agent_info.as_ref().and_then(|i| i.title.clone()),
             version: response
                 .agent_info
@@ -1660,7 +1811,7 @@ impl AgentHandle {
 
     /// The process group of the agent (for crash cleanup records).
     pub fn process_group(&self) -> u32 {
-        self.pgid
+        self.body.pgid()
     }
 
     /// The last 64 KiB of the agent's stderr.
@@ -1763,7 +1914,8 @@ impl AgentHandle {
                     });
                 }
                 let req = schema::LoadSessionRequest::new(old.to_string(), project.clone())
-                    .mcp_servers(mcp_servers.clone());
+                    .mcp_servers(mcp_servers.clone())
+                    .meta(self.options.session_meta.clone());
                 let loaded = self.request_raw(req).await;
                 {
                     let mut st = self.shared.lock();
@@ -1780,7 +1932,8 @@ impl AgentHandle {
             } else if self.info.resume_session {
                 self.shared.lock().session_id = Some(old.to_string());
                 let req = schema::ResumeSessionRequest::new(old.to_string(), project.clone())
-                    .mcp_servers(mcp_servers.clone());
+                    .mcp_servers(mcp_servers.clone())
+                    .meta(self.options.session_meta.clone());
                 let resumed = self.request_raw(req).await;
                 let resumed = resumed.map(|r| (r.modes, options(r.config_options)));
                 Some(("session/resume", Restored::Resumed, resumed))
@@ -1814,7 +1967,9 @@ impl AgentHandle {
         let session_id = match session_id {
             Some(id) => id,
             None => {
-                let req = schema::NewSessionRequest::new(project).mcp_servers(mcp_servers);
+                let req = schema::NewSessionRequest::new(project)
+                    .mcp_servers(mcp_servers)
+                    .meta(self.options.session_meta.clone());
                 let r = self
                     .request_raw(req)
                     .await
@@ -2141,19 +2296,19 @@ impl AgentHandle {
             seq
         };
         let shared = self.shared.clone();
-        let pgid = self.pgid;
+        let body = self.body.clone();
         let watchdog = self.options.watchdog;
         tokio::spawn(async move {
             tokio::time::sleep(watchdog).await;
             let running = shared.lock().turn.as_ref().is_some_and(|t| t.seq == seq);
             if running {
                 tracing::warn!(
-                    pgid,
-                    "the agent ignored the abort: killing its process group"
+                    pgid = body.pgid(),
+                    "the agent ignored the abort: killing its process group (or task)"
                 );
                 // Dead from now on for whoever asks, before the kernel and the reaper agree.
                 shared.mark_gone();
-                signal_group(pgid, rustix::process::Signal::KILL);
+                body.signal(rustix::process::Signal::KILL);
             }
         });
         true
@@ -2176,9 +2331,9 @@ impl AgentHandle {
                 .is_ok()
         };
         if !wait(self.options.stop_term_after).await {
-            signal_group(self.pgid, rustix::process::Signal::TERM);
+            self.body.signal(rustix::process::Signal::TERM);
             if !wait(self.options.stop_kill_after).await {
-                signal_group(self.pgid, rustix::process::Signal::KILL);
+                self.body.signal(rustix::process::Signal::KILL);
                 let _ = wait(Duration::from_secs(5)).await;
             }
         }
@@ -2191,7 +2346,7 @@ impl Drop for AgentHandle {
         // Not `is_alive`: an agent that closed its output may still run, and must not outlive
         // its handle; only a reaped one is surely gone.
         if self.exit.borrow().is_none() {
-            signal_group(self.pgid, rustix::process::Signal::KILL);
+            self.body.signal(rustix::process::Signal::KILL);
             if let Some(tag) = &self.options.tag {
                 ax_agents::process::kill_tagged(|v| v == tag);
             }

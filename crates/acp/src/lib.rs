@@ -11,7 +11,9 @@
 //! - [`fs`]: the agent's file requests, confined to the project;
 //! - [`guard`]: the trace every served write and terminal leaves, and which writes ask first;
 //! - [`terminal`]: the agent's terminals, behind the [`terminal::Terminals`] trait;
-//! - [`process`]: spawning with an allowlisted environment, bounded output.
+//! - [`process`]: spawning with an allowlisted environment, bounded output;
+//! - [`shell`]: the built-in `shell` agent, an ACP agent served inside the process over the
+//!   in-memory transport ([`AgentHandle::start_in_memory`]).
 
 pub mod client;
 pub mod config;
@@ -19,6 +21,7 @@ pub mod fs;
 pub mod guard;
 mod map;
 pub mod process;
+pub mod shell;
 pub mod terminal;
 
 pub use agent_client_protocol::v1::schema;

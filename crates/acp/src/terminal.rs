@@ -142,12 +142,24 @@ struct Term {
 pub struct LocalTerminals {
     terms: Mutex<HashMap<String, Term>>,
     next: std::sync::atomic::AtomicU64,
+    /// Set as [`process::AGENT_TAG`] on every command, when given.
+    tag: Option<String>,
 }
 
 impl LocalTerminals {
     /// No terminals yet.
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// No terminals yet; each command started carries `tag` as [`process::AGENT_TAG`], so
+    /// the cleanup of an agent that ended (or of a backend that crashed) finds it. For an
+    /// agent served inside the backend, whose terminals inherit no tag from an agent
+    /// process (`AgentHandle::start_in_memory`).
+    pub fn tagged(tag: Option<String>) -> Self {
+        let mut terminals = Self::default();
+        terminals.tag = tag;
+        terminals
     }
 
     fn get(&self, id: &str) -> Result<Arc<process::Process>, TerminalError> {
@@ -299,6 +311,10 @@ impl Terminals for LocalTerminals {
             .bound(process::Bound::Tail { limit });
         for (k, v) in &spec.env {
             command = command.env(k, v);
+        }
+        if let Some(tag) = &self.tag {
+            // After the agent's own: an agent cannot take the tag off its commands.
+            command = command.env(process::AGENT_TAG, tag);
         }
         let started = process::spawn_with_events(command).map_err(|e| TerminalError::Spawn {
             command: spec.command.clone(),

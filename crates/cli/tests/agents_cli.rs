@@ -19,7 +19,7 @@ fn main() {
     if std::env::var_os("AX_TEST_BE_MOCK_AGENT").is_some() {
         ax_mock_agent::run();
     }
-    let tests: [(&str, fn()); 5] = [
+    let tests: [(&str, fn()); 6] = [
         ("agents_lists_presets_and_configured_agents", lists),
         ("agents_check_prints_what_the_agent_says", check),
         ("agents_check_explains_failures", check_failures),
@@ -27,6 +27,10 @@ fn main() {
         (
             "a_crashed_backends_detached_agent_command_is_killed_at_the_next_start",
             crash_cleanup,
+        ),
+        (
+            "a_crashed_backends_agent_terminal_command_is_killed_at_the_next_start",
+            crash_cleanup_of_terminals,
         ),
     ];
     for (name, test) in tests {
@@ -225,6 +229,20 @@ fn bad_config() {
 /// command that left the agent's process group (`setsid`) survives it, and the next backend
 /// on the same data kills it at start.
 fn crash_cleanup() {
+    left_running_after_a_crash("detach 600", "detached ");
+}
+
+/// docs/agents.md §2: a command an agent runs through `terminal/create` is the backend's child
+/// in a process group of its own, so it survives a backend killed with SIGKILL; it carries
+/// its agent's tag, so the next backend on the same data kills it at start.
+fn crash_cleanup_of_terminals() {
+    left_running_after_a_crash("term 100000 echo pid=$$; exec sleep 600", "pid=");
+}
+
+/// Prompts a mock agent with `prompt`, reads the pid printed after `marker` from the
+/// transcript, kills the backend with SIGKILL, checks the process outlived it, and that the
+/// next backend on the same data kills it.
+fn left_running_after_a_crash(prompt: &str, marker: &str) {
     use support::{Env, Serve, WAIT, process_gone};
     const PASSWORD: &str = "agents-cli-crash-cleanup-credential-0123456789";
     let env = Env::new();
@@ -250,18 +268,18 @@ fn crash_cleanup() {
             .await
             .unwrap()
             .id;
-        client.prompt_text(&id, "detach 600").await.unwrap();
+        client.prompt_text(&id, prompt).await.unwrap();
         let deadline = std::time::Instant::now() + WAIT;
         loop {
             assert!(std::time::Instant::now() < deadline, "the turn ends");
             let messages = client.messages(&id).await.unwrap();
             let text = serde_json::to_string(&messages).unwrap();
-            if let Some(pid) = text
-                .split("detached ")
-                .nth(1)
-                .and_then(|rest| rest.split(|c: char| !c.is_ascii_digit()).next())
-                .and_then(|p| p.parse().ok())
-            {
+            // The first place the marker is followed by a number (the prompt may hold it too).
+            if let Some(pid) = text.split(marker).skip(1).find_map(|rest| {
+                rest.split(|c: char| !c.is_ascii_digit())
+                    .next()
+                    .and_then(|p| p.parse().ok())
+            }) {
                 break pid;
             }
             tokio::time::sleep(std::time::Duration::from_millis(20)).await;
@@ -270,7 +288,7 @@ fn crash_cleanup() {
     serve.kill();
     assert!(
         !process_gone(pid),
-        "the detached command outlived the killed backend"
+        "the agent's command outlived the killed backend"
     );
     let _serve = Serve::start(&env, 0, Some(PASSWORD));
     let deadline = std::time::Instant::now() + WAIT;

@@ -234,6 +234,19 @@ fn session_commands_find_the_registered_serve() {
     assert_eq!(offline[1].id, id);
 }
 
+/// Whether `event` is about session `id`.
+fn concerns(event: &Event, id: &SessionId) -> bool {
+    match event {
+        Event::PermissionReplied { session_id, .. }
+        | Event::MessagePart { session_id, .. }
+        | Event::MessageDelta { session_id, .. }
+        | Event::MessageEnded { session_id, .. }
+        | Event::SessionStatus { session_id, .. } => session_id == id,
+        Event::SessionUpdated { session } | Event::SessionCreated { session } => &session.id == id,
+        _ => false,
+    }
+}
+
 async fn next_event(
     events: &mut ax_client::EventStream,
     mut pred: impl FnMut(&Event) -> bool,
@@ -256,7 +269,7 @@ fn kill_9_mid_run_then_restart_marks_the_run_interrupted() {
     let serve = dirs.serve();
     let rt = tokio::runtime::Runtime::new().unwrap();
     let pidfile = dirs.project.path().join("run.pid");
-    let (busy, pending) = rt.block_on(async {
+    let (busy, pending, asked) = rt.block_on(async {
         let client = serve.client();
         let busy = client.create_session(Some("busy")).await.unwrap().id;
         let pending = client.create_session(Some("pending")).await.unwrap().id;
@@ -284,8 +297,11 @@ fn kill_9_mid_run_then_restart_marks_the_run_interrupted() {
         })
         .await;
         client.prompt_text(&pending, "touch never").await.unwrap();
-        next_event(&mut events, |e| matches!(e, Event::PermissionAsked { .. })).await;
-        (busy, pending)
+        let asked = next_event(&mut events, |e| matches!(e, Event::PermissionAsked { .. })).await;
+        let Event::PermissionAsked { permission } = asked else {
+            unreachable!()
+        };
+        (busy, pending, permission.id)
     });
     let log = serve.crash();
     assert!(
@@ -323,6 +339,56 @@ fn kill_9_mid_run_then_restart_marks_the_run_interrupted() {
             sessions.iter().all(|s| s.status == SessionStatus::Idle),
             "{sessions:?}"
         );
+
+        // A fresh `/event` client reading from this process's start (`Last-Event-ID: 0`, as
+        // the hub's join does) is told what the recovery ended, as a turn's end tells it.
+        let mut told = client.events(Some(0));
+        let mut seen = Vec::new();
+        let mut idle = std::collections::BTreeSet::new();
+        while idle.len() < 2 {
+            let event = next_event(&mut told, |_| true).await;
+            if let Event::SessionStatus {
+                session_id,
+                status: SessionStatus::Idle,
+            } = &event
+            {
+                idle.insert(session_id.clone());
+            }
+            seen.push(event);
+        }
+        for id in [&busy, &pending] {
+            let reply = client.messages(id).await.unwrap().remove(1);
+            let mut expected = Vec::new();
+            if id == &pending {
+                expected.push(Event::PermissionReplied {
+                    session_id: id.clone(),
+                    permission_id: asked.clone(),
+                    state: PermissionState::Cancelled,
+                });
+            }
+            expected.extend([
+                Event::MessagePart {
+                    session_id: id.clone(),
+                    message_id: reply.id.clone(),
+                    index: reply.parts.len() as u32 - 1,
+                    part: Part::Interrupted,
+                },
+                Event::MessageEnded {
+                    session_id: id.clone(),
+                    message_id: reply.id.clone(),
+                    ended: reply.ended.expect("the reply's end is stored"),
+                },
+                Event::SessionUpdated {
+                    session: client.get_session(id).await.unwrap(),
+                },
+                Event::SessionStatus {
+                    session_id: id.clone(),
+                    status: SessionStatus::Idle,
+                },
+            ]);
+            let about: Vec<&Event> = seen.iter().filter(|e| concerns(e, id)).collect();
+            assert_eq!(about, expected.iter().collect::<Vec<_>>(), "{seen:?}");
+        }
 
         let messages = client.messages(&busy).await.unwrap();
         assert_eq!(messages.len(), 2);

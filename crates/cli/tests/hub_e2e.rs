@@ -501,6 +501,21 @@ async fn a_backend_killed_mid_turn_comes_back_with_its_turn_ended_once() {
     })
     .await;
     assert!(running(&sleeper), "the command runs");
+    // A client of the hub's events that stays connected across the crash and the restart.
+    let live = http
+        .get(format!("{hub}/event?machine=laptop"))
+        .bearer_auth(HUB_PASSWORD)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(live.status(), 200);
+    let mut live = Box::pin(live.bytes_stream());
+    let (_, machines) = get(&http, &format!("{hub}/machine")).await;
+    let first_boot = machines
+        .as_array()
+        .and_then(|m| m.iter().find(|m| m["name"] == "laptop"))
+        .map(|m| m["boot"].clone())
+        .expect("the laptop's boot");
 
     // Killed mid-turn, as a crash or an OOM kill would: no shutdown of its own.
     signal(laptop.0.id(), "KILL");
@@ -509,6 +524,52 @@ async fn a_backend_killed_mid_turn_comes_back_with_its_turn_ended_once() {
 
     let (_laptop, _) = serve_joined(&env, &nats.url(), "laptop", password);
     online(true).await;
+    // Without reloading anything, the live client is told the turn ended: the reply's
+    // `interrupted` part, its end, and the session idle, from the new boot (its recovery).
+    let is = |e: &Value, kind: &str| e["event"]["event"]["type"] == kind;
+    let told = read_events_until(&mut live, "the cut turn's end, live", |events| {
+        let seen: Vec<Value> = events.iter().map(|e| e.data.clone()).collect();
+        let idle = seen.iter().position(|e| {
+            is(e, "session.status")
+                && e["event"]["event"]["sessionId"] == sid.as_str()
+                && e["event"]["event"]["status"] == "idle"
+        })?;
+        seen.iter()
+            .any(|e| is(e, "message.part") && e["event"]["event"]["part"]["type"] == "interrupted")
+            .then_some((seen, idle))
+    })
+    .await;
+    let (told, idle) = told;
+    let interrupted: Vec<&Value> = told
+        .iter()
+        .filter(|e| is(e, "message.part") && e["event"]["event"]["part"]["type"] == "interrupted")
+        .collect();
+    assert_eq!(interrupted.len(), 1, "told once: {told:?}");
+    let interrupted = interrupted[0];
+    assert_eq!(
+        interrupted["event"]["event"]["messageId"],
+        reply_id.as_str()
+    );
+    assert_ne!(interrupted["boot"], first_boot, "told by the new boot");
+    let at = |kind: &str| {
+        told.iter()
+            .position(|e| is(e, kind) && e["event"]["event"]["messageId"] == reply_id.as_str())
+    };
+    let part_at = told
+        .iter()
+        .position(|e| std::ptr::eq(e, interrupted))
+        .unwrap();
+    let ended_at = at("message.ended");
+    assert!(
+        ended_at.is_some_and(|ended| part_at < ended && ended < idle),
+        "the part, the end, then idle: {told:?}"
+    );
+    assert!(
+        told[..idle].iter().any(|e| is(e, "session.updated")
+            && e["event"]["event"]["session"]["id"] == sid.as_str()
+            && e["event"]["event"]["session"]["status"] == "idle"),
+        "the session as stored, idle: {told:?}"
+    );
     let messages = poll("the turn ended after the restart", async || {
         let (status, messages) = get(&http, &messages_url).await;
         let ended = status == 200
@@ -589,6 +650,11 @@ async fn a_backend_killed_mid_turn_comes_back_with_its_turn_ended_once() {
         .filter(|(_, e)| e.to_string().contains("started-42"))
         .count();
     assert_eq!(outputs, 1, "the output once: {seen:?}");
+    let ends = seen
+        .iter()
+        .filter(|(_, e)| e["event"]["event"]["part"]["type"] == "interrupted")
+        .count();
+    assert_eq!(ends, 1, "the turn's end once: {seen:?}");
     let created: Vec<&str> = seen
         .iter()
         .filter(|(_, e)| e["event"]["event"]["type"] == "session.created")

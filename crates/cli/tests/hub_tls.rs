@@ -2,7 +2,10 @@
 //! for TLS with a certificate a throwaway private CA signed (made with `openssl` at test time),
 //! `ax-code serve --join tls://… --nats-ca CA` and `ax-code hub --nats tls://… --nats-ca CA`.
 //! With the CA both work; without it, or with another CA, both refuse at start saying TLS
-//! verification failed; a CA file that is not PEM certificates is refused naming it.
+//! verification failed; a CA file that is not PEM certificates is refused naming it. With
+//! mutual TLS (`--nats-cert`, `--nats-key`), a server that maps certificates to users lets
+//! both in with no password anywhere, and refuses clearly a client without a certificate, with
+//! one it maps to no user, or with one another CA signed.
 
 mod support;
 
@@ -12,7 +15,7 @@ use std::time::Duration;
 
 use ax_hub::{
     MachineName,
-    nats::{backend_permissions, hub_permissions},
+    nats::{ClientCert, backend_permissions, hub_permissions},
     testing::{NatsServer, NatsUser, TestCa},
 };
 use serde_json::Value;
@@ -73,6 +76,47 @@ fn hub_command(env: &Env, url: &str, password_file: &Path, ca: Option<&Path>) ->
         command.arg("--nats-ca").arg(ca);
     }
     command.env("AX_CODE_HUB_PASSWORD", HUB_PASSWORD);
+    command
+}
+
+/// The mutual-TLS server: users `laptop` and `hub` (docs/hub.md §1) without passwords, each
+/// named by the subject of a client certificate `ca` signed.
+fn mtls_nats(ca: &TestCa) -> NatsServer {
+    NatsServer::start_mtls_with_users(
+        &[
+            NatsUser {
+                user: "laptop".into(),
+                password: String::new(),
+                permissions: backend_permissions(&MachineName::new("laptop").unwrap()),
+            },
+            NatsUser {
+                user: "hub".into(),
+                password: String::new(),
+                permissions: hub_permissions(),
+            },
+        ],
+        ca,
+    )
+}
+
+/// `--nats-cert CERT --nats-key KEY` of `client`.
+fn show_cert(command: &mut Command, client: &ClientCert) {
+    command
+        .arg("--nats-cert")
+        .arg(&client.cert)
+        .arg("--nats-key")
+        .arg(&client.key);
+}
+
+/// `ax-code serve --port 0 --join URL --name laptop --nats-ca CA`, showing `client` when given;
+/// no NATS user, no NATS password in the environment.
+fn serve_with_cert(env: &Env, url: &str, ca: &Path, client: Option<&ClientCert>) -> Command {
+    let mut command = env.command(&["serve", "--port", "0", "--join", url, "--name", "laptop"]);
+    command.arg("--nats-ca").arg(ca);
+    if let Some(client) = client {
+        show_cert(&mut command, client);
+    }
+    command.env("AX_CODE_SERVER_PASSWORD", BACKEND_PASSWORD);
     command
 }
 
@@ -266,6 +310,178 @@ fn nats_ca_needs_join_and_a_pem_ca_bundle() {
     }
 }
 
+/// docs/hub.md §1, "Users by client certificate": the server maps each client certificate to
+/// its user, so `serve --join` and `hub` work with no NATS password anywhere.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn serve_and_hub_join_with_client_certificates_and_no_password() {
+    let ca = TestCa::new();
+    let nats = mtls_nats(&ca);
+    let url = nats.url();
+    let env = Env::new();
+
+    let mut serve = serve_with_cert(&env, &url, &ca.ca_pem(), Some(&ca.client_cert("laptop")))
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let serve_lines = line_channel(serve.stdout.take().unwrap());
+    let _serve = Reaped(serve);
+    let laptop_url = url_in(&line_starting(&serve_lines, "ax-code backend"));
+    line_starting(&serve_lines, "Joined");
+
+    let mut hub = env.command(&["hub", "--nats", &url, "--port", "0", "--nats-ca"]);
+    hub.arg(ca.ca_pem());
+    show_cert(&mut hub, &ca.client_cert("hub"));
+    hub.env("AX_CODE_HUB_PASSWORD", HUB_PASSWORD);
+    let (_hub, hub_url) = support::spawn_hub(hub);
+
+    let http = reqwest::Client::builder().no_proxy().build().unwrap();
+    let created = http
+        .post(format!("{laptop_url}/session"))
+        .bearer_auth(BACKEND_PASSWORD)
+        .json(&serde_json::json!({"title": "by-certificate"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(created.status(), 201);
+    tokio::time::timeout(LONG_WAIT, async {
+        loop {
+            let all: Value = http
+                .get(format!("{hub_url}/session"))
+                .bearer_auth(HUB_PASSWORD)
+                .send()
+                .await
+                .unwrap()
+                .json()
+                .await
+                .unwrap_or(Value::Null);
+            let found = all.as_array().is_some_and(|machines| {
+                machines.iter().any(|m| {
+                    m["machine"] == "laptop"
+                        && m["online"] == true
+                        && m["sessions"]
+                            .as_array()
+                            .is_some_and(|s| s.iter().any(|s| s["title"] == "by-certificate"))
+                })
+            });
+            if found {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    })
+    .await
+    .expect("the laptop and its session through a hub, both joined by certificate");
+    drop(serve_lines);
+}
+
+/// Without a client certificate, with one whose subject is no user, and with one another CA
+/// signed: `serve` and `hub` refuse to start, each saying what is wrong with the certificate.
+#[test]
+fn client_certificates_the_server_refuses_stop_serve_and_hub_at_start_clearly() {
+    let ca = TestCa::new();
+    let nats = mtls_nats(&ca);
+    let url = nats.url();
+    let env = Env::new();
+    let ca_pem = ca.ca_pem();
+
+    let err = refused(
+        &mut serve_with_cert(&env, &url, &ca_pem, None),
+        "serve without a client certificate",
+    );
+    assert!(
+        err.contains("client certificate") && err.contains("--nats-cert"),
+        "{err}"
+    );
+
+    let stranger = ca.client_cert("stranger");
+    let err = refused(
+        &mut serve_with_cert(&env, &url, &ca_pem, Some(&stranger)),
+        "serve with a certificate that names no user",
+    );
+    assert!(
+        err.contains(&format!(
+            "refused the client certificate {}",
+            stranger.cert.display()
+        )) && err.contains("authorization violation"),
+        "{err}"
+    );
+
+    let other_ca = TestCa::new();
+    let foreign = other_ca.client_cert("laptop");
+    let err = refused(
+        &mut serve_with_cert(&env, &url, &ca_pem, Some(&foreign)),
+        "serve with a certificate another CA signed",
+    );
+    assert!(
+        err.contains(&format!(
+            "refused the client certificate {}",
+            foreign.cert.display()
+        )),
+        "{err}"
+    );
+    let mut hub = env.command(&["hub", "--nats", &url, "--port", "0", "--nats-ca"]);
+    hub.arg(&ca_pem).env("AX_CODE_HUB_PASSWORD", HUB_PASSWORD);
+    show_cert(&mut hub, &foreign);
+    let err = refused(&mut hub, "hub with a certificate another CA signed");
+    assert!(
+        err.contains(&format!(
+            "refused the client certificate {}",
+            foreign.cert.display()
+        )),
+        "{err}"
+    );
+}
+
+/// `--nats-cert` and `--nats-key` go together, only with `--join` for `serve`, and files that
+/// are not PEM are refused naming the file, before anything connects, without showing what
+/// the key file holds.
+#[test]
+fn nats_cert_and_key_go_together_and_are_checked_before_connecting() {
+    let env = Env::new();
+    let ca = TestCa::new();
+    let client = ca.client_cert("laptop");
+    let url = format!("tls://127.0.0.1:{}", ax_hub::testing::free_port());
+
+    let mut command = env.command(&["serve", "--port", "0", "--join", &url, "--nats-cert"]);
+    command.arg(&client.cert);
+    let err = refused(&mut command, "serve with --nats-cert alone");
+    assert!(err.contains("--nats-key"), "{err}");
+
+    let mut command = env.command(&["serve", "--port", "0"]);
+    show_cert(&mut command, &client);
+    let err = refused(&mut command, "serve with a certificate but no --join");
+    assert!(err.contains("--join"), "{err}");
+
+    let dir = tempfile::tempdir().unwrap();
+    let secret_words = "a-key-file-that-is-no-key-9f3e";
+    let not_a_key = dir.path().join("not-a-key.pem");
+    std::fs::write(&not_a_key, format!("{secret_words}\n")).unwrap();
+    let bad_key = ClientCert {
+        cert: client.cert.clone(),
+        key: not_a_key.clone(),
+    };
+    let bad_cert = ClientCert {
+        cert: not_a_key.clone(),
+        key: client.key.clone(),
+    };
+    for (given, flag, why) in [
+        (&bad_key, "--nats-key", "not a PEM private key"),
+        (&bad_cert, "--nats-cert", "not a PEM certificate"),
+    ] {
+        let shown = format!("{flag} {}", not_a_key.display());
+        let mut serve = serve_with_cert(&env, &url, &ca.ca_pem(), Some(given));
+        let err = refused(&mut serve, "serve with a bad certificate file");
+        assert!(err.contains(&shown) && err.contains(why), "{err}");
+        assert!(!err.contains(secret_words), "{err}");
+        let mut hub = env.command(&["hub", "--nats", &url, "--port", "0"]);
+        hub.env("AX_CODE_HUB_PASSWORD", HUB_PASSWORD);
+        show_cert(&mut hub, given);
+        let err = refused(&mut hub, "hub with a bad certificate file");
+        assert!(err.contains(&shown) && err.contains(why), "{err}");
+    }
+}
+
 #[test]
 fn nats_ca_is_described_in_help() {
     for command in ["serve", "hub"] {
@@ -282,5 +498,15 @@ fn nats_ca_is_described_in_help() {
             .find(|l| l.trim_start().starts_with("--nats-ca <FILE>"))
             .unwrap_or_else(|| panic!("--nats-ca in {help}"));
         assert!(line.contains("CA"), "{line}");
+        for (flag, says) in [
+            ("--nats-cert <FILE>", "client certificate"),
+            ("--nats-key <FILE>", "private key"),
+        ] {
+            let line = help
+                .lines()
+                .find(|l| l.trim_start().starts_with(flag))
+                .unwrap_or_else(|| panic!("{flag} in {help}"));
+            assert!(line.contains(says), "{line}");
+        }
     }
 }

@@ -117,6 +117,14 @@ impl Ring {
         }
     }
 
+    /// `bytes` of output that never reached the ring: everything kept is dropped with them,
+    /// so a viewer behind or at the end skips exactly what it did not get (a ring has no
+    /// holes). The next read starts on a line of its own, as after an eviction.
+    fn gap(&mut self, bytes: u64) {
+        self.start = self.end() + bytes;
+        self.buf.clear();
+    }
+
     /// Up to `max` bytes from `from`: `(skipped, text, next)`. `skipped` counts bytes the
     /// viewer missed because they left the ring; then the text starts after the next line
     /// break (so no cut escape sequence or character opens it) when one is near.
@@ -382,6 +390,10 @@ async fn pump(term: Arc<Term>, mut output: mpsc::Receiver<PtyOutput>) {
                     s.ring.push(&text);
                     false
                 }
+                Some(PtyOutput::Dropped(bytes)) => {
+                    s.ring.gap(bytes);
+                    false
+                }
                 Some(PtyOutput::Exit { code, signal }) => {
                     s.exit = Some((code, signal));
                     true
@@ -480,6 +492,31 @@ mod tests {
         // A reader that kept up skips nothing.
         let (skipped, _, _) = r.read(next, CHUNK);
         assert_eq!(skipped, 0);
+    }
+
+    #[test]
+    fn a_gap_is_counted_to_every_viewer_and_the_next_read_starts_on_a_new_line() {
+        let mut r = ring();
+        r.push("kept line\n");
+        let caught_up = r.end();
+        r.push("unread\n");
+        r.gap(100);
+        r.push("cut escape\nafter\n");
+        // A viewer that had read everything misses the unread line and the gap.
+        let (skipped, text, _) = r.read(caught_up, CHUNK);
+        assert_eq!(
+            skipped,
+            "unread\n".len() as u64 + 100 + "cut escape\n".len() as u64
+        );
+        assert_eq!(text, "after\n");
+        // A new viewer from the beginning: the scrollback before the gap is gone too.
+        let (skipped, text, next) = r.read(0, CHUNK);
+        assert_eq!(text, "after\n");
+        assert_eq!(skipped + text.len() as u64, next);
+        // A gap with nothing after it yet: counted, no text.
+        r.gap(5);
+        let (skipped, text, _) = r.read(next, CHUNK);
+        assert_eq!((skipped, text.as_str()), (5, ""));
     }
 
     #[test]

@@ -66,6 +66,10 @@ pub struct TerminalSize {
 pub enum PtyOutput {
     /// Output text (whole UTF-8 characters).
     Data(String),
+    /// This many bytes of output were lost on the way here (a relay that fell behind, e.g.
+    /// the hub's terminal over NATS, docs/hub.md §4). The terminal's scrollback before the
+    /// gap is dropped with them, and a viewer is told what it missed as `terminal.dropped`.
+    Dropped(u64),
     /// The shell ended and its session was killed; the last item.
     Exit {
         /// Exit code, if it exited.

@@ -4,10 +4,14 @@
 //! - the latency a hub adds to an event's way from a backend's agent to a client at 1,000
 //!   events/s: each timed chunk is stamped when the agent writes it, and taken when it reaches
 //!   a client of the backend's own `/event` and a client of the hub's `/event`;
-//! - `GET /session` through a hub over 10 machines × 1,000 sessions.
+//! - `GET /session` through a hub over 10 machines × 1,000 sessions, twice: with the
+//!   backends and their joins in this process (one runtime shared with the hub), then with
+//!   each backend and its join in a child process of its own (this binary again), so the
+//!   hub's process holds only the hub and the timing client.
 //!
-//! `cargo bench -p ax-hub --bench hub`. This binary is also the mock agent (started with
-//! `AX_TEST_BE_MOCK_AGENT=1` through the agent's configured `env`).
+//! `cargo bench -p ax-hub --bench hub [-- latency|listing|listing-processes ...]` (no name: all
+//! three). This binary is also the mock agent (started with `AX_TEST_BE_MOCK_AGENT=1` through
+//! the agent's configured `env`) and a machine of the last run (`AX_BENCH_MACHINE`).
 
 #[path = "../tests/support/mod.rs"]
 mod support;
@@ -40,10 +44,27 @@ fn main() {
         .enable_all()
         .build()
         .unwrap();
+    if let Ok(name) = std::env::var(MACHINE_VAR) {
+        rt.block_on(machine_process(&name));
+        return;
+    }
+    // `cargo bench` passes `--bench`; any other word names a run.
+    let named: Vec<String> = std::env::args()
+        .skip(1)
+        .filter(|a| !a.starts_with('-'))
+        .collect();
+    let wanted = |run: &str| named.is_empty() || named.iter().any(|n| n == run);
     rt.block_on(async {
         // A NATS server each, so the listing sees only its own machines.
-        latency(&NatsServer::start()).await;
-        listing(&NatsServer::start()).await;
+        if wanted("latency") {
+            latency(&NatsServer::start()).await;
+        }
+        if wanted("listing") {
+            listing(&NatsServer::start()).await;
+        }
+        if wanted("listing-processes") {
+            listing_processes(&NatsServer::start()).await;
+        }
     });
 }
 
@@ -236,10 +257,20 @@ async fn listing(nats: &NatsServer) {
         "listing {MACHINES} machines × {SESSIONS} sessions through a hub ({:.1} s to create them):",
         t0.elapsed().as_secs_f64()
     );
+    let clients: Vec<Client> = machines.iter().map(|m| m.client.clone()).collect();
+    time_listings(nats, &clients, "in this process").await;
+    for m in machines {
+        drop(m);
+    }
+}
+
+/// Times `GET /session` on a new hub over the machines `m0`… of `nats`, then the same
+/// listings asked of the backends (`clients`) straight, at once.
+async fn time_listings(nats: &NatsServer, clients: &[Client], machines_where: &str) {
     let hub = start_hub(nats).await;
     let api = HubClient::new(hub.url());
-    for m in &machines {
-        api.wait_machine(m.name.as_str(), |v| v.online).await;
+    for i in 0..clients.len() {
+        api.wait_machine(&format!("m{i}"), |v| v.online).await;
     }
     let mut ms = Vec::with_capacity(LISTINGS);
     let mut bytes = 0;
@@ -259,7 +290,7 @@ async fn listing(nats: &NatsServer) {
     }
     report(
         &format!(
-            "GET /session ({} KiB, live from each machine)",
+            "GET /session ({} KiB, live from each machine; machines {machines_where})",
             bytes / 1024
         ),
         ms,
@@ -269,14 +300,88 @@ async fn listing(nats: &NatsServer) {
     let mut direct = Vec::with_capacity(LISTINGS);
     for _ in 0..LISTINGS {
         let t = Instant::now();
-        let lists =
-            futures_util::future::join_all(machines.iter().map(|m| m.client.list_sessions())).await;
+        let lists = futures_util::future::join_all(clients.iter().map(|c| c.list_sessions())).await;
         direct.push(t.elapsed().as_secs_f64() * 1e3);
         assert!(lists.iter().all(|l| l.as_ref().unwrap().len() == SESSIONS));
     }
     report("the 10 backends' GET /session straight, at once", direct);
     drop(hub);
-    for m in machines {
-        drop(m);
+}
+
+/// Set in a child process of [`listing_processes`]: the machine's name (its NATS URL in
+/// [`NATS_VAR`]).
+const MACHINE_VAR: &str = "AX_BENCH_MACHINE";
+const NATS_VAR: &str = "AX_BENCH_NATS";
+
+/// One machine of [`listing_processes`], in a child process: a backend on fresh directories
+/// and its join, [`SESSIONS`] sessions made, then `ready URL TOKEN` on stdout; it stops when
+/// its stdin closes.
+async fn machine_process(name: &str) {
+    let nats = std::env::var(NATS_VAR).expect("the NATS URL");
+    let (project, data) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let mut config = ax_server::ServerConfig::new(project.path(), data.path());
+    config.register = false;
+    let server = ax_server::start(config).await.expect("backend starts");
+    let client = Client::new(server.url(), server.token().expose()).unwrap();
+    let mut join = ax_hub::join::JoinConfig::new(
+        nats,
+        ax_hub::MachineName::new(name).unwrap(),
+        server.url(),
+        server.token().clone(),
+        server.project_dir().display().to_string(),
+    );
+    join.heartbeat = support::HEARTBEAT;
+    let _join = ax_hub::join::start(join).await.expect("the join starts");
+    for s in 0..SESSIONS {
+        client
+            .create_session(Some(&format!("session {s} on {name}")))
+            .await
+            .unwrap();
+    }
+    println!("ready {} {}", server.url(), server.token().expose());
+    let _ = tokio::task::spawn_blocking(|| {
+        use std::io::Read;
+        std::io::stdin().read_to_end(&mut Vec::new())
+    })
+    .await;
+    server.shutdown().await;
+}
+
+/// The listing with each backend and its join in a child process: the hub's figure without
+/// ten backends sharing its runtime (they still share the machine's cores).
+async fn listing_processes(nats: &NatsServer) {
+    use std::io::BufRead;
+    let exe = std::env::current_exe().unwrap();
+    let t0 = Instant::now();
+    let mut children: Vec<std::process::Child> = (0..MACHINES)
+        .map(|i| {
+            std::process::Command::new(&exe)
+                .env(MACHINE_VAR, format!("m{i}"))
+                .env(NATS_VAR, nats.url())
+                .stdin(std::process::Stdio::piped())
+                .stdout(std::process::Stdio::piped())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    let mut clients = Vec::new();
+    for child in &mut children {
+        let mut line = String::new();
+        std::io::BufReader::new(child.stdout.take().unwrap())
+            .read_line(&mut line)
+            .unwrap();
+        let words: Vec<&str> = line.split_whitespace().collect();
+        assert_eq!(words.first(), Some(&"ready"), "a machine process: {line:?}");
+        clients.push(Client::new(words[1], words[2]).unwrap());
+    }
+    println!(
+        "listing {MACHINES} machines × {SESSIONS} sessions through a hub, each machine a \
+         process of its own ({:.1} s to start them and create the sessions):",
+        t0.elapsed().as_secs_f64()
+    );
+    time_listings(nats, &clients, "in processes of their own").await;
+    for mut child in children {
+        drop(child.stdin.take());
+        let _ = child.wait();
     }
 }

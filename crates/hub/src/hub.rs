@@ -17,6 +17,8 @@
 //! `POST /machine/{m}/session/{id}/permission/{pid}`, `GET /event` (SSE; `id:` is the
 //! JetStream sequence, `Last-Event-ID` or `?after=N` resumes after it, `?machine=m` filters),
 //! `POST /machine/{m}/screen/layout|command` (`relay.rs`), `GET /ui-command` (`ui.rs`),
+//! `GET /machine/{m}/gateway` (the gateway's WebSocket for the machine's terminal, its
+//! credential checked in the gateway's `connect`; `terminal.rs`),
 //! `GET /machine/{m}/agent`, `POST /markdown` (`page.rs`), the prompt queue's
 //! `/machine/{m}/session/{id}/queue…` (`queue.rs`).
 
@@ -49,6 +51,7 @@ use tokio::task::JoinHandle;
 mod page;
 mod queue;
 mod relay;
+mod terminal;
 pub mod transcripts;
 mod ui;
 
@@ -69,6 +72,8 @@ pub struct HubConfig {
     /// The CA bundle a TLS NATS server's certificate must chain to (`--nats-ca`), instead of
     /// the system's CAs.
     pub ca: Option<std::path::PathBuf>,
+    /// The client certificate shown to a TLS NATS server (`--nats-cert`, `--nats-key`).
+    pub client_cert: Option<crate::nats::ClientCert>,
     /// Where the HTTP API listens.
     pub bind: SocketAddr,
     /// The bearer credential the API asks for.
@@ -86,6 +91,7 @@ impl HubConfig {
             nats_url: nats_url.into(),
             credentials: None,
             ca: None,
+            client_cert: None,
             bind,
             token,
             request_timeout: Duration::from_secs(30),
@@ -133,6 +139,8 @@ pub(crate) struct Shared {
     machines: RwLock<BTreeMap<MachineName, Cached>>,
     /// The machines' `ui.command`s, for `GET /ui-command` (`ui.rs`).
     ui: tokio::sync::broadcast::Sender<Arc<crate::ui::MachineUiCommand>>,
+    /// A gateway per machine for its operator terminal (`terminal.rs`).
+    gateways: terminal::Gateways,
     /// The transcripts served, kept for when their machine is away (`transcripts.rs`).
     transcripts: transcripts::Kept,
 }
@@ -229,7 +237,10 @@ pub async fn start(config: HubConfig) -> Result<RunningHub, HubError> {
     let nats = connect(
         &config.nats_url,
         &config.credentials,
-        config.ca.as_deref(),
+        crate::nats::TlsFiles {
+            ca: config.ca.as_deref(),
+            client: config.client_cert.as_ref(),
+        },
         "_INBOX_HUB",
     )
     .await?;
@@ -265,6 +276,7 @@ pub async fn start(config: HubConfig) -> Result<RunningHub, HubError> {
         timeout: config.request_timeout,
         machines: RwLock::new(BTreeMap::new()),
         ui: tokio::sync::broadcast::channel(ui::UI_BUFFER).0,
+        gateways: terminal::Gateways::default(),
         transcripts: kept.clone(),
     });
     let fresh = tokio::spawn(transcripts::keep_fresh(shared.clone()));
@@ -515,6 +527,7 @@ fn router(shared: Arc<Shared>) -> Router {
         .layer(DefaultBodyLimit::max(MAX_MESSAGE))
         .with_state(shared.clone())
         .merge(crate::web::public(shared.clone()))
+        .merge(terminal::router(shared.clone()))
         .layer(middleware::from_fn_with_state(
             shared,
             crate::web::host_origin,

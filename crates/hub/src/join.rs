@@ -24,6 +24,8 @@ use ax_client::{Client, ClientError, Secret};
 use futures_util::StreamExt;
 use tokio::{sync::Semaphore, task::JoinHandle};
 
+mod terminal;
+
 use crate::{
     MachineName,
     nats::{connect, ensure_streams, now_ms, publish_acked},
@@ -43,6 +45,8 @@ pub struct JoinConfig {
     /// The CA bundle a TLS NATS server's certificate must chain to (`--nats-ca`), instead of
     /// the system's CAs.
     pub ca: Option<std::path::PathBuf>,
+    /// The client certificate shown to a TLS NATS server (`--nats-cert`, `--nats-key`).
+    pub client_cert: Option<crate::nats::ClientCert>,
     /// This machine's name.
     pub name: MachineName,
     /// The backend's own base URL (loopback) and credential.
@@ -56,6 +60,9 @@ pub struct JoinConfig {
     /// Whether the `ui.command`s this machine's agents send also go to the hub's Control UIs
     /// (opt-in, off by default; `crate::ui`).
     pub share_ui_commands: bool,
+    /// How long a terminal opened by a hub is kept without the hub renewing it
+    /// (docs/hub.md §3; default [`crate::terminal::DEFAULT_LEASE`]).
+    pub terminal_lease: Duration,
 }
 
 impl JoinConfig {
@@ -71,15 +78,22 @@ impl JoinConfig {
             nats_url: nats_url.into(),
             credentials: None,
             ca: None,
+            client_cert: None,
             name,
             backend_url: backend_url.into(),
             backend_token,
             project: project.into(),
             heartbeat: Duration::from_secs(2),
             share_ui_commands: false,
+            terminal_lease: crate::terminal::DEFAULT_LEASE,
         }
     }
 }
+
+/// The `Last-Event-ID` that asks a backend's `/event` for every event since its process
+/// started (docs/backend.md §1). A join starts with its backend (`serve --join`), so
+/// that is what no boot published yet.
+const FROM_BACKEND_START: u64 = 0;
 
 /// Why joining could not start (a NATS server that is down is not one: the join retries).
 #[derive(Debug, thiserror::Error)]
@@ -97,6 +111,8 @@ pub struct Join {
     nats: async_nats::Client,
     record: MachineRecord,
     tasks: Vec<JoinHandle<()>>,
+    /// The terminals it runs for hubs (`join/terminal.rs`).
+    terminals: Arc<terminal::JoinTerminals>,
 }
 
 impl Drop for Join {
@@ -104,6 +120,7 @@ impl Drop for Join {
         for t in &self.tasks {
             t.abort();
         }
+        self.terminals.stop();
     }
 }
 
@@ -114,7 +131,10 @@ pub async fn start(config: JoinConfig) -> Result<Join, JoinError> {
     let nats = connect(
         &config.nats_url,
         &config.credentials,
-        config.ca.as_deref(),
+        crate::nats::TlsFiles {
+            ca: config.ca.as_deref(),
+            client: config.client_cert.as_ref(),
+        },
         &config.name.inbox_prefix(),
     )
     .await?;
@@ -140,8 +160,10 @@ pub async fn start(config: JoinConfig) -> Result<Join, JoinError> {
             reason: e.to_string(),
         })?;
     // The backend's event stream is connected before the heartbeat announces the machine, so
-    // every event after the hub first sees it online reaches JetStream.
-    let events = backend.events(None);
+    // every event after the hub first sees it online reaches JetStream. It is read from the
+    // backend process's first event: what a backend restarted after a crash published before
+    // anyone could connect (the turns its recovery ended) reaches the hub too.
+    let events = backend.events(Some(FROM_BACKEND_START));
     let connected = tokio::time::timeout(Duration::from_secs(10), async {
         while !events.is_connected() {
             tokio::time::sleep(Duration::from_millis(10)).await;
@@ -151,12 +173,20 @@ pub async fn start(config: JoinConfig) -> Result<Join, JoinError> {
     if connected.is_err() {
         tracing::warn!("hub: the backend's event stream is not connected yet; joining anyway");
     }
+    let terminals = Arc::new(terminal::JoinTerminals::new(
+        nats.clone(),
+        config.name.clone(),
+        config.backend_url.clone(),
+        config.backend_token.clone(),
+        config.terminal_lease,
+    ));
     let mut tasks = vec![
         tokio::spawn(serve_requests(
             nats.clone(),
             requests,
             backend.clone(),
             Arc::new((config.backend_url.clone(), config.backend_token.clone())),
+            terminals.clone(),
         )),
         tokio::spawn(heartbeat(
             js.clone(),
@@ -179,6 +209,7 @@ pub async fn start(config: JoinConfig) -> Result<Join, JoinError> {
         nats,
         record,
         tasks,
+        terminals,
     })
 }
 
@@ -283,6 +314,7 @@ async fn serve_requests(
     mut requests: async_nats::Subscriber,
     backend: Client,
     own: Arc<(String, Secret)>,
+    terminals: Arc<terminal::JoinTerminals>,
 ) {
     let permits = Arc::new(Semaphore::new(CONCURRENT_REQUESTS));
     while let Some(msg) = requests.next().await {
@@ -295,8 +327,12 @@ async fn serve_requests(
         let nats = nats.clone();
         let backend = backend.clone();
         let own = own.clone();
+        let terminals = terminals.clone();
         tokio::spawn(async move {
             let payload = match decode::<Request>(&msg.payload) {
+                Ok(Request::Terminal { terminal, action }) => {
+                    encode(&terminals.answer(terminal, action).await)
+                }
                 Ok(request) => answer(&backend, &own, request).await,
                 Err(message) => encode(&Reply::<()>::Error(ReplyError {
                     status: 400,
@@ -393,6 +429,12 @@ async fn answer(backend: &Client, own: &(String, Secret), request: Request) -> V
         Request::Screen { method, params } => {
             encode(&crate::screen::answer(&own.0, &own.1, method, params).await)
         }
+        // Answered by `serve_requests` through `join/terminal.rs`.
+        Request::Terminal { .. } => encode(&Reply::<()>::Error(ReplyError {
+            status: 500,
+            code: "internal".to_owned(),
+            message: "a terminal request reached the HTTP relay".to_owned(),
+        })),
 
         // What the hub's Control UI page asks (docs/hub.md §4).
         Request::Agents {} => to_reply(backend.agents().await),

@@ -18,6 +18,7 @@ pub mod join;
 pub mod nats;
 pub mod screen;
 pub mod subject;
+pub mod terminal;
 #[cfg(feature = "test-support")]
 pub mod testing;
 pub mod ui;

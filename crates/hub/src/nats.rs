@@ -59,6 +59,74 @@ pub fn read_ca_bundle(path: &Path) -> Result<usize, CaError> {
     Ok(roots.len())
 }
 
+/// A client certificate and its private key (`--nats-cert FILE --nats-key FILE`): mutual TLS.
+/// A server with `verify_and_map` takes the certificate's subject as the NATS user, so the
+/// machine holds no NATS password at all (docs/hub.md §1, "Users by client certificate").
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ClientCert {
+    /// The certificate (PEM; the chain up to the CA may follow it).
+    pub cert: PathBuf,
+    /// Its private key (PEM, unencrypted: keep it 0600).
+    pub key: PathBuf,
+}
+
+/// The TLS files one connection uses: whom it trusts and how it proves itself.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct TlsFiles<'a> {
+    /// The CA bundle the server's certificate must chain to (`--nats-ca`), instead of the
+    /// system's CAs.
+    pub ca: Option<&'a Path>,
+    /// The client certificate shown to the server (`--nats-cert`, `--nats-key`).
+    pub client: Option<&'a ClientCert>,
+}
+
+impl<'a> TlsFiles<'a> {
+    /// Trusting the CA bundle `ca` (when given), with no client certificate.
+    pub fn with_ca(ca: Option<&'a Path>) -> TlsFiles<'a> {
+        TlsFiles { ca, client: None }
+    }
+
+    /// Whether these files ask for TLS.
+    fn any(&self) -> bool {
+        self.ca.is_some() || self.client.is_some()
+    }
+}
+
+/// Checks a client certificate and its key before anything connects with them: the
+/// certificate file holds at least one PEM certificate, the key file one PEM private key.
+/// An error names the file and never shows what it holds.
+pub fn check_client_cert(client: &ClientCert) -> Result<(), CaError> {
+    use async_nats::rustls::pki_types::{CertificateDer, PrivateKeyDer, pem::PemObject};
+    let read = |path: &Path| {
+        std::fs::read(path).map_err(|e| CaError {
+            path: path.to_owned(),
+            reason: format!("cannot read it: {e}"),
+        })
+    };
+    let certs = read(&client.cert)?;
+    let mut found = 0;
+    for cert in CertificateDer::pem_slice_iter(&certs) {
+        cert.map_err(|_| CaError {
+            path: client.cert.clone(),
+            reason: "not a PEM certificate".to_owned(),
+        })?;
+        found += 1;
+    }
+    if found == 0 {
+        return Err(CaError {
+            path: client.cert.clone(),
+            reason: "not a PEM certificate: no \"-----BEGIN CERTIFICATE-----\" block in it"
+                .to_owned(),
+        });
+    }
+    // Only whether a key parses: its bytes never reach an error message.
+    PrivateKeyDer::from_pem_slice(&read(&client.key)?).map_err(|_| CaError {
+        path: client.key.clone(),
+        reason: "not a PEM private key (PKCS#8, PKCS#1 or SEC1, unencrypted)".to_owned(),
+    })?;
+    Ok(())
+}
+
 /// Checks that `ca` is a usable PEM CA bundle before anything connects with it (`--nats-ca`),
 /// so a wrong file is refused at start naming it. Connections given the bundle
 /// ([`connect`], [`check_credentials`]) use TLS and trust only its CAs (docs/hub.md §1); it
@@ -67,14 +135,21 @@ pub fn check_ca(ca: &Path) -> Result<(), CaError> {
     read_ca_bundle(ca).map(|_| ())
 }
 
-/// The options every connection starts from: the connect timeout, and when `ca` is given,
-/// TLS trusting only the CAs of that bundle (the system's CAs are not used then).
-fn base_options(ca: Option<&Path>) -> async_nats::ConnectOptions {
-    let opts = async_nats::ConnectOptions::new().connection_timeout(Duration::from_secs(3));
-    match ca {
-        Some(ca) => opts.add_root_certificates(ca.to_owned()).require_tls(true),
-        None => opts,
+/// The options every connection starts from: the connect timeout; when a CA is given, TLS
+/// trusting only the CAs of that bundle (the system's CAs are not used then); when a client
+/// certificate is given, TLS showing it.
+fn base_options(tls: TlsFiles<'_>) -> async_nats::ConnectOptions {
+    let mut opts = async_nats::ConnectOptions::new().connection_timeout(Duration::from_secs(3));
+    if let Some(ca) = tls.ca {
+        opts = opts.add_root_certificates(ca.to_owned());
     }
+    if let Some(client) = tls.client {
+        opts = opts.add_client_certificate(client.cert.clone(), client.key.clone());
+    }
+    if tls.any() {
+        opts = opts.require_tls(true);
+    }
+    opts
 }
 
 /// Whether `url` names a `tls://` server.
@@ -111,15 +186,16 @@ pub fn is_loopback_url(url: &str) -> Result<bool, ConnectError> {
 
 /// Connects to `url` in the background: the client is returned at once and keeps
 /// reconnecting (backoff 100 ms doubling to 2 s) for as long as it lives. Requests and
-/// publishes made while it is away wait in its buffer or time out. `ca`: the CA bundle a TLS
-/// server's certificate must chain to ([`check_ca`]).
+/// publishes made while it is away wait in its buffer or time out. `tls`: the CA bundle a TLS
+/// server's certificate must chain to ([`check_ca`]) and the client certificate
+/// ([`check_client_cert`]).
 pub async fn connect(
     url: &str,
     credentials: &Option<(String, Secret)>,
-    ca: Option<&Path>,
+    tls: TlsFiles<'_>,
     inbox_prefix: &str,
 ) -> Result<async_nats::Client, ConnectError> {
-    let mut opts = base_options(ca)
+    let mut opts = base_options(tls)
         .retry_on_initial_connect()
         .max_reconnects(None)
         .custom_inbox_prefix(inbox_prefix)
@@ -147,7 +223,8 @@ pub struct Permissions {
     pub allow_responses: bool,
 }
 
-/// A backend named `name`: its own three subjects, the info of the two streams (no consumer,
+/// A backend named `name`: its own subjects (events, record, sessions, `ui.command`s, the
+/// output of its terminals), the info of the two streams (no consumer,
 /// no message read: it cannot read other machines' events), its requests, its own inbox, and
 /// the answers to the requests it receives.
 pub fn backend_permissions(name: &crate::MachineName) -> Permissions {
@@ -157,6 +234,7 @@ pub fn backend_permissions(name: &crate::MachineName) -> Permissions {
             name.machine_subject(),
             name.sessions_subject(),
             name.ui_subject(),
+            name.terminal_subjects(),
             format!("$JS.API.STREAM.INFO.{EVENTS_STREAM}"),
             format!("$JS.API.STREAM.INFO.{STATE_STREAM}"),
         ],
@@ -174,26 +252,33 @@ pub fn hub_permissions() -> Permissions {
             "$JS.API.>".to_owned(),
             "$JS.FC.>".to_owned(),
         ],
-        // `ax.*.ui`: the machines' shared `ui.command`s (core NATS, see `ui.rs`).
-        subscribe: vec!["_INBOX_HUB.>".to_owned(), "ax.*.ui".to_owned()],
+        // `ax.*.ui`: the machines' shared `ui.command`s (core NATS, see `ui.rs`);
+        // `ax.*.term.*`: the output of the terminals it opened (`terminal.rs`).
+        subscribe: vec![
+            "_INBOX_HUB.>".to_owned(),
+            "ax.*.ui".to_owned(),
+            "ax.*.term.*".to_owned(),
+        ],
         allow_responses: false,
     }
 }
 
 /// One connection attempt with `credentials`, to refuse at start, with a clear error, what
 /// the background connection (which retries forever) would only log: wrong credentials, and a
-/// TLS server whose certificate is not vouched for (by the CA bundle `ca`, else the system's
-/// CAs). A server that cannot be reached is not an error here: the
-/// join waits for it. Without credentials, a CA or a `tls://` URL there is nothing to check.
+/// TLS server whose certificate is not vouched for (by the CA bundle `tls.ca`, else the
+/// system's CAs), and a client certificate the server refuses or maps to no user. A server
+/// that cannot be reached is not an error here: the join waits for it. Without credentials,
+/// TLS files or a `tls://` URL there is nothing to check.
 pub async fn check_credentials(
     url: &str,
     credentials: &Option<(String, Secret)>,
-    ca: Option<&Path>,
+    tls: TlsFiles<'_>,
 ) -> Result<(), ConnectError> {
-    if credentials.is_none() && ca.is_none() && !tls_url(url) {
+    if credentials.is_none() && !tls.any() && !tls_url(url) {
         return Ok(());
     }
-    let mut opts = base_options(ca);
+    let ca = tls.ca;
+    let mut opts = base_options(tls);
     if let Some((user, password)) = credentials {
         opts = opts.user_and_password(user.clone(), password.expose().to_owned());
     }
@@ -213,11 +298,26 @@ pub async fn check_credentials(
                     | async_nats::ConnectErrorKind::Authentication
             ) =>
         {
-            let user = credentials.as_ref().map(|(u, _)| u.as_str()).unwrap_or("");
-            Err(refused(format!(
-                "the server refused NATS user {user:?} (authorization violation: check the user and its password)"
-            )))
+            Err(refused(match (credentials, tls.client) {
+                (Some((user, _)), _) => format!(
+                    "the server refused NATS user {user:?} (authorization violation: check the user and its password)"
+                ),
+                (None, Some(client)) => format!(
+                    "the server refused the client certificate {} (authorization violation: does its subject name a NATS user of the server's authorization block?)",
+                    client.cert.display()
+                ),
+                (None, None) => "the server asks for a NATS user (authorization violation: pass --nats-user, or a client certificate with --nats-cert and --nats-key)".to_owned(),
+            }))
         }
+        Err(e) if tls_alert(&e) => Err(refused(match tls.client {
+            Some(client) => format!(
+                "the server refused the client certificate {} in the TLS handshake (is it signed by a CA the server trusts, for client authentication?) ({e})",
+                client.cert.display()
+            ),
+            None => format!(
+                "the server ended the TLS handshake: it probably asks for a client certificate (pass --nats-cert FILE and --nats-key FILE) ({e})"
+            ),
+        })),
         Err(e) if e.kind() == async_nats::ConnectErrorKind::Tls || rustls_error(&e).is_some() => {
             let trusted = match ca {
                 Some(ca) => format!("the CA bundle {}", ca.display()),
@@ -238,6 +338,15 @@ pub async fn check_credentials(
         }
         Err(_) => Ok(()),
     }
+}
+
+/// Whether the server ended the TLS handshake with an alert (with mutual TLS: it asks for a
+/// client certificate, or refused the one it got).
+fn tls_alert(e: &async_nats::ConnectError) -> bool {
+    matches!(
+        rustls_error(e),
+        Some(async_nats::rustls::Error::AlertReceived(_))
+    )
 }
 
 /// The rustls error a connection failed with in the TLS handshake (the server's certificate
@@ -323,7 +432,7 @@ pub fn now_ms() -> u64 {
 
 #[cfg(test)]
 mod tests {
-    use super::{check_ca, check_credentials, is_loopback_url, read_ca_bundle};
+    use super::{TlsFiles, check_ca, check_credentials, is_loopback_url, read_ca_bundle};
     use crate::testing::{NatsServer, NatsUser, TestCa};
     use ax_core::Secret;
 
@@ -424,7 +533,7 @@ mod tests {
         assert!(url.starts_with("tls://127.0.0.1:"), "{url}");
         let creds = Some(("laptop".to_owned(), Secret::new("pw-laptop-tls".to_owned())));
 
-        let err = check_credentials(&url, &creds, None)
+        let err = check_credentials(&url, &creds, TlsFiles::default())
             .await
             .unwrap_err()
             .to_string();
@@ -433,7 +542,7 @@ mod tests {
             "{err}"
         );
         let other = TestCa::new();
-        let err = check_credentials(&url, &creds, Some(&other.ca_pem()))
+        let err = check_credentials(&url, &creds, TlsFiles::with_ca(Some(&other.ca_pem())))
             .await
             .unwrap_err()
             .to_string();
@@ -444,17 +553,24 @@ mod tests {
         );
 
         let right = ca.ca_pem();
-        check_credentials(&url, &creds, Some(&right)).await.unwrap();
+        check_credentials(&url, &creds, TlsFiles::with_ca(Some(&right)))
+            .await
+            .unwrap();
         let wrong = Some(("laptop".to_owned(), Secret::new("wrong".to_owned())));
-        let err = check_credentials(&url, &wrong, Some(&right))
+        let err = check_credentials(&url, &wrong, TlsFiles::with_ca(Some(&right)))
             .await
             .unwrap_err()
             .to_string();
         assert!(err.contains("refused NATS user \"laptop\""), "{err}");
         // And the background connection gets through.
-        let client = super::connect(&url, &creds, Some(&right), "_INBOX_laptop")
-            .await
-            .unwrap();
+        let client = super::connect(
+            &url,
+            &creds,
+            TlsFiles::with_ca(Some(&right)),
+            "_INBOX_laptop",
+        )
+        .await
+        .unwrap();
         tokio::time::timeout(std::time::Duration::from_secs(20), async {
             while client.connection_state() != async_nats::connection::State::Connected {
                 tokio::time::sleep(std::time::Duration::from_millis(50)).await;
@@ -465,7 +581,7 @@ mod tests {
 
         // A CA given for a server that does not speak TLS: refused, never joined in clear.
         let plain = NatsServer::start();
-        let err = check_credentials(&plain.url(), &None, Some(&right))
+        let err = check_credentials(&plain.url(), &None, TlsFiles::with_ca(Some(&right)))
             .await
             .unwrap_err()
             .to_string();

@@ -53,7 +53,8 @@ pub fn status_of(code: ErrorCode) -> u16 {
     }
 }
 
-fn error_reply(e: &ClientError) -> Reply {
+/// A gateway client's error as a reply, its code and HTTP status kept.
+pub(crate) fn error_reply(e: &ClientError) -> Reply {
     let code = e.code();
     Reply::Error(ReplyError {
         status: status_of(code),

@@ -94,6 +94,17 @@ impl MachineName {
         format!("ax.{}.ui", self.0)
     }
 
+    /// Where the backend publishes the output of the operator terminal `id` it runs for a hub
+    /// (core NATS, not kept; `crate::terminal`).
+    pub fn terminal_subject(&self, id: &crate::terminal::TerminalId) -> String {
+        format!("ax.{}.term.{id}", self.0)
+    }
+
+    /// Every terminal subject of the backend (what its NATS user may publish).
+    pub fn terminal_subjects(&self) -> String {
+        format!("ax.{}.term.*", self.0)
+    }
+
     /// Where the hub sends requests to the backend.
     pub fn request_subject(&self) -> String {
         format!("ax.req.{}", self.0)
@@ -156,6 +167,9 @@ mod tests {
         }
         let m = MachineName::new("laptop-1").unwrap();
         assert_eq!(m.event_subject(), "ax.laptop-1.event");
+        let t = crate::terminal::TerminalId::new("t0a").unwrap();
+        assert_eq!(m.terminal_subject(&t), "ax.laptop-1.term.t0a");
+        assert_eq!(machine_of(&m.terminal_subject(&t)), None);
         assert_eq!(machine_of("ax.laptop-1.sessions"), Some(m));
         assert_eq!(machine_of("ax.req.x"), None);
         assert_eq!(

@@ -55,7 +55,8 @@ pub struct NatsServer {
 pub struct NatsUser {
     /// The user name.
     pub user: String,
-    /// Its password (plain text: a test's throwaway).
+    /// Its password (plain text: a test's throwaway); empty for a user a client certificate
+    /// names (no password line is written then).
     pub password: String,
     /// What it may do.
     pub permissions: crate::nats::Permissions,
@@ -75,9 +76,13 @@ pub fn auth_config(users: &[NatsUser]) -> String {
     for u in users {
         let p = &u.permissions;
         out.push_str(&format!(
-            "    {{ user: {:?}, password: {:?}, permissions: {{\n      publish: {{ allow: [{}] }}\n      subscribe: {{ allow: [{}] }}\n{}    }} }}\n",
+            "    {{ user: {:?}, {}permissions: {{\n      publish: {{ allow: [{}] }}\n      subscribe: {{ allow: [{}] }}\n{}    }} }}\n",
             u.user,
-            u.password,
+            if u.password.is_empty() {
+                String::new()
+            } else {
+                format!("password: {:?}, ", u.password)
+            },
             list(&p.publish),
             list(&p.subscribe),
             if p.allow_responses { "      allow_responses: true\n" } else { "" },
@@ -129,6 +134,20 @@ impl NatsServer {
             auth_config(users),
             ca.server_cert().display().to_string(),
             ca.server_key().display().to_string(),
+        );
+        Self::start_with_config(config, true)
+    }
+
+    /// Mutual TLS: like [`NatsServer::start_tls_with_users`], and every client must show a
+    /// certificate `ca` signed, whose subject names its user (`verify_and_map`; the users
+    /// have no password, see [`TestCa::client_cert`]).
+    pub fn start_mtls_with_users(users: &[NatsUser], ca: &TestCa) -> NatsServer {
+        let config = format!(
+            "{}tls {{\n  cert_file: {:?}\n  key_file: {:?}\n  ca_file: {:?}\n  verify_and_map: true\n  timeout: 5\n}}\n",
+            auth_config(users),
+            ca.server_cert().display().to_string(),
+            ca.server_key().display().to_string(),
+            ca.ca_pem().display().to_string(),
         );
         Self::start_with_config(config, true)
     }
@@ -326,6 +345,66 @@ impl TestCa {
             &path("server.pem"),
         ]);
         ca
+    }
+
+    /// A client certificate the CA signs for NATS user `user` (its subject alternative name
+    /// `DNS:<user>`, which a `verify_and_map` server takes as the user; extended key usage
+    /// client authentication), made once per user: what a client passes with `--nats-cert`
+    /// and `--nats-key`.
+    pub fn client_cert(&self, user: &str) -> crate::nats::ClientCert {
+        let path = |name: &str| self.dir.path().join(name).display().to_string();
+        let cert = self.dir.path().join(format!("client-{user}.pem"));
+        let key = self.dir.path().join(format!("client-{user}.key"));
+        if !cert.exists() {
+            let ext = path(&format!("client-{user}.cnf"));
+            std::fs::write(
+                &ext,
+                format!(
+                    "[client]\nbasicConstraints = critical, CA:FALSE\n\
+                     keyUsage = critical, digitalSignature\nextendedKeyUsage = clientAuth\n\
+                     subjectAltName = DNS:{user}\nsubjectKeyIdentifier = hash\n\
+                     authorityKeyIdentifier = keyid\n"
+                ),
+            )
+            .expect("the client certificate's extensions");
+            let csr = path(&format!("client-{user}.csr"));
+            openssl(&[
+                "req",
+                "-new",
+                "-config",
+                &path("openssl.cnf"),
+                "-newkey",
+                "ec",
+                "-pkeyopt",
+                "ec_paramgen_curve:P-256",
+                "-nodes",
+                "-keyout",
+                &key.display().to_string(),
+                "-out",
+                &csr,
+                "-subj",
+                &format!("/CN={user}"),
+            ]);
+            openssl(&[
+                "x509",
+                "-req",
+                "-in",
+                &csr,
+                "-CA",
+                &path("ca.pem"),
+                "-CAkey",
+                &path("ca.key"),
+                "-days",
+                "2",
+                "-extfile",
+                &ext,
+                "-extensions",
+                "client",
+                "-out",
+                &cert.display().to_string(),
+            ]);
+        }
+        crate::nats::ClientCert { cert, key }
     }
 
     /// The CA's certificate (PEM): what a client passes with `--nats-ca`.

@@ -126,6 +126,14 @@ pub enum Request {
         /// Its params, passed as they are: the backend's gateway checks them.
         params: serde_json::Value,
     },
+    /// An operator terminal on the machine, relayed by the hub's gateway (`crate::terminal`,
+    /// docs/hub.md §2).
+    Terminal {
+        /// The terminal, by the ID the hub chose.
+        terminal: crate::terminal::TerminalId,
+        /// What to do with it.
+        action: crate::terminal::TerminalAction,
+    },
 
     // ---- what the hub's Control UI page asks of a machine (docs/hub.md §4) ----
     /// The agents a new session can run, the default first (the backend's `GET /agent`).

@@ -12,7 +12,7 @@ use ax_hub::{
     nats::{backend_permissions, check_credentials, hub_permissions},
     testing::{NatsServer, NatsUser},
 };
-use support::{HubClient, Machine, next_ui_command, start_hub_as, within};
+use support::{HubClient, Machine, next_ui_command, start_hub_as, terminal::Operator, within};
 
 fn creds(user: &str, password: &str) -> Option<(String, Secret)> {
     Some((user.to_owned(), Secret::new(password.to_owned())))
@@ -101,6 +101,19 @@ async fn backends_with_their_users_work_and_a_rogue_cannot_speak_for_another() {
     let shared = next_ui_command(&mut page_body, &mut buffer).await;
     assert_eq!(shared["machine"], "alpha", "{shared}");
     assert_eq!(shared["command"]["commandId"], "as-alpha", "{shared}");
+    // Beta's terminal through the hub: beta's user publishes its output, the hub's reads it.
+    let mut beta_term = Operator::hub(&hub, "beta").await;
+    let term = beta_term.open().await;
+    let mut seen = String::new();
+    beta_term.type_in(&term, "echo beta-$((6*7))\r").await;
+    beta_term.until(&term, &mut seen, "beta-42").await;
+    // Alpha's user can neither write into another machine's terminal output nor read it.
+    let forged_exit = serde_json::json!({"kind": "exit", "offset": 0}).to_string();
+    rogue
+        .publish("ax.beta.term.t0", forged_exit.into())
+        .await
+        .unwrap();
+    let _peek = rogue.subscribe("ax.beta.term.*").await.unwrap();
     let _sub = rogue.subscribe("ax.req.beta").await.unwrap();
     let asked = rogue.request("ax.req.beta", "{}".into()).await;
     assert!(asked.is_err(), "a request from alpha's user was answered");
@@ -113,6 +126,8 @@ async fn backends_with_their_users_work_and_a_rogue_cannot_speak_for_another() {
                 && has("Publish to \"ax.beta.sessions\"")
                 && has("Publish to \"ax.forged.machine\"")
                 && has("Publish to \"ax.beta.ui\"")
+                && has("Publish to \"ax.beta.term.t0\"")
+                && has("Subscription to \"ax.beta.term.*\"")
                 && has("Subscription to \"ax.req.beta\"")
                 && has("Publish to \"ax.req.beta\"")
             {
@@ -128,18 +143,29 @@ async fn backends_with_their_users_work_and_a_rogue_cannot_speak_for_another() {
     assert_eq!(names, vec!["alpha", "beta"], "{machines:?}");
     let one: ax_hub::hub::MachineSessions = api.json("/machine/beta/session").await;
     assert_eq!(one.sessions.len(), 1, "{one:?}");
+    // Beta's terminal still runs.
+    beta_term.type_in(&term, "echo still-$((1+1))\r").await;
+    beta_term.until(&term, &mut seen, "still-2").await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_wrong_password_is_refused_clearly_without_the_secret() {
     let nats = server();
-    let refused = check_credentials(&nats.url(), &creds("alpha", "wrong-pass-xyz"), None)
-        .await
-        .expect_err("a wrong password is refused");
+    let refused = check_credentials(
+        &nats.url(),
+        &creds("alpha", "wrong-pass-xyz"),
+        Default::default(),
+    )
+    .await
+    .expect_err("a wrong password is refused");
     let text = refused.to_string();
     assert!(text.contains("refused NATS user \"alpha\""), "{text}");
     assert!(!text.contains("wrong-pass-xyz"), "{text}");
-    check_credentials(&nats.url(), &creds("alpha", "pw-alpha-secret"), None)
-        .await
-        .expect("the right password is accepted");
+    check_credentials(
+        &nats.url(),
+        &creds("alpha", "pw-alpha-secret"),
+        Default::default(),
+    )
+    .await
+    .expect("the right password is accepted");
 }

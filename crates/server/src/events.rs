@@ -4,6 +4,10 @@
 //! IDs start at the process start time in ms × 1000, so IDs from an earlier backend process
 //! are older than anything in this ring and a resume with one of them gets an explicit reset
 //! instead of a silently wrong replay. (That stays below 2^53, safe for JavaScript numbers.)
+//! `Last-Event-ID: 0` (no event has that ID) asks for everything since this process started:
+//! the ring from its first event, or a reset once the ring dropped it. That is how the hub's
+//! join reads what a restarted backend published before anyone could connect (its recovery of
+//! the turns a crash cut, docs/backend.md §1).
 
 use std::{
     collections::VecDeque,
@@ -13,10 +17,16 @@ use std::{
 use ax_protocol::{Event, EventEnvelope};
 use tokio::sync::broadcast;
 
+/// The `Last-Event-ID` that asks for every event since this process started (no event has
+/// this ID: they start at the process start time in ms × 1000).
+pub const FROM_START: u64 = 0;
+
 /// Fan-out buffer per subscriber before it counts as lagging (and gets a reset).
 const LIVE_BUFFER: usize = 4096;
 
 struct Ring {
+    /// The ID of this process's first event.
+    first_id: u64,
     next_id: u64,
     events: VecDeque<Arc<EventEnvelope>>,
     capacity: usize,
@@ -46,6 +56,7 @@ impl EventBus {
         let first = (crate::ids::now_ms().max(1) as u64) * 1000;
         EventBus {
             ring: Arc::new(Mutex::new(Ring {
+                first_id: first,
                 next_id: first,
                 events: VecDeque::with_capacity(capacity.min(1 << 16)),
                 capacity: capacity.max(1),
@@ -74,7 +85,8 @@ impl EventBus {
         self.ring.lock().unwrap_or_else(|e| e.into_inner()).next_id - 1
     }
 
-    /// Subscribes, replaying what came after `last_event_id` when the ring still holds it.
+    /// Subscribes, replaying what came after `last_event_id` when the ring still holds it
+    /// ([`FROM_START`]: everything since this process started).
     pub fn subscribe(&self, last_event_id: Option<u64>) -> Subscription {
         let ring = self.ring.lock().unwrap_or_else(|e| e.into_inner());
         let live = self.live.subscribe();
@@ -88,6 +100,12 @@ impl EventBus {
             };
         };
         let oldest = ring.events.front().map_or(ring.next_id, |e| e.id);
+        // "Seen nothing": the whole ring, when it still starts with this process's first event.
+        let seen = if seen == FROM_START && oldest == ring.first_id {
+            ring.first_id - 1
+        } else {
+            seen
+        };
         // Replayable when nothing between `seen` and the ring's start was dropped and `seen`
         // is not from the future (another process, or a forged header).
         if seen > newest || seen + 1 < oldest {
@@ -132,5 +150,16 @@ mod tests {
         assert!(bus.subscribe(Some(ids[0])).reset);
         assert!(bus.subscribe(Some(ids[5] + 10)).reset);
         assert!(bus.subscribe(Some(ids[5])).replay.is_empty());
+        // From the start: only while the ring still holds the first event.
+        assert!(bus.subscribe(Some(FROM_START)).reset);
+        let fresh = EventBus::new(4);
+        let sub = fresh.subscribe(Some(FROM_START));
+        assert!(!sub.reset && sub.replay.is_empty());
+        let ids: Vec<u64> = (0..4).map(|_| fresh.publish(Event::Reset)).collect();
+        let sub = fresh.subscribe(Some(FROM_START));
+        assert!(!sub.reset);
+        assert_eq!(sub.replay.iter().map(|e| e.id).collect::<Vec<_>>(), ids);
+        fresh.publish(Event::Reset);
+        assert!(fresh.subscribe(Some(FROM_START)).reset);
     }
 }

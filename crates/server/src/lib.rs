@@ -89,6 +89,7 @@ mod markdown;
 pub mod project;
 mod queue;
 mod queue_api;
+mod recovered;
 pub mod registry;
 mod secure;
 mod sessions;
@@ -435,12 +436,13 @@ pub async fn start(config: ServerConfig) -> Result<RunningServer, StartError> {
     let directory = project_dir.to_string_lossy().into_owned();
     let agent_tag_scope = turn::acp::tag_scope(&config.data_dir, &project_dir);
     let left_scope = agent_tag_scope.clone();
-    let (store, project_id) = tokio::task::spawn_blocking(move || {
+    let (store, project_id, recovery_events) = tokio::task::spawn_blocking(move || {
         let store = store::Store::open(&data_dir)?;
-        let project_id = store.write_blocking(|c| {
+        let (project_id, recovery_events) = store.write_blocking(|c| {
             let id = store::project_id(c, &directory)?;
             let recovered =
                 store::recover_interrupted(c, id, ids::now_ms(), ax_agents::process::owner_alive)?;
+            let told = recovered::events(c, id, &recovered)?;
             let paused = store::pause_waiting_queues(c, queue::RESTART_REASON)?;
             if paused > 0 {
                 tracing::warn!(
@@ -462,9 +464,9 @@ pub async fn start(config: ServerConfig) -> Result<RunningServer, StartError> {
                 }
             }
             turn::acp::kill_left_behind(&left_scope);
-            Ok(id)
+            Ok((id, told))
         })?;
-        Ok::<_, store::StoreError>((store, project_id))
+        Ok::<_, store::StoreError>((store, project_id, recovery_events))
     })
     .await
     .map_err(|e| store::StoreError::Task(e.to_string()))??;
@@ -513,6 +515,11 @@ pub async fn start(config: ServerConfig) -> Result<RunningServer, StartError> {
         version: env!("CARGO_PKG_VERSION").to_owned(),
     });
 
+    // What the recovery ended, told before anything is served: the first events of this
+    // process, which a client reading from its start (the hub's join) forwards.
+    for event in recovery_events {
+        app.bus.publish(event);
+    }
     {
         // Agent processes stop with the backend (their sessions reopen at the next prompt).
         let app = app.clone();

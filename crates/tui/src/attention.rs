@@ -10,9 +10,7 @@
 use std::collections::HashSet;
 
 use ax_protocol::turn::{NoticeKind, TurnDelta, TurnPart};
-use ax_protocol::{Event, Part, PermissionState, Session, SessionId, SessionStatus};
-
-use crate::app::App;
+use ax_protocol::{Event, Part, SessionId, SessionStatus};
 
 /// A session's state for the list, in the list's order.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -50,6 +48,18 @@ pub struct Board {
     unread: HashSet<SessionId>,
     failed: HashSet<SessionId>,
     failing: HashSet<SessionId>,
+}
+
+impl Board {
+    /// Whether `session`'s last turn went wrong and the person has not opened it since.
+    pub fn is_failed(&self, session: &SessionId) -> bool {
+        self.failed.contains(session)
+    }
+
+    /// Whether `session` has a turn end the person has not seen.
+    pub fn is_unread(&self, session: &SessionId) -> bool {
+        self.unread.contains(session)
+    }
 }
 
 /// Whether a streamed part says the turn went wrong.
@@ -116,50 +126,5 @@ impl Board {
     pub(crate) fn forget(&mut self, id: &SessionId) {
         self.seen(id);
         self.failing.remove(id);
-    }
-}
-
-impl App {
-    /// What session `s` needs from the person.
-    pub fn attention(&self, s: &Session) -> Attention {
-        let approval = self
-            .permissions
-            .iter()
-            .any(|p| p.session_id == s.id && p.state == PermissionState::Pending);
-        match s.status {
-            SessionStatus::Pending | SessionStatus::NeedsAuth => Attention::NeedsYou,
-            _ if approval => Attention::NeedsYou,
-            SessionStatus::Busy => Attention::Working,
-            SessionStatus::Idle if self.board.failed.contains(&s.id) => Attention::Failed,
-            SessionStatus::Idle if self.board.unread.contains(&s.id) => Attention::Unread,
-            SessionStatus::Idle => Attention::Idle,
-        }
-    }
-
-    /// How many sessions need the person, and how many have an unread turn end (failed ones
-    /// included), for the list's title.
-    pub fn attention_counts(&self) -> (usize, usize) {
-        self.sessions
-            .iter()
-            .fold((0, 0), |(needs, unread), s| match self.attention(s) {
-                Attention::NeedsYou => (needs + 1, unread),
-                Attention::Unread | Attention::Failed => (needs, unread + 1),
-                _ => (needs, unread),
-            })
-    }
-
-    /// Orders the list: what needs the person first, then running, unread, failed, idle;
-    /// within a state the most recent activity first (the backend's own order).
-    pub(crate) fn sort_sessions(&mut self) {
-        let mut keyed: Vec<(Attention, Session)> = std::mem::take(&mut self.sessions)
-            .into_iter()
-            .map(|s| (self.attention(&s), s))
-            .collect();
-        keyed.sort_by(|(a, x), (b, y)| {
-            a.cmp(b)
-                .then_with(|| y.updated.cmp(&x.updated))
-                .then_with(|| y.id.cmp(&x.id))
-        });
-        self.sessions = keyed.into_iter().map(|(_, s)| s).collect();
     }
 }

@@ -7,9 +7,6 @@
 //! narrowed and ranked here by the same rule ([`fuzzy_score`]), so the list follows every key
 //! without waiting; an answer for an older query is dropped by generation.
 
-use crate::app::{App, Effect, NoticeKind};
-use crate::input::{Key, KeyCode};
-
 /// Rows the picker shows at most (the selection scrolls it).
 pub const PICKER_ROWS: usize = 6;
 /// Files asked of the backend per query.
@@ -89,109 +86,65 @@ pub struct FilePicker {
     dismissed: Option<(usize, String)>,
 }
 
-impl App {
-    /// The files the picker lists now, best first (empty: no picker).
-    pub fn picker_files(&self) -> Vec<&str> {
-        match self.picker_query() {
-            Some(q) => ranked(q, &self.picker.files),
-            None => Vec::new(),
-        }
+impl FilePicker {
+    /// The files of the last answer that match `query`, best first.
+    pub fn ranked<'a>(&'a self, query: &str) -> Vec<&'a str> {
+        ranked(query, &self.files)
     }
 
-    /// The highlighted file's index in [`App::picker_files`].
-    pub fn picker_selected(&self) -> usize {
-        self.picker
-            .selected
-            .min(self.picker_files().len().saturating_sub(1))
+    /// The highlighted row, kept within a list of `len` rows.
+    pub fn selected(&self, len: usize) -> usize {
+        self.selected.min(len.saturating_sub(1))
     }
 
     /// Whether the backend said the project has more files than it lists.
-    pub fn picker_truncated(&self) -> bool {
-        self.picker.truncated
+    pub fn truncated(&self) -> bool {
+        self.truncated
     }
 
-    /// The query the picker is open for: an `@word` at the cursor not dismissed, with the
-    /// keys not taken by a bar or modal.
-    fn picker_query(&self) -> Option<&str> {
-        let (start, q) = at_token(self.composer.draft(), self.composer.cursor())?;
-        let dismissed = self
-            .picker
-            .dismissed
+    /// Whether Esc hid the picker for the `@word` at `start` with this `query`.
+    pub fn is_dismissed(&self, start: usize, query: &str) -> bool {
+        self.dismissed
             .as_ref()
-            .is_some_and(|(s, d)| *s == start && d == q);
-        let busy = self.modal.is_some()
-            || self.recall.searching()
-            || self.find.is_some()
-            || self.overlay.is_some();
-        (!dismissed && !busy).then_some(q)
+            .is_some_and(|(s, d)| *s == start && d == query)
     }
 
-    /// After every input: asks for the files of a new `@` query; forgets the picker when no
-    /// `@word` is under the cursor.
-    pub(crate) fn refresh_picker(&mut self) {
-        let Some(query) = self.picker_query().map(str::to_owned) else {
-            if at_token(self.composer.draft(), self.composer.cursor()).is_none() {
-                self.picker = FilePicker::default();
-            }
-            return;
-        };
-        if self.picker.asked.as_deref() == Some(query.as_str()) {
-            return;
-        }
-        self.picker.generation = self.next_gen();
-        self.picker.asked = Some(query.clone());
-        self.picker.selected = 0;
-        self.effects.push(Effect::FindFiles {
-            query,
-            generation: self.picker.generation,
-        });
+    /// Hides the picker for the `@word` at `start` until it changes.
+    pub fn dismiss(&mut self, start: usize, query: String) {
+        self.dismissed = Some((start, query));
     }
 
-    /// The answer to [`Effect::FindFiles`]: the files, and whether the list was cut.
-    pub fn on_files_found(&mut self, generation: u64, result: Result<(Vec<String>, bool), String>) {
-        if generation != self.picker.generation {
-            return;
-        }
-        match result {
-            Ok((files, truncated)) => {
-                self.picker.files = files;
-                self.picker.truncated = truncated;
-            }
-            Err(e) => self.notify(NoticeKind::Error, format!("file search failed: {e}")),
-        }
-    }
-
-    /// Keys while the picker shows: ↑↓ choose, Tab or Enter attach, Esc hides it. Returns
-    /// whether the key was taken.
-    pub(crate) fn picker_key(&mut self, key: Key) -> bool {
-        if key.mods.ctrl || key.mods.alt {
+    /// Records a request for `query` under `generation` (the selection goes back to the
+    /// top), unless that query is the one asked last: then `false`, nothing to ask.
+    pub fn ask(&mut self, query: &str, generation: u64) -> bool {
+        if self.asked.as_deref() == Some(query) {
             return false;
         }
-        let files: Vec<String> = self.picker_files().into_iter().map(str::to_owned).collect();
-        let Some((start, query)) =
-            at_token(self.composer.draft(), self.composer.cursor()).map(|(s, q)| (s, q.to_owned()))
-        else {
-            return false;
-        };
-        if self.picker_query().is_none() {
-            return false;
-        }
-        let selected = self.picker_selected();
-        match key.code {
-            KeyCode::Esc => self.picker.dismissed = Some((start, query)),
-            KeyCode::Up if !files.is_empty() => self.picker.selected = selected.saturating_sub(1),
-            KeyCode::Down if !files.is_empty() => {
-                self.picker.selected = (selected + 1).min(files.len() - 1)
-            }
-            KeyCode::Tab | KeyCode::Enter if !key.mods.shift && !files.is_empty() => {
-                let end = self.composer.cursor();
-                self.composer.replace_range(start..end, "");
-                self.picker = FilePicker::default();
-                self.attach(files[selected].clone());
-            }
-            _ => return false,
-        }
+        self.generation = generation;
+        self.asked = Some(query.to_owned());
+        self.selected = 0;
         true
+    }
+
+    /// Whether an answer tagged `generation` is for the newest request.
+    pub fn is_current(&self, generation: u64) -> bool {
+        generation == self.generation
+    }
+
+    /// The newest request's answer.
+    pub fn answered(&mut self, files: Vec<String>, truncated: bool) {
+        self.files = files;
+        self.truncated = truncated;
+    }
+
+    /// Moves the highlight one row up or down within `len` rows.
+    pub fn step(&mut self, down: bool, len: usize) {
+        let at = self.selected(len);
+        self.selected = if down {
+            (at + 1).min(len.saturating_sub(1))
+        } else {
+            at.saturating_sub(1)
+        };
     }
 }
 

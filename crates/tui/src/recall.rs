@@ -5,7 +5,6 @@
 
 use ax_protocol::{Message, Part, Role};
 
-use crate::app::{App, NoticeKind};
 use crate::composer::Composer;
 use crate::history::{History, Search};
 use crate::input::{Key, KeyCode};
@@ -183,33 +182,6 @@ impl Recall {
             }
             s.query.push_str(&clean[..take]);
             self.history.search_again(s);
-        }
-    }
-}
-
-impl App {
-    /// The open session's prompt history.
-    pub fn history(&self) -> &History {
-        self.recall.history()
-    }
-
-    /// The Ctrl+R search, while one is under way.
-    pub fn history_search(&self) -> Option<&Search> {
-        self.recall.search()
-    }
-
-    /// The entry a Ctrl+R search shows, if it found one.
-    pub fn history_search_found(&self) -> Option<&str> {
-        self.recall.search_found()
-    }
-
-    /// Ctrl+R: starts a reverse search of the history, or says there is none.
-    pub(crate) fn start_history_search(&mut self) {
-        if !self.recall.start_search() {
-            self.notify(
-                NoticeKind::Info,
-                "no prompt history here: open a session with prompts",
-            );
         }
     }
 }

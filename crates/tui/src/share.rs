@@ -1,27 +1,12 @@
-//! The TUI's side of TUIMCP: its router for agent navigation and its session validator.
+//! The TUI's side of TUIMCP: its session validator (the router for agent navigation is
+//! `App`'s, in `app/navigator.rs`).
 //!
 //! The controller (in `ax_tuimcp`) decides; these two only do what it asks: the validator looks
 //! a session up through the TUI's own authenticated client, the router opens it.
 
 use ax_client::Client;
 use ax_protocol::SessionId;
-use ax_tuimcp::{GuardInputs, Navigator, SessionValidator, ValidationOutcome};
-
-use crate::app::{App, Route};
-
-impl Navigator for App {
-    type Error = String;
-
-    /// Opens the session (called by the controller after the second guard, in the same
-    /// message) and re-reads the guard inputs.
-    fn navigate(&mut self, session: &SessionId) -> Result<GuardInputs, String> {
-        self.navigate_by_agent(session.clone());
-        if self.route() != &Route::Session(session.clone()) {
-            return Err("the router did not open the session".into());
-        }
-        Ok(self.guard_inputs())
-    }
-}
+use ax_tuimcp::{SessionValidator, ValidationOutcome};
 
 /// The MCP client configuration that starts the adapter for this endpoint, as the README
 /// shows it, with the real path (JSON-escaped).

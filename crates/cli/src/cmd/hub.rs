@@ -57,9 +57,38 @@ pub struct NatsAuthArgs {
     /// A file whose first line is the NATS user's password (keep it 0600).
     #[arg(long, value_name = "FILE", requires = "nats_user")]
     pub nats_password_file: Option<PathBuf>,
+    /// A client certificate (PEM) shown to a tls:// NATS server (mutual TLS); a server with
+    /// verify_and_map takes the certificate's subject as the NATS user, so no password is
+    /// needed.
+    #[arg(long, value_name = "FILE", requires = "nats_key")]
+    pub nats_cert: Option<PathBuf>,
+    /// The private key (PEM) of --nats-cert (keep it 0600).
+    #[arg(long, value_name = "FILE", requires = "nats_cert")]
+    pub nats_key: Option<PathBuf>,
 }
 
 impl NatsAuthArgs {
+    /// The client certificate and its key, checked before anything connects (an unreadable
+    /// or non-PEM file is refused naming it), or none.
+    pub fn client_cert(&self) -> anyhow::Result<Option<ax_hub::nats::ClientCert>> {
+        let (Some(cert), Some(key)) = (&self.nats_cert, &self.nats_key) else {
+            return Ok(None);
+        };
+        let client = ax_hub::nats::ClientCert {
+            cert: cert.clone(),
+            key: key.clone(),
+        };
+        ax_hub::nats::check_client_cert(&client).map_err(|e| {
+            let flag = if e.path == client.key {
+                "--nats-key"
+            } else {
+                "--nats-cert"
+            };
+            anyhow::anyhow!("{flag} {e}")
+        })?;
+        Ok(Some(client))
+    }
+
     /// The user and its password, or none; an error names where the password was looked for.
     pub fn credentials(&self) -> anyhow::Result<Option<(String, ax_core::Secret)>> {
         let Some(user) = &self.nats_user else {
@@ -109,7 +138,12 @@ async fn hub(args: HubArgs) -> anyhow::Result<()> {
     config.credentials = args.nats_auth.credentials()?;
     check_nats_ca(args.nats_ca.as_deref())?;
     config.ca = args.nats_ca.clone();
-    ax_hub::nats::check_credentials(&args.nats, &config.credentials, config.ca.as_deref())
+    config.client_cert = args.nats_auth.client_cert()?;
+    let tls = ax_hub::nats::TlsFiles {
+        ca: config.ca.as_deref(),
+        client: config.client_cert.as_ref(),
+    };
+    ax_hub::nats::check_credentials(&args.nats, &config.credentials, tls)
         .await
         .map_err(|e| anyhow::anyhow!("--nats: {e}"))?;
     let hub = ax_hub::hub::start(config)

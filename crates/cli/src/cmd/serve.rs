@@ -56,7 +56,7 @@ pub struct ServeArgs {
     /// Join a NATS server beyond this machine's loopback over plain TCP or without a NATS
     /// user: whoever can reach or watch that network can then prompt this backend's agents
     /// and answer their approvals (docs/SECURITY.md, "Several machines"). Not needed for a
-    /// tls:// URL with --nats-user.
+    /// tls:// URL with --nats-user or --nats-cert.
     #[arg(long, requires = "join")]
     pub trust_nats_network: bool,
     /// Also send the hub each `ui.command` this backend's agents send to its Control UIs and
@@ -144,9 +144,9 @@ fn check_join_url(url: &str, trusted: bool, with_user: bool) -> anyhow::Result<(
     if !loopback && !trusted {
         bail!(
             "--join {url} is not on this machine's loopback. Without TLS and a NATS user \
-             (tls:// and --nats-user), anyone who can reach or watch that server could prompt \
-             this backend's agents and answer their approvals. Reach it through a tunnel (ssh -L \
-             4222:127.0.0.1:4222 HOST, then --join nats://127.0.0.1:4222), or add \
+             (tls:// and --nats-user, or a client certificate with --nats-cert), anyone who \
+             can reach or watch that server could prompt this backend's agents and answer \
+             their approvals. Reach it through a tunnel (ssh -L 4222:127.0.0.1:4222 HOST, then --join nats://127.0.0.1:4222), or add \
              --trust-nats-network if only machines you trust can reach it (docs/SECURITY.md, \
              \"Several machines\")"
         );
@@ -169,7 +169,7 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
             check_join_url(
                 url,
                 args.trust_nats_network,
-                args.nats_auth.nats_user.is_some(),
+                args.nats_auth.nats_user.is_some() || args.nats_auth.nats_cert.is_some(),
             )?;
             Some(machine_name(args.name.as_deref())?)
         }
@@ -178,11 +178,18 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     // Wrong NATS credentials, an unusable --nats-ca and a TLS server it does not vouch for are
     // refused now, clearly; an unreachable server is waited for.
     let nats_credentials = args.nats_auth.credentials()?;
+    let nats_client_cert = args.nats_auth.client_cert()?;
     if let Some(url) = &args.join {
         super::hub::check_nats_ca(args.nats_ca.as_deref())?;
-        ax_hub::nats::check_credentials(url, &nats_credentials, args.nats_ca.as_deref())
+        let tls = ax_hub::nats::TlsFiles {
+            ca: args.nats_ca.as_deref(),
+            client: nats_client_cert.as_ref(),
+        };
+        ax_hub::nats::check_credentials(url, &nats_credentials, tls)
             .await
             .map_err(|e| anyhow::anyhow!("--join: {e}"))?;
+    } else if args.nats_auth.nats_user.is_some() || nats_client_cert.is_some() {
+        bail!("--nats-user and --nats-cert are for --join: they say how to join a NATS server");
     }
     if !ip.is_loopback() && !args.allow_remote {
         bail!(
@@ -280,6 +287,7 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
             );
             config.credentials = nats_credentials.clone();
             config.ca = args.nats_ca.clone();
+            config.client_cert = nats_client_cert.clone();
             config.share_ui_commands = args.share_ui_commands;
             let join = ax_hub::join::start(config)
                 .await

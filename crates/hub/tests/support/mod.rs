@@ -3,6 +3,8 @@
 
 #![allow(dead_code)]
 
+pub mod terminal;
+
 use std::{future::Future, net::SocketAddr, time::Duration};
 
 use ax_client::Client;

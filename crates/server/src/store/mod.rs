@@ -37,7 +37,7 @@ pub use queue::{
     edit_queued, enqueue, move_to_front, pause_waiting_queues, prompt_queue, remove_queued,
     set_queue_paused,
 };
-pub use recovery::{Recovered, recover_interrupted};
+pub use recovery::{EndedRun, Recovered, recover_interrupted};
 pub use runs::{
     Owner, begin_run, end_run, forget_process_group, record_process_group, set_run_process,
     take_orphaned_process_groups,

@@ -1,7 +1,8 @@
 //! The store's unit tests: migrations from every old schema, malformed rows, recovery.
 
 use ax_protocol::{
-    Message, MessageId, Millis, Part, PermissionState, Session, SessionId, SessionStatus, turn,
+    Event, Message, MessageId, Millis, Part, PermissionState, Session, SessionId, SessionStatus,
+    turn,
 };
 use rusqlite::{Connection, params};
 
@@ -301,10 +302,64 @@ fn a_cut_agent_turn_reloads_its_open_tool_calls_cancelled() {
             begin_run(c, id.as_str(), &mid, 1, (1, Some(1)))
         })
         .unwrap();
-    store
-        .write_blocking(|c| recover_interrupted(c, 1, 2, |_| false))
+    let (recovered, told) = store
+        .write_blocking(|c| {
+            let recovered = recover_interrupted(c, 1, 2, |_| false)?;
+            let told = crate::recovered::events(c, 1, &recovered)?;
+            Ok((recovered, told))
+        })
         .unwrap();
     let msgs = store.read_blocking(|c| messages(c, &id)).unwrap();
+    // What it ended, told as a turn's end tells it: the cancelling deltas (after the three
+    // stored), the `interrupted` part at its index in the folded reply, the end, the session.
+    let cancel = |id: &str| turn::TurnDelta::ToolCallUpdated {
+        tool_call_id: id.into(),
+        fields: turn::ToolCallFields {
+            status: Some(turn::ToolStatus::Cancelled),
+            ..turn::ToolCallFields::default()
+        },
+    };
+    assert_eq!(recovered.ended.len(), 1);
+    assert_eq!(
+        recovered.ended[0].deltas,
+        vec![(4, cancel("run")), (5, cancel("wait"))]
+    );
+    assert_eq!(recovered.ended[0].ended, Some(2));
+    assert_eq!(recovered.idled, vec![id.clone()]);
+    let session = store
+        .read_blocking(|c| get_session(c, 1, id.as_str()))
+        .unwrap()
+        .unwrap();
+    let delta = |seq, d| Event::MessageDelta {
+        session_id: id.clone(),
+        message_id: mid.clone(),
+        seq,
+        delta: d,
+    };
+    assert_eq!(
+        told,
+        vec![
+            delta(4, cancel("run")),
+            delta(5, cancel("wait")),
+            Event::MessagePart {
+                session_id: id.clone(),
+                message_id: mid.clone(),
+                index: 3,
+                part: Part::Interrupted,
+            },
+            Event::MessageEnded {
+                session_id: id.clone(),
+                message_id: mid.clone(),
+                ended: 2,
+            },
+            Event::SessionUpdated { session },
+            Event::SessionStatus {
+                session_id: id.clone(),
+                status: SessionStatus::Idle,
+            },
+        ]
+    );
+    assert_eq!(msgs[0].parts.len(), 4);
     let statuses: Vec<_> = msgs[0]
         .parts
         .iter()

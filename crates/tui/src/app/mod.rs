@@ -3,7 +3,14 @@
 //! Everything that needs I/O leaves as an [`Effect`] (drained with [`App::take_effects`]) and
 //! comes back as a result method (`on_*`), tagged with the generation it was asked under so a
 //! stale answer is dropped. The effects are declared in `effect.rs`, what the person's
-//! actions do in `actions.rs`; key and mouse handling lives in `keys.rs`.
+//! actions do in `actions.rs`; key and mouse handling lives in `keys.rs`, the event stream's
+//! effect on the state in `sync.rs`.
+//!
+//! Every method of [`App`] is in this module: one file per concern (`queue.rs`, `inbox.rs`,
+//! `file_picker.rs`, ...) where the app meets a part whose state and rules live outside it,
+//! in a module of its own that knows nothing of the app (`crate::queue`, `crate::inbox`,
+//! `crate::picker`, ...). So the parts have no import back to the app, and their tests need
+//! no app.
 
 use std::collections::HashSet;
 use std::time::{Duration, Instant};
@@ -22,7 +29,21 @@ use crate::layout::{COMPOSER_MAX_ROWS, Layout};
 use crate::transcript::Transcript;
 
 mod actions;
+mod attention;
+mod completion;
+mod config_options;
+mod copy_mode;
 mod effect;
+mod file_picker;
+mod find_bar;
+mod inbox;
+mod keys;
+mod navigator;
+mod notify;
+mod progress;
+mod queue;
+mod recall;
+mod sync;
 
 pub use effect::Effect;
 
