@@ -1,9 +1,10 @@
 // The Control UI served by a hub (docs/hub.md §4): the one place that knows the page talks to
 // a hub rather than to a backend. The hub says so in its `/health` answer (`hub: true`), and
 // `HubApi` then offers the page the backend's API (api.js) over the hub's routes: every
-// session call goes to `/machine/{m}` of the machine that holds the session, the listing and
-// the approvals are gathered from every machine, and the hub's events (`{machine, boot,
-// event}`) are unwrapped into the backend's envelopes. The pure parts below are tested by
+// session call (its prompt queue too) goes to `/machine/{m}` of the machine that holds the
+// session, a new session's agents are the chosen machine's, the listing and the approvals are
+// gathered from every machine, agent Markdown is rendered by the hub itself, and the hub's
+// events (`{machine, boot, event}`) are unwrapped into the backend's envelopes. The pure parts below are tested by
 // Node (tests/js/hubapi.test.mjs); app.js stays the same page for both servers.
 
 import { Api, ApiError } from './api.js';
@@ -311,9 +312,43 @@ export class HubApi extends Api {
     return answers.flat();
   }
 
-  /** A hub has no prompt queue: a prompt is sent (a busy session answers 409). */
-  queuePrompt(id, parts, client) {
-    return this.prompt(id, undefined, client, parts);
+  /**
+   * The hub path of `rest` (e.g. `/queue`) under session `id` on the machine holding it; a
+   * session of no known machine is refused as `request` refuses it.
+   */
+  sessionRoute(id, rest) {
+    const machine = this.sessionOwner(id);
+    if (!machine) throw new ApiError(0, 'NOT_ON_HUB', 'not available through the hub');
+    return machinePath(machine, `/session/${encodeURIComponent(id)}${rest}`);
+  }
+
+  /**
+   * The session's prompt queue, through the machine's own queue API (docs/hub.md §4): sent at
+   * once when the session is free, else queued. `client` names a backend's gateway
+   * connection; through a hub there is none.
+   */
+  async queuePrompt(id, parts) {
+    return super.request('POST', this.sessionRoute(id, '/queue'), { parts });
+  }
+
+  async queue(id) {
+    return super.request('GET', this.sessionRoute(id, '/queue'));
+  }
+
+  async editQueued(id, qid, parts) {
+    return super.request('PATCH', this.sessionRoute(id, `/queue/${encodeURIComponent(qid)}`), { parts });
+  }
+
+  async cancelQueued(id, qid) {
+    return super.request('DELETE', this.sessionRoute(id, `/queue/${encodeURIComponent(qid)}`));
+  }
+
+  async sendQueuedNow(id, qid) {
+    return super.request('POST', this.sessionRoute(id, `/queue/${encodeURIComponent(qid)}/send`));
+  }
+
+  async resumeQueue(id) {
+    return super.request('POST', this.sessionRoute(id, '/queue/resume'));
   }
 
   prompt(id, text, client, parts) {

@@ -203,3 +203,30 @@ test('agent Markdown is asked of the hub itself, whatever the machine', async ()
     restore();
   }
 });
+
+test("a session's prompt queue goes to the machine holding the session", async () => {
+  const { api, calls, restore } = fakeHub((method) => (method === 'POST' ? { state: 'queued' } : { items: [] }));
+  try {
+    api.owner.set('s/1', 'box');
+    const parts = [{ type: 'text', text: 'hi' }];
+    assert.deepEqual(await api.queuePrompt('s/1', parts, 'gateway-conn'), { state: 'queued' });
+    await api.queue('s/1');
+    await api.editQueued('s/1', 'q1', parts);
+    await api.cancelQueued('s/1', 'q1');
+    await api.sendQueuedNow('s/1', 'q/2');
+    await api.resumeQueue('s/1');
+    assert.deepEqual(calls, [
+      ['POST', '/machine/box/session/s%2F1/queue', { parts }],
+      ['GET', '/machine/box/session/s%2F1/queue', undefined],
+      ['PATCH', '/machine/box/session/s%2F1/queue/q1', { parts }],
+      ['DELETE', '/machine/box/session/s%2F1/queue/q1', undefined],
+      ['POST', '/machine/box/session/s%2F1/queue/q%2F2/send', undefined],
+      ['POST', '/machine/box/session/s%2F1/queue/resume', undefined],
+    ]);
+    // A session of no known machine: refused, nothing asked.
+    await assert.rejects(api.queue('elsewhere'), (e) => e.code === 'NOT_ON_HUB');
+    assert.equal(calls.length, 6);
+  } finally {
+    restore();
+  }
+});

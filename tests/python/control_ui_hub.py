@@ -11,7 +11,9 @@ In headless Chromium with its own profile:
 3. The session of machine 2 opened; a prompt sent from the hub's page (the shell agent asks
    first); its approval answered from the hub's page; the command's output streams into the
    transcript.
-4. A restarted machine: a long command started and approved on machine 2, machine 2 killed
+4. A restarted machine: a long command started and approved on machine 2 (meanwhile a prompt
+   typed on the page waits in machine 2's queue, shown above the composer, and is cancelled
+   from the page, through the hub's queue routes), machine 2 killed
    (SIGKILL) mid-turn and started again on its data directory: without a reload the page shows
    the turn ended, interrupted by the restart (the machine's new boot, docs/hub.md §4).
 5. Shared ui.commands (machine 1 runs with --share-ui-commands): a command sent through the
@@ -24,6 +26,8 @@ In headless Chromium with its own profile:
    /markdown: bold an element, only the safe link a link, raw HTML as text, nothing run);
    renamed and deleted from the sidebar through the hub's PATCH / DELETE routes.
 7. Machine 2 stopped: shown offline with when it was last seen; its session read-only.
+8. The page reloaded while machine 2 is away: its session shows the transcript the hub kept
+   (GET /machine/beta/session/{id}/message as last seen), read-only, both turns in it.
 """
 
 import json
@@ -134,6 +138,13 @@ def kill_hard(backend):
     backend.log.close()
 
 
+def queue_texts(driver, sid):
+    """The texts of the queued prompts the pane of session `sid` shows."""
+    return driver.execute_script("""
+        return [...document.querySelectorAll(`[data-testid="queue"][data-session="${arguments[0]}"] [data-testid="queue-text"]`)]
+          .map((e) => e.textContent);""", sid)
+
+
 def pane_sessions(driver):
     return [p.get_attribute("data-session") for p in driver.find_elements(By.CSS_SELECTOR, '[data-testid="pane"]')]
 
@@ -232,6 +243,18 @@ def run(binary, nats, mock):
         approve_on_page(driver, beta, "the long command approved from the hub's page")
         wait_for(lambda: "cut-42" in transcript_text(driver) and driver.find_elements(By.CSS_SELECTOR, '[data-testid="busy-spinner"]'),
                  "the long command runs: its output shown, the session working", timeout=30)
+        # The prompt queue through the hub: a prompt typed while the command runs waits in
+        # beta's own queue, shown above the composer, and is cancelled from the page.
+        box = wait_for(lambda: next(iter(driver.find_elements(By.CSS_SELECTOR, f'[data-testid="composer-input"][data-session="{on_beta}"]')), None),
+                       "beta's composer while it works")
+        box.send_keys("echo queued-$((3*3))")
+        box.send_keys(Keys.ENTER)
+        wait_for(lambda: [i["prompt"]["parts"][0]["text"] for i in beta.api("GET", f"/session/{on_beta}/queue")["items"]] == ["echo queued-$((3*3))"],
+                 "the prompt waits in beta's queue", timeout=20)
+        wait_for(lambda: queue_texts(driver, on_beta) == ["echo queued-$((3*3))"], "and shows in the pane's queue", timeout=20)
+        click_when_found(driver, f'[data-testid="queue"][data-session="{on_beta}"] [data-testid="queue-cancel"]', "its cancel clicked")
+        wait_for(lambda: beta.api("GET", f"/session/{on_beta}/queue")["items"] == [], "cancelled on beta from the hub's page", timeout=20)
+        wait_for(lambda: queue_texts(driver, on_beta) == [], "and gone from the page's queue", timeout=20)
         kill_hard(beta)
         beta = None
         beta = Backend(binary, os.path.join(root, "beta"), token=beta_token, extra_args=beta_args, extra_env=beta_env)
@@ -340,6 +363,20 @@ def run(binary, nats, mock):
                  "beta's open session is read-only, with a note", timeout=20)
         check(not driver.find_elements(By.CSS_SELECTOR, f'[data-testid="composer-input"][data-session="{on_beta}"]'),
               "no composer for the offline machine's session")
+
+        # 8. The page reloaded while beta is away: its session opens from the transcript the hub
+        # kept (served earlier, kept up to date), as last seen, read-only, instead of a 503.
+        status, _ = hub.request("GET", f"/machine/beta/session/{on_beta}/message")
+        check(status == 200, f"the hub answers beta's transcript as last seen ({status})")
+        driver.refresh()
+        wait_for(lambda: online(driver, "beta", "false") and on_beta in pane_sessions(driver),
+                 "after a reload: beta offline, its session in the pane", timeout=20)
+        wait_for(lambda: "hub-ui-said-hi" in transcript_text(driver) and "cut-42" in transcript_text(driver)
+                 and "interrupted by a restart" in transcript_text(driver),
+                 "beta's transcript shown as last seen, both turns and the restart's end", timeout=20)
+        check(driver.find_elements(By.CSS_SELECTOR, '[data-testid="readonly-note"]'), "read-only, with its note")
+        check(not driver.find_elements(By.CSS_SELECTOR, f'[data-testid="composer-input"][data-session="{on_beta}"]'),
+              "and no composer")
     finally:
         if driver is not None:
             close_browser(driver)

@@ -3,21 +3,25 @@
 //! An HTTP API over every joined backend. Its only state is a cache of the `AX_STATE` stream
 //! (each machine's last record and session snapshot), kept by one ordered consumer, so any
 //! number of hubs can serve at once and a hub that restarts rebuilds it from JetStream.
-//! Everything else is a NATS request to the machine, or a replay of `AX_EVENTS`.
+//! Besides, a bounded cache of the transcripts it served (`transcripts.rs`), for when their
+//! machine is away. Everything else is a NATS request to the machine, or a replay of
+//! `AX_EVENTS`.
 //!
 //! The Control UI, `/health` with its proof and the sign-in routes are `web.rs`.
 //!
 //! Routes (bearer credential on all but `/health`, `/`, `/assets/*`, `POST /signin` and
 //! `/machine/{m}/gateway`, whose `connect` asks for it): `GET /machine`, `GET /session` (every
 //! machine's sessions), `GET|POST /machine/{m}/session`, `PATCH|DELETE
-//! /machine/{m}/session/{id}` (rename, delete), `GET /machine/{m}/session/{id}/message`,
+//! /machine/{m}/session/{id}` (rename, delete), `GET /machine/{m}/session/{id}/message`
+//! (kept for when the machine is away: `transcripts.rs`),
 //! `POST /machine/{m}/session/{id}/prompt|abort|mode`, `GET /machine/{m}/permission`,
 //! `POST /machine/{m}/session/{id}/permission/{pid}`, `GET /event` (SSE; `id:` is the
 //! JetStream sequence, `Last-Event-ID` or `?after=N` resumes after it, `?machine=m` filters),
 //! `POST /machine/{m}/screen/layout|command` (`relay.rs`), `GET /ui-command` (`ui.rs`),
 //! `GET /machine/{m}/gateway` (the gateway's WebSocket for the machine's terminal, its
 //! credential checked in the gateway's `connect`; `terminal.rs`),
-//! `GET /machine/{m}/agent`, `POST /markdown` (`page.rs`).
+//! `GET /machine/{m}/agent`, `POST /markdown` (`page.rs`), the prompt queue's
+//! `/machine/{m}/session/{id}/queue…` (`queue.rs`).
 
 use std::{
     collections::BTreeMap,
@@ -46,8 +50,10 @@ use serde::{Deserialize, Serialize};
 use tokio::task::JoinHandle;
 
 mod page;
+mod queue;
 mod relay;
 mod terminal;
+pub mod transcripts;
 mod ui;
 
 use crate::{
@@ -136,6 +142,8 @@ pub(crate) struct Shared {
     ui: tokio::sync::broadcast::Sender<Arc<crate::ui::MachineUiCommand>>,
     /// A gateway per machine for its operator terminal (`terminal.rs`).
     gateways: terminal::Gateways,
+    /// The transcripts served, kept for when their machine is away (`transcripts.rs`).
+    transcripts: transcripts::Kept,
 }
 
 /// One machine as `GET /machine` shows it.
@@ -174,6 +182,7 @@ pub struct RunningHub {
     addr: SocketAddr,
     codes: Arc<ax_core::signin::Codes>,
     tasks: Vec<JoinHandle<()>>,
+    transcripts: transcripts::Kept,
 }
 
 impl RunningHub {
@@ -190,6 +199,13 @@ impl RunningHub {
     /// A fresh one-time sign-in code for the Control UI (what `ax-code hub` prints in a link).
     pub fn sign_in_code(&self) -> Result<Secret, ax_core::RandomError> {
         self.codes.mint(std::time::Instant::now())
+    }
+
+    /// The transcript of `machine`'s `session` the hub keeps for when the machine is away
+    /// (`transcripts.rs`), if it keeps one.
+    pub fn kept_transcript(&self, machine: &str, session: &SessionId) -> Option<serde_json::Value> {
+        let kept = self.transcripts.lock().unwrap_or_else(|p| p.into_inner());
+        kept.peek(machine, session)
     }
 
     /// Stops serving.
@@ -250,6 +266,7 @@ pub async fn start(config: HubConfig) -> Result<RunningHub, HubError> {
         source,
     })?;
     let codes = Arc::new(ax_core::signin::Codes::new(config.sign_in_ttl));
+    let kept = transcripts::Kept::default();
     let shared = Arc::new(Shared {
         nats,
         js,
@@ -261,7 +278,9 @@ pub async fn start(config: HubConfig) -> Result<RunningHub, HubError> {
         machines: RwLock::new(BTreeMap::new()),
         ui: tokio::sync::broadcast::channel(ui::UI_BUFFER).0,
         gateways: terminal::Gateways::default(),
+        transcripts: kept.clone(),
     });
+    let fresh = tokio::spawn(transcripts::keep_fresh(shared.clone()));
     let ui_follow = tokio::spawn(ui::follow(shared.clone(), ui_sub));
     let cache = tokio::spawn(follow_state(shared.clone()));
     let app = router(shared);
@@ -273,7 +292,8 @@ pub async fn start(config: HubConfig) -> Result<RunningHub, HubError> {
     Ok(RunningHub {
         addr,
         codes,
-        tasks: vec![cache, ui_follow, server],
+        tasks: vec![cache, ui_follow, server, fresh],
+        transcripts: kept,
     })
 }
 
@@ -466,7 +486,10 @@ fn router(shared: Arc<Shared>) -> Router {
             "/machine/{m}/session/{id}",
             axum::routing::patch(rename).delete(delete),
         )
-        .route("/machine/{m}/session/{id}/message", get(messages))
+        .route(
+            "/machine/{m}/session/{id}/message",
+            get(transcripts::messages),
+        )
         .route("/machine/{m}/session/{id}/prompt", post(prompt))
         .route("/machine/{m}/session/{id}/abort", post(abort))
         .route("/machine/{m}/session/{id}/mode", post(mode))
@@ -479,6 +502,22 @@ fn router(shared: Arc<Shared>) -> Router {
         // The Control UI page's own needs (`page.rs`).
         .route("/machine/{m}/agent", get(page::agents))
         .route("/markdown", post(page::markdown))
+        .route(
+            "/machine/{m}/session/{id}/queue",
+            get(queue::list).post(queue::submit),
+        )
+        .route(
+            "/machine/{m}/session/{id}/queue/resume",
+            post(queue::resume),
+        )
+        .route(
+            "/machine/{m}/session/{id}/queue/{qid}",
+            axum::routing::patch(queue::edit).delete(queue::cancel),
+        )
+        .route(
+            "/machine/{m}/session/{id}/queue/{qid}/send",
+            post(queue::send_now),
+        )
         .merge(crate::web::minting())
         .route_layer(middleware::from_fn_with_state(
             shared.clone(),
@@ -581,10 +620,6 @@ async fn rename(
 
 async fn delete(State(shared): S, Path((m, session)): Path<(String, SessionId)>) -> Response {
     shared.call(&m, Request::DeleteSession { session }).await
-}
-
-async fn messages(State(shared): S, Path((m, session)): Path<(String, SessionId)>) -> Response {
-    shared.call(&m, Request::Messages { session }).await
 }
 
 async fn prompt(

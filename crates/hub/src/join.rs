@@ -440,6 +440,22 @@ async fn answer(backend: &Client, own: &(String, Secret), request: Request) -> V
 
         // What the hub's Control UI page asks (docs/hub.md §4).
         Request::Agents {} => to_reply(backend.agents().await),
+        Request::QueuePrompt { session, prompt } => {
+            to_reply(backend.queue_prompt(&session, &prompt).await)
+        }
+        Request::Queue { session } => to_reply(backend.prompt_queue(&session).await),
+        Request::EditQueued {
+            session,
+            queued,
+            prompt,
+        } => to_reply(backend.edit_queued(&session, &queued, &prompt).await),
+        Request::CancelQueued { session, queued } => {
+            to_reply(backend.cancel_queued(&session, &queued).await)
+        }
+        Request::SendQueuedNow { session, queued } => {
+            to_reply(backend.send_queued_now(&session, &queued).await)
+        }
+        Request::ResumeQueue { session } => to_reply(backend.resume_queue(&session).await),
     }
 }
 

@@ -1,7 +1,9 @@
 //! What travels over NATS (docs/hub.md §2): JSON, strict (unknown fields refused), bounded
 //! (a message over [`MAX_MESSAGE`] is refused before it is parsed).
 
-use ax_protocol::{EventEnvelope, PermissionId, PermissionReply, Prompt, Session, SessionId};
+use ax_protocol::{
+    EventEnvelope, PermissionId, PermissionReply, Prompt, QueuedId, Session, SessionId,
+};
 use serde::{Deserialize, Serialize};
 
 use crate::MachineName;
@@ -136,6 +138,47 @@ pub enum Request {
     // ---- what the hub's Control UI page asks of a machine (docs/hub.md §4) ----
     /// The agents a new session can run, the default first (the backend's `GET /agent`).
     Agents {},
+    /// A prompt sent now when the session is free and nothing waits, else queued behind the
+    /// running turn (the backend's `POST /session/{id}/queue`).
+    QueuePrompt {
+        /// The session.
+        session: SessionId,
+        /// What the person typed.
+        prompt: Prompt,
+    },
+    /// The session's prompt queue, next first.
+    Queue {
+        /// The session.
+        session: SessionId,
+    },
+    /// Replace a queued prompt.
+    EditQueued {
+        /// The session.
+        session: SessionId,
+        /// The queued prompt.
+        queued: QueuedId,
+        /// Its new content.
+        prompt: Prompt,
+    },
+    /// Cancel a queued prompt.
+    CancelQueued {
+        /// The session.
+        session: SessionId,
+        /// The queued prompt.
+        queued: QueuedId,
+    },
+    /// Send a queued prompt now: the running turn stops and this one goes next.
+    SendQueuedNow {
+        /// The session.
+        session: SessionId,
+        /// The queued prompt.
+        queued: QueuedId,
+    },
+    /// Let a paused queue flow again.
+    ResumeQueue {
+        /// The session.
+        session: SessionId,
+    },
 }
 
 /// A backend's answer: exactly one of `ok` and `error`. `T` is the answer's type where the
@@ -183,6 +226,31 @@ mod tests {
         assert!(decode::<Request>(br#"{"op":"listSessions","x":1}"#).is_err());
         assert!(decode::<Request>(br#"{"op":"rm"}"#).is_err());
         assert!(decode::<Request>(&vec![b' '; MAX_MESSAGE + 1]).is_err());
+    }
+
+    #[test]
+    fn the_pages_requests_are_strict_too() {
+        let r: Request = decode(br#"{"op":"agents"}"#).unwrap();
+        assert_eq!(r, Request::Agents {});
+        let sid = "ses_0123456789abABCDEFGHIJKLMN";
+        let qid = "que_0123456789abABCDEFGHIJKLMN";
+        let edit = format!(
+            r#"{{"op":"editQueued","session":"{sid}","queued":"{qid}","prompt":{{"parts":[]}}}}"#
+        );
+        assert!(matches!(
+            decode::<Request>(edit.as_bytes()).unwrap(),
+            Request::EditQueued { .. }
+        ));
+        for bad in [
+            r#"{"op":"agents","x":1}"#.to_owned(),
+            format!(r#"{{"op":"queue","session":"{sid}","x":1}}"#),
+            // A queued prompt's ID where a session's goes, and the other way round.
+            format!(r#"{{"op":"queue","session":"{qid}"}}"#),
+            format!(r#"{{"op":"cancelQueued","session":"{sid}","queued":"{sid}"}}"#),
+            r#"{"op":"resumeQueue"}"#.to_owned(),
+        ] {
+            assert!(decode::<Request>(bad.as_bytes()).is_err(), "{bad}");
+        }
     }
 
     #[test]
