@@ -129,6 +129,35 @@ fn hub_password_file(dir: &Path) -> std::path::PathBuf {
     file
 }
 
+/// Makes a session titled `title` on the laptop's own API, then waits until the hub lists the
+/// laptop online with it, through NATS only; returns the laptop's entry in the hub's listing.
+async fn a_session_seen_through_the_hub(laptop_url: &str, hub_url: &str, title: &str) -> Value {
+    let http = reqwest::Client::builder().no_proxy().build().unwrap();
+    let created = http
+        .post(format!("{laptop_url}/session"))
+        .bearer_auth(BACKEND_PASSWORD)
+        .json(&serde_json::json!({ "title": title }))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(created.status(), 201);
+    tokio::time::timeout(LONG_WAIT, async {
+        loop {
+            let (_, all) =
+                support::hub_call(http.get(format!("{hub_url}/session")), HUB_PASSWORD).await;
+            if let Some(laptop) = support::machine_entry(&all, "laptop")
+                && laptop["online"] == true
+                && support::session_titles(laptop).iter().any(|t| t == title)
+            {
+                return laptop.clone();
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    })
+    .await
+    .unwrap_or_else(|_| panic!("the laptop and its session {title:?} through the hub"))
+}
+
 /// Runs `command` to its end (killed after [`support::WAIT`], so a hang fails) and returns
 /// its stderr after checking it failed.
 fn refused(command: &mut Command, what: &str) -> String {
@@ -165,43 +194,9 @@ async fn serve_and_hub_join_a_tls_nats_server_with_its_private_ca() {
     let (_hub, hub_url) =
         support::spawn_hub(hub_command(&env, &url, &password_file, Some(&ca.ca_pem())));
 
-    let http = reqwest::Client::builder().no_proxy().build().unwrap();
-    let created = http
-        .post(format!("{laptop_url}/session"))
-        .bearer_auth(BACKEND_PASSWORD)
-        .json(&serde_json::json!({"title": "over-tls"}))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(created.status(), 201);
-
     // The machine and its session, through NATS over TLS only.
-    let listed = tokio::time::timeout(LONG_WAIT, async {
-        loop {
-            let r = http
-                .get(format!("{hub_url}/session"))
-                .bearer_auth(HUB_PASSWORD)
-                .send()
-                .await
-                .unwrap();
-            let all: Value = r.json().await.unwrap_or(Value::Null);
-            let laptop = all
-                .as_array()
-                .and_then(|a| a.iter().find(|m| m["machine"] == "laptop"))
-                .cloned();
-            if let Some(laptop) = laptop
-                && laptop["online"] == true
-                && laptop["sessions"]
-                    .as_array()
-                    .is_some_and(|s| s.iter().any(|s| s["title"] == "over-tls"))
-            {
-                return laptop;
-            }
-            tokio::time::sleep(Duration::from_millis(100)).await;
-        }
-    })
-    .await
-    .expect("the laptop and its session through the hub over TLS");
+    let listed = a_session_seen_through_the_hub(&laptop_url, &hub_url, "over-tls").await;
+    let http = reqwest::Client::builder().no_proxy().build().unwrap();
     assert_eq!(listed["sessions"].as_array().unwrap().len(), 1, "{listed}");
     let machines: Value = http
         .get(format!("{hub_url}/machine"))
@@ -335,43 +330,8 @@ async fn serve_and_hub_join_with_client_certificates_and_no_password() {
     hub.env("AX_CODE_HUB_PASSWORD", HUB_PASSWORD);
     let (_hub, hub_url) = support::spawn_hub(hub);
 
-    let http = reqwest::Client::builder().no_proxy().build().unwrap();
-    let created = http
-        .post(format!("{laptop_url}/session"))
-        .bearer_auth(BACKEND_PASSWORD)
-        .json(&serde_json::json!({"title": "by-certificate"}))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(created.status(), 201);
-    tokio::time::timeout(LONG_WAIT, async {
-        loop {
-            let all: Value = http
-                .get(format!("{hub_url}/session"))
-                .bearer_auth(HUB_PASSWORD)
-                .send()
-                .await
-                .unwrap()
-                .json()
-                .await
-                .unwrap_or(Value::Null);
-            let found = all.as_array().is_some_and(|machines| {
-                machines.iter().any(|m| {
-                    m["machine"] == "laptop"
-                        && m["online"] == true
-                        && m["sessions"]
-                            .as_array()
-                            .is_some_and(|s| s.iter().any(|s| s["title"] == "by-certificate"))
-                })
-            });
-            if found {
-                return;
-            }
-            tokio::time::sleep(Duration::from_millis(100)).await;
-        }
-    })
-    .await
-    .expect("the laptop and its session through a hub, both joined by certificate");
+    // Both joined by certificate: the session made on the machine reaches the hub.
+    a_session_seen_through_the_hub(&laptop_url, &hub_url, "by-certificate").await;
     drop(serve_lines);
 }
 
