@@ -132,6 +132,13 @@ pub enum Request {
         /// What to do with it.
         action: crate::terminal::TerminalAction,
     },
+    /// A hub Control UI's acknowledgement of a `ui.command` the machine shared (docs/hub.md
+    /// §2, §3): the params of the gateway's `ui.command.result`, passed as they are to the
+    /// machine's relay connection, whose gateway checks them.
+    UiCommandResult {
+        /// `{commandId, outcome, reason?, revision?, notApplied?}`.
+        params: serde_json::Value,
+    },
 
     // ---- what the hub's Control UI page asks of a machine (docs/hub.md §4) ----
     /// The agents a new session can run, the default first (the backend's `GET /agent`).

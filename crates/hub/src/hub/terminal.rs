@@ -69,7 +69,8 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
-/// The gateway of a hub knows no session: it serves the terminal (a `ui.command` naming a
+/// The gateway of a hub knows no session: it serves the terminal and relays the machine's
+/// shared `ui.command`s (`ui.rs`; a `ui.command` a client sends it naming a
 /// session is refused).
 struct NoSessions;
 
@@ -80,6 +81,11 @@ impl SessionDirectory for NoSessions {
 }
 
 impl Gateways {
+    /// Machine m's gateway, if a client asked for it already.
+    pub(super) fn existing(&self, machine: &MachineName) -> Option<Gateway> {
+        lock(&self.by_machine).get(machine).cloned()
+    }
+
     fn get(&self, shared: &Shared, machine: &MachineName) -> Gateway {
         lock(&self.by_machine)
             .entry(machine.clone())
