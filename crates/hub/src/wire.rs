@@ -190,6 +190,19 @@ mod tests {
         assert!(decode::<Request>(br#"{"op":"listSessions","x":1}"#).is_err());
         assert!(decode::<Request>(br#"{"op":"rm"}"#).is_err());
         assert!(decode::<Request>(&vec![b' '; MAX_MESSAGE + 1]).is_err());
+        // An acknowledgement carries the gateway's params as they are, and nothing else.
+        let r: Request = decode(
+            br#"{"op":"uiCommandResult","params":{"commandId":"cmd_1","outcome":"applied"}}"#,
+        )
+        .unwrap();
+        assert_eq!(
+            r,
+            Request::UiCommandResult {
+                params: serde_json::json!({"commandId": "cmd_1", "outcome": "applied"}),
+            }
+        );
+        assert!(decode::<Request>(br#"{"op":"uiCommandResult"}"#).is_err());
+        assert!(decode::<Request>(br#"{"op":"uiCommandResult","params":{},"x":1}"#).is_err());
     }
 
     #[test]

@@ -10,7 +10,8 @@
 //! rules; output comes on `ax.<m>.term.<id>`. The hub's gateway keeps the terminal as it keeps
 //! a local one (scrollback, one attached viewer, `terminal.dropped` for a slow one) and
 //! applies the same bounds before anything reaches NATS: sizes, 64 KiB of input, four
-//! terminals per machine.
+//! terminals per machine. The same gateway carries the machine's shared `ui.command`s to the
+//! Control UIs on it and takes their acknowledgements (`ui.rs`).
 //!
 //! Lifetimes: the hub renews each terminal's lease at a third of the lease the join gave; the
 //! terminal ends (with a line in it saying why, then `terminal.exit`) when the machine stops
