@@ -9,7 +9,7 @@ use std::{
     time::Duration,
 };
 
-use tokio::sync::oneshot;
+use tokio::sync::{mpsc, oneshot};
 
 use crate::{
     frame::{ErrorCode, ErrorShape, EventPrefix},
@@ -40,6 +40,9 @@ struct Pending {
     targets: Vec<(u64, String)>,
     answers: HashMap<u64, UiCommandResultParams>,
     done: Option<oneshot::Sender<()>>,
+    /// A relayed command's answers, each handed on as it is recorded (room for one per
+    /// target, so a send never fails for lack of it).
+    each: Option<mpsc::Sender<UiOutcome>>,
 }
 
 impl Pending {
@@ -62,6 +65,8 @@ pub(crate) struct Hub {
 pub(crate) struct Delivery {
     pub delivered: usize,
     pub wait: Option<oneshot::Receiver<()>>,
+    /// A relayed command's answers, as they come.
+    pub answers: Option<mpsc::Receiver<UiOutcome>>,
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -168,7 +173,30 @@ impl Hub {
         wait: bool,
         only: Option<&str>,
     ) -> Result<Delivery, ErrorShape> {
+        self.fan_out(event, wait, only, false)
+    }
+
+    /// A command another gateway accepted (`Gateway::relay_ui_command`): sent to every UI
+    /// target and waited for, each answer handed to the receiver as it comes. Its
+    /// `commandId` is the other gateway's; one already waited for here is refused.
+    pub(crate) fn relay_ui_command(&self, event: &UiCommandEvent) -> Result<Delivery, ErrorShape> {
+        self.fan_out(event, true, None, true)
+    }
+
+    fn fan_out(
+        &self,
+        event: &UiCommandEvent,
+        wait: bool,
+        only: Option<&str>,
+        each: bool,
+    ) -> Result<Delivery, ErrorShape> {
         let targets = self.targets(only)?;
+        let (each, answers) = if each {
+            let (tx, rx) = mpsc::channel(targets.len().max(1));
+            (Some(tx), Some(rx))
+        } else {
+            (None, None)
+        };
         let payload = serde_json::to_value(event)
             .map_err(|e| ErrorShape::new(ErrorCode::Internal, format!("encode: {e}")))?;
         let prefix = EventPrefix::new(crate::method::Event::UiCommand.as_str(), &payload);
@@ -183,12 +211,19 @@ impl Hub {
                     "too many commands waiting for answers",
                 ));
             }
+            if pending.contains_key(&event.command_id) {
+                return Err(ErrorShape::invalid(format!(
+                    "command {} is already waiting for answers",
+                    event.command_id
+                )));
+            }
             pending.insert(
                 event.command_id.clone(),
                 Pending {
                     targets: targets.iter().map(|t| (t.key, t.conn_id.clone())).collect(),
                     answers: HashMap::new(),
                     done: Some(tx),
+                    each,
                 },
             );
             Some(rx)
@@ -219,6 +254,7 @@ impl Hub {
         Ok(Delivery {
             delivered: delivered.len(),
             wait: rx,
+            answers,
         })
     }
 
@@ -228,8 +264,15 @@ impl Hub {
         let Some(p) = pending.get_mut(&answer.command_id) else {
             return false;
         };
-        if !p.targets.iter().any(|(k, _)| *k == conn_key) || p.answers.contains_key(&conn_key) {
+        let Some((_, conn_id)) = p.targets.iter().find(|(k, _)| *k == conn_key) else {
             return false;
+        };
+        if p.answers.contains_key(&conn_key) {
+            return false;
+        }
+        if let Some(each) = &p.each {
+            // Room for one answer per target, each target answers once: never full.
+            let _ = each.try_send(outcome_of(conn_id.clone(), answer.clone()));
         }
         p.answers.insert(conn_key, answer);
         p.complete_if_all();
@@ -250,13 +293,7 @@ impl Hub {
         p.targets
             .iter()
             .map(|(key, conn_id)| match p.answers.remove(key) {
-                Some(a) => UiOutcome {
-                    conn_id: conn_id.clone(),
-                    outcome: a.outcome.into(),
-                    reason: a.reason,
-                    revision: a.revision,
-                    not_applied: a.not_applied,
-                },
+                Some(a) => outcome_of(conn_id.clone(), a),
                 None => UiOutcome {
                     conn_id: conn_id.clone(),
                     outcome: Outcome::NoAnswer,
@@ -266,6 +303,17 @@ impl Hub {
                 },
             })
             .collect()
+    }
+}
+
+/// A UI's answer as a waited response lists it.
+fn outcome_of(conn_id: String, a: UiCommandResultParams) -> UiOutcome {
+    UiOutcome {
+        conn_id,
+        outcome: a.outcome.into(),
+        reason: a.reason,
+        revision: a.revision,
+        not_applied: a.not_applied,
     }
 }
 

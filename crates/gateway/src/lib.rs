@@ -327,11 +327,56 @@ impl Gateway {
         self.shared.hub.is_ui_target(conn_id)
     }
 
+    /// Sends `event`, a `ui.command` another gateway accepted and delivered (a hub relays a
+    /// machine's, docs/hub.md §4), to every UI client of this gateway, keeping its
+    /// `commandId`, and collects their acknowledgements as for a waited `ui.command`
+    /// (docs/gateway.md §3): a UI may answer only a command it was sent, once, within
+    /// [`Tuning::wait_timeout`]; any other `ui.command.result` is answered `accepted: false`.
+    /// Each accepted answer comes out of [`RelayedCommand::answers`] as it is recorded; the
+    /// receiver ends when the wait is over. The event's shape is checked again (sessions are
+    /// not: this gateway may know none); a `commandId` already waited for here is
+    /// `INVALID_REQUEST`, no UI client `UNAVAILABLE`.
+    pub fn relay_ui_command(&self, event: &UiCommandEvent) -> Result<RelayedCommand, ErrorShape> {
+        event
+            .check_relayed()
+            .map_err(|m| ErrorShape::invalid(format!("invalid ui.command event: {m}")))?;
+        let delivery = self.shared.hub.relay_ui_command(event)?;
+        let (Some(done), Some(answers)) = (delivery.wait, delivery.answers) else {
+            return Err(ErrorShape::new(
+                frame::ErrorCode::Internal,
+                "a relayed command is not waited for",
+            ));
+        };
+        // The wait's end forgets the command (the answers' sender with it).
+        let shared = self.shared.clone();
+        let id = event.command_id.clone();
+        tokio::spawn(async move {
+            shared
+                .hub
+                .collect(&id, done, shared.tuning.wait_timeout)
+                .await;
+        });
+        Ok(RelayedCommand {
+            delivered: delivery.delivered,
+            answers,
+        })
+    }
+
     /// Tells the screen servers of `session` that its gate is now `enabled` (event
     /// `screen.gate {enabled}`), so they can announce the changed tool list.
     pub fn screen_gate_changed(&self, session: &str, enabled: bool) {
         self.shared.hub.screen_gate_changed(session, enabled);
     }
+}
+
+/// A `ui.command` sent on by [`Gateway::relay_ui_command`].
+#[derive(Debug)]
+pub struct RelayedCommand {
+    /// How many UI clients it was written to.
+    pub delivered: usize,
+    /// Each UI's acknowledgement (never `no_answer`), in the order they came; ends when the
+    /// wait is over.
+    pub answers: tokio::sync::mpsc::Receiver<UiOutcome>,
 }
 
 /// `bytes` random bytes as hex, for the handshake nonce and connection-scoped ids. A failure of

@@ -257,8 +257,16 @@ impl UiCommand {
         }
     }
 
-    /// Checks what serde cannot say about the v2 commands.
+    /// Checks what serde cannot say: `dock` only when opening, and the v2 commands.
     fn check_shape(&self) -> Result<(), String> {
+        if let UiCommand::Panel {
+            open: false,
+            dock: Some(_),
+            ..
+        } = self
+        {
+            return Err("dock is allowed only when opening a panel".into());
+        }
         check_pane_id(self.pane_id())?;
         match self {
             UiCommand::ApplyLayout {
@@ -350,14 +358,6 @@ pub enum Dock {
 impl UiCommandParams {
     /// Checks what the schema cannot: `dock` only when opening, and that sessions exist.
     pub fn validate(&self, sessions: &dyn SessionDirectory) -> Result<(), String> {
-        if let UiCommand::Panel {
-            open: false,
-            dock: Some(_),
-            ..
-        } = self.command
-        {
-            return Err("dock is allowed only when opening a panel".into());
-        }
         self.command.check_shape()?;
         check_target(self.target, self.ui_id.as_deref())?;
         for key in [self.session_key.as_deref(), self.command.session_key()]
@@ -390,6 +390,18 @@ pub struct UiCommandEvent {
     /// As in the params: the UI refuses the command if its layout revision differs.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub expected_revision: Option<u64>,
+}
+
+impl UiCommandEvent {
+    /// What can be checked of a command another gateway accepted, without its sessions: a
+    /// `commandId` of 1 to 128 bytes and the command's shape (as in
+    /// [`UiCommandParams::validate`]).
+    pub(crate) fn check_relayed(&self) -> Result<(), String> {
+        if self.command_id.is_empty() || self.command_id.len() > crate::frame::MAX_ID_LEN {
+            return Err("commandId is 1 to 128 bytes".into());
+        }
+        self.command.check_shape()
+    }
 }
 
 /// A part of a command a UI could not apply, and why (said per pane where it is a pane).

@@ -182,6 +182,8 @@ pub async fn start(config: JoinConfig) -> Result<Join, JoinError> {
         config.backend_token.clone(),
         config.terminal_lease,
     ));
+    // Where a hub's acknowledgement of a shared `ui.command` goes (`crate::ui`).
+    let relay_link = config.share_ui_commands.then(crate::ui::RelayLink::default);
     let mut tasks = vec![
         tokio::spawn(serve_requests(
             nats.clone(),
@@ -189,6 +191,7 @@ pub async fn start(config: JoinConfig) -> Result<Join, JoinError> {
             backend.clone(),
             Arc::new((config.backend_url.clone(), config.backend_token.clone())),
             terminals.clone(),
+            relay_link.clone(),
         )),
         tokio::spawn(heartbeat(
             js.clone(),
@@ -199,12 +202,13 @@ pub async fn start(config: JoinConfig) -> Result<Join, JoinError> {
         )),
         tokio::spawn(pump_events(js, config.name.clone(), boot, events, dirty)),
     ];
-    if config.share_ui_commands {
+    if let Some(link) = relay_link {
         tasks.push(tokio::spawn(crate::ui::relay(
             nats.clone(),
             config.name.clone(),
             config.backend_url.clone(),
             config.backend_token.clone(),
+            link,
         )));
     }
     Ok(Join {
@@ -317,6 +321,7 @@ async fn serve_requests(
     backend: Client,
     own: Arc<(String, Secret)>,
     terminals: Arc<terminal::JoinTerminals>,
+    relay_link: Option<crate::ui::RelayLink>,
 ) {
     let permits = Arc::new(Semaphore::new(CONCURRENT_REQUESTS));
     while let Some(msg) = requests.next().await {
@@ -330,10 +335,14 @@ async fn serve_requests(
         let backend = backend.clone();
         let own = own.clone();
         let terminals = terminals.clone();
+        let relay_link = relay_link.clone();
         tokio::spawn(async move {
             let payload = match decode::<Request>(&msg.payload) {
                 Ok(Request::Terminal { terminal, action }) => {
                     encode(&terminals.answer(terminal, action).await)
+                }
+                Ok(Request::UiCommandResult { params }) => {
+                    encode(&crate::ui::acknowledge(relay_link.as_ref(), params).await)
                 }
                 Ok(request) => answer(&backend, &own, request).await,
                 Err(message) => encode(&Reply::<()>::Error(ReplyError {
@@ -431,12 +440,15 @@ async fn answer(backend: &Client, own: &(String, Secret), request: Request) -> V
         Request::Screen { method, params } => {
             encode(&crate::screen::answer(&own.0, &own.1, method, params).await)
         }
-        // Answered by `serve_requests` through `join/terminal.rs`.
-        Request::Terminal { .. } => encode(&Reply::<()>::Error(ReplyError {
-            status: 500,
-            code: "internal".to_owned(),
-            message: "a terminal request reached the HTTP relay".to_owned(),
-        })),
+        // Answered by `serve_requests` through `join/terminal.rs` and `crate::ui`.
+        Request::Terminal { .. } | Request::UiCommandResult { .. } => {
+            encode(&Reply::<()>::Error(ReplyError {
+                status: 500,
+                code: "internal".to_owned(),
+                message: "a terminal or ui.command.result request reached the HTTP relay"
+                    .to_owned(),
+            }))
+        }
 
         // What the hub's Control UI page asks (docs/hub.md §4).
         Request::Agents {} => to_reply(backend.agents().await),

@@ -134,6 +134,13 @@ pub enum Request {
         /// What to do with it.
         action: crate::terminal::TerminalAction,
     },
+    /// A hub Control UI's acknowledgement of a `ui.command` the machine shared (docs/hub.md
+    /// §2, §3): the params of the gateway's `ui.command.result`, passed as they are to the
+    /// machine's relay connection, whose gateway checks them.
+    UiCommandResult {
+        /// `{commandId, outcome, reason?, revision?, notApplied?}`.
+        params: serde_json::Value,
+    },
 
     // ---- what the hub's Control UI page asks of a machine (docs/hub.md §4) ----
     /// The agents a new session can run, the default first (the backend's `GET /agent`).
@@ -226,6 +233,19 @@ mod tests {
         assert!(decode::<Request>(br#"{"op":"listSessions","x":1}"#).is_err());
         assert!(decode::<Request>(br#"{"op":"rm"}"#).is_err());
         assert!(decode::<Request>(&vec![b' '; MAX_MESSAGE + 1]).is_err());
+        // An acknowledgement carries the gateway's params as they are, and nothing else.
+        let r: Request = decode(
+            br#"{"op":"uiCommandResult","params":{"commandId":"cmd_1","outcome":"applied"}}"#,
+        )
+        .unwrap();
+        assert_eq!(
+            r,
+            Request::UiCommandResult {
+                params: serde_json::json!({"commandId": "cmd_1", "outcome": "applied"}),
+            }
+        );
+        assert!(decode::<Request>(br#"{"op":"uiCommandResult"}"#).is_err());
+        assert!(decode::<Request>(br#"{"op":"uiCommandResult","params":{},"x":1}"#).is_err());
     }
 
     #[test]

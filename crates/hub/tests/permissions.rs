@@ -149,6 +149,56 @@ async fn backends_with_their_users_work_and_a_rogue_cannot_speak_for_another() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_hub_uis_acknowledgement_reaches_the_agent_under_the_users() {
+    use ax_gateway::Method;
+    use serde_json::json;
+    use support::{
+        HUB_TOKEN,
+        terminal::hub_gateway,
+        ui::{ack, agent, control_ui, next_command, share, until_one_ui},
+    };
+    let nats = server();
+    let hub = start_hub_as(&nats, creds("hub", "pw-hub-secret")).await;
+    let api = HubClient::new(hub.url());
+    let mut alpha = Machine::start_as(&nats, "alpha", creds("alpha", "pw-alpha-secret")).await;
+    share(&mut alpha, &nats).await;
+    api.wait_machine("alpha", |m| m.online).await;
+    // The shared command reaches the hub's UI of alpha, and its answer goes back as the
+    // hub's request, which alpha's user answers: no other subject is needed.
+    let on_hub = control_ui(&hub_gateway(&hub, "alpha"), HUB_TOKEN).await;
+    let mut events = on_hub.subscribe();
+    let agent = agent(&alpha).await;
+    until_one_ui(&agent).await;
+    let waited = agent
+        .send(
+            Method::UiCommand,
+            json!({"command": {"kind": "sidebar", "visible": false}, "wait": true}),
+        )
+        .await
+        .unwrap();
+    let got = next_command(&mut events, "sidebar").await;
+    let answer = on_hub
+        .request(
+            Method::UiCommandResult,
+            ack(
+                got["commandId"].as_str().unwrap(),
+                "applied",
+                json!({"revision": 3}),
+            ),
+        )
+        .await
+        .unwrap();
+    assert_eq!(answer, json!({"accepted": true}));
+    let response = within("the waited answer", waited.response())
+        .await
+        .unwrap();
+    assert_eq!(response["outcomes"][0]["outcome"], "applied", "{response}");
+    assert_eq!(response["outcomes"][0]["revision"], 3, "{response}");
+    agent.close().await;
+    on_hub.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_wrong_password_is_refused_clearly_without_the_secret() {
     let nats = server();
     let refused = check_credentials(

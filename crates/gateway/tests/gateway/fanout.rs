@@ -340,3 +340,107 @@ async fn the_typed_client_subscribes_to_events_and_answers_them() {
     assert_eq!(outcomes[0].outcome, ax_gateway::Outcome::Applied);
     assert_eq!(outcomes[0].conn_id, ui.hello().server.conn_id);
 }
+
+#[tokio::test]
+async fn a_relayed_command_keeps_its_id_and_hands_on_each_answer_once() {
+    use ax_gateway::{Outcome, UiCommand, UiCommandEvent};
+    let gw = start_with(Tuning {
+        wait_timeout: Duration::from_millis(500),
+        ..Tuning::default()
+    })
+    .await;
+    let event = UiCommandEvent {
+        command: UiCommand::Sidebar { visible: false },
+        session_key: None,
+        command_id: "cmd_from_machine".into(),
+        expected_revision: Some(4),
+    };
+    // No UI: nothing to relay to.
+    let none = gw.gateway.relay_ui_command(&event).unwrap_err();
+    assert_eq!(none.code.as_str(), "UNAVAILABLE");
+
+    let mut ui1 = Client::connected(gw.addr, "ui", &["ui-commands"], ALL).await;
+    let mut ui2 = Client::connected(gw.addr, "ui", &["ui-commands"], &["operator.read"]).await;
+    let mut cli = Client::connected(gw.addr, "cli", &["ui-commands"], ALL).await;
+    assert!(eventually(|| gw.gateway.ui_client_count() == 2).await);
+
+    // What the other gateway could not have accepted is refused here too.
+    for bad in [
+        UiCommandEvent {
+            command_id: String::new(),
+            ..event.clone()
+        },
+        UiCommandEvent {
+            command_id: "x".repeat(129),
+            ..event.clone()
+        },
+        UiCommandEvent {
+            command: UiCommand::Panel {
+                panel: ax_gateway::PanelKind::Browser,
+                open: false,
+                dock: Some(ax_gateway::Dock::Right),
+            },
+            ..event.clone()
+        },
+    ] {
+        let refused = gw.gateway.relay_ui_command(&bad).unwrap_err();
+        assert_eq!(refused.code.as_str(), "INVALID_REQUEST", "{bad:?}");
+    }
+
+    let mut relayed = gw.gateway.relay_ui_command(&event).unwrap();
+    assert_eq!(relayed.delivered, 2);
+    // The same command again while it is waited for.
+    let twice = gw.gateway.relay_ui_command(&event).unwrap_err();
+    assert_eq!(twice.code.as_str(), "INVALID_REQUEST");
+
+    // Both UIs get it with the other gateway's commandId; the cli lookalike does not.
+    for ui in [&mut ui1, &mut ui2] {
+        let e = ui.event("ui.command").await;
+        assert_eq!(
+            e["payload"],
+            json!({"command": {"kind": "sidebar", "visible": false},
+                   "commandId": "cmd_from_machine", "expectedRevision": 4})
+        );
+    }
+    let forbidden = cli
+        .request(
+            "ui.command.result",
+            json!({"commandId": "cmd_from_machine", "outcome": "applied"}),
+        )
+        .await;
+    assert_eq!(forbidden["error"]["code"], "FORBIDDEN");
+    let unknown = ui2
+        .request(
+            "ui.command.result",
+            json!({"commandId": "cmd_never_sent", "outcome": "applied"}),
+        )
+        .await;
+    assert_eq!(unknown["payload"], json!({"accepted": false}));
+
+    // An answer comes out as soon as it is recorded, once.
+    let ack = json!({"commandId": "cmd_from_machine", "outcome": "applied", "revision": 7});
+    let first = ui1.request("ui.command.result", ack.clone()).await;
+    assert_eq!(first["payload"], json!({"accepted": true}));
+    let again = ui1.request("ui.command.result", ack).await;
+    assert_eq!(again["payload"], json!({"accepted": false}));
+    let answer = tokio::time::timeout(Duration::from_secs(5), relayed.answers.recv())
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(answer.conn_id, ui1.conn_id);
+    assert_eq!(answer.outcome, Outcome::Applied);
+    assert_eq!(answer.revision, Some(7));
+
+    // The silent UI: the answers end with the wait, and a late answer counts nowhere.
+    let ended = tokio::time::timeout(Duration::from_secs(5), relayed.answers.recv())
+        .await
+        .unwrap();
+    assert!(ended.is_none(), "{ended:?}");
+    let late = ui2
+        .request(
+            "ui.command.result",
+            json!({"commandId": "cmd_from_machine", "outcome": "ignored"}),
+        )
+        .await;
+    assert_eq!(late["payload"], json!({"accepted": false}));
+}

@@ -10,7 +10,8 @@
 //! rules; output comes on `ax.<m>.term.<id>`. The hub's gateway keeps the terminal as it keeps
 //! a local one (scrollback, one attached viewer, `terminal.dropped` for a slow one) and
 //! applies the same bounds before anything reaches NATS: sizes, 64 KiB of input, four
-//! terminals per machine.
+//! terminals per machine. The same gateway carries the machine's shared `ui.command`s to the
+//! Control UIs on it and takes their acknowledgements (`ui.rs`).
 //!
 //! Lifetimes: the hub renews each terminal's lease at a third of the lease the join gave; the
 //! terminal ends (with a line in it saying why, then `terminal.exit`) when the machine stops
@@ -69,7 +70,8 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
-/// The gateway of a hub knows no session: it serves the terminal (a `ui.command` naming a
+/// The gateway of a hub knows no session: it serves the terminal and relays the machine's
+/// shared `ui.command`s (`ui.rs`; a `ui.command` a client sends it naming a
 /// session is refused).
 struct NoSessions;
 
@@ -80,6 +82,11 @@ impl SessionDirectory for NoSessions {
 }
 
 impl Gateways {
+    /// Machine m's gateway, if a client asked for it already.
+    pub(super) fn existing(&self, machine: &MachineName) -> Option<Gateway> {
+        lock(&self.by_machine).get(machine).cloned()
+    }
+
     fn get(&self, shared: &Shared, machine: &MachineName) -> Gateway {
         lock(&self.by_machine)
             .entry(machine.clone())

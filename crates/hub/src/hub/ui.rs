@@ -3,6 +3,13 @@
 //! Control UI pages: `data:` is `{machine, command}` with `command` the machine gateway's
 //! `ui.command` event payload; `?machine=m` filters. Bounded: a page more than
 //! [`UI_BUFFER`] commands behind gets the event `dropped` (`{"dropped": N}`) and goes on.
+//!
+//! The same commands go to the Control UIs connected to the hub's gateway of their machine
+//! (`/machine/{m}/gateway`, `terminal.rs`) as `ui.command` events, with the machine's
+//! `commandId`, and that gateway collects their `ui.command.result` as a backend's does (only
+//! for a command the UI was sent, once, within the wait). The first acknowledgement is sent
+//! back to the machine ([`Request::UiCommandResult`]), whose join gives it to the connection
+//! the command came from (`crate::ui`), so the agent that waits sees it.
 
 use std::{convert::Infallible, sync::Arc};
 
@@ -17,8 +24,15 @@ use futures_util::StreamExt;
 use serde::Deserialize;
 use tokio::sync::broadcast;
 
+use ax_gateway::{AckOutcome, Outcome, RelayedCommand, UiCommandEvent, UiCommandResultParams};
+
 use super::{ApiError, S, Shared};
-use crate::{MachineName, subject::machine_of, ui::MachineUiCommand, wire::decode};
+use crate::{
+    MachineName,
+    subject::machine_of,
+    ui::MachineUiCommand,
+    wire::{Reply, Request, decode},
+};
 
 /// Commands kept for a page that is behind.
 pub(super) const UI_BUFFER: usize = 64;
@@ -47,8 +61,85 @@ pub(super) async fn follow(shared: Arc<Shared>, mut sub: async_nats::Subscriber)
         if machine_of(&msg.subject).as_ref() != Some(&command.machine) {
             continue;
         }
+        to_gateway(&shared, &command);
         // No page listening is not an error.
         let _ = shared.ui.send(Arc::new(command));
+    }
+}
+
+/// Sends a machine's command to the UIs on the hub's gateway of that machine, if any, and
+/// their first acknowledgement back to the machine.
+fn to_gateway(shared: &Arc<Shared>, command: &MachineUiCommand) {
+    let Some(gateway) = shared.gateways.existing(&command.machine) else {
+        return;
+    };
+    if gateway.ui_client_count() == 0 {
+        return;
+    }
+    let event = match serde_json::from_value::<UiCommandEvent>(command.command.clone()) {
+        Ok(e) => e,
+        Err(e) => {
+            tracing::warn!(machine = %command.machine, error = %e, "hub: ignored a bad ui.command");
+            return;
+        }
+    };
+    match gateway.relay_ui_command(&event) {
+        Ok(relayed) => {
+            tokio::spawn(acknowledge(
+                shared.clone(),
+                command.machine.clone(),
+                event.command_id,
+                relayed,
+            ));
+        }
+        Err(e) => tracing::debug!(
+            machine = %command.machine,
+            error = %e.message,
+            "hub: a ui.command did not reach the hub's gateway"
+        ),
+    }
+}
+
+/// The first acknowledgement of a hub UI, to the machine (one per hub: the machine takes one
+/// answer per relay connection).
+async fn acknowledge(
+    shared: Arc<Shared>,
+    machine: MachineName,
+    command_id: String,
+    mut relayed: RelayedCommand,
+) {
+    let Some(first) = relayed.answers.recv().await else {
+        return;
+    };
+    let outcome = match first.outcome {
+        Outcome::Applied => AckOutcome::Applied,
+        Outcome::Ignored => AckOutcome::Ignored,
+        Outcome::NoAnswer => return,
+    };
+    let params = UiCommandResultParams {
+        command_id,
+        outcome,
+        reason: first.reason,
+        revision: first.revision,
+        not_applied: first.not_applied,
+    };
+    let Ok(params) = serde_json::to_value(params) else {
+        return;
+    };
+    let request = Request::UiCommandResult { params };
+    match shared
+        .request::<serde_json::Value>(&machine, &request)
+        .await
+    {
+        Ok(Reply::Ok(answer)) => {
+            tracing::debug!(%machine, %answer, "hub: a ui.command acknowledged on the machine");
+        }
+        Ok(Reply::Error(e)) => {
+            tracing::debug!(%machine, code = %e.code, message = %e.message, "hub: the machine refused an acknowledgement");
+        }
+        Err(e) => {
+            tracing::debug!(%machine, ?e, "hub: an acknowledgement did not reach the machine")
+        }
     }
 }
 

@@ -4,6 +4,7 @@
 #![allow(dead_code)]
 
 pub mod terminal;
+pub mod ui;
 
 use std::{future::Future, net::SocketAddr, time::Duration};
 
