@@ -504,7 +504,10 @@ mod tests {
         r.push("cut escape\nafter\n");
         // A viewer that had read everything misses the unread line and the gap.
         let (skipped, text, _) = r.read(caught_up, CHUNK);
-        assert_eq!(skipped, "unread\n".len() as u64 + 100 + "cut escape\n".len() as u64);
+        assert_eq!(
+            skipped,
+            "unread\n".len() as u64 + 100 + "cut escape\n".len() as u64
+        );
         assert_eq!(text, "after\n");
         // A new viewer from the beginning: the scrollback before the gap is gone too.
         let (skipped, text, next) = r.read(0, CHUNK);

@@ -174,7 +174,10 @@ async fn a_terminal_on_machine_two_through_the_hub_echoes_resizes_and_closes() {
         .await
         .unwrap();
     let (exit, _) = op.until_exit(&id).await;
-    assert!(exit.get("signal").is_some() || exit.get("code").is_some(), "{exit}");
+    assert!(
+        exit.get("signal").is_some() || exit.get("code").is_some(),
+        "{exit}"
+    );
     eventually("the shell on machine two is gone", || process_gone(pid)).await;
     eventually_async("machine two's gateway lists no terminal", || async {
         on_two.list().await.is_empty()

@@ -27,8 +27,8 @@ use std::{
 };
 
 use ax_gateway::{
-    Gateway, GatewayConfig, OpenedPty, PtyControl, PtyOutput, SessionDirectory,
-    TERMINAL_MAX_INPUT, TerminalEvent, TerminalHost, TerminalSize, TerminalStartError,
+    Gateway, GatewayConfig, OpenedPty, PtyControl, PtyOutput, SessionDirectory, TERMINAL_MAX_INPUT,
+    TerminalEvent, TerminalHost, TerminalSize, TerminalStartError,
 };
 use axum::{
     Router,
@@ -116,8 +116,7 @@ async fn upgrade(State(shared): S, Path(m): Path<String>, ws: WebSocketUpgrade) 
         machines.get(&machine).is_some_and(|c| c.record.is_some())
     };
     if !known {
-        return ApiError::new(404, "not_found", format!("no machine {m:?} joined"))
-            .into_response();
+        return ApiError::new(404, "not_found", format!("no machine {m:?} joined")).into_response();
     }
     let gateway = shared.gateways.get(&shared, &machine);
     gateway
@@ -466,12 +465,7 @@ async fn output(mut sub: async_nats::Subscriber, link: &Link, ended: &impl Fn(St
 }
 
 /// Input, resizes, the lease and the close, in order, until the terminal ends.
-async fn control(
-    remote: &Remote,
-    lease: Duration,
-    link: &Link,
-    ended: &impl Fn(String) -> String,
-) {
+async fn control(remote: &Remote, lease: Duration, link: &Link, ended: &impl Fn(String) -> String) {
     let every = (lease / 3).max(Duration::from_millis(100));
     let mut renew = tokio::time::interval_at(Instant::now() + every, every);
     renew.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);

@@ -105,15 +105,19 @@ impl JoinTerminals {
         match action {
             TerminalAction::Open { cols, rows } => self.open(id, cols, rows).await,
             TerminalAction::Input { data } => {
-                self.relay(&id, Method::TerminalInput, |t| {
-                    json!({"terminalId": t, "data": data})
-                })
+                self.relay(
+                    &id,
+                    Method::TerminalInput,
+                    |t| json!({"terminalId": t, "data": data}),
+                )
                 .await
             }
             TerminalAction::Resize { cols, rows } => {
-                self.relay(&id, Method::TerminalResize, |t| {
-                    json!({"terminalId": t, "cols": cols, "rows": rows})
-                })
+                self.relay(
+                    &id,
+                    Method::TerminalResize,
+                    |t| json!({"terminalId": t, "cols": cols, "rows": rows}),
+                )
                 .await
             }
             TerminalAction::Renew {} => match self.find(&id) {
@@ -163,7 +167,9 @@ impl JoinTerminals {
                 return error(
                     503,
                     "UNAVAILABLE",
-                    format!("at most {MAX_TERMINALS} terminals through hubs at once on this machine"),
+                    format!(
+                        "at most {MAX_TERMINALS} terminals through hubs at once on this machine"
+                    ),
                 );
             }
             slots.insert(id.clone(), None);
@@ -379,7 +385,11 @@ impl JoinTerminals {
 }
 
 fn not_found(id: &TerminalId) -> Reply {
-    error(404, "NOT_FOUND", format!("no terminal {id} on this machine"))
+    error(
+        404,
+        "NOT_FOUND",
+        format!("no terminal {id} on this machine"),
+    )
 }
 
 /// One gateway event of the terminal into `pending`; its end when it is one.

@@ -88,7 +88,13 @@ impl Operator {
 
     /// Reads terminal `id`'s output into `seen` until `done(seen)` holds (an exit first
     /// fails the test).
-    async fn read_until(&mut self, id: &str, seen: &mut String, what: &str, done: impl Fn(&str) -> bool) {
+    async fn read_until(
+        &mut self,
+        id: &str,
+        seen: &mut String,
+        what: &str,
+        done: impl Fn(&str) -> bool,
+    ) {
         within(&format!("{what} in the terminal"), async {
             while !done(seen) {
                 let e = self.event().await;
