@@ -133,6 +133,8 @@ enum Item {
     Delta(u64, TurnDelta),
     Asked(Permission),
     Answered(Permission),
+    /// A standing "always" the person just gave, listed on the session (docs/agents.md §5).
+    Standing(String),
 }
 
 /// A permission the agent (or ax-code, about a guarded write) asked in this turn.
@@ -294,17 +296,20 @@ impl Turn {
                     _ => None,
                 }),
             )?;
+            let mut session = None;
             for item in &batch {
                 match item {
                     Item::Asked(p) => store::insert_permission(&tx, p)?,
                     Item::Answered(p) => store::answer_permission(&tx, p)?,
+                    Item::Standing(title) => {
+                        session = store::add_standing(&tx, project, sid, title, ids::now_ms())?;
+                    }
                     Item::Delta(..) => {}
                 }
             }
-            let mut session = match new_status {
-                Some(s) => store::set_status(&tx, project, sid, s, ids::now_ms())?,
-                None => None,
-            };
+            if let Some(s) = new_status {
+                session = store::set_status(&tx, project, sid, s, ids::now_ms())?;
+            }
             if let Some(usage) = usage
                 && let Some(current) = store::get_session(&tx, project, sid)?
             {
@@ -332,6 +337,7 @@ impl Turn {
                         permission_id: p.id,
                         state: p.state,
                     },
+                    Item::Standing(_) => continue,
                 });
             }
             if let Some(session) = session {
@@ -352,8 +358,9 @@ impl Turn {
 
     /// The person's answer: the option `option_id` names, else the first of the reply's kind,
     /// sent through the request's handle; the permission is settled here, once, and its row
-    /// goes out with the next burst (the runtime's `PermissionAnswered` delta, already on its
-    /// way, is the transcript's). A request the runtime answered first (an abort) is refused.
+    /// (with a standing "always" it gave) goes into `batch`, for the caller to store before
+    /// it answers (the runtime's `PermissionAnswered` delta, already on its way, is the
+    /// transcript's). A request the runtime answered first (an abort) is refused.
     fn answer(
         &mut self,
         batch: &mut Vec<Item>,
@@ -398,6 +405,9 @@ impl Turn {
                     },
                 );
                 batch.push(Item::Answered(record.clone()));
+                if let Some(title) = standing_title(record) {
+                    batch.push(Item::Standing(title));
+                }
                 Ok(record.clone())
             }
             Err(ax_acp::AnswerError::Unknown(_)) => Err(TurnError::not_now(format!(
@@ -529,6 +539,9 @@ impl Turn {
                     }
                     Some(Control::AgentReply { permission_id, reply, option_id, ack }) => {
                         let answer = self.answer(batch, &permission_id, reply, option_id.as_deref());
+                        // Stored before the person hears it: the row answered, an "always"
+                        // listed on the session.
+                        self.flush(std::mem::take(batch)).await;
                         let _ = ack.send(answer);
                     }
                     Some(Control::Reply { ack, .. }) => {
@@ -893,6 +906,30 @@ fn history_of<'a>(messages: impl Iterator<Item = &'a Message>) -> StoredHistory 
         }
     }
     history
+}
+
+/// What a standing "always" the person just gave an agent covers, in words; `None` if the
+/// answer was not one (rejected, or an option that is not `allow_always`).
+fn standing_title(answered: &Permission) -> Option<String> {
+    if answered.state != ax_protocol::PermissionState::Approved {
+        return None;
+    }
+    let sent = answered.option_id.as_deref()?;
+    let option = answered.options.iter().find(|o| o.option_id == sent)?;
+    if option.kind != ax_protocol::turn::PermissionKind::AllowAlways {
+        return None;
+    }
+    let about = answered
+        .tool_call
+        .as_ref()
+        .map(|t| t.title.as_str())
+        .filter(|t| !t.is_empty())
+        .unwrap_or(answered.command.as_str());
+    Some(format!(
+        "\u{201c}{}\u{201d} for {} (the agent decides what else this covers)",
+        option.name.chars().take(80).collect::<String>(),
+        about.chars().take(160).collect::<String>()
+    ))
 }
 
 /// Settles `permission` by `outcome`: its state and the option sent.
