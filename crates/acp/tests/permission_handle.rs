@@ -134,7 +134,7 @@ impl Agent {
     }
 
     /// The deltas until the turn ends, and its end.
-    async fn to_end(&mut self) -> (Vec<TurnDelta>, TurnEnd) {
+    async fn until_end(&mut self) -> (Vec<TurnDelta>, TurnEnd) {
         let mut deltas = Vec::new();
         loop {
             match self.next().await {
@@ -204,7 +204,7 @@ async fn a_handle_answers_once() {
         a.handle.answer_permission(&id, PermissionKind::RejectOnce),
         Err(AnswerError::Unknown(id.to_string()))
     );
-    let (deltas, end) = a.to_end().await;
+    let (deltas, end) = a.until_end().await;
     assert_eq!(
         end,
         TurnEnd::Completed {
@@ -242,7 +242,7 @@ async fn a_handle_with_no_such_option_is_still_open() {
             .option_id,
         "no"
     );
-    a.to_end().await;
+    a.until_end().await;
     let seen = a.stop().await;
     let answers = answers_to(&seen, &request_id(1));
     assert_eq!(answers.len(), 1, "{seen:?}");
@@ -254,7 +254,7 @@ async fn a_dropped_handle_answers_cancelled_on_the_wire() {
     let mut a = start().await;
     let responder = a.ask().await;
     drop(responder);
-    let (deltas, end) = a.to_end().await;
+    let (deltas, end) = a.until_end().await;
     // The agent heard `cancelled` and ended its turn so.
     assert_eq!(end, TurnEnd::Cancelled);
     assert_eq!(answered(&deltas), vec![PermissionOutcome::Cancelled]);
@@ -277,7 +277,7 @@ async fn an_abort_answers_the_handle_after_session_cancel() {
         Err(AnswerError::Unknown(_))
     ));
     assert!(!responder.cancel());
-    let (deltas, end) = a.to_end().await;
+    let (deltas, end) = a.until_end().await;
     assert_eq!(end, TurnEnd::Cancelled);
     assert_eq!(answered(&deltas), vec![PermissionOutcome::Cancelled]);
     let seen = a.stop().await;
@@ -341,7 +341,7 @@ async fn an_abort_racing_an_answer_sends_exactly_one() {
         let aborted = a.handle.cancel();
         let by_handle = answering.await.unwrap();
         assert!(aborted || by_handle, "with no abort, the answer is sent");
-        let (deltas, _) = a.to_end().await;
+        let (deltas, _) = a.until_end().await;
         let expected = if by_handle {
             PermissionOutcome::Selected {
                 option_id: "yes".into(),
