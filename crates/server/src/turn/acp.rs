@@ -6,7 +6,8 @@
 //! burst is stored in one transaction (append-only rows, folded with `turn::apply` on read,
 //! so a reload equals what streamed) and then published as `message.delta` events, one per
 //! delta. Permission requests get backend ids (`per_…`), a stored `Permission` row and the
-//! usual `permission.asked`/`permission.replied` events; the person answers by option kind.
+//! usual `permission.asked`/`permission.replied` events; the turn keeps each request's handle
+//! ([`PermissionResponder`]) and answers through it, by option kind or id.
 
 use std::{collections::HashMap, sync::Arc, time::Duration};
 
