@@ -2,8 +2,10 @@
 //!
 //! The connection runs in a task of its own. Its message handler never awaits the person or
 //! a request of its own (the SDK handles incoming messages one at a time, so that would
-//! deadlock): a permission request parks its responder until [`AgentHandle::answer_permission`]
-//! or an abort answers it, and file and terminal work runs in spawned tasks. The turn's
+//! deadlock): a permission request is handed to the caller as a [`PermissionResponder`]
+//! (answered once, `cancelled` when dropped) while the runtime keeps a share of it, so an
+//! abort or a stop can answer it `cancelled` too, and file and terminal work runs in spawned
+//! tasks. The turn's
 //! `session/prompt` request is awaited by a task that never drops it (dropping sends
 //! `$/cancel_request`, which is not a cancel).
 //!
@@ -22,7 +24,7 @@
 //! `session/new` answer carries the modes.
 
 use std::{
-    collections::{BTreeMap, HashSet},
+    collections::{HashMap, HashSet},
     io,
     os::unix::process::ExitStatusExt,
     path::{Path, PathBuf},
@@ -279,10 +281,20 @@ fn has_card(parts: &[TurnPart], id: &str) -> bool {
 }
 
 /// What the runtime reports, in order.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, PartialEq, Eq)]
 pub enum AcpEvent {
     /// A change to the running turn.
     Delta(TurnDelta),
+    /// A permission request (the agent's, or ax-code's own about a guarded write): the
+    /// `PermissionAsked` delta, folded into the running turn like a [`AcpEvent::Delta`] (and
+    /// never reported as replay: a request is live work), and the handle that answers it.
+    /// Its answer, whoever gives it, comes as a `PermissionAnswered` delta.
+    Asked {
+        /// The request as shown (outcome pending).
+        permission: PermissionPart,
+        /// Answers it once; dropped unanswered, it answers `cancelled`.
+        responder: PermissionResponder,
+    },
     /// History replayed by `session/load`: match it against stored history, don't show twice.
     Replay(ReplayItem),
     /// A change that arrived outside any turn (e.g. a mode change, the not-restored notice).
@@ -426,14 +438,167 @@ pub enum AnswerError {
     },
 }
 
-struct Parked {
-    responder: Asker,
+/// One open permission request: the slot its answer is taken from (whoever takes it first
+/// answers; a later attempt finds it empty) and what the person is shown. The runtime keeps
+/// it until it is answered, so `cancel` and `stop` can answer it `cancelled`; its owner
+/// holds it through a [`PermissionResponder`].
+struct Open {
+    id: PermissionId,
+    /// The order it was asked in (the runtime's requests are answered and listed oldest first).
+    seq: u64,
+    asker: Mutex<Option<Asker>>,
     options: Vec<PermissionChoice>,
     /// The tool call the request concerns, as shown with it.
     tool_call: ToolCallPart,
 }
 
-/// Who waits for a parked permission's answer: the agent's own request, or ax-code itself
+impl Open {
+    fn is_open(&self) -> bool {
+        self.asker
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .is_some()
+    }
+}
+
+/// The answer to one permission request, owned by whoever answers it (the backend's turn):
+/// it arrives with the request ([`AcpEvent::Asked`]), answers it once ([`Self::answer`]),
+/// and answers it `cancelled` when dropped unanswered. The runtime keeps a share of the same
+/// request, so an abort or a stop can still answer every open request `cancelled` right
+/// after `session/cancel`: whoever answers first is the one the agent hears, and the other
+/// side's attempt is refused ([`AnswerError::Unknown`]) and sends nothing.
+pub struct PermissionResponder {
+    open: Arc<Open>,
+    shared: std::sync::Weak<Shared>,
+}
+
+impl PermissionResponder {
+    /// The request's permission id (the backend's own, minted by the runtime).
+    pub fn permission_id(&self) -> &PermissionId {
+        &self.open.id
+    }
+
+    /// The options the request offers.
+    pub fn options(&self) -> &[PermissionChoice] {
+        &self.open.options
+    }
+
+    /// Whether nobody has answered the request yet (neither this handle, nor an abort, a
+    /// stop or the turn's end).
+    pub fn is_open(&self) -> bool {
+        self.open.is_open()
+    }
+
+    /// Answers with the agent's option `option_id` when given, else its option of `kind`
+    /// (or the narrower one of the same direction); returns the option sent. Refused,
+    /// sending nothing, when the request was answered already ([`AnswerError::Unknown`]) or
+    /// offers no such option. Whatever answers is reported as a `PermissionAnswered` delta,
+    /// as every answer is.
+    pub fn answer(
+        &self,
+        kind: PermissionKind,
+        option_id: Option<&str>,
+    ) -> Result<PermissionChoice, AnswerError> {
+        if !self.is_open() {
+            return Err(AnswerError::Unknown(self.open.id.to_string()));
+        }
+        let choice = choose(&self.open.options, kind, option_id)?;
+        let answered = match self.shared.upgrade() {
+            Some(shared) => {
+                let mut st = shared.lock();
+                shared.settle(&mut st, &self.open, Some(&choice))
+            }
+            None => take_asker(&self.open)
+                .map(|a| a.answer(Some(&choice)))
+                .is_some(),
+        };
+        if answered {
+            Ok(choice)
+        } else {
+            Err(AnswerError::Unknown(self.open.id.to_string()))
+        }
+    }
+
+    /// Answers `cancelled`, as dropping does; returns whether this was the answer (false:
+    /// it had been answered already).
+    pub fn cancel(self) -> bool {
+        self.cancel_open()
+    }
+
+    fn cancel_open(&self) -> bool {
+        // Checked without the runtime's lock first: a handle dropped where that lock is held
+        // (a request nobody could be told of) has been answered already.
+        if !self.is_open() {
+            return false;
+        }
+        match self.shared.upgrade() {
+            Some(shared) => {
+                let mut st = shared.lock();
+                shared.settle(&mut st, &self.open, None)
+            }
+            None => take_asker(&self.open).map(|a| a.answer(None)).is_some(),
+        }
+    }
+}
+
+impl Drop for PermissionResponder {
+    fn drop(&mut self) {
+        self.cancel_open();
+    }
+}
+
+impl std::fmt::Debug for PermissionResponder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PermissionResponder")
+            .field("permission_id", &self.open.id)
+            .field("open", &self.is_open())
+            .finish()
+    }
+}
+
+/// Two handles are equal when they answer the same request.
+impl PartialEq for PermissionResponder {
+    fn eq(&self, other: &Self) -> bool {
+        Arc::ptr_eq(&self.open, &other.open)
+    }
+}
+
+impl Eq for PermissionResponder {}
+
+/// Takes the request's answer slot: `Some` for exactly one caller.
+fn take_asker(open: &Open) -> Option<Asker> {
+    open.asker.lock().unwrap_or_else(|p| p.into_inner()).take()
+}
+
+/// The option an answer names: `option_id` when given, else the option of `kind` (or the
+/// narrower one of the same direction).
+fn choose(
+    options: &[PermissionChoice],
+    kind: PermissionKind,
+    option_id: Option<&str>,
+) -> Result<PermissionChoice, AnswerError> {
+    match option_id {
+        Some(wanted) => options
+            .iter()
+            .find(|o| o.option_id == wanted)
+            .cloned()
+            .ok_or_else(|| AnswerError::NoSuchOptionId {
+                option_id: wanted.to_string(),
+                offered: options.iter().map(|o| o.option_id.clone()).collect(),
+            }),
+        None => map::pick(options, kind)
+            .cloned()
+            .ok_or_else(|| AnswerError::NoSuchOption {
+                kind,
+                offered: options
+                    .iter()
+                    .map(|o| o.kind.as_str().to_string())
+                    .collect(),
+            }),
+    }
+}
+
+/// Who waits for a permission's answer: the agent's own request, or ax-code itself
 /// (a write it asks the person about before serving it, `guard`).
 enum Asker {
     Agent(Box<v1::Responder<serde_json::Value>>),
@@ -477,7 +642,8 @@ struct State {
     turn_seq: u64,
     replaying: bool,
     stopping: bool,
-    parked: BTreeMap<u64, (PermissionId, Parked)>,
+    /// The open permission requests, by id.
+    open: HashMap<PermissionId, Arc<Open>>,
     next_permission: u64,
     modes: Option<Modes>,
     auth_methods: Vec<AuthMethod>,
@@ -611,17 +777,107 @@ impl Shared {
             .send(AcpEvent::Replay(ReplayItem::Agent(Box::new(delta))));
     }
 
-    /// Answers every parked permission `cancelled` (each exactly once: it leaves the map).
-    fn cancel_parked(&self, st: &mut State) {
-        for (_, (id, parked)) in std::mem::take(&mut st.parked) {
-            parked.responder.answer(None);
-            self.emit(
-                st,
-                TurnDelta::PermissionAnswered {
-                    permission_id: id,
-                    outcome: PermissionOutcome::Cancelled,
+    /// Reports a permission request with the handle that answers it. The `PermissionAsked`
+    /// delta is folded into the running turn as [`Self::emit`] folds it; a request is live
+    /// work, so it is never reported as replay. Nobody listening, it is answered `cancelled`
+    /// at once.
+    fn ask(self: &Arc<Self>, st: &mut State, permission: PermissionPart, open: Arc<Open>) {
+        if !st.replaying
+            && let Some(turn) = st.turn.as_mut()
+        {
+            turn::apply(
+                &mut turn.parts,
+                TurnDelta::PermissionAsked {
+                    permission: permission.clone(),
                 },
             );
+        }
+        st.open.insert(open.id.clone(), open.clone());
+        let responder = PermissionResponder {
+            open: open.clone(),
+            shared: Arc::downgrade(self),
+        };
+        if let Err(unsent) = self.events.send(AcpEvent::Asked {
+            permission,
+            responder,
+        }) {
+            // Answered before the handle drops, which then finds nothing to do (and never
+            // waits for this lock).
+            self.settle(st, &open, None);
+            drop(unsent);
+        }
+    }
+
+    /// Answers `open` with `choice` (`None`: cancelled) unless it was answered already
+    /// (then false, and nothing is sent): the agent (or ax-code's own ask) hears it, it
+    /// leaves the open requests and a `PermissionAnswered` delta reports it. An answer
+    /// gives the command a card of its own (see the comment below).
+    fn settle(&self, st: &mut State, open: &Open, choice: Option<&PermissionChoice>) -> bool {
+        let Some(asker) = take_asker(open) else {
+            return false;
+        };
+        st.open.remove(&open.id);
+        // ax-code's own asks (a guarded write) are no command of the agent's: no card runs.
+        let agents_ask = matches!(asker, Asker::Agent(_));
+        asker.answer(choice);
+        let outcome = match choice {
+            Some(c) => PermissionOutcome::Selected {
+                option_id: c.option_id.clone(),
+                kind: c.kind,
+            },
+            None => PermissionOutcome::Cancelled,
+        };
+        self.emit(
+            st,
+            TurnDelta::PermissionAnswered {
+                permission_id: open.id.clone(),
+                outcome,
+            },
+        );
+        let Some(choice) = choice else {
+            return true;
+        };
+        // The command keeps a card of its own even when the agent sent no tool call for it
+        // (Gemini, Codex) or ends its turn at once (docs/agents.md §5): allowed, it runs
+        // (so an abort or a stop marks it cancelled, never leaves it pending); rejected, it
+        // failed. A tool call the agent sends later under the same id replaces this card.
+        let rejected = matches!(
+            choice.kind,
+            PermissionKind::RejectOnce | PermissionKind::RejectAlways
+        );
+        let mut card = open.tool_call.clone();
+        if rejected {
+            let title = if card.title.is_empty() {
+                card.tool_call_id.clone()
+            } else {
+                card.title.clone()
+            };
+            if let Some(t) = st.turn.as_mut() {
+                t.rejected.push(title);
+            }
+        }
+        let shown = st
+            .turn
+            .as_ref()
+            .is_some_and(|t| has_card(&t.parts, &card.tool_call_id));
+        if !shown && st.turn.is_some() && (rejected || agents_ask) {
+            card.status = if rejected {
+                ToolStatus::Failed
+            } else {
+                ToolStatus::InProgress
+            };
+            self.emit(st, TurnDelta::ToolCallCreated { tool_call: card });
+        }
+        true
+    }
+
+    /// Answers every open permission request `cancelled`, oldest first (each exactly once:
+    /// one that its owner answered meanwhile is left as it was answered).
+    fn cancel_all(&self, st: &mut State) {
+        let mut open: Vec<Arc<Open>> = std::mem::take(&mut st.open).into_values().collect();
+        open.sort_by_key(|o| o.seq);
+        for o in open {
+            self.settle(st, &o, None);
         }
     }
 
@@ -1011,7 +1267,7 @@ fn number_diffs(project: &Path, content: &mut [ToolContent]) {
 }
 
 fn handle_permission(
-    shared: &Shared,
+    shared: &Arc<Shared>,
     params: &serde_json::Value,
     responder: v1::Responder<serde_json::Value>,
 ) {
@@ -1054,25 +1310,20 @@ fn handle_permission(
     fields.merge_into(&mut tool_call);
     let options: Vec<PermissionChoice> = req.options.iter().filter_map(map::option).collect();
     st.next_permission += 1;
-    let n = st.next_permission;
-    st.parked.insert(
-        n,
-        (
-            permission_id.clone(),
-            Parked {
-                responder: Asker::Agent(Box::new(responder)),
-                options: options.clone(),
-                tool_call: tool_call.clone(),
-            },
-        ),
-    );
+    let open = Arc::new(Open {
+        id: permission_id.clone(),
+        seq: st.next_permission,
+        asker: Mutex::new(Some(Asker::Agent(Box::new(responder)))),
+        options: options.clone(),
+        tool_call: tool_call.clone(),
+    });
     let part = PermissionPart {
         permission_id,
         tool_call,
         options,
         outcome: PermissionOutcome::Pending,
     };
-    shared.emit(&mut st, TurnDelta::PermissionAsked { permission: part });
+    shared.ask(&mut st, part, open);
 }
 
 /// A terminal cwd: absent means the project; present must be a directory inside it, decided
@@ -1143,7 +1394,7 @@ fn trace(shared: &Shared, kind: NoticeKind, message: String) {
 
 /// Asks the person, through the turn's permission flow, whether ax-code may serve a write
 /// it would not serve unasked; resolves to whether they allowed it.
-async fn ask_before_writing(shared: &Shared, shown: &str, relative: &Path, why: &str) -> bool {
+async fn ask_before_writing(shared: &Arc<Shared>, shown: &str, relative: &Path, why: &str) -> bool {
     let Ok(permission_id) = PermissionId::mint() else {
         return false;
     };
@@ -1187,18 +1438,14 @@ async fn ask_before_writing(shared: &Shared, shown: &str, relative: &Path, why: 
             options: options.clone(),
             outcome: PermissionOutcome::Pending,
         };
-        st.parked.insert(
-            n,
-            (
-                part.permission_id.clone(),
-                Parked {
-                    responder: Asker::Backend(tx),
-                    options,
-                    tool_call: part.tool_call.clone(),
-                },
-            ),
-        );
-        shared.emit(&mut st, TurnDelta::PermissionAsked { permission: part });
+        let open = Arc::new(Open {
+            id: part.permission_id.clone(),
+            seq: n,
+            asker: Mutex::new(Some(Asker::Backend(tx))),
+            options,
+            tool_call: part.tool_call.clone(),
+        });
+        shared.ask(&mut st, part, open);
     }
     matches!(
         rx.await,
@@ -1854,11 +2101,10 @@ impl AgentHandle {
 
     /// Pending permissions, oldest first.
     pub fn pending_permissions(&self) -> Vec<(PermissionId, Vec<PermissionChoice>)> {
-        self.shared
-            .lock()
-            .parked
-            .values()
-            .map(|(id, p)| (id.clone(), p.options.clone()))
+        let mut open: Vec<Arc<Open>> = self.shared.lock().open.values().cloned().collect();
+        open.sort_by_key(|o| o.seq);
+        open.iter()
+            .map(|o| (o.id.clone(), o.options.clone()))
             .collect()
     }
 
@@ -2172,8 +2418,9 @@ impl AgentHandle {
         Ok(())
     }
 
-    /// Answers a pending permission with the agent's option of `kind` (or the narrower one
-    /// of the same direction); returns the option that was sent.
+    /// Answers a pending permission, found by id, with the agent's option of `kind` (or the
+    /// narrower one of the same direction); returns the option that was sent. Its
+    /// [`PermissionResponder`] then finds it answered.
     pub fn answer_permission(
         &self,
         permission_id: &PermissionId,
@@ -2192,84 +2439,19 @@ impl AgentHandle {
         option_id: Option<&str>,
     ) -> Result<PermissionChoice, AnswerError> {
         let mut st = self.shared.lock();
-        let key = st
-            .parked
-            .iter()
-            .find(|(_, (id, _))| id == permission_id)
-            .map(|(k, _)| *k)
+        let open = st
+            .open
+            .get(permission_id)
+            .cloned()
             .ok_or_else(|| AnswerError::Unknown(permission_id.to_string()))?;
-        let options = &st.parked[&key].1.options;
-        let choice = match option_id {
-            Some(wanted) => options
-                .iter()
-                .find(|o| o.option_id == wanted)
-                .cloned()
-                .ok_or_else(|| AnswerError::NoSuchOptionId {
-                    option_id: wanted.to_string(),
-                    offered: options.iter().map(|o| o.option_id.clone()).collect(),
-                })?,
-            None => map::pick(options, kind)
-                .cloned()
-                .ok_or_else(|| AnswerError::NoSuchOption {
-                    kind,
-                    offered: options
-                        .iter()
-                        .map(|o| o.kind.as_str().to_string())
-                        .collect(),
-                })?,
-        };
-        let Some((id, parked)) = st.parked.remove(&key) else {
+        let choice = choose(&open.options, kind, option_id)?;
+        if !self.shared.settle(&mut st, &open, Some(&choice)) {
             return Err(AnswerError::Unknown(permission_id.to_string()));
-        };
-        // ax-code's own asks (a guarded write) are no command of the agent's: no card runs.
-        let agents_ask = matches!(parked.responder, Asker::Agent(_));
-        parked.responder.answer(Some(&choice));
-        self.shared.emit(
-            &mut st,
-            TurnDelta::PermissionAnswered {
-                permission_id: id,
-                outcome: PermissionOutcome::Selected {
-                    option_id: choice.option_id.clone(),
-                    kind: choice.kind,
-                },
-            },
-        );
-        // The command keeps a card of its own even when the agent sent no tool call for it
-        // (Gemini, Codex) or ends its turn at once (docs/agents.md §5): allowed, it runs
-        // (so an abort or a stop marks it cancelled, never leaves it pending); rejected, it
-        // failed. A tool call the agent sends later under the same id replaces this card.
-        let rejected = matches!(
-            choice.kind,
-            PermissionKind::RejectOnce | PermissionKind::RejectAlways
-        );
-        let mut card = parked.tool_call;
-        if rejected {
-            let title = if card.title.is_empty() {
-                card.tool_call_id.clone()
-            } else {
-                card.title.clone()
-            };
-            if let Some(t) = st.turn.as_mut() {
-                t.rejected.push(title);
-            }
-        }
-        let shown = st
-            .turn
-            .as_ref()
-            .is_some_and(|t| has_card(&t.parts, &card.tool_call_id));
-        if !shown && st.turn.is_some() && (rejected || agents_ask) {
-            card.status = if rejected {
-                ToolStatus::Failed
-            } else {
-                ToolStatus::InProgress
-            };
-            self.shared
-                .emit(&mut st, TurnDelta::ToolCallCreated { tool_call: card });
         }
         Ok(choice)
     }
 
-    /// Aborts the running turn: `session/cancel`, parked permissions answered `cancelled`,
+    /// Aborts the running turn: `session/cancel`, open permission requests answered `cancelled`,
     /// open tool calls marked cancelled; the turn ends when the agent answers the prompt, or
     /// its process group is killed after the watchdog. Returns whether a turn was running.
     pub fn cancel(&self) -> bool {
@@ -2291,7 +2473,7 @@ impl AgentHandle {
             {
                 tracing::debug!(error = %e, "could not send session/cancel");
             }
-            self.shared.cancel_parked(&mut st);
+            self.shared.cancel_all(&mut st);
             self.shared.close_tool_calls(&mut st, ToolStatus::Cancelled);
             seq
         };
@@ -2314,13 +2496,13 @@ impl AgentHandle {
         true
     }
 
-    /// Stops the agent: answers what is parked, closes stdin, SIGTERM to the group after
+    /// Stops the agent: answers every open permission request `cancelled`, closes stdin, SIGTERM to the group after
     /// `stop_term_after`, SIGKILL after `stop_kill_after` more. Waits for the process.
     pub async fn stop(&self) {
         {
             let mut st = self.shared.lock();
             st.stopping = true;
-            self.shared.cancel_parked(&mut st);
+            self.shared.cancel_all(&mut st);
         }
         self.shared.terminals.release_all();
         self.close_stdin.cancel();
@@ -2478,7 +2660,7 @@ async fn finish_turn(
             },
         );
     }
-    shared.cancel_parked(&mut st);
+    shared.cancel_all(&mut st);
     match end {
         TurnEnd::Cancelled => shared.close_tool_calls(&mut st, ToolStatus::Cancelled),
         TurnEnd::Failed { .. } => shared.close_tool_calls(&mut st, ToolStatus::Failed),

@@ -26,8 +26,9 @@ pub mod terminal;
 
 pub use agent_client_protocol::v1::schema;
 pub use client::{
-    AcpEvent, AgentHandle, AgentInfo, AgentOffers, AnswerError, Mode, Modes, PromptError,
-    ReplayItem, Restored, SessionError, SessionInfo, StartError, StartOptions, StoredHistory,
+    AcpEvent, AgentHandle, AgentInfo, AgentOffers, AnswerError, Mode, Modes, PermissionResponder,
+    PromptError, ReplayItem, Restored, SessionError, SessionInfo, StartError, StartOptions,
+    StoredHistory,
 };
 pub use config::{AgentEntry, AgentKind, AgentSpec, AgentsConfig, ConfigError};
 pub use map::pick as pick_option;

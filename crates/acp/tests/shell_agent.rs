@@ -112,20 +112,27 @@ impl Agent {
     ) -> Turn {
         self.handle.prompt(blocks).unwrap();
         let mut deltas = Vec::new();
+        // Held to the turn's end: a request left waiting is not answered by a drop.
+        let mut held = Vec::new();
         loop {
             let event = tokio::time::timeout(WAIT, self.events.recv())
                 .await
                 .expect("the turn goes on")
                 .expect("the agent's events go on");
             match event {
-                AcpEvent::Delta(delta) => {
-                    if let (TurnDelta::PermissionAsked { permission }, Some(kind)) =
-                        (&delta, answer)
-                    {
-                        self.handle
-                            .answer_permission(&permission.permission_id, kind)
-                            .unwrap();
+                AcpEvent::Asked {
+                    permission,
+                    responder,
+                } => {
+                    if let Some(kind) = answer {
+                        responder.answer(kind, None).unwrap();
                     }
+                    let delta = TurnDelta::PermissionAsked { permission };
+                    during(&self.handle, &delta);
+                    deltas.push(delta);
+                    held.push(responder);
+                }
+                AcpEvent::Delta(delta) => {
                     during(&self.handle, &delta);
                     deltas.push(delta);
                 }

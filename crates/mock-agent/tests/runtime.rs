@@ -708,7 +708,7 @@ async fn stop_ends_a_busy_agent_and_its_turn() {
         .prompt_text("permission p1 claude\nignore-cancel")
         .unwrap();
     let mut deltas = Vec::new();
-    let _ = permission(&mut fx.events, &mut deltas).await;
+    let _asked = permission(&mut fx.events, &mut deltas).await;
     let started = std::time::Instant::now();
     fx.agent.stop().await;
     assert!(!fx.agent.is_alive());

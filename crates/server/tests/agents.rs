@@ -679,6 +679,9 @@ async fn a_permission_is_answered_by_its_exact_option() {
         Some("approved-execpolicy-amendment")
     );
     assert_eq!(answered.state, PermissionState::Approved);
+    // Stored before the reply was answered: no longer pending, its standing grant listed.
+    assert!(b.client.permissions().await.unwrap().is_empty());
+    assert_eq!(b.client.get_session(&id).await.unwrap().standing.len(), 1);
     let live = follow(&b, &mut events, &id, &accepted.reply_id, |_| None).await;
     let text = text_of(&live.parts);
     assert!(

@@ -3,7 +3,7 @@
 
 use std::{collections::BTreeMap, path::PathBuf, time::Duration};
 
-use ax_acp::{AcpEvent, AgentHandle, AgentSpec, StartError, StartOptions};
+use ax_acp::{AcpEvent, AgentHandle, AgentSpec, PermissionResponder, StartError, StartOptions};
 use ax_protocol::turn::{PermissionPart, TurnDelta, TurnEnd, TurnPart, apply};
 use tokio::sync::mpsc::UnboundedReceiver;
 
@@ -100,11 +100,20 @@ impl Turn {
     }
 }
 
-/// Collects deltas until the turn ends.
+/// Collects deltas until the turn ends. A permission asked meanwhile is left waiting (its
+/// responder held to the turn's end), for the runtime to answer.
 pub async fn finish(events: &mut UnboundedReceiver<AcpEvent>, mut deltas: Vec<TurnDelta>) -> Turn {
+    let mut held = Vec::new();
     loop {
         match next(events).await {
             AcpEvent::Delta(d) => deltas.push(d),
+            AcpEvent::Asked {
+                permission,
+                responder,
+            } => {
+                deltas.push(TurnDelta::PermissionAsked { permission });
+                held.push(responder);
+            }
             AcpEvent::TurnEnded { end, parts } => {
                 let turn = Turn { deltas, end, parts };
                 turn.check_fold();
@@ -120,18 +129,40 @@ pub async fn run(fx: &mut Fixture, script: &str) -> Turn {
     finish(&mut fx.events, Vec::new()).await
 }
 
+/// A permission request as the tests see it: the part (what `.` reaches), with its responder,
+/// held while this lives (dropped unanswered, it answers `cancelled`).
+pub struct Asked {
+    pub part: PermissionPart,
+    pub responder: PermissionResponder,
+}
+
+impl std::ops::Deref for Asked {
+    type Target = PermissionPart;
+
+    fn deref(&self) -> &PermissionPart {
+        &self.part
+    }
+}
+
 /// Waits for the next permission request; returns it and the deltas seen so far.
 pub async fn permission(
     events: &mut UnboundedReceiver<AcpEvent>,
     deltas: &mut Vec<TurnDelta>,
-) -> PermissionPart {
+) -> Asked {
     loop {
         match next(events).await {
-            AcpEvent::Delta(d) => {
-                deltas.push(d.clone());
-                if let TurnDelta::PermissionAsked { permission } = d {
-                    return permission;
-                }
+            AcpEvent::Delta(d) => deltas.push(d),
+            AcpEvent::Asked {
+                permission,
+                responder,
+            } => {
+                deltas.push(TurnDelta::PermissionAsked {
+                    permission: permission.clone(),
+                });
+                return Asked {
+                    part: permission,
+                    responder,
+                };
             }
             AcpEvent::TurnEnded { end, .. } => panic!("turn ended before a permission: {end:?}"),
             _ => {}

@@ -6,22 +6,21 @@
 //! burst is stored in one transaction (append-only rows, folded with `turn::apply` on read,
 //! so a reload equals what streamed) and then published as `message.delta` events, one per
 //! delta. Permission requests get backend ids (`per_…`), a stored `Permission` row and the
-//! usual `permission.asked`/`permission.replied` events; the person answers by option kind.
+//! usual `permission.asked`/`permission.replied` events; the turn keeps each request's handle
+//! ([`PermissionResponder`]) and answers through it, by option kind or id.
 
-use std::{
-    collections::{HashMap, HashSet},
-    sync::Arc,
-    time::Duration,
-};
+use std::{collections::HashMap, sync::Arc, time::Duration};
 
 use ax_acp::{
-    AcpEvent, AgentHandle, AgentKind, AgentOffers, AgentSpec, SessionError, StartOptions,
-    StoredHistory,
+    AcpEvent, AgentHandle, AgentKind, AgentOffers, AgentSpec, PermissionResponder, SessionError,
+    StartOptions, StoredHistory,
 };
 use ax_protocol::{
     AgentMode, AgentModes, AgentUsage, Event, Message, MessageId, Part, Permission, PermissionId,
     PermissionReply, PermissionState, Prompt, PromptAccepted, Session, SessionId, SessionStatus,
-    turn::{Notice, NoticeKind, PermissionKind, PermissionOutcome, TurnDelta, TurnEnd},
+    turn::{
+        Notice, NoticeKind, PermissionKind, PermissionOutcome, PermissionPart, TurnDelta, TurnEnd,
+    },
 };
 use tokio::sync::{oneshot, watch};
 
@@ -120,7 +119,6 @@ pub async fn start(
                 seq: 0,
                 status: SessionStatus::Busy,
                 perms: HashMap::new(),
-                open: HashSet::new(),
                 interrupted: false,
                 ui,
                 usage: None,
@@ -136,6 +134,16 @@ enum Item {
     Delta(u64, TurnDelta),
     Asked(Permission),
     Answered(Permission),
+    /// A standing "always" the person just gave, listed on the session (docs/agents.md §5).
+    Standing(String),
+}
+
+/// A permission the agent (or ax-code, about a guarded write) asked in this turn.
+struct Asked {
+    /// Its row, as stored and published; its state is settled once, by whoever answers.
+    record: Permission,
+    /// Answers the request once; dropped with the turn, it answers `cancelled`.
+    responder: PermissionResponder,
 }
 
 struct Turn {
@@ -145,10 +153,8 @@ struct Turn {
     /// Deltas of the reply message so far.
     seq: u64,
     status: SessionStatus,
-    /// The turn's permissions by backend id.
-    perms: HashMap<PermissionId, Permission>,
-    /// The permission requests the agent still waits on.
-    open: HashSet<PermissionId>,
+    /// The turn's permissions by backend id, each with the handle that answers it.
+    perms: HashMap<PermissionId, Asked>,
     interrupted: bool,
     /// The live Control UI the prompt came from: the agent's screen tool works this turn,
     /// and `target: "requester"` reaches that UI.
@@ -192,8 +198,15 @@ impl Turn {
     fn take(&mut self, event: AcpEvent, batch: &mut Vec<Item>) -> Option<TurnEnd> {
         match event {
             AcpEvent::Delta(d) | AcpEvent::Idle(d) => {
-                let d = self.track(d, batch);
+                self.track(&d, batch);
                 self.delta(batch, d);
+                None
+            }
+            AcpEvent::Asked {
+                permission,
+                responder,
+            } => {
+                self.asked(permission, responder, batch);
                 None
             }
             // Replayed history is already stored: shown once, from our store.
@@ -207,46 +220,45 @@ impl Turn {
         }
     }
 
-    /// Keeps the permission rows in step with the turn's permission deltas (the ACP runtime
-    /// mints the backend's own `PermissionId`s, so the ids pass through unchanged).
-    fn track(&mut self, delta: TurnDelta, batch: &mut Vec<Item>) -> TurnDelta {
-        match delta {
-            TurnDelta::PermissionAsked { permission } => {
-                let id = permission.permission_id.clone();
-                self.open.insert(id.clone());
-                let record = Permission {
-                    id: id.clone(),
-                    session_id: self.session.clone(),
-                    command: permission.tool_call.title.clone(),
-                    attachments: Vec::new(),
-                    state: PermissionState::Pending,
-                    created: ids::now_ms(),
-                    tool_call: Some(permission.tool_call.clone()),
-                    options: permission.options.clone(),
-                    option_id: None,
-                };
-                self.perms.insert(id, record.clone());
-                batch.push(Item::Asked(record));
-                TurnDelta::PermissionAsked { permission }
-            }
-            TurnDelta::PermissionAnswered {
-                permission_id,
-                outcome,
-            } => {
-                if self.open.remove(&permission_id)
-                    && let Some(p) = self.perms.get_mut(&permission_id)
-                {
-                    let (state, option) = settle(&outcome);
-                    p.state = state;
-                    p.option_id = option;
-                    batch.push(Item::Answered(p.clone()));
-                }
-                TurnDelta::PermissionAnswered {
-                    permission_id,
-                    outcome,
-                }
-            }
-            other => other,
+    /// A permission request: its row (the ACP runtime mints the backend's own
+    /// `PermissionId`s, so the ids pass through unchanged), stored and published with its
+    /// delta, and its handle kept for the person's answer.
+    fn asked(
+        &mut self,
+        permission: PermissionPart,
+        responder: PermissionResponder,
+        batch: &mut Vec<Item>,
+    ) {
+        let record = Permission {
+            id: permission.permission_id.clone(),
+            session_id: self.session.clone(),
+            command: permission.tool_call.title.clone(),
+            attachments: Vec::new(),
+            state: PermissionState::Pending,
+            created: ids::now_ms(),
+            tool_call: Some(permission.tool_call.clone()),
+            options: permission.options.clone(),
+            option_id: None,
+        };
+        batch.push(Item::Asked(record.clone()));
+        self.perms
+            .insert(record.id.clone(), Asked { record, responder });
+        self.delta(batch, TurnDelta::PermissionAsked { permission });
+    }
+
+    /// A permission the runtime answered (`cancelled` by an abort, a stop or the turn's end)
+    /// is settled from its delta; one the person answered was settled when they did
+    /// ([`Turn::answer`]), and its delta is only the transcript's.
+    fn track(&mut self, delta: &TurnDelta, batch: &mut Vec<Item>) {
+        if let TurnDelta::PermissionAnswered {
+            permission_id,
+            outcome,
+        } = delta
+            && let Some(asked) = self.perms.get_mut(permission_id)
+            && asked.record.state == PermissionState::Pending
+        {
+            settle(&mut asked.record, outcome);
+            batch.push(Item::Answered(asked.record.clone()));
         }
     }
 
@@ -259,7 +271,7 @@ impl Turn {
         let pending = self
             .perms
             .values()
-            .any(|p| p.state == PermissionState::Pending);
+            .any(|p| p.record.state == PermissionState::Pending);
         let status = if pending {
             SessionStatus::Pending
         } else {
@@ -285,17 +297,20 @@ impl Turn {
                     _ => None,
                 }),
             )?;
+            let mut session = None;
             for item in &batch {
                 match item {
                     Item::Asked(p) => store::insert_permission(&tx, p)?,
                     Item::Answered(p) => store::answer_permission(&tx, p)?,
+                    Item::Standing(title) => {
+                        session = store::add_standing(&tx, project, sid, title, ids::now_ms())?;
+                    }
                     Item::Delta(..) => {}
                 }
             }
-            let mut session = match new_status {
-                Some(s) => store::set_status(&tx, project, sid, s, ids::now_ms())?,
-                None => None,
-            };
+            if let Some(s) = new_status {
+                session = store::set_status(&tx, project, sid, s, ids::now_ms())?;
+            }
             if let Some(usage) = usage
                 && let Some(current) = store::get_session(&tx, project, sid)?
             {
@@ -323,6 +338,7 @@ impl Turn {
                         permission_id: p.id,
                         state: p.state,
                     },
+                    Item::Standing(_) => continue,
                 });
             }
             if let Some(session) = session {
@@ -341,21 +357,26 @@ impl Turn {
         }
     }
 
-    /// The person's answer: the option `option_id` names, else the first of the reply's kind.
+    /// The person's answer: the option `option_id` names, else the first of the reply's kind,
+    /// sent through the request's handle; the permission is settled here, once, and its row
+    /// (with a standing "always" it gave) goes into `batch`, for the caller to store before
+    /// it answers (the runtime's `PermissionAnswered` delta, already on its way, is the
+    /// transcript's). A request the runtime answered first (an abort) is refused.
     fn answer(
         &mut self,
-        slot: &AgentSlot,
+        batch: &mut Vec<Item>,
         permission_id: &PermissionId,
         reply: PermissionReply,
         option_id: Option<&str>,
     ) -> Result<Permission, TurnError> {
-        let Some(record) = self.perms.get(permission_id) else {
+        let Some(asked) = self.perms.get_mut(permission_id) else {
             return Err(TurnError::not_found(format!(
                 "no permission {permission_id} in session {}",
                 self.session
             )));
         };
-        if !self.open.contains(permission_id) {
+        let record = &mut asked.record;
+        if record.state != PermissionState::Pending {
             return Err(TurnError::not_now(format!(
                 "permission {permission_id} is no longer pending (it is {})",
                 record.state
@@ -375,19 +396,20 @@ impl Turn {
                 valid.join(", ")
             )));
         }
-        match slot
-            .handle
-            .answer_option(permission_id, reply.kind(), option_id)
-        {
+        match asked.responder.answer(reply.kind(), option_id) {
             Ok(choice) => {
-                let mut answered = record.clone();
-                let (state, option) = settle(&PermissionOutcome::Selected {
-                    option_id: choice.option_id,
-                    kind: choice.kind,
-                });
-                answered.state = state;
-                answered.option_id = option;
-                Ok(answered)
+                settle(
+                    record,
+                    &PermissionOutcome::Selected {
+                        option_id: choice.option_id,
+                        kind: choice.kind,
+                    },
+                );
+                batch.push(Item::Answered(record.clone()));
+                if let Some(title) = standing_title(record) {
+                    batch.push(Item::Standing(title));
+                }
+                Ok(record.clone())
             }
             Err(ax_acp::AnswerError::Unknown(_)) => Err(TurnError::not_now(format!(
                 "permission {permission_id} is no longer pending"
@@ -517,7 +539,10 @@ impl Turn {
                         acks.push(ack);
                     }
                     Some(Control::AgentReply { permission_id, reply, option_id, ack }) => {
-                        let answer = self.answer(slot, &permission_id, reply, option_id.as_deref());
+                        let answer = self.answer(batch, &permission_id, reply, option_id.as_deref());
+                        // Stored before the person hears it: the row answered, an "always"
+                        // listed on the session.
+                        self.flush(std::mem::take(batch)).await;
                         let _ = ack.send(answer);
                     }
                     Some(Control::Reply { ack, .. }) => {
@@ -614,15 +639,14 @@ impl Turn {
         // `cancelled`, so no UI shows an approval that can no longer be answered.
         let mut left: Vec<PermissionId> = Vec::new();
         for p in self.perms.values_mut() {
-            if p.state == PermissionState::Pending {
-                p.state = PermissionState::Cancelled;
-                batch.push(Item::Answered(p.clone()));
-                left.push(p.id.clone());
+            if p.record.state == PermissionState::Pending {
+                settle(&mut p.record, &PermissionOutcome::Cancelled);
+                batch.push(Item::Answered(p.record.clone()));
+                left.push(p.record.id.clone());
             }
         }
         left.sort();
         for permission_id in left {
-            self.open.remove(&permission_id);
             self.delta(
                 &mut batch,
                 TurnDelta::PermissionAnswered {
@@ -885,9 +909,33 @@ fn history_of<'a>(messages: impl Iterator<Item = &'a Message>) -> StoredHistory 
     history
 }
 
-/// A permission's state and sent option for an outcome.
-fn settle(outcome: &PermissionOutcome) -> (PermissionState, Option<String>) {
-    match outcome {
+/// What a standing "always" the person just gave an agent covers, in words; `None` if the
+/// answer was not one (rejected, or an option that is not `allow_always`).
+fn standing_title(answered: &Permission) -> Option<String> {
+    if answered.state != ax_protocol::PermissionState::Approved {
+        return None;
+    }
+    let sent = answered.option_id.as_deref()?;
+    let option = answered.options.iter().find(|o| o.option_id == sent)?;
+    if option.kind != ax_protocol::turn::PermissionKind::AllowAlways {
+        return None;
+    }
+    let about = answered
+        .tool_call
+        .as_ref()
+        .map(|t| t.title.as_str())
+        .filter(|t| !t.is_empty())
+        .unwrap_or(answered.command.as_str());
+    Some(format!(
+        "\u{201c}{}\u{201d} for {} (the agent decides what else this covers)",
+        option.name.chars().take(80).collect::<String>(),
+        about.chars().take(160).collect::<String>()
+    ))
+}
+
+/// Settles `permission` by `outcome`: its state and the option sent.
+fn settle(permission: &mut Permission, outcome: &PermissionOutcome) {
+    (permission.state, permission.option_id) = match outcome {
         PermissionOutcome::Selected { option_id, kind } => (
             match kind {
                 PermissionKind::AllowOnce | PermissionKind::AllowAlways => {
@@ -900,7 +948,7 @@ fn settle(outcome: &PermissionOutcome) -> (PermissionState, Option<String>) {
             Some(option_id.clone()),
         ),
         _ => (PermissionState::Cancelled, None),
-    }
+    };
 }
 
 /// The end of `tail`, at most [`NOTICE_TAIL_BYTES`], cut at a character boundary.

@@ -45,10 +45,10 @@ pub async fn start(
     }
 }
 
-/// Replies to the session's pending permission `pid`: sent to the turn that waits on it; an
-/// "always" the turn took is listed on the session as a standing answer (docs/agents.md §5).
-/// When no turn waits on it, the error says why from the store (no such permission, or its
-/// state).
+/// Replies to the session's pending permission `pid`: sent to the turn that waits on it,
+/// which stores the answer (and an "always" it gave, listed on the session as a standing
+/// answer, docs/agents.md §5) before it says so. When no turn waits on it, the error says
+/// why from the store (no such permission, or its state).
 pub async fn reply(
     app: &Shared,
     id: &SessionId,
@@ -87,7 +87,12 @@ pub async fn reply(
         if sent && let Ok(Ok(result)) = tokio::time::timeout(Duration::from_secs(10), answer).await
         {
             let answered = result?;
-            if let Some(title) = standing_title(&answered, reply) {
+            // The shell run's "always" (an agent's turn lists its own as it stores the answer).
+            let shell_always = answered.state == ax_protocol::PermissionState::Approved
+                && answered.options.is_empty()
+                && reply.shell() == PermissionReply::Always;
+            if shell_always {
+                let title = "run every command in this session without asking".to_owned();
                 let granted = crate::ids::now_ms();
                 app.update_session(id, move |c, project, sid| {
                     store::add_standing(c, project, sid, &title, granted)
@@ -99,35 +104,6 @@ pub async fn reply(
         // The turn ended meanwhile: answered from the store below.
     }
     Err(not_pending(app, id, pid).await?)
-}
-
-/// What a standing "always" the person just gave covers, in words; `None` if the answer
-/// was not one (rejected, or an agent's option that is not `allow_always`).
-fn standing_title(answered: &Permission, reply: PermissionReply) -> Option<String> {
-    if answered.state != ax_protocol::PermissionState::Approved {
-        return None;
-    }
-    if answered.options.is_empty() {
-        // The shell agent: "always" runs every later command of the session unasked.
-        return (reply.shell() == PermissionReply::Always)
-            .then(|| "run every command in this session without asking".to_owned());
-    }
-    let sent = answered.option_id.as_deref()?;
-    let option = answered.options.iter().find(|o| o.option_id == sent)?;
-    if option.kind != ax_protocol::turn::PermissionKind::AllowAlways {
-        return None;
-    }
-    let about = answered
-        .tool_call
-        .as_ref()
-        .map(|t| t.title.as_str())
-        .filter(|t| !t.is_empty())
-        .unwrap_or(answered.command.as_str());
-    Some(format!(
-        "\u{201c}{}\u{201d} for {} (the agent decides what else this covers)",
-        option.name.chars().take(80).collect::<String>(),
-        about.chars().take(160).collect::<String>()
-    ))
 }
 
 /// Why `pid` cannot be answered now: no such session, no such permission, or its state.
