@@ -140,7 +140,7 @@ export class TerminalPanel {
    */
   showPlace(place, choices, onPick) {
     if (!this.picker) {
-      this.picker = h('select', { class: 'small', 'aria-label': 'Machine of the terminal', 'data-testid': 'terminal-machine' });
+      this.picker = h('select', { class: 'mode-select', 'aria-label': 'Machine of the terminal', 'data-testid': 'terminal-machine' });
       this.picker.addEventListener('change', () => this.onPick?.(this.picker.value));
       this.el.querySelector('.pane-actions').prepend(this.picker);
     }

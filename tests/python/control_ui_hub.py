@@ -15,7 +15,8 @@ In headless Chromium with its own profile:
    badge goes live (the page uses beta's gateway on the hub, GET /machine/beta/gateway); the
    panel opened on beta's session says it runs on beta; a command typed there runs in beta's
    project and its computed output is drawn; after a reload the tab attaches to the same
-   terminal, its scrollback replayed, and typing goes on.
+   terminal, its scrollback replayed, and typing goes on; machine 1 picked in the panel runs a
+   shell there (its project), and machine 2 picked again shows machine 2's terminal again.
 4. A restarted machine: a long command started and approved on machine 2 (meanwhile a prompt
    typed on the page waits in machine 2's queue, shown above the composer, and is cancelled
    from the page, through the hub's queue routes), machine 2 killed
@@ -49,6 +50,7 @@ import urllib.request
 
 from selenium.webdriver.common.by import By
 from selenium.webdriver.common.keys import Keys
+from selenium.webdriver.support.ui import Select
 
 from terminal_browser import Page as TerminalPage
 from axtest import Backend, browser, check, click_when_found, close_browser, run_checks, stop_process, wait_for
@@ -260,6 +262,7 @@ def run(binary, nats, mock):
         driver.refresh()
         wait_for(lambda: driver.find_elements(By.CSS_SELECTOR, '[data-testid="connection"][data-state="live"]'),
                  "live again after the reload", timeout=20)
+        connection = driver.find_element(By.CSS_SELECTOR, '[data-testid="connection"]')
         wait_for(lambda: term.testid("terminal-panel").is_displayed() and "on beta" in term.testid("terminal-place").text,
                  "the terminal panel is open again, on beta", timeout=20)
         term.shows("hub-term-42 in-beta", "the scrollback from before the reload is shown again")
@@ -268,6 +271,22 @@ def run(binary, nats, mock):
               "the same terminal was attached again")
         term.type("echo again-$((2+3))" + Keys.ENTER)
         term.shows("again-5", "typing goes on after the reload")
+        # The panel's machine picker: alpha's own terminal, then beta's again.
+        Select(term.testid("terminal-machine")).select_by_value("alpha")
+        wait_for(lambda: "on alpha" in term.testid("terminal-place").text and term.testid("terminal-kill").is_enabled(),
+                 "alpha picked: the panel says so and a shell opened on alpha", timeout=20)
+        wait_for(lambda: re.match(r"Terminal gateway \(alpha\): connected", connection.get_attribute("title"))
+                 and connection.get_attribute("data-state") == "live", "the badge: alpha's gateway, live", timeout=20)
+        term.type("echo alpha-$((5*5)) in-$(basename $(dirname $PWD))" + Keys.ENTER)
+        term.shows("alpha-25 in-alpha", "typing runs on alpha, in its project")
+        check("hub-term-42" not in term.text(), "beta's terminal is not drawn there")
+        Select(term.testid("terminal-machine")).select_by_value("beta")
+        wait_for(lambda: "on beta" in term.testid("terminal-place").text and term.testid("terminal-kill").is_enabled(),
+                 "beta picked again: attached", timeout=20)
+        term.shows("again-5", "beta's terminal shown again, its scrollback replayed")
+        check("alpha-25" not in term.text(), "without alpha's output")
+        check(driver.execute_script("return sessionStorage.getItem(arguments[0])", term_key) == terminal_id,
+              "the same terminal of beta")
 
         # 4. A restarted machine: killed mid-turn, started again, the turn shown ended.
         wait_for(lambda: beta.api("GET", f"/session/{on_beta}")["status"] == "idle"
