@@ -15,7 +15,8 @@ In headless Chromium with its own profile:
    badge goes live (the page uses beta's gateway on the hub, GET /machine/beta/gateway); the
    panel opened on beta's session says it runs on beta; a command typed there runs in beta's
    project and its computed output is drawn; after a reload the tab attaches to the same
-   terminal, its scrollback replayed, and typing goes on; machine 1 picked in the panel runs a
+   terminal, its scrollback replayed, and typing goes on; the panel docked right: the shell's
+   rows follow (`stty size`); machine 1 picked in the panel runs a
    shell there (its project), and machine 2 picked again shows machine 2's terminal again.
 4. A restarted machine: a long command started and approved on machine 2 (meanwhile a prompt
    typed on the page waits in machine 2's queue, shown above the composer, and is cancelled
@@ -271,6 +272,22 @@ def run(binary, nats, mock):
               "the same terminal was attached again")
         term.type("echo again-$((2+3))" + Keys.ENTER)
         term.shows("again-5", "typing goes on after the reload")
+
+        def shell_size(marker):
+            """(rows, cols) the shell on the machine sees, asked with `stty size`."""
+            term.type(f"echo {marker}-$(stty size | tr ' ' x)" + Keys.ENTER)
+            found = wait_for(lambda: re.search(rf"{marker}-(\d+)x(\d+)", term.text()), f"the shell tells its size ({marker})", timeout=20)
+            return int(found.group(1)), int(found.group(2))
+        rows = len(term.rows())
+        check(shell_size("size")[0] == rows, f"the shell's rows are the panel's ({rows})")
+        # Docked right, the panel is taller: the resize reaches the machine's terminal.
+        term.testid("terminal-dock-toggle").click()
+        wait_for(lambda: len(term.rows()) > rows, "the panel docked right has more rows", timeout=20)
+        rows = len(term.rows())
+        # The resize was sent before the keys typed after it, and the hub keeps that order.
+        check(shell_size(f"size{rows}")[0] == rows, f"the shell's rows follow the resize ({rows})")
+        term.testid("terminal-dock-toggle").click()
+        wait_for(lambda: len(term.rows()) < rows, "docked at the bottom again", timeout=20)
         # The panel's machine picker: alpha's own terminal, then beta's again.
         Select(term.testid("terminal-machine")).select_by_value("alpha")
         wait_for(lambda: "on alpha" in term.testid("terminal-place").text and term.testid("terminal-kill").is_enabled(),
