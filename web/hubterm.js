@@ -58,11 +58,11 @@ export function terminalChoices(machines, inUse) {
 }
 
 /**
- * What the panel's head says of the machine in use (null: none): the panel shows one
- * machine's terminal at a time.
+ * The panel's title on a hub's page, naming the machine in use (null: none): the panel shows
+ * one machine's terminal at a time.
  */
 export function terminalPlace(machine) {
-  return machine ? `Terminal on ${machine}` : 'No machine to open a terminal on';
+  return machine ? `Operator terminal on ${machine}` : 'Operator terminal (no machine to open it on)';
 }
 
 /** What this tab remembered (`HUB_TERMINAL_KEY`'s text) as `{ machine, pinned }`. */

@@ -134,8 +134,8 @@ export class TerminalPanel {
   }
 
   /**
-   * Hub only: the head names the machine the terminal runs on (`place`, e.g. `Terminal on
-   * beta`) and offers the hub's machines (`choices`: `{name, label, selected}`); `onPick(name)`
+   * Hub only: the head names the machine the terminal runs on (`place`, e.g. `Operator terminal
+   * on beta`) and offers the hub's machines (`choices`: `{name, label, selected}`); `onPick(name)`
    * when the person picks one.
    */
   showPlace(place, choices, onPick) {
@@ -146,7 +146,7 @@ export class TerminalPanel {
     }
     this.onPick = onPick;
     const title = this.el.querySelector('.panel-head h2');
-    title.textContent = `Operator terminal · ${place}`;
+    title.textContent = place;
     title.dataset.testid = 'terminal-place';
     const wanted = JSON.stringify(choices);
     if (this.picker.dataset.choices !== wanted) {

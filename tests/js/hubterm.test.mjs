@@ -62,8 +62,8 @@ test('the picker lists every machine by name, the one in use selected, offline o
 });
 
 test('the panel names the machine its terminal runs on', () => {
-  assert.equal(terminalPlace('beta'), 'Terminal on beta');
-  assert.match(terminalPlace(null), /No machine/);
+  assert.equal(terminalPlace('beta'), 'Operator terminal on beta');
+  assert.match(terminalPlace(null), /no machine/);
 });
 
 test('what the tab remembered is read back, anything else is nothing', () => {
