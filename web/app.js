@@ -13,6 +13,9 @@ import { placeConfigPickers } from './config.js';
 import { h } from './dom.js';
 import { GatewayClient } from './gateway.js';
 import {
+  HUB_TERMINAL_KEY, hubConnectionView, machineGatewayPath, readRemembered, terminalChoices, terminalKeyOf, terminalMachine, terminalPlace,
+} from './hubterm.js';
+import {
   GUARDED, STORAGE_KEY, activePane, affectedPanes, allPanes, applyCommand, balance, busyReason, closePane, describeCommand,
   draftPanes, locate, nextPane, restoreLayout,
 } from './layout.js';
@@ -198,19 +201,83 @@ class ControlUi {
     this.images = new Map();
     this.dirty = new Set();
     this.reloadAt = new Map();
-    this.terminal = new TerminalPanel(this.actions);
+    // Hub only: the machine whose gateway (and terminal) this tab uses, and whether the person
+    // chose it in the panel (else it follows the session shown: hubterm.js `terminalMachine`).
+    this.termPlace = hub ? readRemembered(sessionStorage.getItem(HUB_TERMINAL_KEY)) : null;
+    this.terminal = new TerminalPanel(this.actions, hub && this.termPlace.machine ? { key: terminalKeyOf(this.termPlace.machine) } : {});
     this.browser = new BrowserPanel(this.actions);
     this.screen = new ScreenSide(this);
     // The attention board, the title count, notifications and the approvals inbox (watch.js).
     this.watch = new Watch(this);
-    this.gateway = new GatewayClient({
-      token,
+    this.token = token;
+    this.notProven = notProven;
+    // A hub's page makes its gateway when it knows which machine's (useTerminalMachine).
+    this.gateway = hub ? null : this.makeGateway('/gateway', ['ui-commands']);
+  }
+
+  /**
+   * The gateway client for `path`. A hub's machine gateway serves the terminal only: it is
+   * asked for no `ui.command`s (they come from the hub's `GET /ui-command`, docs/hub.md §4),
+   * and a client replaced by another machine's is no longer heard.
+   */
+  makeGateway(path, caps) {
+    const client = new GatewayClient({
+      token: this.token,
       proof: this.proof,
-      onNotProven: notProven,
-      onCommand: (payload) => this.handleCommand(payload),
-      onEvent: (name, payload) => this.terminal.onEvent(name, payload),
-      onStatus: (state, detail) => this.gatewayStatus(state, detail),
+      path,
+      caps,
+      onNotProven: this.notProven,
+      onCommand: (payload) => (client === this.gateway ? this.handleCommand(payload) : { outcome: 'ignored', reason: 'not shown' }),
+      onEvent: (name, payload) => { if (client === this.gateway) this.terminal.onEvent(name, payload); },
+      onStatus: (state, detail) => { if (client === this.gateway) this.gatewayStatus(state, detail); },
     });
+    return client;
+  }
+
+  /**
+   * Hub only: the machine whose terminal the panel shows (hubterm.js `terminalMachine`: the
+   * one the person chose, else the shown session's when the panel opens, else the one in
+   * use); on a change the page's gateway becomes that machine's (`GET /machine/{m}/gateway`)
+   * and the panel retargets to its terminal. `opening`: the panel is being shown now.
+   */
+  useTerminalMachine(opening = false) {
+    if (!this.hub || !this.started || this.stopped) return;
+    const machines = this.api.machines ?? [];
+    const shown = this.api.sessionOwner(activePane(this.layout).session ?? '');
+    const target = terminalMachine({
+      machines, pinned: this.termPlace.pinned ? this.termPlace.machine : null, current: this.termPlace.machine, shown, opening,
+    });
+    if (target && (target !== this.termPlace.machine || !this.gateway)) {
+      this.gateway?.stop();
+      this.termPlace = { machine: target, pinned: this.termPlace.pinned && this.termPlace.machine === target };
+      this.rememberTermPlace();
+      this.terminal.retarget(terminalKeyOf(target));
+      this.gateway = this.makeGateway(machineGatewayPath(target), []);
+      this.gatewayStatus('connecting');
+      this.gateway.start();
+    } else if (!target && !this.gateway) {
+      this.gatewayStatus('none');
+    }
+    const inUse = this.gateway ? this.termPlace.machine : null;
+    this.terminal.showPlace(terminalPlace(inUse), terminalChoices(machines, inUse), (name) => {
+      // The person's choice stays until they choose another, also when the panel opens.
+      if (name !== this.termPlace.machine) {
+        this.gateway?.stop();
+        this.gateway = null;
+      }
+      this.termPlace = { machine: name, pinned: true };
+      this.rememberTermPlace();
+      this.useTerminalMachine();
+      this.terminal.focus();
+    });
+  }
+
+  rememberTermPlace() {
+    try {
+      sessionStorage.setItem(HUB_TERMINAL_KEY, JSON.stringify(this.termPlace));
+    } catch {
+      /* storage unavailable: the page follows the session shown */
+    }
   }
 
   /** This tab's own layout; a new tab starts from the layout any tab saved last (layout.js). */
@@ -239,6 +306,7 @@ class ControlUi {
   }
 
   async start() {
+    this.started = true;
     page.signin.hidden = true;
     page.app.hidden = false;
     this.browser.show(this.layout.panels.browser.url);
@@ -273,10 +341,14 @@ class ControlUi {
     // the first `live` lists once more (streamStatus), as after any reconnection.
     this.streamWasDown = true;
     this.api.follow((env) => this.onEnvelope(env), (s) => this.streamStatus(s), this.abort.signal);
-    // A hub has no gateway (terminal and screen stay on each machine); the machines that
-    // share their agents' ui.commands send them on the hub's GET /ui-command (docs/hub.md §4).
+    // A hub's page uses one machine's gateway at a time, for its terminal (useTerminalMachine);
+    // the machines that share their agents' ui.commands send them on the hub's GET
+    // /ui-command (docs/hub.md §4).
     if (!this.hub) this.gateway.start();
-    else this.followUiCommands();
+    else {
+      this.followUiCommands();
+      this.useTerminalMachine();
+    }
     // Machines come and go: the sidebar's online/offline marks follow the hub's list.
     if (this.hub) this.machineTimer = setInterval(() => this.refreshMachines(), 2000);
   }
@@ -288,7 +360,7 @@ class ControlUi {
     pickerDone?.(null);
     this.abort.abort();
     this.watch.stop();
-    this.gateway.stop();
+    this.gateway?.stop();
     // The panels live in the docks, outside what render() replaces.
     this.terminal.el.remove();
     this.browser.el.remove();
@@ -680,7 +752,7 @@ class ControlUi {
         api: self.api,
         queues: self.queues,
         sessionOf: (id) => self.state.sessions.get(id),
-        connId: () => self.gateway.connId,
+        connId: () => self.gateway?.connId,
         toast: (text) => self.toast(text),
         refreshQueue: (id) => self.refreshQueue(id),
       }),
@@ -716,7 +788,7 @@ class ControlUi {
         self.layout.panels.browser.url = url;
         self.saveLayout();
       },
-      gatewayRequest: (method, params) => self.gateway.request(method, params),
+      gatewayRequest: (method, params) => (self.gateway ? self.gateway.request(method, params) : Promise.reject(new Error('no gateway to use'))),
       toast: (text) => self.toast(text),
     };
   }
@@ -733,6 +805,9 @@ class ControlUi {
     page.toggleTerminal.setAttribute('aria-pressed', String(L.panels.terminal.open));
     page.toggleBrowser.setAttribute('aria-pressed', String(L.panels.browser.open));
     this.renderSidebar();
+    // Hub only: opening the terminal panel takes the shown session's machine.
+    this.useTerminalMachine(L.panels.terminal.open && !this.terminalWasOpen);
+    this.terminalWasOpen = L.panels.terminal.open;
 
     // A re-render replaces the panes: keep a composer that is being typed in focused.
     const focused = document.activeElement;
@@ -820,6 +895,7 @@ class ControlUi {
     } else {
       this.renderSidebar();
     }
+    this.useTerminalMachine();
   }
 
   /** The session list (sidebar.js), in the attention board's order (watch.js). */
@@ -931,7 +1007,9 @@ class ControlUi {
     page.connection.dataset.gateway = state;
     this.gatewayDetail = detail ?? '';
     this.terminal.onGateway(state);
-    if (state === 'connected') this.screen.connected();
+    // The layout is reported to a backend's gateway only (a hub's page arranges no machine's
+    // screen through it: docs/hub.md §4).
+    if (state === 'connected' && !this.hub) this.screen.connected();
     this.showConnection();
     if (state === 'unauthorized') signOut('The gateway refused the access token.');
   }
@@ -950,7 +1028,9 @@ class ControlUi {
    */
   showConnection() {
     const el = page.connection;
-    const view = connectionView(el.dataset.gateway, el.dataset.stream, this.everLive, this.gatewayDetail);
+    const view = this.hub
+      ? hubConnectionView(this.gateway ? this.termPlace.machine : null, el.dataset.gateway, el.dataset.stream, this.everLive, this.gatewayDetail)
+      : connectionView(el.dataset.gateway, el.dataset.stream, this.everLive, this.gatewayDetail);
     if (view.state === 'live') this.everLive = true;
     el.dataset.state = view.state;
     el.textContent = view.text;

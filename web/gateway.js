@@ -15,9 +15,15 @@ export class GatewayClient {
    * @param {(payload: object) => {outcome: string, reason?: string, revision?: number, notApplied?: object[]}} o.onCommand
    * @param {(name: string, payload: object) => void} o.onEvent
    * @param {(state: string, detail?: string) => void} o.onStatus
+   * @param {string} [o.path]  the WebSocket's path: a backend's `/gateway`, or a machine's on a
+   *                           hub (`/machine/{m}/gateway`, docs/hub.md §4)
+   * @param {string[]} [o.caps]  what the connection advertises: `ui-commands` makes it a
+   *                             Control UI agents arrange (not on a hub's terminal gateway)
    */
-  constructor({ token, proof, onNotProven, onCommand, onEvent, onStatus }) {
+  constructor({ token, proof, onNotProven, onCommand, onEvent, onStatus, path = '/gateway', caps = ['ui-commands'] }) {
     this.token = token;
+    this.path = path;
+    this.caps = caps;
     this.proof = proof;
     this.onNotProven = onNotProven;
     this.onCommand = onCommand;
@@ -58,7 +64,7 @@ export class GatewayClient {
     }
     if (this.stopped) return;
     const scheme = location.protocol === 'https:' ? 'wss' : 'ws';
-    const ws = new WebSocket(`${scheme}://${location.host}/gateway`);
+    const ws = new WebSocket(`${scheme}://${location.host}${this.path}`);
     this.ws = ws;
     this.lastSeq = 0;
     this.connId = null;
@@ -137,7 +143,7 @@ export class GatewayClient {
           minProtocol: 1,
           maxProtocol: 1,
           client: { id: 'ax-code-control-ui', version: CLIENT_VERSION, platform: 'browser', mode: 'ui' },
-          caps: ['ui-commands'],
+          caps: this.caps,
           role: 'operator',
           scopes: ['operator.read', 'operator.write', 'operator.admin'],
           auth: { token: this.token },

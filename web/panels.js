@@ -67,9 +67,16 @@ function allowScriptStyles() {
  * replayed.
  */
 export class TerminalPanel {
-  constructor(actions) {
+  /**
+   * `key`: where this tab remembers its terminal's ID (a hub's page keeps one per machine,
+   * hubterm.js `terminalKeyOf`, and moves the panel between them with `retarget`).
+   */
+  constructor(actions, { key = TERMINAL_KEY } = {}) {
     const { el, dockBtn } = panelFrame('terminal', 'Operator terminal', actions);
     this.el = el;
+    this.key = key;
+    // Bumped by `retarget`: an answer for the terminal of the machine before is not this one's.
+    this.generation = 0;
     this.dockBtn = dockBtn;
     this.actions = actions;
     this.id = null;
@@ -97,11 +104,58 @@ export class TerminalPanel {
     this.screen.addEventListener('pointerdown', () => {
       if (!this.attached) this.connect();
     });
+    this.id = this.recall();
+  }
+
+  recall() {
     try {
-      this.id = sessionStorage.getItem(TERMINAL_KEY);
+      return sessionStorage.getItem(this.key);
     } catch {
-      this.id = null;
+      return null;
     }
+  }
+
+  /**
+   * Hub only: the panel shows the terminal of another machine from now on, remembered under
+   * `key`; the terminal shown before stays on its machine (the hub keeps it) and is attached
+   * again when the panel comes back to that machine. The gateway of the new machine reports
+   * its state through `onGateway`.
+   */
+  retarget(key) {
+    if (key === this.key) return;
+    this.generation += 1;
+    this.key = key;
+    this.id = this.recall();
+    this.attached = false;
+    this.connected = false;
+    this.busy = false;
+    this.term?.reset();
+    this.showStatus('');
+  }
+
+  /**
+   * Hub only: the head names the machine the terminal runs on (`place`, e.g. `Operator terminal
+   * on beta`) and offers the hub's machines (`choices`: `{name, label, selected}`); `onPick(name)`
+   * when the person picks one.
+   */
+  showPlace(place, choices, onPick) {
+    if (!this.picker) {
+      this.picker = h('select', { class: 'mode-select', 'aria-label': 'Machine of the terminal', 'data-testid': 'terminal-machine' });
+      this.picker.addEventListener('change', () => this.onPick?.(this.picker.value));
+      this.el.querySelector('.pane-actions').prepend(this.picker);
+    }
+    this.onPick = onPick;
+    const title = this.el.querySelector('.panel-head h2');
+    title.textContent = place;
+    title.dataset.testid = 'terminal-place';
+    const wanted = JSON.stringify(choices);
+    if (this.picker.dataset.choices !== wanted) {
+      this.picker.dataset.choices = wanted;
+      this.picker.replaceChildren(...choices.map((c) => h('option', { value: c.name, text: c.label })));
+    }
+    const chosen = choices.find((c) => c.selected);
+    this.picker.value = chosen ? chosen.name : '';
+    this.picker.hidden = choices.length === 0;
   }
 
   /** Creates the renderer the first time the panel is shown (it measures its container). */
@@ -167,8 +221,8 @@ export class TerminalPanel {
   remember(id) {
     this.id = id;
     try {
-      if (id) sessionStorage.setItem(TERMINAL_KEY, id);
-      else sessionStorage.removeItem(TERMINAL_KEY);
+      if (id) sessionStorage.setItem(this.key, id);
+      else sessionStorage.removeItem(this.key);
     } catch {
       /* storage unavailable: the terminal is still found through terminal.list */
     }
@@ -178,24 +232,27 @@ export class TerminalPanel {
   async connect() {
     if (!this.open || !this.connected || this.attached || this.busy) return;
     this.busy = true;
+    const generation = this.generation;
     try {
       const { terminals } = await this.actions.gatewayRequest('terminal.list', {});
+      if (generation !== this.generation) return;
       const mine = terminals.find((t) => t.terminalId === this.id)
         ?? terminals.find((t) => !t.attached && t.running);
       if (mine) await this.attach(mine.terminalId);
       else await this.start();
     } catch (e) {
-      this.showStatus(`${e.code ? `${e.code}: ` : ''}${e.message}`);
+      if (generation === this.generation) this.showStatus(`${e.code ? `${e.code}: ` : ''}${e.message}`);
     } finally {
-      this.busy = false;
+      if (generation === this.generation) this.busy = false;
     }
   }
 
   async attach(id) {
     // The replay of the scrollback follows the answer: start from a clean screen.
     this.term.reset();
+    const generation = this.generation;
     const res = await this.actions.gatewayRequest('terminal.attach', { terminalId: id });
-    this.attachedTo(res);
+    if (!this.attachedTo(res, generation)) return;
     // An ended terminal's replay closes with its terminal.exit event.
     if (res.running) this.sendSize(this.term.cols, this.term.rows);
   }
@@ -203,14 +260,18 @@ export class TerminalPanel {
   async start() {
     this.refit();
     this.term.reset();
+    const generation = this.generation;
     const res = await this.actions.gatewayRequest('terminal.open', { cols: this.term.cols, rows: this.term.rows });
-    this.attachedTo(res);
+    this.attachedTo(res, generation);
   }
 
-  attachedTo(res) {
+  /** False when the panel moved to another machine's terminal meanwhile (`retarget`). */
+  attachedTo(res, generation) {
+    if (generation !== this.generation) return false;
     this.remember(res.terminalId);
     this.attached = true;
     this.showStatus('');
+    return true;
   }
 
   send(data) {
@@ -249,8 +310,9 @@ export class TerminalPanel {
   }
 
   ended(p) {
-    const how = p.signal != null ? `killed by signal ${p.signal}` : `exit ${p.code ?? '?'}`;
-    this.term?.write(`\r\n\x1b[2m[shell ended: ${how}; New starts another]\x1b[0m\r\n`);
+    // A hub tells no code when the machine stopped answering (its own line said why).
+    const how = p.signal != null ? `: killed by signal ${p.signal}` : p.code != null ? `: exit ${p.code}` : '';
+    this.term?.write(`\r\n\x1b[2m[shell ended${how}; New starts another]\x1b[0m\r\n`);
     // Still remembered: a reload shows what it printed; New closes it and starts another.
     this.attached = false;
     this.showStatus('ended');

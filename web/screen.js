@@ -43,7 +43,8 @@ export class ScreenSide {
       this.revision += 1;
       this.sent = false;
     }
-    if (!this.sent && this.app.gateway?.connId) {
+    // A hub's page reports to no gateway (its gateway is a machine's terminal: docs/hub.md §4).
+    if (!this.sent && !this.app.hub && this.app.gateway?.connId) {
       this.sent = true;
       this.app.gateway.request('ui.layout.report', layoutReport(this.app.layout, this.revision)).catch(() => {
         this.sent = false;

@@ -11,11 +11,19 @@ In headless Chromium with its own profile:
 3. The session of machine 2 opened; a prompt sent from the hub's page (the shell agent asks
    first); its approval answered from the hub's page; the command's output streams into the
    transcript.
+3b. The operator terminal on machine 2 from the hub's page (docs/hub.md §4): the connection
+   badge goes live (the page uses beta's gateway on the hub, GET /machine/beta/gateway); the
+   panel opened on beta's session says it runs on beta; a command typed there runs in beta's
+   project and its computed output is drawn; after a reload the tab attaches to the same
+   terminal, its scrollback replayed, and typing goes on; the panel docked right: the shell's
+   rows follow (`stty size`); machine 1 picked in the panel runs a
+   shell there (its project), and machine 2 picked again shows machine 2's terminal again.
 4. A restarted machine: a long command started and approved on machine 2 (meanwhile a prompt
    typed on the page waits in machine 2's queue, shown above the composer, and is cancelled
    from the page, through the hub's queue routes), machine 2 killed
    (SIGKILL) mid-turn and started again on its data directory: without a reload the page shows
-   the turn ended, interrupted by the restart (the machine's new boot, docs/hub.md §4).
+   the turn ended, interrupted by the restart (the machine's new boot, docs/hub.md §4); beta's
+   terminal ends on the page with the hub's line.
 5. Shared ui.commands (machine 1 runs with --share-ui-commands): a command sent through the
    hub's POST /machine/alpha/screen/command comes back on GET /ui-command and the page applies
    it as a gateway's: refused while the pane it would move shows machine 2's session, applied
@@ -43,7 +51,9 @@ import urllib.request
 
 from selenium.webdriver.common.by import By
 from selenium.webdriver.common.keys import Keys
+from selenium.webdriver.support.ui import Select
 
+from terminal_browser import Page as TerminalPage
 from axtest import Backend, browser, check, click_when_found, close_browser, run_checks, stop_process, wait_for
 
 
@@ -230,6 +240,71 @@ def run(binary, nats, mock):
                  "the command ran on beta and its output streamed into the hub's transcript", timeout=30)
         check(len(alpha.api("GET", f"/session/{on_alpha}/message")) == 0, "alpha's session got nothing")
 
+        # 3b. Beta's terminal from the hub's page.
+        connection = driver.find_element(By.CSS_SELECTOR, '[data-testid="connection"]')
+        wait_for(lambda: connection.get_attribute("data-state") == "live",
+                 "the connection badge is live (the hub's gateway for the terminal, the events)", timeout=20)
+        title = connection.get_attribute("title")
+        check(re.match(r"Terminal gateway \((alpha|beta)\): connected", title), f"its title names the machine whose gateway is used: {title!r}")
+        term = TerminalPage(driver)
+        driver.find_element(By.ID, "toggle-terminal").click()
+        wait_for(lambda: term.testid("terminal-panel").is_displayed(), "the terminal panel opens")
+        wait_for(lambda: "on beta" in term.testid("terminal-place").text, "it says the terminal runs on beta (the shown session's machine)")
+        check(term.testid("terminal-machine").get_attribute("value") == "beta", "and its machine picker shows beta")
+        wait_for(lambda: re.match(r"Terminal gateway \(beta\): connected", connection.get_attribute("title"))
+                 and connection.get_attribute("data-state") == "live", "the badge: beta's gateway, live")
+        wait_for(lambda: term.testid("terminal-kill").is_enabled(), "a shell opened on beta and attached", timeout=20)
+        wait_for(lambda: term.text().strip(), "the shell draws its prompt", timeout=20)
+        term.type("echo hub-term-$((6*7)) in-$(basename $(dirname $PWD))" + Keys.ENTER)
+        term.shows("hub-term-42 in-beta", "typed input reaches beta's shell through the hub, its computed output drawn")
+        term_key = "ax-code.terminal@beta"
+        terminal_id = driver.execute_script("return sessionStorage.getItem(arguments[0])", term_key)
+        check(terminal_id and terminal_id.startswith("term_"), f"the tab remembers beta's terminal: {terminal_id}")
+        driver.refresh()
+        wait_for(lambda: driver.find_elements(By.CSS_SELECTOR, '[data-testid="connection"][data-state="live"]'),
+                 "live again after the reload", timeout=20)
+        connection = driver.find_element(By.CSS_SELECTOR, '[data-testid="connection"]')
+        wait_for(lambda: term.testid("terminal-panel").is_displayed() and "on beta" in term.testid("terminal-place").text,
+                 "the terminal panel is open again, on beta", timeout=20)
+        term.shows("hub-term-42 in-beta", "the scrollback from before the reload is shown again")
+        wait_for(lambda: term.testid("terminal-kill").is_enabled(), "attached again", timeout=20)
+        check(driver.execute_script("return sessionStorage.getItem(arguments[0])", term_key) == terminal_id,
+              "the same terminal was attached again")
+        term.type("echo again-$((2+3))" + Keys.ENTER)
+        term.shows("again-5", "typing goes on after the reload")
+
+        def shell_size(marker):
+            """(rows, cols) the shell on the machine sees, asked with `stty size`."""
+            term.type(f"echo {marker}-$(stty size | tr ' ' x)" + Keys.ENTER)
+            found = wait_for(lambda: re.search(rf"{marker}-(\d+)x(\d+)", term.text()), f"the shell tells its size ({marker})", timeout=20)
+            return int(found.group(1)), int(found.group(2))
+        rows = len(term.rows())
+        check(shell_size("size")[0] == rows, f"the shell's rows are the panel's ({rows})")
+        # Docked right, the panel is taller: the resize reaches the machine's terminal.
+        term.testid("terminal-dock-toggle").click()
+        wait_for(lambda: len(term.rows()) > rows, "the panel docked right has more rows", timeout=20)
+        rows = len(term.rows())
+        # The resize was sent before the keys typed after it, and the hub keeps that order.
+        check(shell_size(f"size{rows}")[0] == rows, f"the shell's rows follow the resize ({rows})")
+        term.testid("terminal-dock-toggle").click()
+        wait_for(lambda: len(term.rows()) < rows, "docked at the bottom again", timeout=20)
+        # The panel's machine picker: alpha's own terminal, then beta's again.
+        Select(term.testid("terminal-machine")).select_by_value("alpha")
+        wait_for(lambda: "on alpha" in term.testid("terminal-place").text and term.testid("terminal-kill").is_enabled(),
+                 "alpha picked: the panel says so and a shell opened on alpha", timeout=20)
+        wait_for(lambda: re.match(r"Terminal gateway \(alpha\): connected", connection.get_attribute("title"))
+                 and connection.get_attribute("data-state") == "live", "the badge: alpha's gateway, live", timeout=20)
+        term.type("echo alpha-$((5*5)) in-$(basename $(dirname $PWD))" + Keys.ENTER)
+        term.shows("alpha-25 in-alpha", "typing runs on alpha, in its project")
+        check("hub-term-42" not in term.text(), "beta's terminal is not drawn there")
+        Select(term.testid("terminal-machine")).select_by_value("beta")
+        wait_for(lambda: "on beta" in term.testid("terminal-place").text and term.testid("terminal-kill").is_enabled(),
+                 "beta picked again: attached", timeout=20)
+        term.shows("again-5", "beta's terminal shown again, its scrollback replayed")
+        check("alpha-25" not in term.text(), "without alpha's output")
+        check(driver.execute_script("return sessionStorage.getItem(arguments[0])", term_key) == terminal_id,
+              "the same terminal of beta")
+
         # 4. A restarted machine: killed mid-turn, started again, the turn shown ended.
         wait_for(lambda: beta.api("GET", f"/session/{on_beta}")["status"] == "idle"
                  and not driver.find_elements(By.CSS_SELECTOR, '[data-testid="busy-spinner"]'),
@@ -257,6 +332,9 @@ def run(binary, nats, mock):
         wait_for(lambda: queue_texts(driver, on_beta) == [], "and gone from the page's queue", timeout=20)
         kill_hard(beta)
         beta = None
+        term.shows("the terminal on beta ended", "beta's terminal ends on the page with the hub's line")
+        wait_for(lambda: term.testid("terminal-status").text == "ended" and not term.testid("terminal-kill").is_enabled(),
+                 "the panel says it ended")
         beta = Backend(binary, os.path.join(root, "beta"), token=beta_token, extra_args=beta_args, extra_env=beta_env)
         wait_for(lambda: "interrupted by a restart" in transcript_text(driver)
                  and not driver.find_elements(By.CSS_SELECTOR, '[data-testid="busy-spinner"]'),

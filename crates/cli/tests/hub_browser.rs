@@ -2,7 +2,9 @@
 //! a real nats-server started here, two `ax-code serve --join` and one `ax-code hub` started by
 //! tests/python/control_ui_hub.py, which does the checking (sign-in with the hub's one-time
 //! code, both machines in the sidebar, a prompt and its approval on machine 2 from the hub's
-//! page, the output streaming; machine 2 SIGKILLed mid-turn and started again, the turn shown
+//! page, the output streaming; the operator terminal on machine 2 from the hub's page, through
+//! the hub's gateway, kept across a reload, machine 1's picked and machine 2's back, ended by
+//! the hub when machine 2 dies; machine 2 SIGKILLed mid-turn and started again, the turn shown
 //! ended without a reload; machine 1's shared `ui.command`s applied by the page under its
 //! rules; a new session on the machine picked with one of that machine's agents, renamed and
 //! deleted through the hub; machine 2 stopped and shown offline and read-only).

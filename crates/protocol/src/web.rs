@@ -64,6 +64,7 @@ pub const ASSETS: &[Asset] = &[
     asset!("gateway.js", JS),
     asset!("history.js", JS),
     asset!("hubapi.js", JS),
+    asset!("hubterm.js", JS),
     asset!("inbox.js", JS),
     asset!("layout.js", JS),
     asset!("listkey.js", JS),
