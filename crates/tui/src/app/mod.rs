@@ -16,8 +16,7 @@ use std::collections::HashSet;
 use std::time::{Duration, Instant};
 
 use ax_protocol::{
-    AgentInfo, Event, Permission, PermissionReply, PermissionState, Session, SessionId,
-    SessionStatus,
+    AgentInfo, Event, Permission, PermissionState, Session, SessionId, SessionStatus,
 };
 
 use ax_tuimcp::{Blockers, GuardInputs, Location};
@@ -29,6 +28,7 @@ use crate::layout::{COMPOSER_MAX_ROWS, Layout};
 use crate::transcript::Transcript;
 
 mod actions;
+mod approval;
 mod attention;
 mod completion;
 mod config_options;
@@ -162,13 +162,6 @@ pub struct Notice {
     /// When it was posted.
     pub at: Instant,
 }
-
-/// The approval dialog's three answers, in display order.
-pub const APPROVAL_CHOICES: [(PermissionReply, &str); 3] = [
-    (PermissionReply::Once, "Allow once"),
-    (PermissionReply::Always, "Always allow"),
-    (PermissionReply::Reject, "Reject"),
-];
 
 /// The TUIMCP bar's content while sharing.
 #[derive(Debug, Clone, PartialEq, Eq)]
