@@ -109,6 +109,10 @@ struct Cached {
     /// When NATS stored the last record (ms since the epoch, the NATS server's clock).
     seen_ms: u64,
     sessions: Option<Vec<Session>>,
+    /// The last live listing answer it sent that read as sessions (a copy, with its
+    /// sessions' slice): an answer equal to it byte for byte is known good without a second
+    /// read. Only a shortcut: the answer itself is always asked for.
+    checked: Option<(bytes::Bytes, bytes::Bytes)>,
 }
 
 pub(crate) struct Shared {
@@ -401,7 +405,7 @@ impl Shared {
             && let Ok(answer) = self
                 .request_bytes(&view.name, &Request::ListSessions {})
                 .await
-            && let Ok(Reply::Ok(sessions)) = checked_listing(&answer)
+            && let Some(sessions) = self.live_listing(&view.name, &answer)
         {
             return Listing {
                 machine: view.name,
@@ -417,6 +421,35 @@ impl Shared {
             machine: view.name,
             sessions: Listed::LastSeen(sessions),
         }
+    }
+}
+
+impl Shared {
+    /// The sessions of `machine`'s live listing `answer`, when it reads as sessions: known
+    /// good when it is byte for byte the last answer that did, else read
+    /// ([`checked_listing`]) and remembered.
+    fn live_listing(&self, machine: &MachineName, answer: &bytes::Bytes) -> Option<bytes::Bytes> {
+        let known = {
+            let machines = self.machines.read().unwrap_or_else(|p| p.into_inner());
+            machines
+                .get(machine)
+                .and_then(|c| c.checked.as_ref())
+                .filter(|(checked, _)| checked == answer)
+                .map(|(_, sessions)| sessions.clone())
+        };
+        if known.is_some() {
+            return known;
+        }
+        // A copy, so the cache holds this answer only, not the buffer NATS read it into.
+        let answer = bytes::Bytes::copy_from_slice(answer);
+        let Ok(Reply::Ok(sessions)) = checked_listing(&answer) else {
+            return None;
+        };
+        let mut machines = self.machines.write().unwrap_or_else(|p| p.into_inner());
+        if let Some(cached) = machines.get_mut(machine) {
+            cached.checked = Some((answer, sessions.clone()));
+        }
+        Some(sessions)
     }
 }
 
