@@ -258,30 +258,53 @@ async fn listing(nats: &NatsServer) {
         t0.elapsed().as_secs_f64()
     );
     let clients: Vec<Client> = machines.iter().map(|m| m.client.clone()).collect();
-    time_listings(nats, &clients, "in this process").await;
+    time_listings(nats, &clients, "in this process", false).await;
     for m in machines {
         drop(m);
     }
 }
 
 /// Times `GET /session` on a new hub over the machines `m0`… of `nats`, then the same
-/// listings asked of the backends (`clients`) straight, at once.
-async fn time_listings(nats: &NatsServer, clients: &[Client], machines_where: &str) {
+/// listings asked of the backends (`clients`) straight, at once. With `change`, a session
+/// of every machine is renamed before each listing (not timed), so no machine's answer is
+/// the one before (the hub reads every listing in full), and the straight listings are not
+/// timed again.
+async fn time_listings(nats: &NatsServer, clients: &[Client], machines_where: &str, change: bool) {
     let hub = start_hub(nats).await;
     let api = HubClient::new(hub.url());
     for i in 0..clients.len() {
         api.wait_machine(&format!("m{i}"), |v| v.online).await;
     }
+    let mut renamed = Vec::new();
+    for client in clients {
+        renamed.push(client.list_sessions().await.unwrap()[0].id.clone());
+    }
+    let machines_where = if change {
+        format!("{machines_where}, each machine's listing changed before each")
+    } else {
+        machines_where.to_owned()
+    };
     let mut ms = Vec::with_capacity(LISTINGS);
+    let mut cpu = Vec::with_capacity(LISTINGS);
     let mut bytes = 0;
     for i in 0..LISTINGS + 10 {
-        let t = Instant::now();
+        if change {
+            for (client, id) in clients.iter().zip(&renamed) {
+                client
+                    .rename_session(id, &format!("renamed {i}"))
+                    .await
+                    .unwrap();
+            }
+        }
+        let (t, on_cpu) = (Instant::now(), process_cpu_ns());
         let response = api.get("/session").await;
         assert_eq!(response.status(), 200);
         let body = response.bytes().await.unwrap();
         let took = t.elapsed().as_secs_f64() * 1e3;
+        let used = process_cpu_ns().saturating_sub(on_cpu) as f64 / 1e6;
         if i >= 10 {
             ms.push(took);
+            cpu.push(used);
         }
         bytes = body.len();
         let all: Vec<ax_hub::hub::MachineSessions> = serde_json::from_slice(&body).unwrap();
@@ -295,6 +318,13 @@ async fn time_listings(nats: &NatsServer, clients: &[Client], machines_where: &s
         ),
         ms,
     );
+    report(
+        "CPU time of this process (the hub, and the client reading the answer) per GET /session",
+        cpu,
+    );
+    if change {
+        return;
+    }
     // The same listings asked of the backends straight, at once: what the hub adds is the
     // difference.
     let mut direct = Vec::with_capacity(LISTINGS);
@@ -306,6 +336,19 @@ async fn time_listings(nats: &NatsServer, clients: &[Client], machines_where: &s
     }
     report("the 10 backends' GET /session straight, at once", direct);
     drop(hub);
+}
+
+/// CPU time of this process so far, all its threads (ns, from `/proc/self/task/*/schedstat`):
+/// unlike a wall-clock time, what another process's load barely changes.
+fn process_cpu_ns() -> u64 {
+    let Ok(tasks) = std::fs::read_dir("/proc/self/task") else {
+        return 0;
+    };
+    tasks
+        .flatten()
+        .filter_map(|t| std::fs::read_to_string(t.path().join("schedstat")).ok())
+        .filter_map(|s| s.split_whitespace().next()?.parse::<u64>().ok())
+        .sum()
 }
 
 /// Set in a child process of [`listing_processes`]: the machine's name (its NATS URL in
@@ -379,7 +422,8 @@ async fn listing_processes(nats: &NatsServer) {
          process of its own ({:.1} s to start them and create the sessions):",
         t0.elapsed().as_secs_f64()
     );
-    time_listings(nats, &clients, "in processes of their own").await;
+    time_listings(nats, &clients, "in processes of their own", false).await;
+    time_listings(nats, &clients, "in processes of their own", true).await;
     for mut child in children {
         drop(child.stdin.take());
         let _ = child.wait();

@@ -124,6 +124,10 @@ struct Cached {
     /// When NATS stored the last record (ms since the epoch, the NATS server's clock).
     seen_ms: u64,
     sessions: Option<Vec<Session>>,
+    /// The last live listing answer it sent that read as sessions (a copy, with its
+    /// sessions' slice): an answer equal to it byte for byte is known good without a second
+    /// read. Only a shortcut: the answer itself is always asked for.
+    checked: Option<(bytes::Bytes, bytes::Bytes)>,
 }
 
 pub(crate) struct Shared {
@@ -386,6 +390,16 @@ impl Shared {
         machine: &MachineName,
         request: &Request,
     ) -> Result<Reply<T>, ApiError> {
+        let answer = self.request_bytes(machine, request).await?;
+        decode::<Reply<T>>(&answer).map_err(|m| ApiError::new(502, "bad_reply", m))
+    }
+
+    /// The machine's answer to `request`, unparsed.
+    async fn request_bytes(
+        &self,
+        machine: &MachineName,
+        request: &Request,
+    ) -> Result<bytes::Bytes, ApiError> {
         let payload = serde_json::to_vec(request).map_err(|e| ApiError::internal(&e))?;
         let sent = tokio::time::timeout(
             self.timeout,
@@ -404,7 +418,7 @@ impl Shared {
             }
             Ok(Ok(msg)) => msg,
         };
-        decode::<Reply<T>>(&msg.payload).map_err(|m| ApiError::new(502, "bad_reply", m))
+        Ok(msg.payload)
     }
 
     async fn call(&self, machine: &str, request: Request) -> Response {
@@ -419,17 +433,18 @@ impl Shared {
         }
     }
 
-    async fn sessions_of(&self, view: MachineView) -> MachineSessions {
+    /// The machine's sessions: live when it is online and answers with a listing that reads
+    /// as sessions, else as last seen (the cache).
+    async fn sessions_of(&self, view: MachineView) -> Listing {
         if view.online
-            && let Ok(Reply::Ok(sessions)) = self
-                .request::<Vec<Session>>(&view.name, &Request::ListSessions {})
+            && let Ok(answer) = self
+                .request_bytes(&view.name, &Request::ListSessions {})
                 .await
+            && let Some(sessions) = self.live_listing(&view.name, &answer)
         {
-            return MachineSessions {
+            return Listing {
                 machine: view.name,
-                online: true,
-                last_seen: false,
-                sessions,
+                sessions: Listed::Live(sessions),
             };
         }
         let machines = self.machines.read().unwrap_or_else(|p| p.into_inner());
@@ -437,13 +452,134 @@ impl Shared {
             .get(&view.name)
             .and_then(|c| c.sessions.clone())
             .unwrap_or_default();
-        MachineSessions {
+        Listing {
             machine: view.name,
-            online: false,
-            last_seen: true,
-            sessions,
+            sessions: Listed::LastSeen(sessions),
         }
     }
+}
+
+impl Shared {
+    /// The sessions of `machine`'s live listing `answer`, when it reads as sessions: known
+    /// good when it is byte for byte the last answer that did, else read
+    /// ([`checked_listing`]) and remembered.
+    fn live_listing(&self, machine: &MachineName, answer: &bytes::Bytes) -> Option<bytes::Bytes> {
+        let known = {
+            let machines = self.machines.read().unwrap_or_else(|p| p.into_inner());
+            machines
+                .get(machine)
+                .and_then(|c| c.checked.as_ref())
+                .filter(|(checked, _)| checked == answer)
+                .map(|(_, sessions)| sessions.clone())
+        };
+        if known.is_some() {
+            return known;
+        }
+        // A copy, so the cache holds this answer only, not the buffer NATS read it into.
+        let answer = bytes::Bytes::copy_from_slice(answer);
+        let Ok(Reply::Ok(sessions)) = checked_listing(&answer) else {
+            return None;
+        };
+        let mut machines = self.machines.write().unwrap_or_else(|p| p.into_inner());
+        if let Some(cached) = machines.get_mut(machine) {
+            cached.checked = Some((answer, sessions.clone()));
+        }
+        Some(sessions)
+    }
+}
+
+/// One machine's sessions as `GET /session` and `GET /machine/{m}/session` write them: the
+/// JSON of [`MachineSessions`], a live listing passed on as the machine wrote it.
+struct Listing {
+    machine: MachineName,
+    sessions: Listed,
+}
+
+enum Listed {
+    /// The machine's answer (its `ok` array), checked to read as sessions; online.
+    Live(bytes::Bytes),
+    /// The sessions as last seen; offline.
+    LastSeen(Vec<Session>),
+}
+
+impl Listing {
+    /// Appends the [`MachineSessions`] JSON (same fields, same order) to `out`.
+    fn write(&self, out: &mut Vec<u8>) -> serde_json::Result<()> {
+        out.extend_from_slice(br#"{"machine":"#);
+        serde_json::to_writer(&mut *out, &self.machine)?;
+        match &self.sessions {
+            Listed::Live(sessions) => {
+                out.extend_from_slice(br#","online":true,"lastSeen":false,"sessions":"#);
+                out.extend_from_slice(sessions);
+            }
+            Listed::LastSeen(sessions) => {
+                out.extend_from_slice(br#","online":false,"lastSeen":true,"sessions":"#);
+                serde_json::to_writer(&mut *out, sessions)?;
+            }
+        }
+        out.push(b'}');
+        Ok(())
+    }
+
+    fn len_hint(&self) -> usize {
+        match &self.sessions {
+            Listed::Live(sessions) => sessions.len() + 128,
+            Listed::LastSeen(sessions) => sessions.len() * 256 + 128,
+        }
+    }
+}
+
+/// A machine's answer to `listSessions`, read as strictly as any reply (unknown fields
+/// refused, at most [`MAX_MESSAGE`]), its `ok` array checked to be sessions and kept as the
+/// bytes the machine sent (a slice of `answer`, no copy): the hub passes a listing on
+/// without writing 1,000 sessions again. An answer as the join writes it, `{"ok":[…]}`, is
+/// parsed once (the array as sessions); any other spelling takes the general way (the reply
+/// parsed, then its `ok` value as sessions).
+fn checked_listing(answer: &bytes::Bytes) -> Result<Reply<bytes::Bytes>, String> {
+    if answer.len() > MAX_MESSAGE {
+        // `decode` refuses it by its size alone, with the reason.
+        return Err(decode::<Reply>(answer).err().unwrap_or_default());
+    }
+    let listing = |raw: &[u8]| {
+        serde_json::from_slice::<Vec<Session>>(raw).map_err(|e| format!("bad listing: {e}"))
+    };
+    if let Some(raw) = answer
+        .strip_prefix(br#"{"ok":"#)
+        .and_then(|rest| rest.strip_suffix(b"}"))
+        && raw.first() == Some(&b'[')
+        && listing(raw).is_ok()
+    {
+        return Ok(Reply::Ok(answer.slice_ref(raw)));
+    }
+    let reply: Reply<&serde_json::value::RawValue> =
+        serde_json::from_slice(answer).map_err(|e| format!("bad message: {e}"))?;
+    match reply {
+        Reply::Ok(raw) => {
+            listing(raw.get().as_bytes())?;
+            Ok(Reply::Ok(answer.slice_ref(raw.get().as_bytes())))
+        }
+        Reply::Error(e) => Ok(Reply::Error(e)),
+    }
+}
+
+/// `listings` as one JSON array.
+fn listings_response(listings: &[Listing]) -> Response {
+    let mut body = Vec::with_capacity(listings.iter().map(Listing::len_hint).sum::<usize>() + 2);
+    body.push(b'[');
+    for (i, listing) in listings.iter().enumerate() {
+        if i > 0 {
+            body.push(b',');
+        }
+        if let Err(e) = listing.write(&mut body) {
+            return ApiError::internal(&e).into_response();
+        }
+    }
+    body.push(b']');
+    json_response(body)
+}
+
+fn json_response(body: Vec<u8>) -> Response {
+    ([(header::CONTENT_TYPE, "application/json")], body).into_response()
 }
 
 /// `{"error":{"code","message"}}` with a status, as the backend answers.
@@ -576,7 +712,7 @@ async fn all_sessions(State(shared): S) -> Response {
             Err(e) => return ApiError::internal(&e).into_response(),
         }
     }
-    Json(all).into_response()
+    listings_response(&all)
 }
 
 async fn machine_sessions(State(shared): S, Path(m): Path<String>) -> Response {
@@ -585,7 +721,14 @@ async fn machine_sessions(State(shared): S, Path(m): Path<String>) -> Response {
         machines.get(&name).and_then(|c| shared.view(&name, c))
     });
     match view {
-        Some(view) => Json(shared.sessions_of(view).await).into_response(),
+        Some(view) => {
+            let listing = shared.sessions_of(view).await;
+            let mut body = Vec::with_capacity(listing.len_hint());
+            match listing.write(&mut body) {
+                Ok(()) => json_response(body),
+                Err(e) => ApiError::internal(&e).into_response(),
+            }
+        }
         None => ApiError::new(404, "not_found", format!("no machine {m:?} joined")).into_response(),
     }
 }
@@ -744,4 +887,93 @@ async fn events(State(shared): S, headers: HeaderMap, Query(q): Query<EventQuery
     Sse::new(stream)
         .keep_alive(KeepAlive::new().text("heartbeat"))
         .into_response()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn session(n: u32) -> Session {
+        Session {
+            id: format!("ses_0123456789ab{n:014}").parse().unwrap(),
+            title: format!("t \"{n}\" é"),
+            created: 1,
+            updated: 2,
+            status: ax_protocol::SessionStatus::Idle,
+            agent: "shell".into(),
+            agent_state: None,
+            standing: Vec::new(),
+        }
+    }
+
+    fn listing_of(answer: &[u8]) -> Result<Reply<bytes::Bytes>, String> {
+        checked_listing(&bytes::Bytes::copy_from_slice(answer))
+    }
+
+    #[test]
+    fn a_listing_is_passed_on_as_sent_only_when_it_reads_as_sessions() {
+        let sessions = vec![session(1), session(2)];
+        let array = serde_json::to_string(&sessions).unwrap();
+        // As the join writes it, and spelled otherwise: the array as the machine sent it.
+        for answer in [
+            format!(r#"{{"ok":{array}}}"#),
+            format!(" {{ \"ok\" :\n{array} }} "),
+        ] {
+            match listing_of(answer.as_bytes()).unwrap() {
+                Reply::Ok(raw) => assert_eq!(&raw[..], array.as_bytes()),
+                Reply::Error(e) => panic!("{e:?}"),
+            }
+        }
+        assert!(matches!(
+            listing_of(br#"{"error":{"status":500,"code":"internal","message":"m"}}"#),
+            Ok(Reply::Error(e)) if e.code == "internal"
+        ));
+        let unknown = array.replacen(r#""title""#, r#""x":1,"title""#, 1);
+        for bad in [
+            format!(r#"{{"ok":{unknown}}}"#),
+            format!(r#"{{"ok":{array},"x":1}}"#),
+            format!(r#"{{"ok":{array}}}{{}}"#),
+            format!(r#"{{"ok":{array}]}}"#),
+            r#"{"ok":{}}"#.to_owned(),
+            r#"{"ok":[{}]}"#.to_owned(),
+            r#"{"ok":[1]}"#.to_owned(),
+            format!(r#"{{"ok":{}}}"#, array.replace("ses_", "xyz_")),
+        ] {
+            assert!(listing_of(bad.as_bytes()).is_err(), "{bad}");
+        }
+        let huge = format!(r#"{{"ok":[{}]}}"#, " ".repeat(MAX_MESSAGE));
+        assert!(listing_of(huge.as_bytes()).is_err());
+    }
+
+    #[test]
+    fn a_spliced_listing_is_the_json_of_machine_sessions() {
+        let machine = MachineName::new("m-1").unwrap();
+        let sessions = vec![session(1), session(2)];
+        let array = serde_json::to_vec(&sessions).unwrap();
+        let listings = [
+            Listing {
+                machine: machine.clone(),
+                sessions: Listed::Live(array.into()),
+            },
+            Listing {
+                machine: machine.clone(),
+                sessions: Listed::LastSeen(sessions.clone()),
+            },
+        ];
+        let mut written = Vec::new();
+        for listing in &listings {
+            written.push(Vec::new());
+            listing.write(written.last_mut().unwrap()).unwrap();
+        }
+        let expected = |online: bool| MachineSessions {
+            machine: machine.clone(),
+            online,
+            last_seen: !online,
+            sessions: sessions.clone(),
+        };
+        assert_eq!(written[0], serde_json::to_vec(&expected(true)).unwrap());
+        assert_eq!(written[1], serde_json::to_vec(&expected(false)).unwrap());
+        let parsed: MachineSessions = serde_json::from_slice(&written[0]).unwrap();
+        assert_eq!(parsed, expected(true));
+    }
 }

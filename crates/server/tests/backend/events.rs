@@ -164,3 +164,109 @@ async fn the_client_resumes_a_dropped_stream_without_losing_events() {
         "{resumed}"
     );
 }
+
+/// docs/backend.md §1, §3: a backend started on the store a crashed one left (a run of a
+/// process that is gone, its command's output stored) tells what its recovery ended as the
+/// process's first events: a fresh client reading from the start (`Last-Event-ID: 0`) gets
+/// them as a turn's end tells it, a client asking for nothing old gets only what follows,
+/// and an ID of another process is still a reset.
+#[tokio::test]
+async fn a_restart_after_a_crash_tells_the_cut_turn_from_the_process_start() {
+    use ax_protocol::{Message, MessageId, Part, Role, Session, SessionStatus, Stream};
+    use ax_server::store;
+    let (project, data) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    // The run's owner: a backend process that is gone.
+    let mut dead = std::process::Command::new("true").spawn().unwrap();
+    let dead_pid = dead.id();
+    dead.wait().unwrap();
+    let id: SessionId = "ses_0123456789abABCDEFGHIJKLMN".parse().unwrap();
+    let reply: MessageId = "msg_0123456789abABCDEFGHIJKLMA".parse().unwrap();
+    let directory = std::fs::canonicalize(project.path())
+        .unwrap()
+        .to_string_lossy()
+        .into_owned();
+    let cut = store::Store::open(data.path()).unwrap();
+    cut.write_blocking(|c| {
+        let p = store::project_id(c, &directory)?;
+        store::insert_session(
+            c,
+            p,
+            &Session {
+                id: id.clone(),
+                title: "cut".into(),
+                created: 1,
+                updated: 1,
+                status: SessionStatus::Busy,
+                agent: "shell".into(),
+                agent_state: None,
+                standing: Vec::new(),
+            },
+        )?;
+        store::insert_message(
+            c,
+            &Message {
+                id: reply.clone(),
+                session_id: id.clone(),
+                role: Role::Assistant,
+                created: 1,
+                ended: None,
+                deltas: 0,
+                parts: vec![Part::Output {
+                    stream: Stream::Stdout,
+                    text: "started\n".into(),
+                }],
+            },
+        )?;
+        store::begin_run(c, id.as_str(), &reply, 1, (dead_pid, Some(1)))
+    })
+    .unwrap();
+    drop(cut);
+
+    let (project_dir, data_dir) = (project.path().to_owned(), data.path().to_owned());
+    let b = Backend::start_with(|c| {
+        c.project_dir = project_dir;
+        c.data_dir = data_dir;
+    })
+    .await;
+    let mut from_start = b.client.events(Some(0));
+    let mut told = Vec::new();
+    for _ in 0..4 {
+        told.push(within(from_start.next()).await.unwrap().unwrap().event);
+    }
+    let stored = b.client.messages(&id).await.unwrap().remove(0);
+    assert_eq!(stored.parts.last(), Some(&Part::Interrupted));
+    assert_eq!(
+        told,
+        vec![
+            Event::MessagePart {
+                session_id: id.clone(),
+                message_id: reply.clone(),
+                index: 1,
+                part: Part::Interrupted,
+            },
+            Event::MessageEnded {
+                session_id: id.clone(),
+                message_id: reply.clone(),
+                ended: stored.ended.expect("the end is stored"),
+            },
+            Event::SessionUpdated {
+                session: b.client.get_session(&id).await.unwrap(),
+            },
+            Event::SessionStatus {
+                session_id: id.clone(),
+                status: SessionStatus::Idle,
+            },
+        ]
+    );
+    // A client that asks for nothing old starts with what follows.
+    let mut live = b.events().await;
+    let next = b.session().await;
+    let first = within(live.next()).await.unwrap().unwrap();
+    assert_eq!(created(&first.event), Some(next));
+    // An ID from before this process cannot be replayed.
+    let mut stale = b.client.events(Some(1));
+    assert_eq!(
+        within(stale.next()).await.unwrap().unwrap().event,
+        Event::Reset
+    );
+}
