@@ -5,30 +5,30 @@
 //! stdin/stdout. This crate owns:
 //!
 //! - [`config`]: the named agents (built-in presets and the user's `config.toml`);
-//! - [`client`]: one agent process, its connection and session: handshake, turns as typed
-//!   deltas ([`ax_protocol::turn`]), permissions parked until the person answers, cancel with
+//! - [`runtime`]: one agent process, its connection and session: handshake, turns as typed
+//!   deltas ([`ax_protocol::turn`]), permission requests handed to the turn as handles answered once, cancel with
 //!   a watchdog, stop, crash handling and reopening;
 //! - [`fs`]: the agent's file requests, confined to the project;
 //! - [`guard`]: the trace every served write and terminal leaves, and which writes ask first;
-//! - [`terminal`]: the agent's terminals, behind the [`terminal::Terminals`] trait;
+//! - [`agent_terminal`]: the agent's terminals, behind the [`agent_terminal::Terminals`] trait;
 //! - [`process`]: spawning with an allowlisted environment, bounded output;
 //! - [`shell`]: the built-in `shell` agent, an ACP agent served inside the process over the
 //!   in-memory transport ([`AgentHandle::start_in_memory`]).
 
-pub mod client;
+pub mod agent_terminal;
 pub mod config;
 pub mod fs;
 pub mod guard;
 mod map;
 pub mod process;
+pub mod runtime;
 pub mod shell;
-pub mod terminal;
 
 pub use agent_client_protocol::v1::schema;
-pub use client::{
+pub use config::{AgentEntry, AgentKind, AgentSpec, AgentsConfig, ConfigError};
+pub use map::pick as pick_option;
+pub use runtime::{
     AcpEvent, AgentHandle, AgentInfo, AgentOffers, AnswerError, Mode, Modes, PermissionResponder,
     PromptError, ReplayItem, Restored, SessionError, SessionInfo, StartError, StartOptions,
     StoredHistory,
 };
-pub use config::{AgentEntry, AgentKind, AgentSpec, AgentsConfig, ConfigError};
-pub use map::pick as pick_option;

@@ -56,8 +56,8 @@ use tokio::{io::AsyncWriteExt, sync::mpsc};
 use tokio_util::sync::CancellationToken;
 
 use crate::{
-    client::{AcpEvent, AgentHandle, StartError, StartOptions},
     process,
+    runtime::{AcpEvent, AgentHandle, StartError, StartOptions},
 };
 
 /// The agent's name (and the session agent that is served by it).
@@ -83,7 +83,7 @@ pub struct ShellConfig {
 impl Default for ShellConfig {
     fn default() -> Self {
         ShellConfig {
-            output_limit: crate::terminal::DEFAULT_OUTPUT_LIMIT,
+            output_limit: crate::agent_terminal::DEFAULT_OUTPUT_LIMIT,
         }
     }
 }

@@ -50,7 +50,7 @@ pub fn gateway(app: &Shared) -> Result<Gateway, store::StoreError> {
             token: app.token.clone(),
             server_version: app.version.clone(),
             sessions: std::sync::Arc::new(directory),
-            terminal: Some(std::sync::Arc::new(crate::terminal::Terminal {
+            terminal: Some(std::sync::Arc::new(crate::operator_terminal::Terminal {
                 project_dir: app.project_dir.clone(),
                 store: app.store.clone(),
                 shutdown: app.shutdown.clone(),

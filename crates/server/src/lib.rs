@@ -86,6 +86,7 @@ mod ids;
 pub mod kept;
 mod listen;
 mod markdown;
+mod operator_terminal;
 pub mod project;
 mod queue;
 mod queue_api;
@@ -97,7 +98,6 @@ mod signin;
 mod sse;
 mod state;
 pub mod store;
-mod terminal;
 mod turn;
 mod turn_error;
 

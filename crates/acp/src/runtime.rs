@@ -55,10 +55,10 @@ use tokio::{
 use tokio_util::sync::CancellationToken;
 
 use crate::{
+    agent_terminal::{LocalTerminals, TerminalSpec, Terminals},
     config::AgentSpec,
     fs, guard, map,
     process::{self, STDERR_TAIL_BYTES, Tail},
-    terminal::{LocalTerminals, TerminalSpec, Terminals},
 };
 
 /// The protocol version we speak.
@@ -1338,7 +1338,7 @@ fn terminal_cwd(project: &Path, cwd: Option<&Path>) -> Result<PathBuf, acp::Erro
 /// Where a terminal's live output goes: into the running turn, as deltas on the tool call
 /// that shows the terminal. Refused (offered again later) while no tool call shows it; not
 /// sent outside a turn or during a replay.
-fn terminal_sink(shared: &Arc<Shared>) -> crate::terminal::TerminalSink {
+fn terminal_sink(shared: &Arc<Shared>) -> crate::agent_terminal::TerminalSink {
     let shared = Arc::downgrade(shared);
     Arc::new(move |event| {
         let Some(shared) = shared.upgrade() else {
@@ -1346,7 +1346,7 @@ fn terminal_sink(shared: &Arc<Shared>) -> crate::terminal::TerminalSink {
         };
         let mut st = shared.lock();
         let (id, delta) = match event {
-            crate::terminal::TerminalEvent::Output {
+            crate::agent_terminal::TerminalEvent::Output {
                 terminal_id,
                 text,
                 dropped_bytes,
@@ -1358,7 +1358,7 @@ fn terminal_sink(shared: &Arc<Shared>) -> crate::terminal::TerminalSink {
                     dropped_bytes,
                 },
             ),
-            crate::terminal::TerminalEvent::Exited { terminal_id, exit } => (
+            crate::agent_terminal::TerminalEvent::Exited { terminal_id, exit } => (
                 terminal_id.clone(),
                 TurnDelta::TerminalExited { terminal_id, exit },
             ),
@@ -1647,7 +1647,7 @@ fn handle_request(
     }
 }
 
-fn exit_status(e: crate::terminal::ExitInfo) -> schema::TerminalExitStatus {
+fn exit_status(e: crate::agent_terminal::ExitInfo) -> schema::TerminalExitStatus {
     schema::TerminalExitStatus::new()
         .exit_code(e.exit_code)
         .signal(e.signal)
