@@ -6,7 +6,8 @@
 // the browser tests only.
 
 import { Api } from './api.js';
-import { HubApi, foreignPane, hubCommandRefusal, isHub, newSessionMachines } from './hubapi.js';
+import { HubApi, foreignPane, isHub, newSessionMachines } from './hubapi.js';
+import { UiLinks, answerMachineCommand } from './hubui.js';
 import { AgentCommands } from './commands.js';
 import { Attachments } from './attachments.js';
 import { placeConfigPickers } from './config.js';
@@ -213,12 +214,47 @@ class ControlUi {
     this.notProven = notProven;
     // A hub's page makes its gateway when it knows which machine's (useTerminalMachine).
     this.gateway = hub ? null : this.makeGateway('/gateway', ['ui-commands']);
+    // Hub only: a Control UI connection to each online machine's gateway on the hub, where
+    // that machine's shared ui.commands come and are acknowledged (hubui.js, docs/hub.md §4).
+    this.uiLinks = hub ? new UiLinks((machine) => this.makeUiLink(machine)) : null;
   }
 
   /**
-   * The gateway client for `path`. A hub's machine gateway serves the terminal only: it is
-   * asked for no `ui.command`s (they come from the hub's `GET /ui-command`, docs/hub.md §4),
-   * and a client replaced by another machine's is no longer heard.
+   * Hub only: the page's Control UI connection (`ui-commands`) to `machine`'s gateway on the
+   * hub: its shared `ui.command`s are applied (`machineCommand`) and acknowledged there. The
+   * terminal keeps its own connection (no `ui-commands` cap), so no command comes twice.
+   */
+  makeUiLink(machine) {
+    const client = new GatewayClient({
+      token: this.token,
+      proof: this.proof,
+      path: machineGatewayPath(machine),
+      caps: ['ui-commands'],
+      onNotProven: this.notProven,
+      onCommand: (payload) => (this.uiLinks.current(machine, client)
+        ? this.machineCommand(machine, payload)
+        : { outcome: 'ignored', reason: 'the page no longer follows this machine' }),
+      onEvent: () => {},
+      onStatus: (state) => {
+        this.uiLinks.status(machine, client, state);
+        page.connection.dataset.uiLinks = this.uiLinks.connected().join(' ');
+        if (state === 'unauthorized' && this.uiLinks.current(machine, client)) signOut('The gateway refused the access token.');
+      },
+    });
+    return client;
+  }
+
+  /** Hub only: a UI connection to every online machine's gateway, none to the others. */
+  syncUiLinks() {
+    if (!this.hub || !this.started || this.stopped) return;
+    this.uiLinks.sync(this.api.machines ?? []);
+    page.connection.dataset.uiLinks = this.uiLinks.connected().join(' ');
+  }
+
+  /**
+   * The gateway client for `path`. A hub's machine gateway here serves the terminal only: it
+   * is asked for no `ui.command`s (they come on the page's UI connections, `makeUiLink`,
+   * docs/hub.md §4), and a client replaced by another machine's is no longer heard.
    */
   makeGateway(path, caps) {
     const client = new GatewayClient({
@@ -341,12 +377,12 @@ class ControlUi {
     // the first `live` lists once more (streamStatus), as after any reconnection.
     this.streamWasDown = true;
     this.api.follow((env) => this.onEnvelope(env), (s) => this.streamStatus(s), this.abort.signal);
-    // A hub's page uses one machine's gateway at a time, for its terminal (useTerminalMachine);
-    // the machines that share their agents' ui.commands send them on the hub's GET
-    // /ui-command (docs/hub.md §4).
+    // A hub's page uses one machine's gateway at a time for its terminal (useTerminalMachine),
+    // and every online machine's for that machine's shared ui.commands (syncUiLinks,
+    // docs/hub.md §4).
     if (!this.hub) this.gateway.start();
     else {
-      this.followUiCommands();
+      this.syncUiLinks();
       this.useTerminalMachine();
     }
     // Machines come and go: the sidebar's online/offline marks follow the hub's list.
@@ -361,6 +397,7 @@ class ControlUi {
     this.abort.abort();
     this.watch.stop();
     this.gateway?.stop();
+    this.uiLinks?.stopAll();
     // The panels live in the docks, outside what render() replaces.
     this.terminal.el.remove();
     this.browser.el.remove();
@@ -546,34 +583,33 @@ class ControlUi {
   }
 
   /**
-   * Hub only: the machines' shared `ui.command`s (`GET /ui-command`), each applied as the
-   * gateway's (`handleCommand`: the same reducer, revision and human-priority rules), limited
-   * to what shows that machine's sessions. Nothing is acknowledged: the hub relays no answer,
-   * so the machine's agent sees `no_answer` (docs/hub.md §4).
+   * Hub only: one shared `ui.command` of `machine`'s agent, come on the page's connection to
+   * that machine's gateway; the answer is its acknowledgement there. Applied as the gateway's
+   * (`handleCommand`: the same reducer, revision and human-priority rules), limited to what
+   * shows that machine's sessions (hubui.js `answerMachineCommand`, docs/hub.md §4).
    */
-  followUiCommands() {
-    const owner = (id) => this.api.sessionOwner(id);
-    this.api.followUiCommands((machine, payload) => {
-      const refused = hubCommandRefusal(payload, machine, owner, this.layout);
-      if (refused) {
-        this.toast(`Agent on ${machine}: ${describeCommand(payload.command)} — ignored (${refused})`);
-        return;
+  machineCommand(machine, payload) {
+    const toasts = this.toasts;
+    this.commandMachine = machine;
+    try {
+      const { ack, refused } = answerMachineCommand(machine, payload, {
+        owner: (id) => this.api.sessionOwner(id),
+        layout: this.layout,
+        revision: () => {
+          this.screen.report();
+          return this.screen.revision;
+        },
+        apply: (p) => this.handleCommand(p),
+      });
+      // A refusal the page has not told yet (its own, a stale revision, annotations with
+      // nothing to point at) is told here.
+      if (ack.outcome === 'ignored' && (refused || this.toasts === toasts)) {
+        this.toast(`Agent on ${machine}: ${describeCommand(payload?.command)} — ignored (${ack.reason})`);
       }
-      this.commandMachine = machine;
-      const toasts = this.toasts;
-      try {
-        const result = this.handleCommand(payload);
-        // No acknowledgement goes back: a refusal the page has not told yet (a stale
-        // revision, annotations with nothing to point at) is told here.
-        if (result.outcome === 'ignored' && this.toasts === toasts) {
-          this.toast(`Agent on ${machine}: ${describeCommand(payload.command)} — ignored (${result.reason})`);
-        }
-      } finally {
-        this.commandMachine = null;
-      }
-    }, (n) => this.toast(`${n} layout command(s) of agents were missed.`), (state) => {
-      page.connection.dataset.uiCommands = state;
-    }, this.abort.signal);
+      return ack;
+    } finally {
+      this.commandMachine = null;
+    }
   }
 
   handleLayoutCommand(payload) {
@@ -895,6 +931,7 @@ class ControlUi {
     } else {
       this.renderSidebar();
     }
+    this.syncUiLinks();
     this.useTerminalMachine();
   }
 

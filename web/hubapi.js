@@ -167,8 +167,9 @@ export function newSessionMachines(machines) {
 /**
  * One `GET /ui-command` message (server-sent event `ui.command`, data `{machine, command}`,
  * docs/hub.md §4) as `{ machine, payload }`, `payload` being the gateway's `ui.command` event
- * payload the page applies as a gateway's; `{ dropped: N }` for the hub's `dropped` event;
- * null for anything else.
+ * payload; `{ dropped: N }` for the hub's `dropped` event; null for anything else. The page
+ * itself takes the machines' commands from their gateways on the hub (hubui.js), where it can
+ * acknowledge them; this reads the route for a client that only watches.
  */
 export function hubUiCommand(msg) {
   let data;
@@ -362,18 +363,5 @@ export class HubApi extends Api {
       if (env) onEnvelope(env);
       if (env && this.boots.see(msg.machine, msg.boot)) this.onRestart([msg.machine]);
     }, onState, signal);
-  }
-
-  /**
-   * Follows `GET /ui-command` until `signal` aborts: `onCommand(machine, payload)` for each
-   * machine's shared `ui.command`, `onDropped(n)` when the page fell behind, `onState` the
-   * stream's health. Nothing is replayed after a reconnection (docs/hub.md §4).
-   */
-  followUiCommands(onCommand, onDropped, onState, signal) {
-    return this.stream('/ui-command', (msg) => {
-      const got = hubUiCommand(msg);
-      if (got?.dropped !== undefined) onDropped(got.dropped);
-      else if (got) onCommand(got.machine, got.payload);
-    }, onState, signal, { resume: false });
   }
 }

@@ -24,10 +24,15 @@ In headless Chromium with its own profile:
    (SIGKILL) mid-turn and started again on its data directory: without a reload the page shows
    the turn ended, interrupted by the restart (the machine's new boot, docs/hub.md §4); beta's
    terminal ends on the page with the hub's line.
-5. Shared ui.commands (machine 1 runs with --share-ui-commands): a command sent through the
-   hub's POST /machine/alpha/screen/command comes back on GET /ui-command and the page applies
-   it as a gateway's: refused while the pane it would move shows machine 2's session, applied
-   (a split) once the pane shows machine 1's; a stale expectedRevision refused.
+5. Shared ui.commands (machine 1 runs with --share-ui-commands): the page holds a Control UI
+   connection to each online machine's gateway on the hub (GET /machine/{m}/gateway, cap
+   ui-commands). An agent's waited command sent through the hub's POST
+   /machine/alpha/screen/command comes back on alpha's, and the page applies it as a
+   gateway's and acknowledges it there, so the waited answer lists the page's outcome:
+   `ignored` with the page's reason while the pane it would move shows machine 2's session,
+   `applied` with the page's revision (a split) once the pane shows machine 1's; a stale
+   expectedRevision `ignored` with its reason and the current revision, and that revision
+   expected: `applied`.
 6. New session with a machine picker (both online), then an agent picker with the chosen
    machine's own agents (GET /machine/beta/agent: beta's `mock` offered): made on the machine
    chosen with the agent chosen; its agent's text rendered as Markdown (the hub's POST
@@ -344,30 +349,46 @@ def run(binary, nats, mock):
         check(rows_after(driver, "beta") == [on_beta], "beta's session listed once")
 
         # 5. Shared ui.commands from alpha's agents, applied by the hub's page.
-        wait_for(lambda: driver.find_element(By.CSS_SELECTOR, '[data-testid="connection"]').get_attribute("data-ui-commands") == "live",
-                 "the page follows the hub's ui.command stream", timeout=20)
+        wait_for(lambda: "alpha" in (driver.find_element(By.CSS_SELECTOR, '[data-testid="connection"]').get_attribute("data-ui-links") or "").split(),
+                 "the page holds a Control UI connection to alpha's gateway on the hub", timeout=20)
 
         def send_command(params):
-            """Through the hub to alpha's gateway; again until alpha's relay (its one UI) is there."""
+            """An agent's waited command, through the hub to alpha's gateway (again while alpha's
+            relay, its one UI, is not there yet); the page's acknowledgement, as the agent sees it."""
             def sent():
-                status, answer = hub.request("POST", "/machine/alpha/screen/command", params)
+                status, answer = hub.request("POST", "/machine/alpha/screen/command", dict(params, wait=True))
                 return status == 200 and answer.get("delivered", 0) >= 1 and answer
-            return wait_for(sent, f"alpha's gateway took {params['command']} and delivered it", timeout=20)
+            answer = wait_for(sent, f"alpha's gateway took {params['command']} and delivered it", timeout=20)
+            outcomes = answer.get("outcomes") or []
+            check(len(outcomes) == 1, f"one outcome, the relay's, which is the hub page's answer: {answer}")
+            return outcomes[0]
 
         check(pane_sessions(driver) == [on_beta], "one pane, showing beta's session")
-        send_command({"command": {"kind": "split", "direction": "right", "sessionKey": on_alpha}})
+        refused = send_command({"command": {"kind": "split", "direction": "right", "sessionKey": on_alpha}})
+        check(refused.get("outcome") == "ignored" and "shows a session of beta" in refused.get("reason", "")
+              and isinstance(refused.get("revision"), int),
+              f"the agent is told the page refused the split that would move beta's pane, why, and its revision: {refused}")
         wait_for(lambda: "Agent on alpha: split right — ignored" in toast(driver) and "shows a session of beta" in toast(driver),
                  "a split that would move the pane showing beta's session is refused, said so", timeout=20)
         check(pane_sessions(driver) == [on_beta], "the layout is as it was")
         click_when_found(driver, f'[data-testid="session-item"][data-session="{on_alpha}"]', "alpha's session opened")
         wait_for(lambda: pane_sessions(driver) == [on_alpha], "the pane shows alpha's session")
         time.sleep(1.7)  # the person's click in the pane: human priority holds it 1.5 s
-        send_command({"command": {"kind": "split", "direction": "right", "sessionKey": on_alpha}})
+        applied = send_command({"command": {"kind": "split", "direction": "right", "sessionKey": on_alpha}})
+        check(applied.get("outcome") == "applied" and isinstance(applied.get("revision"), int) and "reason" not in applied,
+              f"the agent is told the page applied the split, with the page's revision: {applied}")
+        check(applied["revision"] > refused["revision"], f"a revision after the one refused ({refused['revision']} -> {applied['revision']})")
         wait_for(lambda: pane_sessions(driver) == [on_alpha, on_alpha], "alpha's agent's split applied on the hub's page", timeout=20)
         wait_for(lambda: "Agent on alpha: split right" in toast(driver) and "ignored" not in toast(driver), "and told")
-        send_command({"command": {"kind": "sidebar", "visible": False}, "expectedRevision": 99999})
+        stale = send_command({"command": {"kind": "sidebar", "visible": False}, "expectedRevision": 99999})
+        check(stale.get("outcome") == "ignored" and "stale revision" in stale.get("reason", "") and stale.get("revision") == applied["revision"],
+              f"a command on a stale revision comes back ignored, why, and the page's revision: {stale}")
         wait_for(lambda: "stale revision" in toast(driver), "a command on a stale revision is refused", timeout=20)
         check(driver.find_element(By.CSS_SELECTOR, "#sidebar").is_displayed(), "the sidebar still shows")
+        current = send_command({"command": {"kind": "sidebar", "visible": True}, "expectedRevision": stale["revision"]})
+        check(current.get("outcome") == "applied", f"the page's revision expected: applied ({current})")
+        check(driver.find_element(By.CSS_SELECTOR, "#sidebar").is_displayed(), "the sidebar shows")
+        check(pane_sessions(driver) == [on_alpha, on_alpha], "each command applied once: two panes")
 
         # 6. A new session: the machine picked, then one of its agents; renamed and deleted
         # through the hub.

@@ -6,7 +6,8 @@
 //! the hub's gateway, kept across a reload, machine 1's picked and machine 2's back, ended by
 //! the hub when machine 2 dies; machine 2 SIGKILLed mid-turn and started again, the turn shown
 //! ended without a reload; machine 1's shared `ui.command`s applied by the page under its
-//! rules; a new session on the machine picked with one of that machine's agents, renamed and
+//! rules, from its Control UI connection to machine 1's gateway on the hub, and acknowledged
+//! there: the waiting agent gets the page's outcome; a new session on the machine picked with one of that machine's agents, renamed and
 //! deleted through the hub; machine 2 stopped and shown offline and read-only).
 //!
 //! This test binary is also the mock ACP agent machine 2's config names: started with

@@ -65,6 +65,7 @@ pub const ASSETS: &[Asset] = &[
     asset!("history.js", JS),
     asset!("hubapi.js", JS),
     asset!("hubterm.js", JS),
+    asset!("hubui.js", JS),
     asset!("inbox.js", JS),
     asset!("layout.js", JS),
     asset!("listkey.js", JS),
