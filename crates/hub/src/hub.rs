@@ -289,6 +289,13 @@ pub async fn start(config: HubConfig) -> Result<RunningHub, HubError> {
     let cache = tokio::spawn(follow_state(shared.clone()));
     let app = router(shared);
     let server = tokio::spawn(async move {
+        // Events are small writes that must leave at once, not wait behind Nagle's algorithm
+        // for the page's delayed acknowledgement (as the backend's listener, `listen.rs`).
+        let listener = axum::serve::ListenerExt::tap_io(listener, |tcp| {
+            if let Err(e) = tcp.set_nodelay(true) {
+                tracing::debug!(error = %e, "hub: cannot set TCP_NODELAY");
+            }
+        });
         if let Err(e) = axum::serve(listener, app).await {
             tracing::error!(error = %e, "hub: the HTTP server stopped");
         }

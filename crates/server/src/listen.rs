@@ -432,6 +432,12 @@ async fn accept_loop(
                 continue;
             }
         };
+        // Events and answers are small writes that must leave at once: with Nagle's algorithm
+        // a write waits while the one before is unacknowledged, and a client that delays its
+        // acknowledgements holds every live event back (docs/PERFORMANCE-hub.md).
+        if let Err(e) = stream.set_nodelay(true) {
+            tracing::debug!(%e, "cannot set TCP_NODELAY");
+        }
         if let Some(since) = exhausted_since.take() {
             tracing::info!(
                 ms = since.elapsed().as_millis() as u64,
