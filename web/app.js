@@ -202,6 +202,8 @@ class ControlUi {
     this.images = new Map();
     this.dirty = new Set();
     this.reloadAt = new Map();
+    /** For each resync under way, the events that came since it asked (see `resync`). */
+    this.listing = new Set();
     // Hub only: the machine whose gateway (and terminal) this tab uses, and whether the person
     // chose it in the panel (else it follows the session shown: hubterm.js `terminalMachine`).
     this.termPlace = hub ? readRemembered(sessionStorage.getItem(HUB_TERMINAL_KEY)) : null;
@@ -409,8 +411,16 @@ class ControlUi {
   }
 
   async resync() {
-    const [sessions, permissions] = await Promise.all([this.api.listSessions(), this.api.permissions()]);
-    this.state = listed(this.state, sessions, permissions);
+    // The events that come while the lists are asked for go on top of them (sessions.js
+    // `listed`): the lists may predate them.
+    const since = [];
+    this.listing.add(since);
+    try {
+      const [sessions, permissions] = await Promise.all([this.api.listSessions(), this.api.permissions()]);
+      this.state = listed(this.state, sessions, permissions, since);
+    } finally {
+      this.listing.delete(since);
+    }
     this.render();
   }
 
@@ -439,6 +449,7 @@ class ControlUi {
   onEnvelope(env) {
     const e = env?.event ?? env;
     if (!e || typeof e.type !== 'string') return;
+    for (const since of this.listing) since.push(e);
     this.watch.observe(e);
     if (e.type === 'queue.updated') {
       // The queues are queue.js's (QueueBook), not the session store's.

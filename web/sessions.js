@@ -28,15 +28,23 @@ export function pendingFor(state, sessionId) {
 /**
  * The backend's lists (GET /session, GET /permission): they replace what the store held;
  * every transcript is loaded again when shown. Sessions known missing stay so.
+ *
+ * `since`: the events that arrived while the lists were asked for, in stream order. The
+ * lists may have been made before any of them (the answer and the events come on different
+ * connections), so they are applied again on top: a session created meanwhile is not lost
+ * to a list that predates it, and one deleted meanwhile does not come back. An event the
+ * lists already hold changes nothing or is overtaken by a later one, as on the live stream.
  */
-export function listed(state, sessions, permissions) {
-  return {
+export function listed(state, sessions, permissions, since = []) {
+  let next = {
     ...state,
     sessions: new Map(sessions.map((s) => [s.id, s])),
     permissions: new Map(permissions.map((p) => [p.id, p])),
     messages: new Map(),
     seqs: new Map(),
   };
+  for (const e of since) next = applyEvent(next, e).state;
+  return next;
 }
 
 /** One session as the backend answered it: replaced in place, or first in the list if new. */

@@ -49,6 +49,28 @@ test('the empty store holds nothing; pendingFor lists only pending permissions o
   assert.deepEqual(pendingFor(l, 'ses_none'), []);
 });
 
+test('events that came while the lists were asked for are applied on top of lists that predate them', () => {
+  const C = 'ses_c';
+  // The lists were made before C was created, B deleted, A went busy and p2 was asked; the
+  // events arrived before the lists' answer.
+  const since = [
+    { type: 'session.created', session: session(C) },
+    { type: 'session.deleted', sessionId: B },
+    { type: 'session.status', sessionId: A, status: 'busy' },
+    { type: 'permission.asked', permission: permission('p2', A) },
+  ];
+  const l = listed(emptyState(), [session(A), session(B)], [permission('p1', A)], since);
+  assert.deepEqual([...l.sessions.keys()].sort(), [A, C]);
+  assert.equal(l.sessions.get(A).status, 'busy');
+  assert.ok(l.missing.has(B));
+  assert.deepEqual(pendingFor(l, A).map((p) => p.id).sort(), ['p1', 'p2']);
+  // Lists made after the same events hold them already: applying them again changes nothing.
+  const after = listed(emptyState(), [session(C), session(A, { status: 'busy' })], [permission('p1', A), permission('p2', A)], since);
+  assert.deepEqual([...after.sessions.keys()].sort(), [A, C]);
+  assert.equal(after.sessions.get(A).status, 'busy');
+  assert.deepEqual(pendingFor(after, A).map((p) => p.id).sort(), ['p1', 'p2']);
+});
+
 test('listing again replaces sessions and permissions and drops every loaded transcript', () => {
   let s = loaded();
   s = loadFailed(s, 'ses_gone', true);
