@@ -155,13 +155,13 @@ async fn a_hub_uis_acknowledgement_reaches_the_agent_under_the_users() {
     use support::{
         HUB_TOKEN,
         terminal::hub_gateway,
-        ui::{ack, agent, control_ui, next_command, share, until_one_ui},
+        ui::{ack, agent, control_ui, next_command, until_one_ui},
     };
     let nats = server();
     let hub = start_hub_as(&nats, creds("hub", "pw-hub-secret")).await;
     let api = HubClient::new(hub.url());
     let mut alpha = Machine::start_as(&nats, "alpha", creds("alpha", "pw-alpha-secret")).await;
-    share(&mut alpha, &nats).await;
+    alpha.rejoin(|c| c.share_ui_commands = true).await;
     api.wait_machine("alpha", |m| m.online).await;
     // The shared command reaches the hub's UI of alpha, and its answer goes back as the
     // hub's request, which alpha's user answers: no other subject is needed.

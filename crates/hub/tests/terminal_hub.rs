@@ -11,7 +11,6 @@ use std::time::Duration;
 
 use ax_gateway::{Method, TERMINAL_MAX_INPUT};
 use ax_hub::{
-    join::JoinConfig,
     terminal::{TerminalAction, TerminalId, TerminalOpened, TerminalOutput},
     testing::NatsServer,
     wire::{Reply, Request},
@@ -19,26 +18,10 @@ use ax_hub::{
 use futures_util::StreamExt;
 use serde_json::json;
 use support::{
-    HEARTBEAT, HUB_TOKEN, HubClient, Machine, start_hub,
+    HUB_TOKEN, HubClient, Machine, start_hub,
     terminal::{Operator, eventually, hub_gateway, number_between, process_gone},
     within,
 };
-
-/// The machine joined again (same backend) with a terminal lease of `lease`.
-async fn rejoin_with_lease(machine: &mut Machine, nats: &NatsServer, lease: Duration) {
-    drop(machine.join.take());
-    let server = machine.server.as_ref().unwrap();
-    let mut config = JoinConfig::new(
-        nats.url(),
-        machine.name.clone(),
-        server.url(),
-        server.token().clone(),
-        machine.project_dir(),
-    );
-    config.heartbeat = HEARTBEAT;
-    config.terminal_lease = lease;
-    machine.join = Some(ax_hub::join::start(config).await.unwrap());
-}
 
 fn project_of(machine: &Machine) -> String {
     std::fs::canonicalize(machine.project.path())
@@ -207,7 +190,8 @@ async fn a_killed_machine_ends_its_terminal_on_the_hub() {
     let hub = start_hub(&nats).await;
     let api = HubClient::new(hub.url());
     let mut two = Machine::start(&nats, "two").await;
-    rejoin_with_lease(&mut two, &nats, Duration::from_millis(1500)).await;
+    two.rejoin(|c| c.terminal_lease = Duration::from_millis(1500))
+        .await;
     api.wait_machine("two", |m| m.online).await;
 
     let mut op = Operator::hub(&hub, "two").await;
@@ -245,7 +229,7 @@ async fn a_terminal_whose_hub_stops_renewing_is_closed_on_the_machine() {
     let _hub = start_hub(&nats).await;
     let mut two = Machine::start(&nats, "two").await;
     let lease = Duration::from_millis(1200);
-    rejoin_with_lease(&mut two, &nats, lease).await;
+    two.rejoin(|c| c.terminal_lease = lease).await;
 
     let raw = async_nats::connect(nats.url()).await.unwrap();
     let id = TerminalId::new("tleasetest").unwrap();

@@ -16,7 +16,7 @@ use serde_json::json;
 use support::{
     HUB_TOKEN, HubClient, Machine, start_hub,
     terminal::hub_gateway,
-    ui::{ack, agent, control_ui, next_command, share, until_one_ui},
+    ui::{ack, agent, control_ui, next_command, until_one_ui},
     within,
 };
 use tokio::sync::broadcast;
@@ -28,8 +28,8 @@ async fn a_hub_uis_acknowledgement_reaches_the_waiting_agent_on_its_machine_only
     let api = HubClient::new(hub.url());
     let mut one = Machine::start(&nats, "one").await;
     let mut two = Machine::start(&nats, "two").await;
-    share(&mut one, &nats).await;
-    share(&mut two, &nats).await;
+    one.rejoin(|c| c.share_ui_commands = true).await;
+    two.rejoin(|c| c.share_ui_commands = true).await;
     api.wait_machine("one", |m| m.online).await;
     api.wait_machine("two", |m| m.online).await;
 

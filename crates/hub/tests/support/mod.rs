@@ -99,6 +99,17 @@ impl Machine {
     }
 
     async fn join(&mut self) {
+        self.join_with(|_| {}).await;
+    }
+
+    /// Joins again (the same backend), with `tweak` applied to the join's config: a test's
+    /// sharing of `ui.command`s, a shorter terminal lease.
+    pub async fn rejoin(&mut self, tweak: impl FnOnce(&mut JoinConfig)) {
+        drop(self.join.take());
+        self.join_with(tweak).await;
+    }
+
+    async fn join_with(&mut self, tweak: impl FnOnce(&mut JoinConfig)) {
         let server = self.server.as_ref().expect("a running backend");
         let mut config = JoinConfig::new(
             self.nats_url.clone(),
@@ -109,6 +120,7 @@ impl Machine {
         );
         config.heartbeat = HEARTBEAT;
         config.credentials = self.credentials.clone();
+        tweak(&mut config);
         self.join = Some(ax_hub::join::start(config).await.expect("the join starts"));
     }
 

@@ -2,28 +2,11 @@
 //! gateway's own client (docs/hub.md §3, §4).
 
 use ax_gateway::{ClientMode, ConnectOptions, EventFrame, GatewayClient, Method, Scope};
-use ax_hub::{join::JoinConfig, testing::NatsServer};
+
 use serde_json::{Value, json};
 use tokio::sync::broadcast;
 
-use super::{HEARTBEAT, Machine, within};
-
-/// The machine joined again (same backend) with its `ui.command`s shared.
-pub async fn share(machine: &mut Machine, nats: &NatsServer) {
-    drop(machine.join.take());
-    let server = machine.server.as_ref().unwrap();
-    let mut config = JoinConfig::new(
-        nats.url(),
-        machine.name.clone(),
-        server.url(),
-        server.token().clone(),
-        machine.project_dir(),
-    );
-    config.heartbeat = HEARTBEAT;
-    config.credentials = machine.credentials.clone();
-    config.share_ui_commands = true;
-    machine.join = Some(ax_hub::join::start(config).await.unwrap());
-}
+use super::{Machine, within};
 
 /// A Control UI (`ui`, cap `ui-commands`) on the gateway at `url`.
 pub async fn control_ui(url: &str, token: &str) -> GatewayClient {
