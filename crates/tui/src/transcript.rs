@@ -13,7 +13,7 @@ use unicode_width::UnicodeWidthChar;
 
 use crate::ansi::{AnsiParser, Op};
 use crate::kind::{Kind, Tone};
-use crate::turn_view::{self, Fold, Row};
+use crate::turn_view::{self, Fold, Row, Terminals};
 
 /// Logical lines longer than this are continued on a new line.
 pub const MAX_LINE_CHARS: usize = 2048;
@@ -154,6 +154,8 @@ pub struct Transcript {
     uncertain: bool,
     /// The end line of turns seen ending here, by the message they follow (kept by reloads).
     turn_ends: HashMap<String, String>,
+    /// How tool calls' terminals show: as runs in a `shell` session.
+    terminals: Terminals,
 }
 
 impl Default for Transcript {
@@ -175,6 +177,16 @@ impl Transcript {
             focus: None,
             uncertain: false,
             turn_ends: HashMap::new(),
+            terminals: Terminals::InCard,
+        }
+    }
+
+    /// Shows tool calls' terminals as `terminals` says (a `shell` session's as runs); set
+    /// before messages are added (a reload keeps it).
+    pub fn set_terminals(&mut self, terminals: Terminals) {
+        if self.terminals != terminals {
+            self.terminals = terminals;
+            self.rerender_all();
         }
     }
 
@@ -185,6 +197,7 @@ impl Transcript {
         t.folds = old.folds.clone();
         t.focus = old.focus.clone();
         t.turn_ends = old.turn_ends.clone();
+        t.terminals = old.terminals;
         for m in messages {
             t.end_of_turn_line();
             t.add_message(m);
@@ -553,7 +566,13 @@ impl Transcript {
         }
         (
             0,
-            rows_to_lines(turn_view::render(part, fold, focused, wrap)),
+            rows_to_lines(turn_view::render_with(
+                part,
+                fold,
+                focused,
+                wrap,
+                self.terminals,
+            )),
         )
     }
 

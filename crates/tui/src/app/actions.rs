@@ -17,6 +17,8 @@ impl App {
         self.route = Route::Session(id.clone());
         self.transcript =
             Transcript::keeping_turn_ends(self.size.0.saturating_sub(2), &self.transcript);
+        let terminals = self.terminals_of_open();
+        self.transcript.set_terminals(terminals);
         self.scroll = 0;
         self.approval.clear_choice();
         // Opened again: what was left for later asks again.
@@ -375,6 +377,15 @@ impl App {
         {
             self.composer.remove_attachment(i);
             self.notify(NoticeKind::Error, format!("cannot attach {path}: {e}"));
+        }
+    }
+
+    /// How the open session's tool calls show their terminals: a `shell` session's command
+    /// is its turn, shown as a run (its output and exit, never folded).
+    pub(crate) fn terminals_of_open(&self) -> crate::turn_view::Terminals {
+        match self.open_session() {
+            Some(s) if s.agent == "shell" => crate::turn_view::Terminals::AsRun,
+            _ => crate::turn_view::Terminals::InCard,
         }
     }
 

@@ -129,6 +129,8 @@ impl App {
         }
         match result {
             Ok(messages) => {
+                let terminals = self.terminals_of_open();
+                self.transcript.set_terminals(terminals);
                 // A reload of the same session keeps what the person opened and focused.
                 self.transcript = Transcript::reloaded(
                     &messages,
