@@ -231,7 +231,10 @@ impl App {
     /// One event from the backend stream.
     pub fn on_event(&mut self, event: Event) {
         // Every session's message events, not only the open one's: a failure marks the list.
-        self.board.observe(&event);
+        let sessions = &self.sessions;
+        self.board.observe(&event, |id| {
+            sessions.iter().any(|s| &s.id == id && s.agent == "shell")
+        });
         match event {
             Event::Reset => self.resync(),
             Event::MessageCreated { .. }
