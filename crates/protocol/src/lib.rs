@@ -627,33 +627,24 @@ pub struct Permission {
 text_enum! {
     /// The person's answer to a permission request.
     pub enum PermissionReply {
-        /// Allow this one request.
+        /// The same as [`PermissionReply::AllowOnce`] (older clients send it).
         Once => "once",
-        /// Allow this one and every later one of the session.
+        /// The same as [`PermissionReply::AllowAlways`] (older clients send it).
         Always => "always",
-        /// Refuse it.
+        /// The same as [`PermissionReply::RejectOnce`] (older clients send it).
         Reject => "reject",
-        /// The agent's `allow_once` option (for the `shell` agent: `once`).
+        /// The agent's first `allow_once` option.
         AllowOnce => "allow_once",
-        /// The agent's `allow_always` option (for the `shell` agent: `always`).
+        /// The agent's first `allow_always` option.
         AllowAlways => "allow_always",
-        /// The agent's `reject_once` option (for the `shell` agent: `reject`).
+        /// The agent's first `reject_once` option.
         RejectOnce => "reject_once",
-        /// The agent's `reject_always` option (for the `shell` agent: `reject`).
+        /// The agent's first `reject_always` option.
         RejectAlways => "reject_always",
     }
 }
 
 impl PermissionReply {
-    /// The shell agent's reading: once, always or reject.
-    pub fn shell(self) -> PermissionReply {
-        match self {
-            PermissionReply::Once | PermissionReply::AllowOnce => PermissionReply::Once,
-            PermissionReply::Always | PermissionReply::AllowAlways => PermissionReply::Always,
-            _ => PermissionReply::Reject,
-        }
-    }
-
     /// The ACP option kind it asks for.
     pub fn kind(self) -> turn::PermissionKind {
         match self {

@@ -434,13 +434,12 @@ async fn revoke_standing(
     Path(id): Path<String>,
 ) -> ApiResult<Json<Session>> {
     let id = session_id(&id)?;
-    let session = find_session(&app, &id).await?;
+    find_session(&app, &id).await?;
     // Held until the answers are gone: a prompt arriving meanwhile gets a 409 instead of
     // starting a turn whose agent this revoke then stops.
     let _held = turn::hold_slot(&app, &id, HeldFor::Revoking)?;
-    if session.agent != ax_acp::config::SHELL {
-        crate::turn::acp::stop_agent(&app, &id).await;
-    }
+    // The `shell` agent too: it keeps an "always" for the rest of its session.
+    crate::turn::acp::stop_agent(&app, &id).await;
     let revoked = app
         .update_session(&id, move |c, project, sid| {
             store::revoke_standing(c, project, sid)

@@ -6,7 +6,7 @@
 //! source does; a request then fails with a 500 that says so.
 
 use ax_core::RandomError;
-use ax_protocol::{MessageId, PermissionId, QueuedId, SessionId};
+use ax_protocol::{MessageId, QueuedId, SessionId};
 
 use crate::turn_error::TurnError;
 
@@ -26,11 +26,6 @@ pub fn session_id() -> Result<SessionId, TurnError> {
 /// A fresh message ID.
 pub fn message_id() -> Result<MessageId, TurnError> {
     MessageId::mint().map_err(no_randomness)
-}
-
-/// A fresh permission ID.
-pub fn permission_id() -> Result<PermissionId, TurnError> {
-    PermissionId::mint().map_err(no_randomness)
 }
 
 /// A fresh queued-prompt ID.
@@ -60,7 +55,6 @@ mod tests {
         sorted.sort();
         assert_eq!(sorted, ids);
         assert!(MessageId::is_valid(message_id().unwrap().as_str()));
-        assert!(PermissionId::is_valid(permission_id().unwrap().as_str()));
     }
 
     #[test]

@@ -101,7 +101,6 @@ pub mod store;
 mod turn;
 mod turn_error;
 
-pub use ax_agents::{Agent, AgentOutput, AgentRequest, RunEnd, ShellAgent};
 pub use ax_core::Secret;
 pub use ax_protocol::local::data_dir as default_data_dir;
 pub use listen::BindError;
@@ -133,8 +132,6 @@ pub struct ServerConfig {
     pub heartbeat: Duration,
     /// Request bounds.
     pub limits: Limits,
-    /// The `shell` agent's implementation.
-    pub agent: Arc<dyn Agent>,
     /// The named agents sessions can be created with (`POST /session {"agent"}`), and the
     /// default one. The presets alone unless the caller loads the user's config file.
     pub agents: ax_acp::AgentsConfig,
@@ -161,7 +158,6 @@ impl ServerConfig {
             event_ring: 4096,
             heartbeat: Duration::from_secs(10),
             limits: Limits::default(),
-            agent: Arc::new(ShellAgent),
             agents: ax_acp::AgentsConfig::builtin(),
             sign_in_ttl: Duration::from_secs(60),
             screen_exe: std::env::current_exe().ok(),
@@ -184,7 +180,6 @@ impl fmt::Debug for ServerConfig {
             .field("event_ring", &self.event_ring)
             .field("heartbeat", &self.heartbeat)
             .field("limits", &self.limits)
-            .field("agent", &self.agent.name())
             .field("agents", &self.agents)
             .field("sign_in_ttl", &self.sign_in_ttl)
             .finish()
@@ -493,7 +488,6 @@ pub async fn start(config: ServerConfig) -> Result<RunningServer, StartError> {
         project_id,
         project_dir: project_dir.clone(),
         bus: events::EventBus::new(config.event_ring),
-        agent: config.agent,
         agents: config.agents,
         agent_tag_scope,
         agent_slots: Default::default(),

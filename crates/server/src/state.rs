@@ -1,9 +1,8 @@
-//! What every handler shares: the store, the event bus, the agent, the active runs, and the
+//! What every handler shares: the store, the event bus, the active runs, and the
 //! exposure rules (credential, accepted Host names).
 
 use std::{path::PathBuf, sync::Arc, time::Duration};
 
-use ax_agents::Agent;
 use tokio_util::{sync::CancellationToken, task::TaskTracker};
 
 use crate::{
@@ -43,10 +42,12 @@ pub struct Limits {
     /// Open connections that have not carried the credential; the next one evicts the oldest
     /// idle one. Also capped at a quarter of the file-descriptor limit.
     pub unauthenticated_connections: usize,
-    /// How long an abort waits for the run to end before it says the run did not stop.
+    /// How long an abort waits for the turn to end before it says the turn did not stop.
+    /// Longer than [`Limits::agent_watchdog`], so an agent that ignores the abort is killed
+    /// within it.
     pub abort_wait: Duration,
-    /// After an abort, how long an ACP agent has to end its turn before its process group is
-    /// killed (an abort of an agent turn waits this long plus 5 s).
+    /// After an abort, how long an agent has to end its turn before its process group (or
+    /// the task of an agent served inside the backend) is killed.
     pub agent_watchdog: Duration,
     /// Most prompts waiting in one session's queue (docs/backend.md §3); one more is a 429.
     pub queue_len: usize,
@@ -68,7 +69,7 @@ impl Default for Limits {
             output_bytes_per_message: 1024 * 1024,
             header_read_timeout: Duration::from_secs(10),
             unauthenticated_connections: 256,
-            abort_wait: Duration::from_secs(15),
+            abort_wait: Duration::from_secs(20),
             agent_watchdog: Duration::from_secs(15),
             queue_len: 16,
             queued_prompt_bytes: 32 * 1024,
@@ -82,7 +83,6 @@ pub struct App {
     /// Canonical project directory.
     pub project_dir: PathBuf,
     pub bus: EventBus,
-    pub agent: Arc<dyn Agent>,
     /// The named agents sessions can be created with.
     pub agents: ax_acp::AgentsConfig,
     /// What every agent tag of this backend starts with: one value per data directory and

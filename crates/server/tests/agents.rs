@@ -90,6 +90,9 @@ fn main() {
         ("abort_while_busy_without_a_permission", || {
             Box::pin(abort_while_busy_without_a_permission())
         }),
+        ("abort_says_so_when_the_run_does_not_stop", || {
+            Box::pin(abort_says_so_when_the_run_does_not_stop())
+        }),
         ("a_gemini_replay_is_never_shown_as_new_work", || {
             Box::pin(a_gemini_replay_is_never_shown_as_new_work())
         }),
@@ -491,14 +494,19 @@ async fn agent_is_fixed_at_creation_and_checked() {
     })
     .await;
     let messages = b.client.messages(&default.id).await.unwrap();
-    assert!(
-        reply_of(&messages, &accepted.reply_id)
-            .parts
-            .contains(&Part::Exit {
-                code: Some(0),
-                signal: None
-            })
-    );
+    // Its command's call completed, its terminal showing the exit.
+    let ran = reply_of(&messages, &accepted.reply_id)
+        .parts
+        .iter()
+        .any(|p| {
+            matches!(p, Part::Turn(TurnPart::ToolCall(t))
+            if t.kind == turn::ToolKind::Execute
+                && t.status == turn::ToolStatus::Completed
+                && t.content.iter().any(|c| matches!(c,
+                    turn::ToolContent::Terminal { output, exit: Some(e), .. }
+                        if output == "hi\n" && e.exit_code == Some(0))))
+        });
+    assert!(ran, "{messages:?}");
     // Modes: switched on the running agent, strict.
     let id = b.mock_session().await;
     let accepted = b.client.prompt_text(&id, "mode").await.unwrap();
@@ -1200,6 +1208,77 @@ async fn a_crash_leaves_no_permission_pending() {
     assert_eq!(text_of(&live.parts), "again");
     b.restart().await;
     assert_eq!(b.client.messages(&id).await.unwrap().len(), 4);
+}
+
+/// An agent that ignores the abort: the abort says the turn has not ended when its wait is
+/// over (here shorter than the watchdog), deleting the session is refused while the turn goes
+/// on, and once the watchdog killed the agent the session is idle with nothing to abort.
+async fn abort_says_so_when_the_run_does_not_stop() {
+    let project = tempfile::tempdir().unwrap();
+    let data = tempfile::tempdir().unwrap();
+    let mut c = ServerConfig::new(project.path(), data.path());
+    c.register = false;
+    c.agents = config("");
+    c.limits.agent_watchdog = Duration::from_secs(3);
+    c.limits.abort_wait = Duration::from_millis(300);
+    let server = ax_server::start(c).await.expect("backend starts");
+    let client = Client::new(server.url(), server.token().expose()).unwrap();
+    let events = client.events(None);
+    within(async {
+        while !events.is_connected() {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    })
+    .await;
+    let mut events = events;
+    let id = client
+        .create_session_with(Some("t"), Some("mock"))
+        .await
+        .unwrap()
+        .id;
+    let accepted = client
+        .prompt_text(&id, "text waiting\nignore-cancel")
+        .await
+        .unwrap();
+    first_delta(&mut events, &accepted.reply_id).await;
+    let err = client.abort(&id).await.unwrap_err();
+    match &err {
+        ClientError::Api { status: 409, error } => {
+            assert!(error.message.contains("has not ended"), "{error:?}")
+        }
+        other => panic!("expected a 409, got {other:?}"),
+    }
+    // Deleting the session is refused too while its turn goes on: its rows stay.
+    let refused = client.delete_session(&id).await.unwrap_err();
+    assert!(
+        matches!(refused, ClientError::Api { status: 409, .. }),
+        "{refused:?}"
+    );
+    assert!(client.get_session(&id).await.is_ok());
+    // The watchdog kills the agent: the turn ends, stopped.
+    within(async {
+        loop {
+            let e = events.next().await.unwrap().unwrap();
+            if let Event::SessionStatus { session_id, status } = e.event
+                && session_id == id
+                && status == SessionStatus::Idle
+            {
+                break;
+            }
+        }
+    })
+    .await;
+    assert!(!client.abort(&id).await.unwrap().aborted);
+    let messages = client.messages(&id).await.unwrap();
+    let reply = reply_of(&messages, &accepted.reply_id);
+    assert!(reply.ended.is_some(), "the turn's end is stored: {reply:?}");
+    assert_eq!(
+        reply.parts,
+        [Part::Text {
+            text: "waiting".into()
+        }]
+    );
+    server.shutdown().await;
 }
 
 async fn abort_while_busy_without_a_permission() {

@@ -273,10 +273,7 @@ pub async fn send_now(
     }
     // The running turn's own control channel, taken under the gate: if that turn ends before
     // the abort reaches it, the abort finds its channel closed and no later turn is stopped.
-    let running = app
-        .runs
-        .turn(id)
-        .map(|(phase, control)| (control, phase == Phase::Agent));
+    let running = app.runs.turn(id).map(|(_, control)| control);
     let queue = match running {
         None => {
             send_first(app, id).await?;
@@ -288,8 +285,8 @@ pub async fn send_now(
         }
     };
     drop(state);
-    if let Some((control, agent)) = running {
-        turn::abort_run(app, id, control, agent).await?;
+    if let Some(control) = running {
+        turn::abort_run(app, id, control).await?;
     }
     Ok(queue)
 }

@@ -50,11 +50,19 @@ fn stale_after_cancel(slot: &AgentSlot, end: &TurnEnd, deltas: u64) -> bool {
         && matches!(end, TurnEnd::Completed { stop_reason } if stop_reason == "end_turn")
 }
 
-/// The spec of the session's agent, or why it cannot run.
-fn spec_of(app: &Shared, agent: &str) -> Result<AgentSpec, TurnError> {
+/// How a session's agent is started: an ACP agent's process, or the built-in `shell` agent
+/// served inside the backend (`ax_acp::shell`, docs/backend.md "One agent model").
+#[derive(Clone)]
+enum Launch {
+    Acp(AgentSpec),
+    Shell,
+}
+
+/// How the session's agent starts, or why it cannot run.
+fn spec_of(app: &Shared, agent: &str) -> Result<Launch, TurnError> {
     match app.agents.get(agent).map(|e| &e.kind) {
-        Some(AgentKind::Acp(spec)) => Ok(spec.clone()),
-        Some(AgentKind::Shell) => Err(TurnError::internal("the shell agent is not an ACP agent")),
+        Some(AgentKind::Acp(spec)) => Ok(Launch::Acp(spec.clone())),
+        Some(AgentKind::Shell) => Ok(Launch::Shell),
         None => Err(TurnError::not_now(format!(
             "this session's agent `{agent}` is not configured any more; add it back to the \
              config file or create a session with another agent"
@@ -62,7 +70,12 @@ fn spec_of(app: &Shared, agent: &str) -> Result<AgentSpec, TurnError> {
     }
 }
 
-/// Stores the prompt and the (empty) reply, takes the run slot and starts the turn.
+/// How long the start of a `shell` turn waits for the agent's question about its command, to
+/// answer the prompt with it (it comes at once: the agent is served inside the backend).
+const SHELL_ASKS_WITHIN: Duration = Duration::from_secs(5);
+
+/// Stores the prompt and the (empty) reply, takes the run slot and starts the turn. A `shell`
+/// session that does not allow always answers with the approval its agent asks for.
 pub async fn start(
     app: &Shared,
     id: SessionId,
@@ -70,8 +83,42 @@ pub async fn start(
     prompt: Prompt,
     client: Option<&str>,
 ) -> Result<PromptAccepted, TurnError> {
+    if session.status == SessionStatus::Pending && app.runs.phase(&id) == Some(Phase::Agent) {
+        // Said before the slot refuses it: the person has a question to answer first.
+        return Err(TurnError::not_now(format!(
+            "session {id} is waiting for approval of its previous prompt; reply to it or abort first"
+        )));
+    }
     let spec = spec_of(app, &session.agent)?;
+    let shell = matches!(spec, Launch::Shell);
     let checked = core::check_prompt(app, prompt)?;
+    if shell && !checked.images.is_empty() {
+        return Err(crate::attachments::images_not_supported(&session.agent));
+    }
+    // The names of the files given to a command, shown with its approval.
+    let shown: Vec<String> = if shell {
+        checked
+            .attachments
+            .iter()
+            .map(|a| a.shown.clone())
+            .collect()
+    } else {
+        Vec::new()
+    };
+    let asks = if shell {
+        let sid = id.to_string();
+        !app.store
+            .read(move |c| store::always_allowed(c, &sid))
+            .await?
+    } else {
+        false
+    };
+    let (first_asked, asked) = if asks {
+        let (tx, rx) = oneshot::channel();
+        (Some(tx), Some(rx))
+    } else {
+        (None, None)
+    };
     if !checked.images.is_empty() {
         // Refused at once, before anything is stored: the agent's capabilities decide, so an
         // agent that does not run yet is started first, as a mode change does (§3).
@@ -102,11 +149,10 @@ pub async fn start(
         ids: [user_id, reply_id],
         parts: checked.parts,
         images: stored_images,
-        permission: None,
         status: SessionStatus::Busy,
     };
     let app2 = app.clone();
-    core::launch(
+    let mut accepted = core::launch(
         app,
         &id,
         Phase::Agent,
@@ -122,11 +168,35 @@ pub async fn start(
                 interrupted: false,
                 ui,
                 usage: None,
+                shell: shell.then(|| ShellTurn {
+                    shown,
+                    first_asked,
+                    call: None,
+                }),
             };
             turn.drive(spec, content, inbox)
         },
     )
-    .await
+    .await?;
+    if let Some(asked) = asked {
+        // A turn that ends first drops the sender: answered without a permission then.
+        accepted.permission = tokio::time::timeout(SHELL_ASKS_WITHIN, asked)
+            .await
+            .ok()
+            .and_then(Result::ok);
+    }
+    Ok(accepted)
+}
+
+/// What a `shell` turn keeps besides an agent's turn.
+struct ShellTurn {
+    /// The files given to the command, as the person named them (shown with its approval).
+    shown: Vec<String>,
+    /// Told the agent's question once it is stored (the 202 of the prompt carries it).
+    first_asked: Option<oneshot::Sender<Permission>>,
+    /// The latest status of the command's `execute` call: the turn did its work only when
+    /// that call completed (the command exited 0).
+    call: Option<ax_protocol::turn::ToolStatus>,
 }
 
 /// One item of a stored-then-published burst.
@@ -136,6 +206,9 @@ enum Item {
     Answered(Permission),
     /// A standing "always" the person just gave, listed on the session (docs/agents.md §5).
     Standing(String),
+    /// The person allowed every command of this `shell` session: the stored flag the agent
+    /// is told when it opens the session again.
+    AlwaysAllowed,
 }
 
 /// A permission the agent (or ax-code, about a guarded write) asked in this turn.
@@ -161,6 +234,8 @@ struct Turn {
     ui: Option<String>,
     /// The agent's latest usage, not yet stored (docs/agents.md §4: a meter on the session).
     usage: Option<AgentUsage>,
+    /// Set for a `shell` session's turn.
+    shell: Option<ShellTurn>,
 }
 
 impl Turn {
@@ -233,7 +308,11 @@ impl Turn {
             id: permission.permission_id.clone(),
             session_id: self.session.clone(),
             command: permission.tool_call.title.clone(),
-            attachments: Vec::new(),
+            attachments: self
+                .shell
+                .as_ref()
+                .map(|s| s.shown.clone())
+                .unwrap_or_default(),
             state: PermissionState::Pending,
             created: ids::now_ms(),
             tool_call: Some(permission.tool_call.clone()),
@@ -250,6 +329,15 @@ impl Turn {
     /// is settled from its delta; one the person answered was settled when they did
     /// ([`Turn::answer`]), and its delta is only the transcript's.
     fn track(&mut self, delta: &TurnDelta, batch: &mut Vec<Item>) {
+        if let Some(shell) = self.shell.as_mut() {
+            match delta {
+                TurnDelta::ToolCallCreated { tool_call } => shell.call = Some(tool_call.status),
+                TurnDelta::ToolCallUpdated { fields, .. } if fields.status.is_some() => {
+                    shell.call = fields.status;
+                }
+                _ => {}
+            }
+        }
         if let TurnDelta::PermissionAnswered {
             permission_id,
             outcome,
@@ -305,6 +393,7 @@ impl Turn {
                     Item::Standing(title) => {
                         session = store::add_standing(&tx, project, sid, title, ids::now_ms())?;
                     }
+                    Item::AlwaysAllowed => store::set_always_allowed(&tx, sid)?,
                     Item::Delta(..) => {}
                 }
             }
@@ -338,7 +427,7 @@ impl Turn {
                         permission_id: p.id,
                         state: p.state,
                     },
-                    Item::Standing(_) => continue,
+                    Item::Standing(_) | Item::AlwaysAllowed => continue,
                 });
             }
             if let Some(session) = session {
@@ -407,7 +496,12 @@ impl Turn {
                 );
                 batch.push(Item::Answered(record.clone()));
                 if let Some(title) = standing_title(record) {
-                    batch.push(Item::Standing(title));
+                    if self.shell.is_some() {
+                        batch.push(Item::AlwaysAllowed);
+                        batch.push(Item::Standing(SHELL_STANDING.to_owned()));
+                    } else {
+                        batch.push(Item::Standing(title));
+                    }
                 }
                 Ok(record.clone())
             }
@@ -419,13 +513,13 @@ impl Turn {
     }
 
     /// Starts the agent (or reuses the running one) and opens its session.
-    async fn agent(&mut self, spec: &AgentSpec) -> Result<Arc<AgentSlot>, TurnEnd> {
+    async fn agent(&mut self, spec: &Launch) -> Result<Arc<AgentSlot>, TurnEnd> {
         open_agent(&self.app, &self.session, spec, Some(&self.reply_id)).await
     }
 
     async fn drive(
         mut self,
-        spec: AgentSpec,
+        spec: Launch,
         content: crate::attachments::PromptContent,
         mut inbox: Inbox,
     ) {
@@ -493,6 +587,17 @@ impl Turn {
         }
     }
 
+    /// A `shell` turn's start waits for the agent's question: told it once it is stored.
+    fn tell_asked(&mut self) {
+        if let Some(shell) = self.shell.as_mut()
+            && shell.first_asked.is_some()
+            && let Some(asked) = self.perms.values().next()
+            && let Some(tell) = shell.first_asked.take()
+        {
+            let _ = tell.send(asked.record.clone());
+        }
+    }
+
     /// Stops `slot`'s process and forgets it, so the next [`Turn::agent`] starts a new one
     /// and reopens the stored agent session. Waits for the process: two processes must never
     /// write the agent's own session record at once.
@@ -529,6 +634,7 @@ impl Turn {
                         }
                     }
                     self.flush(std::mem::take(batch)).await;
+                    self.tell_asked();
                     if let Some(end) = end {
                         return (end, true);
                     }
@@ -544,9 +650,6 @@ impl Turn {
                         // listed on the session.
                         self.flush(std::mem::take(batch)).await;
                         let _ = ack.send(answer);
-                    }
-                    Some(Control::Reply { ack, .. }) => {
-                        let _ = ack.send(Err(TurnError::not_now("this is an agent's turn")));
                     }
                     None => {}
                 },
@@ -589,6 +692,26 @@ impl Turn {
                 }
                 TurnEnd::Completed { .. } => TurnOutcome::Completed,
             }
+        };
+        // A command line did its work only when it exited 0; a rejected one is the person's
+        // refusal, not an abort.
+        let outcome = match &self.shell {
+            Some(shell) if matches!(outcome, TurnOutcome::Completed | TurnOutcome::Aborted) => {
+                let rejected = self
+                    .perms
+                    .values()
+                    .any(|p| p.record.state == PermissionState::Rejected);
+                if rejected && acks.is_empty() {
+                    TurnOutcome::Rejected
+                } else if outcome == TurnOutcome::Aborted {
+                    outcome
+                } else if shell.call == Some(ax_protocol::turn::ToolStatus::Completed) {
+                    TurnOutcome::Completed
+                } else {
+                    TurnOutcome::Failed
+                }
+            }
+            _ => outcome,
         };
         let mut auth = None;
         match end {
@@ -695,7 +818,7 @@ impl Turn {
 async fn open_agent(
     app: &Shared,
     session: &SessionId,
-    spec: &AgentSpec,
+    spec: &Launch,
     skip: Option<&MessageId>,
 ) -> Result<Arc<AgentSlot>, TurnEnd> {
     if let Some(slot) = app.agent_slots.alive(session) {
@@ -704,7 +827,27 @@ async fn open_agent(
     let mut options = StartOptions::new(&app.project_dir);
     options.watchdog = app.limits.agent_watchdog;
     options.tag = Some(agent_tag(&app.agent_tag_scope, session));
-    let (mut handle, events) = match AgentHandle::start(spec, options).await {
+    let started = match spec {
+        Launch::Acp(spec) => AgentHandle::start(spec, options).await,
+        Launch::Shell => {
+            // The session's "always" is ours: the agent is told it as it opens the session.
+            let sid = session.to_string();
+            let always = app
+                .store
+                .read(move |c| store::always_allowed(c, &sid))
+                .await
+                .unwrap_or_else(|e| {
+                    tracing::error!(error = %e, "reading the session's always-allow failed");
+                    false
+                });
+            options.session_meta = Some(ax_acp::shell::session_meta(always));
+            let config = ax_acp::shell::ShellConfig {
+                output_limit: app.limits.output_bytes_per_message as u64,
+            };
+            ax_acp::shell::start(options, config).await
+        }
+    };
+    let (mut handle, events) = match started {
         Ok(x) => x,
         Err(e) => {
             let tail = match &e {
@@ -909,6 +1052,9 @@ fn history_of<'a>(messages: impl Iterator<Item = &'a Message>) -> StoredHistory 
     history
 }
 
+/// The standing answer an "always" gives in a `shell` session.
+const SHELL_STANDING: &str = "run every command in this session without asking";
+
 /// What a standing "always" the person just gave an agent covers, in words; `None` if the
 /// answer was not one (rejected, or an option that is not `allow_always`).
 fn standing_title(answered: &Permission) -> Option<String> {
@@ -1091,9 +1237,4 @@ pub async fn stop_all(app: &Shared) {
     let slots = app.agent_slots.drain();
     let stops = slots.iter().map(|s| s.handle.stop());
     futures_util::future::join_all(stops).await;
-}
-
-/// How long an abort of an agent's turn may take: the watchdog plus a margin.
-pub fn abort_wait(app: &Shared) -> Duration {
-    app.limits.agent_watchdog + Duration::from_secs(5)
 }

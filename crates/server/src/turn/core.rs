@@ -1,4 +1,4 @@
-//! The one turn lifecycle of every agent, the `shell` agent's and an ACP agent's
+//! The one turn lifecycle of every agent
 //! (docs/backend.md §2): a prompt is checked ([`check_prompt`]), the session's run slot is
 //! taken and the prompt and the empty reply are stored and published ([`launch`]), and the
 //! turn's last write is followed by [`end_turn`]: the slot freed,
@@ -9,8 +9,8 @@ use ax_agents::{
     project::{self, Attachment},
 };
 use ax_protocol::{
-    Event, Message, MessageId, Part, Permission, Prompt, PromptAccepted, PromptPart, Role,
-    SessionId, SessionStatus,
+    Event, Message, MessageId, Part, Prompt, PromptAccepted, PromptPart, Role, SessionId,
+    SessionStatus,
 };
 use tokio::sync::oneshot;
 
@@ -138,17 +138,15 @@ pub fn hold_slot(app: &Shared, id: &SessionId, why: HeldFor) -> Result<HeldSlot,
 
 /// How a turn opens: the ids minted for the person's message and the reply (minted before the
 /// slot is taken, so a failure to mint leaves nothing to undo), the message's parts and
-/// images, the permission the turn waits on first (the `shell` run's approval), and the
-/// session's status while it runs.
+/// images, and the session's status while it runs.
 pub(crate) struct Opening {
     pub ids: [MessageId; 2],
     pub parts: Vec<Part>,
     pub images: Vec<(&'static str, Vec<u8>)>,
-    pub permission: Option<Permission>,
     pub status: SessionStatus,
 }
 
-/// The start of every turn, the `shell` agent's and an ACP agent's: takes the session's run
+/// The start of every turn: takes the session's run
 /// slot for `phase`, stores and publishes the opening ([`begin_turn`]) and spawns the turn's
 /// task, `turn(session, reply id, inbox)`. From the slot on, all of it runs in a task of its own, so a
 /// client that hangs up mid-request cannot leave the slot (and the session) stuck.
@@ -171,16 +169,14 @@ where
             ids,
             parts,
             images,
-            permission,
             status,
         } = opening;
-        let (user, reply) =
-            begin_turn(app, &id2, ids, parts, images, permission.as_ref(), status).await?;
+        let (user, reply) = begin_turn(app, &id2, ids, parts, images, status).await?;
         app.tasks.spawn(turn(id2, reply.id.clone(), inbox));
         Ok(PromptAccepted {
             message: user,
             reply_id: reply.id,
-            permission,
+            permission: None,
         })
     });
     match stages.await {
@@ -194,8 +190,7 @@ where
     }
 }
 
-/// Stores the person's message and the empty reply (with the pending `permission`, if
-/// any), begins the run in `status` and publishes all of it. The caller holds the session's
+/// Stores the person's message and the empty reply, begins the run in `status` and publishes all of it. The caller holds the session's
 /// run slot, which is freed here when storing fails.
 async fn begin_turn(
     app: &Shared,
@@ -203,7 +198,6 @@ async fn begin_turn(
     [user_id, reply_id]: [MessageId; 2],
     parts: Vec<Part>,
     images: Vec<(&'static str, Vec<u8>)>,
-    permission: Option<&Permission>,
     status: SessionStatus,
 ) -> Result<(Message, Message), TurnError> {
     let now = ids::now_ms();
@@ -227,7 +221,7 @@ async fn begin_turn(
     };
     let project = app.project_id;
     let stored = {
-        let (user, reply, permission) = (user.clone(), reply.clone(), permission.cloned());
+        let (user, reply) = (user.clone(), reply.clone());
         let (sid, id, bus) = (id.to_string(), id.clone(), app.bus.clone());
         app.store
             .write(move |c| {
@@ -237,9 +231,6 @@ async fn begin_turn(
                     store::insert_image(&tx, &user.id, index as u32, mime, data)?;
                 }
                 store::insert_message(&tx, &reply)?;
-                if let Some(p) = &permission {
-                    store::insert_permission(&tx, p)?;
-                }
                 store::begin_run(&tx, &sid, &reply.id, now, process::this_process())?;
                 let Some(session) = store::set_status(&tx, project, &sid, status, now)? else {
                     return Ok(false);
@@ -254,9 +245,6 @@ async fn begin_turn(
                     session_id: id,
                     status,
                 });
-                if let Some(permission) = permission {
-                    bus.publish(Event::PermissionAsked { permission });
-                }
                 Ok(true)
             })
             .await
@@ -334,7 +322,7 @@ pub(crate) async fn end_turn<F>(
     while let Ok(control) = inbox.try_recv() {
         match control {
             Control::Abort { ack } => acks.push(ack),
-            Control::Reply { ack, .. } | Control::AgentReply { ack, .. } => {
+            Control::AgentReply { ack, .. } => {
                 let _ = ack.send(Err(TurnError::not_now("the turn already ended")));
             }
         }

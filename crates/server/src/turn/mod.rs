@@ -4,15 +4,15 @@
 //! - [`slots`]: the session's run slot and agent slot registries (a leaf the app state holds);
 //! - [`core`]: the one lifecycle of a turn: check the prompt, take the slot, store and publish
 //!   its start, end it in one transaction, answer late controls, tell the queue;
-//! - [`shell`]: the built-in `shell` agent's run (approve, then run the command line);
-//! - [`acp`]: an ACP agent's turn (its process, events, permissions, modes).
+//! - [`acp`]: an agent's turn (its process, events, permissions, modes), the built-in
+//!   `shell` agent's included: it is an ACP agent served inside the backend
+//!   (`ax_acp::shell`, docs/backend.md "One agent model").
 //!
 //! Dependencies point one way: the API and the queue call these entry points, which call
-//! `shell` and `acp`, which call `core` and `slots`.
+//! `acp`, which calls `core` and `slots`.
 
 pub mod acp;
 pub mod core;
-mod shell;
 pub mod slots;
 
 use std::time::Duration;
@@ -38,11 +38,7 @@ pub async fn start(
         .get(&id)
         .await?
         .ok_or_else(|| TurnError::session_not_found(id.as_str()))?;
-    if session.agent == ax_acp::config::SHELL {
-        shell::start(app, id, prompt).await
-    } else {
-        acp::start(app, id, session, prompt, client).await
-    }
+    acp::start(app, id, session, prompt, client).await
 }
 
 /// Replies to the session's pending permission `pid`: sent to the turn that waits on it,
@@ -56,50 +52,19 @@ pub async fn reply(
     reply: PermissionReply,
     option_id: Option<String>,
 ) -> Result<Permission, TurnError> {
-    if let Some((phase, control)) = app.runs.turn(id) {
+    if let Some((Phase::Agent, control)) = app.runs.turn(id) {
         let (ack, answer) = oneshot::channel();
-        let sent = match phase {
-            Phase::Agent => control
-                .send(Control::AgentReply {
-                    permission_id: pid.clone(),
-                    reply,
-                    option_id,
-                    ack,
-                })
-                .is_ok(),
-            Phase::Pending { permission_id } if permission_id == *pid => {
-                if let Some(option) = option_id {
-                    // The shell agent offers no options: only the reply names its answer.
-                    return Err(TurnError::invalid(format!(
-                        "permission {pid} offers no options, so optionId {option:?} is not one \
-                         of them (answer with reply alone)"
-                    )));
-                }
-                control
-                    .send(Control::Reply {
-                        reply: reply.shell(),
-                        ack,
-                    })
-                    .is_ok()
-            }
-            Phase::Pending { .. } | Phase::Busy | Phase::Held(_) => false,
-        };
+        let sent = control
+            .send(Control::AgentReply {
+                permission_id: pid.clone(),
+                reply,
+                option_id,
+                ack,
+            })
+            .is_ok();
         if sent && let Ok(Ok(result)) = tokio::time::timeout(Duration::from_secs(10), answer).await
         {
-            let answered = result?;
-            // The shell run's "always" (an agent's turn lists its own as it stores the answer).
-            let shell_always = answered.state == ax_protocol::PermissionState::Approved
-                && answered.options.is_empty()
-                && reply.shell() == PermissionReply::Always;
-            if shell_always {
-                let title = "run every command in this session without asking".to_owned();
-                let granted = crate::ids::now_ms();
-                app.update_session(id, move |c, project, sid| {
-                    store::add_standing(c, project, sid, &title, granted)
-                })
-                .await?;
-            }
-            return Ok(answered);
+            return result;
         }
         // The turn ended meanwhile: answered from the store below.
     }
@@ -139,25 +104,20 @@ async fn not_pending(
 /// `Ok(false)` when nothing ran, an error when it did not end within
 /// [`crate::Limits::abort_wait`] (it was told to stop and may still be stopping).
 pub async fn abort(app: &Shared, id: &SessionId) -> Result<bool, TurnError> {
-    let Some((phase, control)) = app.runs.turn(id) else {
+    let Some((_, control)) = app.runs.turn(id) else {
         return Ok(false);
     };
-    abort_run(app, id, control, phase == Phase::Agent).await
+    abort_run(app, id, control).await
 }
 
-/// Stops the turn behind `control` (`agent`: an ACP agent's turn) and waits until it has
-/// ended, as [`abort`] does; a turn that already ended is `Ok(false)`.
+/// Stops the turn behind `control` and waits until it has ended, as [`abort`] does; a turn
+/// that already ended is `Ok(false)`.
 pub(crate) async fn abort_run(
     app: &Shared,
     id: &SessionId,
     control: mpsc::UnboundedSender<Control>,
-    agent: bool,
 ) -> Result<bool, TurnError> {
-    let wait = if agent {
-        acp::abort_wait(app)
-    } else {
-        app.limits.abort_wait
-    };
+    let wait = app.limits.abort_wait;
     let (ack, done) = oneshot::channel();
     if control.send(Control::Abort { ack }).is_err() {
         // The turn's task ended between the lookup and the send: nothing runs any more.

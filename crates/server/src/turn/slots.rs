@@ -18,12 +18,8 @@ use crate::turn_error::TurnError;
 /// What a session's run slot is taken for.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Phase {
-    /// A `shell` run waits for the person's approval of its command.
-    Pending { permission_id: PermissionId },
-    /// A `shell` run's command runs.
-    Busy,
-    /// An ACP agent's turn: busy while its `session/prompt` is outstanding; permissions are
-    /// answered through [`Control::AgentReply`].
+    /// An agent's turn (the `shell` agent's too): busy while its `session/prompt` is
+    /// outstanding; permissions are answered through [`Control::AgentReply`].
     Agent,
     /// No run: the slot is held (see [`super::hold_slot`]) while the session's standing
     /// answers are revoked, the session is deleted or its agent starts for a mode change, so
@@ -44,11 +40,6 @@ pub enum HeldFor {
 
 /// A message to a turn's task.
 pub enum Control {
-    /// The person answers a `shell` run's approval.
-    Reply {
-        reply: PermissionReply,
-        ack: oneshot::Sender<Result<Permission, TurnError>>,
-    },
     /// Stop the turn; `ack` is answered once it has ended.
     Abort { ack: oneshot::Sender<()> },
     /// The person answers one of an agent turn's pending permissions.
@@ -108,24 +99,11 @@ impl Runs {
             .filter(|r| !matches!(r.phase, Phase::Held(_)))
             .map(|r| (r.phase.clone(), r.control.clone()))
     }
-
-    /// Moves the session's turn to `phase` (a `shell` run that was approved).
-    pub fn set_phase(&self, id: &SessionId, phase: Phase) {
-        if let Some(run) = self.lock().get_mut(id) {
-            run.phase = phase;
-        }
-    }
 }
 
 /// Why a prompt cannot start while the slot is taken for `phase` (the 409's message).
 pub fn busy_message(id: &SessionId, phase: &Phase) -> String {
     match phase {
-        Phase::Pending { .. } => format!(
-            "session {id} is waiting for approval of its previous prompt; reply to it or abort first"
-        ),
-        Phase::Busy => {
-            format!("session {id} is busy running its previous prompt; wait or abort first")
-        }
         Phase::Agent => {
             format!("session {id} is busy with its agent's turn; wait or abort first")
         }

@@ -1,25 +1,21 @@
 use ax_protocol::{
     Event, Part, PermissionReply, PermissionState, Prompt, PromptPart, Role, SessionId,
-    SessionStatus, Stream,
+    SessionStatus,
+    turn::{self, PermissionKind, PermissionOutcome, TERMINAL_OUTPUT_KEPT, ToolStatus, TurnPart},
 };
 
-use crate::util::{Backend, eventually, last_reply, next_matching, process_gone, wait_status};
-
-fn stream_text(parts: &[Part], which: Stream) -> String {
-    parts
-        .iter()
-        .filter_map(|p| match p {
-            Part::Output { stream, text } if *stream == which => Some(text.as_str()),
-            _ => None,
-        })
-        .collect()
-}
+use crate::util::{
+    Backend, eventually, last_reply, next_matching, process_gone, shell_call, shell_exit,
+    shell_output, shell_permission, shell_said, shell_terminal, wait_status,
+};
 
 #[tokio::test]
 async fn once_runs_the_command_and_streams_output_in_order() {
     let b = Backend::start().await;
     let id = b.session().await;
     let mut events = b.events().await;
+    // Read from the start for the reply's deltas, while `events` waits for statuses.
+    let mut deltas = b.events().await;
     let command = "echo one; sleep 0.2; echo two >&2; sleep 0.2; seq 1 500; exit 7";
     let accepted = b.client.prompt_text(&id, command).await.unwrap();
     let permission = accepted.permission.expect("the shell agent asks first");
@@ -32,9 +28,11 @@ async fn once_runs_the_command_and_streams_output_in_order() {
     );
     let pending = b.client.permissions().await.unwrap();
     assert_eq!(pending, vec![permission.clone()]);
-    // Nothing ran yet.
+    // Nothing ran yet: the call waits for the answer and shows no terminal.
     let reply = last_reply(&b.client.messages(&id).await.unwrap()).clone();
-    assert!(reply.parts.is_empty());
+    assert_eq!(shell_call(&reply.parts).status, ToolStatus::Pending);
+    assert_eq!(shell_call(&reply.parts).title, command);
+    assert!(shell_terminal(&reply.parts).is_none(), "{:?}", reply.parts);
 
     let answered = b
         .client
@@ -42,58 +40,56 @@ async fn once_runs_the_command_and_streams_output_in_order() {
         .await
         .unwrap();
     assert_eq!(answered.state, PermissionState::Approved);
-    wait_status(&mut events, &id, SessionStatus::Busy).await;
 
-    // Collect the streamed parts until the run ends.
+    // Every delta of the reply, from its first, folded as it streamed, until the turn ends.
     let mut streamed = Vec::new();
+    let mut next_seq = 1;
+    let mut statuses = Vec::new();
     loop {
-        let e = next_matching(&mut events, |e| {
-            matches!(e, Event::MessagePart { .. } | Event::SessionStatus { .. })
+        let e = next_matching(&mut deltas, |e| {
+            matches!(e, Event::MessageDelta { .. } | Event::SessionStatus { .. })
         })
         .await;
         match e.event {
-            Event::MessagePart {
+            Event::MessageDelta {
                 message_id,
-                index,
-                part,
+                seq,
+                delta,
                 ..
             } => {
                 assert_eq!(message_id, accepted.reply_id);
-                assert_eq!(
-                    index as usize,
-                    streamed.len(),
-                    "parts arrive in index order"
-                );
-                streamed.push(part);
+                assert_eq!(seq, next_seq, "deltas arrive in seq order");
+                next_seq += 1;
+                turn::apply(&mut streamed, delta);
             }
             Event::SessionStatus { status, .. } => {
-                assert_eq!(status, SessionStatus::Idle);
-                break;
+                statuses.push(status);
+                if status == SessionStatus::Idle {
+                    break;
+                }
             }
             _ => unreachable!(),
         }
     }
-    let expected_stdout: String = std::iter::once("one\n".to_owned())
+    assert_eq!(
+        statuses,
+        [
+            SessionStatus::Busy,
+            SessionStatus::Pending,
+            SessionStatus::Busy,
+            SessionStatus::Idle
+        ]
+    );
+    let streamed: Vec<Part> = streamed.into_iter().map(Part::Turn).collect();
+    // stdout and stderr are one stream in a terminal, in the order they were written: one
+    // (stdout), then two (stderr), then the numbers.
+    let expected: String = ["one\n".to_owned(), "two\n".to_owned()]
+        .into_iter()
         .chain((1..=500).map(|i| format!("{i}\n")))
         .collect();
-    assert_eq!(stream_text(&streamed, Stream::Stdout), expected_stdout);
-    assert_eq!(stream_text(&streamed, Stream::Stderr), "two\n");
-    // Cross-stream order: one (stdout), then two (stderr), then the numbers.
-    let order: Vec<Stream> = streamed
-        .iter()
-        .filter_map(|p| match p {
-            Part::Output { stream, .. } => Some(*stream),
-            _ => None,
-        })
-        .collect();
-    assert_eq!(&order[..2], &[Stream::Stdout, Stream::Stderr]);
-    assert_eq!(
-        streamed.last(),
-        Some(&Part::Exit {
-            code: Some(7),
-            signal: None
-        })
-    );
+    assert_eq!(shell_output(&streamed), expected);
+    assert_eq!(shell_exit(&streamed), Some((Some(7), None)));
+    assert_eq!(shell_call(&streamed).status, ToolStatus::Failed);
 
     let messages = b.client.messages(&id).await.unwrap();
     assert_eq!(messages.len(), 2);
@@ -133,7 +129,16 @@ async fn reject_runs_nothing() {
     wait_status(&mut events, &id, SessionStatus::Idle).await;
     assert!(!marker.exists(), "a rejected command must not run");
     let messages = b.client.messages(&id).await.unwrap();
-    assert_eq!(last_reply(&messages).parts, vec![Part::Rejected]);
+    let parts = &last_reply(&messages).parts;
+    assert_eq!(shell_call(parts).status, ToolStatus::Failed);
+    assert!(shell_terminal(parts).is_none(), "nothing ran: {parts:?}");
+    assert!(matches!(
+        &shell_permission(parts).outcome,
+        PermissionOutcome::Selected {
+            kind: PermissionKind::RejectOnce,
+            ..
+        }
+    ));
     // A second reply to the same permission is a conflict.
     let again = b
         .client
@@ -160,18 +165,15 @@ async fn always_stops_asking() {
     assert!(second.permission.is_none(), "always means no new question");
     wait_status(&mut events, &id, SessionStatus::Idle).await;
     let messages = b.client.messages(&id).await.unwrap();
-    assert_eq!(
-        last_reply(&messages).parts,
-        vec![
-            Part::Output {
-                stream: Stream::Stdout,
-                text: "second\n".into()
-            },
-            Part::Exit {
-                code: Some(0),
-                signal: None
-            }
-        ]
+    let parts = &last_reply(&messages).parts;
+    assert_eq!(shell_output(parts), "second\n");
+    assert_eq!(shell_exit(parts), Some((Some(0), None)));
+    assert_eq!(shell_call(parts).status, ToolStatus::Completed);
+    assert!(
+        !parts
+            .iter()
+            .any(|p| matches!(p, Part::Turn(TurnPart::Permission(_)))),
+        "not asked: {parts:?}"
     );
     // Another session still asks.
     let other = b.session().await;
@@ -207,7 +209,10 @@ async fn a_standing_always_is_shown_and_revoked() {
     wait_status(&mut events, &id, SessionStatus::Idle).await;
     let shown = b.client.get_session(&id).await.unwrap();
     assert_eq!(shown.standing.len(), 1, "{shown:?}");
-    assert!(shown.standing[0].title.contains("every command"));
+    assert_eq!(
+        shown.standing[0].title,
+        "run every command in this session without asking"
+    );
     let listed = b.client.list_sessions().await.unwrap();
     assert_eq!(
         listed.iter().find(|s| s.id == id).unwrap().standing,
@@ -268,7 +273,9 @@ async fn abort_kills_the_command_and_its_children() {
     eventually("the child process is killed", || process_gone(child)).await;
     wait_status(&mut events, &id, SessionStatus::Idle).await;
     let messages = b.client.messages(&id).await.unwrap();
-    assert_eq!(last_reply(&messages).parts.last(), Some(&Part::Aborted));
+    let parts = &last_reply(&messages).parts;
+    assert_eq!(shell_call(parts).status, ToolStatus::Cancelled, "{parts:?}");
+    assert!(shell_output(parts).starts_with("started\n"), "{parts:?}");
     assert!(
         !b.client.abort(&id).await.unwrap().aborted,
         "nothing left to abort"
@@ -291,7 +298,13 @@ async fn abort_while_pending_cancels_the_question() {
     assert_eq!(late.status(), Some(409));
     assert!(!b.project_path().join("marker").exists());
     let messages = b.client.messages(&id).await.unwrap();
-    assert_eq!(last_reply(&messages).parts, vec![Part::Aborted]);
+    let parts = &last_reply(&messages).parts;
+    assert_eq!(shell_call(parts).status, ToolStatus::Cancelled, "{parts:?}");
+    assert_eq!(
+        shell_permission(parts).outcome,
+        PermissionOutcome::Cancelled
+    );
+    assert!(shell_terminal(parts).is_none(), "nothing ran: {parts:?}");
 }
 
 #[tokio::test]
@@ -351,21 +364,25 @@ async fn attachments_reach_the_command_as_paths() {
         .unwrap();
     wait_status(&mut events, &id, SessionStatus::Idle).await;
     let messages = b.client.messages(&id).await.unwrap();
-    let out = stream_text(&last_reply(&messages).parts, Stream::Stdout);
+    let out = shell_output(&last_reply(&messages).parts);
     assert_eq!(
         out.split_whitespace().collect::<Vec<_>>(),
         vec!["alpha", "1"]
     );
 }
 
+/// The command's terminal card keeps the end of a long output, the bytes dropped before it
+/// counted (every terminal card's bound, docs/backend.md "One agent model"); what the agent
+/// reads of it (`terminal/output`) is bounded by the output limit.
 #[tokio::test]
 async fn output_is_bounded_with_a_visible_marker() {
     let b = Backend::start_with(|c| c.limits.output_bytes_per_message = 1000).await;
     let id = b.session().await;
     let mut events = b.events().await;
+    let total = TERMINAL_OUTPUT_KEPT + 5000;
     let accepted = b
         .client
-        .prompt_text(&id, "head -c 5000 /dev/zero | tr '\\0' x")
+        .prompt_text(&id, &format!("head -c {total} /dev/zero | tr '\\0' x"))
         .await
         .unwrap();
     b.client
@@ -375,17 +392,18 @@ async fn output_is_bounded_with_a_visible_marker() {
     wait_status(&mut events, &id, SessionStatus::Idle).await;
     let messages = b.client.messages(&id).await.unwrap();
     let parts = &last_reply(&messages).parts;
-    assert_eq!(stream_text(parts, Stream::Stdout), "x".repeat(1000));
-    assert!(
-        parts.contains(&Part::Truncated {
-            dropped_bytes: 4000
-        }),
-        "{parts:?}"
+    let (output, dropped, _) = shell_terminal(parts).expect("a terminal");
+    assert_eq!(output, "x".repeat(TERMINAL_OUTPUT_KEPT));
+    assert_eq!(dropped, 5000, "{parts:?}");
+    assert_eq!(shell_exit(parts), Some((Some(0), None)));
+    let raw = shell_call(parts)
+        .raw_output
+        .clone()
+        .expect("the command's end");
+    assert_eq!(
+        raw["truncated"], true,
+        "the agent read the last 1000 bytes only"
     );
-    assert!(matches!(
-        parts.last(),
-        Some(Part::Exit { code: Some(0), .. })
-    ));
 }
 
 #[tokio::test]
@@ -423,8 +441,10 @@ fn seq_output(n: u32) -> String {
     (1..=n).map(|i| format!("{i}\n")).collect()
 }
 
+/// A long log keeps its end, what matters most for builds and tests, with the bytes dropped
+/// before it counted (the terminal card's bound, docs/backend.md "One agent model").
 #[tokio::test]
-async fn output_keeps_head_and_tail_with_a_marker_between() {
+async fn output_keeps_the_tail_with_the_dropped_bytes_counted() {
     let b = Backend::start_with(|c| c.limits.output_bytes_per_message = 1000).await;
     let id = b.session().await;
     let mut events = b.events().await;
@@ -437,31 +457,12 @@ async fn output_keeps_head_and_tail_with_a_marker_between() {
     let messages = b.client.messages(&id).await.unwrap();
     let parts = &last_reply(&messages).parts;
     let full = seq_output(20000);
-    let marker = parts
-        .iter()
-        .position(|p| matches!(p, Part::Truncated { .. }))
-        .expect("a truncation marker");
-    let head = stream_text(&parts[..marker], Stream::Stdout);
-    let tail = stream_text(&parts[marker..], Stream::Stdout);
-    // The start of a log and, what matters most for builds and tests, its end.
-    assert!(head.starts_with("1\n2\n3\n"), "{head:?}");
-    assert!(full.starts_with(&head));
+    let (tail, dropped, _) = shell_terminal(parts).expect("a terminal");
     assert!(tail.ends_with("19999\n20000\n"), "{tail:?}");
-    assert!(full.ends_with(&tail));
-    assert_eq!(head.len() + tail.len(), 1000);
-    assert_eq!(
-        parts[marker],
-        Part::Truncated {
-            dropped_bytes: (full.len() - 1000) as u64
-        }
-    );
-    assert_eq!(
-        parts.last(),
-        Some(&Part::Exit {
-            code: Some(0),
-            signal: None
-        })
-    );
+    assert!(full.ends_with(tail));
+    assert_eq!(tail.len(), TERMINAL_OUTPUT_KEPT);
+    assert_eq!(dropped, (full.len() - tail.len()) as u64);
+    assert_eq!(shell_exit(parts), Some((Some(0), None)));
 }
 
 #[tokio::test]
@@ -542,12 +543,17 @@ async fn a_file_swapped_for_a_symlink_before_approval_is_refused() {
     let parts = &last_reply(&messages).parts;
     let all: String = parts.iter().map(|p| format!("{p:?}")).collect();
     assert!(!all.contains("TOP-SECRET"), "{parts:?}");
-    let stderr = stream_text(parts, Stream::Stderr);
+    let said = shell_said(parts);
     assert!(
-        stderr.contains("notes.txt") && stderr.contains("outside the project"),
-        "{stderr:?}"
+        said.contains("notes.txt") && said.contains("outside the project"),
+        "{said:?}"
     );
-    assert!(stderr.contains("did not run"), "{stderr:?}");
+    assert!(said.contains("did not run"), "{said:?}");
+    assert!(
+        shell_terminal(parts).is_none(),
+        "nothing started: {parts:?}"
+    );
+    assert_eq!(shell_call(parts).status, ToolStatus::Failed);
     assert!(!b.project_path().join("ran.txt").exists(), "nothing ran");
 
     // Swapped for a symlink to another file inside the project: also refused, as changed.
@@ -564,9 +570,9 @@ async fn a_file_swapped_for_a_symlink_before_approval_is_refused() {
     wait_status(&mut events, &id, SessionStatus::Idle).await;
     let messages = b.client.messages(&id).await.unwrap();
     let parts = &last_reply(&messages).parts;
-    assert!(stream_text(parts, Stream::Stdout).is_empty(), "{parts:?}");
+    assert!(shell_output(parts).is_empty(), "{parts:?}");
     assert!(
-        stream_text(parts, Stream::Stderr).contains("changed since it was approved"),
+        shell_said(parts).contains("changed since it was approved"),
         "{parts:?}"
     );
     assert!(!b.project_path().join("ran.txt").exists(), "nothing ran");
@@ -634,7 +640,7 @@ async fn ax_attachments_lists_every_path_on_its_own_line() {
         .unwrap();
     wait_status(&mut events, &id, SessionStatus::Idle).await;
     let messages = b.client.messages(&id).await.unwrap();
-    let out = stream_text(&last_reply(&messages).parts, Stream::Stdout);
+    let out = shell_output(&last_reply(&messages).parts);
     let root = std::fs::canonicalize(b.project_path()).unwrap();
     assert_eq!(
         out,
@@ -644,72 +650,6 @@ async fn ax_attachments_lists_every_path_on_its_own_line() {
             root.join("c.txt").display()
         )
     );
-}
-
-/// An agent that ignores cancellation until the test lets it go.
-struct Stubborn {
-    release: std::sync::Arc<tokio::sync::Notify>,
-}
-
-impl ax_server::Agent for Stubborn {
-    fn name(&self) -> &'static str {
-        "stubborn"
-    }
-
-    fn describe(&self, request: &ax_server::AgentRequest) -> String {
-        request.text.clone()
-    }
-
-    fn run(
-        &self,
-        _request: ax_server::AgentRequest,
-        output: tokio::sync::mpsc::Sender<ax_server::AgentOutput>,
-        _cancel: tokio_util::sync::CancellationToken,
-    ) -> futures_util::future::BoxFuture<'static, ax_server::RunEnd> {
-        let release = self.release.clone();
-        Box::pin(async move {
-            release.notified().await;
-            drop(output);
-            ax_server::RunEnd::Cancelled
-        })
-    }
-}
-
-#[tokio::test]
-async fn abort_says_so_when_the_run_does_not_stop() {
-    let release = std::sync::Arc::new(tokio::sync::Notify::new());
-    let agent = Stubborn {
-        release: release.clone(),
-    };
-    let b = Backend::start_with(|c| {
-        c.agent = std::sync::Arc::new(agent);
-        c.limits.abort_wait = std::time::Duration::from_millis(300);
-    })
-    .await;
-    let id = b.session().await;
-    let mut events = b.events().await;
-    let accepted = b.client.prompt_text(&id, "anything").await.unwrap();
-    b.client
-        .reply_permission(&id, &accepted.permission.unwrap().id, PermissionReply::Once)
-        .await
-        .unwrap();
-    wait_status(&mut events, &id, SessionStatus::Busy).await;
-    let err = b.client.abort(&id).await.unwrap_err();
-    assert_eq!(err.status(), Some(409), "{err}");
-    assert!(
-        err.api().unwrap().message.contains("has not ended"),
-        "{err}"
-    );
-    // Deleting the session is refused too while its run goes on: its rows stay.
-    let err = b.client.delete_session(&id).await.unwrap_err();
-    assert_eq!(err.status(), Some(409), "{err}");
-    assert!(b.client.get_session(&id).await.is_ok());
-
-    release.notify_one();
-    wait_status(&mut events, &id, SessionStatus::Idle).await;
-    assert!(!b.client.abort(&id).await.unwrap().aborted);
-    let messages = b.client.messages(&id).await.unwrap();
-    assert_eq!(last_reply(&messages).parts.last(), Some(&Part::Aborted));
 }
 
 /// The end of a turn is sent live as the store holds it: `message.ended` for the reply, with
@@ -750,21 +690,34 @@ async fn the_stored_end_of_a_turn_is_sent_before_idle() {
     assert!(reply.ended.unwrap() >= reply.created);
 }
 
-/// The shell agent's permissions have no options: an answer naming one is a clear 400 and
-/// the request stays pending for a proper answer (docs/backend.md §3).
+/// The shell agent's permission offers its three options; an answer naming another is a
+/// clear 400 and the request stays pending for a proper answer (docs/backend.md §3).
 #[tokio::test]
-async fn a_shell_permission_refuses_an_option_id_and_stays_pending() {
+async fn a_shell_permission_refuses_an_unknown_option_id_and_stays_pending() {
     let b = Backend::start().await;
     let id = b.session().await;
     let accepted = b.client.prompt_text(&id, "echo hi").await.unwrap();
     let permission = accepted.permission.expect("the shell agent asks first");
+    let offered: Vec<(&str, PermissionKind)> = permission
+        .options
+        .iter()
+        .map(|o| (o.option_id.as_str(), o.kind))
+        .collect();
+    assert_eq!(
+        offered,
+        [
+            ("once", PermissionKind::AllowOnce),
+            ("always", PermissionKind::AllowAlways),
+            ("reject", PermissionKind::RejectOnce)
+        ]
+    );
     let refused = b
         .client
         .reply_permission_option(&id, &permission.id, PermissionReply::Once, "approved")
         .await;
     match &refused {
         Err(ax_client::ClientError::Api { status: 400, error }) => {
-            assert!(error.message.contains("no options"), "{error:?}")
+            assert!(error.message.contains("not an option"), "{error:?}")
         }
         other => panic!("expected a 400, got {other:?}"),
     }

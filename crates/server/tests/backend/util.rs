@@ -237,3 +237,82 @@ impl Proxy {
         self.open.send_replace(true);
     }
 }
+
+/// The `execute` call of a `shell` turn's reply: the command line it ran, or was asked about.
+pub fn shell_call(parts: &[ax_protocol::Part]) -> &ax_protocol::turn::ToolCallPart {
+    use ax_protocol::turn::{ToolKind, TurnPart};
+    parts
+        .iter()
+        .find_map(|p| match p {
+            ax_protocol::Part::Turn(TurnPart::ToolCall(t)) if t.kind == ToolKind::Execute => {
+                Some(t)
+            }
+            _ => None,
+        })
+        .unwrap_or_else(|| panic!("no execute call in {parts:?}"))
+}
+
+/// The terminal of a `shell` turn's command: its kept output, the bytes dropped before it,
+/// and its exit (`None` when no terminal was shown: the command did not start).
+pub fn shell_terminal(
+    parts: &[ax_protocol::Part],
+) -> Option<(&str, u64, Option<&ax_protocol::turn::TerminalExit>)> {
+    shell_call(parts).content.iter().find_map(|c| match c {
+        ax_protocol::turn::ToolContent::Terminal {
+            output,
+            dropped_bytes,
+            exit,
+            ..
+        } => Some((output.as_str(), *dropped_bytes, exit.as_ref())),
+        _ => None,
+    })
+}
+
+/// What a `shell` turn's command printed (stdout and stderr are one stream in a terminal).
+pub fn shell_output(parts: &[ax_protocol::Part]) -> String {
+    shell_terminal(parts)
+        .map(|(o, _, _)| o.to_owned())
+        .unwrap_or_default()
+}
+
+/// How a `shell` turn's command exited: `(code, signal)`; `None` if it did not end on its
+/// own (not started, or killed by an abort before it could report).
+pub fn shell_exit(parts: &[ax_protocol::Part]) -> Option<(Option<u32>, Option<String>)> {
+    shell_terminal(parts)
+        .and_then(|(_, _, e)| e)
+        .map(|e| (e.exit_code, e.signal.clone()))
+}
+
+/// The text a `shell` turn's call shows besides its terminal (why the command did not run).
+pub fn shell_said(parts: &[ax_protocol::Part]) -> String {
+    shell_call(parts)
+        .content
+        .iter()
+        .filter_map(|c| match c {
+            ax_protocol::turn::ToolContent::Text { text } => Some(text.as_str()),
+            _ => None,
+        })
+        .collect()
+}
+
+/// The notices of a reply, in order.
+pub fn notices(parts: &[ax_protocol::Part]) -> Vec<&ax_protocol::turn::Notice> {
+    parts
+        .iter()
+        .filter_map(|p| match p {
+            ax_protocol::Part::Turn(ax_protocol::turn::TurnPart::Notice(n)) => Some(n),
+            _ => None,
+        })
+        .collect()
+}
+
+/// The permission part of a `shell` turn's reply (its question about the command).
+pub fn shell_permission(parts: &[ax_protocol::Part]) -> &ax_protocol::turn::PermissionPart {
+    parts
+        .iter()
+        .find_map(|p| match p {
+            ax_protocol::Part::Turn(ax_protocol::turn::TurnPart::Permission(p)) => Some(p),
+            _ => None,
+        })
+        .unwrap_or_else(|| panic!("no permission in {parts:?}"))
+}
