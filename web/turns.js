@@ -300,45 +300,32 @@ export function alwaysWords(kind, name, title, agent) {
   return null;
 }
 
-/** The words for the `shell` agent's "Always allow". */
-export const SHELL_ALWAYS = 'Always allow runs this command, and every later command of this session, without asking '
-  + 'you again, until you revoke it in the session header.';
+/** What the `shell` agent's "always" option (named `name`) covers, in words. */
+export function shellAlways(name) {
+  return `With “${name}”, every later command of this session runs without asking you again, this one included, `
+    + 'until you revoke it in the session header.';
+}
 
 /**
  * The card of one pending permission: the whole request (the full command with its
- * newlines and every other field of the input, the diff of an edit, the paths), the agent's
- * options by their own names in the order allow once, allow always, reject once, reject
- * always (allow once the primary one; an "always" never is), and what "always" covers.
+ * newlines and every other field of the input, the diff of an edit, the paths, the files a
+ * command gets), the agent's options by their own names in the order allow once, allow
+ * always, reject once, reject always (allow once the primary one; an "always" never is), and
+ * what "always" covers (for the `shell` agent: every later command of the session).
  * `button(reply, label, cls, feedback, optionId)` makes a guarded answer button; `feedback`
  * marks an option that asks the person to tell the agent what to do instead; `optionId` is the
  * exact option the answer names (the agent may offer several of one kind, docs/agents.md §5).
  */
 export function approvalCard(p, session, button) {
-  const tool = p.toolCall;
-  const agent = session?.agent && session.agent !== 'shell' ? session.agent : 'the agent';
+  const tool = isObject(p.toolCall) ? p.toolCall : { title: str(p.command) };
+  const shell = !!session && (!session.agent || session.agent === 'shell');
+  const agent = session?.agent && !shell ? session.agent : 'the agent';
   const card = h('div', { class: 'approval', role: 'group', 'aria-label': 'Approval needed', 'data-testid': 'approval' });
-  if (!tool) {
-    // The `shell` agent: the command line and the files it gets.
-    const attachments = list(p.attachments).filter((a) => typeof a === 'string');
-    card.append(
-      h('p', { class: 'approval-title', text: 'The agent wants to run:' }),
-      h('pre', { class: 'approval-command', 'data-testid': 'approval-command', text: visible(str(p.command)) }),
-      attachments.length
-        ? h('div', { class: 'approval-attachments', 'data-testid': 'approval-attachments' },
-          h('span', { class: 'muted', text: 'With the files:' }),
-          attachments.map((a) => h('span', { class: 'chip', 'data-testid': 'approval-attachment', text: visible(a) })))
-        : null,
-      h('p', { class: 'approval-always', 'data-testid': 'approval-always', text: SHELL_ALWAYS }),
-      h('div', { class: 'approval-actions' },
-        button('once', 'Allow once', 'primary'),
-        button('always', 'Always allow', ''),
-        button('reject', 'Reject', 'danger')),
-    );
-    return card;
-  }
   const kind = str(tool.kind) || 'other';
   const title = str(tool.title) || 'a tool call';
-  const fields = inputFields(tool.rawInput);
+  // The files a command gets (the `shell` agent's) show as chips, not again as a field.
+  const attachments = Array.isArray(p.attachments) ? p.attachments.filter((a) => typeof a === 'string') : null;
+  const fields = inputFields(tool.rawInput).filter(([k]) => !(attachments && k === 'attachments'));
   const hasCommand = commandOf(tool.rawInput) !== null;
   const who = agent === 'the agent' ? 'The agent' : agent;
   card.append(
@@ -352,6 +339,11 @@ export function approvalCard(p, session, button) {
     card.append(h('p', { class: 'muted approval-subtitle', text: visible(title) }));
   }
   const details = [
+    attachments?.length
+      ? h('div', { class: 'approval-attachments', 'data-testid': 'approval-attachments' },
+        h('span', { class: 'muted', text: 'With the files:' }),
+        attachments.map((a) => h('span', { class: 'chip', 'data-testid': 'approval-attachment', text: visible(a) })))
+      : null,
     fieldsView(hasCommand ? fields.slice(1) : fields, 'approval-input'),
     locationsView(tool.locations),
     ...list(tool.content).map(contentView),
@@ -359,7 +351,9 @@ export function approvalCard(p, session, button) {
   ].filter(Boolean);
   if (details.length) card.append(h('div', { class: 'approval-details' }, details));
   const options = orderedOptions(p.options);
-  const words = options.map((o) => alwaysWords(o.kind, optionLabel(o), title, agent)).filter(Boolean);
+  const words = options.map((o) => (shell && o.kind === 'allow_always'
+    ? shellAlways(optionLabel(o))
+    : alwaysWords(o.kind, optionLabel(o), title, agent))).filter(Boolean);
   for (const w of words) card.append(h('p', { class: 'approval-always', 'data-testid': 'approval-always', text: w }));
   card.append(h('div', { class: 'approval-actions' },
     options.map((o, i) => {
