@@ -7,7 +7,7 @@
 
 use std::collections::HashMap;
 
-use ax_protocol::turn::{ToolContent, TurnDelta, TurnPart};
+use ax_protocol::turn::{ToolContent, ToolKind, TurnDelta, TurnPart};
 use ax_protocol::{Message, Part, Role, Stream};
 use unicode_width::UnicodeWidthChar;
 
@@ -786,8 +786,9 @@ impl Transcript {
     }
 
     /// The agent's replies, newest first, as text to copy: an ACP agent's answer is its text
-    /// parts (Markdown, as the agent wrote it); a reply without turn parts (the `shell`
-    /// agent's command output) is its display lines, the turn's end line left out.
+    /// parts (Markdown, as the agent wrote it); a `shell` session's reply is its command's
+    /// output (its `execute` call's terminal, escapes removed); a stored reply of the old
+    /// shape (output parts) is its display lines, the turn's end line left out.
     pub fn replies(&self) -> Vec<String> {
         let mut out = Vec::new();
         for (i, m) in self.messages.iter().enumerate().rev() {
@@ -805,6 +806,20 @@ impl Transcript {
             if !text.is_empty() {
                 out.push(text.join("\n\n"));
                 continue;
+            }
+            // A `shell` session's reply is its command's run: the terminal's output.
+            if self.terminals == Terminals::AsRun {
+                let runs: Vec<String> = m
+                    .turn
+                    .iter()
+                    .filter(|p| matches!(p, TurnPart::ToolCall(t) if t.kind == ToolKind::Execute))
+                    .filter_map(crate::copy::part_text)
+                    .collect();
+                let run = runs.join("\n");
+                if !run.trim().is_empty() {
+                    out.push(run.trim_end().to_owned());
+                    continue;
+                }
             }
             if !m.turn.is_empty() || !m.blocks.is_empty() {
                 continue;

@@ -357,3 +357,11 @@ fn the_live_run_equals_a_reload() {
     );
     assert_eq!(live.transcript().all_rows(), fresh.transcript().all_rows());
 }
+
+#[test]
+fn copying_the_reply_copies_the_commands_output() {
+    let mut d = asked_and_answered("ls", "once", &["\u{1b}[34ma\u{1b}[0m\nb\n"]);
+    d.extend(exited(Some(0), None));
+    let app = session_with("shell", "ls", d);
+    assert_eq!(app.transcript().replies(), ["a\nb"]);
+}
