@@ -686,6 +686,10 @@ struct Shared {
     /// killed it, or it was reaped. The exit status comes later (after the cleanup of what it
     /// left), and a turn that starts in between must not be given to a dead agent.
     gone: std::sync::atomic::AtomicBool,
+    /// Each terminal the agent starts leaves a notice in the turn (docs/agents.md §6); not
+    /// for an agent served inside the backend, whose terminals are ax-code's own doing (the
+    /// `shell` agent's command is the tool call the person approved).
+    trace_terminals: bool,
 }
 
 impl Shared {
@@ -693,6 +697,7 @@ impl Shared {
         project: PathBuf,
         terminals: Arc<dyn Terminals>,
         stderr: Arc<Mutex<Tail>>,
+        trace_terminals: bool,
     ) -> (Arc<Shared>, mpsc::UnboundedReceiver<AcpEvent>) {
         let (events, events_rx) = mpsc::unbounded_channel();
         let shared = Arc::new(Shared {
@@ -703,6 +708,7 @@ impl Shared {
             terminals,
             stderr,
             gone: std::sync::atomic::AtomicBool::new(false),
+            trace_terminals,
         });
         (shared, events_rx)
     }
@@ -1593,7 +1599,9 @@ fn handle_request(
                 let id = terminals
                     .create(spec, Some(terminal_sink(shared)))
                     .map_err(json_error)?;
-                trace(shared, NoticeKind::Info, notice(&id));
+                if shared.trace_terminals {
+                    trace(shared, NoticeKind::Info, notice(&id));
+                }
                 Ok(schema::CreateTerminalResponse::new(id))
             });
             respond(responder, result);
@@ -1727,7 +1735,7 @@ impl AgentHandle {
             .terminals
             .clone()
             .unwrap_or_else(|| Arc::new(LocalTerminals::tagged(options.tag.clone())));
-        let (shared, events_rx) = Shared::new(project, terminals, stderr);
+        let (shared, events_rx) = Shared::new(project, terminals, stderr, true);
 
         // The process: reaped by its own task, which reports the exit.
         let (exit_tx, exit_rx) = watch::channel(None);
@@ -1766,7 +1774,8 @@ impl AgentHandle {
     /// the agent learns it is stopped, and [`Self::stop`] and the watchdog abort its task
     /// when it does not end by itself; [`Self::process_group`] is 0. The agent's terminals
     /// carry `options.tag` (when given), so what they started is stopped with the agent and
-    /// by the cleanup after a crash.
+    /// by the cleanup after a crash. They leave no notice in the turn: such an agent is
+    /// ax-code's own, and what it runs is shown where it asked (the `shell` agent's call).
     pub async fn start_in_memory<F, Fut>(
         name: &str,
         options: StartOptions,
@@ -1783,7 +1792,7 @@ impl AgentHandle {
             .clone()
             .unwrap_or_else(|| Arc::new(LocalTerminals::tagged(options.tag.clone())));
         let stderr = Arc::new(Mutex::new(Tail::new(STDERR_TAIL_BYTES)));
-        let (shared, events_rx) = Shared::new(project, terminals, stderr);
+        let (shared, events_rx) = Shared::new(project, terminals, stderr, false);
         let task = tokio::spawn(serve(theirs));
         let body = Body::Task(task.abort_handle());
         let (exit_tx, exit_rx) = watch::channel(None);
@@ -2690,6 +2699,7 @@ mod tests {
             terminals: Arc::new(LocalTerminals::new()),
             stderr: Arc::new(Mutex::new(Tail::new(64))),
             gone: std::sync::atomic::AtomicBool::new(false),
+            trace_terminals: true,
         });
         let direct = Direct {
             shared,

@@ -16,7 +16,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use ax_client::Client;
-use ax_protocol::{Event, Part, PermissionReply, SessionStatus};
+use ax_protocol::{Event, Part, PermissionReply, SessionStatus, turn};
 use serde_json::json;
 use support::*;
 
@@ -320,28 +320,47 @@ fn endpoint_swapped_for_a_symlink_or_deleted_under_a_live_adapter_is_refused() {
 
 const PAYLOAD: &str = "0123456789abcdef";
 
-/// Complete `line-N` lines, in order from 0, across the output parts; returns how many.
-fn consecutive_lines(parts: &[Part]) -> usize {
-    let mut text = String::new();
-    for part in parts {
-        if let Part::Output { text: t, .. } = part {
-            text.push_str(t);
-        }
-    }
+/// Complete `line-N` lines, consecutive, in the kept `output` of a terminal card (`dropped`
+/// bytes before it: from line 0 when nothing was dropped, else from the first line that
+/// starts in it); returns how many.
+fn consecutive_lines(output: &str, dropped: u64) -> usize {
+    let text = if dropped == 0 {
+        output
+    } else {
+        output.split_once('\n').map_or("", |(_, rest)| rest)
+    };
     let complete = match text.rfind('\n') {
         Some(i) => &text[..=i],
         None => "",
     };
+    let mut lines = complete.lines();
+    let Some(first) = lines.next() else {
+        return 0;
+    };
+    let start: usize = first
+        .strip_prefix("line-")
+        .and_then(|l| l.split('-').next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("not a line: {first:?}"));
+    assert!(dropped > 0 || start == 0, "from line 0: {first:?}");
     let mut n = 0;
-    for line in complete.lines() {
+    for line in std::iter::once(first).chain(lines) {
+        let at = start + n;
         assert_eq!(
             line,
-            format!("line-{n}-{}", PAYLOAD.repeat(6)),
-            "line {n} intact"
+            format!("line-{at}-{}", PAYLOAD.repeat(6)),
+            "line {at} intact"
         );
         n += 1;
     }
     n
+}
+
+/// A terminal card's kept output and the bytes dropped before it, from the reply's parts.
+fn card(parts: &[Part]) -> (String, u64) {
+    support::shell::shell_terminal(parts)
+        .map(|(o, d, _)| (o.to_owned(), d))
+        .unwrap_or_default()
 }
 
 #[test]
@@ -381,22 +400,29 @@ fn server_sigkilled_while_writing_a_lot_of_output_loses_nothing_stored() {
             .reply_permission(&loud, &accepted.permission.unwrap().id, PermissionReply::Once)
             .await
             .unwrap();
-        // Everything the backend announced before it died, in order.
-        let mut seen = String::new();
+        // Everything the backend announced before it died, folded in order.
+        let mut seen = Vec::new();
         wait_event(&mut events, |e| {
-            if let Event::MessagePart {
-                session_id,
-                part: Part::Output { text, .. },
-                ..
+            if let Event::MessageDelta {
+                session_id, delta, ..
             } = e
                 && *session_id == loud
             {
-                seen.push_str(text);
+                turn::apply(&mut seen, delta.clone());
             }
-            seen.len() >= 256 * 1024
+            let parts: Vec<Part> = seen.iter().cloned().map(Part::Turn).collect();
+            let has_terminal = parts.iter().any(|p| {
+                matches!(p, Part::Turn(turn::TurnPart::ToolCall(t))
+                    if t.content.iter().any(|c| matches!(c, turn::ToolContent::Terminal { .. })))
+            });
+            has_terminal && {
+                let (output, dropped) = card(&parts);
+                dropped + output.len() as u64 >= 256 * 1024
+            }
         })
         .await;
-        (quiet, loud, seen)
+        let seen: Vec<Part> = seen.into_iter().map(Part::Turn).collect();
+        (quiet, loud, card(&seen))
     });
     // Killed mid-write.
     serve.kill();
@@ -414,11 +440,9 @@ fn server_sigkilled_while_writing_a_lot_of_output_loses_nothing_stored() {
             client.messages(&s.id).await.unwrap();
         }
         let quiet_msgs = client.messages(&quiet).await.unwrap();
-        assert!(
-            quiet_msgs[1].parts.contains(&Part::Output {
-                stream: ax_protocol::Stream::Stdout,
-                text: "done\n".into()
-            }),
+        assert_eq!(
+            support::shell::shell_output(&quiet_msgs[1].parts),
+            "done\n",
             "{quiet_msgs:?}"
         );
         let loud_msgs = client.messages(&loud).await.unwrap();
@@ -430,28 +454,34 @@ fn server_sigkilled_while_writing_a_lot_of_output_loses_nothing_stored() {
         Some(&Part::Interrupted),
         "the cut run is marked"
     );
-    let lines = consecutive_lines(&stored);
+    let (output, dropped) = card(&stored);
+    let lines = consecutive_lines(&output, dropped);
     assert!(lines > 0, "some output was stored before the kill");
-    // Whatever was announced as a part was stored before it was announced.
-    let stored_text: String = stored
-        .iter()
-        .filter_map(|p| match p {
-            Part::Output { text, .. } => Some(text.as_str()),
-            _ => None,
-        })
-        .collect();
-    assert!(
-        stored_text.starts_with(&seen),
-        "announced output missing from the store: {} bytes announced, {} stored",
-        seen.len(),
-        stored_text.len()
+    // Whatever was announced was stored before it was announced: the stored output goes at
+    // least as far, and where the kept ends of both overlap, they are the same bytes (the
+    // card keeps the end of the output, so each holds a window of one stream).
+    let (seen_output, seen_dropped) = seen;
+    let (announced, kept) = (
+        seen_dropped + seen_output.len() as u64,
+        dropped + output.len() as u64,
     );
-    // Only output, perhaps the truncation marker, and the interruption.
+    assert!(
+        kept >= announced,
+        "announced output missing from the store: {announced} bytes announced, {kept} stored"
+    );
+    let from = seen_dropped.max(dropped);
+    if from < announced {
+        let a = &seen_output.as_bytes()[(from - seen_dropped) as usize..];
+        let b = &output.as_bytes()[(from - dropped) as usize..][..a.len()];
+        assert!(a == b, "the announced output differs from the stored one");
+    }
+    // Only the command's call, the question about it, and the interruption.
     for part in &stored {
         assert!(
             matches!(
                 part,
-                Part::Output { .. } | Part::Truncated { .. } | Part::Interrupted
+                Part::Turn(turn::TurnPart::ToolCall(_) | turn::TurnPart::Permission(_))
+                    | Part::Interrupted
             ),
             "{part:?}"
         );

@@ -12,9 +12,13 @@ use std::{
 
 use ax_client::Client;
 use ax_protocol::{
-    Event, Part, PermissionReply, PermissionState, Session, SessionId, SessionStatus, Stream,
+    Event, Part, PermissionReply, PermissionState, Session, SessionId, SessionStatus,
+    turn::{self, TurnDelta},
 };
-use support::*;
+use support::{
+    shell::{shell_call, shell_output, shell_permission, shell_terminal},
+    *,
+};
 use tempfile::TempDir;
 
 struct Dirs {
@@ -289,8 +293,8 @@ fn kill_9_mid_run_then_restart_marks_the_run_interrupted() {
         next_event(&mut events, |e| {
             matches!(
                 e,
-                Event::MessagePart {
-                    part: Part::Output { .. },
+                Event::MessageDelta {
+                    delta: TurnDelta::TerminalOutput { .. },
                     ..
                 }
             )
@@ -359,13 +363,38 @@ fn kill_9_mid_run_then_restart_marks_the_run_interrupted() {
         for id in [&busy, &pending] {
             let reply = client.messages(id).await.unwrap().remove(1);
             let mut expected = Vec::new();
+            // What the recovery appended to the reply, as the last deltas: the command's
+            // call cancelled, and the question still open cancelled.
+            let mut closed = vec![TurnDelta::ToolCallUpdated {
+                tool_call_id: shell_call(&reply.parts).tool_call_id.clone(),
+                fields: turn::ToolCallFields {
+                    status: Some(turn::ToolStatus::Cancelled),
+                    ..turn::ToolCallFields::default()
+                },
+            }];
             if id == &pending {
                 expected.push(Event::PermissionReplied {
                     session_id: id.clone(),
                     permission_id: asked.clone(),
                     state: PermissionState::Cancelled,
                 });
+                closed.push(TurnDelta::PermissionAnswered {
+                    permission_id: asked.clone(),
+                    outcome: turn::PermissionOutcome::Cancelled,
+                });
             }
+            let first = reply.deltas + 1 - closed.len() as u64;
+            expected.extend(
+                closed
+                    .into_iter()
+                    .enumerate()
+                    .map(|(i, delta)| Event::MessageDelta {
+                        session_id: id.clone(),
+                        message_id: reply.id.clone(),
+                        seq: first + i as u64,
+                        delta,
+                    }),
+            );
             expected.extend([
                 Event::MessagePart {
                     session_id: id.clone(),
@@ -392,18 +421,19 @@ fn kill_9_mid_run_then_restart_marks_the_run_interrupted() {
 
         let messages = client.messages(&busy).await.unwrap();
         assert_eq!(messages.len(), 2);
-        assert_eq!(
-            messages[1].parts,
-            vec![
-                Part::Output {
-                    stream: Stream::Stdout,
-                    text: "started\n".into()
-                },
-                Part::Interrupted
-            ]
-        );
+        let parts = &messages[1].parts;
+        assert_eq!(shell_output(parts), "started\n");
+        assert_eq!(shell_call(parts).status, turn::ToolStatus::Cancelled);
+        assert_eq!(parts.last(), Some(&Part::Interrupted), "{parts:?}");
         let messages = client.messages(&pending).await.unwrap();
-        assert_eq!(messages[1].parts, vec![Part::Interrupted]);
+        let parts = &messages[1].parts;
+        assert!(shell_terminal(parts).is_none(), "nothing ran: {parts:?}");
+        assert_eq!(shell_call(parts).status, turn::ToolStatus::Cancelled);
+        assert_eq!(
+            shell_permission(parts).outcome,
+            turn::PermissionOutcome::Cancelled
+        );
+        assert_eq!(parts.last(), Some(&Part::Interrupted), "{parts:?}");
         assert!(client.permissions().await.unwrap().is_empty());
         // The session takes prompts again.
         let again = client.prompt_text(&pending, "true").await.unwrap();

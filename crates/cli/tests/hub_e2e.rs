@@ -583,10 +583,13 @@ async fn a_backend_killed_mid_turn_comes_back_with_its_turn_ended_once() {
     let messages = messages.as_array().unwrap();
     assert_eq!(messages.len(), 2, "the prompt and its reply: {messages:?}");
     let parts = messages[1]["parts"].as_array().unwrap();
+    // The command's output, on its call's terminal.
     let output: String = parts
         .iter()
-        .filter(|p| p["type"] == "output")
-        .map(|p| p["text"].as_str().unwrap())
+        .filter(|p| p["type"] == "tool_call" && p["kind"] == "execute")
+        .flat_map(|p| p["content"].as_array().unwrap())
+        .filter(|c| c["type"] == "terminal")
+        .map(|c| c["output"].as_str().unwrap_or_default())
         .collect();
     assert_eq!(output.matches("started-42").count(), 1, "{parts:?}");
     assert_eq!(

@@ -9,7 +9,7 @@
 use std::time::{Duration, Instant};
 
 use ax_client::Client;
-use ax_protocol::{Event, Part, PermissionReply, Session, SessionStatus};
+use ax_protocol::{Event, PermissionReply, Session, SessionStatus};
 use ax_server::{ServerConfig, store};
 
 mod common;
@@ -129,8 +129,8 @@ async fn prompt_latency(iters: usize) {
         client.prompt_text(&id, "echo x").await.unwrap();
         loop {
             let e = events.next().await.unwrap().unwrap();
-            if let Event::MessagePart {
-                part: Part::Output { .. },
+            if let Event::MessageDelta {
+                delta: ax_protocol::turn::TurnDelta::TerminalOutput { .. },
                 ..
             } = e.event
             {

@@ -12,6 +12,8 @@
 //! - [`python`]: the test venv's interpreter and the Python scripts in tests/python;
 //! - [`hub`]: several machines as processes: what `serve --join` and `hub` print, a hub
 //!   started, its listings and server-sent events;
+//! - [`shell`]: what a `shell` session's reply holds: its command's `execute` call and
+//!   terminal;
 //! - here: the binary, the common wait bound, processes (signals, watchdogs, /proc figures),
 //!   polling, random ids and schedules.
 //!
@@ -28,6 +30,7 @@ pub mod mcp;
 pub mod pty;
 pub mod python;
 pub mod serve;
+pub mod shell;
 
 #[allow(unused_imports)]
 pub use agent_tui::*;

@@ -251,6 +251,47 @@ async fn a_failed_turn_pauses_the_queue_until_the_person_resumes_it() {
     );
 }
 
+/// A shell turn tells the queue what its command did: a refused command pauses the queue
+/// saying so, and a command that could not start (its file went away) is a failed turn.
+#[tokio::test]
+async fn a_refused_or_unstarted_command_pauses_the_queue() {
+    let b = Backend::start().await;
+    let id = b.session().await;
+    let mut events = b.events().await;
+    let turn = b.client.prompt_text(&id, "echo refused").await.unwrap();
+    queue(&b.client, &id, "echo after").await;
+    b.client
+        .reply_permission(&id, &turn.permission.unwrap().id, PermissionReply::Reject)
+        .await
+        .unwrap();
+    let paused = wait_queue(&mut events, |q| q.session_id == id && q.paused.is_some()).await;
+    assert!(paused.paused.unwrap().contains("refused"));
+    assert_eq!(prompts(&b.client, &id).await, ["echo refused"]);
+
+    // The file is checked again when the command starts: gone by then, nothing runs.
+    let other = b.session().await;
+    std::fs::write(b.project_path().join("gone.txt"), "x").unwrap();
+    let prompt = Prompt {
+        parts: vec![
+            PromptPart::Text {
+                text: "cat \"$1\"".into(),
+            },
+            PromptPart::File {
+                path: "gone.txt".into(),
+            },
+        ],
+    };
+    let turn = b.client.prompt(&other, &prompt).await.unwrap();
+    queue(&b.client, &other, "echo after").await;
+    std::fs::remove_file(b.project_path().join("gone.txt")).unwrap();
+    b.client
+        .reply_permission(&other, &turn.permission.unwrap().id, PermissionReply::Once)
+        .await
+        .unwrap();
+    let paused = wait_queue(&mut events, |q| q.session_id == other && q.paused.is_some()).await;
+    assert!(paused.paused.unwrap().contains("failed"));
+}
+
 #[tokio::test]
 async fn an_abort_stops_the_turn_and_keeps_the_queue_waiting() {
     let b = Backend::start().await;

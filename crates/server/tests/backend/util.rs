@@ -295,17 +295,6 @@ pub fn shell_said(parts: &[ax_protocol::Part]) -> String {
         .collect()
 }
 
-/// The notices of a reply, in order.
-pub fn notices(parts: &[ax_protocol::Part]) -> Vec<&ax_protocol::turn::Notice> {
-    parts
-        .iter()
-        .filter_map(|p| match p {
-            ax_protocol::Part::Turn(ax_protocol::turn::TurnPart::Notice(n)) => Some(n),
-            _ => None,
-        })
-        .collect()
-}
-
 /// The permission part of a `shell` turn's reply (its question about the command).
 pub fn shell_permission(parts: &[ax_protocol::Part]) -> &ax_protocol::turn::PermissionPart {
     parts
