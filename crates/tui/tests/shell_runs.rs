@@ -365,3 +365,43 @@ fn copying_the_reply_copies_the_commands_output() {
     let app = session_with("shell", "ls", d);
     assert_eq!(app.transcript().replies(), ["a\nb"]);
 }
+
+/// A session made by a prompt from home opens before its `session.created` arrives: its
+/// command shows as a run once the TUI knows it is a `shell` session.
+#[test]
+fn a_session_known_after_it_opened_shows_its_command_as_a_run() {
+    let mut app = ready_app(vec![], false);
+    typed(&mut app, "ls");
+    app.handle_input(key(ax_tui::input::KeyCode::Enter));
+    let effects = app.take_effects();
+    let [ax_tui::app::Effect::Submit { generation, .. }] = effects.as_slice() else {
+        panic!("{effects:?}")
+    };
+    app.on_submitted(*generation, Ok(sid(1)));
+    let effects = app.take_effects();
+    let mut d = asked_and_answered("ls", "once", &["a\n"]);
+    d.extend(exited(Some(0), None));
+    let mut parts = Vec::new();
+    for x in d {
+        ax_protocol::turn::apply(&mut parts, x);
+    }
+    app.on_transcript(
+        transcript_gen(&effects),
+        Ok(vec![message(
+            REPLY,
+            1,
+            Role::Assistant,
+            parts.into_iter().map(ax_protocol::Part::Turn).collect(),
+        )]),
+    );
+    // Not known yet: a card, folded.
+    assert!(!app.transcript().all_rows().iter().any(|r| r == "exit 0"));
+    app.on_event(Event::SessionCreated {
+        session: session(1, "ls", SessionStatus::Idle),
+    });
+    let rows = app.transcript().all_rows();
+    assert!(
+        rows.iter().any(|r| r == "a") && rows.iter().any(|r| r == "exit 0"),
+        "{rows:#?}"
+    );
+}

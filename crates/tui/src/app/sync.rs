@@ -97,6 +97,7 @@ impl App {
                     .filter(|p| p.state == PermissionState::Pending)
                     .collect();
                 self.sort_sessions();
+                self.sync_terminals();
                 self.synced = true;
                 if self.overlay == Some(Overlay::Startup) {
                     self.overlay = None;
@@ -129,8 +130,7 @@ impl App {
         }
         match result {
             Ok(messages) => {
-                let terminals = self.terminals_of_open();
-                self.transcript.set_terminals(terminals);
+                self.sync_terminals();
                 // A reload of the same session keeps what the person opened and focused.
                 self.transcript = Transcript::reloaded(
                     &messages,
@@ -306,6 +306,7 @@ impl App {
         }
         self.sort_sessions();
         self.keep_selection_visible();
+        self.sync_terminals();
     }
 
     pub(crate) fn apply_message_event(&mut self, event: Event) {
