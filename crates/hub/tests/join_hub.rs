@@ -119,7 +119,8 @@ async fn a_prompt_and_its_approval_go_through_the_hub() {
     let accepted = api
         .post(
             &format!("/machine/laptop/session/{}/prompt", session.id),
-            serde_json::json!({"parts": [{"type": "text", "text": "echo hub-said-hi"}]}),
+            // Computed by the shell, so the command line itself (the call's title) never matches.
+            serde_json::json!({"parts": [{"type": "text", "text": "echo hub-said-$((6*7))"}]}),
         )
         .await;
     assert_eq!(accepted.status(), 202);
@@ -151,7 +152,7 @@ async fn a_prompt_and_its_approval_go_through_the_hub() {
             if let Some(reply) = messages.iter().find(|m| m.id == accepted.reply_id)
                 && serde_json::to_string(&reply.parts)
                     .unwrap()
-                    .contains("hub-said-hi")
+                    .contains("hub-said-42")
                 && reply.ended.is_some()
             {
                 return;
