@@ -4,7 +4,8 @@
 //
 // "Unread" is a turn that ended while the person was not looking at the session; it stays
 // until they open it. A turn "failed" when its events carried an error notice, a non-zero exit
-// or a signal, or a run cut short by a backend restart (an abort by the person is not one).
+// or a signal (a `shell` session's command: its call failed with an exit status), or a run cut
+// short by a backend restart (an abort by the person is not one).
 
 /** The states, in the list's order: what needs the person first. */
 export const ATTENTION = ['needs', 'working', 'unread', 'failed', 'idle'];
@@ -29,8 +30,26 @@ export function partFailed(part) {
   }
 }
 
-/** Notes the failure signals of any session's message events (`message.part`, `.delta`, `.created`). */
-export function observe(board, e) {
+/**
+ * Whether a delta of a `shell` session's turn says its command failed: its `execute` call
+ * ended `failed` with an exit status or a signal in its raw output (the `shell` agent's
+ * `{exitCode, signal}`). A rejection fails the call with neither and an abort cancels it:
+ * neither is a failure.
+ */
+export function runFailed(delta) {
+  if (delta?.type !== 'tool_call_updated' || delta.fields?.status !== 'failed') return false;
+  const out = delta.fields.rawOutput;
+  if (out === null || typeof out !== 'object') return false;
+  const code = Number.isInteger(out.exitCode) ? out.exitCode : out.exit_code;
+  return (Number.isInteger(code) && code !== 0) || (out.signal !== undefined && out.signal !== null);
+}
+
+/**
+ * Notes the failure signals of any session's message events (`message.part`, `.delta`,
+ * `.created`); `isShell(id)` says which sessions are the `shell` agent's, whose failed
+ * command is a failed turn.
+ */
+export function observe(board, e, isShell = () => false) {
   let session = null;
   let failed = false;
   if (e?.type === 'message.part') {
@@ -38,7 +57,7 @@ export function observe(board, e) {
     failed = partFailed(e.part);
   } else if (e?.type === 'message.delta') {
     session = e.sessionId;
-    failed = e.delta?.type === 'notice' && e.delta.notice?.kind === 'error';
+    failed = (e.delta?.type === 'notice' && e.delta.notice?.kind === 'error') || (isShell(session) && runFailed(e.delta));
   } else if (e?.type === 'message.created') {
     session = e.message?.sessionId;
     failed = (e.message?.parts ?? []).some(partFailed);

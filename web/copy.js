@@ -2,13 +2,16 @@
 // tests/js/copy.test.mjs) and the one way it reaches the clipboard.
 
 import { h } from './dom.js';
+import { terminalText } from './present.js';
 
 /**
  * The text of a message, as the person would want it pasted: its text parts (the agent's
  * Markdown source, the person's prompt) and a command's output, in order, a blank line between
- * text parts. Thoughts, tool calls and notices are not the message's words and stay out.
+ * text parts. Thoughts, tool calls and notices are not the message's words and stay out —
+ * except in a `shell` session (`runs`), where the command's `execute` call is the run and its
+ * terminal's output (as text, escapes removed) is the message's words.
  */
-export function messageText(message) {
+export function messageText(message, runs = false) {
   const out = [];
   let output = '';
   const flush = () => {
@@ -21,6 +24,10 @@ export function messageText(message) {
       out.push(p.text);
     } else if (p?.type === 'output' && typeof p.text === 'string') {
       output += p.text;
+    } else if (runs && p?.type === 'tool_call' && p.kind === 'execute') {
+      for (const c of Array.isArray(p.content) ? p.content : []) {
+        if (c?.type === 'terminal' && typeof c.output === 'string') output += terminalText(c.output);
+      }
     }
   }
   flush();

@@ -8,7 +8,7 @@ import { agentOf, sessionTitle, usageText } from './present.js';
 import { sendLabel } from './queue.js';
 import { pendingFor } from './sessions.js';
 import { fillQueue } from './queueview.js';
-import { approvalCard, AUTH_HELP, noticeView, permissionView, planView, thoughtView, toolCard } from './turns.js';
+import { approvalCard, AUTH_HELP, noticeView, permissionView, planView, runView, thoughtView, toolCard } from './turns.js';
 
 const STATUS_LABEL = { idle: 'idle', pending: 'waiting for approval', busy: 'running', needs_auth: 'needs sign-in' };
 /** Approval buttons ignore clicks this long after what the pane shows changed or moved. */
@@ -311,6 +311,8 @@ export function fillTranscript(el, messages, view, sessionId) {
   const nearBottom = el.scrollHeight - el.scrollTop - el.clientHeight < 40;
   const session = sessionId ? view?.store?.sessions.get(sessionId) : null;
   const acp = session && session.agent && session.agent !== 'shell';
+  // A `shell` session's command shows as its run, not as a folded card.
+  const runs = !!session && !acp;
   if (!messages) {
     syncChildren(el, [h('p', { class: 'muted', text: 'Loading…' })]);
     return;
@@ -344,9 +346,11 @@ export function fillTranscript(el, messages, view, sessionId) {
     }
     syncChildren(entry.body, (m.parts ?? []).map((part, pi) => {
       let node = part && typeof part === 'object' ? kept.get(part) : null;
+      // Drawn before the session's agent was known: a command drawn again as its run.
+      if (node && part.type === 'tool_call' && (node.dataset.run === 'true') !== (runs && part.kind === 'execute')) node = null;
       // Agent text shown before its Markdown arrived is drawn again once it has.
       if (!node || node.dataset.rendered === 'plain' || node.dataset.rendered === 'partial') {
-        node = renderPart(part, m, pi, view, sessionId);
+        node = renderPart(part, m, pi, view, sessionId, runs);
         if (part && typeof part === 'object') kept.set(part, node);
       }
       return node;
@@ -381,7 +385,8 @@ function turnMeta(m, live, session, current = () => m, toast = undefined) {
       }
     }
   }
-  meta.append(copyButton(() => messageText(current()), 'message', toast));
+  const runs = !!session && agentOf(session) === 'shell';
+  meta.append(copyButton(() => messageText(current(), runs), 'message', toast));
   return meta;
 }
 
@@ -398,7 +403,7 @@ function imagePart(part, message, view, sessionId) {
   return el;
 }
 
-function renderPart(part, message, index, view, sessionId) {
+function renderPart(part, message, index, view, sessionId, runs = false) {
   const key = `${message.id}/${index}`;
   const remember = (what) => (open) => view?.open.set(`${message.id}/${what}`, open);
   switch (part?.type) {
@@ -432,6 +437,7 @@ function renderPart(part, message, index, view, sessionId) {
       return el;
     }
     case 'tool_call':
+      if (runs && part.kind === 'execute') return runView(part);
       return toolCard(part, view?.open.get(`${message.id}/tool:${part.toolCallId}`), remember(`tool:${part.toolCallId}`));
     case 'plan':
       return planView(part);

@@ -214,6 +214,70 @@ export function shownStatus(tool) {
   return status;
 }
 
+/**
+ * Terminal output as plain text: escape sequences (colours included) are removed, a `\r`
+ * overwrites its line from the start, a backspace removes a character. Never markup.
+ */
+export function terminalText(raw) {
+  // CSI (ESC [ … final), OSC (ESC ] … BEL or ESC \), and two-character escapes.
+  const plain = raw
+    .replace(/\x1b\[[0-?]*[ -\/]*[@-~]/g, '')
+    .replace(/\x1b\][^\x07\x1b]*(\x07|\x1b\\)?/g, '')
+    .replace(/\x1b[@-_]/g, '')
+    .replace(/[\x00-\x07\x0b\x0c\x0e-\x1a\x1c-\x1f\x7f]/g, '');
+  return plain.split('\n').map((line) => {
+    const parts = line.split('\r');
+    // The last non-empty overwrite wins, with what it did not cover (as a terminal shows it).
+    let shown = '';
+    for (const p of parts) shown = p + shown.slice(p.length);
+    return shown;
+  }).join('\n');
+}
+
+/**
+ * How a command's run ended, as the `shell` agent's runs always said it: `{text, ok}` with
+ * `aborted` for a cancelled call, else from its terminal's exit (or, without one, the exit in
+ * its raw output): `exit N`, `killed by signal S`; null while it runs or when nothing says.
+ */
+export function runEnd(tool) {
+  if (tool?.status === 'cancelled') return { text: 'aborted', ok: false };
+  const exitOf = (code, signal) => {
+    if (typeof signal === 'string' && signal) return { text: `killed by signal ${signal}`, ok: false };
+    if (Number.isInteger(code)) return { text: `exit ${code}`, ok: code === 0 };
+    return null;
+  };
+  for (const c of Array.isArray(tool?.content) ? tool.content : []) {
+    if (c?.type === 'terminal' && isObj(c.exit)) return exitOf(c.exit.exitCode, c.exit.signal) ?? { text: 'exited', ok: false };
+  }
+  const out = tool?.rawOutput;
+  if ((tool?.status === 'completed' || tool?.status === 'failed') && isObj(out)) {
+    return exitOf(Number.isInteger(out.exitCode) ? out.exitCode : out.exit_code, out.signal);
+  }
+  return null;
+}
+
+/**
+ * The word a tool card's header shows for its status: how a failed command ended (`exit 2`,
+ * `killed by signal S`) rather than only `failed`; else the status's own word.
+ */
+export function statusWord(tool, status, words) {
+  if (status === 'failed') {
+    const end = runEnd(tool);
+    if (end && !end.ok) return end.text;
+  }
+  return words[status] ?? status;
+}
+
+/**
+ * Whether a raw output says only how a command ended (the `shell` agent's
+ * `{exitCode, signal, truncated}`): the terminal and the header show that already.
+ */
+export function onlyExit(rawOutput) {
+  if (!isObj(rawOutput)) return false;
+  const keys = Object.keys(rawOutput);
+  return keys.length > 0 && keys.every((k) => ['exitCode', 'exit_code', 'signal', 'truncated'].includes(k));
+}
+
 // ---- usage -----------------------------------------------------------------------------
 
 /** A token count in a few characters: 950, 12.3k, 200k, 1.2M. */

@@ -5,8 +5,8 @@
 import { h } from './dom.js';
 import { diffView, unifiedTextView } from './diff.js';
 import {
-  asksForFeedback, changesOf, commandOf, inputFields, optionLabel, orderedOptions, outputText, shownStatus, unfenced,
-  visible,
+  asksForFeedback, changesOf, commandOf, inputFields, onlyExit, optionLabel, orderedOptions, outputText, runEnd, shownStatus,
+  statusWord, terminalText, unfenced, visible,
 } from './present.js';
 
 const KIND_LABEL = {
@@ -57,7 +57,8 @@ function inputView(rawInput) {
 }
 
 function outputView(rawOutput) {
-  if (rawOutput === undefined || rawOutput === null) return null;
+  // Only how a command ended (the `shell` agent's): the header and the terminal say it.
+  if (rawOutput === undefined || rawOutput === null || onlyExit(rawOutput)) return null;
   const text = outputText(rawOutput);
   return h('div', { class: 'tool-section' },
     h('div', { class: 'tool-label', text: 'Output' }),
@@ -77,26 +78,6 @@ function contentView(item) {
     default:
       return null;
   }
-}
-
-/**
- * Terminal output as plain text: escape sequences (colours included) are removed, a `\r`
- * overwrites its line from the start, a backspace removes a character. Never markup.
- */
-export function terminalText(raw) {
-  // CSI (ESC [ … final), OSC (ESC ] … BEL or ESC \), and two-character escapes.
-  const plain = raw
-    .replace(/\x1b\[[0-?]*[ -\/]*[@-~]/g, '')
-    .replace(/\x1b\][^\x07\x1b]*(\x07|\x1b\\)?/g, '')
-    .replace(/\x1b[@-_]/g, '')
-    .replace(/[\x00-\x07\x0b\x0c\x0e-\x1a\x1c-\x1f\x7f]/g, '');
-  return plain.split('\n').map((line) => {
-    const parts = line.split('\r');
-    // The last non-empty overwrite wins, with what it did not cover (as a terminal shows it).
-    let shown = '';
-    for (const p of parts) shown = p + shown.slice(p.length);
-    return shown;
-  }).join('\n');
 }
 
 /** A terminal's card section: its state, and its output as text. */
@@ -178,11 +159,53 @@ export function toolCard(tool, open, onToggle) {
       statusMark(status),
       h('span', { class: `tool-kind kind-${kind}`, text: KIND_LABEL[kind] ?? 'Tool' }),
       h('span', { class: 'tool-title', text: title }),
-      h('span', { class: 'tool-status', 'data-testid': 'tool-status', text: STATUS_LABEL[status] ?? status })),
+      h('span', { class: 'tool-status', 'data-testid': 'tool-status', text: statusWord(tool, status, STATUS_LABEL) })),
     body.length ? h('div', { class: 'tool-body' }, body) : h('p', { class: 'note tool-body', text: 'No details.' }),
   );
   card.addEventListener('toggle', () => onToggle?.(card.open));
   return card;
+}
+
+/**
+ * A `shell` session's command (its `execute` call) as the shell's runs always showed: a
+ * header line, then the terminal's output as text, not folded, then how it ended (`exit N`,
+ * `killed by signal S`, `aborted`), and why a call that never ran failed (its text). Another
+ * agent's call with a terminal stays a card ({@link toolCard}).
+ */
+export function runView(tool) {
+  const status = shownStatus(tool);
+  const title = str(tool.title) || str(tool.toolCallId) || 'command';
+  const end = runEnd(tool);
+  const body = [];
+  for (const c of list(tool.content)) {
+    if (c?.type === 'terminal') {
+      const dropped = Number.isInteger(c.droppedBytes) && c.droppedBytes > 0 ? c.droppedBytes : 0;
+      if (dropped) body.push(h('p', { class: 'note', 'data-testid': 'run-dropped', text: `… output truncated (${dropped} bytes dropped)` }));
+      const text = terminalText(str(c.output));
+      if (text) {
+        body.push(h('pre', {
+          class: 'part-output stdout run-output', 'data-testid': 'run-output', 'data-terminal-id': str(c.terminalId), text,
+        }));
+      }
+    } else if (c?.type === 'text') {
+      body.push(h('p', { class: 'note bad', 'data-testid': 'run-note', text: unfenced(str(c.text)) }));
+    }
+  }
+  if (end) body.push(h('p', { class: `note ${end.ok ? 'ok' : 'bad'}`, 'data-testid': 'run-exit', text: end.text }));
+  return h('div', {
+    class: `shell-run status-${status}`,
+    'data-testid': 'tool-call',
+    'data-run': 'true',
+    'data-status': status,
+    'data-kind': str(tool.kind) || 'execute',
+    'data-tool-call-id': str(tool.toolCallId),
+  },
+  h('div', { class: 'tool-head run-head' },
+    statusMark(status),
+    h('span', { class: 'tool-kind kind-execute', text: KIND_LABEL.execute }),
+    h('span', { class: 'tool-title', text: title }),
+    h('span', { class: 'tool-status', 'data-testid': 'tool-status', text: statusWord(tool, status, STATUS_LABEL) })),
+  body);
 }
 
 /** The agent's plan as a checklist. */
@@ -277,45 +300,32 @@ export function alwaysWords(kind, name, title, agent) {
   return null;
 }
 
-/** The words for the `shell` agent's "Always allow". */
-export const SHELL_ALWAYS = 'Always allow runs this command, and every later command of this session, without asking '
-  + 'you again, until you revoke it in the session header.';
+/** What the `shell` agent's "always" option (named `name`) covers, in words. */
+export function shellAlways(name) {
+  return `With “${name}”, every later command of this session runs without asking you again, this one included, `
+    + 'until you revoke it in the session header.';
+}
 
 /**
  * The card of one pending permission: the whole request (the full command with its
- * newlines and every other field of the input, the diff of an edit, the paths), the agent's
- * options by their own names in the order allow once, allow always, reject once, reject
- * always (allow once the primary one; an "always" never is), and what "always" covers.
+ * newlines and every other field of the input, the diff of an edit, the paths, the files a
+ * command gets), the agent's options by their own names in the order allow once, allow
+ * always, reject once, reject always (allow once the primary one; an "always" never is), and
+ * what "always" covers (for the `shell` agent: every later command of the session).
  * `button(reply, label, cls, feedback, optionId)` makes a guarded answer button; `feedback`
  * marks an option that asks the person to tell the agent what to do instead; `optionId` is the
  * exact option the answer names (the agent may offer several of one kind, docs/agents.md §5).
  */
 export function approvalCard(p, session, button) {
-  const tool = p.toolCall;
-  const agent = session?.agent && session.agent !== 'shell' ? session.agent : 'the agent';
+  const tool = isObject(p.toolCall) ? p.toolCall : { title: str(p.command) };
+  const shell = !!session && (!session.agent || session.agent === 'shell');
+  const agent = session?.agent && !shell ? session.agent : 'the agent';
   const card = h('div', { class: 'approval', role: 'group', 'aria-label': 'Approval needed', 'data-testid': 'approval' });
-  if (!tool) {
-    // The `shell` agent: the command line and the files it gets.
-    const attachments = list(p.attachments).filter((a) => typeof a === 'string');
-    card.append(
-      h('p', { class: 'approval-title', text: 'The agent wants to run:' }),
-      h('pre', { class: 'approval-command', 'data-testid': 'approval-command', text: visible(str(p.command)) }),
-      attachments.length
-        ? h('div', { class: 'approval-attachments', 'data-testid': 'approval-attachments' },
-          h('span', { class: 'muted', text: 'With the files:' }),
-          attachments.map((a) => h('span', { class: 'chip', 'data-testid': 'approval-attachment', text: visible(a) })))
-        : null,
-      h('p', { class: 'approval-always', 'data-testid': 'approval-always', text: SHELL_ALWAYS }),
-      h('div', { class: 'approval-actions' },
-        button('once', 'Allow once', 'primary'),
-        button('always', 'Always allow', ''),
-        button('reject', 'Reject', 'danger')),
-    );
-    return card;
-  }
   const kind = str(tool.kind) || 'other';
   const title = str(tool.title) || 'a tool call';
-  const fields = inputFields(tool.rawInput);
+  // The files a command gets (the `shell` agent's) show as chips, not again as a field.
+  const attachments = Array.isArray(p.attachments) ? p.attachments.filter((a) => typeof a === 'string') : null;
+  const fields = inputFields(tool.rawInput).filter(([k]) => !(attachments && k === 'attachments'));
   const hasCommand = commandOf(tool.rawInput) !== null;
   const who = agent === 'the agent' ? 'The agent' : agent;
   card.append(
@@ -329,6 +339,11 @@ export function approvalCard(p, session, button) {
     card.append(h('p', { class: 'muted approval-subtitle', text: visible(title) }));
   }
   const details = [
+    attachments?.length
+      ? h('div', { class: 'approval-attachments', 'data-testid': 'approval-attachments' },
+        h('span', { class: 'muted', text: 'With the files:' }),
+        attachments.map((a) => h('span', { class: 'chip', 'data-testid': 'approval-attachment', text: visible(a) })))
+      : null,
     fieldsView(hasCommand ? fields.slice(1) : fields, 'approval-input'),
     locationsView(tool.locations),
     ...list(tool.content).map(contentView),
@@ -336,7 +351,9 @@ export function approvalCard(p, session, button) {
   ].filter(Boolean);
   if (details.length) card.append(h('div', { class: 'approval-details' }, details));
   const options = orderedOptions(p.options);
-  const words = options.map((o) => alwaysWords(o.kind, optionLabel(o), title, agent)).filter(Boolean);
+  const words = options.map((o) => (shell && o.kind === 'allow_always'
+    ? shellAlways(optionLabel(o))
+    : alwaysWords(o.kind, optionLabel(o), title, agent))).filter(Boolean);
   for (const w of words) card.append(h('p', { class: 'approval-always', 'data-testid': 'approval-always', text: w }));
   card.append(h('div', { class: 'approval-actions' },
     options.map((o, i) => {

@@ -9,7 +9,7 @@ import {
 import { fillInbox, pendingCount } from './inbox.js';
 import { askFeedback } from './panes.js';
 import { NOTIFY_KEY, countedSessions, notificationFor, shouldNotify, titleWithCount, toggleView } from './notify.js';
-import { sessionTitle } from './present.js';
+import { agentOf, sessionTitle } from './present.js';
 
 const $ = (id) => document.getElementById(id);
 const BASE_TITLE = 'ax-code';
@@ -64,7 +64,10 @@ export class Watch {
 
   /** Every event, for the failure signals of a turn. */
   observe(e) {
-    observe(this.board, e);
+    observe(this.board, e, (id) => {
+      const session = this.ui.state?.sessions.get(id);
+      return !!session && agentOf(session) === 'shell';
+    });
   }
 
   /** A session's status changes from `before` to `after` (before the store holds it). */

@@ -3,7 +3,7 @@
 import test from 'node:test';
 import assert from 'node:assert/strict';
 import {
-  attentionCounts, attentionOf, countsText, forget, newBoard, observe, partFailed, seen, sortSessions, statusChanged,
+  attentionCounts, attentionOf, countsText, forget, newBoard, observe, partFailed, runFailed, seen, sortSessions, statusChanged,
 } from '../../web/attention.js';
 
 const s = (id, status, updated = 0) => ({ id, status, updated });
@@ -59,6 +59,24 @@ test('failure signals: a non-zero exit, a signal, a restart, an error notice; no
   observe(board, { type: 'message.created', message: { sessionId: 'y', parts: [{ type: 'interrupted' }] } });
   observe(board, { type: 'message.part', sessionId: 'z', part: { type: 'text', text: 'fine' } });
   assert.deepEqual([...board.failing].sort(), ['x', 'y']);
+});
+
+test('a shell session\'s command that failed with an exit status fails its turn; a rejection, an abort, another agent\'s do not', () => {
+  const ended = (status, rawOutput) => ({ type: 'tool_call_updated', toolCallId: 'cmd-1', fields: { status, ...(rawOutput ? { rawOutput } : {}) } });
+  assert.ok(runFailed(ended('failed', { exitCode: 2, signal: null, truncated: false })));
+  assert.ok(runFailed(ended('failed', { exitCode: null, signal: 'SIGTERM', truncated: false })));
+  assert.ok(!runFailed(ended('completed', { exitCode: 0, signal: null, truncated: false })));
+  assert.ok(!runFailed(ended('failed')), 'rejected: nothing ran');
+  assert.ok(!runFailed(ended('cancelled')), 'aborted by the person');
+  const board = newBoard();
+  const shell = new Set(['s1', 's2', 's3']);
+  const isShell = (id) => shell.has(id);
+  const delta = (sessionId, d) => observe(board, { type: 'message.delta', sessionId, delta: d }, isShell);
+  delta('s1', ended('failed', { exitCode: 1, signal: null, truncated: false }));
+  delta('s2', ended('failed'));
+  delta('s3', ended('cancelled'));
+  delta('agent', ended('failed', { exitCode: 1, signal: null }));
+  assert.deepEqual([...board.failing], ['s1']);
 });
 
 test('the list puts what needs the person first, then by recent activity', () => {

@@ -22,3 +22,16 @@ test('a command output is copied whole, its chunks joined', () => {
   assert.equal(messageText(run), 'a\nb');
   assert.equal(messageText({}), '');
 });
+
+test('a shell session copies its command run: the terminal output as text, without escapes', () => {
+  const run = {
+    parts: [{
+      type: 'tool_call', toolCallId: 'cmd-1', kind: 'execute', title: 'ls', status: 'completed',
+      content: [{ type: 'terminal', terminalId: 'term-1', output: '\x1b[34ma\x1b[0m\nb\n', exit: { exitCode: 0 } }],
+      rawOutput: { exitCode: 0, signal: null, truncated: false },
+    }, { type: 'permission', permissionId: 'per_1', toolCall: { toolCallId: 'cmd-1' }, outcome: { state: 'selected', optionId: 'once', kind: 'allow_once' } }],
+  };
+  assert.equal(messageText(run, true), 'a\nb');
+  // Another agent's tool call is not the message's words.
+  assert.equal(messageText(run), '');
+});

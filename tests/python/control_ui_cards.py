@@ -16,7 +16,9 @@ page itself.
    stay inside a narrow card, an option asking for feedback is marked so.
 4. Tool cards: output fenced as ```console shown once and unfenced; a run whose terminal exited
    non-zero shows ✗; an answered approval's line shows its answer (✓ ✗ ⊘), not `?`; an edit
-   approval says "edit" and shows the diff; hunks numbered from the diff's `line`.
+   approval says "edit" and shows the diff; hunks numbered from the diff's `line`. A `shell`
+   session's command (its execute call) shows as its run: the output not folded, then `exit N`,
+   `killed by signal S` or `aborted`; another agent's failed command card says `exit N`.
 5. Usage: the header meter (`ctx 12.3k/200k 6% · $0.04`) from `agentState.usage`.
 6. Sessions: the sidebar names each session's agent; an untitled session reads "New AGENT
    session", not its id; the composer's placeholder names the agent.
@@ -227,6 +229,42 @@ Promise.all([import('/assets/turns.js'), import('/assets/present.js'), import('/
     noLine: d.unifiedLines('a\nb\nc\n', 'a\nB\nc\n').filter(([op]) => op === '@').map(([, l]) => l),
   };
 
+  // 4b. a shell session's command (its execute call with a terminal) as its run
+  const runOf = (c) => ({
+    head: c.querySelector('.tool-head').textContent, status: c.dataset.status, folds: c.tagName === 'DETAILS',
+    outputs: [...c.querySelectorAll('[data-testid="run-output"]')].map((e) => e.textContent),
+    exit: [...c.querySelectorAll('[data-testid="run-exit"]')].map((e) => [e.textContent, e.className]),
+    dropped: [...c.querySelectorAll('[data-testid="run-dropped"]')].map((e) => e.textContent),
+    notes: [...c.querySelectorAll('[data-testid="run-note"]')].map((e) => e.textContent),
+    json: c.textContent.includes('exitCode'),
+  });
+  const sterm = (output, exit, droppedBytes) => ({ type: 'terminal', terminalId: 'term-1', output, ...(exit ? { exit } : {}), ...(droppedBytes ? { droppedBytes } : {}) });
+  const exitOut = (exitCode, signal) => ({ exitCode, signal, truncated: false });
+  out.runs = {
+    ok: runOf(t.runView(tool({ title: 'ls -1', status: 'completed', content: [sterm('\x1b[34mCargo.toml\x1b[0m\nsrc\n', { exitCode: 0 })], rawOutput: exitOut(0, null) }))),
+    failed: runOf(t.runView(tool({ title: 'make', status: 'failed', content: [sterm('no rule\n', { exitCode: 2 }, 4096)], rawOutput: exitOut(2, null) }))),
+    killed: runOf(t.runView(tool({ title: 'sleep 9', status: 'failed', content: [sterm('', { signal: 'SIGTERM' })], rawOutput: exitOut(null, 'SIGTERM') }))),
+    aborted: runOf(t.runView(tool({ title: 'sleep 9', status: 'cancelled', content: [sterm('started\n', { signal: 'SIGKILL' })] }))),
+    rejected: runOf(t.runView(tool({ title: 'rm -rf build', status: 'failed' }))),
+    notStarted: runOf(t.runView(tool({ title: 'cat a', status: 'failed', content: [{ type: 'text', text: 'a: not a file in the project; the command did not run' }] }))),
+    running: runOf(t.runView(tool({ title: 'yes', status: 'in_progress', content: [sterm('y\ny\n')] }))),
+  };
+  // Another agent's failed command stays a folded card; its header says the exit, no JSON.
+  const agentRun = t.toolCard(tool({ title: 'make', status: 'failed', content: [sterm('no rule\n', { exitCode: 2 })], rawOutput: exitOut(2, null) }), true);
+  out.agentRun = { tag: agentRun.tagName, status: agentRun.querySelector('[data-testid="tool-status"]').textContent, json: agentRun.textContent.includes('exitCode') };
+  // The transcript picks by the session's agent: a run in a shell session, a card elsewhere.
+  const turnOf = (agent) => {
+    const el = document.createElement('div');
+    const sid = `ses_${agent}`;
+    const view = { store: { sessions: new Map([[sid, { id: sid, agent, status: 'idle', title: '' }]]), messages: new Map() }, open: new Map() };
+    panes.fillTranscript(el, [{ id: 'msg_2', role: 'assistant', created: 1, parts: [
+      { type: 'tool_call', ...tool({ title: 'ls', status: 'completed', content: [sterm('a\n', { exitCode: 0 })], rawOutput: exitOut(0, null) }) },
+    ] }], view, sid);
+    const call = el.querySelector('[data-testid="tool-call"]');
+    return [call.dataset.run === 'true', call.tagName];
+  };
+  out.routing = { shell: turnOf('shell'), claude: turnOf('claude') };
+
   // 5. usage
   out.usage = [
     p.usageText({ used: 12345, size: 200000, cost: { amount: 0.0412, currency: 'USD' } }),
@@ -329,6 +367,26 @@ def check_cards(r):
           f"Codex's patch approval: its names, the feedback option marked: {r['codexPatch']}")
     check(ce["diffsWithContent"] == 1, f"a diff the content already shows is not shown twice: {ce['diffsWithContent']}")
     check(r["hunks"] == {"at41": ["@@ -41,3 +41,3 @@"], "noLine": ["@@ -1,3 +1,3 @@"]}, f"hunk numbers: {r['hunks']}")
+    # 4b.
+    runs = r["runs"]
+    ok = runs["ok"]
+    check(not ok["folds"] and ok["outputs"] == ["Cargo.toml\nsrc\n"] and ok["exit"] == [["exit 0", "note ok"]] and not ok["json"],
+          f"a shell command shows as its run: the output (escapes removed), not folded, then exit 0: {ok}")
+    check(ok["head"].endswith("ls -1done") and ok["status"] == "completed", f"its header line: {ok['head']!r}")
+    check(runs["failed"]["exit"] == [["exit 2", "note bad"]] and runs["failed"]["head"].endswith("makeexit 2")
+          and runs["failed"]["dropped"] == ["… output truncated (4096 bytes dropped)"],
+          f"a failed run says exit 2 (and the bytes dropped): {runs['failed']}")
+    check(runs["killed"]["exit"] == [["killed by signal SIGTERM", "note bad"]], f"a killed run says its signal: {runs['killed']}")
+    check(runs["aborted"]["exit"] == [["aborted", "note bad"]] and runs["aborted"]["outputs"] == ["started\n"],
+          f"an aborted run says aborted, not the signal: {runs['aborted']}")
+    check(runs["rejected"]["exit"] == [] and runs["rejected"]["outputs"] == [] and runs["rejected"]["status"] == "failed",
+          f"a rejected command: failed, nothing ran: {runs['rejected']}")
+    check(runs["notStarted"]["notes"] == ["a: not a file in the project; the command did not run"],
+          f"a command that could not start says why: {runs['notStarted']}")
+    check(runs["running"]["exit"] == [] and runs["running"]["outputs"] == ["y\ny\n"], f"a running command streams: {runs['running']}")
+    check(r["agentRun"] == {"tag": "DETAILS", "status": "exit 2", "json": False},
+          f"another agent's failed command: a card saying exit 2, no JSON: {r['agentRun']}")
+    check(r["routing"] == {"shell": [True, "DIV"], "claude": [False, "DETAILS"]}, f"a run in a shell session only: {r['routing']}")
     # 5.
     check(r["usage"] == ["ctx 12.3k/200k 6% · $0.04", "ctx 950/1k 95%", "ctx 1.5M/2M 75% · €1.50", None], f"usage meter text: {r['usage']}")
     check(r["meter"] == "ctx 12.3k/200k 6% · $0.04" and r["noMeter"] is None, f"the header meter: {r['meter']!r}")

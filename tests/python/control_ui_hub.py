@@ -140,7 +140,7 @@ def approve_on_page(driver, backend, what):
     def answered():
         if not ids & {p["id"] for p in backend.api("GET", "/permission")}:
             return True
-        for el in driver.find_elements(By.CSS_SELECTOR, '[data-testid="approvals"][data-armed="true"] [data-testid="approve-once"]'):
+        for el in driver.find_elements(By.CSS_SELECTOR, '[data-testid="approvals"][data-armed="true"] [data-testid="approve-allow_once"]'):
             el.click()
         return False
     wait_for(answered, what, timeout=20)
@@ -238,7 +238,7 @@ def run(binary, nats, mock):
                        "beta's session opened with a composer")
         box.send_keys("echo hub-ui-said-hi")
         box.send_keys(Keys.ENTER)
-        approve = wait_for(lambda: next(iter(driver.find_elements(By.CSS_SELECTOR, '[data-testid="approve-once"]')), None),
+        approve = wait_for(lambda: next(iter(driver.find_elements(By.CSS_SELECTOR, '[data-testid="approve-allow_once"]')), None),
                            "the shell agent's approval shown on the hub's page", timeout=20)
         approve_on_page(driver, beta, "the approval answered from the hub's page")
         wait_for(lambda: "hub-ui-said-hi" in transcript_text(driver) and len(beta.api("GET", f"/session/{on_beta}/message")) == 2,

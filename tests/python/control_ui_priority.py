@@ -133,7 +133,7 @@ async def run(binary):
             check(not os.path.exists(os.path.join(backend.project, "alpha.txt")), "nothing ran without an approval")
 
             # 2. The pointer rests on "Allow once"; the agent navigates; the same click.
-            button = wait_for(lambda: page.pane().find_element(By.CSS_SELECTOR, '[data-testid="approve-once"]'),
+            button = wait_for(lambda: page.pane().find_element(By.CSS_SELECTOR, '[data-testid="approve-allow_once"]'),
                               "alpha's approval is shown")
             wait_for(page.armed, "the approval is ready for clicks")
             ActionChains(driver).move_to_element(button).perform()
@@ -155,7 +155,7 @@ async def run(binary):
             for attempt in range(5):
                 marker = os.path.join(backend.project, f"second{attempt}.txt")
                 prompt(backend, a, f"echo second > second{attempt}.txt")
-                button = wait_for(lambda: page.pane().find_element(By.CSS_SELECTOR, '[data-testid="approve-once"]'),
+                button = wait_for(lambda: page.pane().find_element(By.CSS_SELECTOR, '[data-testid="approve-allow_once"]'),
                                   "a new approval appears in alpha's pane")
                 ActionChains(driver).move_to_element(button).click().perform()
                 # An upper bound of how long after it appeared the click landed.
@@ -204,9 +204,19 @@ async def run(binary):
                 import('/assets/panes.js').then((m) => {
                   const card = (attachments) => {
                     const el = document.createElement('div');
-                    const p = { id: 'per_x', sessionId: 's', command: 'wc -l "$1" "$2"', state: 'pending', created: 0 };
+                    // The shell agent's question: its execute call (the command and the files)
+                    // and its options.
+                    const command = 'wc -l "$1" "$2"';
+                    const p = {
+                      id: 'per_x', sessionId: 's', command, state: 'pending', created: 0,
+                      toolCall: { toolCallId: 'cmd-1', kind: 'execute', title: command, status: 'pending',
+                                  rawInput: { command, attachments: attachments ?? [] } },
+                      options: [{ optionId: 'once', name: 'Allow once', kind: 'allow_once' },
+                                { optionId: 'always', name: 'Allow always in this session', kind: 'allow_always' },
+                                { optionId: 'reject', name: 'Reject', kind: 'reject_once' }],
+                    };
                     if (attachments) p.attachments = attachments;
-                    m.fillApprovals(el, [p], 's', { toast() {}, reply() {} });
+                    m.fillApprovals(el, [p], 's', { toast() {}, reply() {} }, false, { id: 's', agent: 'shell' });
                     return el;
                   };
                   const el = card(['notes/a.txt', '<img src=x onerror=alert(1)>']);
@@ -214,10 +224,12 @@ async def run(binary):
                     chips: [...el.querySelectorAll('[data-testid="approval-attachment"]')].map((e) => e.textContent),
                     img: el.querySelector('img') !== null,
                     none: card(null).querySelector('[data-testid="approval-attachments"]') === null,
+                    // Shown once: as chips, not again as an input field.
+                    field: [...el.querySelectorAll('[data-testid="input-field"]')].map((f) => f.dataset.key),
                   });
                 }, (e) => done({ error: String(e) }));
             """)
-            check(shown == {"chips": ["notes/a.txt", "<img src=x onerror=alert(1)>"], "img": False, "none": True},
+            check(shown == {"chips": ["notes/a.txt", "<img src=x onerror=alert(1)>"], "img": False, "none": True, "field": []},
                   f"an approval lists its attachments as text, and none when it has none: {shown}")
     finally:
         close_browser(driver)

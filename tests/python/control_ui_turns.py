@@ -444,15 +444,19 @@ def run(binary, mock, artifacts):
         always = card.find_element(By.CSS_SELECTOR, '[data-testid="approval-always"]').text
         check("every later command" in always and "revoke" in always, f"what “Always allow” covers: {always!r}")
         wait_for(page.armed, "it takes clicks")
-        card.find_element(By.CSS_SELECTOR, '[data-testid="approve-always"]').click()
+        card.find_element(By.CSS_SELECTOR, '[data-testid="approve-allow_always"]').click()
         wait_for(lambda: os.path.exists(os.path.join(backend.project, "two.txt")), "both lines ran")
+        run_js = ("const r = [...document.querySelectorAll('[data-testid=pane][data-active=true] [data-testid=tool-call][data-run=true]')].pop();"
+                  "return r ? [[...r.querySelectorAll('[data-testid=run-output]')].map((e) => e.textContent),"
+                  " [...r.querySelectorAll('[data-testid=run-exit]')].map((e) => e.textContent)] : null")
+        wait_for(lambda: page.js(run_js) == [["two\n"], ["exit 0"]], "the command shows as its run: its output, then exit 0")
         wait_for(lambda: page.within('[data-testid="standing"]'), "the header shows shell's standing “always”")
         page.within('[data-testid="revoke-standing"]')[0].click()
         wait_for(lambda: not session_of(backend, shell_sid).get("standing"), "revoked")
         page.send("echo three")
         wait_for(lambda: page.within('[data-testid="approval"]'), "the next command asks again")
         wait_for(page.armed, "it takes clicks")
-        page.within('[data-testid="approve-reject"]')[0].click()
+        page.within('[data-testid="approve-reject_once"]')[0].click()
         wait_for(lambda: session_of(backend, shell_sid)["status"] == "idle", "rejected: nothing runs")
 
         # ---- 9. needs_auth ----

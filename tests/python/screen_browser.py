@@ -241,12 +241,12 @@ async def run(binary, artifacts):
             first_pane = driver.find_element(By.CSS_SELECTOR, f'[data-testid="pane"][data-session="{a}"]')
             box = first_pane.find_element(By.CSS_SELECTOR, '[data-testid="composer-input"]')
             box.send_keys("echo from-the-ui" + Keys.ENTER)
-            wait_for(lambda: first_pane.find_elements(By.CSS_SELECTOR, '[data-testid="approve-once"]'),
+            wait_for(lambda: first_pane.find_elements(By.CSS_SELECTOR, '[data-testid="approve-allow_once"]'),
                      "the approval appears in alpha's pane")
             # Approval buttons take clicks 500 ms after they appeared (control_ui_priority.py).
             wait_for(lambda: first_pane.find_element(By.CSS_SELECTOR, '[data-testid="approvals"]')
                      .get_attribute("data-armed") == "true", "the approval is ready for clicks")
-            first_pane.find_element(By.CSS_SELECTOR, '[data-testid="approve-once"]').click()
+            first_pane.find_element(By.CSS_SELECTOR, '[data-testid="approve-allow_once"]').click()
             wait_for(lambda: "from-the-ui" in first_pane.find_element(By.CSS_SELECTOR, '[data-testid="transcript"]').text
                      and "exit 0" in first_pane.find_element(By.CSS_SELECTOR, '[data-testid="transcript"]').text,
                      "the command's output streams into the transcript")

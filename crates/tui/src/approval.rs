@@ -12,12 +12,15 @@ use ax_protocol::{PermissionReply, turn::ToolCallPart};
 use crate::input::{Key, KeyCode};
 use crate::layout::Rect;
 
-/// What the "always" answer covers, said in words (docs/backend.md §2: the session stops
-/// asking from then on).
-pub const ALWAYS_COVERS: &str = "“Always allow” runs this command and every later command in this session without asking again.";
-/// Keys for the dialog.
-pub const HINT: &str =
-    "↑↓ PgUp/PgDn scroll · ←→ choose · Enter confirm · y once · a always · n reject · Esc later";
+/// What the `shell` agent's "always" answer (named `name`) covers, said in words
+/// (docs/backend.md §2: the session stops asking from then on).
+pub fn shell_always(name: &str) -> String {
+    format!(
+        "With “{}”, every later command in this session runs without asking again, this one \
+         included; /revoke forgets it.",
+        crate::markdown::sanitize(name)
+    )
+}
 
 /// Attached files listed by name; more are counted ("… and N more").
 const FILES_SHOWN: usize = 4;
@@ -57,20 +60,19 @@ impl Geometry {
     }
 }
 
-/// Lays out the `shell` agent's dialog for `command` (with `attachments`) on a
-/// `width`×`height` screen.
+/// Lays out the dialog's request for `command` (with `attachments`) on a `width`×`height`
+/// screen, before the answers are known ([`permission_geometry`] adds them).
 pub fn geometry(command: &str, attachments: &[String], width: u16, height: u16) -> Geometry {
     let w = width.saturating_sub(4).clamp(20, 100).min(width);
     let inner_w = w.saturating_sub(2).max(1) as usize;
-    let shell = shell_choices();
     let mut g = Geometry {
         dialog: Rect::new(0, 0, w, 0),
         body_rows: request_rows(command, inner_w),
         body_height: 0,
         file_rows: file_rows(attachments, inner_w),
-        always_rows: wrap_plain(ALWAYS_COVERS, inner_w),
-        hint_rows: wrap_plain(HINT, inner_w),
-        button_rows: button_rows(&shell, inner_w),
+        always_rows: Vec::new(),
+        hint_rows: Vec::new(),
+        button_rows: Vec::new(),
     };
     fit(&mut g, width, height);
     g
@@ -212,8 +214,7 @@ pub struct Choice {
     /// The option asks the person to tell the agent what to do instead: after it is sent the
     /// composer waits for that feedback as the next prompt.
     pub feedback: bool,
-    /// For an ACP agent: the exact option sent (an agent may offer several of one kind,
-    /// docs/agents.md §5); `None` for the `shell` agent's fixed answers.
+    /// The exact option sent (an agent may offer several of one kind, docs/agents.md §5).
     pub option_id: Option<String>,
 }
 
@@ -233,39 +234,14 @@ pub fn asks_feedback(name: &str) -> bool {
     n.contains("feedback") || n.contains("differently") || n.contains("what to do")
 }
 
-/// The approval dialog's three answers for the `shell` agent, in display order.
-pub const APPROVAL_CHOICES: [(PermissionReply, &str); 3] = [
-    (PermissionReply::Once, "Allow once"),
-    (PermissionReply::Always, "Always allow"),
-    (PermissionReply::Reject, "Reject"),
-];
-
-/// The `shell` agent's three fixed answers, keyed y, a, n.
-fn shell_choices() -> Vec<Choice> {
-    APPROVAL_CHOICES
-        .iter()
-        .zip(['y', 'a', 'n'])
-        .map(|((reply, label), key)| Choice {
-            reply: *reply,
-            label: (*label).to_owned(),
-            key,
-            feedback: false,
-            option_id: None,
-        })
-        .collect()
-}
-
 /// The answers for `p`, always in one order by kind (allow once, allow always, reject once,
 /// reject always), whatever order the agent sent them in: agents put "always" first, and the
 /// highlighted answer must never be a standing grant. Every option the agent sent is shown
 /// (the agent's order within a kind) and answers with its own id, so several options of one
 /// kind (Codex's) each get a button (docs/agents.md §5). The first option of a kind has the
-/// kind's letter, a further one the digit of its position. Labels are the agent's own names;
-/// for the `shell` agent the three fixed answers.
+/// kind's letter, a further one the digit of its position. Labels are the agent's own names
+/// (the `shell` agent's too: "Allow once", "Allow always in this session", "Reject").
 pub fn choices(p: &Permission) -> Vec<Choice> {
-    if p.options.is_empty() {
-        return shell_choices();
-    }
     let mut options: Vec<_> = p.options.iter().collect();
     // Stable: the agent's order within a kind is kept.
     options.sort_by_key(|o| kind_rank(o.kind));
@@ -410,12 +386,16 @@ fn title_is_command(p: &Permission) -> bool {
         .is_none_or(|t| t.kind == ToolKind::Execute)
 }
 
-/// What "always" covers for an ACP agent's request, in words.
-fn acp_always(p: &Permission) -> Option<String> {
+/// What "always" covers, in words: for the `shell` agent every later command of the
+/// session, for an ACP agent what it scopes the answer to.
+fn always_words(p: &Permission, shell: bool) -> Option<String> {
     let o = p
         .options
         .iter()
         .find(|o| o.kind == PermissionKind::AllowAlways)?;
+    if shell {
+        return Some(shell_always(&o.name));
+    }
     Some(format!(
         "“{}” lets the agent do this again without asking, as far as the agent scopes it \
          (for this kind of tool call in this session); /revoke forgets it.",
@@ -451,15 +431,16 @@ fn tool_rows(t: &ToolCallPart, width: usize) -> Vec<String> {
     rows
 }
 
-/// Lays out the dialog for a permission.
-pub fn permission_geometry(p: &Permission, width: u16, height: u16) -> Geometry {
+/// Lays out the dialog for a permission; `shell` says it is the `shell` agent's (its
+/// "always" covers every later command of the session).
+pub fn permission_geometry(p: &Permission, shell: bool, width: u16, height: u16) -> Geometry {
     let mut g = geometry(&p.command, &p.attachments, width, height);
-    if p.tool_call.is_none() && p.options.is_empty() {
-        return g;
-    }
     let inner_w = g.dialog.width.saturating_sub(2).max(1) as usize;
-    g.body_rows = request_text_rows(p, inner_w);
-    if let Some(always) = acp_always(p) {
+    // The `shell` agent's call is the command line and the files: shown as such already.
+    if !shell {
+        g.body_rows = request_text_rows(p, inner_w);
+    }
+    if let Some(always) = always_words(p, shell) {
         g.always_rows = wrap_plain(&always, inner_w);
     } else {
         g.always_rows = wrap_plain("The agent offers no “always” answer here.", inner_w);

@@ -4,12 +4,12 @@
 //!
 //! "Unread" is a turn that ended while the person did not have the session open; it stays
 //! until they open it. A turn "failed" when its events carried an error notice, a non-zero
-//! exit or a signal, or a run cut short by a backend restart (an abort by the person is not a
-//! failure).
+//! exit or a signal (a `shell` session's command: its call failed with an exit status), or a
+//! run cut short by a backend restart (an abort by the person is not a failure).
 
 use std::collections::HashSet;
 
-use ax_protocol::turn::{NoticeKind, TurnDelta, TurnPart};
+use ax_protocol::turn::{NoticeKind, ToolStatus, TurnDelta, TurnPart};
 use ax_protocol::{Event, Part, SessionId, SessionStatus};
 
 /// A session's state for the list, in the list's order.
@@ -72,9 +72,28 @@ fn part_failed(part: &Part) -> bool {
     }
 }
 
+/// Whether a delta of a `shell` session's turn says its command failed: its `execute` call
+/// ended `failed` with an exit status or a signal in its raw output (the `shell` agent's
+/// `{exitCode, signal}`). A rejected command fails its call with neither, an abort cancels
+/// it: neither is a failure, as before.
+fn run_failed(delta: &TurnDelta) -> bool {
+    let TurnDelta::ToolCallUpdated { fields, .. } = delta else {
+        return false;
+    };
+    let Some(out) = fields.raw_output.as_ref() else {
+        return false;
+    };
+    let code = ["exitCode", "exit_code"]
+        .iter()
+        .find_map(|k| out.get(k).and_then(|v| v.as_i64()));
+    let signal = out.get("signal").is_some_and(|v| !v.is_null());
+    fields.status == Some(ToolStatus::Failed) && (code.is_some_and(|c| c != 0) || signal)
+}
+
 impl Board {
-    /// Notes the failure signals of any session's message events.
-    pub(crate) fn observe(&mut self, event: &Event) {
+    /// Notes the failure signals of any session's message events; `shell` says which
+    /// sessions are the `shell` agent's, whose failed command is a failed turn.
+    pub(crate) fn observe(&mut self, event: &Event, shell: impl Fn(&SessionId) -> bool) {
         let (session, failed) = match event {
             Event::MessagePart {
                 session_id, part, ..
@@ -83,7 +102,8 @@ impl Board {
                 session_id, delta, ..
             } => (
                 session_id,
-                matches!(delta, TurnDelta::Notice { notice } if notice.kind == NoticeKind::Error),
+                matches!(delta, TurnDelta::Notice { notice } if notice.kind == NoticeKind::Error)
+                    || (shell(session_id) && run_failed(delta)),
             ),
             Event::MessageCreated { message } => {
                 (&message.session_id, message.parts.iter().any(part_failed))

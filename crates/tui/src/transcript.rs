@@ -7,13 +7,13 @@
 
 use std::collections::HashMap;
 
-use ax_protocol::turn::{ToolContent, TurnDelta, TurnPart};
+use ax_protocol::turn::{ToolContent, ToolKind, TurnDelta, TurnPart};
 use ax_protocol::{Message, Part, Role, Stream};
 use unicode_width::UnicodeWidthChar;
 
 use crate::ansi::{AnsiParser, Op};
 use crate::kind::{Kind, Tone};
-use crate::turn_view::{self, Fold, Row};
+use crate::turn_view::{self, Fold, Row, Terminals};
 
 /// Logical lines longer than this are continued on a new line.
 pub const MAX_LINE_CHARS: usize = 2048;
@@ -154,6 +154,8 @@ pub struct Transcript {
     uncertain: bool,
     /// The end line of turns seen ending here, by the message they follow (kept by reloads).
     turn_ends: HashMap<String, String>,
+    /// How tool calls' terminals show: as runs in a `shell` session.
+    terminals: Terminals,
 }
 
 impl Default for Transcript {
@@ -175,6 +177,16 @@ impl Transcript {
             focus: None,
             uncertain: false,
             turn_ends: HashMap::new(),
+            terminals: Terminals::InCard,
+        }
+    }
+
+    /// Shows tool calls' terminals as `terminals` says (a `shell` session's as runs); set
+    /// before messages are added (a reload keeps it).
+    pub fn set_terminals(&mut self, terminals: Terminals) {
+        if self.terminals != terminals {
+            self.terminals = terminals;
+            self.rerender_all();
         }
     }
 
@@ -185,6 +197,7 @@ impl Transcript {
         t.folds = old.folds.clone();
         t.focus = old.focus.clone();
         t.turn_ends = old.turn_ends.clone();
+        t.terminals = old.terminals;
         for m in messages {
             t.end_of_turn_line();
             t.add_message(m);
@@ -553,7 +566,13 @@ impl Transcript {
         }
         (
             0,
-            rows_to_lines(turn_view::render(part, fold, focused, wrap)),
+            rows_to_lines(turn_view::render_with(
+                part,
+                fold,
+                focused,
+                wrap,
+                self.terminals,
+            )),
         )
     }
 
@@ -767,8 +786,9 @@ impl Transcript {
     }
 
     /// The agent's replies, newest first, as text to copy: an ACP agent's answer is its text
-    /// parts (Markdown, as the agent wrote it); a reply without turn parts (the `shell`
-    /// agent's command output) is its display lines, the turn's end line left out.
+    /// parts (Markdown, as the agent wrote it); a `shell` session's reply is its command's
+    /// output (its `execute` call's terminal, escapes removed); a stored reply of the old
+    /// shape (output parts) is its display lines, the turn's end line left out.
     pub fn replies(&self) -> Vec<String> {
         let mut out = Vec::new();
         for (i, m) in self.messages.iter().enumerate().rev() {
@@ -786,6 +806,20 @@ impl Transcript {
             if !text.is_empty() {
                 out.push(text.join("\n\n"));
                 continue;
+            }
+            // A `shell` session's reply is its command's run: the terminal's output.
+            if self.terminals == Terminals::AsRun {
+                let runs: Vec<String> = m
+                    .turn
+                    .iter()
+                    .filter(|p| matches!(p, TurnPart::ToolCall(t) if t.kind == ToolKind::Execute))
+                    .filter_map(crate::copy::part_text)
+                    .collect();
+                let run = runs.join("\n");
+                if !run.trim().is_empty() {
+                    out.push(run.trim_end().to_owned());
+                    continue;
+                }
             }
             if !m.turn.is_empty() || !m.blocks.is_empty() {
                 continue;

@@ -58,12 +58,37 @@ pub fn foldable(part: &TurnPart) -> bool {
 /// current spinner frame there.
 pub const SPINNER_SLOT: char = '⠋';
 
+/// How a tool call's terminal shows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Terminals {
+    /// In the card, with its other content (every agent's turn).
+    #[default]
+    InCard,
+    /// As a command's run: its output and how it ended under the card's header, whatever the
+    /// card's fold (a `shell` session, whose turn is one command; docs/tui.md §2a).
+    AsRun,
+}
+
 /// The rows of a part other than agent text (see [`crate::markdown`] for that).
 pub fn render(part: &TurnPart, fold: Fold, focused: bool, width: u16) -> Vec<Row> {
+    render_with(part, fold, focused, width, Terminals::InCard)
+}
+
+/// [`render`], with the tool calls' terminals shown as `terminals` says.
+pub fn render_with(
+    part: &TurnPart,
+    fold: Fold,
+    focused: bool,
+    width: u16,
+    terminals: Terminals,
+) -> Vec<Row> {
     let width = width.max(8) as usize;
     let mut rows = match part {
         TurnPart::Text { text } => markdown_rows(text, width as u16),
         TurnPart::Thought { text } => thought(text, fold, width),
+        TurnPart::ToolCall(t) if terminals == Terminals::AsRun && shows_run(t) => {
+            run_rows(t, width)
+        }
         TurnPart::ToolCall(t) => tool_call(t, fold, width),
         TurnPart::Plan { entries } => {
             let mut rows = vec![row(LineStyle::Agent, "Plan", Kind::Title)];
@@ -302,8 +327,9 @@ pub fn failed_exit(t: &ToolCallPart) -> Option<String> {
 
 fn card_header(t: &ToolCallPart, fold: Fold, width: usize, has_body: bool) -> Row {
     let (mark, word, mstyle) = status_mark(t.status);
+    // A command that failed says how: "exit 2" rather than "failed".
     let failed = match t.status {
-        ToolStatus::Completed => failed_exit(t),
+        ToolStatus::Completed | ToolStatus::Failed => failed_exit(t),
         _ => None,
     };
     let (mark, word, mstyle) = match &failed {
@@ -344,6 +370,92 @@ fn card_header(t: &ToolCallPart, fold: Fold, width: usize, has_body: bool) -> Ro
             (arrow.to_owned(), DIM.into()),
         ],
     )
+}
+
+/// Whether a tool call is a command's run: an `execute` call, or any call with a terminal.
+fn shows_run(t: &ToolCallPart) -> bool {
+    t.kind == ToolKind::Execute
+        || t.content
+            .iter()
+            .any(|c| matches!(c, ToolContent::Terminal { .. }))
+}
+
+/// A command's run as the `shell` agent's runs always showed: the header, then the output
+/// (colours kept, not indented, not folded), then how it ended — `exit N`, `killed by signal
+/// S`, `[aborted]` when the call was cancelled — and why a call that never ran failed.
+fn run_rows(t: &ToolCallPart, width: usize) -> Vec<Row> {
+    let mut rows = vec![card_header(t, Fold::Open, width, false)];
+    let mut ended = None;
+    for c in &t.content {
+        match c {
+            ToolContent::Terminal {
+                output,
+                dropped_bytes,
+                exit,
+                ..
+            } => {
+                if *dropped_bytes > 0 {
+                    rows.push(row(
+                        LineStyle::Marker,
+                        &format!("[output truncated: {dropped_bytes} bytes dropped]"),
+                        Kind::Plain,
+                    ));
+                }
+                let mut lines = crate::ansi::AnsiLines::new();
+                lines.feed(output);
+                for l in lines.runs() {
+                    rows.push((
+                        LineStyle::Stdout,
+                        l.into_iter()
+                            .map(|(text, sgr)| (text, Tone::from(Kind::output(sgr))))
+                            .collect(),
+                    ));
+                }
+                if exit.is_some() {
+                    ended = exit.clone();
+                }
+            }
+            ToolContent::Text { text } => {
+                for l in strip_fence(text).trim_end().split('\n') {
+                    rows.push(row(
+                        LineStyle::Marker,
+                        &crate::markdown::sanitize(l),
+                        Kind::Plain,
+                    ));
+                }
+            }
+            ToolContent::Diff { .. } => {}
+        }
+    }
+    let (style, text) = match (t.status, ended) {
+        (ToolStatus::Cancelled, _) => (LineStyle::Marker, "[aborted]".to_owned()),
+        (_, Some(e)) => match (e.signal, e.exit_code) {
+            (Some(sig), _) => (
+                LineStyle::ExitFailed,
+                format!("killed by signal {}", crate::markdown::sanitize(&sig)),
+            ),
+            (None, Some(0)) => (LineStyle::ExitOk, "exit 0".to_owned()),
+            (None, Some(code)) => (LineStyle::ExitFailed, format!("exit {code}")),
+            (None, None) => (LineStyle::ExitFailed, "exited".to_owned()),
+        },
+        // Ended without a terminal exit: the exit in its raw output, if any.
+        (ToolStatus::Completed | ToolStatus::Failed, None) => match raw_exit(t) {
+            Some(0) => (LineStyle::ExitOk, "exit 0".to_owned()),
+            Some(code) => (LineStyle::ExitFailed, format!("exit {code}")),
+            None => return rows,
+        },
+        _ => return rows,
+    };
+    rows.push(row(style, &text, Kind::Plain));
+    rows
+}
+
+/// The exit status a call's raw output reports (`exitCode`, or `exit_code`).
+fn raw_exit(t: &ToolCallPart) -> Option<i64> {
+    let out = t.raw_output.as_ref()?;
+    ["exit_code", "exitCode"]
+        .iter()
+        .find_map(|k| out.get(k).and_then(|v| v.as_i64()))
 }
 
 /// A title on one row: its line breaks shown as ` ↵ ` (the whole text is in the open card).
@@ -487,7 +599,7 @@ pub fn request_rows(t: &ToolCallPart, width: usize) -> Vec<Row> {
             }
         }
     }
-    if let Some(out) = &t.raw_output {
+    if let Some(out) = t.raw_output.as_ref().filter(|o| !only_exit(o)) {
         let text = match out {
             serde_json::Value::String(s) => s.clone(),
             other => match ["output", "stdout", "formatted_output"]
@@ -508,6 +620,20 @@ pub fn request_rows(t: &ToolCallPart, width: usize) -> Vec<Row> {
         }
     }
     rows
+}
+
+/// Whether a raw output says only how a command ended (`{exitCode, signal, truncated}`, the
+/// `shell` agent's): the header and the terminal show that, so it is not shown as JSON.
+pub fn only_exit(out: &serde_json::Value) -> bool {
+    out.as_object().is_some_and(|m| {
+        !m.is_empty()
+            && m.keys().all(|k| {
+                matches!(
+                    k.as_str(),
+                    "exitCode" | "exit_code" | "signal" | "truncated"
+                )
+            })
+    })
 }
 
 /// The agent's input, every field (`crate::tool_input`): the command as `$ `/`> ` lines,

@@ -176,9 +176,12 @@ fn delta(seq: u64, d: TurnDelta) -> Event {
     }
 }
 
-/// Session 1 open at 100x40 with the person's prompt and the agent's reply streamed in.
+/// Session 1 (an ACP agent's, `mock`) open at 100x40 with the person's prompt and the agent's
+/// reply streamed in.
 fn streamed() -> App {
-    let mut app = ready_app(vec![session(1, "agent turn", SessionStatus::Busy)], false);
+    let mut s = session(1, "agent turn", SessionStatus::Busy);
+    s.agent = "mock".into();
+    let mut app = ready_app(vec![s], false);
     app.resize(100, 40);
     let prompt = message(
         "msg_00000000000000000000000001",

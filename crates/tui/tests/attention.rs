@@ -151,6 +151,59 @@ fn an_error_notice_or_a_restart_fails_a_turn_and_a_new_turn_clears_it() {
     assert_eq!(app.attention(s1), Attention::Unread);
 }
 
+/// A `shell` session's command is an `execute` call: a call that failed with an exit status
+/// or a signal fails the turn; a rejection (failed with neither) and an abort (cancelled)
+/// do not, and another agent's failed command is not its turn failing.
+#[test]
+fn a_shell_commands_failed_call_fails_its_turn_and_nothing_else_does() {
+    use ax_protocol::turn::{ToolCallFields, ToolStatus, TurnDelta};
+    let mut sessions: Vec<_> = (1..=5)
+        .map(|n| session(n, &format!("s{n}"), SessionStatus::Idle))
+        .collect();
+    sessions[4].agent = "mock".into();
+    let mut app = ready_app(sessions, false);
+    let ended = |app: &mut App, n: u32, status: ToolStatus, raw: Option<serde_json::Value>| {
+        app.on_event(Event::MessageDelta {
+            session_id: sid(n),
+            message_id: format!("msg_0123456789abABCDEFGHIJ00{n:02}")
+                .parse()
+                .unwrap(),
+            seq: 5,
+            delta: TurnDelta::ToolCallUpdated {
+                tool_call_id: "cmd-1".into(),
+                fields: ToolCallFields {
+                    status: Some(status),
+                    raw_output: raw,
+                    ..ToolCallFields::default()
+                },
+            },
+        });
+    };
+    for n in 1..=5 {
+        status(&mut app, n, SessionStatus::Busy);
+    }
+    let exit = |code: Option<u32>, signal: Option<&str>| {
+        Some(serde_json::json!({"exitCode": code, "signal": signal, "truncated": false}))
+    };
+    ended(&mut app, 1, ToolStatus::Failed, exit(Some(2), None));
+    ended(&mut app, 2, ToolStatus::Failed, exit(None, Some("SIGTERM")));
+    ended(&mut app, 3, ToolStatus::Failed, None);
+    ended(&mut app, 4, ToolStatus::Cancelled, None);
+    ended(&mut app, 5, ToolStatus::Failed, exit(Some(2), None));
+    for n in 1..=5 {
+        status(&mut app, n, SessionStatus::Idle);
+    }
+    let of = |app: &App, n: u32| {
+        let s = app.sessions().iter().find(|s| s.id == sid(n)).unwrap();
+        app.attention(s)
+    };
+    assert_eq!(of(&app, 1), Attention::Failed, "exit 2");
+    assert_eq!(of(&app, 2), Attention::Failed, "killed by a signal");
+    assert_eq!(of(&app, 3), Attention::Unread, "rejected: nothing ran");
+    assert_eq!(of(&app, 4), Attention::Unread, "aborted by the person");
+    assert_eq!(of(&app, 5), Attention::Unread, "another agent's command");
+}
+
 // ---- notifications ----------------------------------------------------------------------
 
 use ax_tui::notify::{NotifyMode, Ring};

@@ -315,8 +315,8 @@ fn approval_dialog_replies() {
         [Effect::ReplyPermission {
             session: sid(1),
             permission_id: "per_0123456789abABCDEFGHIJ0009".parse().unwrap(),
-            reply: PermissionReply::Always,
-            option_id: None,
+            reply: PermissionReply::AllowAlways,
+            option_id: Some("always".into()),
         }]
     );
     assert!(app.pending_approval().is_none());

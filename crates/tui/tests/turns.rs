@@ -279,7 +279,7 @@ fn the_whole_request_is_shown_by_scrolling() {
     let first = screen(&app);
     assert!(first.contains("$ echo first") && first.contains("> echo line 0"));
     assert!(first.contains("more rows below"));
-    assert!(first.contains("[y] Allow once") && first.contains("[a] Always allow"));
+    assert!(first.contains("[y] Allow once") && first.contains("[a] Allow always in this session"));
     assert!(first.contains("every later command in this session"));
     insta::assert_snapshot!("approval_top", first);
 

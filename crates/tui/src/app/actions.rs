@@ -17,6 +17,7 @@ impl App {
         self.route = Route::Session(id.clone());
         self.transcript =
             Transcript::keeping_turn_ends(self.size.0.saturating_sub(2), &self.transcript);
+        self.sync_terminals();
         self.scroll = 0;
         self.approval.clear_choice();
         // Opened again: what was left for later asks again.
@@ -376,6 +377,23 @@ impl App {
             self.composer.remove_attachment(i);
             self.notify(NoticeKind::Error, format!("cannot attach {path}: {e}"));
         }
+    }
+
+    /// How the open session's tool calls show their terminals: a `shell` session's command
+    /// is its turn, shown as a run (its output and exit, never folded).
+    pub(crate) fn terminals_of_open(&self) -> crate::turn_view::Terminals {
+        match self.open_session() {
+            Some(s) if s.agent == "shell" => crate::turn_view::Terminals::AsRun,
+            _ => crate::turn_view::Terminals::InCard,
+        }
+    }
+
+    /// Keeps how the transcript shows terminals in step with the open session's agent (known
+    /// once the session list or the session's `session.created` arrived, which may come after
+    /// the session opened: a session made by a prompt from home).
+    pub(crate) fn sync_terminals(&mut self) {
+        let terminals = self.terminals_of_open();
+        self.transcript.set_terminals(terminals);
     }
 
     /// Whether the open session is running a turn (busy, not waiting for approval).

@@ -9,7 +9,15 @@ impl App {
     /// The approval dialog's layout for the pending approval, if one shows.
     pub fn approval_geometry(&self) -> Option<Geometry> {
         let p = self.pending_approval()?;
-        Some(permission_geometry(p, self.size.0, self.size.1))
+        let shell = self.is_shell(&p.session_id);
+        Some(permission_geometry(p, shell, self.size.0, self.size.1))
+    }
+
+    /// Whether session `id` is the `shell` agent's.
+    pub(crate) fn is_shell(&self, id: &ax_protocol::SessionId) -> bool {
+        self.sessions
+            .iter()
+            .any(|s| &s.id == id && s.agent == "shell")
     }
 
     /// The answers of the pending approval.

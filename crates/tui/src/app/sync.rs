@@ -97,6 +97,7 @@ impl App {
                     .filter(|p| p.state == PermissionState::Pending)
                     .collect();
                 self.sort_sessions();
+                self.sync_terminals();
                 self.synced = true;
                 if self.overlay == Some(Overlay::Startup) {
                     self.overlay = None;
@@ -129,6 +130,7 @@ impl App {
         }
         match result {
             Ok(messages) => {
+                self.sync_terminals();
                 // A reload of the same session keeps what the person opened and focused.
                 self.transcript = Transcript::reloaded(
                     &messages,
@@ -229,7 +231,10 @@ impl App {
     /// One event from the backend stream.
     pub fn on_event(&mut self, event: Event) {
         // Every session's message events, not only the open one's: a failure marks the list.
-        self.board.observe(&event);
+        let sessions = &self.sessions;
+        self.board.observe(&event, |id| {
+            sessions.iter().any(|s| &s.id == id && s.agent == "shell")
+        });
         match event {
             Event::Reset => self.resync(),
             Event::MessageCreated { .. }
@@ -301,6 +306,7 @@ impl App {
         }
         self.sort_sessions();
         self.keep_selection_visible();
+        self.sync_terminals();
     }
 
     pub(crate) fn apply_message_event(&mut self, event: Event) {

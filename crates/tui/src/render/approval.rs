@@ -14,7 +14,7 @@ use crate::approval::{clip_width, heading, permission_geometry, title_rows};
 
 /// Draws the dialog for `p`.
 pub(crate) fn draw(frame: &mut Frame, app: &App, p: &Permission) {
-    let g = permission_geometry(p, app.size.0, app.size.1);
+    let g = permission_geometry(p, app.is_shell(&p.session_id), app.size.0, app.size.1);
     let inner = boxed(frame, g.dialog, "Approval needed", Color::Magenta);
     let dim = Style::new().fg(Color::DarkGray);
     let scroll = app.approval_scroll().min(g.max_scroll());

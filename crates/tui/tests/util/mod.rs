@@ -30,7 +30,15 @@ pub fn session(n: u32, title: &str, status: SessionStatus) -> Session {
     }
 }
 
+/// The `shell` agent's question about `command` in session `n`, as the backend lists it: its
+/// `execute` call (the command line and the files) and the options once, always, reject.
 pub fn permission(id: &str, n: u32, command: &str) -> Permission {
+    use ax_protocol::turn::{PermissionChoice, PermissionKind, ToolCallPart, ToolKind};
+    let choice = |option_id: &str, name: &str, kind| PermissionChoice {
+        option_id: option_id.into(),
+        name: name.into(),
+        kind,
+    };
     Permission {
         id: id.parse().unwrap(),
         session_id: sid(n),
@@ -38,8 +46,22 @@ pub fn permission(id: &str, n: u32, command: &str) -> Permission {
         attachments: Vec::new(),
         state: PermissionState::Pending,
         created: 1,
-        tool_call: None,
-        options: Vec::new(),
+        tool_call: Some(ToolCallPart {
+            tool_call_id: "cmd-1".into(),
+            title: command.into(),
+            kind: ToolKind::Execute,
+            raw_input: Some(serde_json::json!({"command": command, "attachments": []})),
+            ..ToolCallPart::default()
+        }),
+        options: vec![
+            choice("once", "Allow once", PermissionKind::AllowOnce),
+            choice(
+                "always",
+                "Allow always in this session",
+                PermissionKind::AllowAlways,
+            ),
+            choice("reject", "Reject", PermissionKind::RejectOnce),
+        ],
         option_id: None,
     }
 }
