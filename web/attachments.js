@@ -10,36 +10,24 @@
 
 import { h } from './dom.js';
 import { atQuery, imageLabel, imageName, imageRefusal, MAX_FILES, noImagesFor, promptParts, sniffImage, toBase64, withoutAt } from './attach.js';
-import { listKey } from './listkey.js';
+import { COMPOSER, ComposerList } from './listkey.js';
 
-/** Every composer's text box (panes.js), by its class: `data-testid`s are the tests'. */
-const COMPOSER = 'textarea.composer-input';
 const SHOWN = 20;
 
-export class Attachments {
+export class Attachments extends ComposerList {
   /**
    * `findFiles(query)`: the backend's matches ({files: [{path}]}); `sessionOf(id)`: the
    * session as the Control UI knows it; `toast(text)`: tells the person.
    */
   constructor({ findFiles, sessionOf, toast }) {
+    super();
     this.findFiles = findFiles;
     this.sessionOf = sessionOf;
     this.toast = toast;
     /** session id → {files: [path], images: [{mimeType, data, name, size}]} */
     this.bySession = new Map();
-    this.input = null;
-    this.list = null;
-    this.items = [];
-    this.selected = 0;
     this.asked = 0;
-    document.addEventListener('input', (ev) => {
-      if (ev.target.matches?.(COMPOSER)) this.update(ev.target);
-    });
-    // Capturing: Tab and Enter pick before the composer's own Enter sends.
-    document.addEventListener('keydown', (ev) => this.key(ev), true);
-    document.addEventListener('focusout', (ev) => {
-      if (ev.target === this.input) this.close();
-    });
+    this.listAttrs = { class: 'command-list file-list', 'aria-label': 'Project files', 'data-testid': 'file-list' };
     document.addEventListener('paste', (ev) => {
       if (!ev.target.matches?.(COMPOSER)) return;
       const files = [...(ev.clipboardData?.files ?? [])];
@@ -152,40 +140,8 @@ export class Attachments {
     this.draw();
   }
 
-  draw() {
-    const list = h('ul', { class: 'command-list file-list', role: 'listbox', 'aria-label': 'Project files', 'data-testid': 'file-list' },
-      this.items.map((path, i) => {
-        const li = h('li', {
-          class: i === this.selected ? 'command selected' : 'command',
-          role: 'option',
-          'aria-selected': String(i === this.selected),
-          'data-testid': 'file-option',
-          'data-path': path,
-        }, h('span', { class: 'command-name', text: path }));
-        // Before the composer loses its focus (which would close the list).
-        li.addEventListener('mousedown', (ev) => { ev.preventDefault(); this.selected = i; this.pick(); });
-        return li;
-      }));
-    this.list?.remove();
-    this.list = list;
-    (this.input.closest('form') ?? this.input.parentElement).append(list);
-    list.querySelector('.selected')?.scrollIntoView?.({ block: 'nearest' });
-  }
-
-  key(ev) {
-    if (!this.list || ev.target !== this.input) return;
-    const done = listKey(ev, this.items.length, this.selected);
-    if (!done) return;
-    if (done.action === 'move') {
-      this.selected = done.selected;
-      this.draw();
-    } else if (done.action === 'pick') {
-      this.pick();
-    } else {
-      this.close();
-    }
-    ev.preventDefault();
-    ev.stopPropagation();
+  option(path) {
+    return [{ 'data-testid': 'file-option', 'data-path': path }, [h('span', { class: 'command-name', text: path })]];
   }
 
   /** The chosen file becomes a chip; its `@query` leaves the text. */
@@ -207,11 +163,8 @@ export class Attachments {
   }
 
   close() {
+    // An answer still on its way is for a list that is gone.
     this.asked++;
-    this.list?.remove();
-    this.list = null;
-    this.input = null;
-    this.items = [];
-    this.selected = 0;
+    super.close();
   }
 }

@@ -9,10 +9,8 @@
 // under the composer being typed in.
 
 import { h } from './dom.js';
-import { listKey } from './listkey.js';
+import { COMPOSER, ComposerList } from './listkey.js';
 
-/** Every composer's text box (panes.js), by its class: `data-testid`s are the tests'. */
-const COMPOSER = 'textarea.composer-input';
 /** At most this many commands are shown at once (the backend keeps at most 200). */
 const SHOWN = 50;
 
@@ -33,22 +31,12 @@ function typedName(input) {
   return m && input.value.slice(before.length).trim() === '' ? m[1] : null;
 }
 
-export class AgentCommands {
+export class AgentCommands extends ComposerList {
   /** `sessionOf(id)`: the session as the Control UI knows it now. */
   constructor(sessionOf) {
+    super();
     this.sessionOf = sessionOf;
-    this.input = null;
-    this.list = null;
-    this.items = [];
-    this.selected = 0;
-    document.addEventListener('input', (ev) => {
-      if (ev.target.matches?.(COMPOSER)) this.update(ev.target);
-    });
-    // Capturing: Tab and Enter complete before the composer's own Enter sends.
-    document.addEventListener('keydown', (ev) => this.key(ev), true);
-    document.addEventListener('focusout', (ev) => {
-      if (ev.target === this.input) this.close();
-    });
+    this.listAttrs = { class: 'command-list', 'aria-label': 'Agent commands', 'data-testid': 'command-list' };
   }
 
   /** The agent of `sessionId` sent a new list: an open list under its composer follows it. */
@@ -75,48 +63,16 @@ export class AgentCommands {
     this.draw();
   }
 
-  draw() {
-    const list = h('ul', { class: 'command-list', role: 'listbox', 'aria-label': 'Agent commands', 'data-testid': 'command-list' },
-      this.items.map((c, i) => {
-        const li = h('li', {
-          class: i === this.selected ? 'command selected' : 'command',
-          role: 'option',
-          'aria-selected': String(i === this.selected),
-          'data-testid': 'command-option',
-          'data-command': c.name,
-        },
-        h('span', { class: 'command-name', text: `/${c.name}` }),
-        typeof c.inputHint === 'string' ? h('span', { class: 'command-hint', text: ` ${c.inputHint}` }) : null,
-        typeof c.description === 'string' ? h('span', { class: 'command-desc', text: c.description }) : null);
-        // Before the composer loses its focus (which would close the list).
-        li.addEventListener('mousedown', (ev) => { ev.preventDefault(); this.selected = i; this.complete(); });
-        return li;
-      }));
-    this.list?.remove();
-    this.list = list;
-    const form = this.input.closest('form') ?? this.input.parentElement;
-    form.append(list);
-    list.querySelector('.selected')?.scrollIntoView?.({ block: 'nearest' });
-  }
-
-  key(ev) {
-    if (!this.list || ev.target !== this.input) return;
-    const done = listKey(ev, this.items.length, this.selected);
-    if (!done) return;
-    if (done.action === 'move') {
-      this.selected = done.selected;
-      this.draw();
-    } else if (done.action === 'pick') {
-      this.complete();
-    } else {
-      this.close();
-    }
-    ev.preventDefault();
-    ev.stopPropagation();
+  option(c) {
+    return [{ 'data-testid': 'command-option', 'data-command': c.name }, [
+      h('span', { class: 'command-name', text: `/${c.name}` }),
+      typeof c.inputHint === 'string' ? h('span', { class: 'command-hint', text: ` ${c.inputHint}` }) : null,
+      typeof c.description === 'string' ? h('span', { class: 'command-desc', text: c.description }) : null,
+    ]];
   }
 
   /** Puts `/name ` in the composer (the agent's input, if any, follows the space). */
-  complete() {
+  pick() {
     const c = this.items[this.selected];
     const input = this.input;
     this.close();
@@ -126,13 +82,5 @@ export class AgentCommands {
     // The composer keeps its draft (and its twins in other panes) in step.
     input.dispatchEvent(new Event('input', { bubbles: true }));
     input.focus();
-  }
-
-  close() {
-    this.list?.remove();
-    this.list = null;
-    this.input = null;
-    this.items = [];
-    this.selected = 0;
   }
 }

@@ -1004,6 +1004,15 @@ fn parse<T: for<'de> Deserialize<'de>>(params: &serde_json::Value) -> Result<T, 
     T::deserialize(params).map_err(json_error)
 }
 
+/// Answers a request served at once: its params as `Req`, then `serve`.
+fn answer<Req: for<'de> Deserialize<'de>, Resp: Serialize>(
+    params: &serde_json::Value,
+    responder: v1::Responder<serde_json::Value>,
+    serve: impl FnOnce(Req) -> Result<Resp, acp::Error>,
+) {
+    respond(responder, parse(params).and_then(serve));
+}
+
 /// The agent's own description of a status.
 fn describe_status(status: io::Result<std::process::ExitStatus>) -> String {
     match status {
@@ -1570,52 +1579,46 @@ fn handle_request(
             }
             tokio::spawn(serve_write(shared.clone(), req, responder));
         }
-        "terminal/create" => {
-            let result = parse::<schema::CreateTerminalRequest>(params).and_then(|req| {
-                if !in_turn(shared) {
-                    return Err(json_error(guard::OUTSIDE_A_TURN));
-                }
-                let cwd = terminal_cwd(&project, req.cwd.as_deref())?;
-                let notice = |id: &str| {
-                    let shown_cwd = ax_core::project::relative(&project, &cwd).unwrap_or(&cwd);
-                    let shown_cwd = if shown_cwd.as_os_str().is_empty() {
-                        Path::new(".")
-                    } else {
-                        shown_cwd
-                    };
-                    guard::started(id, &req.command, &req.args, shown_cwd)
+        "terminal/create" => answer(params, responder, |req: schema::CreateTerminalRequest| {
+            if !in_turn(shared) {
+                return Err(json_error(guard::OUTSIDE_A_TURN));
+            }
+            let cwd = terminal_cwd(&project, req.cwd.as_deref())?;
+            let notice = |id: &str| {
+                let shown_cwd = ax_core::project::relative(&project, &cwd).unwrap_or(&cwd);
+                let shown_cwd = if shown_cwd.as_os_str().is_empty() {
+                    Path::new(".")
+                } else {
+                    shown_cwd
                 };
-                let spec = TerminalSpec {
-                    command: req.command.clone(),
-                    args: req.args.clone(),
-                    env: req
-                        .env
-                        .iter()
-                        .map(|e| (e.name.clone(), e.value.clone()))
-                        .collect(),
-                    cwd: cwd.clone(),
-                    output_byte_limit: req.output_byte_limit,
-                };
-                let id = terminals
-                    .create(spec, Some(terminal_sink(shared)))
-                    .map_err(json_error)?;
-                if shared.trace_terminals {
-                    trace(shared, NoticeKind::Info, notice(&id));
-                }
-                Ok(schema::CreateTerminalResponse::new(id))
-            });
-            respond(responder, result);
-        }
-        "terminal/output" => {
-            let result = parse::<schema::TerminalOutputRequest>(params).and_then(|req| {
-                let out = terminals.output(&req.terminal_id.0).map_err(json_error)?;
-                Ok(
-                    schema::TerminalOutputResponse::new(out.output, out.truncated)
-                        .exit_status(out.exit.map(exit_status)),
-                )
-            });
-            respond(responder, result);
-        }
+                guard::started(id, &req.command, &req.args, shown_cwd)
+            };
+            let spec = TerminalSpec {
+                command: req.command.clone(),
+                args: req.args.clone(),
+                env: req
+                    .env
+                    .iter()
+                    .map(|e| (e.name.clone(), e.value.clone()))
+                    .collect(),
+                cwd: cwd.clone(),
+                output_byte_limit: req.output_byte_limit,
+            };
+            let id = terminals
+                .create(spec, Some(terminal_sink(shared)))
+                .map_err(json_error)?;
+            if shared.trace_terminals {
+                trace(shared, NoticeKind::Info, notice(&id));
+            }
+            Ok(schema::CreateTerminalResponse::new(id))
+        }),
+        "terminal/output" => answer(params, responder, |req: schema::TerminalOutputRequest| {
+            let out = terminals.output(&req.terminal_id.0).map_err(json_error)?;
+            Ok(
+                schema::TerminalOutputResponse::new(out.output, out.truncated)
+                    .exit_status(out.exit.map(exit_status)),
+            )
+        }),
         "terminal/wait_for_exit" => {
             let req: schema::WaitForTerminalExitRequest = match parse(params) {
                 Ok(r) => r,
@@ -1630,24 +1633,14 @@ fn handle_request(
                 respond(responder, result);
             });
         }
-        "terminal/kill" => {
-            let result = parse::<schema::KillTerminalRequest>(params).and_then(|req| {
-                terminals
-                    .kill(&req.terminal_id.0)
-                    .map(|()| schema::KillTerminalResponse::new())
-                    .map_err(json_error)
-            });
-            respond(responder, result);
-        }
-        "terminal/release" => {
-            let result = parse::<schema::ReleaseTerminalRequest>(params).and_then(|req| {
-                terminals
-                    .release(&req.terminal_id.0)
-                    .map(|()| schema::ReleaseTerminalResponse::new())
-                    .map_err(json_error)
-            });
-            respond(responder, result);
-        }
+        "terminal/kill" => answer(params, responder, |req: schema::KillTerminalRequest| {
+            terminals.kill(&req.terminal_id.0).map_err(json_error)?;
+            Ok(schema::KillTerminalResponse::new())
+        }),
+        "terminal/release" => answer(params, responder, |req: schema::ReleaseTerminalRequest| {
+            terminals.release(&req.terminal_id.0).map_err(json_error)?;
+            Ok(schema::ReleaseTerminalResponse::new())
+        }),
         other => {
             tracing::debug!(method = other, "agent asked for a method we do not offer");
             let _ = responder.respond_with_error(acp::Error::method_not_found());
@@ -2331,14 +2324,15 @@ impl AgentHandle {
         self.shared.lock().history = Some(history);
     }
 
+    /// The ID of the session this connection has open.
+    fn session_id(&self) -> Result<String, SessionError> {
+        let st = self.shared.lock();
+        st.session_id.clone().ok_or(SessionError::NoSession)
+    }
+
     /// Switches the agent's mode (`session/set_mode`).
     pub async fn set_mode(&self, mode_id: &str) -> Result<(), SessionError> {
-        let sid = self
-            .shared
-            .lock()
-            .session_id
-            .clone()
-            .ok_or(SessionError::NoSession)?;
+        let sid = self.session_id()?;
         self.request_raw(schema::SetSessionModeRequest::new(sid, mode_id.to_string()))
             .await
             .map_err(|e| self.map_session_error(e))?;
@@ -2361,12 +2355,7 @@ impl AgentHandle {
         config_id: &str,
         value: &ConfigValue,
     ) -> Result<Vec<AgentConfigOption>, SessionError> {
-        let sid = self
-            .shared
-            .lock()
-            .session_id
-            .clone()
-            .ok_or(SessionError::NoSession)?;
+        let sid = self.session_id()?;
         let value = match value {
             ConfigValue::Bool(b) => schema::SessionConfigOptionValue::boolean(*b),
             ConfigValue::Text(t) => schema::SessionConfigOptionValue::value_id(t.clone()),

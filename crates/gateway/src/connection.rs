@@ -578,6 +578,13 @@ impl Conn {
         self.entry.out.push(Out::Text(res));
     }
 
+    /// Answers `terminal.open` or `terminal.attach`, then starts the viewer, so the scrollback
+    /// follows the response.
+    fn respond_attached(&self, id: &str, (payload, view): pty::Attached) {
+        self.respond(id, payload);
+        tokio::spawn(view);
+    }
+
     fn respond_err(&self, id: &str, error: ErrorShape) {
         let res = ResponseFrame::failure(id, error).to_json();
         self.entry.out.push(Out::Text(res));
@@ -706,26 +713,24 @@ impl Conn {
             Method::TerminalOpen => {
                 self.need(Scope::Admin)?;
                 let p: pty::OpenParams = parse_params(params, method)?;
-                let (payload, view) = self.shared.terminals.open(
+                let attached = self.shared.terminals.open(
                     self.shared.config.terminal.as_ref(),
                     &p,
                     self.entry.key,
                     &self.entry.out,
                 )?;
-                self.respond(&req.id, payload);
-                tokio::spawn(view);
+                self.respond_attached(&req.id, attached);
                 Ok(())
             }
             Method::TerminalAttach => {
                 self.need(Scope::Admin)?;
                 let p: pty::TerminalRef = parse_params(params, method)?;
-                let (payload, view) = self.shared.terminals.attach(
+                let attached = self.shared.terminals.attach(
                     &p.terminal_id,
                     self.entry.key,
                     &self.entry.out,
                 )?;
-                self.respond(&req.id, payload);
-                tokio::spawn(view);
+                self.respond_attached(&req.id, attached);
                 Ok(())
             }
             Method::TerminalInput => {

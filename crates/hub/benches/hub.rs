@@ -24,7 +24,7 @@ use std::{
 
 use ax_client::Client;
 use ax_hub::testing::NatsServer;
-use ax_protocol::{Event, SessionStatus, turn::TurnDelta};
+use ax_protocol::{Event, MessageId, SessionId, SessionStatus, turn::TurnDelta};
 use support::{HubClient, Machine, start_hub};
 
 /// Timed chunks in the latency run, and their rate.
@@ -86,6 +86,47 @@ fn stamps(delta: &TurnDelta) -> Vec<i128> {
     }
 }
 
+/// When each timed chunk of one reply reached a reader of the event stream.
+struct Arrivals {
+    reply: MessageId,
+    session: SessionId,
+    /// The reply's first delta has come (the idle status before it is the previous turn's).
+    seen: bool,
+    /// Stamp → arrival, in ns.
+    at: HashMap<i128, i128>,
+}
+
+impl Arrivals {
+    fn new(reply: MessageId, session: SessionId) -> Arrivals {
+        Arrivals {
+            reply,
+            session,
+            seen: false,
+            at: HashMap::new(),
+        }
+    }
+
+    /// Notes `event`'s chunks; true once the session went idle after the reply.
+    fn note(&mut self, event: Event) -> bool {
+        match event {
+            Event::MessageDelta {
+                message_id, delta, ..
+            } if message_id == self.reply => {
+                self.seen = true;
+                let now = now_ns();
+                for stamp in stamps(&delta) {
+                    self.at.insert(stamp, now);
+                }
+                false
+            }
+            Event::SessionStatus { session_id, status } => {
+                self.seen && session_id == self.session && status == SessionStatus::Idle
+            }
+            _ => false,
+        }
+    }
+}
+
 fn percentile(sorted: &[f64], p: f64) -> f64 {
     sorted[((sorted.len() as f64 * p) as usize).min(sorted.len() - 1)]
 }
@@ -142,52 +183,23 @@ async fn latency(nats: &NatsServer) {
         let reply = reply.clone();
         let id = id.clone();
         tokio::spawn(async move {
-            let mut at = HashMap::new();
-            let mut seen = false;
+            let mut arrivals = Arrivals::new(reply, id);
             loop {
                 let e = backend_events.next().await.unwrap().unwrap();
-                match e.event {
-                    Event::MessageDelta {
-                        message_id, delta, ..
-                    } if message_id == reply => {
-                        seen = true;
-                        let now = now_ns();
-                        for stamp in stamps(&delta) {
-                            at.insert(stamp, now);
-                        }
-                    }
-                    Event::SessionStatus { session_id, status }
-                        if seen && session_id == id && status == SessionStatus::Idle =>
-                    {
-                        return at;
-                    }
-                    _ => {}
+                if arrivals.note(e.event) {
+                    return arrivals.at;
                 }
             }
         })
     };
-    let mut through_hub = HashMap::new();
-    let mut seen = false;
+    let mut arrivals = Arrivals::new(reply, id);
     loop {
         let (_, e) = hub_events.next().await;
-        match e.event.event {
-            Event::MessageDelta {
-                message_id, delta, ..
-            } if message_id == reply => {
-                seen = true;
-                let now = now_ns();
-                for stamp in stamps(&delta) {
-                    through_hub.insert(stamp, now);
-                }
-            }
-            Event::SessionStatus { session_id, status }
-                if seen && session_id == id && status == SessionStatus::Idle =>
-            {
-                break;
-            }
-            _ => {}
+        if arrivals.note(e.event.event) {
+            break;
         }
     }
+    let through_hub = arrivals.at;
     let direct = direct.await.unwrap();
     assert_eq!(
         direct.len() as u64,

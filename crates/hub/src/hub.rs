@@ -58,7 +58,7 @@ mod ui;
 
 use crate::{
     MachineName,
-    nats::{connect, ensure_streams, now_ms},
+    nats::{NatsConfig, ensure_streams, now_ms},
     subject::{EVENTS_STREAM, STATE_STREAM, STATE_SUBJECTS, machine_of},
     wire::{MAX_MESSAGE, MachineEvent, MachineRecord, Reply, Request, SessionsSnapshot, decode},
 };
@@ -66,15 +66,8 @@ use crate::{
 /// How a hub runs.
 #[derive(Debug, Clone)]
 pub struct HubConfig {
-    /// `nats://HOST:PORT`.
-    pub nats_url: String,
-    /// NATS user and password, when the server asks for them.
-    pub credentials: Option<(String, Secret)>,
-    /// The CA bundle a TLS NATS server's certificate must chain to (`--nats-ca`), instead of
-    /// the system's CAs.
-    pub ca: Option<std::path::PathBuf>,
-    /// The client certificate shown to a TLS NATS server (`--nats-cert`, `--nats-key`).
-    pub client_cert: Option<crate::nats::ClientCert>,
+    /// The NATS server.
+    pub nats: NatsConfig,
     /// Where the HTTP API listens.
     pub bind: SocketAddr,
     /// The bearer credential the API asks for.
@@ -89,10 +82,7 @@ impl HubConfig {
     /// A config with a 30 s request timeout.
     pub fn new(nats_url: impl Into<String>, bind: SocketAddr, token: Secret) -> HubConfig {
         HubConfig {
-            nats_url: nats_url.into(),
-            credentials: None,
-            ca: None,
-            client_cert: None,
+            nats: NatsConfig::new(nats_url),
             bind,
             token,
             request_timeout: Duration::from_secs(30),
@@ -239,16 +229,7 @@ const FIRST_CONNECT: Duration = Duration::from_secs(2);
 /// (core NATS `ui.command`s are never replayed).
 pub async fn start(config: HubConfig) -> Result<RunningHub, HubError> {
     // Upper case: no machine name can have this inbox prefix.
-    let nats = connect(
-        &config.nats_url,
-        &config.credentials,
-        crate::nats::TlsFiles {
-            ca: config.ca.as_deref(),
-            client: config.client_cert.as_ref(),
-        },
-        "_INBOX_HUB",
-    )
-    .await?;
+    let nats = config.nats.connect("_INBOX_HUB").await?;
     let js = jetstream::new(nats.clone());
     let ui_sub = ui::subscribe(&nats).await?;
     // A request round trip on the same connection, after the subscription: once answered,

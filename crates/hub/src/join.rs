@@ -30,7 +30,7 @@ mod terminal;
 
 use crate::{
     MachineName,
-    nats::{connect, ensure_streams, now_ms, publish_acked},
+    nats::{NatsConfig, ensure_streams, now_ms, publish_acked},
     wire::{
         MAX_MESSAGE, MAX_SNAPSHOT_SESSIONS, MachineEvent, MachineRecord, Reply, ReplyError,
         Request, SessionsSnapshot, decode,
@@ -40,15 +40,8 @@ use crate::{
 /// How a backend joins.
 #[derive(Debug, Clone)]
 pub struct JoinConfig {
-    /// `nats://HOST:PORT`.
-    pub nats_url: String,
-    /// NATS user and password, when the server asks for them (docs/hub.md §1).
-    pub credentials: Option<(String, Secret)>,
-    /// The CA bundle a TLS NATS server's certificate must chain to (`--nats-ca`), instead of
-    /// the system's CAs.
-    pub ca: Option<std::path::PathBuf>,
-    /// The client certificate shown to a TLS NATS server (`--nats-cert`, `--nats-key`).
-    pub client_cert: Option<crate::nats::ClientCert>,
+    /// The NATS server.
+    pub nats: NatsConfig,
     /// This machine's name.
     pub name: MachineName,
     /// The backend's own base URL (loopback) and credential.
@@ -77,10 +70,7 @@ impl JoinConfig {
         project: impl Into<String>,
     ) -> JoinConfig {
         JoinConfig {
-            nats_url: nats_url.into(),
-            credentials: None,
-            ca: None,
-            client_cert: None,
+            nats: NatsConfig::new(nats_url),
             name,
             backend_url: backend_url.into(),
             backend_token,
@@ -130,16 +120,7 @@ impl Drop for Join {
 pub async fn start(config: JoinConfig) -> Result<Join, JoinError> {
     let backend = Client::new(config.backend_url.clone(), config.backend_token.clone())
         .map_err(|e| JoinError::Backend(e.to_string()))?;
-    let nats = connect(
-        &config.nats_url,
-        &config.credentials,
-        crate::nats::TlsFiles {
-            ca: config.ca.as_deref(),
-            client: config.client_cert.as_ref(),
-        },
-        &config.name.inbox_prefix(),
-    )
-    .await?;
+    let nats = config.nats.connect(&config.name.inbox_prefix()).await?;
     let js = jetstream::new(nats.clone());
     let boot = uuid::Uuid::new_v4().simple().to_string();
     let record = MachineRecord {
@@ -158,7 +139,7 @@ pub async fn start(config: JoinConfig) -> Result<Join, JoinError> {
         .subscribe(config.name.request_subject())
         .await
         .map_err(|e| crate::nats::ConnectError {
-            url: config.nats_url.clone(),
+            url: config.nats.url.clone(),
             reason: e.to_string(),
         })?;
     // The backend's event stream is connected before the heartbeat announces the machine, so

@@ -70,6 +70,51 @@ pub struct ClientCert {
     pub key: PathBuf,
 }
 
+/// Where the NATS server is and how to sign in to it: one part of the hub's config and of a
+/// joining backend's.
+#[derive(Debug, Clone)]
+pub struct NatsConfig {
+    /// `nats://HOST:PORT` (or `tls://`).
+    pub url: String,
+    /// NATS user and password, when the server asks for them (docs/hub.md §1).
+    pub credentials: Option<(String, Secret)>,
+    /// The CA bundle a TLS NATS server's certificate must chain to (`--nats-ca`), instead of
+    /// the system's CAs.
+    pub ca: Option<PathBuf>,
+    /// The client certificate shown to a TLS NATS server (`--nats-cert`, `--nats-key`).
+    pub client_cert: Option<ClientCert>,
+}
+
+impl NatsConfig {
+    /// The server at `url`, with no credentials and no TLS files.
+    pub fn new(url: impl Into<String>) -> NatsConfig {
+        NatsConfig {
+            url: url.into(),
+            credentials: None,
+            ca: None,
+            client_cert: None,
+        }
+    }
+
+    /// The TLS files it names.
+    pub fn tls(&self) -> TlsFiles<'_> {
+        TlsFiles {
+            ca: self.ca.as_deref(),
+            client: self.client_cert.as_ref(),
+        }
+    }
+
+    /// [`connect`] with these settings.
+    pub async fn connect(&self, inbox_prefix: &str) -> Result<async_nats::Client, ConnectError> {
+        connect(&self.url, &self.credentials, self.tls(), inbox_prefix).await
+    }
+
+    /// [`check_credentials`] with these settings.
+    pub async fn check(&self) -> Result<(), ConnectError> {
+        check_credentials(&self.url, &self.credentials, self.tls()).await
+    }
+}
+
 /// The TLS files one connection uses: whom it trusts and how it proves itself.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct TlsFiles<'a> {

@@ -18,14 +18,17 @@
 
 use std::{net::SocketAddr, sync::Arc, time::Instant};
 
-use ax_protocol::{SignInCode, SignInExchange, SignInGrant, proof};
+use ax_protocol::{
+    SignInExchange, proof,
+    signin::{granted, minted, no_store},
+};
 use axum::{
     Json, Router,
     extract::{
         DefaultBodyLimit, Query, Request, State,
         rejection::{JsonRejection, QueryRejection},
     },
-    http::{HeaderValue, StatusCode, header},
+    http::{StatusCode, header},
     middleware::Next,
     response::{IntoResponse, Response},
     routing::{get, post},
@@ -161,72 +164,31 @@ async fn health(
     .into_response()
 }
 
-/// The answers carry a secret (a code or the credential): never stored by a cache.
-fn no_store(mut response: Response) -> Response {
-    response
-        .headers_mut()
-        .insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
-    response
-}
-
 async fn exchange(
     State(shared): State<Arc<Shared>>,
     input: Result<Json<serde_json::Value>, JsonRejection>,
 ) -> Response {
-    let value = match input {
-        Ok(Json(v)) => v,
+    let input = match input.map(|Json(v)| SignInExchange::from_body(v)) {
+        Ok(Ok(input)) => input,
+        Ok(Err(message)) => return ApiError::new(400, "bad_request", message).into_response(),
         Err(r) if r.status() == StatusCode::PAYLOAD_TOO_LARGE => {
             return ApiError::new(413, "too_large", "a sign-in body is one short code".into())
                 .into_response();
         }
         Err(r) => return ApiError::new(400, "bad_request", r.body_text()).into_response(),
     };
-    // An object with the one field `code`: serde would also take `["…"]`.
-    let parsed = if value.is_object() {
-        serde_json::from_value::<SignInExchange>(value).map_err(|e| e.to_string())
-    } else {
-        Err(r#"expected a JSON object {"code": "…"}"#.to_owned())
-    };
-    let input = match parsed {
-        Ok(i) => i,
-        Err(m) => return ApiError::new(400, "bad_request", m).into_response(),
-    };
-    let code = input.code.expose();
-    if !ax_core::signin::well_formed(code) {
-        let message = format!(
-            "a sign-in code is {} characters of [0-9A-Za-z]",
-            ax_core::signin::CODE_LEN
-        );
-        return ApiError::new(400, "bad_request", message).into_response();
-    }
-    if !shared.codes.redeem(code, Instant::now()) {
+    if !shared.codes.redeem(input.code.expose(), Instant::now()) {
         let message = "this sign-in code is unknown, used or expired: restart `ax-code hub` \
                        or ask it for a fresh code (POST /signin/code)";
         return no_store(ApiError::new(401, "invalid_code", message.to_owned()).into_response());
     }
     tracing::info!("hub: a sign-in code was exchanged for the credential");
-    no_store(
-        Json(SignInGrant {
-            token: shared.token.clone(),
-        })
-        .into_response(),
-    )
+    granted(shared.token.clone())
 }
 
 async fn mint(State(shared): State<Arc<Shared>>) -> Response {
-    let code = match shared.codes.mint(Instant::now()) {
-        Ok(code) => code,
-        Err(e) => return ApiError::internal(&e).into_response(),
-    };
-    let expires_in_ms = u64::try_from(shared.codes.ttl().as_millis()).unwrap_or(u64::MAX);
-    no_store(
-        (
-            StatusCode::CREATED,
-            Json(SignInCode {
-                code,
-                expires_in_ms,
-            }),
-        )
-            .into_response(),
-    )
+    match minted(&shared.codes, Instant::now()) {
+        Ok(answer) => answer,
+        Err(e) => ApiError::internal(&e).into_response(),
+    }
 }

@@ -12,6 +12,8 @@ use serde::{Deserialize, Serialize};
 pub mod local;
 pub mod proof;
 pub mod queue;
+#[cfg(feature = "serve")]
+pub mod signin;
 pub mod time;
 pub mod turn;
 pub mod web;
@@ -838,6 +840,25 @@ pub struct SignInExchange {
     pub code: Secret,
 }
 
+impl SignInExchange {
+    /// A `POST /signin` body: a JSON object with the one field `code` (serde alone would also
+    /// take `["…"]`), holding a code of the right shape (`ax_core::signin::well_formed`), so a
+    /// malformed one gets a clear "bad request" rather than "unknown". `Err` says what is wrong.
+    pub fn from_body(value: serde_json::Value) -> Result<SignInExchange, String> {
+        if !value.is_object() {
+            return Err(r#"expected a JSON object {"code": "…"}"#.to_owned());
+        }
+        let exchange: SignInExchange = serde_json::from_value(value).map_err(|e| e.to_string())?;
+        if !ax_core::signin::well_formed(exchange.code.expose()) {
+            return Err(format!(
+                "a sign-in code is {} characters of [0-9A-Za-z]",
+                ax_core::signin::CODE_LEN
+            ));
+        }
+        Ok(exchange)
+    }
+}
+
 /// `POST /signin` answer: the backend credential, for the page's `sessionStorage`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
@@ -1279,5 +1300,18 @@ mod tests {
             serde_json::to_string(&code).unwrap(),
             r#"{"code":"code-987654321","expiresInMs":60000}"#
         );
+    }
+
+    #[test]
+    fn a_signin_body_is_an_object_with_one_well_formed_code() {
+        let good = "a".repeat(ax_core::signin::CODE_LEN);
+        let parsed = SignInExchange::from_body(serde_json::json!({ "code": good })).unwrap();
+        assert_eq!(parsed.code.expose(), good);
+        let refused = |body: serde_json::Value| SignInExchange::from_body(body).unwrap_err();
+        assert!(refused(serde_json::json!([good])).contains("JSON object"));
+        assert!(refused(serde_json::json!({ "code": good, "x": 1 })).contains("unknown field"));
+        assert!(refused(serde_json::json!({ "code": "short" })).contains("characters of"));
+        let with_dash = format!("{}-", &good[1..]);
+        assert!(refused(serde_json::json!({ "code": with_dash })).contains("characters of"));
     }
 }

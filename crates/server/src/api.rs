@@ -2,8 +2,8 @@
 
 use ax_protocol::{
     AbortResult, AgentInfo, AgentKindName, AgentList, AgentOrigin, CreateSession, Event, Health,
-    Message, Permission, PermissionAnswer, PermissionId, Project, Prompt, PromptAccepted,
-    PromptPart, RenameSession, Session, SessionId, SessionStatus, SetConfigOption, SetMode, proof,
+    Message, Permission, PermissionAnswer, PermissionId, Project, PromptAccepted, RenameSession,
+    Session, SessionStatus, SetConfigOption, SetMode, proof,
 };
 use axum::{
     Extension, Json, Router,
@@ -23,6 +23,7 @@ use crate::{
     error::Failure,
     ids,
     listen::LocalAddr,
+    request::{PromptBody, body, find_session, parse_id, prompt_request, session_id},
     sse,
     state::Shared,
     store,
@@ -30,32 +31,6 @@ use crate::{
 };
 
 type ApiResult<T> = Result<T, Failure>;
-
-/// `Json<T>` with rejections mapped to the API's error shape: 413 for oversize bodies, 400
-/// for everything else (bad JSON, unknown fields, wrong content type).
-pub(crate) fn body<T>(input: Result<Json<T>, JsonRejection>) -> ApiResult<T> {
-    match input {
-        Ok(Json(value)) => Ok(value),
-        Err(rejection) if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE => Err(
-            Failure::too_large("the request body is larger than this API accepts"),
-        ),
-        Err(rejection) => Err(Failure::bad_request(rejection.body_text())),
-    }
-}
-
-/// A path parameter parsed into its typed ID at the edge: a malformed one is a 400 that shows
-/// the expected form, so only well-formed IDs ever reach the store or a run.
-pub(crate) fn parse_id<T>(raw: &str) -> ApiResult<T>
-where
-    T: std::str::FromStr<Err = ax_protocol::IdError>,
-{
-    raw.parse()
-        .map_err(|e: T::Err| Failure::bad_request(e.to_string()))
-}
-
-pub(crate) fn session_id(raw: &str) -> ApiResult<SessionId> {
-    parse_id(raw)
-}
 
 /// Routes that need the bearer credential.
 pub fn protected(app: Shared) -> Router<Shared> {
@@ -236,19 +211,6 @@ fn check_title(app: &Shared, title: &str) -> ApiResult<String> {
     Ok(title.trim().to_owned())
 }
 
-/// How long a title made from a prompt's text is (then an ellipsis).
-const TITLE_FROM_TEXT_CHARS: usize = 60;
-
-/// The title a session gets from its first prompt: the first non-blank line of its first
-/// text, control characters and bidi controls turned into spaces, shortened to
-/// [`TITLE_FROM_TEXT_CHARS`] characters with an ellipsis.
-pub(crate) fn title_from_prompt(prompt: &Prompt) -> Option<String> {
-    prompt.parts.iter().find_map(|p| match p {
-        PromptPart::Text { text } => ax_core::text::one_line_label(text, TITLE_FROM_TEXT_CHARS),
-        PromptPart::File { .. } | PromptPart::Image { .. } => None,
-    })
-}
-
 /// `PATCH /session/{id}` with `{"title"}`: renames; `session.updated` goes to everyone.
 async fn rename_session(
     State(app): State<Shared>,
@@ -269,13 +231,6 @@ async fn rename_session(
         .await?
         .ok_or_else(|| Failure::session_not_found(id.as_str()))?;
     Ok(Json(session))
-}
-
-pub(crate) async fn find_session(app: &Shared, id: &SessionId) -> ApiResult<Session> {
-    app.sessions()
-        .get(id)
-        .await?
-        .ok_or_else(|| Failure::session_not_found(id.as_str()))
 }
 
 async fn get_session(
@@ -324,45 +279,6 @@ async fn messages(
     Ok(Json(
         app.store.read(move |c| store::messages(c, &sid)).await?,
     ))
-}
-
-/// `POST /session/{id}/prompt` body: the [`Prompt`] and, from a Control UI, its gateway
-/// connection id (`client`), which lets an ACP agent's turn use the screen tool
-/// (docs/agents.md §8).
-#[derive(serde::Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub(crate) struct PromptBody {
-    pub(crate) parts: Vec<ax_protocol::PromptPart>,
-    #[serde(default)]
-    pub(crate) client: Option<String>,
-}
-
-/// A gateway connection id: `conn_` and hex digits, bounded.
-pub(crate) fn client_id(client: Option<String>) -> Result<Option<String>, Failure> {
-    match client {
-        Some(c)
-            if !(c.len() <= 64
-                && c.strip_prefix("conn_").is_some_and(|h| {
-                    !h.is_empty() && h.bytes().all(|b| b.is_ascii_hexdigit())
-                })) =>
-        {
-            Err(Failure::bad_request(
-                "client must be a gateway connection id (conn_ and hex digits)",
-            ))
-        }
-        other => Ok(other),
-    }
-}
-
-/// A prompt request's session, prompt and gateway connection, each checked (the same for
-/// `/prompt` and `/queue`).
-pub(crate) fn prompt_request(
-    id: &str,
-    input: Result<Json<PromptBody>, JsonRejection>,
-) -> ApiResult<(SessionId, Prompt, Option<String>)> {
-    let id = session_id(id)?;
-    let PromptBody { parts, client } = body(input)?;
-    Ok((id, Prompt { parts }, client_id(client)?))
 }
 
 async fn prompt(

@@ -1,5 +1,5 @@
 //! Minting IDs through the shared leaf (`ax_core::ids`), as request failures instead of panics.
-//! Parsing an ID that came from outside is the type's own `FromStr` (see `api::parse_id`).
+//! Parsing an ID that came from outside is the type's own `FromStr` (see `request::parse_id`).
 //!
 //! An ID is a prefix, 12 lowercase hex digits of a monotonic (milliseconds × 16 + counter)
 //! value, then 14 random characters of `[0-9A-Za-z]`. Minting fails only when the OS random

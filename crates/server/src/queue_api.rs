@@ -14,9 +14,9 @@ use axum::{
 };
 
 use crate::{
-    api::{PromptBody, body, find_session, parse_id, prompt_request, session_id},
     error::Failure,
     queue,
+    request::{PromptBody, body, find_session, parse_id, prompt_request, session_id},
     state::Shared,
 };
 

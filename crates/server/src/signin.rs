@@ -13,18 +13,21 @@
 
 use std::{sync::Arc, time::Instant};
 
-use ax_protocol::{SignInCode, SignInExchange, SignInGrant};
+use ax_protocol::{
+    SignInExchange,
+    signin::{granted, minted, no_store},
+};
 use axum::{
     Json, Router,
     extract::{DefaultBodyLimit, State, rejection::JsonRejection},
-    http::{HeaderValue, StatusCode, header},
+    http::StatusCode,
     response::{IntoResponse, Response},
     routing::post,
 };
 
 use crate::{auth, error::Failure, state::Shared};
 
-pub use ax_core::signin::{CODE_LEN, Codes};
+pub use ax_core::signin::Codes;
 /// A sign-in body is `{"code":"<32 chars>"}`; anything much bigger is not one.
 const MAX_BODY: usize = 1024;
 
@@ -43,14 +46,6 @@ pub fn router<S: Clone + Send + Sync + 'static>(app: Shared, codes: Arc<Codes>) 
         .with_state(SignIn { app, codes })
 }
 
-/// The answers carry a secret (a code or the credential): never stored by a cache.
-fn no_store(mut response: Response) -> Response {
-    response
-        .headers_mut()
-        .insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
-    response
-}
-
 fn invalid_code() -> Failure {
     Failure::new(
         StatusCode::UNAUTHORIZED,
@@ -59,45 +54,23 @@ fn invalid_code() -> Failure {
     )
 }
 
-/// The body as a JSON object with the one field `code`: serde would also take `["…"]`.
-fn parse_exchange(value: serde_json::Value) -> Result<SignInExchange, Failure> {
-    if !value.is_object() {
-        return Err(Failure::bad_request(
-            r#"expected a JSON object {"code": "…"}"#,
-        ));
-    }
-    serde_json::from_value(value).map_err(|e| Failure::bad_request(e.to_string()))
-}
-
 async fn exchange(
     State(s): State<SignIn>,
     input: Result<Json<serde_json::Value>, JsonRejection>,
 ) -> Response {
-    let input = match input.map(|Json(v)| parse_exchange(v)) {
+    let input = match input.map(|Json(v)| SignInExchange::from_body(v)) {
         Ok(Ok(input)) => input,
-        Ok(Err(failure)) => return failure.into_response(),
+        Ok(Err(message)) => return Failure::bad_request(message).into_response(),
         Err(rejection) if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE => {
             return Failure::too_large("a sign-in body is one short code").into_response();
         }
         Err(rejection) => return Failure::bad_request(rejection.body_text()).into_response(),
     };
-    let code = input.code.expose();
-    if !ax_core::signin::well_formed(code) {
-        return Failure::bad_request(format!(
-            "a sign-in code is {CODE_LEN} characters of [0-9A-Za-z]"
-        ))
-        .into_response();
-    }
-    if !s.codes.redeem(code, Instant::now()) {
+    if !s.codes.redeem(input.code.expose(), Instant::now()) {
         return no_store(invalid_code().into_response());
     }
     tracing::info!("a sign-in code was exchanged for the credential");
-    no_store(
-        Json(SignInGrant {
-            token: s.app.token.clone(),
-        })
-        .into_response(),
-    )
+    granted(s.app.token.clone())
 }
 
 async fn mint(State(s): State<SignIn>, request: axum::extract::Request) -> Response {
@@ -105,19 +78,8 @@ async fn mint(State(s): State<SignIn>, request: axum::extract::Request) -> Respo
     if !auth::has_credential(&s.app, request.headers()) {
         return Failure::unauthorized().into_response();
     }
-    let code = match s.codes.mint(Instant::now()) {
-        Ok(code) => code,
-        Err(e) => return Failure::from(crate::ids::no_randomness(e)).into_response(),
-    };
-    let expires_in_ms = u64::try_from(s.codes.ttl().as_millis()).unwrap_or(u64::MAX);
-    no_store(
-        (
-            StatusCode::CREATED,
-            Json(SignInCode {
-                code,
-                expires_in_ms,
-            }),
-        )
-            .into_response(),
-    )
+    match minted(&s.codes, Instant::now()) {
+        Ok(answer) => answer,
+        Err(e) => Failure::from(crate::ids::no_randomness(e)).into_response(),
+    }
 }

@@ -106,7 +106,7 @@ pub struct App {
     /// Each session's run slot: its turn, or a hold.
     pub runs: Runs,
     /// Each session's prompt-queue gate (see `crate::queue`).
-    pub queue_gates: crate::queue::gate::Gates,
+    pub queue_gates: crate::queue_gate::Gates,
     /// What runs after every turn's end: the prompt queue going on (`crate::queue::after_turn`).
     pub after_turn: AfterTurn,
     pub tasks: TaskTracker,

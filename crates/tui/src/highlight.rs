@@ -19,186 +19,69 @@ const PLAIN: Kind = Kind::Plain;
 
 /// What one language looks like to the lexer.
 struct Lang {
-    keywords: &'static [&'static str],
+    /// Its keywords, separated by spaces.
+    keywords: &'static str,
     line_comments: &'static [&'static str],
     block_comment: Option<(&'static str, &'static str)>,
     quotes: &'static [char],
 }
 
 const RUST: Lang = Lang {
-    keywords: &[
-        "as", "async", "await", "break", "const", "continue", "crate", "dyn", "else", "enum",
-        "extern", "false", "fn", "for", "if", "impl", "in", "let", "loop", "match", "mod", "move",
-        "mut", "pub", "ref", "return", "self", "Self", "static", "struct", "super", "trait",
-        "true", "type", "unsafe", "use", "where", "while", "Some", "None", "Ok", "Err",
-    ],
+    keywords: "as async await break const continue crate dyn else enum extern false fn for if impl \
+         in let loop match mod move mut pub ref return self Self static struct super trait \
+         true type unsafe use where while Some None Ok Err",
     line_comments: &["//"],
     block_comment: Some(("/*", "*/")),
     quotes: &['"'],
 };
 
 const PYTHON: Lang = Lang {
-    keywords: &[
-        "and", "as", "assert", "async", "await", "break", "class", "continue", "def", "del",
-        "elif", "else", "except", "False", "finally", "for", "from", "global", "if", "import",
-        "in", "is", "lambda", "None", "nonlocal", "not", "or", "pass", "raise", "return", "True",
-        "try", "while", "with", "yield",
-    ],
+    keywords: "and as assert async await break class continue def del elif else except False \
+         finally for from global if import in is lambda None nonlocal not or pass raise \
+         return True try while with yield",
     line_comments: &["#"],
     block_comment: None,
     quotes: &['"', '\''],
 };
 
 const JS: Lang = Lang {
-    keywords: &[
-        "async",
-        "await",
-        "break",
-        "case",
-        "catch",
-        "class",
-        "const",
-        "continue",
-        "default",
-        "delete",
-        "do",
-        "else",
-        "export",
-        "extends",
-        "false",
-        "finally",
-        "for",
-        "from",
-        "function",
-        "if",
-        "import",
-        "in",
-        "instanceof",
-        "interface",
-        "let",
-        "new",
-        "null",
-        "of",
-        "return",
-        "static",
-        "super",
-        "switch",
-        "this",
-        "throw",
-        "true",
-        "try",
-        "type",
-        "typeof",
-        "undefined",
-        "var",
-        "void",
-        "while",
-        "yield",
-    ],
+    keywords: "async await break case catch class const continue default delete do else export \
+         extends false finally for from function if import in instanceof interface let new \
+         null of return static super switch this throw true try type typeof undefined var \
+         void while yield",
     line_comments: &["//"],
     block_comment: Some(("/*", "*/")),
     quotes: &['"', '\'', '`'],
 };
 
 const SHELL: Lang = Lang {
-    keywords: &[
-        "if", "then", "else", "elif", "fi", "for", "while", "until", "do", "done", "case", "esac",
-        "in", "function", "return", "export", "local", "set", "unset", "echo", "cd", "exit",
-        "source",
-    ],
+    keywords: "if then else elif fi for while until do done case esac in function return export \
+         local set unset echo cd exit source",
     line_comments: &["#"],
     block_comment: None,
     quotes: &['"', '\''],
 };
 
 const GO: Lang = Lang {
-    keywords: &[
-        "break",
-        "case",
-        "chan",
-        "const",
-        "continue",
-        "default",
-        "defer",
-        "else",
-        "false",
-        "for",
-        "func",
-        "go",
-        "goto",
-        "if",
-        "import",
-        "interface",
-        "map",
-        "nil",
-        "package",
-        "range",
-        "return",
-        "select",
-        "struct",
-        "switch",
-        "true",
-        "type",
-        "var",
-    ],
+    keywords: "break case chan const continue default defer else false for func go goto if import \
+         interface map nil package range return select struct switch true type var",
     line_comments: &["//"],
     block_comment: Some(("/*", "*/")),
     quotes: &['"', '`', '\''],
 };
 
 const C: Lang = Lang {
-    keywords: &[
-        "auto",
-        "bool",
-        "break",
-        "case",
-        "char",
-        "class",
-        "const",
-        "continue",
-        "default",
-        "delete",
-        "do",
-        "double",
-        "else",
-        "enum",
-        "extern",
-        "false",
-        "float",
-        "for",
-        "if",
-        "include",
-        "define",
-        "int",
-        "long",
-        "namespace",
-        "new",
-        "nullptr",
-        "private",
-        "public",
-        "return",
-        "short",
-        "signed",
-        "sizeof",
-        "static",
-        "struct",
-        "switch",
-        "template",
-        "true",
-        "typedef",
-        "union",
-        "unsigned",
-        "using",
-        "void",
-        "while",
-    ],
+    keywords: "auto bool break case char class const continue default delete do double else enum \
+         extern false float for if include define int long namespace new nullptr private \
+         public return short signed sizeof static struct switch template true typedef union \
+         unsigned using void while",
     line_comments: &["//"],
     block_comment: Some(("/*", "*/")),
     quotes: &['"', '\''],
 };
 
 const DATA: Lang = Lang {
-    keywords: &["true", "false", "null", "yes", "no"],
+    keywords: "true false null yes no",
     line_comments: &["#"],
     block_comment: None,
     quotes: &['"', '\''],
@@ -318,7 +201,7 @@ fn line(lang: &Lang, text: &str, in_block: &mut bool) -> Vec<(String, Kind)> {
                 .find(|ch: char| !(ch.is_alphanumeric() || ch == '_'))
                 .unwrap_or(rest.len());
             let word = &rest[..end];
-            let style = if lang.keywords.contains(&word) {
+            let style = if lang.keywords.split(' ').any(|k| k == word) {
                 KEYWORD
             } else {
                 PLAIN
@@ -365,6 +248,30 @@ mod tests {
                 ("// hi".into(), COMMENT),
             ]
         );
+    }
+
+    /// The keyword tables are strings continued over lines: the words on either side of a
+    /// break are still words of their own.
+    #[test]
+    fn keywords_on_both_sides_of_a_table_line_break_count() {
+        let words = [
+            ("rust", "impl"),
+            ("rust", "in"),
+            ("js", "export"),
+            ("js", "extends"),
+            ("go", "import"),
+            ("go", "interface"),
+            ("c", "enum"),
+            ("c", "extern"),
+        ];
+        for (lang, word) in words {
+            assert_eq!(
+                highlight(lang, word)[0],
+                vec![(word.into(), KEYWORD)],
+                "{lang} {word}"
+            );
+        }
+        assert_eq!(highlight("rust", "im")[0], vec![("im".into(), PLAIN)]);
     }
 
     #[test]

@@ -107,13 +107,35 @@ fn io_err(path: &Path) -> impl FnOnce(std::io::Error) -> EndpointFileError + '_ 
     }
 }
 
+/// What one of §3's three paths must be: its type (named in errors) and its exact mode.
+struct Expected {
+    kind: FileType,
+    what: &'static str,
+    mode: Mode,
+}
+
+const DIRECTORY: Expected = Expected {
+    kind: FileType::Directory,
+    what: "directory",
+    mode: PRIVATE_DIR,
+};
+const REGULAR_FILE: Expected = Expected {
+    kind: FileType::RegularFile,
+    what: "regular file",
+    mode: PRIVATE_FILE,
+};
+const SOCKET: Expected = Expected {
+    kind: FileType::Socket,
+    what: "socket",
+    mode: PRIVATE_FILE,
+};
+
 fn check_stat(
     path: &Path,
     stat: &rustix::fs::Stat,
-    kind: FileType,
-    what: &str,
-    mode: Mode,
+    expected: &Expected,
 ) -> Result<(), EndpointFileError> {
+    let Expected { kind, what, mode } = *expected;
     if FileType::from_raw_mode(stat.st_mode) != kind {
         return Err(unsafe_path(path, format!("is not a {what}")));
     }
@@ -233,18 +255,12 @@ fn read_endpoint_file_at(
     // 3. lstat the directory (the handle is the directory itself: no symlink was followed),
     // the file (its lstat from step 2) and the socket.
     let stat = rustix::fs::fstat(&dir_fd).map_err(|e| io_err(dir)(e.into()))?;
-    check_stat(dir, &stat, FileType::Directory, "directory", PRIVATE_DIR)?;
-    check_stat(
-        path,
-        &file_stat,
-        FileType::RegularFile,
-        "regular file",
-        PRIVATE_FILE,
-    )?;
+    check_stat(dir, &stat, &DIRECTORY)?;
+    check_stat(path, &file_stat, &REGULAR_FILE)?;
     let socket = dir.join(SOCKET_NAME);
     let stat = rustix::fs::statat(&dir_fd, SOCKET_NAME, AtFlags::SYMLINK_NOFOLLOW)
         .map_err(|e| io_err(&socket)(e.into()))?;
-    check_stat(&socket, &stat, FileType::Socket, "socket", PRIVATE_FILE)?;
+    check_stat(&socket, &stat, &SOCKET)?;
     // 4. Open without following symlinks, check the handle itself.
     let fd = rustix::fs::openat(&dir_fd, FILE_NAME, READ_FLAGS, Mode::empty())
         .map_err(|e| io_err(path)(e.into()))?;
@@ -270,17 +286,11 @@ fn read_endpoint_file_by_path(
     // 3. lstat the directory, the file and the socket.
     let socket = dir.join(SOCKET_NAME);
     let stat = rustix::fs::lstat(dir).map_err(|e| io_err(dir)(e.into()))?;
-    check_stat(dir, &stat, FileType::Directory, "directory", PRIVATE_DIR)?;
+    check_stat(dir, &stat, &DIRECTORY)?;
     let stat = rustix::fs::lstat(path).map_err(|e| io_err(path)(e.into()))?;
-    check_stat(
-        path,
-        &stat,
-        FileType::RegularFile,
-        "regular file",
-        PRIVATE_FILE,
-    )?;
+    check_stat(path, &stat, &REGULAR_FILE)?;
     let stat = rustix::fs::lstat(&socket).map_err(|e| io_err(&socket)(e.into()))?;
-    check_stat(&socket, &stat, FileType::Socket, "socket", PRIVATE_FILE)?;
+    check_stat(&socket, &stat, &SOCKET)?;
     // 4. Open without following symlinks, check the handle itself.
     let text = read_private_file(path)?;
     // 5. Strict JSON.
@@ -313,13 +323,7 @@ fn read_checked<T>(
     then: impl FnOnce(&[u8]) -> Result<T, EndpointFileError>,
 ) -> Result<T, EndpointFileError> {
     let stat = rustix::fs::fstat(&fd).map_err(|e| io_err(path)(e.into()))?;
-    check_stat(
-        path,
-        &stat,
-        FileType::RegularFile,
-        "regular file",
-        PRIVATE_FILE,
-    )?;
+    check_stat(path, &stat, &REGULAR_FILE)?;
     if u64::try_from(stat.st_size).unwrap_or(u64::MAX) > MAX_FILE {
         return Err(unsafe_path(path, "is larger than 16 KiB"));
     }

@@ -135,15 +135,13 @@ async fn hub(args: HubArgs) -> anyhow::Result<()> {
     super::redact_secret(&token);
     let bind = SocketAddr::new(Ipv4Addr::LOCALHOST.into(), args.port);
     let mut config = ax_hub::hub::HubConfig::new(args.nats.clone(), bind, token.clone());
-    config.credentials = args.nats_auth.credentials()?;
+    config.nats.credentials = args.nats_auth.credentials()?;
     check_nats_ca(args.nats_ca.as_deref())?;
-    config.ca = args.nats_ca.clone();
-    config.client_cert = args.nats_auth.client_cert()?;
-    let tls = ax_hub::nats::TlsFiles {
-        ca: config.ca.as_deref(),
-        client: config.client_cert.as_ref(),
-    };
-    ax_hub::nats::check_credentials(&args.nats, &config.credentials, tls)
+    config.nats.ca = args.nats_ca.clone();
+    config.nats.client_cert = args.nats_auth.client_cert()?;
+    config
+        .nats
+        .check()
         .await
         .map_err(|e| anyhow::anyhow!("--nats: {e}"))?;
     let hub = ax_hub::hub::start(config)

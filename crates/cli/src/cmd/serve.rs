@@ -179,18 +179,23 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     // refused now, clearly; an unreachable server is waited for.
     let nats_credentials = args.nats_auth.credentials()?;
     let nats_client_cert = args.nats_auth.client_cert()?;
-    if let Some(url) = &args.join {
+    let nats = if let Some(url) = &args.join {
         super::hub::check_nats_ca(args.nats_ca.as_deref())?;
-        let tls = ax_hub::nats::TlsFiles {
-            ca: args.nats_ca.as_deref(),
-            client: nats_client_cert.as_ref(),
+        let nats = ax_hub::nats::NatsConfig {
+            url: url.clone(),
+            credentials: nats_credentials,
+            ca: args.nats_ca.clone(),
+            client_cert: nats_client_cert,
         };
-        ax_hub::nats::check_credentials(url, &nats_credentials, tls)
+        nats.check()
             .await
             .map_err(|e| anyhow::anyhow!("--join: {e}"))?;
+        Some(nats)
     } else if args.nats_auth.nats_user.is_some() || nats_client_cert.is_some() {
         bail!("--nats-user and --nats-cert are for --join: they say how to join a NATS server");
-    }
+    } else {
+        None
+    };
     if !ip.is_loopback() && !args.allow_remote {
         bail!(
             "--hostname {} is not a loopback address; add --allow-remote to expose the backend \
@@ -276,18 +281,17 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
 
     // The join talks to this backend through its own API on loopback (docs/hub.md §3); NATS
     // being away is not an error: it keeps reconnecting.
-    let join = match (args.join, machine) {
-        (Some(nats_url), Some(name)) => {
+    let join = match (nats, machine) {
+        (Some(nats), Some(name)) => {
+            let nats_url = nats.url.clone();
             let mut config = ax_hub::join::JoinConfig::new(
-                nats_url.clone(),
+                nats.url.clone(),
                 name.clone(),
                 url.clone(),
                 server.token().clone(),
                 server.project_dir().display().to_string(),
             );
-            config.credentials = nats_credentials.clone();
-            config.ca = args.nats_ca.clone();
-            config.client_cert = nats_client_cert.clone();
+            config.nats = nats;
             config.share_ui_commands = args.share_ui_commands;
             let join = ax_hub::join::start(config)
                 .await

@@ -119,7 +119,7 @@ impl Machine {
             server.project_dir().display().to_string(),
         );
         config.heartbeat = HEARTBEAT;
-        config.credentials = self.credentials.clone();
+        config.nats.credentials = self.credentials.clone();
         tweak(&mut config);
         self.join = Some(ax_hub::join::start(config).await.expect("the join starts"));
     }
@@ -172,7 +172,7 @@ pub async fn start_hub(nats: &NatsServer) -> RunningHub {
 pub async fn start_hub_as(nats: &NatsServer, credentials: Option<(String, Secret)>) -> RunningHub {
     let bind: SocketAddr = "127.0.0.1:0".parse().unwrap();
     let mut config = HubConfig::new(nats.url(), bind, Secret::new(HUB_TOKEN.to_owned()));
-    config.credentials = credentials;
+    config.nats.credentials = credentials;
     ax_hub::hub::start(config).await.expect("the hub starts")
 }
 

@@ -1,5 +1,6 @@
-//! Each session's queue gate (see the parent module): an async mutex per session, kept in a
-//! registry the app state holds.
+//! Each session's queue gate (see [`crate::queue`]): an async mutex per session, kept in a
+//! registry the app state holds. A module of its own so that the state does not import the
+//! queue, which imports the state.
 
 use std::{collections::HashMap, sync::Arc};
 
@@ -10,7 +11,7 @@ use ax_protocol::SessionId;
 pub struct GateState {
     /// "Send now" stopped the running turn: its end sends the queue's first item whatever the
     /// outcome.
-    pub(super) steering: bool,
+    pub(crate) steering: bool,
 }
 
 /// Each session's gate.
@@ -18,7 +19,7 @@ pub struct GateState {
 pub struct Gates(std::sync::Mutex<HashMap<SessionId, Arc<tokio::sync::Mutex<GateState>>>>);
 
 impl Gates {
-    pub(super) fn of(&self, id: &SessionId) -> Arc<tokio::sync::Mutex<GateState>> {
+    pub(crate) fn of(&self, id: &SessionId) -> Arc<tokio::sync::Mutex<GateState>> {
         let mut gates = self.0.lock().unwrap_or_else(|e| e.into_inner());
         gates.entry(id.clone()).or_default().clone()
     }

@@ -21,11 +21,9 @@
 //! `POST /session/{id}/queue/resume` lets it flow again; "send now" on an item resumes too.
 
 use ax_protocol::{
-    Event, Prompt, PromptAccepted, QueuedId, SessionId,
+    Event, Prompt, PromptAccepted, PromptPart, QueuedId, SessionId,
     queue::{PromptQueue, QueueAnswer, QueuedPrompt},
 };
-
-pub mod gate;
 
 use crate::{
     state::Shared,
@@ -101,6 +99,19 @@ fn check(app: &Shared, prompt: &Prompt) -> Result<(), TurnError> {
     Ok(())
 }
 
+/// How long a title made from a prompt's text is (then an ellipsis).
+const TITLE_FROM_TEXT_CHARS: usize = 60;
+
+/// The title a session gets from its first prompt: the first non-blank line of its first
+/// text, control characters and bidi controls turned into spaces, shortened to
+/// [`TITLE_FROM_TEXT_CHARS`] characters with an ellipsis.
+fn title_from_prompt(prompt: &Prompt) -> Option<String> {
+    prompt.parts.iter().find_map(|p| match p {
+        PromptPart::Text { text } => ax_core::text::one_line_label(text, TITLE_FROM_TEXT_CHARS),
+        PromptPart::File { .. } | PromptPart::Image { .. } => None,
+    })
+}
+
 /// Starts a turn with `prompt` and gives the session its title from it when it has none.
 async fn start_turn(
     app: &Shared,
@@ -108,7 +119,7 @@ async fn start_turn(
     prompt: Prompt,
     client: Option<&str>,
 ) -> Result<PromptAccepted, TurnError> {
-    let title = crate::api::title_from_prompt(&prompt);
+    let title = title_from_prompt(&prompt);
     let accepted = turn::start(app, id.clone(), prompt, client).await?;
     title_if_untitled(app, id, title).await?;
     Ok(accepted)
