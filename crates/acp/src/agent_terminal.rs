@@ -83,8 +83,9 @@ pub type TerminalSink = Arc<dyn Fn(TerminalEvent) -> bool + Send + Sync>;
 
 /// Live output is offered at most this often per terminal.
 pub const FLUSH_EVERY: std::time::Duration = std::time::Duration::from_millis(250);
-/// After the command ended, how often and how many times the rest is offered while no tool
-/// call shows the terminal yet (an agent shows it right after creating it).
+/// After the command ended, how often and how many times the rest of its output and its exit
+/// are offered while no tool call shows the terminal yet (an agent shows it right after
+/// creating it).
 const END_RETRY: std::time::Duration = std::time::Duration::from_millis(50);
 const END_RETRIES: u32 = 20;
 
@@ -251,22 +252,38 @@ async fn forward(
             next_flush = Instant::now() + FLUSH_EVERY;
         }
     };
+    let exit = exit.map(|status| {
+        let info = exit_info(status);
+        TerminalExit {
+            exit_code: info.exit_code,
+            signal: info.signal,
+        }
+    });
+    let exited = |exit: &TerminalExit| {
+        sink(TerminalEvent::Exited {
+            terminal_id: id.clone(),
+            exit: exit.clone(),
+        })
+    };
+    // The rest of the output, then the exit, each offered again while no call shows the
+    // terminal yet: a silent command can end before the agent's update that shows it, and
+    // an exit offered only once then never reached the card.
+    let (mut output_left, mut exit_left) = (true, exit.is_some());
     for _ in 0..END_RETRIES {
-        if pending.flush(&id, &sink) {
+        if output_left {
+            output_left = !pending.flush(&id, &sink);
+        }
+        if !output_left && exit_left {
+            exit_left = !exit.as_ref().is_some_and(exited);
+        }
+        if !output_left && !exit_left {
             break;
         }
         tokio::time::sleep(END_RETRY).await;
     }
-    if let Some(status) = exit {
-        let info = exit_info(status);
-        // After the rest of the output (or after giving up on it).
-        sink(TerminalEvent::Exited {
-            terminal_id: id,
-            exit: TerminalExit {
-                exit_code: info.exit_code,
-                signal: info.signal,
-            },
-        });
+    if output_left && let Some(exit) = &exit {
+        // Gave up on the output: the exit is still offered, once.
+        exited(exit);
     }
     let _ = done.send(true);
 }
@@ -534,5 +551,38 @@ mod tests {
             "{} events in {took:?}",
             outputs.len()
         );
+    }
+
+    /// A silent command can end before the agent's update that shows its terminal: its exit
+    /// is offered again until a call shows it (refused twice here), not dropped.
+    #[tokio::test]
+    async fn the_exit_of_a_silent_command_waits_for_the_card() {
+        let seen = Arc::new(Mutex::new(Vec::new()));
+        let offers = Arc::new(std::sync::atomic::AtomicU32::new(0));
+        let sink: TerminalSink = {
+            let (seen, offers) = (seen.clone(), offers.clone());
+            Arc::new(move |e| {
+                if offers.fetch_add(1, std::sync::atomic::Ordering::SeqCst) < 2 {
+                    return false;
+                }
+                seen.lock().unwrap().push(e);
+                true
+            })
+        };
+        let t = LocalTerminals::new();
+        let id = t.create(spec("exit 4", None), Some(sink)).unwrap();
+        let exit = t.wait_for_exit(&id).await.unwrap();
+        assert_eq!(exit.exit_code, Some(4));
+        assert_eq!(
+            *seen.lock().unwrap(),
+            vec![TerminalEvent::Exited {
+                terminal_id: id,
+                exit: TerminalExit {
+                    exit_code: Some(4),
+                    signal: None
+                }
+            }]
+        );
+        assert_eq!(offers.load(std::sync::atomic::Ordering::SeqCst), 3);
     }
 }
