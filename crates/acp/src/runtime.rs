@@ -1057,6 +1057,16 @@ impl Direct {
     /// cannot parse) goes to the SDK as before, which reports it as it did.
     fn take(&self, line: String) -> Option<String> {
         use std::sync::atomic::Ordering;
+        // Most lines are plain text chunks: those are parsed in one pass. Anything else, and
+        // a chunk that has to wait or is for another session, takes the general way below,
+        // which decides it as it would have anyway.
+        if self.queued.load(Ordering::SeqCst) == 0
+            && let Some(note) = text_chunk(&line)
+            && self.shared.lock().session_id.as_deref() == Some(&*note.session_id.0)
+        {
+            handle_notification(&self.shared, note);
+            return None;
+        }
         let Ok(envelope) = serde_json::from_str::<Envelope>(&line) else {
             return Some(line);
         };
@@ -1069,8 +1079,7 @@ impl Direct {
             && self.queued.load(Ordering::SeqCst) == 0;
         if direct
             && let Some(params) = envelope.params
-            && let Some(note) = text_chunk(params.get())
-                .or_else(|| serde_json::from_str::<schema::SessionNotification>(params.get()).ok())
+            && let Ok(note) = serde_json::from_str::<schema::SessionNotification>(params.get())
             && self.shared.lock().session_id.as_deref() == Some(&*note.session_id.0)
         {
             handle_notification(&self.shared, note);
@@ -1087,10 +1096,22 @@ impl Direct {
     }
 }
 
-/// The params of a plain text chunk (`agent_message_chunk`, `agent_thought_chunk` or
-/// `user_message_chunk` with a `text` block and nothing else), the bulk of what an agent
-/// streams. Unknown fields are refused, so whatever else a chunk may carry (`_meta`,
-/// `messageId`, annotations) goes the general way.
+/// A line that is a `session/update` notification of a plain text chunk
+/// (`agent_message_chunk`, `agent_thought_chunk` or `user_message_chunk` with a `text` block
+/// and nothing else), the bulk of what an agent streams. Unknown fields are refused, so
+/// whatever else a line may carry (an `id`, `_meta`, `messageId`, annotations) goes the
+/// general way.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct TextChunkLine<'a> {
+    #[serde(borrow)]
+    jsonrpc: std::borrow::Cow<'a, str>,
+    #[serde(borrow)]
+    method: std::borrow::Cow<'a, str>,
+    #[serde(borrow)]
+    params: TextChunkParams<'a>,
+}
+
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct TextChunkParams<'a> {
@@ -1117,13 +1138,18 @@ struct TextChunkBlock<'a> {
     text: String,
 }
 
-/// `params` parsed as a plain text chunk straight into the notification the general parse
-/// gives for it (no `_meta`, message id or annotations); `None` for anything else, which
-/// the caller parses the general way. The general parse goes through serde's buffered
-/// tagged enums (every key and string of the update copied, then read again); at a few
-/// thousand chunks a second that was a good part of an update's CPU.
-fn text_chunk(params: &str) -> Option<schema::SessionNotification> {
-    let chunk: TextChunkParams = serde_json::from_str(params).ok()?;
+/// `line` parsed as a plain text chunk's notification ([`TextChunkLine`]) straight into the
+/// notification the general parse gives for its params (no `_meta`, message id or
+/// annotations); `None` for anything else, which the caller parses the general way. The
+/// general way parses the line twice (its envelope, then the params) and the params through
+/// serde's buffered tagged enums (every key and string of the update copied, then read
+/// again); at a few thousand chunks a second that was a good part of an update's CPU.
+fn text_chunk(line: &str) -> Option<schema::SessionNotification> {
+    let line: TextChunkLine = serde_json::from_str(line).ok()?;
+    if line.jsonrpc != "2.0" || line.method != "session/update" {
+        return None;
+    }
+    let chunk = line.params;
     if chunk.update.content.kind != "text" {
         return None;
     }
@@ -2802,6 +2828,9 @@ mod tests {
     #[test]
     fn a_text_chunk_parses_as_the_general_parse_does() {
         let general = |p: &str| serde_json::from_str::<schema::SessionNotification>(p).unwrap();
+        let line = |params: &str| {
+            format!(r#"{{"jsonrpc":"2.0","method":"session/update","params":{params}}}"#)
+        };
         for kind in [
             "agent_message_chunk",
             "agent_thought_chunk",
@@ -2811,12 +2840,27 @@ mod tests {
                 let params = format!(
                     r#"{{"sessionId":"s1","update":{{"sessionUpdate":"{kind}","content":{{"type":"text","text":"{text}"}}}}}}"#
                 );
-                assert_eq!(text_chunk(&params), Some(general(&params)), "{params}");
+                assert_eq!(
+                    text_chunk(&line(&params)),
+                    Some(general(&params)),
+                    "{params}"
+                );
                 // Any order of the fields, and white space.
                 let params = format!(
                     r#"{{ "update" : {{"content":{{"text":"{text}","type":"text"}},"sessionUpdate":"{kind}"}}, "sessionId":"s1" }}"#
                 );
-                assert_eq!(text_chunk(&params), Some(general(&params)), "{params}");
+                assert_eq!(
+                    text_chunk(&line(&params)),
+                    Some(general(&params)),
+                    "{params}"
+                );
+                let reordered =
+                    format!(r#"{{"params":{params},"method":"session/update","jsonrpc":"2.0"}}"#);
+                assert_eq!(
+                    text_chunk(&reordered),
+                    Some(general(&params)),
+                    "{reordered}"
+                );
             }
         }
         let chunk = |update: &str| format!(r#"{{"sessionId":"s1","update":{update}}}"#);
@@ -2831,6 +2875,21 @@ mod tests {
             chunk(r#"{"sessionUpdate":"agent_message_chunk","sessionUpdate":"agent_thought_chunk","content":{"type":"text","text":"a"}}"#),
             chunk(r#"{"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":1}}"#),
             chunk(r#"{"sessionUpdate":"agent_message_chunk"}"#),
+        ] {
+            assert_eq!(text_chunk(&line(&other)), None, "{other}");
+        }
+        // The envelope must be a `session/update` notification, and nothing more.
+        let params = chunk(
+            r#"{"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":"a"}}"#,
+        );
+        assert!(text_chunk(&line(&params)).is_some());
+        for other in [
+            format!(r#"{{"jsonrpc":"2.0","id":3,"method":"session/update","params":{params}}}"#),
+            format!(r#"{{"jsonrpc":"2.0","method":"session/other","params":{params}}}"#),
+            format!(r#"{{"jsonrpc":"1.0","method":"session/update","params":{params}}}"#),
+            format!(r#"{{"method":"session/update","params":{params}}}"#),
+            format!(r#"{{"jsonrpc":"2.0","method":"session/update","params":{params},"x":1}}"#),
+            format!(r#"{{"jsonrpc":"2.0","method":"session/update","params":{params}}} tail"#),
         ] {
             assert_eq!(text_chunk(&other), None, "{other}");
         }
