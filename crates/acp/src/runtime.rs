@@ -1072,6 +1072,16 @@ impl Direct {
     /// cannot parse) goes to the SDK as before, which reports it as it did.
     fn take(&self, line: String) -> Option<String> {
         use std::sync::atomic::Ordering;
+        // Most lines are plain text chunks: those are parsed in one pass. Anything else, and
+        // a chunk that has to wait or is for another session, takes the general way below,
+        // which decides it as it would have anyway.
+        if self.queued.load(Ordering::SeqCst) == 0
+            && let Some(note) = text_chunk(&line)
+            && self.shared.lock().session_id.as_deref() == Some(&*note.session_id.0)
+        {
+            handle_notification(&self.shared, note);
+            return None;
+        }
         let Ok(envelope) = serde_json::from_str::<Envelope>(&line) else {
             return Some(line);
         };
@@ -1099,6 +1109,75 @@ impl Direct {
         use std::sync::atomic::Ordering;
         let _ = queued.fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1));
     }
+}
+
+/// A line that is a `session/update` notification of a plain text chunk
+/// (`agent_message_chunk`, `agent_thought_chunk` or `user_message_chunk` with a `text` block
+/// and nothing else), the bulk of what an agent streams. Unknown fields are refused, so
+/// whatever else a line may carry (an `id`, `_meta`, `messageId`, annotations) goes the
+/// general way.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct TextChunkLine<'a> {
+    #[serde(borrow)]
+    jsonrpc: std::borrow::Cow<'a, str>,
+    #[serde(borrow)]
+    method: std::borrow::Cow<'a, str>,
+    #[serde(borrow)]
+    params: TextChunkParams<'a>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct TextChunkParams<'a> {
+    #[serde(rename = "sessionId")]
+    session_id: String,
+    #[serde(borrow)]
+    update: TextChunkUpdate<'a>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct TextChunkUpdate<'a> {
+    #[serde(rename = "sessionUpdate", borrow)]
+    kind: std::borrow::Cow<'a, str>,
+    #[serde(borrow)]
+    content: TextChunkBlock<'a>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct TextChunkBlock<'a> {
+    #[serde(rename = "type", borrow)]
+    kind: std::borrow::Cow<'a, str>,
+    text: String,
+}
+
+/// `line` parsed as a plain text chunk's notification ([`TextChunkLine`]) straight into the
+/// notification the general parse gives for its params (no `_meta`, message id or
+/// annotations); `None` for anything else, which the caller parses the general way. The
+/// general way parses the line twice (its envelope, then the params) and the params through
+/// serde's buffered tagged enums (every key and string of the update copied, then read
+/// again); at a few thousand chunks a second that was a good part of an update's CPU.
+fn text_chunk(line: &str) -> Option<schema::SessionNotification> {
+    let line: TextChunkLine = serde_json::from_str(line).ok()?;
+    if line.jsonrpc != "2.0" || line.method != "session/update" {
+        return None;
+    }
+    let chunk = line.params;
+    if chunk.update.content.kind != "text" {
+        return None;
+    }
+    let content = schema::ContentChunk::new(schema::ContentBlock::Text(schema::TextContent::new(
+        chunk.update.content.text,
+    )));
+    let update = match &*chunk.update.kind {
+        "agent_message_chunk" => schema::SessionUpdate::AgentMessageChunk(content),
+        "agent_thought_chunk" => schema::SessionUpdate::AgentThoughtChunk(content),
+        "user_message_chunk" => schema::SessionUpdate::UserMessageChunk(content),
+        _ => return None,
+    };
+    Some(schema::SessionNotification::new(chunk.session_id, update))
 }
 
 fn handle_notification(shared: &Shared, note: schema::SessionNotification) {
@@ -2741,6 +2820,78 @@ mod tests {
         Direct::dispatched(&direct.queued);
         assert_eq!(queued(&direct), 0);
         assert!(handled(&mut rx).is_empty());
+    }
+
+    /// The text chunk fast path gives what the general parse gives, and leaves whatever it
+    /// does not fully understand to the general parse.
+    #[test]
+    fn a_text_chunk_parses_as_the_general_parse_does() {
+        let general = |p: &str| serde_json::from_str::<schema::SessionNotification>(p).unwrap();
+        let line = |params: &str| {
+            format!(r#"{{"jsonrpc":"2.0","method":"session/update","params":{params}}}"#)
+        };
+        for kind in [
+            "agent_message_chunk",
+            "agent_thought_chunk",
+            "user_message_chunk",
+        ] {
+            for text in ["a", "", r#"with \"quotes\", \n, \u00e9 and é"#] {
+                let params = format!(
+                    r#"{{"sessionId":"s1","update":{{"sessionUpdate":"{kind}","content":{{"type":"text","text":"{text}"}}}}}}"#
+                );
+                assert_eq!(
+                    text_chunk(&line(&params)),
+                    Some(general(&params)),
+                    "{params}"
+                );
+                // Any order of the fields, and white space.
+                let params = format!(
+                    r#"{{ "update" : {{"content":{{"text":"{text}","type":"text"}},"sessionUpdate":"{kind}"}}, "sessionId":"s1" }}"#
+                );
+                assert_eq!(
+                    text_chunk(&line(&params)),
+                    Some(general(&params)),
+                    "{params}"
+                );
+                let reordered =
+                    format!(r#"{{"params":{params},"method":"session/update","jsonrpc":"2.0"}}"#);
+                assert_eq!(
+                    text_chunk(&reordered),
+                    Some(general(&params)),
+                    "{reordered}"
+                );
+            }
+        }
+        let chunk = |update: &str| format!(r#"{{"sessionId":"s1","update":{update}}}"#);
+        for other in [
+            // More than a plain text chunk: the general parse keeps what it carries.
+            r#"{"sessionId":"s1","update":{"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":"a"}},"_meta":{"k":1}}"#.to_string(),
+            chunk(r#"{"sessionUpdate":"agent_message_chunk","messageId":"m1","content":{"type":"text","text":"a"}}"#),
+            chunk(r#"{"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":"a","annotations":{"priority":1}}}"#),
+            chunk(r#"{"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":"a","_meta":{}}}"#),
+            chunk(r#"{"sessionUpdate":"agent_message_chunk","content":{"type":"image","data":"AA==","mimeType":"image/png"}}"#),
+            chunk(r#"{"sessionUpdate":"plan","entries":[]}"#),
+            chunk(r#"{"sessionUpdate":"agent_message_chunk","sessionUpdate":"agent_thought_chunk","content":{"type":"text","text":"a"}}"#),
+            chunk(r#"{"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":1}}"#),
+            chunk(r#"{"sessionUpdate":"agent_message_chunk"}"#),
+        ] {
+            assert_eq!(text_chunk(&line(&other)), None, "{other}");
+        }
+        // The envelope must be a `session/update` notification, and nothing more.
+        let params = chunk(
+            r#"{"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":"a"}}"#,
+        );
+        assert!(text_chunk(&line(&params)).is_some());
+        for other in [
+            format!(r#"{{"jsonrpc":"2.0","id":3,"method":"session/update","params":{params}}}"#),
+            format!(r#"{{"jsonrpc":"2.0","method":"session/other","params":{params}}}"#),
+            format!(r#"{{"jsonrpc":"1.0","method":"session/update","params":{params}}}"#),
+            format!(r#"{{"method":"session/update","params":{params}}}"#),
+            format!(r#"{{"jsonrpc":"2.0","method":"session/update","params":{params},"x":1}}"#),
+            format!(r#"{{"jsonrpc":"2.0","method":"session/update","params":{params}}} tail"#),
+        ] {
+            assert_eq!(text_chunk(&other), None, "{other}");
+        }
     }
 
     fn tail(texts: &[(bool, &str)]) -> ReplayTail {

@@ -12,7 +12,7 @@ use ax_protocol::{Event, SessionId, SessionStatus, turn::TurnDelta};
 use ax_server::ServerConfig;
 
 mod common;
-use common::cpu_us;
+use common::{cpu_us, stat_cpu_us};
 
 fn main() {
     if std::env::var_os("AX_TEST_BE_MOCK_AGENT").is_some() {
@@ -136,34 +136,15 @@ async fn bench() {
     }
 
     println!("added latency agent stdout → SSE client at 5,000 updates/s:");
-    let mut lat = Vec::with_capacity(25_000);
     let cpu0 = cpu_us();
     let switches0 = context_switches();
-    let got = turn(&client, &mut events, &id, "flood-timed 25000 5000", |d| {
-        if let TurnDelta::TextAppended { text } = d {
-            let now = std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .unwrap()
-                .as_nanos() as i128;
-            for stamp in text.split_whitespace() {
-                if let Some(ns) = stamp.strip_prefix('t').and_then(|s| s.parse::<i128>().ok()) {
-                    lat.push((now - ns) as f64 / 1e6);
-                }
-            }
-        }
-    })
-    .await;
+    let (lat, got) = timed_flood(&client, &mut events, &id).await;
     let cpu = cpu_us() - cpu0;
     let switches = context_switches() - switches0;
-    lat.sort_by(|a, b| a.partial_cmp(b).unwrap());
-    let pct = |p: f64| lat[((lat.len() as f64 * p) as usize).min(lat.len() - 1)];
     println!(
-        "  {} samples: p50 {:.2} ms, p99 {:.2} ms, max {:.2} ms; CPU {:.1} µs/update; \
-         {got} delta events; {:.2} context switches/update (all threads)",
-        lat.len(),
-        pct(0.50),
-        pct(0.99),
-        lat.last().copied().unwrap_or(0.0),
+        "  {}; CPU {:.1} µs/update (backend + this SSE client); {got} delta events; \
+         {:.2} context switches/update (all threads)",
+        percentiles(lat),
         cpu as f64 / 25_000.0,
         switches as f64 / 25_000.0
     );
@@ -185,5 +166,84 @@ async fn bench() {
         "  20 sessions: RSS {before} KiB → {after} KiB = {:.1} KiB per idle session",
         (after.saturating_sub(before)) as f64 / 20.0
     );
+    drop(events);
+    own_thread_client(
+        server.url().to_owned(),
+        server.token().expose().to_owned(),
+        id,
+    )
+    .await;
     server.shutdown().await;
+}
+
+/// `flood-timed 25000 5000` in `id`: the added latency of each chunk in ms, and the number
+/// of delta events it came in.
+async fn timed_flood(client: &Client, events: &mut EventStream, id: &SessionId) -> (Vec<f64>, u64) {
+    let mut lat = Vec::with_capacity(25_000);
+    let got = turn(client, events, id, "flood-timed 25000 5000", |d| {
+        if let TurnDelta::TextAppended { text } = d {
+            let now = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .unwrap()
+                .as_nanos() as i128;
+            for stamp in text.split_whitespace() {
+                if let Some(ns) = stamp.strip_prefix('t').and_then(|s| s.parse::<i128>().ok()) {
+                    lat.push((now - ns) as f64 / 1e6);
+                }
+            }
+        }
+    })
+    .await;
+    (lat, got)
+}
+
+fn percentiles(mut lat: Vec<f64>) -> String {
+    lat.sort_by(|a, b| a.partial_cmp(b).unwrap());
+    let pct = |p: f64| lat[((lat.len() as f64 * p) as usize).min(lat.len() - 1)];
+    format!(
+        "{} samples: p50 {:.2} ms, p99 {:.2} ms, max {:.2} ms",
+        lat.len(),
+        pct(0.50),
+        pct(0.99),
+        lat.last().copied().unwrap_or(0.0)
+    )
+}
+
+/// The 5,000/s flood again, with the SSE client (its connection, parsing and this consumer)
+/// on a thread of its own, a current-thread runtime named `bench-client`, so the backend's
+/// CPU can be told from the client's: the process's CPU minus that thread's. (The kernel's
+/// loopback delivery of each SSE write still runs on the backend's writing thread.) The only
+/// SSE client of the backend during this phase.
+async fn own_thread_client(url: String, token: String, id: SessionId) {
+    println!("the same with the SSE client on a thread of its own (`bench-client`):");
+    let client_thread = std::thread::Builder::new()
+        .name("bench-client".into())
+        .spawn(move || {
+            let rt = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .unwrap();
+            rt.block_on(async {
+                let client = Client::new(url, token).unwrap();
+                let mut events = connected(&client).await;
+                let (process0, thread0) = (cpu_us(), stat_cpu_us("/proc/thread-self/stat"));
+                let (lat, got) = timed_flood(&client, &mut events, &id).await;
+                let (process, thread) = (
+                    cpu_us() - process0,
+                    stat_cpu_us("/proc/thread-self/stat") - thread0,
+                );
+                println!(
+                    "  {}; {got} delta events; CPU per update: {:.1} µs process, {:.1} µs \
+                     backend (the process less the client's thread), {:.1} µs SSE client",
+                    percentiles(lat),
+                    process as f64 / 25_000.0,
+                    process.saturating_sub(thread) as f64 / 25_000.0,
+                    thread as f64 / 25_000.0
+                );
+            });
+        })
+        .unwrap();
+    tokio::task::spawn_blocking(move || client_thread.join().unwrap())
+        .await
+        .unwrap();
 }
