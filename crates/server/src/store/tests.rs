@@ -55,7 +55,8 @@ fn a_version_1_database_migrates_and_its_cut_run_is_recovered() {
         .unwrap();
     assert_eq!(session.status, SessionStatus::Idle);
     assert_eq!(msgs[0].parts.last(), Some(&Part::Interrupted));
-    assert_eq!(msgs[0].parts.len(), 2);
+    // Read as the shell agent's turn (v13): the call, the terminal's start, the interruption.
+    assert_eq!(msgs[0].parts.len(), 3);
 }
 
 #[test]
@@ -524,7 +525,8 @@ fn a_version_2_truncated_part_reads_back_after_the_camel_case_migration() {
             exit: None,
         }]
     );
-    assert_eq!(msgs[0].parts.len(), 1);
+    // And the runtime's notice that the command's terminal started.
+    assert_eq!(msgs[0].parts.len(), 2);
 }
 
 /// A v7 database gains `message.ended`: old messages read back with no end, a turn that

@@ -38,14 +38,21 @@ pub(super) struct OldTurn<'a> {
 
 impl OldDb {
     pub fn create(dir: &std::path::Path) -> OldDb {
+        OldDb::create_for(dir, std::path::Path::new("/p"))
+    }
+
+    /// A database in `dir` whose one project is `project`.
+    pub fn create_for(dir: &std::path::Path, project: &std::path::Path) -> OldDb {
         let conn = Connection::open(dir.join(DB_FILE)).unwrap();
         for m in &MIGRATIONS[..OLD_VERSION] {
             m.apply(&conn).unwrap();
         }
-        conn.execute_batch(&format!(
-            "PRAGMA user_version = {OLD_VERSION};
-             INSERT INTO project(id, directory) VALUES (1, '/p');"
-        ))
+        conn.execute_batch(&format!("PRAGMA user_version = {OLD_VERSION};"))
+            .unwrap();
+        conn.execute(
+            "INSERT INTO project(id, directory) VALUES (1, ?1)",
+            [project.to_string_lossy()],
+        )
         .unwrap();
         OldDb { conn, next: 0 }
     }
@@ -244,6 +251,14 @@ fn said(kind: NoticeKind, message: &str) -> Part {
         kind,
         message: message.into(),
     }))
+}
+
+/// The runtime's notice that it started the command's terminal, in project `/p`.
+fn started(command: &str, files: &[&str]) -> Part {
+    let mut args = vec!["-c".to_string(), command.to_string(), "ax-code".to_string()];
+    args.extend(files.iter().map(|f| format!("/p/{f}")));
+    let line = ax_acp::guard::started(TERMINAL_ID, "sh", &args, std::path::Path::new("."));
+    said(NoticeKind::Info, &line)
 }
 
 /// The parts of message `id` as the store's read API gives them.
@@ -477,6 +492,11 @@ fn every_kind_of_old_shell_reply_reads_as_the_shell_agents_turn() {
                 raw(Some(0), None, false),
             )),
             asked(a1p.as_deref().unwrap(), a1_line, &["a.txt"], once()),
+            said(
+                NoticeKind::Info,
+                "ax-code started a terminal for the agent (term-1, in .): \
+                 sh -c printf 'hi\\n'; cat \"$1\" ax-code /p/a.txt"
+            ),
         ]
     );
     // Approved, and the next command was not asked about: "always".
@@ -497,44 +517,54 @@ fn every_kind_of_old_shell_reply_reads_as_the_shell_agents_turn() {
                 &[],
                 chose("always", PermissionKind::AllowAlways)
             ),
+            started(a2_line, &[]),
         ]
     );
     assert_eq!(
         read(&store, &a, &a3),
-        vec![shown(call(
-            "kill -9 $$",
-            &[],
-            failed,
-            vec![terminal("", 0, Some((None, Some("SIGKILL"))))],
-            raw(None, Some("SIGKILL"), false),
-        ))]
+        vec![
+            shown(call(
+                "kill -9 $$",
+                &[],
+                failed,
+                vec![terminal("", 0, Some((None, Some("SIGKILL"))))],
+                raw(None, Some("SIGKILL"), false),
+            )),
+            started("kill -9 $$", &[]),
+        ]
     );
     // Head and tail are 80,000 bytes: the card keeps the last 64 KiB, and counts what it
     // did not keep with the 5,000 the old run dropped between them.
     let kept = format!("{head}{tail}")[80_000 - TERMINAL_OUTPUT_KEPT..].to_string();
     assert_eq!(
         read(&store, &a, &a4),
-        vec![shown(call(
-            "big",
-            &[],
-            ok,
-            vec![terminal(
-                &kept,
-                5_000 + (80_000 - TERMINAL_OUTPUT_KEPT) as u64,
-                Some((Some(0), None))
-            )],
-            raw(Some(0), None, true),
-        ))]
+        vec![
+            shown(call(
+                "big",
+                &[],
+                ok,
+                vec![terminal(
+                    &kept,
+                    5_000 + (80_000 - TERMINAL_OUTPUT_KEPT) as u64,
+                    Some((Some(0), None))
+                )],
+                raw(Some(0), None, true),
+            )),
+            started("big", &[]),
+        ]
     );
     assert_eq!(
         read(&store, &a, &a5),
-        vec![shown(call(
-            "small",
-            &[],
-            failed,
-            vec![terminal("head\ntail\n", 7, Some((Some(1), None)))],
-            raw(Some(1), None, true),
-        ))]
+        vec![
+            shown(call(
+                "small",
+                &[],
+                failed,
+                vec![terminal("head\ntail\n", 7, Some((Some(1), None)))],
+                raw(Some(1), None, true),
+            )),
+            started("small", &[]),
+        ]
     );
 
     assert_eq!(
@@ -576,6 +606,7 @@ fn every_kind_of_old_shell_reply_reads_as_the_shell_agents_turn() {
                 None
             )),
             asked(b3p.as_deref().unwrap(), "sleep 10", &[], once()),
+            started("sleep 10", &[]),
         ]
     );
     assert_eq!(
@@ -589,6 +620,7 @@ fn every_kind_of_old_shell_reply_reads_as_the_shell_agents_turn() {
                 None
             )),
             asked(b4p.as_deref().unwrap(), "sleep 11", &[], once()),
+            started("sleep 11", &[]),
             said(NoticeKind::Info, CUT_SHORT),
         ]
     );
@@ -629,6 +661,7 @@ fn every_kind_of_old_shell_reply_reads_as_the_shell_agents_turn() {
                 raw(Some(0), None, false),
             )),
             asked(b7p.as_deref().unwrap(), "true", &[], once()),
+            started("true", &[]),
             said(NoticeKind::Info, CUT_SHORT),
         ]
     );
@@ -648,13 +681,16 @@ fn every_kind_of_old_shell_reply_reads_as_the_shell_agents_turn() {
     );
     assert_eq!(
         read(&store, &d, &d1),
-        vec![shown(call(
-            "yes",
-            &[],
-            ToolStatus::InProgress,
-            vec![terminal("y\ny\n", 0, None)],
-            None
-        ))]
+        vec![
+            shown(call(
+                "yes",
+                &[],
+                ToolStatus::InProgress,
+                vec![terminal("y\ny\n", 0, None)],
+                None
+            )),
+            started("yes", &[]),
+        ]
     );
 
     // Left as they were: the odd reply, its permission, and the ACP agent's reply.
@@ -785,7 +821,313 @@ fn every_kind_of_old_shell_reply_reads_as_the_shell_agents_turn() {
                 vec![terminal("y\ny\n", 0, None)],
                 None
             )),
+            started("yes", &[]),
             Part::Interrupted,
         ]
     );
+}
+
+/// A bound on waiting for what must happen; never a measure of speed.
+const WAIT: std::time::Duration = std::time::Duration::from_secs(30);
+
+/// What happens while a turn runs, besides answering its question.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Abort {
+    Never,
+    /// While the question waits (the live turn's question is then not answered).
+    WhileAsking,
+    /// Once the command printed something.
+    AfterOutput,
+}
+
+/// Runs `command` as the old `shell` run did (`ax_agents::ShellAgent`, the output bound of
+/// the backend's default limits) and returns its parts as the old run stored them.
+async fn old_run(
+    dir: &std::path::Path,
+    command: &str,
+    files: &[&str],
+    abort: Abort,
+) -> Vec<String> {
+    use ax_agents::{Agent, AgentOutput, RunEnd, ShellAgent};
+    let request = ax_agents::AgentRequest {
+        text: command.into(),
+        project_dir: dir.into(),
+        attachments: files
+            .iter()
+            .map(|f| ax_agents::project::resolve(dir, f).unwrap())
+            .collect(),
+        output_limit: crate::Limits::default().output_bytes_per_message,
+    };
+    let (tx, mut rx) = tokio::sync::mpsc::channel(64);
+    let cancel = tokio_util::sync::CancellationToken::new();
+    let job = tokio::spawn(ShellAgent.run(request, tx, cancel.clone()));
+    let mut parts = Vec::new();
+    while let Some(output) = tokio::time::timeout(WAIT, rx.recv()).await.unwrap() {
+        match output {
+            AgentOutput::Output { stream, text } => {
+                parts.push(Part::Output { stream, text });
+                if abort == Abort::AfterOutput {
+                    cancel.cancel();
+                }
+            }
+            AgentOutput::Truncated { dropped_bytes } => {
+                parts.push(Part::Truncated { dropped_bytes })
+            }
+            AgentOutput::ProcessGroup(_) => {}
+        }
+    }
+    let last = match job.await.unwrap() {
+        _ if abort == Abort::AfterOutput => Part::Aborted,
+        RunEnd::Exited { code, signal } => Part::Exit { code, signal },
+        RunEnd::Cancelled => Part::Aborted,
+        RunEnd::Failed(message) => {
+            parts.push(Part::Output {
+                stream: ax_protocol::Stream::Stderr,
+                text: format!("ax-code: {message}\n"),
+            });
+            Part::Exit {
+                code: None,
+                signal: None,
+            }
+        }
+    };
+    parts.push(last);
+    parts
+        .iter()
+        .map(|p| serde_json::to_string(p).unwrap())
+        .collect()
+}
+
+/// The `shell` agent served in this process through the ACP runtime, one session.
+struct Live {
+    dir: std::path::PathBuf,
+    handle: ax_acp::AgentHandle,
+    events: tokio::sync::mpsc::UnboundedReceiver<ax_acp::AcpEvent>,
+}
+
+impl Live {
+    async fn start(dir: &std::path::Path) -> Live {
+        let options = ax_acp::StartOptions::new(dir);
+        let (mut handle, events) =
+            ax_acp::shell::start(options, ax_acp::shell::ShellConfig::default())
+                .await
+                .unwrap();
+        handle.open_session(Vec::new(), None).await.unwrap();
+        Live {
+            dir: dir.into(),
+            handle,
+            events,
+        }
+    }
+
+    /// Runs one turn as the backend sends it (`attachments::blocks`), answering its question
+    /// with `answer`; returns its deltas folded, as a reload reads them.
+    async fn turn(
+        &mut self,
+        command: &str,
+        files: &[&str],
+        answer: Option<PermissionKind>,
+        abort: Abort,
+    ) -> Vec<Part> {
+        use ax_acp::AcpEvent;
+        use ax_protocol::turn::{TurnDelta, apply};
+        let content = crate::attachments::PromptContent {
+            text: command.into(),
+            attachments: files
+                .iter()
+                .map(|f| ax_agents::project::resolve(&self.dir, f).unwrap())
+                .collect(),
+            images: Vec::new(),
+        };
+        let blocks =
+            crate::attachments::blocks(&self.dir, &content, &self.handle.info().capabilities);
+        self.handle.prompt(blocks).unwrap();
+        let mut parts = Vec::new();
+        let mut held = Vec::new();
+        let mut aborted = false;
+        loop {
+            let event = tokio::time::timeout(WAIT, self.events.recv())
+                .await
+                .expect("the turn goes on")
+                .expect("the agent's events go on");
+            match event {
+                AcpEvent::Asked {
+                    permission,
+                    responder,
+                } => {
+                    apply(&mut parts, TurnDelta::PermissionAsked { permission });
+                    match answer {
+                        Some(kind) if abort != Abort::WhileAsking => {
+                            responder.answer(kind, None).unwrap();
+                        }
+                        _ => aborted = self.handle.cancel(),
+                    }
+                    held.push(responder);
+                }
+                AcpEvent::Delta(delta) => {
+                    let printed = matches!(&delta, TurnDelta::TerminalOutput { .. });
+                    apply(&mut parts, delta);
+                    if printed && abort == Abort::AfterOutput && !aborted {
+                        aborted = self.handle.cancel();
+                    }
+                }
+                AcpEvent::TurnEnded { .. } => break,
+                _ => {}
+            }
+        }
+        parts.into_iter().map(Part::from_turn).collect()
+    }
+}
+
+/// `parts` with the ids a run mints (call, terminal, permission) made the same.
+fn same_ids(parts: Vec<Part>) -> Vec<Part> {
+    let permission: ax_protocol::PermissionId = "per_00000000000000000000000000".parse().unwrap();
+    let call = |c: &mut ToolCallPart| {
+        c.tool_call_id = "cmd".into();
+        for item in &mut c.content {
+            if let ToolContent::Terminal { terminal_id, .. } = item {
+                *terminal_id = "term".into();
+            }
+        }
+    };
+    parts
+        .into_iter()
+        .map(|mut p| {
+            match &mut p {
+                Part::Turn(TurnPart::ToolCall(c)) => call(c),
+                Part::Turn(TurnPart::Permission(asked)) => {
+                    asked.permission_id = permission.clone();
+                    call(&mut asked.tool_call);
+                }
+                Part::Turn(TurnPart::Notice(n)) => {
+                    // "… a terminal for the agent (term-N, in …"
+                    if let Some(at) = n.message.find("(term-") {
+                        let digits = n.message[at + 6..]
+                            .bytes()
+                            .take_while(u8::is_ascii_digit)
+                            .count();
+                        n.message.replace_range(at + 1..at + 6 + digits, "term");
+                    }
+                }
+                _ => {}
+            }
+            p
+        })
+        .collect()
+}
+
+/// The same commands run by the old `shell` run (stored in a database of the old schema,
+/// then rewritten by v13) and by the `shell` agent through the ACP runtime (folded as a
+/// reload folds its stored deltas) read the same, ids aside.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_rewritten_reply_reads_as_the_same_command_run_by_the_shell_agent() {
+    use PermissionKind::{AllowAlways, AllowOnce, RejectOnce};
+    let project = tempfile::tempdir().unwrap();
+    let dir = project.path().canonicalize().unwrap();
+    std::fs::write(dir.join("a.txt"), "file\n").unwrap();
+    let data = tempfile::tempdir().unwrap();
+    let mut old = OldDb::create_for(data.path(), &dir);
+    // (command, files, the person's answer, abort, the old permission row's state)
+    type Case = (
+        &'static str,
+        &'static [&'static str],
+        Option<PermissionKind>,
+        Abort,
+        Option<&'static str>,
+    );
+    let asks: &[Case] = &[
+        (
+            "printf 'hi\\n'; cat \"$1\"",
+            &["a.txt"],
+            Some(AllowOnce),
+            Abort::Never,
+            Some("approved"),
+        ),
+        (
+            "echo o1; sleep 0.3; echo e1 >&2; sleep 0.3; echo o2; exit 3",
+            &[],
+            Some(AllowAlways),
+            Abort::Never,
+            Some("approved"),
+        ),
+        ("kill -9 $$", &[], None, Abort::Never, None),
+        (
+            "head -c 1500000 /dev/zero | tr '\\0' y",
+            &[],
+            None,
+            Abort::Never,
+            None,
+        ),
+    ];
+    let refuses: &[Case] = &[
+        (
+            "rm -rf ./never\necho gone",
+            &[],
+            Some(RejectOnce),
+            Abort::Never,
+            Some("rejected"),
+        ),
+        (
+            "sleep 30",
+            &[],
+            Some(AllowOnce),
+            Abort::WhileAsking,
+            Some("cancelled"),
+        ),
+        (
+            "printf 'x\\n'; sleep 30",
+            &[],
+            Some(AllowOnce),
+            Abort::AfterOutput,
+            Some("approved"),
+        ),
+    ];
+    let mut compared = Vec::new();
+    for cases in [asks, refuses] {
+        let session = old.session("shell", cases == asks);
+        let mut live = Live::start(&dir).await;
+        for &(command, files, answer, abort, state) in cases {
+            let ran = state == Some("approved") || state.is_none();
+            let parts = if ran {
+                old_run(&dir, command, files, abort).await
+            } else if abort == Abort::WhileAsking {
+                vec![bare("aborted")]
+            } else {
+                vec![bare("rejected")]
+            };
+            let (reply, _) = old.turn(
+                &session,
+                &OldTurn {
+                    command,
+                    files,
+                    permission: state,
+                    parts,
+                    running: false,
+                },
+            );
+            let now = live.turn(command, files, answer, abort).await;
+            compared.push((session.clone(), reply, now, abort));
+        }
+        live.handle.stop().await;
+    }
+    drop(old);
+
+    let store = Store::open(data.path()).unwrap();
+    for (session, reply, mut live, abort) in compared {
+        if abort == Abort::AfterOutput {
+            // The live card also shows the kill's exit, which the old run never stored.
+            let Some(Part::Turn(TurnPart::ToolCall(c))) = live.first_mut() else {
+                panic!("{live:?}");
+            };
+            let Some(ToolContent::Terminal { exit, .. }) = c.content.first_mut() else {
+                panic!("{c:?}");
+            };
+            assert_eq!(
+                exit.take().and_then(|e| e.signal).as_deref(),
+                Some("SIGKILL")
+            );
+        }
+        let migrated = read(&store, &session, &reply);
+        assert_eq!(same_ids(migrated), same_ids(live), "reply {reply}");
+    }
 }
