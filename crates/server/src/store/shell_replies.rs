@@ -104,6 +104,14 @@ struct Row {
     parts: Vec<String>,
 }
 
+/// An old reply of a session: its row, the command line and files of the person's message
+/// before it, and its permission row (indexes into the session's rows).
+struct Reply {
+    row: usize,
+    prompt: Option<(String, Vec<String>)>,
+    permission: Option<usize>,
+}
+
 struct OldPermission {
     id: String,
     command: String,
@@ -212,7 +220,7 @@ fn rewrite_session(
         .collect::<rusqlite::Result<_>>()?;
 
     // Each old reply with its prompt and its permission row, in order.
-    let mut replies: Vec<(usize, Option<(String, Vec<String>)>, Option<usize>)> = Vec::new();
+    let mut replies: Vec<Reply> = Vec::new();
     let mut next = 0;
     for (i, row) in rows.iter().enumerate() {
         if row.role != "assistant" || with_deltas.contains(&row.id) {
@@ -229,15 +237,24 @@ fn rewrite_session(
                     p.command == *command && p.attachments.as_ref() == Some(files)
                 })
         });
-        replies.push((i, prompt, matched.then_some(next)));
+        replies.push(Reply {
+            row: i,
+            prompt,
+            permission: matched.then_some(next),
+        });
         if matched {
             next += 1;
         }
     }
 
     let sid: Option<SessionId> = session.parse().ok();
-    for (k, (i, prompt, permission)) in replies.iter().enumerate() {
-        let row = &rows[*i];
+    for (k, reply) in replies.iter().enumerate() {
+        let Reply {
+            row,
+            prompt,
+            permission,
+        } = reply;
+        let row = &rows[*row];
         let Ok(parts) = row
             .parts
             .iter()
@@ -268,7 +285,7 @@ fn rewrite_session(
                 // "Always" is the only answer after which the next command was not asked
                 // about; the session's last answer, if the session still allows always.
                 let always = match replies.get(k + 1) {
-                    Some((_, _, next)) => next.is_none(),
+                    Some(next) => next.permission.is_none(),
                     None => always_now && permission.is_some_and(|p| p + 1 == permissions.len()),
                 };
                 Some((id, state, always, p, sid))
