@@ -15,8 +15,8 @@
 //! - `permission_asked` with the options `once`, `always` and `reject`, answered as the row
 //!   says (`approved` is `always` when the session's next reply asked nothing, which only
 //!   that answer allowed, else `once`);
-//! - the run: the runtime's notice that it started the command's terminal (`sh -c LINE
-//!   ax-code FILES…`), the call in progress showing terminal [`TERMINAL_ID`], the output as
+//! - the run: the call in progress showing terminal [`TERMINAL_ID`] (an agent served inside
+//!   the backend leaves no "started a terminal" notice), the output as
 //!   `terminal_output` deltas (one stream; a `truncated` part's bytes are dropped bytes of the
 //!   output after it, which the card counts with the bytes it does not keep), then
 //!   `terminal_exited` and the call `completed` (exit 0) or `failed`, with `rawOutput
@@ -37,7 +37,7 @@
 //! (in the order rows were written), was created no later than the reply, and asked about the
 //! reply's command line and files.
 
-use std::{collections::HashSet, path::Path};
+use std::collections::HashSet;
 
 use ax_protocol::{
     MessageId, Permission, PermissionId, PermissionState, SessionId,
@@ -123,17 +123,14 @@ struct OldPermission {
 
 /// Rewrites every old reply of every `shell` session (see the module's documentation).
 pub(super) fn rewrite(conn: &Connection) -> Result<()> {
-    let sessions: Vec<(String, bool, String)> = conn
-        .prepare(
-            "SELECT s.id, s.always_allow, p.directory FROM session s \
-             JOIN project p ON p.id = s.project_id WHERE s.agent = ?1",
-        )?
+    let sessions: Vec<(String, bool)> = conn
+        .prepare("SELECT id, always_allow FROM session WHERE agent = ?1")?
         .query_map([ax_acp::config::SHELL], |r| {
-            Ok((r.get(0)?, r.get::<_, i64>(1)? != 0, r.get(2)?))
+            Ok((r.get(0)?, r.get::<_, i64>(1)? != 0))
         })?
         .collect::<rusqlite::Result<_>>()?;
-    for (session, always_now, directory) in sessions {
-        rewrite_session(conn, &session, always_now, Path::new(&directory))?;
+    for (session, always_now) in sessions {
+        rewrite_session(conn, &session, always_now)?;
     }
     Ok(())
 }
@@ -153,12 +150,7 @@ fn prompt_of(bodies: &[String]) -> Option<(String, Vec<String>)> {
     (!texts.is_empty()).then(|| (texts.join("\n"), files))
 }
 
-fn rewrite_session(
-    conn: &Connection,
-    session: &str,
-    always_now: bool,
-    project: &Path,
-) -> Result<()> {
+fn rewrite_session(conn: &Connection, session: &str, always_now: bool) -> Result<()> {
     let mut rows: Vec<Row> = conn
         .prepare_cached("SELECT id, role, created FROM message WHERE session_id = ?1 ORDER BY seq")?
         .query_map([session], |r| {
@@ -294,7 +286,6 @@ fn rewrite_session(
         let plan = Plan {
             command: &command,
             attachments: &attachments,
-            started: started(project, &command, &attachments),
             permission: asked
                 .as_ref()
                 .map(|(id, state, always, ..)| (id, *state, *always)),
@@ -350,8 +341,6 @@ fn rewrite_session(
 struct Plan<'a> {
     command: &'a str,
     attachments: &'a [String],
-    /// The runtime's notice when the command's terminal started.
-    started: String,
     /// The permission asked: its id, its stored state, and whether an approval was "always".
     permission: Option<(&'a PermissionId, PermissionState, bool)>,
     parts: &'a [OldPart],
@@ -386,18 +375,6 @@ fn call(command: &str, attachments: &[String]) -> ToolCallPart {
         raw_input: Some(serde_json::json!({ "command": command, "attachments": attachments })),
         raw_output: None,
     }
-}
-
-/// The notice the runtime leaves when it starts the command's terminal: the `shell` agent's
-/// `sh -c LINE ax-code FILES…` in the project directory, each file by its path there.
-fn started(project: &Path, command: &str, attachments: &[String]) -> String {
-    let mut args = vec!["-c".to_string(), command.to_string(), "ax-code".to_string()];
-    args.extend(
-        attachments
-            .iter()
-            .map(|f| project.join(f).to_string_lossy().into_owned()),
-    );
-    ax_acp::guard::started(TERMINAL_ID, "sh", &args, Path::new("."))
 }
 
 /// The options the `shell` agent offers.
@@ -638,7 +615,6 @@ fn replay(plan: &Plan<'_>) -> Option<Replayed> {
             }));
             current = ToolStatus::Failed;
         } else {
-            deltas.push(notice(NoticeKind::Info, plan.started.clone()));
             deltas.push(update(ToolCallFields {
                 status: Some(ToolStatus::InProgress),
                 content: Some(vec![ToolContent::terminal(TERMINAL_ID)]),

@@ -253,14 +253,6 @@ fn said(kind: NoticeKind, message: &str) -> Part {
     }))
 }
 
-/// The runtime's notice that it started the command's terminal, in project `/p`.
-fn started(command: &str, files: &[&str]) -> Part {
-    let mut args = vec!["-c".to_string(), command.to_string(), "ax-code".to_string()];
-    args.extend(files.iter().map(|f| format!("/p/{f}")));
-    let line = ax_acp::guard::started(TERMINAL_ID, "sh", &args, std::path::Path::new("."));
-    said(NoticeKind::Info, &line)
-}
-
 /// The parts of message `id` as the store's read API gives them.
 fn read(store: &Store, session: &str, id: &str) -> Vec<Part> {
     let session: SessionId = session.parse().unwrap();
@@ -492,11 +484,6 @@ fn every_kind_of_old_shell_reply_reads_as_the_shell_agents_turn() {
                 raw(Some(0), None, false),
             )),
             asked(a1p.as_deref().unwrap(), a1_line, &["a.txt"], once()),
-            said(
-                NoticeKind::Info,
-                "ax-code started a terminal for the agent (term-1, in .): \
-                 sh -c printf 'hi\\n'; cat \"$1\" ax-code /p/a.txt"
-            ),
         ]
     );
     // Approved, and the next command was not asked about: "always".
@@ -517,54 +504,44 @@ fn every_kind_of_old_shell_reply_reads_as_the_shell_agents_turn() {
                 &[],
                 chose("always", PermissionKind::AllowAlways)
             ),
-            started(a2_line, &[]),
         ]
     );
     assert_eq!(
         read(&store, &a, &a3),
-        vec![
-            shown(call(
-                "kill -9 $$",
-                &[],
-                failed,
-                vec![terminal("", 0, Some((None, Some("SIGKILL"))))],
-                raw(None, Some("SIGKILL"), false),
-            )),
-            started("kill -9 $$", &[]),
-        ]
+        vec![shown(call(
+            "kill -9 $$",
+            &[],
+            failed,
+            vec![terminal("", 0, Some((None, Some("SIGKILL"))))],
+            raw(None, Some("SIGKILL"), false),
+        )),]
     );
     // Head and tail are 80,000 bytes: the card keeps the last 64 KiB, and counts what it
     // did not keep with the 5,000 the old run dropped between them.
     let kept = format!("{head}{tail}")[80_000 - TERMINAL_OUTPUT_KEPT..].to_string();
     assert_eq!(
         read(&store, &a, &a4),
-        vec![
-            shown(call(
-                "big",
-                &[],
-                ok,
-                vec![terminal(
-                    &kept,
-                    5_000 + (80_000 - TERMINAL_OUTPUT_KEPT) as u64,
-                    Some((Some(0), None))
-                )],
-                raw(Some(0), None, true),
-            )),
-            started("big", &[]),
-        ]
+        vec![shown(call(
+            "big",
+            &[],
+            ok,
+            vec![terminal(
+                &kept,
+                5_000 + (80_000 - TERMINAL_OUTPUT_KEPT) as u64,
+                Some((Some(0), None))
+            )],
+            raw(Some(0), None, true),
+        )),]
     );
     assert_eq!(
         read(&store, &a, &a5),
-        vec![
-            shown(call(
-                "small",
-                &[],
-                failed,
-                vec![terminal("head\ntail\n", 7, Some((Some(1), None)))],
-                raw(Some(1), None, true),
-            )),
-            started("small", &[]),
-        ]
+        vec![shown(call(
+            "small",
+            &[],
+            failed,
+            vec![terminal("head\ntail\n", 7, Some((Some(1), None)))],
+            raw(Some(1), None, true),
+        )),]
     );
 
     assert_eq!(
@@ -606,7 +583,6 @@ fn every_kind_of_old_shell_reply_reads_as_the_shell_agents_turn() {
                 None
             )),
             asked(b3p.as_deref().unwrap(), "sleep 10", &[], once()),
-            started("sleep 10", &[]),
         ]
     );
     assert_eq!(
@@ -620,7 +596,6 @@ fn every_kind_of_old_shell_reply_reads_as_the_shell_agents_turn() {
                 None
             )),
             asked(b4p.as_deref().unwrap(), "sleep 11", &[], once()),
-            started("sleep 11", &[]),
             said(NoticeKind::Info, CUT_SHORT),
         ]
     );
@@ -661,7 +636,6 @@ fn every_kind_of_old_shell_reply_reads_as_the_shell_agents_turn() {
                 raw(Some(0), None, false),
             )),
             asked(b7p.as_deref().unwrap(), "true", &[], once()),
-            started("true", &[]),
             said(NoticeKind::Info, CUT_SHORT),
         ]
     );
@@ -681,16 +655,13 @@ fn every_kind_of_old_shell_reply_reads_as_the_shell_agents_turn() {
     );
     assert_eq!(
         read(&store, &d, &d1),
-        vec![
-            shown(call(
-                "yes",
-                &[],
-                ToolStatus::InProgress,
-                vec![terminal("y\ny\n", 0, None)],
-                None
-            )),
-            started("yes", &[]),
-        ]
+        vec![shown(call(
+            "yes",
+            &[],
+            ToolStatus::InProgress,
+            vec![terminal("y\ny\n", 0, None)],
+            None
+        )),]
     );
 
     // Left as they were: the odd reply, its permission, and the ACP agent's reply.
@@ -821,7 +792,6 @@ fn every_kind_of_old_shell_reply_reads_as_the_shell_agents_turn() {
                 vec![terminal("y\ny\n", 0, None)],
                 None
             )),
-            started("yes", &[]),
             Part::Interrupted,
         ]
     );
@@ -964,6 +934,11 @@ impl Live {
                     }
                     held.push(responder);
                 }
+                // The runtime before the shell agent became the backend's leaves a "started a
+                // terminal" notice for every agent; it leaves none for an agent served inside
+                // the backend (docs/backend.md, one agent model), as a rewritten reply has none.
+                AcpEvent::Delta(TurnDelta::Notice { notice })
+                    if notice.message.starts_with("ax-code started a terminal") => {}
                 AcpEvent::Delta(delta) => {
                     let printed = matches!(&delta, TurnDelta::TerminalOutput { .. });
                     apply(&mut parts, delta);
@@ -998,16 +973,6 @@ fn same_ids(parts: Vec<Part>) -> Vec<Part> {
                 Part::Turn(TurnPart::Permission(asked)) => {
                     asked.permission_id = permission.clone();
                     call(&mut asked.tool_call);
-                }
-                Part::Turn(TurnPart::Notice(n)) => {
-                    // "… a terminal for the agent (term-N, in …"
-                    if let Some(at) = n.message.find("(term-") {
-                        let digits = n.message[at + 6..]
-                            .bytes()
-                            .take_while(u8::is_ascii_digit)
-                            .count();
-                        n.message.replace_range(at + 1..at + 6 + digits, "term");
-                    }
                 }
                 _ => {}
             }
