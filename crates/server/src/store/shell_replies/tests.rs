@@ -1015,7 +1015,9 @@ async fn a_rewritten_reply_reads_as_the_same_command_run_by_the_shell_agent() {
             Abort::Never,
             Some("approved"),
         ),
-        ("kill -9 $$", &[], None, Abort::Never, None),
+        // Output first: the live card gets a terminal's exit only once the call shows the
+        // terminal, and a command that ends silently can end before that.
+        ("echo bye; kill -9 $$", &[], None, Abort::Never, None),
         (
             "head -c 1500000 /dev/zero | tr '\\0' y",
             &[],
