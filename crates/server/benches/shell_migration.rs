@@ -12,6 +12,9 @@ use ax_server::store::{self, Store};
 use rusqlite::{Connection, params};
 use serde_json::json;
 
+mod common;
+use common::cpu_us;
+
 /// One old turn of the mix: its command, permission state, reply parts.
 fn old_turn(i: usize) -> (String, Option<&'static str>, Vec<String>) {
     let out = |n: usize| {
@@ -136,9 +139,10 @@ fn main() {
         "{replies} old shell replies: {parts} part rows, {:.1} MB",
         size as f64 / 1e6
     );
-    let t = Instant::now();
+    let (t, cpu) = (Instant::now(), cpu_us());
     drop(Store::open(data.path()).unwrap());
     let migrated = t.elapsed();
+    let cpu = cpu_us() - cpu;
     let deltas = count(data.path(), "SELECT COUNT(*) FROM delta");
     let left = count(
         data.path(),
@@ -146,9 +150,10 @@ fn main() {
     );
     assert_eq!(left, 0, "every reply rewritten");
     println!(
-        "open + migrate: {:.0} ms ({:.1} µs per reply), {deltas} delta rows written",
+        "open + migrate: {:.0} ms wall, {:.0} ms CPU ({:.1} µs CPU per reply), {deltas} delta rows written",
         migrated.as_secs_f64() * 1e3,
-        migrated.as_secs_f64() * 1e6 / replies as f64
+        cpu as f64 / 1e3,
+        cpu as f64 / replies as f64
     );
     let t = Instant::now();
     drop(Store::open(data.path()).unwrap());
