@@ -24,6 +24,7 @@ mod recovery;
 mod runs;
 mod schema;
 mod sessions;
+mod shell_replies;
 mod standing;
 #[cfg(test)]
 mod tests;

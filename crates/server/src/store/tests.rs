@@ -33,7 +33,7 @@ fn a_version_1_database_migrates_and_its_cut_run_is_recovered() {
     let tmp = tempfile::tempdir().unwrap();
     {
         let conn = Connection::open(tmp.path().join(DB_FILE)).unwrap();
-        conn.execute_batch(MIGRATIONS[0]).unwrap();
+        MIGRATIONS[0].apply(&conn).unwrap();
         conn.execute_batch(
             "PRAGMA user_version = 1;
              INSERT INTO project(id, directory) VALUES (1, '/p');
@@ -55,6 +55,7 @@ fn a_version_1_database_migrates_and_its_cut_run_is_recovered() {
         .unwrap();
     assert_eq!(session.status, SessionStatus::Idle);
     assert_eq!(msgs[0].parts.last(), Some(&Part::Interrupted));
+    // Read as the shell agent's turn (v13): the call, then the interruption.
     assert_eq!(msgs[0].parts.len(), 2);
 }
 
@@ -91,7 +92,7 @@ fn a_version_5_database_migrates_with_nothing_lost() {
     {
         let conn = Connection::open(tmp.path().join(DB_FILE)).unwrap();
         for m in &MIGRATIONS[..5] {
-            conn.execute_batch(m).unwrap();
+            m.apply(&conn).unwrap();
         }
         conn.execute_batch(
             "PRAGMA user_version = 5;
@@ -169,7 +170,27 @@ fn a_version_5_database_migrates_with_nothing_lost() {
     assert_eq!(recovered.runs, 1);
     let cut: SessionId = "ses_1123456789abABCDEFGHIJKLMN".parse().unwrap();
     let msgs = store.read_blocking(|c| messages(c, &cut)).unwrap();
-    assert_eq!(msgs[0].parts, vec![Part::Interrupted]);
+    // Rewritten as the shell agent's turn (v13): the recovery cancels its call and its
+    // question as it cancels an ACP turn's.
+    let statuses: Vec<String> = msgs[0]
+        .parts
+        .iter()
+        .map(|p| match p {
+            Part::Turn(turn::TurnPart::ToolCall(t)) => format!("{} {:?}", t.title, t.status),
+            Part::Turn(turn::TurnPart::Permission(p)) => {
+                format!("{} {:?}", p.permission_id, p.outcome)
+            }
+            other => format!("{other:?}"),
+        })
+        .collect();
+    assert_eq!(
+        statuses,
+        vec![
+            "sleep 9 Cancelled",
+            "per_0123456789abABCDEFGHIJKLMB Cancelled",
+            "Interrupted"
+        ]
+    );
     let orphans = store
         .write_blocking(|c| take_orphaned_process_groups(c, |_| false))
         .unwrap();
@@ -383,8 +404,8 @@ fn v2_database_with(sql: &str) -> (tempfile::TempDir, Store) {
     let tmp = tempfile::tempdir().unwrap();
     {
         let conn = Connection::open(tmp.path().join(DB_FILE)).unwrap();
-        conn.execute_batch(MIGRATIONS[0]).unwrap();
-        conn.execute_batch(MIGRATIONS[1]).unwrap();
+        MIGRATIONS[0].apply(&conn).unwrap();
+        MIGRATIONS[1].apply(&conn).unwrap();
         conn.execute_batch(
             "PRAGMA user_version = 2;
              INSERT INTO project(id, directory) VALUES (1, '/p');",
@@ -490,18 +511,21 @@ fn a_version_2_truncated_part_reads_back_after_the_camel_case_migration() {
     );
     let id: SessionId = "ses_0123456789abABCDEFGHIJKLMN".parse().unwrap();
     let msgs = store.read_blocking(|c| messages(c, &id)).unwrap();
+    // Read as the shell agent's turn since v13: the output and the bytes dropped after it
+    // are the terminal's.
+    let Some(Part::Turn(turn::TurnPart::ToolCall(call))) = msgs[0].parts.first() else {
+        panic!("{:?}", msgs[0].parts);
+    };
     assert_eq!(
-        msgs[0].parts,
-        vec![
-            Part::Output {
-                stream: ax_protocol::Stream::Stdout,
-                text: "dropped_bytes".into()
-            },
-            Part::Truncated {
-                dropped_bytes: 4000
-            }
-        ]
+        call.content,
+        vec![turn::ToolContent::Terminal {
+            terminal_id: "term-1".into(),
+            output: "dropped_bytes".into(),
+            dropped_bytes: 4000,
+            exit: None,
+        }]
     );
+    assert_eq!(msgs[0].parts.len(), 1);
 }
 
 /// A v7 database gains `message.ended`: old messages read back with no end, a turn that
@@ -512,7 +536,7 @@ fn v8_database_drops_answers_to_untracked_runtime_ids() {
     {
         let conn = Connection::open(tmp.path().join(DB_FILE)).unwrap();
         for m in &MIGRATIONS[..8] {
-            conn.execute_batch(m).unwrap();
+            m.apply(&conn).unwrap();
         }
         conn.execute_batch(
             r#"PRAGMA user_version = 8;
@@ -541,7 +565,7 @@ fn v7_database_gains_turn_ends() {
     {
         let conn = Connection::open(tmp.path().join(DB_FILE)).unwrap();
         for m in &MIGRATIONS[..7] {
-            conn.execute_batch(m).unwrap();
+            m.apply(&conn).unwrap();
         }
         conn.execute_batch(
             "PRAGMA user_version = 7;
@@ -607,7 +631,7 @@ fn an_agent_titles_only_sessions_no_person_named() {
     {
         let conn = Connection::open(tmp.path().join(DB_FILE)).unwrap();
         for m in &MIGRATIONS[..11] {
-            conn.execute_batch(m).unwrap();
+            m.apply(&conn).unwrap();
         }
         // Stored before v12: who titled `old` is unknown, so it counts as a person's.
         conn.execute_batch(
