@@ -89,8 +89,11 @@ def drop_test_items(code):
     """`code` without the items under `#[cfg(test)]` (and their other attributes)."""
     while m := re.search(r"#\s*\[\s*cfg\s*\(\s*test\s*\)\s*\]", code):
         i = m.end()
-        while a := re.match(r"\s*#\s*\[", code[i:]):
-            i = item_end(code, i + a.end() - 1)  # skip the attribute's brackets
+        while a := re.match(r"\s*#\s*\[", code[i:]):  # its other attributes
+            i, depth = i + a.end(), 1
+            while depth:
+                depth += {"[": 1, "]": -1}.get(code[i], 0)
+                i += 1
         code = code[: m.start()] + code[item_end(code, i) :]
     return code
 
