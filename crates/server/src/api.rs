@@ -26,8 +26,8 @@ use crate::{
     request::{PromptBody, body, find_session, parse_id, prompt_request, session_id},
     sse,
     state::Shared,
-    store,
-    turn::{self, HeldFor},
+    store, turn,
+    turn_slots::HeldFor,
 };
 
 type ApiResult<T> = Result<T, Failure>;

@@ -52,10 +52,10 @@
 //!   `unauthorized`, 403 `forbidden` (Host/Origin), 404 `not_found`, 409 `conflict`, 413
 //!   `too_large`.
 //!
-//! Tour: [`store`] (schema, migrations, queries) · `turn` (a prompt's turn: the run slots,
-//! the one lifecycle, the `shell` run and ACP agents' turns; the agents and the one process
-//! module are in `ax_agents`) ·
-//! `terminal` (the gateway's operator terminal) · `api` (routes) · `sse` (`/event`) ·
+//! Tour: [`store`] (schema, migrations, queries) · `turn` (a prompt's turn: the one
+//! lifecycle and the ACP agents' turns, the `shell` agent's too; the agents and the one process
+//! module are in `ax_agents`) · `turn_slots` (the run and agent slots the app state holds) ·
+//! `operator_terminal` (the gateway's operator terminal) · `api` (routes) · `sse` (`/event`) ·
 //! `events` (ID'd ring + fan-out) · `auth` (Host/Origin, bearer) · `listen` (sibling
 //! loopback binds, timeouts, the connection cap) · [`registry`] (`servers/`, `screen/`) ·
 //! [`project`] (project root, one backend per project).
@@ -102,6 +102,8 @@ mod state;
 pub mod store;
 mod turn;
 mod turn_error;
+mod turn_outcome;
+mod turn_slots;
 
 pub use ax_core::Secret;
 pub use ax_protocol::local::data_dir as default_data_dir;

@@ -27,9 +27,10 @@ use ax_protocol::{
 
 use crate::{
     state::Shared,
-    store,
-    turn::{self, Phase, TurnOutcome},
+    store, turn,
     turn_error::TurnError,
+    turn_outcome::TurnOutcome,
+    turn_slots::{self, Phase},
 };
 
 /// Why the queue waits for the person after a turn that ended as `outcome`; `None` when it
@@ -168,7 +169,7 @@ pub async fn submit(
         // A hold ends without a turn end, so nothing would send what queued behind it.
         Some(false) => {
             if let Some(phase) = app.runs.phase(id) {
-                return Err(TurnError::not_now(turn::busy_message(id, &phase)));
+                return Err(TurnError::not_now(turn_slots::busy_message(id, &phase)));
             }
         }
         _ => {}

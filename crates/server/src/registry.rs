@@ -41,7 +41,7 @@ impl Registration {
         let screen = ScreenRecord {
             project: record.project.clone(),
             url: record.url.clone(),
-            screen_token: crate::screen_credential(record.token.expose()),
+            screen_token: ax_protocol::proof::screen_credential(record.token.expose()),
             pid: record.pid,
         };
         let screen_path = match write_record(&data_dir.join(SCREEN_DIR), record.pid, port, &screen)

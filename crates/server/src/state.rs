@@ -3,18 +3,21 @@
 
 use std::{path::PathBuf, sync::Arc, time::Duration};
 
+use ax_protocol::SessionId;
 use tokio_util::{sync::CancellationToken, task::TaskTracker};
 
 use crate::{
     events::EventBus,
     store::Store,
-    turn::{
-        core::AfterTurn,
-        slots::{AgentSlots, Runs},
-    },
+    turn_outcome::TurnOutcome,
+    turn_slots::{AgentSlots, Runs},
 };
 
 pub type Shared = Arc<App>;
+
+/// What runs after every turn's end (the prompt queue's hook, set where the app is built), so
+/// the turn logic does not depend on what drives it.
+pub type AfterTurn = fn(&Shared, &SessionId, TurnOutcome);
 
 /// Bounds on what a request may carry.
 #[derive(Debug, Clone, Copy)]

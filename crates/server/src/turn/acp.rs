@@ -24,11 +24,15 @@ use ax_protocol::{
 };
 use tokio::sync::{oneshot, watch};
 
-use super::{
-    core::{self, HeldSlot, TurnOutcome},
-    slots::{AgentSlot, Control, HeldFor, Inbox, Phase},
+use super::core::{self, HeldSlot};
+use crate::{
+    ids,
+    state::Shared,
+    store,
+    turn_error::TurnError,
+    turn_outcome::TurnOutcome,
+    turn_slots::{AgentSlot, Control, HeldFor, Inbox, Phase},
 };
-use crate::{ids, state::Shared, store, turn_error::TurnError};
 
 /// Deltas taken from the agent's stream before they are stored and published together.
 const BURST: usize = 4096;

@@ -14,27 +14,14 @@ use ax_protocol::{
 };
 use tokio::sync::oneshot;
 
-use super::slots::{Control, HeldFor, Inbox, Phase};
-use crate::{ids, state::Shared, store, turn_error::TurnError};
-
-/// How a turn ended, as far as what comes after it is concerned (the prompt queue).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum TurnOutcome {
-    /// It did its work: the next queued prompt goes.
-    Completed,
-    /// The agent or the command failed, or asked for something the person must give.
-    Failed,
-    /// The person refused what the turn asked to run (`shell`).
-    Rejected,
-    /// Aborted (by the person, or to send a queued prompt now).
-    Aborted,
-    /// The backend is stopping.
-    Interrupted,
-}
-
-/// What runs after every turn's end (the prompt queue's hook, set where the app is built), so
-/// the turn logic does not depend on what drives it.
-pub type AfterTurn = fn(&Shared, &SessionId, TurnOutcome);
+use crate::{
+    ids,
+    state::Shared,
+    store,
+    turn_error::TurnError,
+    turn_outcome::TurnOutcome,
+    turn_slots::{Control, HeldFor, Inbox, Phase},
+};
 
 /// A checked prompt: the text to run, the resolved attachments and the checked images.
 pub struct CheckedPrompt {
@@ -267,7 +254,7 @@ async fn begin_turn(
 /// authentication methods); then the run slot is freed, the end, the session and its status
 /// are published, controls that reached the turn too late are answered (an abort as done, an
 /// answer as too late), the aborts the turn took are answered, and the prompt queue goes on or
-/// pauses after a turn that ended as `outcome` ([`AfterTurn`]).
+/// pauses after a turn that ended as `outcome` ([`crate::state::AfterTurn`]).
 pub(crate) async fn end_turn<F>(
     app: &Shared,
     id: &SessionId,

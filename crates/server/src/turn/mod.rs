@@ -1,7 +1,6 @@
 //! Turns: what a prompt starts in a session, for every agent (docs/backend.md §2,
 //! docs/agents.md). The entry points here dispatch by the session's agent:
 //!
-//! - [`slots`]: the session's run slot and agent slot registries (a leaf the app state holds);
 //! - [`core`]: the one lifecycle of a turn: check the prompt, take the slot, store and publish
 //!   its start, end it in one transaction, answer late controls, tell the queue;
 //! - [`acp`]: an agent's turn (its process, events, permissions, modes), the built-in
@@ -9,20 +8,25 @@
 //!   (`ax_acp::shell`, docs/backend.md "One agent model").
 //!
 //! Dependencies point one way: the API and the queue call these entry points, which call
-//! `acp`, which calls `core` and `slots`.
+//! `acp`, which calls `core`; all of them use the app state and the leaves it holds, the
+//! session's run and agent slots (`crate::turn_slots`) and how a turn ended
+//! (`crate::turn_outcome`), which name nothing of the turn logic or the state.
 
 pub mod acp;
 pub mod core;
-pub mod slots;
 
 use std::time::Duration;
 
 use ax_protocol::{Permission, PermissionId, PermissionReply, Prompt, PromptAccepted, SessionId};
 use tokio::sync::{mpsc, oneshot};
 
-pub use self::core::{TurnOutcome, check_prompt, hold_slot};
-pub use self::slots::{Control, HeldFor, Phase, busy_message};
-use crate::{state::Shared, store, turn_error::TurnError};
+pub use self::core::{check_prompt, hold_slot};
+use crate::{
+    state::Shared,
+    store,
+    turn_error::TurnError,
+    turn_slots::{Control, Phase},
+};
 
 /// Starts a turn of the session's agent with `prompt`. `client` is the gateway connection the
 /// prompt came from, if the client named one (an ACP agent's turn may arrange the screen only

@@ -21,7 +21,7 @@ pub enum Phase {
     /// An agent's turn (the `shell` agent's too): busy while its `session/prompt` is
     /// outstanding; permissions are answered through [`Control::AgentReply`].
     Agent,
-    /// No run: the slot is held (see [`super::hold_slot`]) while the session's standing
+    /// No run: the slot is held (see [`crate::turn::hold_slot`]) while the session's standing
     /// answers are revoked, the session is deleted or its agent starts for a mode change, so
     /// no prompt starts in the middle of that.
     Held(HeldFor),
