@@ -167,16 +167,22 @@ export function toolCard(tool, open, onToggle) {
 }
 
 /**
- * A `shell` session's command (its `execute` call) as the shell's runs always showed: a
- * header line, then the terminal's output as text, not folded, then how it ended (`exit N`,
- * `killed by signal S`, `aborted`), and why a call that never ran failed (its text). Another
- * agent's call with a terminal stays a card ({@link toolCard}).
+ * A `shell` session's command (its `execute` call) as the shell's runs always showed, under
+ * the person's message that already says the command: the terminal's output as text, not
+ * folded, then how it ended, once (`exit N`, `killed by signal S`, `aborted`), `nothing ran`
+ * for a call that failed before it ran (rejected), and why a call that could not start failed
+ * (its text). No card header: while the call is open a first line says so (`running`).
+ * Another agent's call with a terminal stays a card ({@link toolCard}).
  */
 export function runView(tool) {
   const status = shownStatus(tool);
-  const title = str(tool.title) || str(tool.toolCallId) || 'command';
   const end = runEnd(tool);
   const body = [];
+  if (status === 'pending' || status === 'in_progress') {
+    body.push(h('div', { class: 'tool-head run-head' },
+      statusMark(status),
+      h('span', { class: 'tool-status', 'data-testid': 'tool-status', text: STATUS_LABEL[status] })));
+  }
   for (const c of list(tool.content)) {
     if (c?.type === 'terminal') {
       const dropped = Number.isInteger(c.droppedBytes) && c.droppedBytes > 0 ? c.droppedBytes : 0;
@@ -192,6 +198,7 @@ export function runView(tool) {
     }
   }
   if (end) body.push(h('p', { class: `note ${end.ok ? 'ok' : 'bad'}`, 'data-testid': 'run-exit', text: end.text }));
+  else if (status === 'failed' && !body.length) body.push(h('p', { class: 'note', 'data-testid': 'run-note', text: 'nothing ran' }));
   return h('div', {
     class: `shell-run status-${status}`,
     'data-testid': 'tool-call',
@@ -199,13 +206,7 @@ export function runView(tool) {
     'data-status': status,
     'data-kind': str(tool.kind) || 'execute',
     'data-tool-call-id': str(tool.toolCallId),
-  },
-  h('div', { class: 'tool-head run-head' },
-    statusMark(status),
-    h('span', { class: 'tool-kind kind-execute', text: KIND_LABEL.execute }),
-    h('span', { class: 'tool-title', text: title }),
-    h('span', { class: 'tool-status', 'data-testid': 'tool-status', text: statusWord(tool, status, STATUS_LABEL) })),
-  body);
+  }, body);
 }
 
 /** The agent's plan as a checklist. */

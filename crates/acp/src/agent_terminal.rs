@@ -288,7 +288,9 @@ async fn forward(
     let _ = done.send(true);
 }
 
-fn signal_name(signal: i32) -> String {
+/// A signal's name as a terminal's exit gives it (`SIGKILL`; `SIG<n>` for one without a
+/// name here). The v13 migration of stored shell replies names signals the same way.
+pub fn signal_name(signal: i32) -> String {
     let name = match signal {
         1 => "SIGHUP",
         2 => "SIGINT",

@@ -2613,6 +2613,16 @@ impl Drop for AgentHandle {
     }
 }
 
+/// The notice when an agent ends its turn itself after the person rejected its tool calls
+/// (`titles`, each shortened as [`rejected_list`] does). The v13 migration of stored shell
+/// replies writes the same notice (docs/backend.md, "One agent model").
+pub fn rejected_notice(titles: &[String]) -> String {
+    format!(
+        "the agent ended its turn after you rejected {}",
+        rejected_list(titles)
+    )
+}
+
 /// The rejected tool calls for a notice: each title's first line, shortened.
 fn rejected_list(titles: &[String]) -> String {
     titles
@@ -2633,15 +2643,16 @@ async fn finish_turn(
     result: Result<schema::PromptResponse, acp::Error>,
     mut exit: watch::Receiver<Option<String>>,
 ) {
-    let (cancel_requested, stopping, rejected) = {
+    let (cancel_requested, stopping, rejected_titles) = {
         let st = shared.lock();
         let turn = st.turn.as_ref().filter(|t| t.seq == seq);
         (
             turn.is_some_and(|t| t.cancel_requested),
             st.stopping,
-            turn.map(|t| rejected_list(&t.rejected)).unwrap_or_default(),
+            turn.map(|t| t.rejected.clone()).unwrap_or_default(),
         )
     };
+    let rejected = rejected_list(&rejected_titles);
     let mut stop_notice = None;
     let end = match result {
         Ok(r) => {
@@ -2653,9 +2664,7 @@ async fn finish_turn(
                 // Not the person's abort: the agent ended the turn itself, after a reject
                 // (Codex's `abort` option does that). Say why (docs/agents.md §5).
                 if !cancel_requested && !stopping && !rejected.is_empty() {
-                    stop_notice = Some(format!(
-                        "the agent ended its turn after you rejected {rejected}"
-                    ));
+                    stop_notice = Some(rejected_notice(&rejected_titles));
                 }
                 TurnEnd::Cancelled
             } else {

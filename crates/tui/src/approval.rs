@@ -215,7 +215,7 @@ pub struct Choice {
     /// composer waits for that feedback as the next prompt.
     pub feedback: bool,
     /// The exact option sent (an agent may offer several of one kind, docs/agents.md §5).
-    pub option_id: Option<String>,
+    pub option_id: String,
 }
 
 /// Display order by kind: allow once, allow always, reject once, reject always.
@@ -277,7 +277,7 @@ pub fn choices(p: &Permission) -> Vec<Choice> {
                 },
                 key,
                 feedback: asks_feedback(&o.name),
-                option_id: Some(o.option_id.clone()),
+                option_id: o.option_id.clone(),
             }
         })
         .collect()

@@ -689,18 +689,9 @@ fn spawn_job(client: &Client, effect: Effect, done: &mpsc::UnboundedSender<Done>
                 reply,
                 option_id,
             } => {
-                let sent = match option_id {
-                    Some(option) => {
-                        client
-                            .reply_permission_option(&session, &permission_id, reply, &option)
-                            .await
-                    }
-                    None => {
-                        client
-                            .reply_permission(&session, &permission_id, reply)
-                            .await
-                    }
-                };
+                let sent = client
+                    .reply_permission_option(&session, &permission_id, reply, &option_id)
+                    .await;
                 match sent {
                     Ok(_) => return,
                     Err(e) => Done::ReplyFailed {

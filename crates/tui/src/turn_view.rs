@@ -64,8 +64,9 @@ pub enum Terminals {
     /// In the card, with its other content (every agent's turn).
     #[default]
     InCard,
-    /// As a command's run: its output and how it ended under the card's header, whatever the
-    /// card's fold (a `shell` session, whose turn is one command; docs/tui.md §2a).
+    /// As a command's run: its output and how it ended, with no card header (the person's
+    /// message above says the command) and whatever the card's fold (a `shell` session, whose
+    /// turn is one command; docs/tui.md §2a).
     AsRun,
 }
 
@@ -86,9 +87,7 @@ pub fn render_with(
     let mut rows = match part {
         TurnPart::Text { text } => markdown_rows(text, width as u16),
         TurnPart::Thought { text } => thought(text, fold, width),
-        TurnPart::ToolCall(t) if terminals == Terminals::AsRun && shows_run(t) => {
-            run_rows(t, width)
-        }
+        TurnPart::ToolCall(t) if terminals == Terminals::AsRun && shows_run(t) => run_rows(t),
         TurnPart::ToolCall(t) => tool_call(t, fold, width),
         TurnPart::Plan { entries } => {
             let mut rows = vec![row(LineStyle::Agent, "Plan", Kind::Title)];
@@ -380,11 +379,20 @@ fn shows_run(t: &ToolCallPart) -> bool {
             .any(|c| matches!(c, ToolContent::Terminal { .. }))
 }
 
-/// A command's run as the `shell` agent's runs always showed: the header, then the output
-/// (colours kept, not indented, not folded), then how it ended — `exit N`, `killed by signal
-/// S`, `[aborted]` when the call was cancelled — and why a call that never ran failed.
-fn run_rows(t: &ToolCallPart, width: usize) -> Vec<Row> {
-    let mut rows = vec![card_header(t, Fold::Open, width, false)];
+/// A command's run as the `shell` agent's runs always showed, under the person's message that
+/// already says the command: its output (colours kept, not indented, not folded), then how it
+/// ended, once — `exit N`, `killed by signal S`, `[aborted]` when the call was cancelled,
+/// `[nothing ran]` when it failed before it ran (rejected) — and why a call that could not
+/// start failed. While the call is open, a first row says so (`⠋ running`).
+fn run_rows(t: &ToolCallPart) -> Vec<Row> {
+    let mut rows = Vec::new();
+    if t.status.is_open() {
+        let (mark, word, mstyle) = status_mark(t.status);
+        rows.push((
+            LineStyle::Running,
+            vec![(format!("{mark} {word}"), mstyle.into())],
+        ));
+    }
     let mut ended = None;
     for c in &t.content {
         match c {
@@ -442,6 +450,10 @@ fn run_rows(t: &ToolCallPart, width: usize) -> Vec<Row> {
         (ToolStatus::Completed | ToolStatus::Failed, None) => match raw_exit(t) {
             Some(0) => (LineStyle::ExitOk, "exit 0".to_owned()),
             Some(code) => (LineStyle::ExitFailed, format!("exit {code}")),
+            None if t.status == ToolStatus::Failed && rows.is_empty() => {
+                (LineStyle::Marker, "[nothing ran]".to_owned())
+            }
+            None if rows.is_empty() => (LineStyle::ExitOk, "done".to_owned()),
             None => return rows,
         },
         _ => return rows,

@@ -822,7 +822,7 @@ fn the_approval_dialog_shows_an_acp_request_and_the_agents_options() {
             session: sid(1),
             permission_id: "per_00000000000000000000000009".parse().unwrap(),
             reply: PermissionReply::AllowAlways,
-            option_id: Some("approved-for-session".into()),
+            option_id: "approved-for-session".into(),
         }]
     );
 }

@@ -413,7 +413,7 @@ fn every_option_of_a_kind_is_offered_and_sends_its_own_id() {
         run_tool(serde_json::json!({"command": "ls"})),
         options.clone(),
     );
-    let shown: Vec<(char, Option<String>)> = app
+    let shown: Vec<(char, String)> = app
         .approval_choices()
         .iter()
         .map(|c| (c.key, c.option_id.clone()))
@@ -427,7 +427,7 @@ fn every_option_of_a_kind_is_offered_and_sends_its_own_id() {
     ];
     assert_eq!(
         shown,
-        want.map(|(k, id)| (k, Some(id.to_owned()))),
+        want.map(|(k, id)| (k, id.to_owned())),
         "every option, by kind, the agent's order within a kind"
     );
     app.resize(120, 30);
@@ -445,7 +445,7 @@ fn every_option_of_a_kind_is_offered_and_sends_its_own_id() {
     assert_eq!(app.approval_choice(), Some(0));
     // The second option of a kind, by its digit: its own id is sent with its kind.
     app.handle_input(key(KeyCode::Char('3')));
-    let sent: Vec<(PermissionReply, Option<String>)> = app
+    let sent: Vec<(PermissionReply, String)> = app
         .take_effects()
         .into_iter()
         .filter_map(|e| match e {
@@ -459,7 +459,7 @@ fn every_option_of_a_kind_is_offered_and_sends_its_own_id() {
         sent,
         [(
             PermissionReply::AllowAlways,
-            Some("approved-execpolicy-amendment".to_owned())
+            "approved-execpolicy-amendment".to_owned()
         )]
     );
     // And by moving to it: the last reject_once is `denied`, not the first one, `abort`.
@@ -468,7 +468,7 @@ fn every_option_of_a_kind_is_offered_and_sends_its_own_id() {
         app.handle_input(key(KeyCode::Right));
     }
     app.handle_input(key(KeyCode::Enter));
-    let sent: Vec<Option<String>> = app
+    let sent: Vec<String> = app
         .take_effects()
         .into_iter()
         .filter_map(|e| match e {
@@ -476,6 +476,6 @@ fn every_option_of_a_kind_is_offered_and_sends_its_own_id() {
             _ => None,
         })
         .collect();
-    assert_eq!(sent, [Some("denied".to_owned())]);
+    assert_eq!(sent, ["denied".to_owned()]);
     assert!(!app.awaiting_feedback(), "`denied` asks for no feedback");
 }

@@ -217,11 +217,24 @@ fn a_failed_killed_or_aborted_command_says_how_it_ended() {
     let rows = app.transcript().all_rows();
     assert!(rows.iter().any(|r| r == "exit 2"), "{rows:#?}");
     assert_eq!(styled(&app, "exit 2"), [LineStyle::ExitFailed]);
-    // The header says how it failed, not only "failed".
+    // Read as the old run: the person's command, the output, then how it ended, once — no
+    // card header repeating the command or the exit.
+    let at = |t: &str| rows.iter().position(|r| r == t);
     assert!(
-        rows.iter().any(|r| r.starts_with("✗ [run] make · exit 2")),
+        at("make") < at("error: no rule") && at("error: no rule") < at("exit 2"),
         "{rows:#?}"
     );
+    assert_eq!(
+        rows.iter().filter(|r| r.contains("exit 2")).count(),
+        1,
+        "{rows:#?}"
+    );
+    assert_eq!(
+        rows.iter().filter(|r| r.contains("make")).count(),
+        2,
+        "the person's command and its permission only: {rows:#?}"
+    );
+    assert!(!rows.iter().any(|r| r.contains("[run]")), "{rows:#?}");
 
     let mut d = asked_and_answered("sleep 9", "always", &[]);
     d.extend(exited(None, Some("SIGTERM")));
@@ -258,11 +271,9 @@ fn a_rejected_command_shows_the_rejection_and_nothing_ran() {
         asked_and_answered("rm -rf build", "reject", &[]),
     );
     let rows = app.transcript().all_rows();
-    assert!(
-        rows.iter()
-            .any(|r| r.starts_with("✗ [run] rm -rf build · failed")),
-        "{rows:#?}"
-    );
+    // Nothing ran, said once where the output would be; the permission says why.
+    assert_eq!(styled(&app, "[nothing ran]"), [LineStyle::Marker]);
+    assert!(!rows.iter().any(|r| r.contains("[run]")), "{rows:#?}");
     assert!(
         rows.iter()
             .any(|r| r.contains("permission: rm -rf build — rejected")),
@@ -299,13 +310,12 @@ fn output_streams_in_place_and_dropped_bytes_are_said() {
         "{rows:#?}"
     );
     assert!(rows.iter().any(|r| r == "tail"), "{rows:#?}");
-    // Still running: no exit line yet, the header spins.
+    // Still running: no exit line yet, a first row spins (and does not repeat the command).
     assert!(!rows.iter().any(|r| r.starts_with("exit")), "{rows:#?}");
-    assert!(
-        rows.iter()
-            .any(|r| r.contains("[run] yes | head · running")),
-        "{rows:#?}"
-    );
+    assert_eq!(styled(&app, "⠋ running"), [LineStyle::Running]);
+    let at = |t: &str| rows.iter().position(|r| r == t);
+    assert!(at("⠋ running") < at("y"), "{rows:#?}");
+    assert!(!rows.iter().any(|r| r.contains("[run]")), "{rows:#?}");
 }
 
 #[test]

@@ -316,7 +316,7 @@ fn approval_dialog_replies() {
             session: sid(1),
             permission_id: "per_0123456789abABCDEFGHIJ0009".parse().unwrap(),
             reply: PermissionReply::AllowAlways,
-            option_id: Some("always".into()),
+            option_id: "always".into(),
         }]
     );
     assert!(app.pending_approval().is_none());

@@ -56,8 +56,8 @@ use super::{Result, answer_permission, append_deltas};
 pub(super) const CALL_ID: &str = "cmd-1";
 /// The terminal id of a rewritten reply.
 pub(super) const TERMINAL_ID: &str = "term-1";
-/// The notice a turn the backend's stop cut short ends with (`turn::acp`).
-pub(super) const CUT_SHORT: &str = "the backend stopped; the turn was cut short";
+/// The notice a turn the backend's stop cut short ends with.
+pub(super) use crate::turn::acp::CUT_SHORT;
 
 /// A part of an old shell reply, as it was stored (kept here as written then: the protocol's
 /// own `Part` may lose these variants).
@@ -426,33 +426,11 @@ fn notice(kind: NoticeKind, message: String) -> TurnDelta {
     }
 }
 
-/// The runtime's notice when an agent ends its turn after the person rejected its call (its
-/// title's first line, at most 120 characters).
+/// The runtime's notice when an agent ends its turn after the person rejected its call
+/// (titled with the command; with its id when the command is empty, as the runtime does).
 fn rejected_notice(title: &str) -> String {
     let title = if title.is_empty() { CALL_ID } else { title };
-    let first = title.lines().next().unwrap_or_default();
-    let short: String = first.chars().take(120).collect();
-    let more = first.chars().count() > 120 || title.lines().nth(1).is_some();
-    format!(
-        "the agent ended its turn after you rejected `{short}{}`",
-        if more { "…" } else { "" }
-    )
-}
-
-/// A signal's name as a terminal's exit gives it.
-fn signal_name(signal: i32) -> String {
-    let name = match signal {
-        1 => "SIGHUP",
-        2 => "SIGINT",
-        3 => "SIGQUIT",
-        6 => "SIGABRT",
-        9 => "SIGKILL",
-        11 => "SIGSEGV",
-        13 => "SIGPIPE",
-        15 => "SIGTERM",
-        other => return format!("SIG{other}"),
-    };
-    name.into()
+    ax_acp::runtime::rejected_notice(&[title.to_string()])
 }
 
 /// The reason an old run could not start its command: its only output is the run's own
@@ -624,7 +602,7 @@ fn replay(plan: &Plan<'_>) -> Option<Replayed> {
             terminal_output(output, &mut deltas);
             if let Ending::Exit(code, signal) = ending {
                 let exit_code = code.and_then(|c| u32::try_from(c).ok());
-                let signal = signal.map(signal_name);
+                let signal = signal.map(ax_acp::agent_terminal::signal_name);
                 deltas.push(TurnDelta::TerminalExited {
                     terminal_id: TERMINAL_ID.into(),
                     exit: TerminalExit {

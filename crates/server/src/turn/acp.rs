@@ -35,6 +35,10 @@ use crate::{
 };
 
 /// Deltas taken from the agent's stream before they are stored and published together.
+/// The notice a turn ends with when the backend's stop cut it short (the v13 migration
+/// writes it for an old shell run a restart interrupted).
+pub(crate) const CUT_SHORT: &str = "the backend stopped; the turn was cut short";
+
 const BURST: usize = 4096;
 
 /// Largest text delta made by merging queued chunks.
@@ -755,11 +759,7 @@ impl Turn {
             TurnEnd::Cancelled | TurnEnd::Completed { .. } => {}
         }
         if self.interrupted {
-            self.notice(
-                &mut batch,
-                NoticeKind::Info,
-                "the backend stopped; the turn was cut short".into(),
-            );
+            self.notice(&mut batch, NoticeKind::Info, CUT_SHORT.into());
         }
         // Nothing stays pending once the turn is over (an agent that crashed or stopped
         // answering left them): the row and the transcript's permission part both say

@@ -455,7 +455,7 @@ impl App {
         target
     }
 
-    pub(crate) fn reply(&mut self, reply: PermissionReply, option_id: Option<String>) {
+    pub(crate) fn reply(&mut self, reply: PermissionReply, option_id: String) {
         let Some(p) = self.pending_approval() else {
             return;
         };

@@ -114,8 +114,8 @@ pub enum Effect {
         permission_id: ax_protocol::PermissionId,
         /// The person's answer.
         reply: PermissionReply,
-        /// The exact option chosen, for an ACP agent (docs/agents.md §5).
-        option_id: Option<String>,
+        /// The exact option chosen (docs/agents.md §5).
+        option_id: String,
     },
     /// Stop the session's running turn.
     Abort {
