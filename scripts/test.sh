@@ -9,6 +9,8 @@ export AX_TEST_PYTHON="$PWD/.venv-test/bin/python"
 
 cargo fmt --all -- --check
 cargo clippy --workspace --all-targets --locked -- -D warnings
+# The backend's modules import one way (docs/architecture.md, "Imports inside a crate").
+python3 scripts/import-cycles.py crates/server/src --top
 # The operator terminal starts the person's `$SHELL` as an interactive shell, which reads their
 # rc files: a slow or locked rc (e.g. a version manager's rehash lock left by a killed shell,
 # which makes every interactive bash wait 60 s) would time the terminal tests out. The tests

@@ -50,6 +50,7 @@ pub use sessions::{
     list_sessions, offer_title, project_id, rename_session, session_exists, set_agent_session,
     set_agent_state, set_status,
 };
+pub use shell_replies::CUT_SHORT;
 pub use standing::{add_standing, always_allowed, revoke_standing, set_always_allowed};
 
 /// Why the store failed. A row it cannot read is an error, never a default.

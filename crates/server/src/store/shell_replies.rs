@@ -56,8 +56,10 @@ use super::{Result, answer_permission, append_deltas};
 pub(super) const CALL_ID: &str = "cmd-1";
 /// The terminal id of a rewritten reply.
 pub(super) const TERMINAL_ID: &str = "term-1";
-/// The notice a turn the backend's stop cut short ends with.
-pub(super) use crate::turn::acp::CUT_SHORT;
+/// The notice a turn ends with when the backend's stop cut it short: the live turn writes it
+/// (`turn::acp`), and so does this rewrite for an old run a restart interrupted. Defined
+/// here, below the turns, so the store needs nothing from them.
+pub const CUT_SHORT: &str = "the backend stopped; the turn was cut short";
 
 /// A part of an old shell reply, as it was stored (kept here as written then: the protocol's
 /// own `Part` may lose these variants).

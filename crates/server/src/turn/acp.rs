@@ -35,10 +35,6 @@ use crate::{
 };
 
 /// Deltas taken from the agent's stream before they are stored and published together.
-/// The notice a turn ends with when the backend's stop cut it short (the v13 migration
-/// writes it for an old shell run a restart interrupted).
-pub(crate) const CUT_SHORT: &str = "the backend stopped; the turn was cut short";
-
 const BURST: usize = 4096;
 
 /// Largest text delta made by merging queued chunks.
@@ -759,7 +755,7 @@ impl Turn {
             TurnEnd::Cancelled | TurnEnd::Completed { .. } => {}
         }
         if self.interrupted {
-            self.notice(&mut batch, NoticeKind::Info, CUT_SHORT.into());
+            self.notice(&mut batch, NoticeKind::Info, store::CUT_SHORT.into());
         }
         // Nothing stays pending once the turn is over (an agent that crashed or stopped
         // answering left them): the row and the transcript's permission part both say
