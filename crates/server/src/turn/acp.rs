@@ -377,11 +377,19 @@ impl Turn {
         let (bus, session_id, reply_id) = (&self.app.bus, &self.session, &self.reply_id);
         let stored = self.app.store.write_blocking(move |c| {
             let tx = store::begin_write(c)?;
-            store::append_deltas(
+            // Each delta is serialised once: its row's body, and the same bytes in its event.
+            let bodies = batch
+                .iter()
+                .map(|i| match i {
+                    Item::Delta(_, d) => store::encode_delta(d).map(Some),
+                    _ => Ok(None),
+                })
+                .collect::<store::Result<Vec<_>>>()?;
+            store::append_delta_bodies(
                 &tx,
                 mid,
-                batch.iter().filter_map(|i| match i {
-                    Item::Delta(seq, d) => Some((*seq, d)),
+                batch.iter().zip(&bodies).filter_map(|(i, b)| match (i, b) {
+                    (Item::Delta(seq, _), Some(body)) => Some((*seq, body.as_str())),
                     _ => None,
                 }),
             )?;
@@ -413,14 +421,26 @@ impl Turn {
             tx.commit()?;
             // Published after the commit (a reload equals what streamed) and while the writer
             // is held, so the session's states go out in commit order (`Sessions::update`).
-            for item in batch {
+            for (item, body) in batch.into_iter().zip(bodies) {
                 bus.publish(match item {
-                    Item::Delta(seq, delta) => Event::MessageDelta {
-                        session_id: session_id.clone(),
-                        message_id: reply_id.clone(),
-                        seq,
-                        delta,
-                    },
+                    Item::Delta(seq, delta) => {
+                        if let Some(body) = body {
+                            bus.publish_delta(
+                                session_id.clone(),
+                                reply_id.clone(),
+                                seq,
+                                delta,
+                                &body,
+                            );
+                            continue;
+                        }
+                        Event::MessageDelta {
+                            session_id: session_id.clone(),
+                            message_id: reply_id.clone(),
+                            seq,
+                            delta,
+                        }
+                    }
                     Item::Asked(permission) => Event::PermissionAsked { permission },
                     Item::Answered(p) => Event::PermissionReplied {
                         session_id: session_id.clone(),
