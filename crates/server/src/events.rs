@@ -11,7 +11,6 @@
 
 use std::{
     collections::VecDeque,
-    fmt::Write as _,
     sync::{Arc, Mutex, OnceLock},
 };
 
@@ -44,7 +43,7 @@ struct EnvelopeRef<'a> {
     event: &'a Event,
 }
 
-/// A `message.delta` event up to its delta, with the fields in the order serde writes
+/// A `message.delta` event's fields before its `seq`, in the order serde writes
 /// [`Event::MessageDelta`] (the tag first).
 #[derive(Serialize)]
 #[serde(tag = "type", rename = "message.delta", rename_all = "camelCase")]
@@ -52,6 +51,44 @@ struct DeltaHead<'a> {
     session_id: &'a SessionId,
     message_id: &'a MessageId,
     seq: u64,
+}
+
+/// The `message.delta` events of one message: its IDs, and the start of their JSON
+/// (`{"type":"message.delta","sessionId":…,"messageId":…,"seq":`), encoded once per message
+/// for [`EventBus::publish_delta`].
+pub struct DeltaEvents {
+    session_id: SessionId,
+    message_id: MessageId,
+    prefix: Option<String>,
+}
+
+impl DeltaEvents {
+    /// The deltas of `message_id` in `session_id`.
+    pub fn new(session_id: SessionId, message_id: MessageId) -> DeltaEvents {
+        let head = serde_json::to_string(&DeltaHead {
+            session_id: &session_id,
+            message_id: &message_id,
+            seq: 0,
+        });
+        let prefix = head
+            .ok()
+            .and_then(|h| h.strip_suffix("0}").map(str::to_owned));
+        DeltaEvents {
+            session_id,
+            message_id,
+            prefix,
+        }
+    }
+
+    /// The typed event of this message's delta number `seq`.
+    pub fn event(&self, seq: u64, delta: TurnDelta) -> Event {
+        Event::MessageDelta {
+            session_id: self.session_id.clone(),
+            message_id: self.message_id.clone(),
+            seq,
+            delta,
+        }
+    }
 }
 
 impl Published {
@@ -123,37 +160,37 @@ impl EventBus {
         self.push(|id| Published::new(id, event))
     }
 
-    /// Publishes a `message.delta` event whose delta is already encoded: `delta_json` is
-    /// `delta` serialised (the body of its stored row), and goes into the event's JSON as it
-    /// is, so a delta is serialised once for the store and every subscriber.
+    /// Publishes a `message.delta` event of `of`'s message whose delta is already encoded:
+    /// `delta_json` is `delta` serialised (the body of its stored row), and goes into the
+    /// event's JSON as it is, so a delta is serialised once for the store and every
+    /// subscriber.
     pub fn publish_delta(
         &self,
-        session_id: SessionId,
-        message_id: MessageId,
+        of: &DeltaEvents,
         seq: u64,
         delta: TurnDelta,
         delta_json: &str,
     ) -> u64 {
-        let head = serde_json::to_string(&DeltaHead {
-            session_id: &session_id,
-            message_id: &message_id,
-            seq,
-        })
-        .unwrap_or_default();
-        // `{"type":…,"seq":N}` without its closing brace, then the delta.
-        let head = head.strip_suffix('}').unwrap_or(&head);
-        let event = Event::MessageDelta {
-            session_id,
-            message_id,
-            seq,
-            delta,
+        let event = of.event(seq, delta);
+        let Some(prefix) = &of.prefix else {
+            return self.publish(event);
         };
+        let seq = seq.to_string();
         self.push(|id| {
-            let mut json = String::with_capacity(head.len() + delta_json.len() + 40);
-            let _ = write!(
-                json,
-                "{{\"id\":{id},\"event\":{head},\"delta\":{delta_json}}}}}"
-            );
+            let id_text = id.to_string();
+            let mut json = String::with_capacity(prefix.len() + seq.len() + delta_json.len() + 40);
+            for piece in [
+                "{\"id\":",
+                &id_text,
+                ",\"event\":",
+                prefix,
+                &seq,
+                ",\"delta\":",
+                delta_json,
+                "}}",
+            ] {
+                json.push_str(piece);
+            }
             Published {
                 id,
                 event,
@@ -282,15 +319,10 @@ mod tests {
                 dropped_bytes: 7,
             },
         ];
-        for (seq, delta) in (1..).zip(deltas) {
+        let of = DeltaEvents::new(session_id.clone(), message_id.clone());
+        for (seq, delta) in [1, 2, 9, 10, 100, u64::MAX].into_iter().zip(deltas) {
             let body = crate::store::encode_delta(&delta).unwrap();
-            let id = bus.publish_delta(
-                session_id.clone(),
-                message_id.clone(),
-                seq,
-                delta.clone(),
-                &body,
-            );
+            let id = bus.publish_delta(&of, seq, delta.clone(), &body);
             let sent = live.try_recv().unwrap();
             let event = Event::MessageDelta {
                 session_id: session_id.clone(),
@@ -312,11 +344,13 @@ mod tests {
             message_id,
             ended: 42,
         };
+        let mut second = bus.subscribe(None).live;
         let id = bus.publish(event.clone());
         let sent = live.try_recv().unwrap();
         let envelope = serde_json::to_string(&EventEnvelope { id, event }).unwrap();
         assert_eq!(sent.json(), envelope);
-        // Encoded once: a replay hands out the same event, JSON and all.
+        // Encoded once: another subscriber, and a replay, send the same JSON.
+        assert!(std::ptr::eq(second.try_recv().unwrap().json(), sent.json()));
         let replayed = bus.subscribe(Some(id - 1)).replay;
         assert!(Arc::ptr_eq(&replayed[0], &sent));
         assert!(std::ptr::eq(replayed[0].json(), sent.json()));

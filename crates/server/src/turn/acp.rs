@@ -28,7 +28,7 @@ use super::{
     core::{self, HeldSlot, TurnOutcome},
     slots::{AgentSlot, Control, HeldFor, Inbox, Phase},
 };
-use crate::{ids, state::Shared, store, turn_error::TurnError};
+use crate::{events::DeltaEvents, ids, state::Shared, store, turn_error::TurnError};
 
 /// Deltas taken from the agent's stream before they are stored and published together.
 const BURST: usize = 4096;
@@ -158,10 +158,12 @@ pub async fn start(
         Phase::Agent,
         opening,
         move |session, reply_id, inbox| {
+            let deltas = DeltaEvents::new(session.clone(), reply_id.clone());
             let turn = Turn {
                 app: app2,
                 session,
                 reply_id,
+                deltas,
                 seq: 0,
                 status: SessionStatus::Busy,
                 perms: HashMap::new(),
@@ -223,6 +225,8 @@ struct Turn {
     app: Shared,
     session: SessionId,
     reply_id: MessageId,
+    /// The reply's `message.delta` events, their JSON's start encoded once.
+    deltas: DeltaEvents,
     /// Deltas of the reply message so far.
     seq: u64,
     status: SessionStatus,
@@ -374,7 +378,7 @@ impl Turn {
         // µs, and the pool's round trip (a thread woken to run it, then this task woken
         // back) cost more CPU than the transaction itself when chunks arrive one by one.
         // The write connection is only ever held by such short transactions.
-        let (bus, session_id, reply_id) = (&self.app.bus, &self.session, &self.reply_id);
+        let (bus, session_id, deltas) = (&self.app.bus, &self.session, &self.deltas);
         let stored = self.app.store.write_blocking(move |c| {
             let tx = store::begin_write(c)?;
             // Each delta is serialised once: its row's body, and the same bytes in its event.
@@ -423,24 +427,13 @@ impl Turn {
             // is held, so the session's states go out in commit order (`Sessions::update`).
             for (item, body) in batch.into_iter().zip(bodies) {
                 bus.publish(match item {
-                    Item::Delta(seq, delta) => {
-                        if let Some(body) = body {
-                            bus.publish_delta(
-                                session_id.clone(),
-                                reply_id.clone(),
-                                seq,
-                                delta,
-                                &body,
-                            );
+                    Item::Delta(seq, delta) => match body {
+                        Some(body) => {
+                            bus.publish_delta(deltas, seq, delta, &body);
                             continue;
                         }
-                        Event::MessageDelta {
-                            session_id: session_id.clone(),
-                            message_id: reply_id.clone(),
-                            seq,
-                            delta,
-                        }
-                    }
+                        None => deltas.event(seq, delta),
+                    },
                     Item::Asked(permission) => Event::PermissionAsked { permission },
                     Item::Answered(p) => Event::PermissionReplied {
                         session_id: session_id.clone(),
