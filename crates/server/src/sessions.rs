@@ -142,7 +142,7 @@ impl App {
 
 #[cfg(test)]
 mod tests {
-    use ax_protocol::{EventEnvelope, SessionStatus};
+    use ax_protocol::SessionStatus;
 
     use super::*;
 
@@ -159,7 +159,9 @@ mod tests {
         }
     }
 
-    fn next(live: &mut tokio::sync::broadcast::Receiver<std::sync::Arc<EventEnvelope>>) -> Event {
+    fn next(
+        live: &mut tokio::sync::broadcast::Receiver<std::sync::Arc<crate::events::Published>>,
+    ) -> Event {
         live.try_recv()
             .expect("an event was published")
             .event

@@ -5,7 +5,7 @@
 
 use std::{collections::VecDeque, convert::Infallible, sync::Arc};
 
-use ax_protocol::{Event, EventEnvelope};
+use ax_protocol::Event;
 use axum::{
     extract::State,
     http::HeaderMap,
@@ -18,19 +18,21 @@ use futures_util::stream;
 use tokio::sync::broadcast::{self, error::RecvError};
 use tokio_util::sync::CancellationToken;
 
-use crate::{error::Failure, state::Shared};
+use crate::{error::Failure, events::Published, state::Shared};
 
 struct Cursor {
-    queue: VecDeque<Arc<EventEnvelope>>,
-    live: broadcast::Receiver<Arc<EventEnvelope>>,
+    queue: VecDeque<Arc<Published>>,
+    live: broadcast::Receiver<Arc<Published>>,
     last_sent: u64,
     shutdown: CancellationToken,
     bus: crate::events::EventBus,
 }
 
-fn encode(envelope: &EventEnvelope) -> SseEvent {
-    let data = serde_json::to_string(envelope).unwrap_or_else(|_| "{}".to_owned());
-    SseEvent::default().id(envelope.id.to_string()).data(data)
+/// The event's SSE frame; its JSON is encoded once for all subscribers ([`Published::json`]).
+fn encode(published: &Published) -> SseEvent {
+    SseEvent::default()
+        .id(published.id.to_string())
+        .data(published.json())
 }
 
 pub async fn events(State(app): State<Shared>, headers: HeaderMap) -> Response {
@@ -45,12 +47,9 @@ pub async fn events(State(app): State<Shared>, headers: HeaderMap) -> Response {
         },
     };
     let sub = app.bus.subscribe(last);
-    let mut queue: VecDeque<Arc<EventEnvelope>> = sub.replay.into();
+    let mut queue: VecDeque<Arc<Published>> = sub.replay.into();
     if sub.reset {
-        queue.push_front(Arc::new(EventEnvelope {
-            id: sub.last_id,
-            event: Event::Reset,
-        }));
+        queue.push_front(Arc::new(Published::new(sub.last_id, Event::Reset)));
     }
     let cursor = Cursor {
         queue,
@@ -75,7 +74,7 @@ pub async fn events(State(app): State<Shared>, headers: HeaderMap) -> Response {
                         // Too slow to keep up: what was missed is gone, so say so.
                         let newest = c.bus.newest();
                         c.last_sent = newest;
-                        let reset = EventEnvelope { id: newest, event: Event::Reset };
+                        let reset = Published::new(newest, Event::Reset);
                         return Some((Ok(encode(&reset)), c));
                     }
                     Err(RecvError::Closed) => return None,

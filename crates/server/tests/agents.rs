@@ -48,6 +48,9 @@ fn main() {
         ("every_part_kind_streams_and_reloads_equal", || {
             Box::pin(every_part_kind_streams_and_reloads_equal())
         }),
+        ("every_delta_streams_as_its_stored_bytes", || {
+            Box::pin(every_delta_streams_as_its_stored_bytes())
+        }),
         ("a_load_mid_turn_names_its_last_delta", || {
             Box::pin(a_load_mid_turn_names_its_last_delta())
         }),
@@ -425,6 +428,129 @@ async fn every_part_kind_streams_and_reloads_equal() {
     assert_eq!(
         reloaded, stored,
         "a reload after a restart equals what streamed"
+    );
+}
+
+/// The `/event` frames of a raw connection as they arrived: `(id, data)` per event.
+async fn raw_frames(
+    response: &mut reqwest::Response,
+    buffer: &mut String,
+    until: impl Fn(&str) -> bool,
+) -> Vec<(u64, String)> {
+    within(async {
+        loop {
+            if let Some(end) = buffer.rfind("\n\n")
+                && buffer[..end]
+                    .lines()
+                    .any(|l| l.strip_prefix("data: ").is_some_and(&until))
+            {
+                let frames = buffer[..end]
+                    .split("\n\n")
+                    .filter_map(|frame| {
+                        let line = |p: &str| frame.lines().find_map(|l| l.strip_prefix(p));
+                        Some((line("id: ")?.parse().unwrap(), line("data: ")?.to_owned()))
+                    })
+                    .collect();
+                buffer.drain(..end + 2);
+                return frames;
+            }
+            let chunk = response
+                .chunk()
+                .await
+                .unwrap()
+                .expect("the stream stays open");
+            buffer.push_str(std::str::from_utf8(&chunk).unwrap());
+        }
+    })
+    .await
+}
+
+/// Each `message.delta` goes out as the bytes its row stores (the backend serialises a delta
+/// once, for both): the event's `delta` is the stored body unchanged, and every frame of the
+/// turn is exactly what serde writes for the typed event, with the SSE `id` of its envelope.
+async fn every_delta_streams_as_its_stored_bytes() {
+    #[derive(serde::Deserialize)]
+    struct Frame<'a> {
+        #[serde(borrow)]
+        event: DeltaOnly<'a>,
+    }
+    #[derive(serde::Deserialize)]
+    struct DeltaOnly<'a> {
+        #[serde(borrow)]
+        delta: &'a serde_json::value::RawValue,
+    }
+    let b = Backend::start("").await;
+    let id = b.mock_session().await;
+    let server = b.server.as_ref().unwrap();
+    // Subscribed once the response starts (the handler subscribes before it answers).
+    let mut raw = reqwest::Client::builder()
+        .no_proxy()
+        .build()
+        .unwrap()
+        .get(format!("{}/event", server.url()))
+        .bearer_auth(server.token().expose())
+        .send()
+        .await
+        .unwrap();
+    assert!(raw.status().is_success());
+    let mut events = b.events().await;
+    let script = "thought let me \"see\"\ntext hello \\ é \nchunks 300\nplan a|b|c\n\
+                  tool t1 ls -l\ntool-done t1\ndiff src/a.rs old new\npermission p1 claude\n\
+                  term 1000 printf 'out\\n'; exit 1\nusage\nstop max_tokens";
+    let accepted = b.client.prompt_text(&id, script).await.unwrap();
+    let reply = accepted.reply_id.clone();
+    let live = follow(&b, &mut events, &id, &reply, |_| {
+        Some(PermissionReply::AllowOnce)
+    })
+    .await;
+    let ended = format!("\"type\":\"message.ended\",\"sessionId\":\"{id}\"");
+    let frames = raw_frames(&mut raw, &mut String::new(), |d| d.contains(&ended)).await;
+
+    let mut streamed = Vec::new();
+    for (sse_id, data) in &frames {
+        let envelope: ax_protocol::EventEnvelope = serde_json::from_str(data).unwrap();
+        assert_eq!(envelope.id, *sse_id, "{data}");
+        assert_eq!(
+            &serde_json::to_string(&envelope).unwrap(),
+            data,
+            "the frame is serde's JSON of its event"
+        );
+        if let Event::MessageDelta {
+            message_id, seq, ..
+        } = &envelope.event
+            && *message_id == reply
+        {
+            let frame: Frame = serde_json::from_str(data).unwrap();
+            streamed.push((*seq, frame.event.delta.get().to_owned()));
+        }
+    }
+    assert_eq!(streamed.len() as u64, live.last_seq, "every delta streamed");
+
+    let db = rusqlite::Connection::open_with_flags(
+        b.data.path().join(ax_server::store::DB_FILE),
+        rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY,
+    )
+    .unwrap();
+    let mut stmt = db
+        .prepare("SELECT seq, body FROM delta WHERE message_id = ?1 ORDER BY seq")
+        .unwrap();
+    let stored: Vec<(u64, String)> = stmt
+        .query_map([reply.as_str()], |r| {
+            Ok((r.get::<_, i64>(0)? as u64, r.get(1)?))
+        })
+        .unwrap()
+        .collect::<Result<_, _>>()
+        .unwrap();
+    assert_eq!(
+        streamed, stored,
+        "each event's delta is its row's body, byte for byte"
+    );
+    assert!(
+        stored
+            .iter()
+            .any(|(_, body)| body.contains("\"type\":\"terminal_output\""))
+            && stored.iter().any(|(_, body)| body.contains("\\\"see\\\"")),
+        "the turn had its terminal and an escaped quote: {stored:?}"
     );
 }
 

@@ -19,8 +19,28 @@ pub fn append_deltas<'a>(
         stmt.execute(params![
             message_id.as_str(),
             seq as i64,
-            serde_json::to_string(delta)?
+            encode_delta(delta)?
         ])?;
+    }
+    Ok(())
+}
+
+/// A delta's stored body: its JSON, the same bytes its `message.delta` event carries.
+pub fn encode_delta(delta: &turn::TurnDelta) -> Result<String> {
+    Ok(serde_json::to_string(delta)?)
+}
+
+/// [`append_deltas`] with each delta already encoded ([`encode_delta`]), for a caller that
+/// sends the same JSON in its event.
+pub fn append_delta_bodies<'a>(
+    conn: &Connection,
+    message_id: &MessageId,
+    bodies: impl IntoIterator<Item = (u64, &'a str)>,
+) -> Result<()> {
+    let mut stmt =
+        conn.prepare_cached("INSERT INTO delta(message_id, seq, body) VALUES (?1, ?2, ?3)")?;
+    for (seq, body) in bodies {
+        stmt.execute(params![message_id.as_str(), seq as i64, body])?;
     }
     Ok(())
 }

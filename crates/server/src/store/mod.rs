@@ -30,7 +30,9 @@ mod standing;
 mod tests;
 
 pub use images::{image, insert_image};
-pub use messages::{append_deltas, append_part, insert_message, messages};
+pub use messages::{
+    append_delta_bodies, append_deltas, append_part, encode_delta, insert_message, messages,
+};
 pub use permissions::{
     answer_permission, get_permission, insert_permission, pending_permissions, set_permission_state,
 };

@@ -26,6 +26,7 @@ use tokio::sync::{oneshot, watch};
 
 use super::core::{self, HeldSlot};
 use crate::{
+    events::DeltaEvents,
     ids,
     state::Shared,
     store,
@@ -162,10 +163,12 @@ pub async fn start(
         Phase::Agent,
         opening,
         move |session, reply_id, inbox| {
+            let deltas = DeltaEvents::new(session.clone(), reply_id.clone());
             let turn = Turn {
                 app: app2,
                 session,
                 reply_id,
+                deltas,
                 seq: 0,
                 status: SessionStatus::Busy,
                 perms: HashMap::new(),
@@ -227,6 +230,8 @@ struct Turn {
     app: Shared,
     session: SessionId,
     reply_id: MessageId,
+    /// The reply's `message.delta` events, their JSON's start encoded once.
+    deltas: DeltaEvents,
     /// Deltas of the reply message so far.
     seq: u64,
     status: SessionStatus,
@@ -378,14 +383,22 @@ impl Turn {
         // µs, and the pool's round trip (a thread woken to run it, then this task woken
         // back) cost more CPU than the transaction itself when chunks arrive one by one.
         // The write connection is only ever held by such short transactions.
-        let (bus, session_id, reply_id) = (&self.app.bus, &self.session, &self.reply_id);
+        let (bus, session_id, deltas) = (&self.app.bus, &self.session, &self.deltas);
         let stored = self.app.store.write_blocking(move |c| {
             let tx = store::begin_write(c)?;
-            store::append_deltas(
+            // Each delta is serialised once: its row's body, and the same bytes in its event.
+            let bodies = batch
+                .iter()
+                .map(|i| match i {
+                    Item::Delta(_, d) => store::encode_delta(d).map(Some),
+                    _ => Ok(None),
+                })
+                .collect::<store::Result<Vec<_>>>()?;
+            store::append_delta_bodies(
                 &tx,
                 mid,
-                batch.iter().filter_map(|i| match i {
-                    Item::Delta(seq, d) => Some((*seq, d)),
+                batch.iter().zip(&bodies).filter_map(|(i, b)| match (i, b) {
+                    (Item::Delta(seq, _), Some(body)) => Some((*seq, body.as_str())),
                     _ => None,
                 }),
             )?;
@@ -417,13 +430,14 @@ impl Turn {
             tx.commit()?;
             // Published after the commit (a reload equals what streamed) and while the writer
             // is held, so the session's states go out in commit order (`Sessions::update`).
-            for item in batch {
+            for (item, body) in batch.into_iter().zip(bodies) {
                 bus.publish(match item {
-                    Item::Delta(seq, delta) => Event::MessageDelta {
-                        session_id: session_id.clone(),
-                        message_id: reply_id.clone(),
-                        seq,
-                        delta,
+                    Item::Delta(seq, delta) => match body {
+                        Some(body) => {
+                            bus.publish_delta(deltas, seq, delta, &body);
+                            continue;
+                        }
+                        None => deltas.event(seq, delta),
                     },
                     Item::Asked(permission) => Event::PermissionAsked { permission },
                     Item::Answered(p) => Event::PermissionReplied {
