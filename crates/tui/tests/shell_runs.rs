@@ -6,8 +6,8 @@
 mod util;
 
 use ax_protocol::turn::{
-    PermissionChoice, PermissionKind, PermissionOutcome, PermissionPart, TerminalExit,
-    ToolCallFields, ToolCallPart, ToolContent, ToolKind, ToolStatus, TurnDelta,
+    PermissionKind, PermissionOutcome, PermissionPart, TerminalExit, ToolCallFields, ToolCallPart,
+    ToolContent, ToolKind, ToolStatus, TurnDelta,
 };
 use ax_protocol::{Event, Role, SessionStatus};
 use ax_tui::app::App;
@@ -65,11 +65,6 @@ fn status(s: ToolStatus) -> ToolCallFields {
 /// The deltas of the `shell` agent's turn for `line`, up to the exit: the call, the question,
 /// the answer `option`, and (allowed) the terminal and `output`.
 fn asked_and_answered(line: &str, option: &str, output: &[&str]) -> Vec<TurnDelta> {
-    let choice = |id: &str, name: &str, kind| PermissionChoice {
-        option_id: id.into(),
-        name: name.into(),
-        kind,
-    };
     let kind = match option {
         "once" => PermissionKind::AllowOnce,
         "always" => PermissionKind::AllowAlways,
@@ -83,15 +78,7 @@ fn asked_and_answered(line: &str, option: &str, output: &[&str]) -> Vec<TurnDelt
             permission: PermissionPart {
                 permission_id: PERMISSION.parse().unwrap(),
                 tool_call: call(line),
-                options: vec![
-                    choice("once", "Allow once", PermissionKind::AllowOnce),
-                    choice(
-                        "always",
-                        "Allow always in this session",
-                        PermissionKind::AllowAlways,
-                    ),
-                    choice("reject", "Reject", PermissionKind::RejectOnce),
-                ],
+                options: shell_options(),
                 outcome: PermissionOutcome::Pending,
             },
         },

@@ -33,12 +33,7 @@ pub fn session(n: u32, title: &str, status: SessionStatus) -> Session {
 /// The `shell` agent's question about `command` in session `n`, as the backend lists it: its
 /// `execute` call (the command line and the files) and the options once, always, reject.
 pub fn permission(id: &str, n: u32, command: &str) -> Permission {
-    use ax_protocol::turn::{PermissionChoice, PermissionKind, ToolCallPart, ToolKind};
-    let choice = |option_id: &str, name: &str, kind| PermissionChoice {
-        option_id: option_id.into(),
-        name: name.into(),
-        kind,
-    };
+    use ax_protocol::turn::{ToolCallPart, ToolKind};
     Permission {
         id: id.parse().unwrap(),
         session_id: sid(n),
@@ -53,17 +48,28 @@ pub fn permission(id: &str, n: u32, command: &str) -> Permission {
             raw_input: Some(serde_json::json!({"command": command, "attachments": []})),
             ..ToolCallPart::default()
         }),
-        options: vec![
-            choice("once", "Allow once", PermissionKind::AllowOnce),
-            choice(
-                "always",
-                "Allow always in this session",
-                PermissionKind::AllowAlways,
-            ),
-            choice("reject", "Reject", PermissionKind::RejectOnce),
-        ],
+        options: shell_options(),
         option_id: None,
     }
+}
+
+/// The options the `shell` agent offers with every command (`ax_acp::shell`).
+pub fn shell_options() -> Vec<ax_protocol::turn::PermissionChoice> {
+    use ax_protocol::turn::{PermissionChoice, PermissionKind};
+    let choice = |option_id: &str, name: &str, kind| PermissionChoice {
+        option_id: option_id.into(),
+        name: name.into(),
+        kind,
+    };
+    vec![
+        choice("once", "Allow once", PermissionKind::AllowOnce),
+        choice(
+            "always",
+            "Allow always in this session",
+            PermissionKind::AllowAlways,
+        ),
+        choice("reject", "Reject", PermissionKind::RejectOnce),
+    ]
 }
 
 pub fn message(id: &str, n: u32, role: Role, parts: Vec<Part>) -> Message {
