@@ -42,8 +42,11 @@ fn queue_and_cancel() {
     });
 
     t.tui.send("text queued-alpha\r");
-    let s = t.tui.wait_text("queued 1  text queued-alpha");
-    assert!(s.contains("queued as prompt 1"), "{s}");
+    // The queue's row comes with `queue.updated`, the status line with the answer to the
+    // request: either may come first, so both are waited for.
+    t.tui.wait_for("alpha queued and said so", |s| {
+        s.contains("queued 1  text queued-alpha") && s.contains("queued as prompt 1")
+    });
     t.tui.send("text queued-beta\r");
     t.tui.wait_text("queued 2  text queued-beta");
 
