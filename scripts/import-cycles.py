@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Lists the import circles among a crate's modules (docs/architecture.md, "Dependency rules").
+"""Lists the import circles among a crate's modules (docs/architecture.md, "Imports inside a crate").
 
     scripts/import-cycles.py [crate src dir, default crates/server/src] [--top]
 
@@ -9,7 +9,8 @@ after `use crate::store`). Comments, strings and `#[cfg(test)]` items are left o
 are modules declared only for tests. Each module is one file (`turn::core` is
 `turn/core.rs`); with `--top` a module counts as its top-level module, its files together
 (`turn::core` is `turn`), the way the crate's layers are drawn. Prints every strongly
-connected group of modules with its elementary circles; exits 1 when there is one.
+connected group of modules with its elementary circles; exits 1 when there is one. The
+crate root is `lib.rs`, or `main.rs` when the crate is only a binary.
 """
 
 import re
@@ -144,7 +145,12 @@ def modules(src_dir):
                     visit(path + (name,), f, d, bool(vis))
                     break
 
-    visit((), src_dir / "lib.rs", src_dir)
+    # The crate root: `lib.rs`, or `main.rs` for a crate that is only a binary (the cli). A
+    # crate with both is read from `lib.rs`: its `main.rs` is a separate crate using it.
+    root = next((f for f in (src_dir / "lib.rs", src_dir / "main.rs") if f.exists()), None)
+    if root is None:
+        sys.exit(f"{src_dir}: no lib.rs or main.rs (give a crate's src directory)")
+    visit((), root, src_dir)
     return found
 
 

@@ -9,8 +9,11 @@ export AX_TEST_PYTHON="$PWD/.venv-test/bin/python"
 
 cargo fmt --all -- --check
 cargo clippy --workspace --all-targets --locked -- -D warnings
-# The backend's modules import one way (docs/architecture.md, "Imports inside a crate").
-python3 scripts/import-cycles.py crates/server/src --top
+# These crates' modules import one way (docs/architecture.md, "Imports inside a crate"); the
+# crates with circles through their root (gateway, client, protocol, cli) are left out (see there).
+for src in crates/server/src crates/tui/src crates/hub/src crates/acp/src crates/tuimcp/src; do
+    python3 scripts/import-cycles.py "$src" --top
+done
 # The operator terminal starts the person's `$SHELL` as an interactive shell, which reads their
 # rc files: a slow or locked rc (e.g. a version manager's rehash lock left by a killed shell,
 # which makes every interactive bash wait 60 s) would time the terminal tests out. The tests

@@ -58,8 +58,10 @@ mod ui;
 
 use crate::{
     MachineName,
+    api_error::ApiError,
     nats::{NatsConfig, ensure_streams, now_ms},
     subject::{EVENTS_STREAM, STATE_STREAM, STATE_SUBJECTS, machine_of},
+    web::Access,
     wire::{MAX_MESSAGE, MachineEvent, MachineRecord, Reply, Request, SessionsSnapshot, decode},
 };
 
@@ -123,13 +125,9 @@ struct Cached {
 pub(crate) struct Shared {
     nats: async_nats::Client,
     js: jetstream::Context,
-    pub(crate) token: Secret,
-    /// This hub's listening address: what its `/health` proof is bound to.
-    pub(crate) addr: SocketAddr,
-    /// The names the Host check accepts (`web::served_hosts`).
-    pub(crate) hosts: Vec<String>,
-    /// The live one-time sign-in codes of this hub process.
-    pub(crate) codes: Arc<ax_core::signin::Codes>,
+    /// The hub's credential (the bearer check's too), address, host names and sign-in codes:
+    /// the page's routes and the Host check (`web.rs`) take it as their own state.
+    access: Arc<Access>,
     timeout: Duration,
     machines: RwLock<BTreeMap<MachineName, Cached>>,
     /// The machines' `ui.command`s, for `GET /ui-command` (`ui.rs`).
@@ -255,10 +253,7 @@ pub async fn start(config: HubConfig) -> Result<RunningHub, HubError> {
     let shared = Arc::new(Shared {
         nats,
         js,
-        token: config.token,
-        addr,
-        hosts: crate::web::served_hosts(addr),
-        codes: codes.clone(),
+        access: Arc::new(Access::new(config.token, addr, codes.clone())),
         timeout: config.request_timeout,
         machines: RwLock::new(BTreeMap::new()),
         ui: tokio::sync::broadcast::channel(ui::UI_BUFFER).0,
@@ -570,37 +565,6 @@ fn json_response(body: Vec<u8>) -> Response {
     ([(header::CONTENT_TYPE, "application/json")], body).into_response()
 }
 
-/// `{"error":{"code","message"}}` with a status, as the backend answers.
-#[derive(Debug)]
-pub(crate) struct ApiError {
-    status: StatusCode,
-    code: String,
-    message: String,
-}
-
-impl ApiError {
-    pub(crate) fn new(status: u16, code: &str, message: String) -> ApiError {
-        ApiError {
-            status: StatusCode::from_u16(status).unwrap_or(StatusCode::BAD_GATEWAY),
-            code: code.to_owned(),
-            message,
-        }
-    }
-    fn offline(machine: &MachineName, why: &str) -> ApiError {
-        ApiError::new(503, "offline", format!("machine {machine} {why}"))
-    }
-    pub(crate) fn internal(e: &dyn std::fmt::Display) -> ApiError {
-        ApiError::new(500, "internal", e.to_string())
-    }
-}
-
-impl IntoResponse for ApiError {
-    fn into_response(self) -> Response {
-        let body = serde_json::json!({"error": {"code": self.code, "message": self.message}});
-        (self.status, Json(body)).into_response()
-    }
-}
-
 fn router(shared: Arc<Shared>) -> Router {
     let api = Router::new()
         .route("/machine", get(machines))
@@ -642,7 +606,7 @@ fn router(shared: Arc<Shared>) -> Router {
             "/machine/{m}/session/{id}/queue/{qid}/send",
             post(queue::send_now),
         )
-        .merge(crate::web::minting())
+        .merge(crate::web::minting(shared.access.clone()))
         .route_layer(middleware::from_fn_with_state(
             shared.clone(),
             require_token,
@@ -651,10 +615,10 @@ fn router(shared: Arc<Shared>) -> Router {
         .merge(api)
         .layer(DefaultBodyLimit::max(MAX_MESSAGE))
         .with_state(shared.clone())
-        .merge(crate::web::public(shared.clone()))
+        .merge(crate::web::public(shared.access.clone()))
         .merge(terminal::router(shared.clone()))
         .layer(middleware::from_fn_with_state(
-            shared,
+            shared.access.clone(),
             crate::web::host_origin,
         ))
 }
@@ -670,7 +634,7 @@ async fn require_token(
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.strip_prefix("Bearer "));
     match given {
-        Some(token) if shared.token.ct_eq_str(token) => next.run(request).await,
+        Some(token) if shared.access.token.ct_eq_str(token) => next.run(request).await,
         _ => ApiError::new(
             401,
             "unauthorized",

@@ -13,6 +13,7 @@
 //! live events as server-sent events replayed from JetStream). It keeps nothing but caches, so
 //! several hubs can serve at once and any of them can stop.
 
+mod api_error;
 pub mod hub;
 pub mod join;
 pub mod nats;

@@ -6,25 +6,15 @@
 //! of the screen credential, at most 8 waiting commands, the UIs' own refusals) are applied by
 //! the backend itself, and its errors come back with their gateway code.
 
+use crate::wire::{Reply, ReplyError, ScreenMethod};
 use ax_client::Secret;
 use ax_gateway::{
     ClientError, ClientMode, ConnectOptions, ErrorCode, GatewayClient, Method, Scope,
     client::gateway_url,
 };
-use serde::{Deserialize, Serialize};
 
-use crate::wire::{Reply, ReplyError};
-
-/// The gateway methods a hub may relay: the two of the `screen` tool (docs/gateway.md §4).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub enum ScreenMethod {
-    /// `ui.layout`: the layouts the machine's Control UIs reported (read).
-    Layout,
-    /// `ui.command`: arrange the machine's Control UIs (write).
-    Command,
-}
-
+/// The gateway side of a relayed method. The enum itself is a wire type (`wire.rs`, with
+/// the request that carries it); what it means on the gateway is only this module's concern.
 impl ScreenMethod {
     fn method(self) -> Method {
         match self {

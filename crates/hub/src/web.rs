@@ -18,6 +18,7 @@
 
 use std::{net::SocketAddr, sync::Arc, time::Instant};
 
+use ax_core::{Secret, signin::Codes};
 use ax_protocol::{
     SignInExchange, proof,
     signin::{granted, minted, no_store},
@@ -35,7 +36,7 @@ use axum::{
 };
 use serde::{Deserialize, Serialize};
 
-use crate::hub::{ApiError, Shared};
+use crate::api_error::ApiError;
 
 /// A sign-in body is `{"code":"<32 chars>"}`; anything much bigger is not one.
 const MAX_SIGNIN_BODY: usize = 1024;
@@ -55,24 +56,51 @@ pub struct HubHealth {
     pub proof: Option<String>,
 }
 
+/// What the page's routes and the Host check need of the hub, and all they get: the hub
+/// holds one and hands it to them as their state, so `web` needs nothing of `hub`.
+pub(crate) struct Access {
+    /// The hub's credential: what `/health` proves and a sign-in code is exchanged for.
+    pub(crate) token: Secret,
+    /// This hub's listening address: what its `/health` proof is bound to.
+    addr: SocketAddr,
+    /// The names the Host check accepts ([`served_hosts`]).
+    hosts: Vec<String>,
+    /// The live one-time sign-in codes of this hub process.
+    codes: Arc<Codes>,
+}
+
+impl Access {
+    /// The hub listening on `addr` with `token`, its sign-in codes kept in `codes`.
+    pub(crate) fn new(token: Secret, addr: SocketAddr, codes: Arc<Codes>) -> Access {
+        Access {
+            token,
+            addr,
+            hosts: served_hosts(addr),
+            codes,
+        }
+    }
+}
+
 /// The routes that need no credential: the page, its assets, `/health`, `POST /signin`.
-pub(crate) fn public<S: Clone + Send + Sync + 'static>(shared: Arc<Shared>) -> Router<S> {
+pub(crate) fn public<S: Clone + Send + Sync + 'static>(access: Arc<Access>) -> Router<S> {
     ax_protocol::web::serve::router()
         .route("/health", get(health))
         .route(
             "/signin",
             post(exchange).layer(DefaultBodyLimit::max(MAX_SIGNIN_BODY)),
         )
-        .with_state(shared)
+        .with_state(access)
 }
 
-/// `POST /signin/code`, behind the bearer credential.
-pub(crate) fn minting() -> Router<Arc<Shared>> {
-    Router::new().route("/signin/code", post(mint))
+/// `POST /signin/code`, behind the bearer credential (the hub's API layers it on).
+pub(crate) fn minting<S: Clone + Send + Sync + 'static>(access: Arc<Access>) -> Router<S> {
+    Router::new()
+        .route("/signin/code", post(mint))
+        .with_state(access)
 }
 
 /// The names this hub answers to, for the Host check.
-pub(crate) fn served_hosts(addr: SocketAddr) -> Vec<String> {
+fn served_hosts(addr: SocketAddr) -> Vec<String> {
     let port = addr.port();
     let mut hosts = vec![proof::proof_address(addr), format!("localhost:{port}")];
     if addr.ip().is_loopback() && addr.is_ipv4() {
@@ -83,7 +111,7 @@ pub(crate) fn served_hosts(addr: SocketAddr) -> Vec<String> {
 
 /// The Host and Origin checks, as the backend's (`ax_server`'s `auth::check_host_origin`).
 pub(crate) async fn host_origin(
-    State(shared): State<Arc<Shared>>,
+    State(access): State<Arc<Access>>,
     request: Request,
     next: Next,
 ) -> Response {
@@ -96,7 +124,7 @@ pub(crate) async fn host_origin(
         return ApiError::new(403, "forbidden", "a Host header is required".to_owned())
             .into_response();
     };
-    let hosts = &shared.hosts;
+    let hosts = &access.hosts;
     if !hosts.contains(&host) && !ax_protocol::web::link_host(&host, hosts) {
         return ApiError::new(
             403,
@@ -132,7 +160,7 @@ struct HealthQuery {
 }
 
 async fn health(
-    State(shared): State<Arc<Shared>>,
+    State(access): State<Arc<Access>>,
     query: Result<Query<HealthQuery>, QueryRejection>,
 ) -> Response {
     let query = match query {
@@ -142,9 +170,9 @@ async fn health(
     let proof = match query.proof {
         None => None,
         Some(nonce) if proof::is_nonce(&nonce) => Some(proof::health_proof(
-            shared.token.expose(),
+            access.token.expose(),
             &nonce,
-            shared.addr,
+            access.addr,
         )),
         Some(_) => {
             return ApiError::new(
@@ -165,7 +193,7 @@ async fn health(
 }
 
 async fn exchange(
-    State(shared): State<Arc<Shared>>,
+    State(access): State<Arc<Access>>,
     input: Result<Json<serde_json::Value>, JsonRejection>,
 ) -> Response {
     let input = match input.map(|Json(v)| SignInExchange::from_body(v)) {
@@ -177,17 +205,17 @@ async fn exchange(
         }
         Err(r) => return ApiError::new(400, "bad_request", r.body_text()).into_response(),
     };
-    if !shared.codes.redeem(input.code.expose(), Instant::now()) {
+    if !access.codes.redeem(input.code.expose(), Instant::now()) {
         let message = "this sign-in code is unknown, used or expired: restart `ax-code hub` \
                        or ask it for a fresh code (POST /signin/code)";
         return no_store(ApiError::new(401, "invalid_code", message.to_owned()).into_response());
     }
     tracing::info!("hub: a sign-in code was exchanged for the credential");
-    granted(shared.token.clone())
+    granted(access.token.clone())
 }
 
-async fn mint(State(shared): State<Arc<Shared>>) -> Response {
-    match minted(&shared.codes, Instant::now()) {
+async fn mint(State(access): State<Arc<Access>>) -> Response {
+    match minted(&access.codes, Instant::now()) {
         Ok(answer) => answer,
         Err(e) => ApiError::internal(&e).into_response(),
     }

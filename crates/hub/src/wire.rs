@@ -122,7 +122,7 @@ pub enum Request {
     /// A `screen` method on the machine's own gateway (docs/hub.md §2).
     Screen {
         /// Which one.
-        method: crate::screen::ScreenMethod,
+        method: ScreenMethod,
         /// Its params, passed as they are: the backend's gateway checks them.
         params: serde_json::Value,
     },
@@ -186,6 +186,17 @@ pub enum Request {
         /// The session.
         session: SessionId,
     },
+}
+
+/// The gateway methods a hub may relay: the two of the `screen` tool (docs/gateway.md §4).
+/// What each one asks of the gateway is `screen.rs`'s (its `impl ScreenMethod`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum ScreenMethod {
+    /// `ui.layout`: the layouts the machine's Control UIs reported (read).
+    Layout,
+    /// `ui.command`: arrange the machine's Control UIs (write).
+    Command,
 }
 
 /// A backend's answer: exactly one of `ok` and `error`. `T` is the answer's type where the
@@ -279,7 +290,7 @@ mod tests {
         assert_eq!(
             r,
             Request::Screen {
-                method: crate::screen::ScreenMethod::Layout,
+                method: ScreenMethod::Layout,
                 params: serde_json::json!({}),
             }
         );

@@ -1,11 +1,49 @@
-//! What each run of transcript text is, without saying how it looks.
+//! What each line and each run of transcript text is, without saying how it looks.
 //!
 //! The transcript, the turn view, the Markdown renderer and the code highlighter produce text
 //! tagged with a [`Kind`] (a card's title, a failed status, a diff's added line, a keyword,
 //! command output in the colours the command chose, …). No terminal type is kept in the
-//! state: `render::theme` is the one place that gives each kind its colours and attributes.
+//! state: `render::theme` is the one place that gives each kind (and each [`LineStyle`]) its
+//! colours and attributes.
 
 use crate::ansi::Sgr;
+
+/// How a line is drawn: what a whole line is, as [`Kind`] is what a run in it is.
+///
+/// It lives here, not in the transcript that keeps the lines, because the turn view makes
+/// rows of it too and the transcript builds on the turn view (docs/architecture.md, "Imports
+/// inside a crate").
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LineStyle {
+    /// The person's message header.
+    UserHeader,
+    /// The agent's message header.
+    AgentHeader,
+    /// Text the person wrote.
+    UserText,
+    /// An attachment line.
+    File,
+    /// Command output on stdout.
+    Stdout,
+    /// Command output on stderr.
+    Stderr,
+    /// A zero exit status.
+    ExitOk,
+    /// A failed exit (non-zero or a signal).
+    ExitFailed,
+    /// A bracketed note such as `[rejected: nothing ran]`.
+    Marker,
+    /// An empty separator line.
+    Blank,
+    /// A row of an agent's turn part, drawn entirely by its style runs.
+    Agent,
+    /// Like [`LineStyle::Agent`], and its first cell is the spinner of a running tool call.
+    Running,
+    /// The "show all" row of a folded long content: a click shows everything.
+    ShowAll,
+    /// The end of a turn: its duration and time.
+    TurnEnd,
+}
 
 /// What a run of text is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]

@@ -12,44 +12,11 @@ use ax_protocol::{Message, Part, Role, Stream};
 use unicode_width::UnicodeWidthChar;
 
 use crate::ansi::{AnsiParser, Op};
-use crate::kind::{Kind, Tone};
+use crate::kind::{Kind, LineStyle, Tone};
 use crate::turn_view::{self, Fold, Row, Terminals};
 
 /// Logical lines longer than this are continued on a new line.
 pub const MAX_LINE_CHARS: usize = 2048;
-
-/// How a line is drawn.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum LineStyle {
-    /// The person's message header.
-    UserHeader,
-    /// The agent's message header.
-    AgentHeader,
-    /// Text the person wrote.
-    UserText,
-    /// An attachment line.
-    File,
-    /// Command output on stdout.
-    Stdout,
-    /// Command output on stderr.
-    Stderr,
-    /// A zero exit status.
-    ExitOk,
-    /// A failed exit (non-zero or a signal).
-    ExitFailed,
-    /// A bracketed note such as `[rejected: nothing ran]`.
-    Marker,
-    /// An empty separator line.
-    Blank,
-    /// A row of an agent's turn part, drawn entirely by its style runs.
-    Agent,
-    /// Like [`LineStyle::Agent`], and its first cell is the spinner of a running tool call.
-    Running,
-    /// The "show all" row of a folded long content: a click shows everything.
-    ShowAll,
-    /// The end of a turn: its duration and time.
-    TurnEnd,
-}
 
 #[derive(Debug, Clone)]
 struct TextLine {

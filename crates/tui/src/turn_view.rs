@@ -7,8 +7,7 @@
 //! locations, input and content: a coloured unified diff for an edit ([`unified_diff`]),
 //! command output through the ANSI renderer, text. Long content folds behind "show all".
 
-use crate::kind::{Kind, Tone};
-use crate::transcript::LineStyle;
+use crate::kind::{Kind, LineStyle, Tone};
 use ax_protocol::turn::{
     NoticeKind, PermissionKind, PermissionOutcome, PermissionPart, PlanStatus, ToolCallPart,
     ToolContent, ToolKind, ToolStatus, TurnPart,

@@ -11,8 +11,8 @@ use ax_protocol::turn::{
 };
 use ax_protocol::{Event, Role, SessionStatus};
 use ax_tui::app::App;
+use ax_tui::kind::LineStyle;
 use ax_tui::render::draw;
-use ax_tui::transcript::LineStyle;
 use ratatui::Terminal;
 use ratatui::backend::TestBackend;
 use util::*;

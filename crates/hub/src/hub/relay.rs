@@ -11,7 +11,7 @@ use axum::{
 };
 
 use super::S;
-use crate::{screen::ScreenMethod, wire::Request};
+use crate::wire::{Request, ScreenMethod};
 
 pub(super) async fn layout(
     State(shared): S,

@@ -92,7 +92,7 @@ impl Gateways {
             .entry(machine.clone())
             .or_insert_with(|| {
                 Gateway::new(GatewayConfig {
-                    token: shared.token.clone(),
+                    token: shared.access.token.clone(),
                     server_version: env!("CARGO_PKG_VERSION").to_owned(),
                     sessions: Arc::new(NoSessions),
                     terminal: Some(Arc::new(MachineTerminals {

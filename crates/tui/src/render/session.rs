@@ -10,9 +10,9 @@ use ratatui::widgets::{Block, Paragraph};
 use super::theme::{line_style, tone};
 use super::{ACCENT, DIM, bars, clip, tr};
 use crate::app::{App, Route};
+use crate::kind::LineStyle;
 use crate::layout::{Rect, STANDING_REVOKE};
 use crate::progress::{format_duration, spinner};
-use crate::transcript::LineStyle;
 
 pub(super) fn draw(frame: &mut Frame, app: &App, r: Rect) {
     let s = app.open_session();

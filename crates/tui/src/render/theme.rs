@@ -6,8 +6,8 @@ use ratatui::text::{Line, Span};
 
 use super::{ACCENT, DIM};
 use crate::ansi::{AnsiLines, Colour, Sgr};
-use crate::kind::{Kind, MdInline, MdText, MdTint, Tone};
-use crate::transcript::{LineStyle, Transcript};
+use crate::kind::{Kind, LineStyle, MdInline, MdText, MdTint, Tone};
+use crate::transcript::Transcript;
 
 /// The background of the focused part's header row.
 const FOCUS_BG: Color = Color::Indexed(236);
