@@ -11,7 +11,8 @@
 //!
 //! Transport: the SDK's `Lines` over our own bounded stdout line reader and a stdin writer
 //! task, rather than `ByteStreams`: a line has a length bound, a garbage or non-UTF-8 line is
-//! dropped without ending the connection, and stopping can close the agent's stdin. The
+//! dropped without ending the connection, and stopping closes the agent's stdin once the
+//! answers it gave are written (`AgentHandle::stop`). The
 //! stdout reader is a task of its own: the `session/update` notifications of the open session
 //! are parsed and handled there (the bulk of an agent's traffic), the rest goes to the SDK in
 //! order, and an update waits for the SDK whenever a request or notification handed to it
@@ -928,6 +929,12 @@ pub struct AgentHandle {
     session: Option<SessionInfo>,
     body: Body,
     exit: watch::Receiver<Option<String>>,
+    /// Ends the connection in order: the SDK hands the writer what it has queued (a stop's
+    /// `cancelled` answers among it) and closes the writer's channel, and the writer closes
+    /// stdin once it has written all of it.
+    close_connection: CancellationToken,
+    /// Closes stdin at once, whatever is still queued (a stop's bound on an agent that does
+    /// not read its stdin, the handle's drop).
     close_stdin: CancellationToken,
     options: StartOptions,
 }
@@ -1733,6 +1740,9 @@ fn exit_status(e: crate::agent_terminal::ExitInfo) -> schema::TerminalExitStatus
         .signal(e.signal)
 }
 
+/// Writes the connection's lines to the agent's stdin, in order, until the connection closes
+/// its channel (then everything it queued has been written) or `close` is cancelled (then
+/// what is left is dropped); then closes stdin.
 async fn write_stdin<W: tokio::io::AsyncWrite + Unpin>(
     mut stdin: W,
     mut lines: futures::channel::mpsc::UnboundedReceiver<String>,
@@ -1911,6 +1921,7 @@ impl AgentHandle {
         R: tokio::io::AsyncRead + Unpin + Send + 'static,
     {
         // stdin: our writer task; stdout: bounded lines.
+        let close_connection = CancellationToken::new();
         let close_stdin = CancellationToken::new();
         let (out_tx, out_rx) = futures::channel::mpsc::unbounded::<String>();
         tokio::spawn(write_stdin(stdin, out_rx, close_stdin.clone()));
@@ -1949,7 +1960,7 @@ impl AgentHandle {
         let transport = Lines::new(sink, lines);
 
         let (cx_tx, cx_rx) = oneshot::channel();
-        let shutdown = close_stdin.clone();
+        let shutdown = close_connection.clone();
         let handler_shared = shared.clone();
         let closed_shared = shared.clone();
         tokio::spawn(async move {
@@ -1979,6 +1990,8 @@ impl AgentHandle {
                     },
                     acp::on_receive_dispatch!(),
                 )
+                // Returning ends the connection in order: the SDK writes out what it has
+                // queued (through the sink, which it then closes) before it ends.
                 .connect_with(transport, async move |cx: ConnectionTo<Agent>| {
                     let _ = cx_tx.send(cx.clone());
                     tokio::select! {
@@ -2020,6 +2033,7 @@ impl AgentHandle {
             session: None,
             body,
             exit: exit_rx,
+            close_connection,
             close_stdin,
             options,
         };
@@ -2573,8 +2587,15 @@ impl AgentHandle {
         true
     }
 
-    /// Stops the agent: answers every open permission request `cancelled`, closes stdin, SIGTERM to the group after
-    /// `stop_term_after`, SIGKILL after `stop_kill_after` more. Waits for the process.
+    /// Stops the agent: answers every open permission request `cancelled`, closes stdin once
+    /// those answers are written, SIGTERM to the group after `stop_term_after`, SIGKILL after
+    /// `stop_kill_after` more. Waits for the process.
+    ///
+    /// The answers go out before stdin closes (ACP: every request is answered; an agent that
+    /// reads the end of its stdin before the answer may hang or misreport the request): the
+    /// connection is ended in order, so the writer closes stdin right after it has written
+    /// what was queued. At the latest stdin is closed with the SIGTERM, whatever is left, so
+    /// an agent that does not read its stdin delays nothing.
     pub async fn stop(&self) {
         {
             let mut st = self.shared.lock();
@@ -2582,7 +2603,7 @@ impl AgentHandle {
             self.shared.cancel_all(&mut st);
         }
         self.shared.terminals.release_all();
-        self.close_stdin.cancel();
+        self.close_connection.cancel();
         let mut exit = self.exit.clone();
         let mut wait = async |d: Duration| {
             tokio::time::timeout(d, exit.wait_for(Option::is_some))
@@ -2590,17 +2611,20 @@ impl AgentHandle {
                 .is_ok()
         };
         if !wait(self.options.stop_term_after).await {
+            self.close_stdin.cancel();
             self.body.signal(rustix::process::Signal::TERM);
             if !wait(self.options.stop_kill_after).await {
                 self.body.signal(rustix::process::Signal::KILL);
                 let _ = wait(Duration::from_secs(5)).await;
             }
         }
+        self.close_stdin.cancel();
     }
 }
 
 impl Drop for AgentHandle {
     fn drop(&mut self) {
+        self.close_connection.cancel();
         self.close_stdin.cancel();
         // Not `is_alive`: an agent that closed its output may still run, and must not outlive
         // its handle; only a reaped one is surely gone.

@@ -84,6 +84,9 @@
 //! Claude's `_meta.claudeCode.promptQueueing` and runs a session's prompts one after the other
 //! in the order they came (a prompt sent during a turn waits for it); without it a second
 //! prompt runs beside the first.
+//! `AX_MOCK_INPUT_LOG=PATH` appends every line the agent reads from stdin to PATH as it is
+//! read, and [`INPUT_LOG_EOF`] when stdin closes: what the client sent, as the agent got it
+//! (e.g. the answer to a permission request the client answered while stopping it).
 //! `AX_MOCK_HOSTILE=1` puts [`HOSTILE`] (terminal escapes and a bidi override) into its name,
 //! title, version, an authentication method and its error output, as a malicious agent would.
 
@@ -1078,6 +1081,25 @@ fn base64_len(data: &str) -> usize {
     (data.len() / 4) * 3 - padding.min(2)
 }
 
+/// The line `AX_MOCK_INPUT_LOG` ends with once stdin has closed.
+pub const INPUT_LOG_EOF: &str = "<stdin closed>";
+
+/// `AX_MOCK_INPUT_LOG=PATH`: the file every line read from stdin is appended to.
+fn input_log() -> Option<std::fs::File> {
+    let path = std::env::var_os("AX_MOCK_INPUT_LOG")?;
+    match std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(&path)
+    {
+        Ok(f) => Some(f),
+        Err(e) => {
+            eprintln!("mock-agent: cannot open the input log: {e}");
+            None
+        }
+    }
+}
+
 /// Serves ACP on this process's stdin/stdout until stdin closes, then exits the process.
 pub fn run() -> ! {
     let runtime = tokio::runtime::Builder::new_current_thread()
@@ -1133,13 +1155,25 @@ async fn serve() -> i32 {
         })
         .sink_map_err(|_| std::io::Error::other("stdout closed"));
     let stdin = tokio::io::BufReader::new(tokio::io::stdin()).lines();
-    let incoming = futures::stream::unfold(stdin, |mut lines| async move {
-        match lines.next_line().await {
-            Ok(Some(l)) => Some((Ok(l), lines)),
-            Ok(None) => None,
-            Err(e) => Some((Err(e), lines)),
-        }
-    });
+    let incoming =
+        futures::stream::unfold((stdin, input_log()), |(mut lines, mut log)| async move {
+            let next = lines.next_line().await;
+            if let Some(log) = log.as_mut() {
+                // On disk before the agent acts on the line, and the end of stdin is marked
+                // before the agent can exit.
+                use std::io::Write;
+                let _ = match &next {
+                    Ok(Some(l)) => writeln!(log, "{l}"),
+                    Ok(None) => writeln!(log, "{INPUT_LOG_EOF}"),
+                    Err(_) => Ok(()),
+                };
+            }
+            match next {
+                Ok(Some(l)) => Some((Ok(l), (lines, log))),
+                Ok(None) => None,
+                Err(e) => Some((Err(e), (lines, log))),
+            }
+        });
 
     let m = mock.clone();
     let m2 = mock.clone();

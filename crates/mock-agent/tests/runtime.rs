@@ -717,6 +717,77 @@ async fn stop_ends_a_busy_agent_and_its_turn() {
     assert_eq!(turn.end, TurnEnd::Cancelled);
 }
 
+/// The lines the mock agent read from its stdin (`AX_MOCK_INPUT_LOG`), as JSON; the last one
+/// must say that stdin closed.
+fn read_input_log(path: &std::path::Path) -> Vec<serde_json::Value> {
+    let log = std::fs::read_to_string(path).expect("the agent's input log");
+    let mut lines: Vec<&str> = log.lines().collect();
+    assert_eq!(
+        lines.pop(),
+        Some(ax_mock_agent::INPUT_LOG_EOF),
+        "the agent read its stdin to the end: {log}"
+    );
+    lines
+        .iter()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}")))
+        .collect()
+}
+
+/// docs/agents.md §2, §5: a stop answers the permission request the agent is waiting on
+/// `cancelled`, and that answer reaches the agent before its stdin closes, also when the
+/// agent keeps running after stdin closes (and is stopped by the signal).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn stop_answers_a_pending_permission_before_stdin_closes() {
+    for ignore_eof in ["0", "1"] {
+        let dir = tempfile::tempdir().unwrap();
+        let log = dir.path().join("input.jsonl");
+        let mut fx = start(&[
+            ("AX_MOCK_INPUT_LOG", log.to_str().unwrap()),
+            ("AX_MOCK_IGNORE_EOF", ignore_eof),
+        ])
+        .await;
+        fx.agent
+            .prompt_text("tool t0 long job\npermission p1 claude\ntext never")
+            .unwrap();
+        let mut deltas = Vec::new();
+        // Held, as a turn holds it, while the agent is stopped; the agent asked nothing else,
+        // so the one answer it reads is this request's.
+        let asked = permission(&mut fx.events, &mut deltas).await;
+        fx.agent.stop().await;
+        assert!(!asked.responder.is_open());
+        let read = read_input_log(&log);
+        let answers: Vec<&serde_json::Value> =
+            read.iter().filter(|m| m.get("method").is_none()).collect();
+        assert_eq!(
+            answers.len(),
+            1,
+            "one answer, to the permission request (ignore_eof={ignore_eof}): {read:?}"
+        );
+        assert_eq!(
+            answers[0]["result"],
+            serde_json::json!({"outcome": {"outcome": "cancelled"}}),
+            "ignore_eof={ignore_eof}: {read:?}"
+        );
+        // The turn ends cancelled, and the agent ends as stopping it ends it: by itself once
+        // it has read its stdin to the end (after the answer), else by the SIGTERM.
+        let (mut ended, mut status) = (None, None);
+        while ended.is_none() || status.is_none() {
+            match next(&mut fx.events).await {
+                AcpEvent::TurnEnded { end, .. } => ended = Some(end),
+                AcpEvent::Exited { status: s, .. } => status = Some(s),
+                _ => {}
+            }
+        }
+        assert_eq!(ended, Some(TurnEnd::Cancelled));
+        let expected = if ignore_eof == "1" {
+            "killed by signal 15"
+        } else {
+            "exit status 0"
+        };
+        assert_eq!(status.as_deref(), Some(expected));
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn twenty_sessions_at_once_with_permissions_have_no_cross_talk() {
     let mut tasks = Vec::new();

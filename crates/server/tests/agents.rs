@@ -69,6 +69,10 @@ fn main() {
         ("abort_while_pending_cancels_and_watchdog_kills", || {
             Box::pin(abort_while_pending_cancels_and_watchdog_kills())
         }),
+        (
+            "stopping_the_backend_answers_the_agents_pending_permission",
+            || Box::pin(stopping_the_backend_answers_the_agents_pending_permission()),
+        ),
         ("crash_auth_and_version_are_clear_states", || {
             Box::pin(crash_auth_and_version_are_clear_states())
         }),
@@ -909,6 +913,50 @@ async fn abort_while_pending_cancels_and_watchdog_kills() {
     let accepted = b.client.prompt_text(&id, "text again").await.unwrap();
     let live = follow(&b, &mut events, &id, &accepted.reply_id, |_| None).await;
     assert!(text_of(&live.parts).contains("again"), "{:?}", live.parts);
+}
+
+/// docs/agents.md §2, §5: when the backend stops while an agent waits on a permission request,
+/// the agent is answered `cancelled` before its stdin closes (it reads the answer, then the
+/// end of its input, and ends by itself).
+async fn stopping_the_backend_answers_the_agents_pending_permission() {
+    let logs = tempfile::tempdir().unwrap();
+    let log = logs.path().join("input.jsonl");
+    let mut b = Backend::start(&format!(
+        ", AX_MOCK_INPUT_LOG = {:?}",
+        log.to_str().unwrap()
+    ))
+    .await;
+    let mut events = b.events().await;
+    let id = b.mock_session().await;
+    b.client
+        .prompt_text(&id, "permission p1 claude\ntext never")
+        .await
+        .unwrap();
+    next_asked(&mut events).await;
+    b.server.take().unwrap().shutdown().await;
+    // What the agent read (not shown whole: `session/new` carries its screen credential).
+    let read = std::fs::read_to_string(&log).unwrap();
+    let mut lines: Vec<&str> = read.lines().collect();
+    assert_eq!(
+        lines.pop(),
+        Some(ax_mock_agent::INPUT_LOG_EOF),
+        "the agent read its stdin to the end"
+    );
+    let answers: Vec<serde_json::Value> = lines
+        .iter()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+        .filter(|m| m.get("method").is_none())
+        .collect();
+    // The agent asked nothing else: its one answer is the permission request's.
+    assert_eq!(
+        answers,
+        [serde_json::json!({
+            "jsonrpc": "2.0",
+            "id": answers.first().map(|a| a["id"].clone()),
+            "result": {"outcome": {"outcome": "cancelled"}},
+        })],
+        "the agent's answers"
+    );
 }
 
 async fn crash_auth_and_version_are_clear_states() {
