@@ -14,14 +14,26 @@ fn text(t: &str) -> Prompt {
 }
 
 /// Each reply's text, in order, once the session ran `n` prompts and nothing waits.
+///
+/// Settled is judged on the transcript it returns, never on a status read in another
+/// request: a transcript read first and an idle status read after it may straddle a whole
+/// turn (its reply read still empty, then the turn started and ended before the status
+/// was read; seen under load). A reply's end is stored in the transaction that ends its
+/// turn, after the turn's last delta (docs/backend.md §2 and `turn::core::end_turn`), so
+/// a reply read as ended is complete. The queue is read before the transcript: a queued
+/// prompt leaves the queue only once its turn is stored ("Queue and steer"), so every
+/// prompt that was queued then is in the transcript read after it.
 async fn replies_when_settled(b: &Backend, id: &SessionId, n: usize) -> Vec<String> {
     within(async {
         loop {
+            let queue = b.client.prompt_queue(id).await.unwrap();
             let messages = b.client.messages(id).await.unwrap();
             let users = messages.iter().filter(|m| m.role == Role::User).count();
-            let idle = b.client.get_session(id).await.unwrap().status == SessionStatus::Idle;
-            let queue = b.client.prompt_queue(id).await.unwrap();
-            if users >= n && idle && queue.items.is_empty() {
+            let ended = messages
+                .iter()
+                .filter(|m| m.role == Role::Assistant)
+                .all(|m| m.ended.is_some());
+            if users >= n && ended && queue.items.is_empty() {
                 return messages
                     .iter()
                     .filter(|m| m.role == Role::Assistant)
