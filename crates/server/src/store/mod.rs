@@ -7,7 +7,8 @@
 //!
 //! SQLite is synchronous, so every call runs on the blocking pool. One connection writes and
 //! one reads; each sits behind a std `Mutex` (held only for one short statement batch, never
-//! across an await). WAL lets the reader go on while the writer commits.
+//! across an await). WAL lets the reader go on while the writer commits, and a thread of its
+//! own checkpoints the log so that no commit does ([`checkpoint`]).
 
 use std::{
     path::{Path, PathBuf},
@@ -16,6 +17,7 @@ use std::{
 
 use rusqlite::{Connection, OpenFlags};
 
+mod checkpoint;
 mod images;
 mod messages;
 mod permissions;
@@ -183,6 +185,7 @@ impl Store {
         let (write, read) = retry_while_busy(|| {
             let mut write = Connection::open(&path)?;
             migrate(&mut write, &path)?;
+            checkpoint::start(&path, &mut write)?;
             let read = Connection::open_with_flags(
                 &path,
                 OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
