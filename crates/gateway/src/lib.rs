@@ -61,6 +61,7 @@ mod pty;
 pub mod scope;
 pub mod screen;
 pub mod screen_args;
+mod screen_error;
 mod terminal;
 pub mod ui_command;
 pub mod ui_layout;

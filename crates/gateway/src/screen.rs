@@ -37,6 +37,9 @@ use crate::{
 
 use crate::screen_args::is_session_id;
 pub use crate::screen_args::{ScreenAction, ScreenInput, command_params, layout_params};
+// `ScreenError` lives in `screen_error`, which both this module and `screen_args` build on,
+// so `screen_args` needs nothing from here; this re-export keeps its path `screen::ScreenError`.
+pub use crate::screen_error::ScreenError;
 
 /// The MCP server name.
 pub const SERVER_NAME: &str = "ax-code-screen";
@@ -106,46 +109,6 @@ pub struct ScreenOutput {
     /// Why the call failed, when `ok` is false.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error: Option<ScreenErrorBody>,
-}
-
-/// A failed call: the gateway's error code (or the same vocabulary for local causes).
-#[derive(Debug, Clone, PartialEq, thiserror::Error)]
-#[error("{code}: {message}")]
-pub struct ScreenError {
-    /// The gateway's error code, or the same vocabulary for a local cause.
-    pub code: ErrorCode,
-    /// What went wrong.
-    pub message: String,
-}
-
-impl ScreenError {
-    /// An error with this code.
-    pub fn new(code: ErrorCode, message: impl Into<String>) -> Self {
-        ScreenError {
-            code,
-            message: message.into(),
-        }
-    }
-
-    /// An `INVALID_REQUEST` error (bad arguments; the agent can fix them).
-    pub fn invalid(message: impl Into<String>) -> Self {
-        ScreenError::new(ErrorCode::InvalidRequest, message)
-    }
-
-    /// An `UNAVAILABLE` error (no gateway or no Control UI; retrying later may help).
-    pub fn unavailable(message: impl Into<String>) -> Self {
-        ScreenError::new(ErrorCode::Unavailable, message)
-    }
-}
-
-impl From<ClientError> for ScreenError {
-    fn from(e: ClientError) -> Self {
-        match e {
-            // The gateway's own message, without a code prefix.
-            ClientError::Gateway(shape) => ScreenError::new(shape.code, shape.message),
-            other => ScreenError::new(other.code(), other.to_string()),
-        }
-    }
 }
 
 /// Opens a gateway connection for one call.

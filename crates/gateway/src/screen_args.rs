@@ -5,7 +5,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use crate::{
-    screen::ScreenError,
+    screen_error::ScreenError,
     ui_command::{Annotation, Dock, PanelKind, Preset, SplitDirection, UiCommand, UiCommandParams},
     ui_layout::{Target, UiLayoutParams},
 };

@@ -7,6 +7,10 @@ use crate::{
     ui_layout::{Target, check_target},
 };
 
+/// `Dock` lives in `ui_layout`, which reports where each panel docks; a command names it
+/// through this re-export, so `ui_layout` needs nothing from this module.
+pub use crate::ui_layout::Dock;
+
 /// Longest session key accepted before asking the directory (session IDs are 30 bytes).
 const MAX_SESSION_KEY: usize = 128;
 /// Longest `reason` a UI may give in `ui.command.result`.
@@ -339,20 +343,6 @@ pub enum PanelKind {
     Terminal,
     // The embedded browser.
     Browser,
-}
-
-/// Where a panel docks.
-#[allow(
-    missing_docs,
-    reason = "a doc comment on a variant becomes a schema description and turns the schema's `enum` list into a `oneOf`; the variants are explained in plain comments"
-)]
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
-#[serde(rename_all = "lowercase")]
-pub enum Dock {
-    // Along the bottom.
-    Bottom,
-    // Along the right side.
-    Right,
 }
 
 impl UiCommandParams {

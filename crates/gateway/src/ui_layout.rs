@@ -8,8 +8,6 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::ui_command::Dock;
-
 /// Panes a report may list (the Control UI holds at most 16).
 pub const MAX_PANES: usize = 16;
 /// Longest pane ID.
@@ -68,6 +66,23 @@ pub struct PanelReport {
     pub shown: bool,
     /// Where it docks (also while hidden: where it will show).
     pub dock: Dock,
+}
+
+// `Dock` lives here, with the layout that reports it; `ui_command` (whose `panel` command
+// takes one) imports it from here, so imports go one way, command to layout. (A plain
+// comment: the doc comment below is the schema's description.)
+/// Where a panel docks.
+#[allow(
+    missing_docs,
+    reason = "a doc comment on a variant becomes a schema description and turns the schema's `enum` list into a `oneOf`; the variants are explained in plain comments"
+)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum Dock {
+    // Along the bottom.
+    Bottom,
+    // Along the right side.
+    Right,
 }
 
 impl LayoutReport {
