@@ -97,30 +97,36 @@ mod tests {
     use std::time::Instant;
 
     use super::*;
+    use crate::store::{DB_FILE, Store};
+
+    /// `rows` commits of one 20 KB row each: about five log pages per commit.
+    fn commit_rows(store: &Store, rows: usize) {
+        let body = "x".repeat(20_000);
+        store
+            .write_blocking(|c| {
+                c.execute_batch("CREATE TABLE filler(body TEXT NOT NULL)")?;
+                for _ in 0..rows {
+                    c.execute("INSERT INTO filler(body) VALUES (?1)", [&body])?;
+                }
+                Ok(())
+            })
+            .unwrap();
+    }
 
     /// The writer no longer checkpoints in its commits, and the thread does: the database file
     /// grows by what the log held, with no checkpoint asked of the writer.
     #[test]
     fn the_log_is_checkpointed_by_the_thread_not_by_a_commit() {
         let dir = tempfile::tempdir().unwrap();
-        let store = super::super::Store::open(dir.path()).unwrap();
-        let db = dir.path().join(super::super::DB_FILE);
+        let store = Store::open(dir.path()).unwrap();
+        let db = dir.path().join(DB_FILE);
         let auto: i64 = store
             .write_blocking(|c| Ok(c.pragma_query_value(None, "wal_autocheckpoint", |r| r.get(0))?))
             .unwrap();
         assert_eq!(auto, 0, "the automatic checkpoint is replaced by the hook");
         let before = std::fs::metadata(&db).unwrap().len();
         // About 1,500 pages of 4 KiB in the log, in commits of one row each.
-        let body = "x".repeat(20_000);
-        store
-            .write_blocking(|c| {
-                c.execute_batch("CREATE TABLE filler(body TEXT NOT NULL)")?;
-                for _ in 0..300 {
-                    c.execute("INSERT INTO filler(body) VALUES (?1)", [&body])?;
-                }
-                Ok(())
-            })
-            .unwrap();
+        commit_rows(&store, 300);
         let deadline = Instant::now() + Duration::from_secs(20);
         loop {
             let now = std::fs::metadata(&db).unwrap().len();
@@ -141,19 +147,10 @@ mod tests {
     #[test]
     fn the_log_stays_bounded_while_commits_keep_coming() {
         let dir = tempfile::tempdir().unwrap();
-        let store = super::super::Store::open(dir.path()).unwrap();
-        let wal = dir.path().join(format!("{}-wal", super::super::DB_FILE));
+        let store = Store::open(dir.path()).unwrap();
+        let wal = dir.path().join(format!("{}-wal", DB_FILE));
         // About 12,500 pages through the log, three times the bound.
-        let body = "x".repeat(20_000);
-        store
-            .write_blocking(|c| {
-                c.execute_batch("CREATE TABLE filler(body TEXT NOT NULL)")?;
-                for _ in 0..2_500 {
-                    c.execute("INSERT INTO filler(body) VALUES (?1)", [&body])?;
-                }
-                Ok(())
-            })
-            .unwrap();
+        commit_rows(&store, 2_500);
         let frame = 4096 + 24;
         let most = 2 * LOG_BOUND as u64 * frame;
         let size = std::fs::metadata(&wal).unwrap().len();
