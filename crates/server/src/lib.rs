@@ -441,14 +441,15 @@ pub async fn start(config: ServerConfig) -> Result<RunningServer, StartError> {
             let id = store::project_id(c, &directory)?;
             let recovered =
                 store::recover_interrupted(c, id, ids::now_ms(), ax_agents::process::owner_alive)?;
-            let told = recovered::events(c, id, &recovered)?;
-            let paused = store::pause_waiting_queues(c, queue::RESTART_REASON)?;
-            if paused > 0 {
+            let mut told = recovered::events(c, id, &recovered)?;
+            let paused = store::pause_waiting_queues(c, id, queue::RESTART_REASON)?;
+            if !paused.is_empty() {
                 tracing::warn!(
-                    queues = paused,
+                    queues = paused.len(),
                     "prompt queues wait for the person after a restart"
                 );
             }
+            told.extend(recovered::paused_queues(c, &paused)?);
             if recovered.runs > 0 {
                 tracing::warn!(
                     runs = recovered.runs,

@@ -3,7 +3,8 @@
 //! publishes, once its event bus exists and before it serves, the events a turn's normal end
 //! publishes (docs/backend.md §1). They are the first events of the new process, so a
 //! client that reads `/event` from this process's start (`Last-Event-ID: 0`, as the hub's join
-//! does) learns of the end without reloading.
+//! does) learns of the end without reloading. The queues the start paused are told the same
+//! way, after the turns' ends ([`paused_queues`]).
 
 use std::collections::BTreeSet;
 
@@ -90,4 +91,17 @@ pub(crate) fn events(
         }
     }
     Ok(out)
+}
+
+/// One `queue.updated` per session whose prompt queue the start paused (docs/backend.md §3),
+/// the queue as stored: a client that followed the queue sees it wait without reloading.
+pub(crate) fn paused_queues(conn: &Connection, paused: &[SessionId]) -> store::Result<Vec<Event>> {
+    paused
+        .iter()
+        .map(|session| {
+            Ok(Event::QueueUpdated {
+                queue: store::prompt_queue(conn, session)?,
+            })
+        })
+        .collect()
 }

@@ -155,12 +155,23 @@ pub fn set_queue_paused(
     Ok(())
 }
 
-/// At start-up: every queue that still holds prompts waits for the person (the turn it waited
-/// for ended with the backend that ran it); how many were paused.
-pub fn pause_waiting_queues(conn: &Connection, reason: &str) -> Result<usize> {
-    Ok(conn.execute(
+/// At start-up: every queue of `project`'s sessions that still holds prompts waits for the
+/// person (the turn it waited for ended with the backend that ran it). Other projects' queues
+/// are left alone: their backends may be running on the same store. Returns the sessions whose
+/// queue this paused (not those that were paused already).
+pub fn pause_waiting_queues(
+    conn: &Connection,
+    project: i64,
+    reason: &str,
+) -> Result<Vec<SessionId>> {
+    let mut stmt = conn.prepare(
         "INSERT OR IGNORE INTO queue_pause(session_id, reason) \
-         SELECT DISTINCT session_id, ?1 FROM queued_prompt",
-        [reason],
-    )?)
+         SELECT DISTINCT q.session_id, ?2 FROM queued_prompt q \
+         JOIN session s ON s.id = q.session_id WHERE s.project_id = ?1 \
+         RETURNING session_id",
+    )?;
+    collect_rows(stmt.query(params![project, reason])?, |row| {
+        let id: String = row.get(0)?;
+        decode("queue_pause", &id, "session_id", &id)
+    })
 }

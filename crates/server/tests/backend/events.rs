@@ -169,10 +169,14 @@ async fn the_client_resumes_a_dropped_stream_without_losing_events() {
 /// process that is gone, its command's output stored) tells what its recovery ended as the
 /// process's first events: a fresh client reading from the start (`Last-Event-ID: 0`) gets
 /// them as a turn's end tells it, a client asking for nothing old gets only what follows,
-/// and an ID of another process is still a reset.
+/// and an ID of another process is still a reset. The queue the cut turn held back is told
+/// paused after them.
 #[tokio::test]
 async fn a_restart_after_a_crash_tells_the_cut_turn_from_the_process_start() {
-    use ax_protocol::{Message, MessageId, Part, Role, Session, SessionStatus, Stream};
+    use ax_protocol::{
+        Message, MessageId, Part, Prompt, PromptPart, QueuedId, Role, Session, SessionStatus,
+        Stream,
+    };
     use ax_server::store;
     let (project, data) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
     // The run's owner: a backend process that is gone.
@@ -217,7 +221,15 @@ async fn a_restart_after_a_crash_tells_the_cut_turn_from_the_process_start() {
                 }],
             },
         )?;
-        store::begin_run(c, id.as_str(), &reply, 1, (dead_pid, Some(1)))
+        store::begin_run(c, id.as_str(), &reply, 1, (dead_pid, Some(1)))?;
+        // A prompt the person queued behind the cut turn.
+        let prompt = Prompt {
+            parts: vec![PromptPart::Text {
+                text: "next".into(),
+            }],
+        };
+        let queued: QueuedId = "que_0123456789abABCDEFGHIJKLMN".parse().unwrap();
+        store::enqueue(c, &id, &queued, &prompt, 1, 10).map(drop)
     })
     .unwrap();
     drop(cut);
@@ -230,7 +242,7 @@ async fn a_restart_after_a_crash_tells_the_cut_turn_from_the_process_start() {
     .await;
     let mut from_start = b.client.events(Some(0));
     let mut told = Vec::new();
-    for _ in 0..4 {
+    for _ in 0..5 {
         told.push(within(from_start.next()).await.unwrap().unwrap().event);
     }
     let stored = b.client.messages(&id).await.unwrap().remove(0);
@@ -256,7 +268,17 @@ async fn a_restart_after_a_crash_tells_the_cut_turn_from_the_process_start() {
                 session_id: id.clone(),
                 status: SessionStatus::Idle,
             },
+            // The queue that waited for the turn now waits for the person.
+            Event::QueueUpdated {
+                queue: b.client.prompt_queue(&id).await.unwrap(),
+            },
         ]
+    );
+    assert!(
+        matches!(&told[4], Event::QueueUpdated { queue } if queue.paused.is_some()
+            && queue.items.len() == 1),
+        "{:?}",
+        told[4]
     );
     // A client that asks for nothing old starts with what follows.
     let mut live = b.events().await;

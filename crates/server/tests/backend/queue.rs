@@ -457,3 +457,42 @@ async fn the_queue_survives_a_restart_and_waits_for_the_person() {
     assert_eq!(prompts_now, ["true", "echo later"]);
     server.shutdown().await;
 }
+
+/// Projects share the data directory's store: a backend that starts for another project
+/// pauses its own waiting queues, never this live backend's (docs/backend.md §3).
+#[tokio::test]
+async fn another_projects_backend_starting_leaves_this_queue_alone() {
+    let b = Backend::start().await;
+    let id = b.session().await;
+    let mut events = b.events().await;
+    // The turn waits for an approval, so the queued prompt waits behind it.
+    let first = b.client.prompt_text(&id, "true").await.unwrap();
+    let first_id = first.permission.map(|p| p.id);
+    queue(&b.client, &id, "echo later").await;
+    let other = tempfile::tempdir().unwrap();
+    let mut config = ax_server::ServerConfig::new(other.path(), b.data.path());
+    config.register = false;
+    let neighbour = ax_server::start(config).await.unwrap();
+    let q = b.client.prompt_queue(&id).await.unwrap();
+    assert_eq!(q.paused, None, "{q:?}");
+    b.client
+        .reply_permission(&id, first_id.as_ref().unwrap(), PermissionReply::Once)
+        .await
+        .unwrap();
+    // The queued prompt is sent when the turn ends; its command asks too.
+    let asked = next_matching(&mut events, |e| {
+        matches!(e, Event::PermissionAsked { permission, .. }
+            if permission.session_id == id && Some(&permission.id) != first_id.as_ref())
+    })
+    .await;
+    let Event::PermissionAsked { permission, .. } = asked.event else {
+        unreachable!()
+    };
+    b.client
+        .reply_permission(&id, &permission.id, PermissionReply::Once)
+        .await
+        .unwrap();
+    assert_eq!(settled(&b.client, &id, 2).await, ["true", "echo later"]);
+    neighbour.shutdown().await;
+    b.server.shutdown().await;
+}
