@@ -132,10 +132,14 @@ export class Api {
   findFiles(query, limit = 20) {
     return this.request('GET', `/find/file?query=${encodeURIComponent(query)}&limit=${limit}`);
   }
+  /** The path of image `index` of message `mid` (a hub routes it to the session's machine). */
+  imagePath(id, mid, index) {
+    return `/session/${encodeURIComponent(id)}/message/${encodeURIComponent(mid)}/image/${index}`;
+  }
   /** Image `index` of message `mid` as a data: URL (the page's CSP takes no blob: images). */
   async image(id, mid, index) {
     await this.proven();
-    const res = await this.send(`/session/${encodeURIComponent(id)}/message/${encodeURIComponent(mid)}/image/${index}`, { headers: this.headers() });
+    const res = await this.send(this.imagePath(id, mid, index), { headers: this.headers() });
     if (!res.ok) throw new ApiError(res.status, `HTTP_${res.status}`, res.statusText);
     const type = res.headers.get('Content-Type') ?? '';
     if (!/^image\/(png|jpeg|gif|webp)$/.test(type)) throw new ApiError(0, 'BAD_IMAGE', `not an image: ${type}`);

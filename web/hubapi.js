@@ -323,6 +323,11 @@ export class HubApi extends Api {
     return machinePath(machine, `/session/${encodeURIComponent(id)}${rest}`);
   }
 
+  /** A transcript's image, from the session's machine (docs/hub.md §4). */
+  imagePath(id, mid, index) {
+    return this.sessionRoute(id, `/message/${encodeURIComponent(mid)}/image/${index}`);
+  }
+
   /**
    * The session's prompt queue, through the machine's own queue API (docs/hub.md §4): sent at
    * once when the session is free, else queued. `client` names a backend's gateway

@@ -230,3 +230,10 @@ test("a session's prompt queue goes to the machine holding the session", async (
     restore();
   }
 });
+
+test("a transcript's image is asked of the session's machine, and refused for no machine", () => {
+  const api = new HubApi('tok', { ensure: async () => {}, lost: () => {} });
+  api.owner.set('s/2', 'box');
+  assert.equal(api.imagePath('s/2', 'm/1', 3), '/machine/box/session/s%2F2/message/m%2F1/image/3');
+  assert.throws(() => api.imagePath('gone', 'm1', 0), (e) => e.code === 'NOT_ON_HUB');
+});

@@ -36,13 +36,16 @@ In headless Chromium with its own profile:
 6. New session with a machine picker (both online), then an agent picker with the chosen
    machine's own agents (GET /machine/beta/agent: beta's `mock` offered): made on the machine
    chosen with the agent chosen; its agent's text rendered as Markdown (the hub's POST
-   /markdown: bold an element, only the safe link a link, raw HTML as text, nothing run);
-   renamed and deleted from the sidebar through the hub's PATCH / DELETE routes.
+   /markdown: bold an element, only the safe link a link, raw HTML as text, nothing run); an
+   image pasted into its composer reaches the agent, and the transcript's thumbnail loads
+   through the hub (GET /machine/beta/session/{id}/message/{mid}/image/0); renamed and
+   deleted from the sidebar through the hub's PATCH / DELETE routes.
 7. Machine 2 stopped: shown offline with when it was last seen; its session read-only.
 8. The page reloaded while machine 2 is away: its session shows the transcript the hub kept
    (GET /machine/beta/session/{id}/message as last seen), read-only, both turns in it.
 """
 
+import base64
 import json
 import os
 import re
@@ -58,6 +61,7 @@ from selenium.webdriver.common.by import By
 from selenium.webdriver.common.keys import Keys
 from selenium.webdriver.support.ui import Select
 
+from control_ui_attach import PASTE, PNG
 from terminal_browser import Page as TerminalPage
 from axtest import Backend, browser, check, click_when_found, close_browser, run_checks, stop_process, wait_for
 
@@ -437,6 +441,25 @@ def run(binary, nats, mock):
         check(r["links"] == ["https://example.com/h"], f"only the safe link is a link: {r['links']}")
         check(r["imgs"] == 0 and "<img src=x" in r["text"], f"raw HTML shown as text, no element made: {r}")
         check(r["pwned"] is None, "nothing in the agent's text ran")
+        # An image pasted on the hub's page goes with the prompt to beta's agent, and the
+        # transcript's thumbnail loads through the hub (its image route, which reads the image
+        # from the machine in pieces).
+        driver.execute_script(PASTE, box, base64.b64encode(PNG).decode(), "dot.png", "image/png")
+        wait_for(lambda: driver.find_elements(By.CSS_SELECTOR, '[data-testid="image-chip"]'), "the pasted image is a chip")
+        box.send_keys("blocks")
+        box.send_keys(Keys.ENTER)
+        wait_for(lambda: beta.api("GET", f"/session/{fresh}")["status"] == "idle"
+                 and len(beta.api("GET", f"/session/{fresh}/message")) == 4, "the mock agent got the image on beta", timeout=30)
+        wait_for(lambda: f"blocks: image image/png {len(PNG)}" in transcript_text(driver),
+                 "as an image block (the agent's answer on the page)", timeout=20)
+
+        def thumb_loaded():
+            return driver.execute_script("""
+                const pane = [...document.querySelectorAll('[data-testid="pane"]')].find((p) => p.dataset.session === arguments[0]);
+                const img = pane?.querySelector('[data-testid="image-part"] [data-testid="image-thumb"]:not([hidden])');
+                return img && img.complete && img.naturalWidth === 1 ? img.src.slice(0, 22) : null;""", fresh)
+        src = wait_for(thumb_loaded, "the transcript's image loaded through the hub", timeout=20)
+        check(src == "data:image/png;base64,", f"by its checked type: {src}")
         driver.execute_script("window.prompt = () => 'renamed via hub';")
         click_when_found(driver, f'[data-testid="session-item"][data-session="{fresh}"] ~ .session-controls [data-testid="session-rename"]',
                          "rename clicked")

@@ -49,6 +49,7 @@ use futures_util::{StreamExt, future::join_all};
 use serde::{Deserialize, Serialize};
 use tokio::task::JoinHandle;
 
+mod image;
 mod page;
 mod queue;
 mod relay;
@@ -577,6 +578,10 @@ fn router(shared: Arc<Shared>) -> Router {
         .route(
             "/machine/{m}/session/{id}/message",
             get(transcripts::messages),
+        )
+        .route(
+            "/machine/{m}/session/{id}/message/{mid}/image/{index}",
+            get(image::image),
         )
         .route("/machine/{m}/session/{id}/prompt", post(prompt))
         .route("/machine/{m}/session/{id}/abort", post(abort))

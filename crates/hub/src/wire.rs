@@ -2,7 +2,7 @@
 //! (a message over [`MAX_MESSAGE`] is refused before it is parsed).
 
 use ax_protocol::{
-    EventEnvelope, PermissionId, PermissionReply, Prompt, QueuedId, Session, SessionId,
+    EventEnvelope, MessageId, PermissionId, PermissionReply, Prompt, QueuedId, Session, SessionId,
 };
 use serde::{Deserialize, Serialize};
 
@@ -12,6 +12,9 @@ use crate::MachineName;
 pub const MAX_MESSAGE: usize = 1024 * 1024;
 /// At most this many sessions in a snapshot (the most recently active).
 pub const MAX_SNAPSHOT_SESSIONS: u32 = 1000;
+/// Largest piece of an image one [`Request::ImagePiece`] asks for: base64 in its JSON answer,
+/// it stays under [`MAX_MESSAGE`].
+pub const IMAGE_PIECE_BYTES: u32 = 512 * 1024;
 
 /// A backend's machine record, published when it joins, at every heartbeat and when it
 /// leaves (`online: false`).
@@ -186,6 +189,33 @@ pub enum Request {
         /// The session.
         session: SessionId,
     },
+    /// `length` bytes (at most [`IMAGE_PIECE_BYTES`]) from `offset` of image `index` of a
+    /// person's message: an image is up to 5 MiB, a NATS message 1 MiB, so the hub reads it
+    /// in pieces ([`ImagePiece`]).
+    ImagePiece {
+        /// The session.
+        session: SessionId,
+        /// The message.
+        message: MessageId,
+        /// Which of the message's images.
+        index: u32,
+        /// The first byte.
+        offset: u64,
+        /// How many bytes at most.
+        length: u32,
+    },
+}
+
+/// The answer to [`Request::ImagePiece`].
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ImagePiece {
+    /// The image's type, as the backend serves it.
+    pub mime_type: String,
+    /// The whole image's size in bytes.
+    pub total: u64,
+    /// The piece, base64 (standard alphabet, padded); empty from `total` on.
+    pub data: String,
 }
 
 /// The gateway methods a hub may relay: the two of the `screen` tool (docs/gateway.md §4).
@@ -257,6 +287,41 @@ mod tests {
         );
         assert!(decode::<Request>(br#"{"op":"uiCommandResult"}"#).is_err());
         assert!(decode::<Request>(br#"{"op":"uiCommandResult","params":{},"x":1}"#).is_err());
+    }
+
+    /// The largest piece's answer, its bytes base64, still fits in one message.
+    #[test]
+    fn the_largest_image_piece_fits_in_a_message() {
+        use base64::Engine as _;
+        let piece = ImagePiece {
+            mime_type: "image/webp".into(),
+            total: u64::MAX,
+            data: base64::engine::general_purpose::STANDARD
+                .encode(vec![0xff; IMAGE_PIECE_BYTES as usize]),
+        };
+        let bytes = serde_json::to_vec(&Reply::Ok(piece.clone())).unwrap();
+        assert!(bytes.len() < MAX_MESSAGE, "{}", bytes.len());
+        assert_eq!(
+            decode::<Reply<ImagePiece>>(&bytes).unwrap(),
+            Reply::Ok(piece)
+        );
+        let sid = "ses_0123456789abABCDEFGHIJKLMN";
+        let mid = "msg_0123456789abABCDEFGHIJKLMN";
+        let ask = format!(
+            r#"{{"op":"imagePiece","session":"{sid}","message":"{mid}","index":0,"offset":0,"length":1}}"#
+        );
+        assert!(matches!(
+            decode::<Request>(ask.as_bytes()).unwrap(),
+            Request::ImagePiece { index: 0, .. }
+        ));
+        for bad in [
+            ask.replace(r#","length":1"#, ""),
+            ask.replace(r#""index":0"#, r#""index":-1"#),
+            ask.replace(mid, "msg_1"),
+            ask.replace('}', r#","x":1}"#),
+        ] {
+            assert!(decode::<Request>(bad.as_bytes()).is_err(), "{bad}");
+        }
     }
 
     #[test]

@@ -487,3 +487,124 @@ async fn api_post(
     let status = res.status().as_u16();
     (status, res.json().await.unwrap())
 }
+
+/// docs/hub.md §4: an image a person attached is served through the hub as its machine's
+/// backend serves it, byte for byte, one over a NATS message's 1 MiB too (read in pieces);
+/// what the backend refuses is its answer, a machine that is not there is 503.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_transcripts_images_are_served_through_the_hub() {
+    use ax_protocol::{Message, MessageId, Part, Role};
+    use ax_server::store::{self, Store};
+    let nats = NatsServer::start();
+    let hub = start_hub(&nats).await;
+    let api = HubClient::new(hub.url());
+    let laptop = Machine::start(&nats, "laptop").await;
+    let other = Machine::start(&nats, "other").await;
+    api.wait_machine("laptop", |m| m.online).await;
+    api.wait_machine("other", |m| m.online).await;
+    let id = laptop.client.create_session(Some("pics")).await.unwrap().id;
+    let theirs = other.client.create_session(None).await.unwrap().id;
+
+    // A person's message with a small image and one of 1.5 MiB, in the machine's own store.
+    let small = b"\x89PNG\r\n\x1a\n\0\0\0\rIHDR\0\0\0\x01".to_vec();
+    let mut big = b"GIF89a".to_vec();
+    let mut x = 7u32;
+    big.extend((0..1536 * 1024).map(|_| {
+        x = x.wrapping_mul(1_103_515_245).wrapping_add(12_345);
+        (x >> 16) as u8
+    }));
+    let mid: MessageId = "msg_0123456789abABCDEFGHIJKLMN".parse().unwrap();
+    let message = Message {
+        id: mid.clone(),
+        session_id: id.clone(),
+        role: Role::User,
+        created: 1,
+        ended: Some(1),
+        deltas: 0,
+        parts: vec![
+            Part::Image {
+                index: 0,
+                mime_type: "image/png".into(),
+                bytes: small.len() as u64,
+                name: None,
+            },
+            Part::Image {
+                index: 1,
+                mime_type: "image/gif".into(),
+                bytes: big.len() as u64,
+                name: Some("big.gif".into()),
+            },
+        ],
+    };
+    let shared_store = Store::open(laptop.data.path()).unwrap();
+    shared_store
+        .write_blocking(|c| {
+            let tx = store::begin_write(c)?;
+            store::insert_message(&tx, &message)?;
+            store::insert_image(&tx, &mid, 0, "image/png", &small)?;
+            store::insert_image(&tx, &mid, 1, "image/gif", &big)?;
+            Ok(tx.commit()?)
+        })
+        .unwrap();
+
+    for (index, mime, bytes) in [(0, "image/png", &small), (1, "image/gif", &big)] {
+        let path = format!("/machine/laptop/session/{id}/message/{mid}/image/{index}");
+        let got = within("an image", api.get(&path)).await;
+        assert_eq!(got.status(), 200, "{path}");
+        let header = |name: &str| got.headers()[name].to_str().unwrap().to_owned();
+        assert_eq!(header("content-type"), mime);
+        assert_eq!(header("x-content-type-options"), "nosniff");
+        let body = got.bytes().await.unwrap();
+        assert!(body[..] == bytes[..], "image {index}: {} bytes", body.len());
+        let direct = laptop.client.image(&id, &mid, index).await.unwrap();
+        assert_eq!((direct.0.as_str(), &direct.1), (mime, bytes));
+    }
+
+    // What the backend refuses, the hub answers as it did.
+    let status = |path: String| {
+        let api = api.clone();
+        async move { within("an answer", api.get(&path)).await.status().as_u16() }
+    };
+    assert_eq!(
+        status(format!(
+            "/machine/laptop/session/{id}/message/{mid}/image/2"
+        ))
+        .await,
+        404
+    );
+    assert_eq!(
+        status(format!(
+            "/machine/other/session/{theirs}/message/{mid}/image/0"
+        ))
+        .await,
+        404
+    );
+    assert_eq!(
+        status(format!("/machine/other/session/{id}/message/{mid}/image/0")).await,
+        404
+    );
+    assert_eq!(
+        status(format!(
+            "/machine/nowhere/session/{id}/message/{mid}/image/0"
+        ))
+        .await,
+        503
+    );
+    assert_eq!(
+        status(format!(
+            "/machine/laptop/session/{id}/message/{mid}/image/x"
+        ))
+        .await,
+        400
+    );
+    let anonymous = api
+        .http
+        .get(format!(
+            "{}/machine/laptop/session/{id}/message/{mid}/image/0",
+            api.base
+        ))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(anonymous.status(), 401);
+}
