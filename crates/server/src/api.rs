@@ -287,6 +287,8 @@ async fn prompt(
     input: Result<Json<PromptBody>, JsonRejection>,
 ) -> ApiResult<Response> {
     let (id, input, client) = prompt_request(&id, input)?;
+    // Before the queue is read: another project's session is not found, whatever it holds.
+    find_session(&app, &id).await?;
     let accepted: PromptAccepted =
         crate::queue::start_direct(&app, &id, input, client.as_deref()).await?;
     Ok((StatusCode::ACCEPTED, Json(accepted)).into_response())

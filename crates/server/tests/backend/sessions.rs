@@ -1,6 +1,8 @@
 use ax_protocol::SessionStatus;
 
-use crate::util::Backend;
+use ax_client::Client;
+
+use crate::util::{Backend, within};
 
 #[tokio::test]
 async fn create_list_get_delete() {
@@ -105,4 +107,131 @@ async fn agents_are_listed_default_first() {
     // Like every route, it needs the credential.
     let r = b.raw().get(b.url("/agent")).send().await.unwrap();
     assert_eq!(r.status(), 401);
+}
+
+/// Backends of two projects share one data directory's store: each serves its own project's
+/// sessions only. Every session route of one answers 404 for the other's session, and
+/// changes nothing of it (docs/backend.md §1).
+#[tokio::test]
+async fn a_backend_never_serves_another_projects_session() {
+    let b = Backend::start().await;
+    let theirs = b.session().await;
+    let first = b.client.prompt_text(&theirs, "true").await.unwrap();
+    let queued = match b
+        .client
+        .queue_prompt(
+            &theirs,
+            &ax_protocol::Prompt {
+                parts: vec![ax_protocol::PromptPart::Text {
+                    text: "echo later".into(),
+                }],
+            },
+        )
+        .await
+        .unwrap()
+    {
+        ax_protocol::queue::QueueAnswer::Queued { item, .. } => item.id,
+        other => panic!("expected it queued: {other:?}"),
+    };
+    let pid = first.permission.unwrap().id;
+    let before_reply = first.message.id;
+    let before = (
+        b.client.get_session(&theirs).await.unwrap(),
+        b.client.messages(&theirs).await.unwrap(),
+        b.client.prompt_queue(&theirs).await.unwrap(),
+    );
+
+    let other = tempfile::tempdir().unwrap();
+    let mut config = ax_server::ServerConfig::new(other.path(), b.data.path());
+    config.register = false;
+    let neighbour = ax_server::start(config).await.unwrap();
+    let http = reqwest::Client::builder().no_proxy().build().unwrap();
+    let base = neighbour.url().to_owned();
+    let text = serde_json::json!({"parts": [{"type": "text", "text": "x"}]});
+    let s = format!("/session/{theirs}");
+    let routes: Vec<(reqwest::Method, String, Option<serde_json::Value>)> = vec![
+        (reqwest::Method::GET, s.clone(), None),
+        (reqwest::Method::GET, format!("{s}/message"), None),
+        (reqwest::Method::GET, format!("{s}/queue"), None),
+        (
+            reqwest::Method::PATCH,
+            s.clone(),
+            Some(serde_json::json!({"title": "taken"})),
+        ),
+        (
+            reqwest::Method::POST,
+            format!("{s}/prompt"),
+            Some(text.clone()),
+        ),
+        (
+            reqwest::Method::POST,
+            format!("{s}/queue"),
+            Some(text.clone()),
+        ),
+        (
+            reqwest::Method::PATCH,
+            format!("{s}/queue/{queued}"),
+            Some(text.clone()),
+        ),
+        (
+            reqwest::Method::POST,
+            format!("{s}/queue/{queued}/send"),
+            None,
+        ),
+        (reqwest::Method::POST, format!("{s}/queue/resume"), None),
+        (
+            reqwest::Method::POST,
+            format!("{s}/permission/{pid}"),
+            Some(serde_json::json!({"reply": "once"})),
+        ),
+        (
+            reqwest::Method::POST,
+            format!("{s}/mode"),
+            Some(serde_json::json!({"modeId": "x"})),
+        ),
+        (
+            reqwest::Method::POST,
+            format!("{s}/config"),
+            Some(serde_json::json!({"configId": "model", "value": "x"})),
+        ),
+        (
+            reqwest::Method::GET,
+            format!("{s}/message/{}/image/0", before_reply),
+            None,
+        ),
+        (reqwest::Method::POST, format!("{s}/abort"), None),
+        (
+            reqwest::Method::DELETE,
+            format!("{s}/standing"),
+            Some(serde_json::json!({"title": "x"})),
+        ),
+        (reqwest::Method::DELETE, format!("{s}/queue/{queued}"), None),
+        (reqwest::Method::DELETE, s.clone(), None),
+    ];
+    for (method, path, body) in routes {
+        let mut request = http
+            .request(method.clone(), format!("{base}{path}"))
+            .bearer_auth(neighbour.token().expose());
+        if let Some(body) = body {
+            request = request.json(&body);
+        }
+        let answer = within(request.send()).await.unwrap();
+        let status = answer.status().as_u16();
+        let text = answer.text().await.unwrap();
+        assert_eq!(status, 404, "{method} {path}: {text}");
+    }
+    let listed = Client::new(neighbour.url(), neighbour.token().expose())
+        .unwrap()
+        .list_sessions()
+        .await
+        .unwrap();
+    assert!(listed.is_empty(), "{listed:?}");
+    let after = (
+        b.client.get_session(&theirs).await.unwrap(),
+        b.client.messages(&theirs).await.unwrap(),
+        b.client.prompt_queue(&theirs).await.unwrap(),
+    );
+    assert_eq!(after, before);
+    neighbour.shutdown().await;
+    b.server.shutdown().await;
 }
