@@ -83,8 +83,21 @@ pub fn append_part(
     Ok(())
 }
 
-/// The session's transcript in order.
+/// The session's transcript in order, read from one snapshot: its three reads (messages,
+/// deltas, parts) see the same commits, so a turn that stores a delta and a part together is
+/// never read with one and without the other. A savepoint, so that it nests in a caller's
+/// transaction too.
 pub fn messages(conn: &Connection, session: &SessionId) -> Result<Vec<Message>> {
+    conn.execute_batch("SAVEPOINT transcript")?;
+    let read = read_transcript(conn, session);
+    // Nothing was written: releasing ends the snapshot, whether the reads went well or not.
+    let released = conn.execute_batch("RELEASE transcript");
+    let out = read?;
+    released?;
+    Ok(out)
+}
+
+fn read_transcript(conn: &Connection, session: &SessionId) -> Result<Vec<Message>> {
     let mut out: Vec<Message> = Vec::new();
     let mut stmt = conn.prepare_cached(
         "SELECT id, role, created, ended FROM message WHERE session_id = ?1 ORDER BY seq",

@@ -684,3 +684,80 @@ fn an_agent_titles_only_sessions_no_person_named() {
     assert_eq!(agent(new, "Agent again"), None);
     assert_eq!(title(new), "mine");
 }
+
+/// A transcript is read from one snapshot: a turn committing a delta and a part together
+/// between the reads of messages, deltas and parts never shows one without the other.
+#[test]
+fn a_transcript_is_read_from_one_snapshot() {
+    let tmp = tempfile::tempdir().unwrap();
+    let store = Store::open(tmp.path()).unwrap();
+    let id: SessionId = "ses_0123456789abABCDEFGHIJKLMN".parse().unwrap();
+    let reply: ax_protocol::MessageId = "msg_0123456789abABCDEFGHIJKLMA".parse().unwrap();
+    store
+        .write_blocking(|c| {
+            let p = project_id(c, "/p")?;
+            insert_session(
+                c,
+                p,
+                &Session {
+                    id: id.clone(),
+                    title: String::new(),
+                    created: 1,
+                    updated: 1,
+                    status: SessionStatus::Busy,
+                    agent: "mock".into(),
+                    agent_state: None,
+                    standing: Vec::new(),
+                },
+            )?;
+            insert_message(
+                c,
+                &Message {
+                    id: reply.clone(),
+                    session_id: id.clone(),
+                    role: ax_protocol::Role::Assistant,
+                    created: 1,
+                    ended: None,
+                    deltas: 0,
+                    parts: Vec::new(),
+                },
+            )
+        })
+        .unwrap();
+    // While the transcript is read, each step of SQLite's reading commits one more delta and
+    // one more part of the reply, in one transaction.
+    let committed = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(0));
+    let (writer, counter, message) = (store.clone(), committed.clone(), reply.clone());
+    // A reader of its own (the store's takes no progress handler through a shared borrow).
+    let mut c = Connection::open(tmp.path().join(DB_FILE)).unwrap();
+    c.progress_handler(
+        1,
+        Some(move || {
+            let n = counter.load(std::sync::atomic::Ordering::Relaxed);
+            if n < 200 {
+                counter.store(n + 1, std::sync::atomic::Ordering::Relaxed);
+                writer
+                    .write_blocking(|w| {
+                        let tx = begin_write(w)?;
+                        let delta = turn::TurnDelta::TextAppended { text: "d".into() };
+                        append_deltas(&tx, &message, [(n + 1, &delta)])?;
+                        append_part(&tx, &message, n as u32, &Part::Interrupted)?;
+                        Ok(tx.commit()?)
+                    })
+                    .unwrap();
+            }
+            false
+        }),
+    )
+    .unwrap();
+    let transcript = messages(&c, &id).unwrap();
+    let committed = committed.load(std::sync::atomic::Ordering::Relaxed);
+    assert!(committed > 0, "nothing was committed during the read");
+    let reply = &transcript[0];
+    let marks = reply
+        .parts
+        .iter()
+        .filter(|p| **p == Part::Interrupted)
+        .count() as u64;
+    assert_eq!(reply.deltas, marks, "{:?}", reply.parts);
+}
