@@ -328,6 +328,8 @@ pub struct RunningServer {
     server: Option<JoinHandle<std::io::Result<()>>>,
     registration: Option<registry::Registration>,
     sign_in: Arc<signin::Codes>,
+    /// Checkpointed at a clean stop, after everything else stopped.
+    store: store::Store,
     /// Dropped last: the project is served until the rest has stopped.
     _lock: project::ProjectLock,
 }
@@ -392,6 +394,12 @@ impl RunningServer {
         let _ = tokio::time::timeout(Duration::from_secs(15), self.tasks.wait()).await;
         if let Some(server) = self.server.take() {
             let _ = tokio::time::timeout(Duration::from_secs(5), server).await;
+        }
+        // Everything stored goes into the database file, so that file alone is the whole
+        // store even when a client's idle connection still holds the backend's state (and
+        // with it the store's connections) past this point.
+        if let Err(e) = self.store.checkpoint().await {
+            tracing::debug!(error = %e, "the final WAL checkpoint did not run");
         }
         self.registration.take();
     }
@@ -513,6 +521,7 @@ pub async fn start(config: ServerConfig) -> Result<RunningServer, StartError> {
         shutdown: stop.clone(),
         version: env!("CARGO_PKG_VERSION").to_owned(),
     });
+    let kept_store = app.store.clone();
 
     // What the recovery ended, told before anything is served: the first events of this
     // process, which a client reading from its start (the hub's join) forwards.
@@ -580,6 +589,7 @@ pub async fn start(config: ServerConfig) -> Result<RunningServer, StartError> {
         server: Some(server),
         registration,
         sign_in,
+        store: kept_store,
         _lock: lock,
     })
 }

@@ -11,8 +11,13 @@
 
 use std::{
     path::Path,
-    sync::mpsc::{self, Receiver},
-    time::Duration,
+    sync::{
+        Arc,
+        atomic::{AtomicBool, Ordering},
+        mpsc::{self, Receiver, SyncSender},
+    },
+    thread::JoinHandle,
+    time::{Duration, Instant},
 };
 
 use rusqlite::{Connection, OpenFlags};
@@ -29,19 +34,44 @@ pub(super) const LOG_BOUND: i32 = 4 * WAL_PAGES;
 /// checkpoint copies all there is, so one after the pause answers them all.
 const PAUSE: Duration = Duration::from_millis(100);
 
+/// The checkpoint thread, stopped and joined when this is dropped. The store drops it after
+/// its reader and before its writer ([`super::Store`]): SQLite checkpoints the whole log into
+/// the database file and deletes it only when the last connection closes and is one that can
+/// write, so the writer must close last.
+pub(super) struct Checkpointer {
+    wake: SyncSender<()>,
+    stop: Arc<AtomicBool>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl Drop for Checkpointer {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Release);
+        // Wakes a thread waiting for an ask (a full slot means it is not waiting) ...
+        let _ = self.wake.try_send(());
+        if let Some(thread) = self.thread.take() {
+            // ... or in its pause.
+            thread.thread().unpark();
+            let _ = thread.join();
+        }
+    }
+}
+
 /// Installs the hook on `writer` and starts the thread, with its own connection to `path`.
-/// The thread lives as long as `writer`: closing it drops the hook, whose sender is the only
-/// one, and the thread ends.
-pub(super) fn start(path: &Path, writer: &mut Connection) -> Result<()> {
+/// The thread ends when the returned [`Checkpointer`] is dropped, or when `writer` closes
+/// first (its hook holds the other sender).
+pub(super) fn start(path: &Path, writer: &mut Connection) -> Result<Checkpointer> {
     let conn = Connection::open_with_flags(
         path,
         OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX,
     )?;
     configure(&conn)?;
     let (wake, asked) = mpsc::sync_channel(1);
-    std::thread::Builder::new()
+    let stop = Arc::new(AtomicBool::new(false));
+    let stopping = stop.clone();
+    let thread = std::thread::Builder::new()
         .name("ax-store-checkpoint".into())
-        .spawn(move || run(&conn, &asked))
+        .spawn(move || run(&conn, &asked, &stopping))
         .map_err(|e| super::StoreError::Task(format!("cannot start the checkpointer: {e}")))?;
     // Runs inside each commit of the writer, under its lock. It asks the thread once per
     // `WAL_PAGES` of growth (not at every commit past it, which would wake it a thousand times a
@@ -50,6 +80,7 @@ pub(super) fn start(path: &Path, writer: &mut Connection) -> Result<()> {
     // commit checkpoints itself, SQLite's own way, which is short because the thread has
     // already copied all but the newest frames.
     let mut asked_at = 0;
+    let ask = wake.clone();
     writer.wal_hook(Some(move |wal: &mut rusqlite::hooks::Wal, pages: i32| {
         if pages < asked_at {
             asked_at = 0; // the log restarted
@@ -60,24 +91,39 @@ pub(super) fn start(path: &Path, writer: &mut Connection) -> Result<()> {
             }
         } else if pages >= asked_at + WAL_PAGES {
             asked_at = pages;
-            let _ = wake.try_send(());
+            let _ = ask.try_send(());
         }
         Ok(())
     }))?;
-    Ok(())
+    Ok(Checkpointer {
+        wake,
+        stop,
+        thread: Some(thread),
+    })
 }
 
-fn run(conn: &Connection, asked: &Receiver<()>) {
-    while asked.recv().is_ok() {
+fn run(conn: &Connection, asked: &Receiver<()>, stop: &AtomicBool) {
+    while asked.recv().is_ok() && !stop.load(Ordering::Acquire) {
         checkpoint(conn);
         // An ask that comes during the pause waits in the channel's one slot (more are
         // dropped): one checkpoint after it answers them all.
-        std::thread::sleep(PAUSE);
+        let until = Instant::now() + PAUSE;
+        loop {
+            if stop.load(Ordering::Acquire) {
+                return;
+            }
+            let now = Instant::now();
+            if now >= until {
+                break;
+            }
+            // A plain timed wait, woken early only to stop (not a channel's, which spun).
+            std::thread::park_timeout(until - now);
+        }
     }
 }
 
 /// One passive checkpoint: it never waits for readers or writers, it copies what it can.
-fn checkpoint(conn: &Connection) {
+pub(super) fn checkpoint(conn: &Connection) {
     let result = conn.query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |row| {
         Ok((
             row.get::<_, i64>(0)?,
@@ -111,6 +157,28 @@ mod tests {
                 Ok(())
             })
             .unwrap();
+    }
+
+    /// A store closed cleanly leaves its whole content in the database file and no log beside
+    /// it (a copy of the file alone is a backup), however recently the thread checkpointed.
+    #[test]
+    fn a_closed_store_leaves_no_log_behind() {
+        for rows in [1, 300] {
+            let dir = tempfile::tempdir().unwrap();
+            let store = Store::open(dir.path()).unwrap();
+            // 300 rows wake the thread, which is then in its pause when the store closes.
+            commit_rows(&store, rows);
+            let clone = store.clone();
+            drop(store);
+            drop(clone);
+            let wal = dir.path().join(format!("{DB_FILE}-wal"));
+            assert!(!wal.exists(), "{rows} rows: the log is left behind");
+            let conn = Connection::open(dir.path().join(DB_FILE)).unwrap();
+            let n: i64 = conn
+                .query_row("SELECT COUNT(*) FROM filler", [], |r| r.get(0))
+                .unwrap();
+            assert_eq!(n, rows as i64);
+        }
     }
 
     /// The writer no longer checkpoints in its commits, and the thread does: the database file

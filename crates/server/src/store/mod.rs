@@ -118,9 +118,18 @@ pub type Result<T, E = StoreError> = std::result::Result<T, E>;
 /// Cloneable handle to the database.
 #[derive(Clone)]
 pub struct Store {
-    write: Arc<Mutex<Connection>>,
+    // Dropped in this order, the writer last (see `checkpoint::Checkpointer`): a store closed
+    // cleanly leaves its whole content in the database file, and no log beside it.
     read: Arc<Mutex<Connection>>,
+    _checkpointer: Option<Arc<checkpoint::Checkpointer>>,
+    write: Arc<Mutex<Connection>>,
     path: PathBuf,
+}
+
+impl std::fmt::Debug for Store {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Store").field("path", &self.path).finish()
+    }
 }
 
 /// Runs `open` again while SQLite answers "database is locked" without waiting, for at most
@@ -182,20 +191,21 @@ impl Store {
                 error,
             });
         }
-        let (write, read) = retry_while_busy(|| {
+        let (write, checkpointer, read) = retry_while_busy(|| {
             let mut write = Connection::open(&path)?;
             migrate(&mut write, &path)?;
-            checkpoint::start(&path, &mut write)?;
+            let checkpointer = checkpoint::start(&path, &mut write)?;
             let read = Connection::open_with_flags(
                 &path,
                 OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
             )?;
             configure(&read)?;
-            Ok((write, read))
+            Ok((write, checkpointer, read))
         })?;
         Ok(Store {
-            write: Arc::new(Mutex::new(write)),
             read: Arc::new(Mutex::new(read)),
+            _checkpointer: Some(Arc::new(checkpointer)),
+            write: Arc::new(Mutex::new(write)),
             path,
         })
     }
@@ -221,8 +231,9 @@ impl Store {
         configure(&conn)?;
         let conn = Arc::new(Mutex::new(conn));
         Ok(Some(Store {
-            write: conn.clone(),
-            read: conn,
+            read: conn.clone(),
+            _checkpointer: None,
+            write: conn,
             path,
         }))
     }
@@ -236,6 +247,17 @@ impl Store {
         )?;
         configure(&conn)?;
         Ok(conn)
+    }
+
+    /// Copies into the database file all of the log that no reader still needs, without
+    /// waiting for anyone (a passive checkpoint). A backend's clean stop calls it, so that the
+    /// database file alone holds everything it stored (docs/backend.md §1).
+    pub async fn checkpoint(&self) -> Result<()> {
+        self.write(|c| {
+            checkpoint::checkpoint(c);
+            Ok(())
+        })
+        .await
     }
 
     /// Runs `f` with the writing connection on the blocking pool.

@@ -19,7 +19,7 @@ fn a_newer_schema_is_refused_and_left_untouched() {
             .unwrap();
     }
     let before = std::fs::read(&path).unwrap();
-    let err = Store::open(tmp.path()).err().expect("must refuse");
+    let err = Store::open(tmp.path()).expect_err("must refuse");
     assert!(
         err.to_string().contains("newer than this ax-code supports"),
         "{err}"

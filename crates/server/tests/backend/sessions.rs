@@ -235,3 +235,30 @@ async fn a_backend_never_serves_another_projects_session() {
     neighbour.shutdown().await;
     b.server.shutdown().await;
 }
+
+/// A backend stopped cleanly leaves its data directory's store whole in `ax-code.db`, even
+/// while a client's idle connection keeps the backend's state alive: a copy of that one file
+/// is a backup (docs/backend.md §1).
+#[tokio::test]
+async fn a_clean_shutdown_leaves_the_store_in_one_file() {
+    let b = Backend::start().await;
+    let id = b.session().await;
+    b.client.rename_session(&id, "kept").await.unwrap();
+    b.server.shutdown().await;
+    let db = b.data.path().join(ax_server::store::DB_FILE);
+    let copy = tempfile::tempdir().unwrap();
+    std::fs::copy(&db, copy.path().join(ax_server::store::DB_FILE)).unwrap();
+    let store = ax_server::store::Store::open_read_only(copy.path())
+        .unwrap()
+        .unwrap();
+    let title: String = store
+        .read_blocking(|c| {
+            Ok(c.query_row(
+                "SELECT title FROM session WHERE id = ?1",
+                [id.as_str()],
+                |r| r.get(0),
+            )?)
+        })
+        .unwrap();
+    assert_eq!(title, "kept");
+}
