@@ -139,6 +139,7 @@ async fn a_backend_never_serves_another_projects_session() {
         b.client.get_session(&theirs).await.unwrap(),
         b.client.messages(&theirs).await.unwrap(),
         b.client.prompt_queue(&theirs).await.unwrap(),
+        b.client.permissions().await.unwrap(),
     );
 
     let other = tempfile::tempdir().unwrap();
@@ -230,6 +231,7 @@ async fn a_backend_never_serves_another_projects_session() {
         b.client.get_session(&theirs).await.unwrap(),
         b.client.messages(&theirs).await.unwrap(),
         b.client.prompt_queue(&theirs).await.unwrap(),
+        b.client.permissions().await.unwrap(),
     );
     assert_eq!(after, before);
     neighbour.shutdown().await;
