@@ -378,6 +378,53 @@ fn a_flood_of_idle_connections_does_not_lock_the_person_out() {
     let _ = child.wait();
 }
 
+/// The hub serves through the backend's accept loop (`ax-listen`): started with 256
+/// descriptors (hard limit 1,024), a flood of 1,100 idle connections from any local user
+/// leaves the person's requests answered, and the hub holds far fewer descriptors. Before, its
+/// accept loop failed with "too many open files" after about 370 and the person's request
+/// timed out.
+#[test]
+fn a_flood_of_idle_connections_does_not_lock_the_person_out_of_the_hub() {
+    let env = Env::new();
+    let nats = ax_hub::testing::NatsServer::start();
+    let password = "hub-flood-password-0123456789";
+    let mut command = Command::new("prlimit");
+    command
+        .args(["--nofile=256:1024", "--", AX, "hub", "--nats", &nats.url()])
+        .args(["--port", "0"])
+        .current_dir(&env.project)
+        .envs(env.vars())
+        .env("AX_CODE_HUB_PASSWORD", password)
+        .stdin(Stdio::null());
+    let (hub, url) = support::hub::spawn_hub(command);
+    let addr: SocketAddr = url.trim_start_matches("http://").parse().unwrap();
+    let mut flood = Vec::new();
+    for _ in 0..1100 {
+        match TcpStream::connect_timeout(&addr, Duration::from_secs(2)) {
+            Ok(s) => flood.push(s),
+            Err(e) => panic!("connect failed after {}: {e}", flood.len()),
+        }
+    }
+    runtime().block_on(async {
+        let http = reqwest::Client::builder().no_proxy().build().unwrap();
+        for i in 0..5 {
+            let answer = tokio::time::timeout(
+                WAIT,
+                http.get(format!("{url}/machine"))
+                    .bearer_auth(password)
+                    .send(),
+            )
+            .await
+            .unwrap_or_else(|_| panic!("request {i} timed out during the flood"))
+            .unwrap();
+            assert_eq!(answer.status(), 200, "request {i}");
+        }
+    });
+    let fds = fd_count(hub.0.id());
+    assert!(fds < 1024, "the hub holds {fds} descriptors");
+    drop(flood);
+}
+
 /// `--allow-remote` keeps the Host check: the bound address, the loopback names and the
 /// `--allow-host` names are served, anything else is 403 even with the credential; and serve
 /// warns that plain HTTP carries the credential in clear.

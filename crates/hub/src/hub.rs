@@ -48,6 +48,7 @@ use axum::{
 use futures_util::{StreamExt, future::join_all};
 use serde::{Deserialize, Serialize};
 use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
 
 mod image;
 mod page;
@@ -174,6 +175,8 @@ pub struct MachineSessions {
 pub struct RunningHub {
     addr: SocketAddr,
     codes: Arc<ax_core::signin::Codes>,
+    /// Stops accepting; connections are told to finish their exchange.
+    stop: CancellationToken,
     tasks: Vec<JoinHandle<()>>,
     transcripts: transcripts::Kept,
 }
@@ -203,6 +206,7 @@ impl RunningHub {
 
     /// Stops serving.
     pub async fn shutdown(mut self) {
+        self.stop.cancel();
         for t in self.tasks.drain(..) {
             t.abort();
             let _ = t.await;
@@ -212,6 +216,7 @@ impl RunningHub {
 
 impl Drop for RunningHub {
     fn drop(&mut self) {
+        self.stop.cancel();
         for t in &self.tasks {
             t.abort();
         }
@@ -265,21 +270,21 @@ pub async fn start(config: HubConfig) -> Result<RunningHub, HubError> {
     let ui_follow = tokio::spawn(ui::follow(shared.clone(), ui_sub));
     let cache = tokio::spawn(follow_state(shared.clone()));
     let app = router(shared);
+    // The backend's accept loop (`ax-listen`): head and idle timeouts, a cap on connections
+    // without the credential, the descriptor limit raised and its exhaustion survived, so a
+    // flood of idle connections from any local user cannot lock the person out (docs/SECURITY.md).
+    let stop = CancellationToken::new();
+    let serving = stop.clone();
     let server = tokio::spawn(async move {
-        // Events are small writes that must leave at once, not wait behind Nagle's algorithm
-        // for the page's delayed acknowledgement (as the backend's listener, `listen.rs`).
-        let listener = axum::serve::ListenerExt::tap_io(listener, |tcp| {
-            if let Err(e) = tcp.set_nodelay(true) {
-                tracing::debug!(error = %e, "hub: cannot set TCP_NODELAY");
-            }
-        });
-        if let Err(e) = axum::serve(listener, app).await {
+        let limits = ax_listen::Limits::default();
+        if let Err(e) = ax_listen::serve(vec![listener], app, limits, serving).await {
             tracing::error!(error = %e, "hub: the HTTP server stopped");
         }
     });
     Ok(RunningHub {
         addr,
         codes,
+        stop,
         tasks: vec![cache, ui_follow, server, fresh],
         transcripts: kept,
     })
@@ -639,7 +644,13 @@ async fn require_token(
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.strip_prefix("Bearer "));
     match given {
-        Some(token) if shared.access.token.ct_eq_str(token) => next.run(request).await,
+        Some(token) if shared.access.token.ct_eq_str(token) => {
+            // The person's connection: the cap on unauthenticated ones no longer counts it.
+            if let Some(conn) = request.extensions().get::<ax_listen::Conn>() {
+                conn.authenticated();
+            }
+            next.run(request).await
+        }
         _ => ApiError::new(
             401,
             "unauthorized",

@@ -18,11 +18,12 @@ use axum::{
 };
 use serde::Deserialize;
 
+use ax_listen::LocalAddr;
+
 use crate::{
     auth,
     error::Failure,
     ids,
-    listen::LocalAddr,
     request::{PromptBody, body, find_session, parse_id, prompt_request, session_id},
     sse,
     state::Shared,

@@ -77,7 +77,7 @@ pub fn has_credential(app: &Shared, headers: &HeaderMap) -> bool {
 /// cap on unauthenticated connections no longer counts or evicts it.
 pub async fn bearer(State(app): State<Shared>, request: Request, next: Next) -> Response {
     if has_credential(&app, request.headers()) {
-        if let Some(conn) = request.extensions().get::<crate::listen::Conn>() {
+        if let Some(conn) = request.extensions().get::<ax_listen::Conn>() {
             conn.authenticated();
         }
         next.run(request).await

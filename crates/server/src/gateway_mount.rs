@@ -14,7 +14,9 @@ use axum::{
 };
 use rusqlite::Connection;
 
-use crate::{listen::Conn, state::Shared, store};
+use ax_listen::Conn;
+
+use crate::{state::Shared, store};
 
 /// Session lookups for `ui.command` targets, on a connection of their own (the trait is
 /// synchronous and a primary-key lookup takes microseconds).

@@ -56,8 +56,9 @@
 //! lifecycle and the ACP agents' turns, the `shell` agent's too; the agents and the one process
 //! module are in `ax_agents`) · `turn_slots` (the run and agent slots the app state holds) ·
 //! `operator_terminal` (the gateway's operator terminal) · `api` (routes) · `sse` (`/event`) ·
-//! `events` (ID'd ring + fan-out) · `auth` (Host/Origin, bearer) · `listen` (sibling
-//! loopback binds, timeouts, the connection cap) · [`registry`] (`servers/`, `screen/`) ·
+//! `events` (ID'd ring + fan-out) · `auth` (Host/Origin, bearer) · the accept loop is the
+//! `ax_listen` crate's (sibling loopback binds, timeouts, the connection cap; the hub's too) ·
+//! [`registry`] (`servers/`, `screen/`) ·
 //! [`project`] (project root, one backend per project).
 
 use std::{
@@ -84,7 +85,6 @@ mod files;
 mod gateway_mount;
 mod ids;
 pub mod kept;
-mod listen;
 mod markdown;
 mod operator_terminal;
 pub mod project;
@@ -106,8 +106,8 @@ mod turn_outcome;
 mod turn_slots;
 
 pub use ax_core::Secret;
+pub use ax_listen::BindError;
 pub use ax_protocol::local::data_dir as default_data_dir;
-pub use listen::BindError;
 pub use project::project_root;
 pub use state::Limits;
 
@@ -219,7 +219,7 @@ pub enum StartError {
     Store(#[from] store::StoreError),
     /// The listeners could not be set up.
     #[error(transparent)]
-    Bind(#[from] listen::BindError),
+    Bind(#[from] ax_listen::BindError),
     /// An `--allow-host` value that is not a host name or address.
     #[error("--allow-host {0:?}: expected a host name or address, optionally with :PORT")]
     BadHostName(String),
@@ -479,10 +479,10 @@ pub async fn start(config: ServerConfig) -> Result<RunningServer, StartError> {
     .await
     .map_err(|e| store::StoreError::Task(e.to_string()))??;
 
-    let listeners = listen::bind(config.bind).await?;
+    let listeners = ax_listen::bind(config.bind).await?;
     let addr = listeners[0]
         .local_addr()
-        .map_err(|source| listen::BindError::Bind {
+        .map_err(|source| ax_listen::BindError::Bind {
             addr: config.bind,
             source,
         })?;
@@ -554,12 +554,11 @@ pub async fn start(config: ServerConfig) -> Result<RunningServer, StartError> {
         ))
         .layer(middleware::from_fn(api::log_request))
         .with_state(app);
-    let server = tokio::spawn(listen::serve(
-        listeners,
-        router,
-        config.limits,
-        stop.clone(),
-    ));
+    let accepting = ax_listen::Limits {
+        header_read_timeout: config.limits.header_read_timeout,
+        unauthenticated_connections: config.limits.unauthenticated_connections,
+    };
+    let server = tokio::spawn(ax_listen::serve(listeners, router, accepting, stop.clone()));
 
     let registration = if config.register {
         let record = ax_protocol::local::ServerRecord {

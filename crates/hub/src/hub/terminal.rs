@@ -32,7 +32,7 @@ use ax_gateway::{
     TerminalEvent, TerminalHost, TerminalSize, TerminalStartError,
 };
 use axum::{
-    Router,
+    Extension, Router,
     extract::{Path, State, ws::WebSocketUpgrade},
     response::{IntoResponse, Response},
     routing::get,
@@ -113,7 +113,12 @@ pub(super) fn router(shared: Arc<Shared>) -> Router {
         .with_state(shared)
 }
 
-async fn upgrade(State(shared): S, Path(m): Path<String>, ws: WebSocketUpgrade) -> Response {
+async fn upgrade(
+    State(shared): S,
+    Path(m): Path<String>,
+    conn: Option<Extension<ax_listen::Conn>>,
+    ws: WebSocketUpgrade,
+) -> Response {
     let machine = match MachineName::new(&m) {
         Ok(m) => m,
         Err(e) => return ApiError::new(400, "bad_request", e.to_string()).into_response(),
@@ -126,9 +131,33 @@ async fn upgrade(State(shared): S, Path(m): Path<String>, ws: WebSocketUpgrade) 
         return ApiError::new(404, "not_found", format!("no machine {m:?} joined")).into_response();
     }
     let gateway = shared.gateways.get(&shared, &machine);
-    gateway
-        .configure_upgrade(ws)
-        .on_upgrade(move |socket| gateway.serve_socket(socket))
+    // The socket keeps its place in the cap on unauthenticated connections until its
+    // `connect` succeeds, and is closed if the cap evicts it meanwhile (as on a backend).
+    let place = conn.map(|Extension(conn)| Arc::new(conn.upgraded()));
+    gateway.configure_upgrade(ws).on_upgrade(move |socket| {
+        let opened = place.clone();
+        let serve = gateway.serve_socket_then(
+            socket,
+            Box::new(move || {
+                if let Some(place) = opened {
+                    place.authenticated();
+                }
+            }),
+        );
+        async move {
+            let evicted = async {
+                match &place {
+                    Some(place) => place.evicted().await,
+                    None => std::future::pending().await,
+                }
+            };
+            tokio::select! {
+                () = serve => {}
+                () = evicted => {}
+            }
+            drop(place);
+        }
+    })
 }
 
 /// The terminals of one machine, over NATS.

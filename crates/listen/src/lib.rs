@@ -1,5 +1,5 @@
-//! Listening: every loopback family of the requested host on one port, and an accept loop that
-//! a flood of idle connections cannot freeze.
+//! Listening, for the backend and the hub alike: every loopback family of the requested host
+//! on one port, and an accept loop that a flood of idle connections cannot freeze.
 //!
 //! - **Siblings.** A backend asked for `127.0.0.1:P` also listens on `[::1]:P` (and the other
 //!   way round; `0.0.0.0:P` also takes `[::1]:P`). Otherwise anyone could bind the free sibling
@@ -41,7 +41,24 @@ use hyper_util::{
 use tokio::{net::TcpListener, sync::Notify};
 use tokio_util::{sync::CancellationToken, task::TaskTracker};
 
-use crate::state::Limits;
+/// What the accept loop bounds.
+#[derive(Debug, Clone, Copy)]
+pub struct Limits {
+    /// Time to read a request's head, and the idle timeout of a kept-alive connection.
+    pub header_read_timeout: Duration,
+    /// Connections that have not carried the credential, at most (and at most a quarter of
+    /// the file-descriptor limit).
+    pub unauthenticated_connections: usize,
+}
+
+impl Default for Limits {
+    fn default() -> Limits {
+        Limits {
+            header_read_timeout: Duration::from_secs(10),
+            unauthenticated_connections: 256,
+        }
+    }
+}
 
 /// How long the accept loop waits for a connection to close after running out of descriptors.
 pub const EXHAUSTED_PAUSE: Duration = Duration::from_millis(100);
