@@ -266,6 +266,43 @@ impl Drop for Upgraded {
     }
 }
 
+/// A WebSocket's place in the cap, for a handler that upgrades a connection: counted as
+/// unauthenticated (and evictable while idle) until the socket proves the credential, then
+/// the person's. Off the accept loop (no [`Conn`] on the request) it bounds nothing.
+pub struct SocketPlace(Option<Arc<Upgraded>>);
+
+impl SocketPlace {
+    /// The place of the connection `conn` that is being upgraded.
+    pub fn of(conn: Option<&Conn>) -> SocketPlace {
+        SocketPlace(conn.map(|c| Arc::new(c.upgraded())))
+    }
+
+    /// What the socket's server calls once the socket has proved the credential.
+    pub fn on_authenticated(&self) -> Box<dyn FnOnce() + Send> {
+        let place = self.0.clone();
+        Box::new(move || {
+            if let Some(place) = place {
+                place.authenticated();
+            }
+        })
+    }
+
+    /// Runs `serve`, the socket's life, until it ends or the cap evicts the socket; then the
+    /// place is given up.
+    pub async fn run(self, serve: impl Future<Output = ()>) {
+        let evicted = async {
+            match &self.0 {
+                Some(place) => place.evicted().await,
+                None => std::future::pending().await,
+            }
+        };
+        tokio::select! {
+            () = serve => {}
+            () = evicted => {}
+        }
+    }
+}
+
 struct Entry {
     authenticated: bool,
     /// A WebSocket now: its [`Upgraded`] guard removes it.

@@ -3,7 +3,7 @@
 //! its connect frame. Besides the full credential it accepts the screen credential, granting at
 //! most `operator.read` and `operator.write`.
 
-use std::sync::{Arc, Mutex};
+use std::sync::Mutex;
 
 use ax_gateway::{Gateway, GatewayConfig, LimitedToken, Scope, Scopes, SessionDirectory, Tuning};
 use axum::{
@@ -14,7 +14,7 @@ use axum::{
 };
 use rusqlite::Connection;
 
-use ax_listen::Conn;
+use ax_listen::{Conn, SocketPlace};
 
 use crate::{state::Shared, store};
 
@@ -71,35 +71,19 @@ async fn upgrade(
     let shutdown = app.shutdown.clone();
     // The socket keeps its place in the connection cap (docs/SECURITY.md): unauthenticated
     // until its `connect` succeeds, evicted like an idle connection before that.
-    let place = conn.map(|Extension(conn)| Arc::new(conn.upgraded()));
+    let place = SocketPlace::of(conn.as_ref().map(|Extension(c)| c));
     // Small buffers keep an idle connection at a few KiB; the message cap stops a client from
     // making us buffer megabytes, yet lets the gateway's own size check answer first.
     gateway.configure_upgrade(ws).on_upgrade(move |socket| {
         // The socket goes straight into the gateway's future; an `async move` block that
         // captured it would keep a moved-out copy for the connection's whole life.
-        let opened = place.clone();
-        let serve = gateway.serve_socket_then(
-            socket,
-            Box::new(move || {
-                if let Some(place) = opened {
-                    place.authenticated();
-                }
-            }),
-        );
-        async move {
-            let evicted = async {
-                match &place {
-                    Some(place) => place.evicted().await,
-                    None => std::future::pending().await,
-                }
-            };
+        let serve = gateway.serve_socket_then(socket, place.on_authenticated());
+        place.run(async move {
             tokio::select! {
                 () = serve => {}
-                () = evicted => {}
                 () = shutdown.cancelled() => {}
             }
-            drop(place);
-        }
+        })
     })
 }
 

@@ -133,30 +133,10 @@ async fn upgrade(
     let gateway = shared.gateways.get(&shared, &machine);
     // The socket keeps its place in the cap on unauthenticated connections until its
     // `connect` succeeds, and is closed if the cap evicts it meanwhile (as on a backend).
-    let place = conn.map(|Extension(conn)| Arc::new(conn.upgraded()));
+    let place = ax_listen::SocketPlace::of(conn.as_ref().map(|Extension(c)| c));
     gateway.configure_upgrade(ws).on_upgrade(move |socket| {
-        let opened = place.clone();
-        let serve = gateway.serve_socket_then(
-            socket,
-            Box::new(move || {
-                if let Some(place) = opened {
-                    place.authenticated();
-                }
-            }),
-        );
-        async move {
-            let evicted = async {
-                match &place {
-                    Some(place) => place.evicted().await,
-                    None => std::future::pending().await,
-                }
-            };
-            tokio::select! {
-                () = serve => {}
-                () = evicted => {}
-            }
-            drop(place);
-        }
+        let serve = gateway.serve_socket_then(socket, place.on_authenticated());
+        place.run(serve)
     })
 }
 
