@@ -303,6 +303,18 @@ fn a_relaying_squatter_on_the_sibling_address_receives_no_credential() {
     );
 }
 
+/// `n` TCP connections to `addr` that never send a byte, held open by the caller.
+fn idle_connections(addr: SocketAddr, n: usize) -> Vec<TcpStream> {
+    let mut flood = Vec::with_capacity(n);
+    for _ in 0..n {
+        match TcpStream::connect_timeout(&addr, Duration::from_secs(2)) {
+            Ok(s) => flood.push(s),
+            Err(e) => panic!("connect failed after {}: {e}", flood.len()),
+        }
+    }
+    flood
+}
+
 /// 1,100 idle connections from a process without the credential (the backend limited to 1,024
 /// descriptors, soft and hard, as on many desktops) used to freeze the backend; now the
 /// person's authenticated requests still get through. The soft limit is raised to the hard one.
@@ -342,13 +354,7 @@ fn a_flood_of_idle_connections_does_not_lock_the_person_out() {
         "the soft limit was raised to the hard one"
     );
 
-    let mut flood = Vec::new();
-    for _ in 0..1100 {
-        match TcpStream::connect_timeout(&addr, Duration::from_secs(2)) {
-            Ok(s) => flood.push(s),
-            Err(e) => panic!("connect failed after {}: {e}", flood.len()),
-        }
-    }
+    let flood = idle_connections(addr, 1100);
     // The person, with the credential, while the flood is held open.
     runtime().block_on(async {
         let client = ax_client::Client::new(&url, password).unwrap();
@@ -398,13 +404,7 @@ fn a_flood_of_idle_connections_does_not_lock_the_person_out_of_the_hub() {
         .stdin(Stdio::null());
     let (hub, url) = support::hub::spawn_hub(command);
     let addr: SocketAddr = url.trim_start_matches("http://").parse().unwrap();
-    let mut flood = Vec::new();
-    for _ in 0..1100 {
-        match TcpStream::connect_timeout(&addr, Duration::from_secs(2)) {
-            Ok(s) => flood.push(s),
-            Err(e) => panic!("connect failed after {}: {e}", flood.len()),
-        }
-    }
+    let flood = idle_connections(addr, 1100);
     runtime().block_on(async {
         let http = reqwest::Client::builder().no_proxy().build().unwrap();
         for i in 0..5 {

@@ -197,6 +197,42 @@ fn a_version_5_database_migrates_with_nothing_lost() {
     assert_eq!(orphans, vec![(77, 5)]);
 }
 
+/// In project `/p`: the mock agent's session `id` with `status`, and its empty reply `reply`.
+fn mock_reply(
+    c: &Connection,
+    id: &SessionId,
+    reply: &MessageId,
+    status: SessionStatus,
+) -> Result<()> {
+    let p = project_id(c, "/p")?;
+    insert_session(
+        c,
+        p,
+        &Session {
+            id: id.clone(),
+            title: String::new(),
+            created: 1,
+            updated: 1,
+            status,
+            agent: "mock".into(),
+            agent_state: None,
+            standing: Vec::new(),
+        },
+    )?;
+    insert_message(
+        c,
+        &Message {
+            id: reply.clone(),
+            session_id: id.clone(),
+            role: ax_protocol::Role::Assistant,
+            created: 1,
+            ended: None,
+            deltas: 0,
+            parts: Vec::new(),
+        },
+    )
+}
+
 /// Agent turns are stored as deltas and read back folded, before any plain part.
 #[test]
 fn agent_deltas_fold_on_read() {
@@ -210,32 +246,11 @@ fn agent_deltas_fold_on_read() {
     ];
     store
         .write_blocking(|c| {
-            let p = project_id(c, "/p")?;
-            insert_session(
+            mock_reply(
                 c,
-                p,
-                &Session {
-                    id: id.clone(),
-                    title: String::new(),
-                    created: 1,
-                    updated: 1,
-                    status: SessionStatus::Idle,
-                    agent: "mock".into(),
-                    agent_state: None,
-                    standing: Vec::new(),
-                },
-            )?;
-            insert_message(
-                c,
-                &Message {
-                    id: "msg_0123456789abABCDEFGHIJKLMA".parse().unwrap(),
-                    session_id: id.clone(),
-                    role: ax_protocol::Role::Assistant,
-                    created: 1,
-                    ended: None,
-                    deltas: 0,
-                    parts: Vec::new(),
-                },
+                &id,
+                &"msg_0123456789abABCDEFGHIJKLMA".parse().unwrap(),
+                SessionStatus::Idle,
             )?;
             append_deltas(
                 c,
@@ -288,33 +303,7 @@ fn a_cut_agent_turn_reloads_its_open_tool_calls_cancelled() {
     ];
     store
         .write_blocking(|c| {
-            let p = project_id(c, "/p")?;
-            insert_session(
-                c,
-                p,
-                &Session {
-                    id: id.clone(),
-                    title: String::new(),
-                    created: 1,
-                    updated: 1,
-                    status: SessionStatus::Busy,
-                    agent: "mock".into(),
-                    agent_state: None,
-                    standing: Vec::new(),
-                },
-            )?;
-            insert_message(
-                c,
-                &Message {
-                    id: mid.clone(),
-                    session_id: id.clone(),
-                    role: ax_protocol::Role::Assistant,
-                    created: 1,
-                    ended: None,
-                    deltas: 0,
-                    parts: Vec::new(),
-                },
-            )?;
+            mock_reply(c, &id, &mid, SessionStatus::Busy)?;
             append_deltas(
                 c,
                 &mid,
@@ -694,35 +683,7 @@ fn a_transcript_is_read_from_one_snapshot() {
     let id: SessionId = "ses_0123456789abABCDEFGHIJKLMN".parse().unwrap();
     let reply: ax_protocol::MessageId = "msg_0123456789abABCDEFGHIJKLMA".parse().unwrap();
     store
-        .write_blocking(|c| {
-            let p = project_id(c, "/p")?;
-            insert_session(
-                c,
-                p,
-                &Session {
-                    id: id.clone(),
-                    title: String::new(),
-                    created: 1,
-                    updated: 1,
-                    status: SessionStatus::Busy,
-                    agent: "mock".into(),
-                    agent_state: None,
-                    standing: Vec::new(),
-                },
-            )?;
-            insert_message(
-                c,
-                &Message {
-                    id: reply.clone(),
-                    session_id: id.clone(),
-                    role: ax_protocol::Role::Assistant,
-                    created: 1,
-                    ended: None,
-                    deltas: 0,
-                    parts: Vec::new(),
-                },
-            )
-        })
+        .write_blocking(|c| mock_reply(c, &id, &reply, SessionStatus::Busy))
         .unwrap();
     // While the transcript is read, each step of SQLite's reading commits one more delta and
     // one more part of the reply, in one transaction.
